@@ -1,0 +1,581 @@
+package sio
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"sync"
+	"time"
+
+	"github.com/gorilla/websocket"
+)
+
+// Transport selects how a client connects.
+type Transport int
+
+const (
+	// PollingFirst opens with an HTTP long-polling handshake and then
+	// upgrades to WebSocket, staying on polling if the upgrade fails. This
+	// is what the A2C-SMCP specification requires of SDKs.
+	PollingFirst Transport = iota
+	// WebSocketOnly connects straight over WebSocket.
+	WebSocketOnly
+	// PollingOnly never upgrades.
+	PollingOnly
+)
+
+// ClientHandler receives what the server sends to a client socket. Its
+// methods are called one at a time, in order.
+type ClientHandler interface {
+	Event(s *Socket, e *Event)
+	Disconnect(s *Socket, reason string)
+}
+
+// ClientOptions configure [Dial].
+type ClientOptions struct {
+	Path      string // Engine.IO path, default "/socket.io/"
+	Namespace string // default "/"
+	Query     url.Values
+	Header    http.Header
+	// Auth is sent in the CONNECT packet; it must marshal to a JSON object.
+	Auth      any
+	Transport Transport
+	Handler   ClientHandler
+	// HTTPClient is used for long-polling; default a client with no
+	// overall timeout (each request has its own deadline).
+	HTTPClient *http.Client
+}
+
+// HTTPError is a handshake the server refused with an HTTP status.
+type HTTPError struct {
+	StatusCode int
+	Header     http.Header
+	Body       []byte
+}
+
+func (e *HTTPError) Error() string {
+	return fmt.Sprintf("sio: handshake refused: HTTP %d", e.StatusCode)
+}
+
+// CloseError is a WebSocket the server closed with a close code before the
+// connection was established (for example A2C-SMCP's 4900).
+type CloseError struct {
+	Code int
+	Text string
+}
+
+func (e *CloseError) Error() string { return fmt.Sprintf("sio: closed with code %d", e.Code) }
+
+// cconn is the client side of one Engine.IO connection.
+type cconn struct {
+	o        ClientOptions
+	base     *url.URL // http(s) URL of the Engine.IO path, without query
+	sid      string
+	interval time.Duration
+	timeout  time.Duration
+	hc       *http.Client
+
+	wmu      sync.Mutex // serialises writes to ws
+	mu       sync.Mutex
+	ws       *websocket.Conn
+	queue    []frame
+	flushing bool
+	closed   bool
+	sock     *Socket
+	partial  *partialPacket
+	// connected receives the CONNECT answer during Dial.
+	connected chan error
+
+	ctx    context.Context // ends when the connection terminates
+	cancel context.CancelFunc
+}
+
+// Dial connects to a Socket.IO server and joins one namespace. rawURL is
+// the server's base URL (http, https, ws or wss); the path comes from
+// opts.Path. It returns when the namespace has accepted or refused the
+// connection, or ctx ends.
+func Dial(ctx context.Context, rawURL string, o ClientOptions) (*Socket, error) {
+	if o.Path == "" {
+		o.Path = "/socket.io/"
+	}
+	if o.Namespace == "" {
+		o.Namespace = "/"
+	}
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return nil, fmt.Errorf("sio: bad url: %w", err)
+	}
+	switch u.Scheme {
+	case "ws":
+		u.Scheme = "http"
+	case "wss":
+		u.Scheme = "https"
+	case "http", "https":
+	default:
+		return nil, fmt.Errorf("sio: unsupported url scheme %q", u.Scheme)
+	}
+	u.Path = o.Path
+	u.RawQuery = ""
+	c := &cconn{o: o, base: u, hc: o.HTTPClient, connected: make(chan error, 1)}
+	c.ctx, c.cancel = context.WithCancel(context.Background())
+	c.sock = newSocket("", o.Namespace, nil, c)
+	if c.hc == nil {
+		c.hc = &http.Client{}
+	}
+	if o.Transport == WebSocketOnly {
+		err = c.openWebSocket(ctx)
+	} else {
+		err = c.openPolling(ctx)
+		if err == nil && o.Transport == PollingFirst {
+			if uerr := c.upgrade(ctx); uerr != nil && ctx.Err() != nil {
+				err = ctx.Err()
+			}
+		}
+	}
+	if err != nil {
+		c.terminate("handshake failed")
+		return nil, err
+	}
+	c.mu.Lock()
+	ws := c.ws
+	c.mu.Unlock()
+	if ws != nil {
+		go c.readLoop(ws)
+	} else {
+		go c.pollLoop()
+	}
+	auth := []byte(nil)
+	if o.Auth != nil {
+		auth, err = json.Marshal(o.Auth)
+		if err != nil || len(auth) == 0 || auth[0] != '{' {
+			c.terminate("bad auth")
+			return nil, fmt.Errorf("sio: auth must be a JSON object")
+		}
+	}
+	if err := c.sendMessage(append(appendHeader(nil, pConnect, 0, o.Namespace, -1), auth...), nil); err != nil {
+		c.terminate("transport error")
+		return nil, err
+	}
+	select {
+	case err := <-c.connected:
+		if err != nil {
+			c.terminate("connect refused")
+			return nil, err
+		}
+		return c.sock, nil
+	case <-ctx.Done():
+		c.terminate("connect timeout")
+		return nil, ctx.Err()
+	}
+}
+
+func (c *cconn) engineURL(transport string) string {
+	q := url.Values{}
+	for k, v := range c.o.Query {
+		q[k] = v
+	}
+	q.Set("EIO", "4")
+	q.Set("transport", transport)
+	if c.sid != "" {
+		q.Set("sid", c.sid)
+	}
+	u := *c.base
+	if transport == "websocket" {
+		if u.Scheme == "https" {
+			u.Scheme = "wss"
+		} else {
+			u.Scheme = "ws"
+		}
+	}
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+func (c *cconn) readOpen(f frame) error {
+	if f.binary || len(f.data) == 0 || f.data[0] != eOpen {
+		return fmt.Errorf("%w: expected open packet", errMalformed)
+	}
+	var op openPacket
+	if err := json.Unmarshal(f.data[1:], &op); err != nil || op.SID == "" {
+		return fmt.Errorf("%w: bad open packet", errMalformed)
+	}
+	c.sid = op.SID
+	c.interval = time.Duration(op.PingInterval) * time.Millisecond
+	c.timeout = time.Duration(op.PingTimeout) * time.Millisecond
+	if c.interval <= 0 {
+		c.interval = 25 * time.Second
+	}
+	if c.timeout <= 0 {
+		c.timeout = 20 * time.Second
+	}
+	return nil
+}
+
+func (c *cconn) openPolling(ctx context.Context) error {
+	fs, err := c.get(ctx)
+	if err != nil {
+		return err
+	}
+	if err := c.readOpen(fs[0]); err != nil {
+		return err
+	}
+	for _, f := range fs[1:] {
+		c.onFrame(f)
+	}
+	return nil
+}
+
+// get performs one long-polling GET.
+func (c *cconn) get(ctx context.Context) ([]frame, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.engineURL("polling"), nil)
+	if err != nil {
+		return nil, err
+	}
+	for k, v := range c.o.Header {
+		req.Header[k] = v
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, &HTTPError{StatusCode: resp.StatusCode, Header: resp.Header, Body: body}
+	}
+	return decodePayload(body)
+}
+
+func (c *cconn) dialWS(ctx context.Context) (*websocket.Conn, error) {
+	d := websocket.Dialer{HandshakeTimeout: 30 * time.Second, WriteBufferPool: &sync.Pool{}, ReadBufferSize: 1024}
+	ws, resp, err := d.DialContext(ctx, c.engineURL("websocket"), c.o.Header)
+	if err != nil {
+		if resp != nil && resp.StatusCode != http.StatusSwitchingProtocols {
+			body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+			return nil, &HTTPError{StatusCode: resp.StatusCode, Header: resp.Header, Body: body}
+		}
+		return nil, err
+	}
+	return ws, nil
+}
+
+// readWS reads one message with a deadline, turning a close into CloseError.
+func readWS(ws *websocket.Conn, deadline time.Time) (int, []byte, error) {
+	_ = ws.SetReadDeadline(deadline)
+	typ, msg, err := ws.ReadMessage()
+	var ce *websocket.CloseError
+	if errors.As(err, &ce) {
+		return 0, nil, &CloseError{Code: ce.Code, Text: ce.Text}
+	}
+	return typ, msg, err
+}
+
+func ctxDeadline(ctx context.Context, d time.Duration) time.Time {
+	t := time.Now().Add(d)
+	if dl, ok := ctx.Deadline(); ok && dl.Before(t) {
+		return dl
+	}
+	return t
+}
+
+func (c *cconn) openWebSocket(ctx context.Context) error {
+	ws, err := c.dialWS(ctx)
+	if err != nil {
+		return err
+	}
+	typ, msg, err := readWS(ws, ctxDeadline(ctx, 30*time.Second))
+	if err == nil && typ != websocket.TextMessage {
+		err = fmt.Errorf("%w: expected open packet", errMalformed)
+	}
+	if err == nil {
+		err = c.readOpen(frame{data: msg})
+	}
+	if err != nil {
+		_ = ws.Close()
+		return err
+	}
+	c.mu.Lock()
+	c.ws = ws
+	c.mu.Unlock()
+	return nil
+}
+
+// upgrade probes a WebSocket for the polling session and switches to it.
+func (c *cconn) upgrade(ctx context.Context) error {
+	ws, err := c.dialWS(ctx)
+	if err != nil {
+		return err
+	}
+	fail := func(err error) error { _ = ws.Close(); return err }
+	_ = ws.SetWriteDeadline(ctxDeadline(ctx, 10*time.Second))
+	if err := ws.WriteMessage(websocket.TextMessage, []byte("2probe")); err != nil {
+		return fail(err)
+	}
+	typ, msg, err := readWS(ws, ctxDeadline(ctx, c.timeout))
+	if err != nil {
+		return fail(err)
+	}
+	if typ != websocket.TextMessage || string(msg) != "3probe" {
+		return fail(fmt.Errorf("%w: bad probe answer", errMalformed))
+	}
+	if err := ws.WriteMessage(websocket.TextMessage, []byte{eUpgrade}); err != nil {
+		return fail(err)
+	}
+	_ = ws.SetWriteDeadline(time.Time{})
+	c.mu.Lock()
+	c.ws = ws
+	c.mu.Unlock()
+	return nil
+}
+
+func (c *cconn) sendMessage(text []byte, att [][]byte) error {
+	return c.push(messageFrames(text, att)...)
+}
+
+func (c *cconn) push(fs ...frame) error {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return ErrClosed
+	}
+	c.queue = append(c.queue, fs...)
+	if !c.flushing {
+		c.flushing = true
+		go c.flush()
+	}
+	c.mu.Unlock()
+	return nil
+}
+
+func (c *cconn) flush() {
+	for {
+		c.mu.Lock()
+		fs := c.queue
+		c.queue = nil
+		ws := c.ws
+		if len(fs) == 0 || c.closed {
+			c.flushing = false
+			c.mu.Unlock()
+			return
+		}
+		c.mu.Unlock()
+		var err error
+		if ws != nil {
+			c.wmu.Lock()
+			_ = ws.SetWriteDeadline(time.Now().Add(10 * time.Second))
+			for _, f := range fs {
+				typ := websocket.TextMessage
+				if f.binary {
+					typ = websocket.BinaryMessage
+				}
+				if err = ws.WriteMessage(typ, f.data); err != nil {
+					break
+				}
+			}
+			c.wmu.Unlock()
+		} else {
+			err = c.post(fs)
+		}
+		if err != nil {
+			c.mu.Lock()
+			c.flushing = false
+			c.mu.Unlock()
+			c.terminate("transport error")
+			return
+		}
+	}
+}
+
+func (c *cconn) post(fs []frame) error {
+	ctx, cancel := context.WithTimeout(c.ctx, 30*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.engineURL("polling"), bytes.NewReader(encodePayload(fs)))
+	if err != nil {
+		return err
+	}
+	for k, v := range c.o.Header {
+		req.Header[k] = v
+	}
+	req.Header.Set("Content-Type", "text/plain; charset=UTF-8")
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return err
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<10))
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return &HTTPError{StatusCode: resp.StatusCode, Header: resp.Header}
+	}
+	return nil
+}
+
+func (c *cconn) readLoop(ws *websocket.Conn) {
+	for {
+		typ, msg, err := readWS(ws, time.Now().Add(c.interval+c.timeout))
+		if err != nil {
+			c.terminate("transport close")
+			return
+		}
+		if !c.onFrame(frame{data: msg, binary: typ == websocket.BinaryMessage}) {
+			return
+		}
+	}
+}
+
+func (c *cconn) pollLoop() {
+	for {
+		ctx, cancel := context.WithTimeout(c.ctx, c.interval+c.timeout)
+		fs, err := c.get(ctx)
+		cancel()
+		if err != nil {
+			c.terminate("transport close")
+			return
+		}
+		for _, f := range fs {
+			if !c.onFrame(f) {
+				return
+			}
+		}
+	}
+}
+
+func (c *cconn) onFrame(f frame) bool {
+	if f.binary {
+		pp := c.partial
+		if pp == nil {
+			c.terminate("parse error")
+			return false
+		}
+		pp.att = append(pp.att, f.data)
+		if len(pp.att) == pp.p.attachments {
+			c.partial = nil
+			c.deliver(pp.p, pp.att)
+		}
+		return true
+	}
+	if len(f.data) == 0 {
+		c.terminate("parse error")
+		return false
+	}
+	switch f.data[0] {
+	case ePing:
+		_ = c.push(frame{data: append([]byte{ePong}, f.data[1:]...)})
+	case eMessage:
+		p, err := decodePacket(f.data[1:])
+		if err != nil || c.partial != nil {
+			c.terminate("parse error")
+			return false
+		}
+		if p.nsp != c.o.Namespace {
+			return true
+		}
+		switch p.typ {
+		case pConnect:
+			var ok struct {
+				SID string `json:"sid"`
+			}
+			_ = json.Unmarshal(p.data, &ok)
+			c.sock.id = ok.SID
+			c.signalConnected(nil)
+		case pConnectError:
+			var ce struct {
+				Message string          `json:"message"`
+				Data    json.RawMessage `json:"data"`
+			}
+			_ = json.Unmarshal(p.data, &ce)
+			c.signalConnected(&ConnectError{Message: ce.Message, Data: ce.Data})
+		case pDisconnect:
+			c.terminate("io server disconnect")
+			return false
+		case pBinaryEvent, pBinaryAck:
+			if p.attachments > 0 {
+				c.partial = &partialPacket{p: p}
+				return true
+			}
+			c.deliver(p, nil)
+		default:
+			c.deliver(p, nil)
+		}
+	case eClose:
+		c.terminate("transport close")
+		return false
+	case eNoop, ePong, eOpen:
+	}
+	return true
+}
+
+func (c *cconn) signalConnected(err error) {
+	select {
+	case c.connected <- err:
+	default:
+	}
+}
+
+func (c *cconn) deliver(p packet, att [][]byte) {
+	isEvent := p.typ == pEvent || p.typ == pBinaryEvent
+	name, args, err := splitArgs(p.data, isEvent)
+	if err != nil {
+		return
+	}
+	m := Message{Args: args, Attachments: att}
+	if !isEvent {
+		c.sock.onAck(p.id, m)
+		return
+	}
+	if c.o.Handler != nil {
+		c.o.Handler.Event(c.sock, &Event{Name: name, Message: m, sock: c.sock, ackID: p.id})
+	} else if p.id >= 0 {
+		_ = c.sendMessage(encodeAck(nil, c.sock.nsp, p.id, Message{}), nil)
+	}
+}
+
+// terminate closes the connection once and reports the reason.
+func (c *cconn) terminate(reason string) {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return
+	}
+	c.closed = true
+	ws := c.ws
+	c.mu.Unlock()
+	c.cancel()
+	if ws != nil {
+		_ = ws.Close()
+	}
+	c.signalConnected(errors.New("sio: connection closed: " + reason))
+	if s := c.sock; s != nil && s.markClosed() && c.o.Handler != nil {
+		c.o.Handler.Disconnect(s, reason)
+	}
+}
+
+// disconnect leaves the namespace and closes the connection: DISCONNECT
+// and the Engine.IO close packet are sent first, best effort.
+func (c *cconn) disconnect(s *Socket) {
+	c.mu.Lock()
+	ws := c.ws
+	closed := c.closed
+	c.mu.Unlock()
+	if closed {
+		return
+	}
+	pkt := append([]byte{eMessage}, appendHeader(nil, pDisconnect, 0, s.nsp, -1)...)
+	if ws != nil {
+		c.wmu.Lock()
+		_ = ws.SetWriteDeadline(time.Now().Add(time.Second))
+		_ = ws.WriteMessage(websocket.TextMessage, pkt)
+		_ = ws.WriteMessage(websocket.TextMessage, []byte{eClose})
+		c.wmu.Unlock()
+	} else {
+		_ = c.post([]frame{{data: pkt}, frameClose})
+	}
+	c.terminate("io client disconnect")
+}

@@ -1,0 +1,205 @@
+package sio
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"unicode/utf8"
+)
+
+// Socket.IO protocol v5 packet types.
+const (
+	pConnect      = '0'
+	pDisconnect   = '1'
+	pEvent        = '2'
+	pAck          = '3'
+	pConnectError = '4'
+	pBinaryEvent  = '5'
+	pBinaryAck    = '6'
+)
+
+// maxAttachments bounds the attachment count a peer may announce, so a
+// forged header cannot make us wait for (or allocate) millions of frames.
+const maxAttachments = 64
+
+// errMalformed is the root of every packet decoding error.
+var errMalformed = errors.New("sio: malformed packet")
+
+// packet is one decoded Socket.IO packet. Data is the raw JSON that follows
+// the header; for events it is the whole array including the name.
+type packet struct {
+	typ         byte
+	attachments int
+	nsp         string
+	id          int64 // -1 when the packet carries no ack id
+	data        []byte
+}
+
+// decodePacket parses the text form of a Socket.IO packet:
+//
+//	<type>[<attachments>-][<nsp>,][<id>][<json>]
+//
+// It never panics; anything it cannot read is reported with errMalformed.
+func decodePacket(b []byte) (packet, error) {
+	p := packet{nsp: "/", id: -1}
+	if len(b) == 0 || b[0] < pConnect || b[0] > pBinaryAck {
+		return p, fmt.Errorf("%w: unknown type", errMalformed)
+	}
+	p.typ = b[0]
+	i := 1
+	if p.typ == pBinaryEvent || p.typ == pBinaryAck {
+		j := bytes.IndexByte(b[i:], '-')
+		if j <= 0 || j > 3 {
+			return p, fmt.Errorf("%w: bad attachment count", errMalformed)
+		}
+		n, err := strconv.Atoi(string(b[i : i+j]))
+		if err != nil || n < 0 || n > maxAttachments {
+			return p, fmt.Errorf("%w: bad attachment count", errMalformed)
+		}
+		p.attachments = n
+		i += j + 1
+	}
+	if i < len(b) && b[i] == '/' {
+		j := bytes.IndexByte(b[i:], ',')
+		if j < 0 {
+			j = len(b) - i
+		}
+		if j > 256 || !utf8.Valid(b[i:i+j]) {
+			return p, fmt.Errorf("%w: bad namespace", errMalformed)
+		}
+		p.nsp = string(b[i : i+j])
+		i += j
+		if i < len(b) {
+			i++ // the comma
+		}
+	}
+	start := i
+	for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+		i++
+	}
+	if i > start {
+		if i-start > 15 {
+			return p, fmt.Errorf("%w: bad ack id", errMalformed)
+		}
+		id, _ := strconv.ParseInt(string(b[start:i]), 10, 64)
+		p.id = id
+	}
+	p.data = b[i:]
+	switch p.typ {
+	case pEvent, pBinaryEvent, pAck, pBinaryAck:
+		if len(p.data) == 0 || p.data[0] != '[' {
+			return p, fmt.Errorf("%w: payload is not an array", errMalformed)
+		}
+		if (p.typ == pAck || p.typ == pBinaryAck) && p.id < 0 {
+			return p, fmt.Errorf("%w: ack without id", errMalformed)
+		}
+	case pConnect, pConnectError:
+		if len(p.data) > 0 && p.data[0] != '{' {
+			return p, fmt.Errorf("%w: payload is not an object", errMalformed)
+		}
+	case pDisconnect:
+		if len(p.data) > 0 {
+			return p, fmt.Errorf("%w: disconnect with payload", errMalformed)
+		}
+	}
+	return p, nil
+}
+
+// splitArgs splits a JSON array into its raw elements. For an event the
+// first element must be a string, which is returned as the name.
+func splitArgs(data []byte, event bool) (string, []json.RawMessage, error) {
+	var args []json.RawMessage
+	if err := json.Unmarshal(data, &args); err != nil {
+		return "", nil, fmt.Errorf("%w: %v", errMalformed, err)
+	}
+	if !event {
+		return "", args, nil
+	}
+	if len(args) == 0 || len(args[0]) == 0 || args[0][0] != '"' {
+		return "", nil, fmt.Errorf("%w: event without a name", errMalformed)
+	}
+	var name string
+	if err := json.Unmarshal(args[0], &name); err != nil {
+		return "", nil, fmt.Errorf("%w: %v", errMalformed, err)
+	}
+	return name, args[1:], nil
+}
+
+// appendHeader writes the packet header: type, attachment count,
+// namespace and ack id.
+func appendHeader(dst []byte, typ byte, attachments int, nsp string, id int64) []byte {
+	if attachments > 0 {
+		switch typ {
+		case pEvent:
+			typ = pBinaryEvent
+		case pAck:
+			typ = pBinaryAck
+		}
+	}
+	dst = append(dst, typ)
+	if typ == pBinaryEvent || typ == pBinaryAck {
+		dst = strconv.AppendInt(dst, int64(attachments), 10)
+		dst = append(dst, '-')
+	}
+	if nsp != "/" && nsp != "" {
+		dst = append(dst, nsp...)
+		dst = append(dst, ',')
+	}
+	if id >= 0 {
+		dst = strconv.AppendInt(dst, id, 10)
+	}
+	return dst
+}
+
+// encodeEvent builds an EVENT (or BINARY_EVENT) packet. Args must each be
+// valid JSON; they are copied verbatim.
+func encodeEvent(dst []byte, nsp string, id int64, name string, m Message) []byte {
+	dst = appendHeader(dst, pEvent, len(m.Attachments), nsp, id)
+	dst = append(dst, '[')
+	dst = appendString(dst, name)
+	for _, a := range m.Args {
+		dst = append(dst, ',')
+		dst = appendRaw(dst, a)
+	}
+	return append(dst, ']')
+}
+
+// encodeAck builds an ACK (or BINARY_ACK) packet answering id.
+func encodeAck(dst []byte, nsp string, id int64, m Message) []byte {
+	dst = appendHeader(dst, pAck, len(m.Attachments), nsp, id)
+	dst = append(dst, '[')
+	for i, a := range m.Args {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = appendRaw(dst, a)
+	}
+	return append(dst, ']')
+}
+
+func appendRaw(dst []byte, a json.RawMessage) []byte {
+	if len(a) == 0 {
+		return append(dst, "null"...)
+	}
+	return append(dst, a...)
+}
+
+// appendString appends s as a JSON string.
+func appendString(dst []byte, s string) []byte {
+	simple := true
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c == '"' || c == '\\' || c >= 0x7f {
+			simple = false
+			break
+		}
+	}
+	if simple {
+		dst = append(dst, '"')
+		dst = append(dst, s...)
+		return append(dst, '"')
+	}
+	b, _ := json.Marshal(s)
+	return append(dst, b...)
+}
