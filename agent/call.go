@@ -1,0 +1,166 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/a2c-smcp/a2c-go/smcp"
+)
+
+// CallSlack is how much longer than a tool call's own timeout the Agent
+// waits for its answer: a little more than the server's relay slack, so
+// that the Computer's or the server's own timeout result arrives first.
+const CallSlack = 6 * time.Second
+
+// Call describes one tool call.
+type Call struct {
+	Computer string
+	// Tool is the exposed name, {bundle_id}__{name}, as listed by Tools.
+	Tool string
+	// Params is the argument object; nil means {}.
+	Params any
+	// Timeout is the call's budget, rounded up to whole seconds. Default
+	// 60s.
+	Timeout time.Duration
+	// ReqID identifies the call for cancellation; default a fresh one.
+	ReqID string
+}
+
+// CallTool runs a tool on a Computer and returns its result, which may be
+// a tool-level failure (IsError, with markers in Meta). A protocol error
+// (unknown Computer, another office, ...) is a *smcp.Error.
+//
+// When the answer does not come within the timeout plus [CallSlack],
+// CallTool sends server:tool_call_cancel and returns a result marked
+// a2c_timeout. When ctx ends first, it sends the cancel and returns
+// ctx.Err().
+func (c *Client) CallTool(ctx context.Context, call Call) (*smcp.CallToolResult, error) {
+	if call.Timeout <= 0 {
+		call.Timeout = 60 * time.Second
+	}
+	secs := int((call.Timeout + time.Second - 1) / time.Second)
+	if call.ReqID == "" {
+		call.ReqID = NewReqID()
+	}
+	params := json.RawMessage(`{}`)
+	if call.Params != nil {
+		b, err := json.Marshal(call.Params)
+		if err != nil {
+			return nil, fmt.Errorf("a2c: encode params: %w", err)
+		}
+		if len(b) == 0 || b[0] != '{' {
+			return nil, errors.New("a2c: params must be a JSON object")
+		}
+		params = b
+	}
+	req := smcp.ToolCallReq{Agent: c.opts.Name, ReqID: call.ReqID, Computer: call.Computer, ToolName: call.Tool, Params: params, Timeout: secs}
+	args, err := c.call(ctx, smcp.EventToolCall, req, time.Duration(secs)*time.Second+CallSlack)
+	if err != nil {
+		if errors.Is(err, ErrClosed) {
+			return nil, err
+		}
+		c.cancel(call.ReqID)
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		r := smcp.TimeoutResult(fmt.Sprintf("Tool call timed out after %ds", secs))
+		return &r, nil
+	}
+	if len(args) == 0 {
+		return nil, errors.New("a2c: tool call: empty answer")
+	}
+	if e, ok := smcp.DecodeError(args[0]); ok {
+		return nil, e
+	}
+	var r smcp.CallToolResult
+	if err := json.Unmarshal(args[0], &r); err != nil {
+		return nil, fmt.Errorf("a2c: tool call: undecodable result: %w", err)
+	}
+	return &r, nil
+}
+
+// Cancel asks the office's Computers to cancel the call with reqID. It is
+// fire-and-forget: the outcome shows in that call's own result.
+func (c *Client) Cancel(ctx context.Context, reqID string) error {
+	_, err := c.call(ctx, smcp.EventCancelToolCall, smcp.AgentCallData{Agent: c.opts.Name, ReqID: reqID}, 5*time.Second)
+	if errors.Is(err, context.DeadlineExceeded) {
+		return nil // an old server may not answer: that is conformant
+	}
+	return err
+}
+
+func (c *Client) cancel(reqID string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = c.Cancel(ctx, reqID)
+}
+
+// Blob reads a whole blob by its handle, chunk by chunk, restarting if the
+// resource changes underneath (size or digest differ between chunks) and
+// verifying the SHA-256 at the end. chunk is the chunk size to ask for
+// (0: let the Computer choose).
+func (c *Client) Blob(ctx context.Context, computer, handle string, chunk int64) ([]byte, *smcp.GetBlobRet, error) {
+	var (
+		buf      bytes.Buffer
+		first    *smcp.GetBlobRet
+		restarts int
+	)
+	for {
+		off := int64(buf.Len())
+		req := smcp.GetBlobReq{Agent: c.opts.Name, ReqID: NewReqID(), Computer: computer, BlobHandle: handle, ChunkOffset: &off}
+		if chunk > 0 {
+			req.MaxChunkBytes = &chunk
+		}
+		var ret smcp.GetBlobRet
+		if err := c.request(ctx, smcp.EventGetBlob, req, &ret); err != nil {
+			return nil, nil, err
+		}
+		if first != nil && (ret.TotalSize != first.TotalSize || ret.SHA256 != first.SHA256) {
+			if restarts++; restarts > 3 {
+				return nil, nil, errors.New("a2c: blob keeps changing while being read")
+			}
+			buf.Reset()
+			first = nil
+			continue
+		}
+		if first == nil {
+			r := ret
+			first = &r
+		}
+		data, err := base64.StdEncoding.DecodeString(ret.Blob)
+		if err != nil {
+			return nil, nil, fmt.Errorf("a2c: blob chunk is not base64: %w", err)
+		}
+		if ret.ChunkOffset != off {
+			return nil, nil, fmt.Errorf("a2c: blob chunk at offset %d, asked for %d", ret.ChunkOffset, off)
+		}
+		buf.Write(data)
+		if int64(buf.Len()) > first.TotalSize {
+			return nil, nil, errors.New("a2c: blob longer than its total_size")
+		}
+		if ret.EOF {
+			break
+		}
+		if len(data) == 0 {
+			return nil, nil, errors.New("a2c: empty blob chunk before eof")
+		}
+	}
+	if int64(buf.Len()) != first.TotalSize {
+		return nil, nil, fmt.Errorf("a2c: blob has %d bytes, total_size says %d", buf.Len(), first.TotalSize)
+	}
+	sum := sha256.Sum256(buf.Bytes())
+	if hex.EncodeToString(sum[:]) != first.SHA256 {
+		return nil, nil, errors.New("a2c: blob sha256 mismatch")
+	}
+	first.Blob = ""
+	first.EOF = true
+	first.ChunkOffset = 0
+	return buf.Bytes(), first, nil
+}

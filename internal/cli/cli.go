@@ -1,0 +1,115 @@
+// Package cli implements the a2c command: flag parsing, wiring and output
+// for each subcommand. cmd/a2c only calls [Main].
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/a2c-smcp/a2c-go/smcp"
+)
+
+// Main runs the a2c command with args (without the program name) and
+// returns the process exit code.
+func Main(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		usage(stderr)
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	env := &env{stdout: stdout, stderr: stderr}
+	var err error
+	switch args[0] {
+	case "server":
+		err = runServer(ctx, env, args[1:])
+	case "room":
+		err = runRoom(ctx, env, args[1:])
+	case "tools":
+		err = runTools(ctx, env, args[1:])
+	case "call":
+		err = runCall(ctx, env, args[1:])
+	case "cancel":
+		err = runCancel(ctx, env, args[1:])
+	case "version":
+		fmt.Fprintf(stdout, "a2c protocol %s\n", smcp.ProtocolVersion)
+	case "help", "-h", "--help":
+		usage(stdout)
+	default:
+		fmt.Fprintf(stderr, "a2c: unknown command %q\n", args[0])
+		usage(stderr)
+		return 2
+	}
+	if err == nil {
+		return 0
+	}
+	var ue usageError
+	if errors.As(err, &ue) {
+		if ue.msg != "" {
+			fmt.Fprintf(stderr, "a2c %s: %s\n", args[0], ue.msg)
+		}
+		return 2
+	}
+	fmt.Fprintf(stderr, "a2c %s: %s\n", args[0], oneLine(err.Error()))
+	return 1
+}
+
+type env struct {
+	stdout, stderr io.Writer
+}
+
+// usageError is a bad command line: exit code 2.
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg }
+
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+func usage(w io.Writer) {
+	fmt.Fprint(w, `a2c: A2C-SMCP signalling server and agent tools
+
+Usage:
+  a2c server [--listen HOST:PORT] [--path /socket.io/] [--token T | --token-file F]
+  a2c room   [--server URL] [--office ID] [--json]
+  a2c tools  [--server URL] [--office ID] [--computer NAME] [--json]
+  a2c call   TOOL [--args JSON] [--timeout SECONDS] [--computer NAME] [--json]
+  a2c cancel REQ_ID [--server URL] [--office ID]
+  a2c version
+
+Run "a2c COMMAND -h" for the flags of a command.
+`)
+}
+
+// newFlags returns a flag set whose errors go to stderr and whose parse
+// failures become usage errors.
+func newFlags(e *env, name string) *flag.FlagSet {
+	fs := flag.NewFlagSet("a2c "+name, flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	return fs
+}
+
+func parse(fs *flag.FlagSet, args []string) error {
+	// Allow flags after positional arguments: "a2c call TOOL --args {}".
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return usageError{}
+			}
+			return usageError{} // the flag package has printed the reason
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		pos = append(pos, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+	return fs.Parse(append([]string{"--"}, pos...))
+}

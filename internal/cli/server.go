@@ -1,0 +1,106 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/a2c-smcp/a2c-go/server"
+	"github.com/a2c-smcp/a2c-go/smcp"
+)
+
+func runServer(ctx context.Context, e *env, args []string) error {
+	fs := newFlags(e, "server")
+	listen := fs.String("listen", "127.0.0.1:8000", "address to listen on, HOST:PORT (port 0 picks a free one)")
+	path := fs.String("path", "/socket.io/", "Engine.IO path")
+	token := fs.String("token", "", "shared secret clients must present (default $A2C_TOKEN)")
+	tokenFile := fs.String("token-file", "", "read the shared secret from this file")
+	authField := fs.String("auth-field", "x-api-key", "name of the auth field or HTTP header that carries the token")
+	version := fs.String("protocol-version", smcp.ProtocolVersion, "the one A2C-SMCP protocol version to serve")
+	relayTimeout := fs.Duration("relay-timeout", 30*time.Second, "wait for a Computer's answer to client:get_* requests")
+	maxPayload := fs.Int64("max-payload", 1<<20, "largest Socket.IO message accepted, in bytes")
+	drain := fs.Duration("shutdown-timeout", 30*time.Second, "on SIGTERM, how long in-flight calls may take to finish")
+	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usageError{"unexpected argument " + fs.Arg(0)}
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
+		return usageError{"bad --log-level " + *logLevel}
+	}
+	log := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: level}))
+
+	secret := *token
+	if *tokenFile != "" {
+		if secret != "" {
+			return usageError{"--token and --token-file are exclusive"}
+		}
+		b, err := os.ReadFile(*tokenFile)
+		if err != nil {
+			return fmt.Errorf("read token file: %w", err)
+		}
+		secret = strings.TrimSpace(string(b))
+		if secret == "" {
+			return fmt.Errorf("token file %s is empty", *tokenFile)
+		}
+	}
+	if secret == "" {
+		secret = os.Getenv("A2C_TOKEN")
+	}
+	cfg := server.Config{
+		Version:      *version,
+		Path:         *path,
+		RelayTimeout: *relayTimeout,
+		MaxPayload:   *maxPayload,
+		Logger:       log,
+	}
+	if secret != "" {
+		cfg.Auth = server.TokenAuth(secret, *authField)
+	}
+	srv, err := server.New(cfg)
+	if err != nil {
+		return usageError{err.Error()}
+	}
+	ln, err := net.Listen("tcp", *listen)
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	cfg = srv.Config()
+	log.Info("a2c server listening", "addr", ln.Addr().String(), "url", "http://"+ln.Addr().String(),
+		"path", cfg.Path, "protocol", cfg.Version, "auth", secret != "")
+	hs := &http.Server{
+		Handler:           srv.Handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    64 << 10,
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	log.Info("shutting down", "timeout", drain.String())
+	sctx, cancel := context.WithTimeout(context.Background(), *drain)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		log.Warn("in-flight calls did not finish in time", "err", err)
+	}
+	hctx, hcancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer hcancel()
+	if err := hs.Shutdown(hctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	log.Info("stopped")
+	return nil
+}

@@ -1,0 +1,14 @@
+// Package server is the A2C-SMCP signalling server: the hub that Agents and
+// Computers connect to over Socket.IO (namespace /smcp).
+//
+// It owns the handshake gate (a2c_version checked at the HTTP layer, before
+// Socket.IO, on polling and WebSocket alike, answering 400 or 400/4008),
+// the authentication hook ([Authenticator]), the offices (one Agent and
+// any number of uniquely named Computers each, with enter and leave
+// notifications), the relay of the eight client:* requests from an Agent
+// to one Computer of its office with per-call deadlines, the server:*
+// events, and the server's Prometheus metrics.
+//
+// It does not know what a tool is: payloads are validated and routed,
+// never interpreted, and Computers' answers are relayed byte for byte.
+package server

@@ -1,0 +1,55 @@
+package server
+
+import (
+	"encoding/json"
+	"net/http"
+	"strconv"
+
+	"github.com/a2c-smcp/a2c-go/smcp"
+)
+
+// gate checks a2c_version before Socket.IO sees a request. It applies to
+// every request that opens a new Engine.IO session (no sid): the polling
+// handshake and a direct WebSocket upgrade alike, so an incompatible
+// client is refused on both with the same bytes. Requests that continue a
+// session were checked when it opened.
+func (s *Server) gate(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		q := r.URL.Query()
+		if q.Get("sid") == "" {
+			if e := smcp.CheckVersion(q.Get(smcp.QueryVersion), s.cfg.Version); e != nil {
+				s.metrics.rejected(rejectReason(e))
+				s.log.Info("handshake refused", "remote", r.RemoteAddr, "code", e.Code, "reason", e.Message)
+				writeVersionError(w, e)
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func rejectReason(e *smcp.Error) string {
+	switch {
+	case e.Code == smcp.CodeVersionMismatch:
+		return "version_mismatch"
+	case e.Message == "Missing a2c_version query parameter":
+		return "version_missing"
+	default:
+		return "version_invalid"
+	}
+}
+
+// writeVersionError answers a refused handshake: HTTP 400 with the flat
+// ErrorPayload as body, and X-A2C-Error-Code for 4008.
+func writeVersionError(w http.ResponseWriter, e *smcp.Error) {
+	body, _ := json.Marshal(e)
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	h.Set("Cache-Control", "no-store")
+	if e.Code == smcp.CodeVersionMismatch {
+		h[smcp.HeaderErrorCode] = []string{strconv.Itoa(e.Code)} // spelled as the specification spells it
+	}
+	w.WriteHeader(http.StatusBadRequest)
+	_, _ = w.Write(body)
+}

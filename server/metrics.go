@@ -1,0 +1,92 @@
+package server
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/a2c-smcp/a2c-go/smcp"
+)
+
+// Relay outcomes, the "outcome" label of a2c_relayed_calls_total.
+const (
+	outcomeOK      = "ok"       // the Computer answered
+	outcomeTimeout = "timeout"  // the relay deadline passed
+	outcomeGone    = "gone"     // the Computer left before answering
+	outcomeRefused = "refused"  // the server answered with an ErrorPayload
+	outcomeDropped = "dropped"  // the Agent left before the answer
+)
+
+// metrics holds the server's Prometheus collectors in a private registry.
+type metrics struct {
+	reg         *prometheus.Registry
+	connections prometheus.Gauge
+	offices     prometheus.Gauge
+	members     *prometheus.GaugeVec
+	relayed     *prometheus.CounterVec
+	latency     *prometheus.HistogramVec
+	handshakes  *prometheus.CounterVec
+	inFlight    prometheus.Gauge
+
+	// Children resolved once, so the relay path does no label lookups.
+	byEvent map[string]*eventMetrics
+}
+
+type eventMetrics struct {
+	outcome map[string]prometheus.Counter
+	latency prometheus.Observer
+}
+
+func newMetrics() *metrics {
+	m := &metrics{
+		reg: prometheus.NewRegistry(),
+		connections: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "a2c_connections", Help: "Sockets connected to the /smcp namespace.",
+		}),
+		offices: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "a2c_offices", Help: "Offices with at least one member.",
+		}),
+		members: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "a2c_office_members", Help: "Members of offices, by role.",
+		}, []string{"role"}),
+		relayed: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "a2c_relayed_calls_total", Help: "client:* requests handled, by event and outcome.",
+		}, []string{"event", "outcome"}),
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "a2c_relay_duration_seconds",
+			Help:    "Time from receiving a client:* request to relaying the Computer's answer.",
+			Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300},
+		}, []string{"event"}),
+		handshakes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "a2c_handshakes_refused_total", Help: "Connections refused before joining, by reason.",
+		}, []string{"reason"}),
+		inFlight: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "a2c_relays_in_flight", Help: "client:* requests waiting for a Computer.",
+		}),
+		byEvent: make(map[string]*eventMetrics),
+	}
+	m.reg.MustRegister(m.connections, m.offices, m.members, m.relayed, m.latency, m.handshakes, m.inFlight,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	for _, ev := range smcp.ClientEvents() {
+		em := &eventMetrics{outcome: make(map[string]prometheus.Counter), latency: m.latency.WithLabelValues(ev)}
+		for _, o := range []string{outcomeOK, outcomeTimeout, outcomeGone, outcomeRefused, outcomeDropped} {
+			em.outcome[o] = m.relayed.WithLabelValues(ev, o)
+		}
+		m.byEvent[ev] = em
+	}
+	return m
+}
+
+func (m *metrics) relayDone(event, outcome string, start time.Time) {
+	em := m.byEvent[event]
+	if em == nil {
+		return
+	}
+	em.outcome[outcome].Inc()
+	if outcome == outcomeOK {
+		em.latency.Observe(time.Since(start).Seconds())
+	}
+}
+
+func (m *metrics) rejected(reason string) { m.handshakes.WithLabelValues(reason).Inc() }

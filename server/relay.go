@@ -1,0 +1,121 @@
+package server
+
+import (
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/a2c-smcp/a2c-go/internal/sio"
+	"github.com/a2c-smcp/a2c-go/smcp"
+)
+
+// relay forwards a client:* request from an Agent to the Computer it
+// names, in the Agent's own office, and relays the Computer's answer back
+// unchanged. The payload is forwarded as received: it is decoded only to
+// be validated and routed.
+//
+// Protocol errors of the server itself are flat ErrorPayloads: 400 for a
+// payload that fails validation, 4103 when the sender is in no office, 403
+// when it is not an Agent, 4104 when the Computer is in another office,
+// 404 when there is no such Computer. When the deadline passes (the tool
+// call's timeout plus ToolCallSlack, or RelayTimeout) a tool call gets a
+// CallToolResult marked a2c_timeout and any other request a 408; when the
+// Computer leaves first, a tool call gets an isError result and any other
+// request a 404. If the Agent has gone by then, the answer is dropped.
+func (s *Server) relay(m *member, e *sio.Event) {
+	start := time.Now()
+	req := smcp.NewClientRequest(e.Name)
+	if err := smcp.DecodeRequest(payload(e), req); err != nil {
+		s.refuse(e, err)
+		return
+	}
+	s.mu.RLock()
+	target, perr := s.routeLocked(m, req.Target())
+	draining := s.draining
+	s.mu.RUnlock()
+	if perr == nil && draining {
+		perr = smcp.NewError(smcp.CodeInternal, "Server is shutting down")
+	}
+	if perr != nil {
+		if perr.Code == smcp.CodeCrossRoom {
+			s.log.Warn("cross-office request refused", "sid", m.sock.ID(), "event", e.Name)
+		}
+		s.refuse(e, perr)
+		return
+	}
+	timeout := s.cfg.RelayTimeout
+	if tc, ok := req.(*smcp.ToolCallReq); ok {
+		timeout = time.Duration(tc.Timeout)*time.Second + s.cfg.ToolCallSlack
+	}
+	s.inFlight.Add(1)
+	s.metrics.inFlight.Inc()
+	name := e.Name
+	target.sock.Request(name, e.Message, timeout, func(ans sio.Message, err error) {
+		defer func() {
+			s.inFlight.Add(-1)
+			s.metrics.inFlight.Dec()
+		}()
+		outcome := outcomeOK
+		switch {
+		case err == nil:
+		case errors.Is(err, sio.ErrAckTimeout):
+			outcome = outcomeTimeout
+			if name == smcp.EventToolCall {
+				ans = jsonMessage(smcp.TimeoutResult("Computer did not answer within the tool call's timeout"))
+			} else {
+				ans = jsonMessage(smcp.NewError(smcp.CodeTimeout, "Computer did not answer in time"))
+			}
+		default:
+			outcome = outcomeGone
+			if name == smcp.EventToolCall {
+				r := smcp.CallToolResult{IsError: true, Content: []json.RawMessage{textContent("Computer disconnected before answering")}}
+				ans = jsonMessage(r)
+			} else {
+				ans = jsonMessage(smcp.NewError(smcp.CodeNotFound, "Computer disconnected before answering"))
+			}
+		}
+		if e.WantsAck() && e.Ack(ans) != nil {
+			outcome = outcomeDropped
+		}
+		s.metrics.relayDone(name, outcome, start)
+	})
+}
+
+// routeLocked finds the Computer an Agent's request goes to.
+func (s *Server) routeLocked(m *member, computer string) (*member, *smcp.Error) {
+	switch {
+	case m.office == nil:
+		return nil, smcp.NewError(smcp.CodeNotInRoom, "Not in an office; join one first")
+	case m.role != smcp.RoleAgent:
+		return nil, smcp.NewError(smcp.CodeForbidden, "Only an Agent may send client:* requests")
+	}
+	if t := m.office.computers[computer]; t != nil {
+		return t, nil
+	}
+	if s.names[computer] > 0 {
+		return nil, smcp.NewError(smcp.CodeCrossRoom, "Computer is not in your office")
+	}
+	return nil, smcp.NewError(smcp.CodeNotFound, "Computer not found")
+}
+
+func (s *Server) refuse(e *sio.Event, err error) {
+	s.metrics.relayDone(e.Name, outcomeRefused, time.Time{})
+	var pe *smcp.Error
+	if !errors.As(err, &pe) {
+		pe = smcp.NewError(smcp.CodeBadRequest, "invalid payload")
+	}
+	ackJSON(e, pe)
+}
+
+func jsonMessage(v any) sio.Message {
+	b, err := json.Marshal(v)
+	if err != nil {
+		b = []byte(`{"code":500,"message":"internal error"}`)
+	}
+	return sio.Message{Args: []json.RawMessage{b}}
+}
+
+func textContent(text string) json.RawMessage {
+	b, _ := json.Marshal(map[string]string{"type": "text", "text": text})
+	return b
+}

@@ -1,0 +1,510 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/a2c-smcp/a2c-go/internal/sio"
+	"github.com/a2c-smcp/a2c-go/smcp"
+)
+
+// Config configures a [Server]. The zero value is a working server for
+// protocol [smcp.ProtocolVersion] on the default path with no
+// authentication.
+type Config struct {
+	// Version is the one protocol version the server speaks; clients are
+	// admitted by the rule of [smcp.Compatible]. Default smcp.ProtocolVersion.
+	Version string
+	// Path is the Engine.IO mount path. Default "/socket.io/".
+	Path string
+	// Auth, if set, must accept a client before it can connect.
+	Auth Authenticator
+	// RelayTimeout bounds the wait for a Computer's answer to a client:*
+	// request other than client:tool_call. Default 30s.
+	RelayTimeout time.Duration
+	// ToolCallSlack is added to a tool call's own timeout to give the
+	// relay deadline. Default 5s.
+	ToolCallSlack time.Duration
+	// MaxPayload caps one Socket.IO message in bytes; a larger one closes
+	// the connection. Default 1 MiB.
+	MaxPayload int64
+	// PingInterval and PingTimeout are the Engine.IO heartbeat. Defaults
+	// 25s and 20s.
+	PingInterval, PingTimeout time.Duration
+	// Logger receives structured logs. Default: discard.
+	Logger *slog.Logger
+}
+
+// Server is an A2C-SMCP signalling server: it admits clients (version
+// gate, then authentication), keeps offices of one Agent and any number
+// of Computers, relays client:* requests from an Agent to one Computer of
+// its office, and broadcasts notify:* events within an office. It never
+// executes a tool and never lets traffic cross offices.
+type Server struct {
+	cfg     Config
+	log     *slog.Logger
+	io      *sio.Server
+	metrics *metrics
+	handler http.Handler
+
+	mu       sync.RWMutex
+	offices  map[string]*office
+	names    map[string]int // Computer name -> offices that hold one
+	draining bool
+
+	inFlight atomic.Int64
+}
+
+// member is one connected client. Its office fields are guarded by
+// Server.mu.
+type member struct {
+	sock    *sio.Socket
+	version string
+	name    string
+	role    smcp.Role
+	office  *office
+}
+
+type office struct {
+	id        string
+	agent     *member
+	computers map[string]*member
+}
+
+// each calls f for every member of the office.
+func (o *office) each(f func(*member)) {
+	if o.agent != nil {
+		f(o.agent)
+	}
+	for _, c := range o.computers {
+		f(c)
+	}
+}
+
+// New returns a server ready to serve with [Server.Handler].
+func New(cfg Config) (*Server, error) {
+	if cfg.Version == "" {
+		cfg.Version = smcp.ProtocolVersion
+	}
+	if _, err := smcp.ParseVersion(cfg.Version); err != nil {
+		return nil, fmt.Errorf("server: version %q: %w", cfg.Version, err)
+	}
+	if cfg.Path == "" {
+		cfg.Path = "/socket.io/"
+	}
+	if !strings.HasPrefix(cfg.Path, "/") {
+		cfg.Path = "/" + cfg.Path
+	}
+	if !strings.HasSuffix(cfg.Path, "/") {
+		cfg.Path += "/"
+	}
+	if cfg.RelayTimeout <= 0 {
+		cfg.RelayTimeout = 30 * time.Second
+	}
+	if cfg.ToolCallSlack <= 0 {
+		cfg.ToolCallSlack = 5 * time.Second
+	}
+	if cfg.MaxPayload <= 0 {
+		cfg.MaxPayload = 1 << 20
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	s := &Server{
+		cfg:     cfg,
+		log:     cfg.Logger,
+		metrics: newMetrics(),
+		offices: make(map[string]*office),
+		names:   make(map[string]int),
+	}
+	s.io = sio.NewServer(sio.Options{
+		PingInterval: cfg.PingInterval,
+		PingTimeout:  cfg.PingTimeout,
+		MaxPayload:   cfg.MaxPayload,
+		Logger:       cfg.Logger,
+	})
+	s.io.Handle(smcp.Namespace, (*nsHandler)(s))
+	mux := http.NewServeMux()
+	mux.Handle(cfg.Path, s.gate(s.io))
+	mux.HandleFunc("GET /healthz", s.healthz)
+	mux.Handle("GET /metrics", promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{}))
+	s.handler = mux
+	return s, nil
+}
+
+// Handler serves the Engine.IO path, /healthz and /metrics.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// Config returns the configuration in force, defaults filled in.
+func (s *Server) Config() Config { return s.cfg }
+
+func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
+	s.mu.RLock()
+	draining := s.draining
+	s.mu.RUnlock()
+	w.Header().Set("Content-Type", "application/json")
+	if draining {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		_, _ = w.Write([]byte(`{"status":"draining"}`))
+		return
+	}
+	_, _ = w.Write([]byte(`{"status":"ok","version":"` + s.cfg.Version + `"}`))
+}
+
+// Shutdown stops admitting joins and requests, waits until the requests
+// in flight have been answered or ctx ends, then tells every office that
+// its members leave and closes every connection.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	s.draining = true
+	s.mu.Unlock()
+	t := time.NewTicker(10 * time.Millisecond)
+	defer t.Stop()
+	var err error
+	for s.inFlight.Load() > 0 && err == nil {
+		select {
+		case <-ctx.Done():
+			err = ctx.Err()
+		case <-t.C:
+		}
+	}
+	s.mu.Lock()
+	for _, o := range s.offices {
+		var all []*member
+		o.each(func(m *member) { all = append(all, m) })
+		for _, m := range all {
+			s.leaveLocked(m)
+		}
+	}
+	s.mu.Unlock()
+	s.io.Close()
+	return err
+}
+
+// nsHandler is the /smcp namespace; a separate type keeps the sio hooks
+// out of Server's method set.
+type nsHandler Server
+
+func (h *nsHandler) Connect(sock *sio.Socket) error {
+	s := (*Server)(h)
+	hs := sock.Handshake()
+	if s.cfg.Auth != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		err := s.cfg.Auth.Authenticate(ctx, &AuthRequest{Header: hs.Header, Query: hs.Query, RemoteAddr: hs.RemoteAddr, Auth: hs.Auth})
+		cancel()
+		if err != nil {
+			s.metrics.rejected("auth")
+			s.log.Warn("authentication failed", "remote", hs.RemoteAddr, "err", err)
+			return &sio.ConnectError{Message: "unauthorized", Data: map[string]any{"code": smcp.CodeUnauthorized, "message": "Authentication failed"}}
+		}
+	}
+	s.mu.RLock()
+	draining := s.draining
+	s.mu.RUnlock()
+	if draining {
+		return &sio.ConnectError{Message: "Server is shutting down"}
+	}
+	sock.Value = &member{sock: sock, version: hs.Query.Get(smcp.QueryVersion)}
+	s.metrics.connections.Inc()
+	return nil
+}
+
+func (h *nsHandler) Disconnect(sock *sio.Socket, reason string) {
+	s := (*Server)(h)
+	m, ok := sock.Value.(*member)
+	if !ok {
+		return
+	}
+	s.metrics.connections.Dec()
+	s.mu.Lock()
+	if m.office != nil {
+		s.leaveLocked(m)
+	}
+	s.mu.Unlock()
+	s.log.Debug("disconnected", "sid", sock.ID(), "reason", reason)
+}
+
+func (h *nsHandler) Event(sock *sio.Socket, e *sio.Event) {
+	s := (*Server)(h)
+	m := sock.Value.(*member)
+	switch e.Name {
+	case smcp.EventJoinOffice:
+		s.join(m, e)
+	case smcp.EventLeaveOffice:
+		s.leave(m, e)
+	case smcp.EventListRoom:
+		s.listRoom(m, e)
+	case smcp.EventCancelToolCall:
+		s.cancel(m, e)
+	case smcp.EventUpdateConfig:
+		s.update(m, e, smcp.NotifyUpdateConfig)
+	case smcp.EventUpdateToolList:
+		s.update(m, e, smcp.NotifyUpdateToolList)
+	case smcp.EventUpdateDesktop:
+		s.update(m, e, smcp.NotifyUpdateDesktop)
+	case smcp.EventUpdateSkills:
+		s.update(m, e, smcp.NotifyUpdateSkills)
+	default:
+		if smcp.IsClientEvent(e.Name) {
+			s.relay(m, e)
+			return
+		}
+		ackJSON(e, smcp.NewError(smcp.CodeBadRequest, "unknown event"))
+	}
+}
+
+// payload is the first argument of an event, or nil.
+func payload(e *sio.Event) []byte {
+	if len(e.Args) == 0 {
+		return nil
+	}
+	return e.Args[0]
+}
+
+func ackJSON(e *sio.Event, v any) {
+	if !e.WantsAck() {
+		return
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		b = []byte(`{"code":500,"message":"internal error"}`)
+	}
+	_ = e.Ack(sio.Message{Args: []json.RawMessage{b}})
+}
+
+var (
+	jsonTrue  = json.RawMessage("true")
+	jsonFalse = json.RawMessage("false")
+	jsonNull  = json.RawMessage("null")
+)
+
+// ackTuple answers join and leave with two arguments: (true, null) or
+// (false, message).
+func ackTuple(e *sio.Event, ok bool, msg string) {
+	if ok {
+		_ = e.Ack(sio.Message{Args: []json.RawMessage{jsonTrue, jsonNull}})
+		return
+	}
+	b, _ := json.Marshal(msg)
+	_ = e.Ack(sio.Message{Args: []json.RawMessage{jsonFalse, b}})
+}
+
+// broadcastLocked sends an event to every member of o except skip. Sends
+// only queue, so holding s.mu keeps each member's notifications in the
+// order the office changed.
+func broadcastLocked(o *office, skip *member, name string, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return
+	}
+	msg := sio.Message{Args: []json.RawMessage{b}}
+	o.each(func(m *member) {
+		if m != skip {
+			_ = m.sock.Emit(name, msg)
+		}
+	})
+}
+
+func notification(o *office, m *member) smcp.OfficeNotification {
+	n := smcp.OfficeNotification{OfficeID: o.id}
+	if m.role == smcp.RoleAgent {
+		n.Agent = m.name
+	} else {
+		n.Computer = m.name
+	}
+	return n
+}
+
+func errMessage(err error) string {
+	var e *smcp.Error
+	if errors.As(err, &e) {
+		return e.Message
+	}
+	return "invalid payload"
+}
+
+func (s *Server) join(m *member, e *sio.Event) {
+	var req smcp.EnterOfficeReq
+	if err := smcp.DecodeRequest(payload(e), &req); err != nil {
+		ackTuple(e, false, errMessage(err))
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.draining {
+		ackTuple(e, false, "Server is shutting down")
+		return
+	}
+	if m.role != "" && m.role != req.Role {
+		ackTuple(e, false, "A connection cannot change its role")
+		return
+	}
+	if cur := m.office; cur != nil {
+		switch {
+		case cur.id == req.OfficeID && m.name == req.Name:
+			ackTuple(e, true, "") // already there
+			return
+		case m.role == smcp.RoleAgent:
+			ackTuple(e, false, "Agent is already in an office; leave it first")
+			return
+		case cur.id == req.OfficeID:
+			ackTuple(e, false, "Already in this office under another name; leave it first")
+			return
+		}
+	}
+	o := s.offices[req.OfficeID]
+	if o != nil {
+		if req.Role == smcp.RoleAgent && o.agent != nil {
+			s.log.Warn("join refused: office already has an agent", "sid", m.sock.ID())
+			ackTuple(e, false, "Room already has an agent")
+			return
+		}
+		if req.Role == smcp.RoleComputer && o.computers[req.Name] != nil {
+			ackTuple(e, false, "Computer name already in use in this office")
+			return
+		}
+	}
+	if m.office != nil { // a Computer switching offices leaves the old one first
+		s.leaveLocked(m)
+	}
+	if o == nil {
+		o = &office{id: req.OfficeID, computers: make(map[string]*member)}
+		s.offices[req.OfficeID] = o
+		s.metrics.offices.Inc()
+	}
+	m.name, m.role, m.office = req.Name, req.Role, o
+	if req.Role == smcp.RoleAgent {
+		o.agent = m
+	} else {
+		o.computers[m.name] = m
+		s.names[m.name]++
+	}
+	s.metrics.members.WithLabelValues(string(m.role)).Inc()
+	ackTuple(e, true, "")
+	broadcastLocked(o, m, smcp.NotifyEnterOffice, notification(o, m))
+}
+
+func (s *Server) leave(m *member, e *sio.Event) {
+	var req smcp.LeaveOfficeReq
+	if err := smcp.DecodeRequest(payload(e), &req); err != nil {
+		ackTuple(e, false, errMessage(err))
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if m.office == nil || m.office.id != req.OfficeID {
+		ackTuple(e, false, "Not in this office")
+		return
+	}
+	s.leaveLocked(m)
+	ackTuple(e, true, "")
+}
+
+// leaveLocked tells the office that m leaves, then removes it.
+func (s *Server) leaveLocked(m *member) {
+	o := m.office
+	if o == nil {
+		return
+	}
+	broadcastLocked(o, m, smcp.NotifyLeaveOffice, notification(o, m))
+	if o.agent == m {
+		o.agent = nil
+	} else if o.computers[m.name] == m {
+		delete(o.computers, m.name)
+		if s.names[m.name]--; s.names[m.name] <= 0 {
+			delete(s.names, m.name)
+		}
+	}
+	m.office = nil
+	s.metrics.members.WithLabelValues(string(m.role)).Dec()
+	if o.agent == nil && len(o.computers) == 0 {
+		delete(s.offices, o.id)
+		s.metrics.offices.Dec()
+	}
+}
+
+func (s *Server) listRoom(m *member, e *sio.Event) {
+	var req smcp.ListRoomReq
+	if err := smcp.DecodeRequest(payload(e), &req); err != nil {
+		ackJSON(e, err)
+		return
+	}
+	s.mu.RLock()
+	o := m.office
+	if o == nil {
+		s.mu.RUnlock()
+		ackJSON(e, smcp.NewError(smcp.CodeNotInRoom, "Not in an office; join one first"))
+		return
+	}
+	if o.id != req.OfficeID {
+		s.mu.RUnlock()
+		s.log.Warn("cross-office list_room refused", "sid", m.sock.ID())
+		ackJSON(e, smcp.NewError(smcp.CodeCrossRoom, "Cannot list another office"))
+		return
+	}
+	// The Agent first, then the Computers by name.
+	ret := smcp.ListRoomRet{ReqID: req.ReqID, Sessions: make([]smcp.SessionInfo, 0, 1+len(o.computers))}
+	o.each(func(x *member) {
+		ret.Sessions = append(ret.Sessions, smcp.SessionInfo{SID: x.sock.ID(), Name: x.name, Role: x.role, OfficeID: o.id, A2CVersion: x.version})
+	})
+	s.mu.RUnlock()
+	sort.SliceStable(ret.Sessions, func(i, j int) bool {
+		a, b := ret.Sessions[i], ret.Sessions[j]
+		if (a.Role == smcp.RoleAgent) != (b.Role == smcp.RoleAgent) {
+			return a.Role == smcp.RoleAgent
+		}
+		return a.Name < b.Name
+	})
+	ackJSON(e, ret)
+}
+
+// cancel broadcasts an Agent's cancel to its office. It never answers with
+// an error: a cancel that cannot apply is dropped.
+func (s *Server) cancel(m *member, e *sio.Event) {
+	defer ackEmpty(e)
+	var req smcp.AgentCallData
+	if err := smcp.DecodeRequest(payload(e), &req); err != nil {
+		s.log.Debug("cancel dropped", "sid", m.sock.ID(), "err", err)
+		return
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if m.office == nil || m.role != smcp.RoleAgent {
+		return
+	}
+	broadcastLocked(m.office, m, smcp.NotifyCancelToolCall, req)
+}
+
+// update turns a Computer's server:update_* into the matching notify:* to
+// its office, naming the sender. It never answers with an error.
+func (s *Server) update(m *member, e *sio.Event, notify string) {
+	defer ackEmpty(e)
+	var req smcp.ComputerRef
+	if err := smcp.Decode(payload(e), &req); err != nil {
+		return
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if m.office == nil || m.role != smcp.RoleComputer {
+		return
+	}
+	broadcastLocked(m.office, m, notify, smcp.ComputerRef{Computer: m.name})
+}
+
+// ackEmpty answers an event that has no result, so no client waits.
+func ackEmpty(e *sio.Event) {
+	if e.WantsAck() {
+		_ = e.Ack(sio.Message{})
+	}
+}
