@@ -11,11 +11,11 @@ import (
 
 // Relay outcomes, the "outcome" label of a2c_relayed_calls_total.
 const (
-	outcomeOK      = "ok"       // the Computer answered
-	outcomeTimeout = "timeout"  // the relay deadline passed
-	outcomeGone    = "gone"     // the Computer left before answering
-	outcomeRefused = "refused"  // the server answered with an ErrorPayload
-	outcomeDropped = "dropped"  // the Agent left before the answer
+	outcomeOK      = "ok"      // the Computer answered
+	outcomeTimeout = "timeout" // the relay deadline passed
+	outcomeGone    = "gone"    // the Computer left before answering
+	outcomeRefused = "refused" // the server answered with an ErrorPayload
+	outcomeDropped = "dropped" // the Agent left before the answer
 )
 
 // metrics holds the server's Prometheus collectors in a private registry.
