@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# The project's test command (README, .ci/run): installs the test peers it
+# needs, idempotently, then runs formatting and vet checks, the Go tests
+# with the race detector, and the interop suites against the real binaries.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+say() { printf '== %s\n' "$*"; }
+
+as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
+
+# Debian packages: Python Socket.IO peers for the interop suite.
+need=()
+/usr/bin/python3 -c 'import socketio, aiohttp, requests, websocket' 2>/dev/null ||
+  need+=(python3-socketio python3-aiohttp python3-requests python3-websocket)
+command -v node >/dev/null 2>&1 || need+=(nodejs npm)
+if [ ${#need[@]} -gt 0 ]; then
+  say "installing Debian packages: ${need[*]}"
+  as_root apt-get update -qq
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}"
+fi
+
+# npm packages: the official JavaScript client, pinned by the lock file.
+if [ ! -d test/interop/node/node_modules/socket.io-client ]; then
+  say "installing npm packages for test/interop/node"
+  (cd test/interop/node && npm ci --no-audit --no-fund --loglevel=error)
+fi
+
+say "gofmt"
+unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './test/interop/node/*'))
+if [ -n "$unformatted" ]; then
+  echo "gofmt would change:"; echo "$unformatted"; exit 1
+fi
+
+say "go vet"
+go vet ./...
+
+say "go test -race"
+A2C_REQUIRE_PEERS=1 go test -race -count=1 -timeout 20m ./...
