@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"runtime/pprof"
 	"strings"
 	"time"
 
@@ -27,6 +28,7 @@ func runServer(ctx context.Context, e *env, args []string) error {
 	maxPayload := fs.Int64("max-payload", 1<<20, "largest Socket.IO message accepted, in bytes")
 	drain := fs.Duration("shutdown-timeout", 30*time.Second, "on SIGTERM, how long in-flight calls may take to finish")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	cpuProfile := fs.String("cpu-profile", "", "write a Go CPU profile to this file until shutdown (for benchmarks)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -70,12 +72,23 @@ func runServer(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return usageError{err.Error()}
 	}
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return fmt.Errorf("cpu profile: %w", err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return fmt.Errorf("cpu profile: %w", err)
+		}
+		defer func() { pprof.StopCPUProfile(); f.Close() }()
+	}
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
 	cfg = srv.Config()
-	log.Info("a2c server listening", "addr", ln.Addr().String(), "url", "http://"+ln.Addr().String(),
+	// The first line says where the server listens, whatever the level.
+	log.Log(ctx, max(slog.LevelInfo, level), "a2c server listening", "addr", ln.Addr().String(), "url", "http://"+ln.Addr().String(),
 		"path", cfg.Path, "protocol", cfg.Version, "auth", secret != "")
 	hs := &http.Server{
 		Handler:           srv.Handler(),

@@ -9,6 +9,8 @@
 //   A2C_AUTH_URL           server that requires A2C_TOKEN_VALUE (x-api-key)
 //   A2C_TOKEN_VALUE        the token A2C_AUTH_URL expects
 //   A2C_RELAY_TIMEOUT_URL  server started with --relay-timeout 1s (optional)
+//   A2C_VERBOSE=1          per-scenario durations on stderr
+//   A2C_TRACE=1            per-request latencies on stderr
 //
 // Output: one "PASS <name>" or "FAIL <name>: <reason>" line per scenario
 // ("SKIP <name>: <reason>" when a server it needs is not configured), then
@@ -186,6 +188,11 @@ function waitConnect(s, ms) {
     };
     const onError = (err) => {
       cleanup();
+      // engine.io-client aborts the XHR right after this event, which
+      // empties responseText: keep a copy now.
+      if (err && err.context && typeof err.context.responseText === "string") {
+        err.responseText = err.context.responseText;
+      }
       const e = err instanceof Error ? err : new Error(String(err));
       e.connectError = true;
       e.original = err;
@@ -216,10 +223,12 @@ async function connectFails(ctx, url, opts, what) {
 
 // join sends server:join_office and resolves with both ack values.
 function join(s, role, name, office, ms = 3000) {
+  const t0 = Date.now();
   return new Promise((resolve, reject) => {
     const t = setTimeout(() => reject(new Error(`no ack to server:join_office (${role} ${name}) within ${ms} ms`)), ms);
     s.emit("server:join_office", { role, name, office_id: office }, (...args) => {
       clearTimeout(t);
+      trace(`join ${role} ${name} ${Date.now() - t0} ms (${s.io.engine.transport.name})`);
       resolve(args);
     });
   });
@@ -314,8 +323,10 @@ function eioURL(base, transport, version) {
 const mismatchBody = (client) =>
   `{"code":4008,"message":"Protocol version mismatch","server_version":"0.3.0","client_version":"${client}","min_supported":"0.3.0","max_supported":"0.3.999"}`;
 
+// responseText is the body of the HTTP answer that refused a polling
+// handshake, as socket.io-client exposes it (err.context is the XHR).
 function responseText(err) {
-  return err && err.context && typeof err.context.responseText === "string" ? err.context.responseText : undefined;
+  return err && typeof err.responseText === "string" ? err.responseText : undefined;
 }
 
 // A plain office: an Agent "A" and the given Computers, each answering
@@ -403,6 +414,11 @@ scenario("version_mismatch_polling", async (ctx) => {
 scenario("version_mismatch_websocket_only", async (ctx) => {
   const err = await connectFails(ctx, URL_PLAIN, { version: "0.2.0", transports: ["websocket"] }, "websocket-only a2c_version=0.2.0");
   ok(err instanceof Error, `connect_error argument is not an Error: ${short(err)}`);
+  // ws reports the refused upgrade as "Unexpected server response: 400"
+  const inner = err.description && err.description.error;
+  if (inner && typeof inner.message === "string") {
+    ok(/\b400\b/.test(inner.message), `websocket error ${short(inner.message)}, want an HTTP 400 refusal`);
+  }
 });
 
 scenario("version_mismatch_ws_upgrade_raw", async (ctx) => {

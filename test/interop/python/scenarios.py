@@ -822,7 +822,7 @@ def tool_call_deadline(ctx):
     t0 = time.monotonic()
     res = a.call("client:tool_call", tool_call_payload("A", "C1", timeout=1), timeout=10)
     took = time.monotonic() - t0
-    check(took <= 8, f"deadline answer took {took:.1f}s, want <= 8s")
+    check(0.9 <= took <= 8, f"deadline answer took {took:.1f}s, want 1s..8s (timeout 1 + server slack)")
     check(isinstance(res, dict), f"want a CallToolResult, got {short(res)}")
     eq(res.get("isError"), True, "isError")
     meta = res.get("meta")
@@ -951,7 +951,10 @@ def run_one(name, fn):
         except Exception:
             traceback.print_exc(file=sys.stderr)
     took = time.monotonic() - t0
-    reason = None if reason is None else " ".join(reason.split())
+    if reason is not None:
+        reason = " ".join(reason.split()) or "failed"
+        if len(reason) > 400:
+            reason = reason[:400] + "..."
     return reason, took
 
 
