@@ -50,7 +50,7 @@ func (s *Server) relay(m *member, e *sio.Event) {
 	s.inFlight.Add(1)
 	s.metrics.inFlight.Inc()
 	name := e.Name
-	target.sock.Request(name, e.Message, timeout, func(ans sio.Message, err error) {
+	target.sock.RequestDirect(name, e.Message, timeout, func(ans sio.Message, err error) {
 		defer func() {
 			s.inFlight.Add(-1)
 			s.metrics.inFlight.Dec()
@@ -74,7 +74,7 @@ func (s *Server) relay(m *member, e *sio.Event) {
 				ans = jsonMessage(smcp.NewError(smcp.CodeNotFound, "Computer disconnected before answering"))
 			}
 		}
-		if e.WantsAck() && e.Ack(ans) != nil {
+		if e.WantsAck() && e.AckDirect(ans) != nil {
 			outcome = outcomeDropped
 		}
 		s.metrics.relayDone(name, outcome, start)

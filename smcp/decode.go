@@ -5,6 +5,7 @@ import (
 	"errors"
 	"reflect"
 	"strings"
+	"sync"
 )
 
 // Decode unmarshals one event payload, raw, into v, which must be a non-nil
@@ -21,6 +22,22 @@ import (
 // is also ignored, so that Go and the protocol's other implementations read
 // the same value. Decode does not validate; see [DecodeRequest].
 func Decode(raw []byte, v any) error {
+	if exact := fieldNames(v); exact != nil {
+		if folded, ok := scanKeys(raw, exact); ok && !folded {
+			// The common case: an object whose keys need no folding check;
+			// one pass of encoding/json decodes (and validates) it.
+			if err := json.Unmarshal(raw, v); err != nil {
+				return decodeFailure(err)
+			}
+			return nil
+		}
+	}
+	return decodeSlow(raw, v)
+}
+
+// decodeSlow is Decode for input the key scanner could not clear: not an
+// object, malformed, or with a key that folds onto a field name.
+func decodeSlow(raw []byte, v any) error {
 	var top map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &top); err != nil || top == nil {
 		if !json.Valid(raw) {
@@ -28,7 +45,7 @@ func Decode(raw []byte, v any) error {
 		}
 		return NewError(CodeBadRequest, "invalid payload: must be a JSON object")
 	}
-	if exact := jsonFieldNames(v); exact != nil {
+	if exact := fieldNames(v); exact != nil {
 		if kept, dropped := dropFoldedKeys(top, exact); dropped {
 			raw, _ = json.Marshal(kept) // re-encoding decoded raw values cannot fail
 		}
@@ -90,6 +107,134 @@ func kindName(t reflect.Type) string {
 }
 
 var unmarshalerType = reflect.TypeFor[json.Unmarshaler]()
+
+// fieldCache maps a pointer type to its jsonFieldNames result.
+var fieldCache sync.Map
+
+// fieldNames is jsonFieldNames, computed once per type.
+func fieldNames(v any) map[string]bool {
+	t := reflect.TypeOf(v)
+	if m, ok := fieldCache.Load(t); ok {
+		return m.(map[string]bool)
+	}
+	m := jsonFieldNames(v)
+	fieldCache.Store(t, m)
+	return m
+}
+
+// scanKeys walks the top level of a JSON object without decoding it and
+// reports whether some key is not one of exact but equals one of them
+// under case folding (folded). ok is false when raw is not a well-formed
+// object as far as the walk can tell, or a key has escapes; the caller
+// then takes the careful path.
+func scanKeys(raw []byte, exact map[string]bool) (folded, ok bool) {
+	i := skipSpace(raw, 0)
+	if i >= len(raw) || raw[i] != '{' {
+		return false, false
+	}
+	i = skipSpace(raw, i+1)
+	if i < len(raw) && raw[i] == '}' {
+		return false, skipSpace(raw, i+1) == len(raw)
+	}
+	for {
+		if i >= len(raw) || raw[i] != '"' {
+			return false, false
+		}
+		end := i + 1
+		for end < len(raw) && raw[end] != '"' {
+			if raw[end] == '\\' {
+				return false, false
+			}
+			end++
+		}
+		if end >= len(raw) {
+			return false, false
+		}
+		key := raw[i+1 : end]
+		if !exact[string(key)] {
+			for name := range exact {
+				if len(name) == len(key) && strings.EqualFold(name, string(key)) {
+					folded = true
+				}
+			}
+		}
+		i = skipSpace(raw, end+1)
+		if i >= len(raw) || raw[i] != ':' {
+			return false, false
+		}
+		if i = skipValue(raw, skipSpace(raw, i+1)); i < 0 {
+			return false, false
+		}
+		i = skipSpace(raw, i)
+		if i >= len(raw) {
+			return false, false
+		}
+		if raw[i] == '}' {
+			return folded, skipSpace(raw, i+1) == len(raw)
+		}
+		if raw[i] != ',' {
+			return false, false
+		}
+		i = skipSpace(raw, i+1)
+	}
+}
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// skipValue returns the index just past the JSON value starting at i, or
+// -1. It follows strings and nesting only; encoding/json validates later.
+func skipValue(b []byte, i int) int {
+	if i >= len(b) {
+		return -1
+	}
+	switch b[i] {
+	case '"':
+		return skipString(b, i)
+	case '{', '[':
+		depth := 0
+		for i < len(b) {
+			switch b[i] {
+			case '"':
+				if i = skipString(b, i); i < 0 {
+					return -1
+				}
+				continue
+			case '{', '[':
+				depth++
+			case '}', ']':
+				if depth--; depth == 0 {
+					return i + 1
+				}
+			}
+			i++
+		}
+		return -1
+	default: // a number, true, false or null
+		for i < len(b) && b[i] != ',' && b[i] != '}' && b[i] != ']' && skipSpace(b, i) == i {
+			i++
+		}
+		return i
+	}
+}
+
+// skipString returns the index just past the string starting at b[i] == '"',
+// or -1.
+func skipString(b []byte, i int) int {
+	for i++; i < len(b); i++ {
+		switch b[i] {
+		case '\\':
+			i++
+		case '"':
+			return i + 1
+		}
+	}
+	return -1
+}
 
 // jsonFieldNames returns the JSON names of the fields of the struct v points
 // to. It returns nil, and so leaves folding to encoding/json, when v is not

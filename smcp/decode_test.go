@@ -133,3 +133,38 @@ func TestDecodeKeepsParamsVerbatim(t *testing.T) {
 		t.Errorf("params decode: %v %v", args, err)
 	}
 }
+
+func TestScanKeys(t *testing.T) {
+	exact := map[string]bool{"agent": true, "timeout": true}
+	for _, tc := range []struct {
+		in         string
+		folded, ok bool
+	}{
+		{`{}`, false, true},
+		{` { "agent" : "a" , "timeout":5 } `, false, true},
+		{`{"agent":{"x":[1,"}",{"y":"\""}]},"other":null}`, false, true},
+		{`{"Timeout":5}`, true, true},
+		{`{"TIMEOUT":5,"agent":"a"}`, true, true},
+		{`{"a\"b":1}`, false, false}, // escaped key: careful path
+		{`[1]`, false, false},
+		{`{"agent":"a"`, false, false},
+		{`{"agent":"a"}x`, false, false},
+		{`{"agent" "a"}`, false, false},
+		{`{"agent":"a",}`, false, false},
+	} {
+		folded, ok := scanKeys([]byte(tc.in), exact)
+		if folded != tc.folded || ok != tc.ok {
+			t.Errorf("scanKeys(%s) = %v, %v; want %v, %v", tc.in, folded, ok, tc.folded, tc.ok)
+		}
+	}
+}
+
+func BenchmarkDecodeToolCallReq(b *testing.B) {
+	raw := []byte(`{"agent":"a","req_id":"0-12","computer":"c","tool_name":"b__echo","params":{"text":"hello"},"timeout":30}`)
+	for b.Loop() {
+		var r ToolCallReq
+		if err := DecodeRequest(raw, &r); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

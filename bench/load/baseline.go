@@ -93,9 +93,14 @@ func measureBaseline(warm, dur time.Duration) levelResult {
 	check(err)
 	defer c.Close()
 	var lat []time.Duration
+	fwd := &server{cmd: cmd}
+	var c0 int64
 	end := time.Now().Add(warm + dur)
 	measureFrom := time.Now().Add(warm)
 	for now := time.Now(); now.Before(end); now = time.Now() {
+		if c0 == 0 && now.After(measureFrom) {
+			c0 = fwd.cpuTicks()
+		}
 		check(c.WriteMessage(websocket.TextMessage, relayFrame))
 		_, _, err := c.ReadMessage()
 		check(err)
@@ -103,6 +108,8 @@ func measureBaseline(warm, dur time.Duration) levelResult {
 			lat = append(lat, time.Since(now))
 		}
 	}
+	c1 := fwd.cpuTicks()
 	slices.Sort(lat)
-	return levelResult{agents: 1, calls: len(lat), seconds: dur.Seconds(), p50: lat[len(lat)/2], p99: lat[len(lat)*99/100]}
+	return levelResult{agents: 1, calls: len(lat), seconds: dur.Seconds(), p50: lat[len(lat)/2], p99: lat[len(lat)*99/100],
+		cpuPerCall: time.Duration(float64(c1-c0) * float64(10*time.Millisecond) / float64(len(lat)))}
 }

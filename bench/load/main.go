@@ -48,6 +48,7 @@ func main() {
 	dur := flag.Duration("duration", 5*time.Second, "measured time per level")
 	warm := flag.Duration("warmup", time.Second, "unmeasured time before each level")
 	idle := flag.String("idle", "1000,10000", "idle joined connections for the RSS measurement")
+	rounds := flag.Int("rounds", 3, "repetitions of every measurement; figures are medians")
 	flag.Parse()
 	raiseNoFile()
 
@@ -61,25 +62,51 @@ func main() {
 	build.Dir, build.Stderr = root, os.Stderr
 	check(build.Run())
 
-	r := report{dur: *dur, cpus: runtime.NumCPU()}
-	fmt.Fprintln(os.Stderr, "baseline: two loopback WebSocket hops")
-	r.baseline = measureBaseline(*warm, *dur)
-	for _, t := range strings.Split(*targets, ",") {
-		tr := targetResult{name: t}
-		for _, a := range ints(*agents) {
-			fmt.Fprintf(os.Stderr, "%s: %d agents\n", t, a)
-			srv := start(t, root, bin)
-			tr.levels = append(tr.levels, measureLoad(srv, a, *warm, *dur))
-			srv.stop()
-		}
-		for _, n := range ints(*idle) {
-			fmt.Fprintf(os.Stderr, "%s: %d idle connections\n", t, n)
-			srv := start(t, root, bin)
-			tr.idle = append(tr.idle, measureIdle(srv, n))
-			srv.stop()
-		}
-		r.targets = append(r.targets, tr)
+	// The machine's noise drifts, so targets take turns within each round
+	// and every figure is the median over the rounds.
+	r := report{dur: *dur, cpus: runtime.NumCPU(), rounds: *rounds}
+	names := strings.Split(*targets, ",")
+	results := make([]targetResult, len(names))
+	for i, t := range names {
+		results[i].name = t
 	}
+	var base []levelResult
+	for _, a := range ints(*agents) {
+		per := make([][]levelResult, len(names))
+		for round := 0; round < *rounds; round++ {
+			if a == 1 {
+				fmt.Fprintf(os.Stderr, "round %d: baseline, two loopback WebSocket hops\n", round+1)
+				base = append(base, measureBaseline(*warm, *dur))
+			}
+			for i, t := range names {
+				fmt.Fprintf(os.Stderr, "round %d: %s, %d agents\n", round+1, t, a)
+				srv := start(t, root, bin)
+				per[i] = append(per[i], measureLoad(srv, a, *warm, *dur))
+				srv.stop()
+			}
+		}
+		for i := range names {
+			results[i].levels = append(results[i].levels, medianLevel(per[i]))
+		}
+	}
+	if len(base) > 0 {
+		r.baseline = medianLevel(base)
+	}
+	for _, n := range ints(*idle) {
+		per := make([][]idleResult, len(names))
+		for round := 0; round < *rounds; round++ {
+			for i, t := range names {
+				fmt.Fprintf(os.Stderr, "round %d: %s, %d idle connections\n", round+1, t, n)
+				srv := start(t, root, bin)
+				per[i] = append(per[i], measureIdle(srv, n))
+				srv.stop()
+			}
+		}
+		for i := range names {
+			results[i].idle = append(results[i].idle, medianIdle(per[i]))
+		}
+	}
+	r.targets = results
 	r.print(os.Stdout)
 }
 
@@ -369,4 +396,41 @@ func measureIdle(srv *server, n int) idleResult {
 		s.Disconnect()
 	}
 	return idleResult{conns: n, baseKiB: base, kib: rss, perConnKiB: float64(rss-base) / float64(n), connectSeconds: connect.Seconds()}
+}
+
+// medianLevel takes each figure's median over rounds.
+func medianLevel(rs []levelResult) levelResult {
+	pick := func(f func(levelResult) float64) float64 {
+		v := make([]float64, len(rs))
+		for i, r := range rs {
+			v[i] = f(r)
+		}
+		slices.Sort(v)
+		return v[len(v)/2]
+	}
+	out := rs[0]
+	out.seconds = 1
+	out.calls = int(pick(func(r levelResult) float64 { return float64(r.calls) / r.seconds }))
+	out.p50 = time.Duration(pick(func(r levelResult) float64 { return float64(r.p50) }))
+	out.p99 = time.Duration(pick(func(r levelResult) float64 { return float64(r.p99) }))
+	out.cpuPerCall = time.Duration(pick(func(r levelResult) float64 { return float64(r.cpuPerCall) }))
+	var errs int64
+	for _, r := range rs {
+		errs += r.clientError
+	}
+	out.clientError = errs
+	return out
+}
+
+func medianIdle(rs []idleResult) idleResult {
+	slices.SortFunc(rs, func(a, b idleResult) int {
+		switch {
+		case a.perConnKiB < b.perConnKiB:
+			return -1
+		case a.perConnKiB > b.perConnKiB:
+			return 1
+		}
+		return 0
+	})
+	return rs[len(rs)/2]
 }

@@ -15,6 +15,7 @@ type targetResult struct {
 type report struct {
 	dur      time.Duration
 	cpus     int
+	rounds   int
 	baseline levelResult
 	targets  []targetResult
 }
@@ -29,9 +30,9 @@ func ratio(a, b float64) string {
 }
 
 func (r report) print(w io.Writer) {
-	fmt.Fprintf(w, "### Relay load (%s per level, %d CPUs)\n\n", r.dur, r.cpus)
-	fmt.Fprintf(w, "Baseline, two loopback WebSocket hops (Go forwarder + echo peer): p50 %s, p99 %s, %.0f round trips/s\n\n",
-		us(r.baseline.p50), us(r.baseline.p99), float64(r.baseline.calls)/r.baseline.seconds)
+	fmt.Fprintf(w, "### Relay load (%s per level, %d CPUs, medians of %d rounds)\n\n", r.dur, r.cpus, r.rounds)
+	fmt.Fprintf(w, "Baseline, two loopback WebSocket hops (Go forwarder + echo peer): p50 %s, p99 %s, %.0f round trips/s, forwarder CPU %.1f µs per round trip\n\n",
+		us(r.baseline.p50), us(r.baseline.p99), float64(r.baseline.calls)/r.baseline.seconds, float64(r.baseline.cpuPerCall)/float64(time.Microsecond))
 	fmt.Fprintln(w, "| server | agents | calls/s | p50 | p99 | server CPU per call | errors |")
 	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|")
 	for _, t := range r.targets {

@@ -81,6 +81,7 @@ type cconn struct {
 	hc       *http.Client
 
 	wmu      sync.Mutex // serialises writes to ws
+	refresh  time.Time  // guarded by wmu: when to move the write deadline
 	mu       sync.Mutex
 	ws       *websocket.Conn
 	queue    []frame
@@ -157,7 +158,7 @@ func Dial(ctx context.Context, rawURL string, o ClientOptions) (*Socket, error) 
 			return nil, fmt.Errorf("sio: auth must be a JSON object")
 		}
 	}
-	if err := c.sendMessage(append(appendHeader(nil, pConnect, 0, o.Namespace, -1), auth...), nil); err != nil {
+	if err := c.sendMessage(append(appendHeader(nil, pConnect, 0, o.Namespace, -1), auth...), nil, true); err != nil {
 		c.terminate("transport error")
 		return nil, err
 	}
@@ -336,8 +337,59 @@ func (c *cconn) upgrade(ctx context.Context) error {
 	return nil
 }
 
-func (c *cconn) sendMessage(text []byte, att [][]byte) error {
-	return c.push(messageFrames(text, att)...)
+// sendMessage writes on the calling goroutine when the WebSocket is idle;
+// a client has no lock shared with other connections, so it always may.
+func (c *cconn) sendMessage(text []byte, att [][]byte, _ bool) error {
+	return c.write(messageFrames(text, att))
+}
+
+func (c *cconn) write(fs []frame) error {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return ErrClosed
+	}
+	if c.ws == nil || c.flushing || len(c.queue) > 0 {
+		c.mu.Unlock()
+		return c.push(fs...)
+	}
+	c.flushing = true
+	ws := c.ws
+	c.mu.Unlock()
+	err := c.writeWS(ws, fs)
+	c.mu.Lock()
+	if err != nil {
+		c.flushing = false
+		c.mu.Unlock()
+		c.terminate("transport error")
+		return err
+	}
+	if len(c.queue) > 0 {
+		go c.flush()
+	} else {
+		c.flushing = false
+	}
+	c.mu.Unlock()
+	return nil
+}
+
+func (c *cconn) writeWS(ws *websocket.Conn, fs []frame) error {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if now := time.Now(); now.After(c.refresh) { // see econn.writeFrames
+		_ = ws.SetWriteDeadline(now.Add(10 * time.Second))
+		c.refresh = now.Add(5 * time.Second)
+	}
+	for _, f := range fs {
+		typ := websocket.TextMessage
+		if f.binary {
+			typ = websocket.BinaryMessage
+		}
+		if err := ws.WriteMessage(typ, f.data); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (c *cconn) push(fs ...frame) error {
@@ -369,18 +421,7 @@ func (c *cconn) flush() {
 		c.mu.Unlock()
 		var err error
 		if ws != nil {
-			c.wmu.Lock()
-			_ = ws.SetWriteDeadline(time.Now().Add(10 * time.Second))
-			for _, f := range fs {
-				typ := websocket.TextMessage
-				if f.binary {
-					typ = websocket.BinaryMessage
-				}
-				if err = ws.WriteMessage(typ, f.data); err != nil {
-					break
-				}
-			}
-			c.wmu.Unlock()
+			err = c.writeWS(ws, fs)
 		} else {
 			err = c.post(fs)
 		}
@@ -533,7 +574,7 @@ func (c *cconn) deliver(p packet, att [][]byte) {
 	if c.o.Handler != nil {
 		c.o.Handler.Event(c.sock, &Event{Name: name, Message: m, sock: c.sock, ackID: p.id})
 	} else if p.id >= 0 {
-		_ = c.sendMessage(encodeAck(nil, c.sock.nsp, p.id, Message{}), nil)
+		_ = c.sendMessage(encodeAck(nil, c.sock.nsp, p.id, Message{}), nil, true)
 	}
 }
 

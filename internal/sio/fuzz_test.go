@@ -87,3 +87,25 @@ func FuzzDecodePayload(f *testing.F) {
 		}
 	})
 }
+
+// FuzzSplitArray checks the array splitter against encoding/json.
+func FuzzSplitArray(f *testing.F) {
+	for _, s := range []string{`[]`, `[1]`, ` [ "a,]" , {"b":[1,{"c":"\""}]}, null ,true] `, `[[],[[]],{}]`, `["\\",1]`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var want []json.RawMessage
+		if t := bytes.TrimSpace(b); len(t) == 0 || t[0] != '[' || json.Unmarshal(b, &want) != nil || !json.Valid(b) {
+			return
+		}
+		got, ok := splitArray(b)
+		if !ok || len(got) != len(want) {
+			t.Fatalf("splitArray(%q) = %q, %v; want %q", b, got, ok, want)
+		}
+		for i := range want {
+			if !bytes.Equal(bytes.TrimSpace(want[i]), got[i]) {
+				t.Fatalf("element %d: got %q, want %q", i, got[i], want[i])
+			}
+		}
+	})
+}

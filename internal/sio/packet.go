@@ -110,9 +110,12 @@ func decodePacket(b []byte) (packet, error) {
 // splitArgs splits a JSON array into its raw elements. For an event the
 // first element must be a string, which is returned as the name.
 func splitArgs(data []byte, event bool) (string, []json.RawMessage, error) {
-	var args []json.RawMessage
-	if err := json.Unmarshal(data, &args); err != nil {
-		return "", nil, fmt.Errorf("%w: %v", errMalformed, err)
+	if !json.Valid(data) {
+		return "", nil, fmt.Errorf("%w: invalid JSON", errMalformed)
+	}
+	args, ok := splitArray(data)
+	if !ok {
+		return "", nil, fmt.Errorf("%w: payload is not an array", errMalformed)
 	}
 	if !event {
 		return "", args, nil
@@ -202,4 +205,63 @@ func appendString(dst []byte, s string) []byte {
 	}
 	b, _ := json.Marshal(s)
 	return append(dst, b...)
+}
+
+// splitArray returns the elements of a JSON array that json.Valid has
+// accepted, as subslices of data (no copy).
+func splitArray(data []byte) ([]json.RawMessage, bool) {
+	i := skipWS(data, 0)
+	if i >= len(data) || data[i] != '[' {
+		return nil, false
+	}
+	var out []json.RawMessage
+	i = skipWS(data, i+1)
+	if i < len(data) && data[i] == ']' {
+		return out, true
+	}
+	for i < len(data) {
+		start := i
+		depth := 0
+	value:
+		for ; i < len(data); i++ {
+			switch data[i] {
+			case '"':
+				for i++; i < len(data) && data[i] != '"'; i++ {
+					if data[i] == '\\' {
+						i++
+					}
+				}
+			case '{', '[':
+				depth++
+			case '}', ']':
+				if depth == 0 {
+					break value
+				}
+				depth--
+			case ',':
+				if depth == 0 {
+					break value
+				}
+			}
+		}
+		end := i
+		for end > start && isWS(data[end-1]) {
+			end--
+		}
+		out = append(out, json.RawMessage(data[start:end]))
+		if i >= len(data) || data[i] == ']' {
+			return out, true
+		}
+		i = skipWS(data, i+1)
+	}
+	return nil, false
+}
+
+func isWS(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+
+func skipWS(b []byte, i int) int {
+	for i < len(b) && isWS(b[i]) {
+		i++
+	}
+	return i
 }

@@ -253,7 +253,8 @@ type econn struct {
 	closing  bool // a close packet is queued; end after it is written
 	sockets  []*Socket
 	timer    *time.Timer
-	awaiting bool // a ping is out and no pong has come back
+	awaiting bool      // a ping is out and no pong has come back
+	refresh  time.Time // when the writer next moves the write deadline
 
 	dispatch sync.Mutex // orders packets across concurrent POSTs
 	partial  *partialPacket
@@ -316,32 +317,82 @@ func (c *econn) flush() {
 			return
 		}
 		c.mu.Unlock()
-		_ = ws.SetWriteDeadline(time.Now().Add(c.srv.opts.WriteTimeout))
-		for _, f := range fs {
-			typ := websocket.TextMessage
-			if f.binary {
-				typ = websocket.BinaryMessage
-			}
-			if err := ws.WriteMessage(typ, f.data); err != nil {
-				c.mu.Lock()
-				c.flushing = false
-				c.mu.Unlock()
-				c.finish("transport error")
-				return
-			}
+		if err := c.writeFrames(ws, fs); err != nil {
+			c.mu.Lock()
+			c.flushing = false
+			c.mu.Unlock()
+			c.finish("transport error")
+			return
 		}
 	}
 }
 
-func (c *econn) sendMessage(text []byte, att [][]byte) error {
+func (c *econn) sendMessage(text []byte, att [][]byte, direct bool) error {
+	if direct {
+		return c.write(messageFrames(text, att))
+	}
 	return c.push(messageFrames(text, att)...)
+}
+
+// write sends frames on the calling goroutine when the WebSocket is idle
+// (nothing queued, no flush running); otherwise it queues them like push.
+func (c *econn) write(fs []frame) error {
+	c.mu.Lock()
+	if c.state == stClosed || c.closing {
+		c.mu.Unlock()
+		return ErrClosed
+	}
+	if c.state != stWebSocket || c.flushing || len(c.queue) > 0 {
+		c.queue = append(c.queue, fs...)
+		c.kickLocked()
+		c.mu.Unlock()
+		return nil
+	}
+	c.flushing = true
+	ws := c.ws
+	c.mu.Unlock()
+	err := c.writeFrames(ws, fs)
+	c.mu.Lock()
+	if err != nil {
+		c.flushing = false
+		c.mu.Unlock()
+		c.finish("transport error")
+		return err
+	}
+	if len(c.queue) > 0 || c.closing {
+		go c.flush() // others queued behind us: hand over
+	} else {
+		c.flushing = false
+	}
+	c.mu.Unlock()
+	return nil
+}
+
+func (c *econn) writeFrames(ws *websocket.Conn, fs []frame) error {
+	// Only the one writer (flushing set) gets here. The deadline is moved
+	// when half of it has passed, not on every write: a stuck write still
+	// fails after between WriteTimeout/2 and WriteTimeout.
+	if now := time.Now(); now.After(c.refresh) {
+		_ = ws.SetWriteDeadline(now.Add(c.srv.opts.WriteTimeout))
+		c.refresh = now.Add(c.srv.opts.WriteTimeout / 2)
+	}
+	for _, f := range fs {
+		typ := websocket.TextMessage
+		if f.binary {
+			typ = websocket.BinaryMessage
+		}
+		if err := ws.WriteMessage(typ, f.data); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (c *econn) disconnect(s *Socket) {
 	if !s.markClosed() {
 		return
 	}
-	_ = c.sendMessage(appendHeader(nil, pDisconnect, 0, s.nsp, -1), nil)
+	_ = c.sendMessage(appendHeader(nil, pDisconnect, 0, s.nsp, -1), nil, false)
 	c.mu.Lock()
 	c.dropLocked(s)
 	empty := len(c.sockets) == 0
@@ -708,7 +759,7 @@ func (c *econn) onPacket(b []byte) bool {
 func (c *econn) connect(p packet) {
 	h := c.srv.nsps[p.nsp]
 	if h == nil {
-		_ = c.sendMessage(connectError(p.nsp, "Invalid namespace", nil), nil)
+		_ = c.sendMessage(connectError(p.nsp, "Invalid namespace", nil), nil, false)
 		return
 	}
 	if c.socket(p.nsp) != nil {
@@ -725,7 +776,7 @@ func (c *econn) connect(p packet) {
 		if errors.As(err, &ce) {
 			data = ce.Data
 		}
-		_ = c.sendMessage(connectError(p.nsp, err.Error(), data), nil)
+		_ = c.sendMessage(connectError(p.nsp, err.Error(), data), nil, false)
 		return
 	}
 	c.mu.Lock()
@@ -739,7 +790,7 @@ func (c *econn) connect(p packet) {
 	ok = append(ok, `{"sid":`...)
 	ok = appendString(ok, s.id)
 	ok = append(ok, '}')
-	_ = c.sendMessage(ok, nil)
+	_ = c.sendMessage(ok, nil, false)
 }
 
 func connectError(nsp, msg string, data any) []byte {

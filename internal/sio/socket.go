@@ -54,14 +54,27 @@ func (e *Event) Ack(m Message) error {
 		return nil
 	}
 	e.acked = true
-	return e.sock.send(encodeAck(nil, e.sock.nsp, e.ackID, m), m.Attachments)
+	return e.sock.send(encodeAck(nil, e.sock.nsp, e.ackID, m), m.Attachments, false)
+}
+
+// AckDirect is [Event.Ack] that writes on the calling goroutine when the
+// connection has nothing else queued, saving a goroutine hand-off. If the
+// peer stops reading it may block for the write timeout, so never call it
+// while holding a lock other connections need.
+func (e *Event) AckDirect(m Message) error {
+	if e.ackID < 0 || e.acked {
+		return nil
+	}
+	e.acked = true
+	return e.sock.send(encodeAck(nil, e.sock.nsp, e.ackID, m), m.Attachments, true)
 }
 
 // transport is what a Socket writes to: one Engine.IO connection.
 type transport interface {
-	// sendMessage queues one Engine.IO message (the text Socket.IO packet)
-	// followed by its binary attachments.
-	sendMessage(text []byte, attachments [][]byte) error
+	// sendMessage sends one Engine.IO message (the text Socket.IO packet)
+	// followed by its binary attachments. Unless direct is set it only
+	// queues, and never blocks.
+	sendMessage(text []byte, attachments [][]byte, direct bool) error
 	// disconnect takes the socket off its connection, telling the peer.
 	disconnect(s *Socket)
 }
@@ -103,19 +116,19 @@ func (s *Socket) Namespace() string { return s.nsp }
 // Handshake is what the peer presented when it connected (server side).
 func (s *Socket) Handshake() *Handshake { return s.hs }
 
-func (s *Socket) send(text []byte, att [][]byte) error {
+func (s *Socket) send(text []byte, att [][]byte, direct bool) error {
 	s.mu.Lock()
 	closed := s.closed
 	s.mu.Unlock()
 	if closed {
 		return ErrClosed
 	}
-	return s.t.sendMessage(text, att)
+	return s.t.sendMessage(text, att, direct)
 }
 
 // Emit sends an event that asks for no acknowledgement.
 func (s *Socket) Emit(name string, m Message) error {
-	return s.send(encodeEvent(nil, s.nsp, -1, name, m), m.Attachments)
+	return s.send(encodeEvent(nil, s.nsp, -1, name, m), m.Attachments, false)
 }
 
 // Request sends an event that asks for an acknowledgement and calls cb
@@ -123,6 +136,16 @@ func (s *Socket) Emit(name string, m Message) error {
 // (if timeout > 0), or with [ErrClosed] when the socket closes first. cb
 // runs on an internal goroutine and must not block.
 func (s *Socket) Request(name string, m Message, timeout time.Duration, cb func(Message, error)) {
+	s.request(name, m, timeout, cb, false)
+}
+
+// RequestDirect is [Socket.Request] that writes on the calling goroutine
+// when the connection has nothing else queued; see [Event.AckDirect].
+func (s *Socket) RequestDirect(name string, m Message, timeout time.Duration, cb func(Message, error)) {
+	s.request(name, m, timeout, cb, true)
+}
+
+func (s *Socket) request(name string, m Message, timeout time.Duration, cb func(Message, error), direct bool) {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -144,7 +167,7 @@ func (s *Socket) Request(name string, m Message, timeout time.Duration, cb func(
 		})
 	}
 	s.mu.Unlock()
-	if err := s.t.sendMessage(encodeEvent(nil, s.nsp, id, name, m), m.Attachments); err != nil {
+	if err := s.t.sendMessage(encodeEvent(nil, s.nsp, id, name, m), m.Attachments, direct); err != nil {
 		if s.takePending(id) != nil {
 			cb(Message{}, err)
 		}
