@@ -303,30 +303,35 @@ func measureLoad(srv *server, agents int, warm, dur time.Duration) levelResult {
 		wg        sync.WaitGroup
 		lat       = make([][]time.Duration, agents)
 	)
+	// Each Agent sends its next call from the callback of the previous
+	// answer, on the client's reader goroutine: no goroutine hand-off on
+	// the client side, as in the baseline's synchronous loop.
 	for i, p := range pairs {
 		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			reply := make(chan error, 1)
-			for n := 0; !stop.Load(); n++ {
-				b, _ := json.Marshal(smcp.ToolCallReq{Agent: "a", ReqID: fmt.Sprintf("%d-%d", i, n), Computer: "c",
-					ToolName: "b__echo", Params: json.RawMessage(`{"text":"hello"}`), Timeout: 30})
-				t0 := time.Now()
-				p.agent.Request(smcp.EventToolCall, sio.Message{Args: []json.RawMessage{b}}, 40*time.Second, func(m sio.Message, err error) {
-					if err == nil && (len(m.Args) == 0 || !strings.Contains(string(m.Args[0]), `"isError":false`)) {
-						err = fmt.Errorf("bad answer %q", m.Args)
-					}
-					reply <- err
-				})
-				if err := <-reply; err != nil {
-					errs.Add(1)
-					continue
+		n := 0
+		var fire func()
+		fire = func() {
+			if stop.Load() {
+				wg.Done()
+				return
+			}
+			n++
+			b, _ := json.Marshal(smcp.ToolCallReq{Agent: "a", ReqID: fmt.Sprintf("%d-%d", i, n), Computer: "c",
+				ToolName: "b__echo", Params: json.RawMessage(`{"text":"hello"}`), Timeout: 30})
+			t0 := time.Now()
+			p.agent.RequestDirect(smcp.EventToolCall, sio.Message{Args: []json.RawMessage{b}}, 40*time.Second, func(m sio.Message, err error) {
+				if err == nil && (len(m.Args) == 0 || !strings.Contains(string(m.Args[0]), `"isError":false`)) {
+					err = fmt.Errorf("bad answer %q", m.Args)
 				}
-				if measuring.Load() {
+				if err != nil {
+					errs.Add(1)
+				} else if measuring.Load() {
 					lat[i] = append(lat[i], time.Since(t0))
 				}
-			}
-		}()
+				fire()
+			})
+		}
+		fire()
 	}
 	time.Sleep(warm)
 	c0 := srv.cpuTicks()

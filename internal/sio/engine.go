@@ -28,6 +28,7 @@ const recordSep = '\x1e'
 type frame struct {
 	data   []byte
 	binary bool
+	op     byte // a WebSocket control opcode, for the event loop's own frames
 }
 
 var (

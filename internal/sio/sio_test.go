@@ -79,14 +79,29 @@ func request(t *testing.T, s *Socket, name string, m Message) Message {
 	return Message{}
 }
 
+// modes are the two ways the server serves WebSockets.
+var modes = []struct {
+	name string
+	opts Options
+}{{"event-loop", Options{}}, {"goroutine-per-conn", Options{GoroutinePerConn: true}}}
+
 func TestRoundTrip(t *testing.T) {
-	for _, tr := range []struct {
-		name string
-		t    Transport
-	}{{"polling-first", PollingFirst}, {"websocket-only", WebSocketOnly}, {"polling-only", PollingOnly}} {
-		t.Run(tr.name, func(t *testing.T) {
+	for _, mode := range modes {
+		for _, tr := range []struct {
+			name string
+			t    Transport
+		}{{"polling-first", PollingFirst}, {"websocket-only", WebSocketOnly}, {"polling-only", PollingOnly}} {
+			t.Run(mode.name+"/"+tr.name, func(t *testing.T) { roundTrip(t, mode.opts, tr.t) })
+		}
+	}
+}
+
+func roundTrip(t *testing.T, opts Options, transport Transport) {
+	tr := struct{ t Transport }{transport}
+	{
+		{
 			h := &echoHandler{}
-			srv := NewServer(Options{})
+			srv := NewServer(opts)
 			srv.Handle("/smcp", h)
 			ts := httptest.NewServer(srv)
 			defer ts.Close()
@@ -124,7 +139,7 @@ func TestRoundTrip(t *testing.T) {
 				time.Sleep(10 * time.Millisecond)
 			}
 			t.Fatal("server saw no disconnect")
-		})
+		}
 	}
 }
 

@@ -1,0 +1,589 @@
+package sio
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"sync"
+	"time"
+)
+
+// wsPeer is the WebSocket under an Engine.IO connection: the event loop's
+// connection or a gorilla connection with its reader goroutine. Its reader
+// hands every message to econn.wsFrame and reports the end once with
+// econn.wsClosed.
+type wsPeer interface {
+	// send writes frames in order. It never blocks on a slow peer: what
+	// cannot be written now is kept and written later, up to a limit past
+	// which the connection is closed. direct allows writing on the calling
+	// goroutine (see Event.AckDirect); the event loop always does.
+	send(fs []frame, direct bool) error
+	// close ends the WebSocket. When graceful, frames already sent are
+	// delivered first.
+	close(graceful bool)
+}
+
+// Connection states.
+const (
+	stPolling int32 = iota
+	stUpgrading
+	stWebSocket
+	stClosed
+)
+
+// econn is one Engine.IO connection on the server.
+type econn struct {
+	srv  *Server
+	id   string
+	hs   Handshake
+	poke chan struct{} // wakes a waiting long-poll GET
+
+	mu       sync.Mutex
+	state    int32
+	ws       wsPeer  // set in stWebSocket
+	probe    wsPeer  // the WebSocket being probed in stUpgrading
+	queue    []frame // frames waiting for a long-poll GET (or the upgrade)
+	polling  bool    // a long-poll GET is waiting
+	closing  bool    // a close packet is queued; end after it is written
+	sockets  []*Socket
+	timer    *time.Timer
+	awaiting bool // a ping is out and no pong has come back
+
+	// dispatch orders incoming frames: across concurrent POSTs, and while
+	// a namespace connect runs (frames that arrive meanwhile are held).
+	dispatch   sync.Mutex
+	connecting bool
+	held       []frame
+	partial    *partialPacket
+}
+
+// partialPacket is a binary packet still waiting for its attachments.
+type partialPacket struct {
+	p   packet
+	att [][]byte
+}
+
+// push sends frames without blocking: straight to the WebSocket, or into
+// the queue for the next long-poll GET.
+func (c *econn) push(fs ...frame) error { return c.send(fs, false) }
+
+func (c *econn) send(fs []frame, direct bool) error {
+	c.mu.Lock()
+	if c.state == stClosed || c.closing {
+		c.mu.Unlock()
+		return ErrClosed
+	}
+	if c.state == stWebSocket {
+		ws := c.ws
+		c.mu.Unlock()
+		return ws.send(fs, direct)
+	}
+	c.queue = append(c.queue, fs...)
+	c.mu.Unlock()
+	c.wake()
+	return nil
+}
+
+func (c *econn) wake() {
+	select {
+	case c.poke <- struct{}{}:
+	default:
+	}
+}
+
+func (c *econn) sendMessage(text []byte, att [][]byte, direct bool) error {
+	return c.send(messageFrames(text, att), direct)
+}
+
+func (c *econn) disconnect(s *Socket) {
+	if !s.markClosed() {
+		return
+	}
+	_ = c.sendMessage(appendHeader(nil, pDisconnect, 0, s.nsp, -1), nil, false)
+	c.mu.Lock()
+	c.dropLocked(s)
+	empty := len(c.sockets) == 0
+	c.mu.Unlock()
+	c.srv.nsps[s.nsp].Disconnect(s, "server namespace disconnect")
+	if empty {
+		c.shutdown("server namespace disconnect")
+	}
+}
+
+func (c *econn) dropLocked(s *Socket) {
+	for i, x := range c.sockets {
+		if x == s {
+			c.sockets = append(c.sockets[:i], c.sockets[i+1:]...)
+			return
+		}
+	}
+}
+
+// shutdown ends the connection after telling the peer: the close packet
+// goes out behind whatever is pending, then the connection ends (at the
+// latest a second later, if a polling peer never comes for it).
+func (c *econn) shutdown(reason string) {
+	c.mu.Lock()
+	if c.state == stClosed || c.closing {
+		c.mu.Unlock()
+		return
+	}
+	if c.state == stWebSocket {
+		ws := c.ws
+		c.mu.Unlock()
+		_ = ws.send([]frame{frameClose}, false)
+		c.mu.Lock()
+		c.closing = true
+		c.mu.Unlock()
+		ws.close(true)
+	} else {
+		c.queue = append(c.queue, frameClose)
+		c.closing = true
+		c.mu.Unlock()
+		c.wake()
+	}
+	time.AfterFunc(time.Second, func() { c.finish(reason) })
+}
+
+// finish closes the connection at once. It is idempotent.
+func (c *econn) finish(reason string) {
+	c.mu.Lock()
+	if c.state == stClosed {
+		c.mu.Unlock()
+		return
+	}
+	c.state = stClosed
+	ws, probe := c.ws, c.probe
+	sockets := c.sockets
+	c.sockets = nil
+	c.queue = nil
+	if c.timer != nil {
+		c.timer.Stop()
+	}
+	c.mu.Unlock()
+	c.wake()
+	if ws != nil {
+		ws.close(false)
+	}
+	if probe != nil {
+		probe.close(false)
+	}
+	c.srv.remove(c)
+	for _, s := range sockets {
+		if s.markClosed() {
+			if h := c.srv.nsps[s.nsp]; h != nil {
+				h.Disconnect(s, reason)
+			}
+		}
+	}
+}
+
+// startHeartbeat sends a ping every PingInterval and closes the connection
+// when a pong does not come back within PingTimeout.
+func (c *econn) startHeartbeat() {
+	c.mu.Lock()
+	c.timer = time.AfterFunc(c.srv.opts.PingInterval, c.beat)
+	c.mu.Unlock()
+}
+
+func (c *econn) beat() {
+	c.mu.Lock()
+	if c.state == stClosed {
+		c.mu.Unlock()
+		return
+	}
+	if c.awaiting {
+		c.mu.Unlock()
+		c.finish("ping timeout")
+		return
+	}
+	c.awaiting = true
+	c.timer.Reset(c.srv.opts.PingTimeout)
+	c.mu.Unlock()
+	_ = c.push(framePing)
+}
+
+func (c *econn) pong() {
+	c.mu.Lock()
+	if c.awaiting && c.state != stClosed {
+		c.awaiting = false
+		c.timer.Reset(c.srv.opts.PingInterval)
+	}
+	c.mu.Unlock()
+}
+
+// poll serves a long-polling GET: it waits until there is something to
+// send, then sends all of it.
+func (c *econn) poll(w http.ResponseWriter, r *http.Request) {
+	c.mu.Lock()
+	if c.polling || c.state == stWebSocket || c.state == stClosed {
+		bad := c.polling
+		c.mu.Unlock()
+		engineError(w, http.StatusBadRequest, 3, "Bad request")
+		if bad {
+			c.finish("transport error")
+		}
+		return
+	}
+	c.polling = true
+	for len(c.queue) == 0 && c.state != stClosed && c.state != stWebSocket {
+		c.mu.Unlock()
+		select {
+		case <-c.poke:
+		case <-r.Context().Done():
+			c.mu.Lock()
+			c.polling = false
+			upgraded := c.state == stWebSocket
+			c.mu.Unlock()
+			if !upgraded {
+				c.finish("transport close")
+			}
+			return
+		}
+		c.mu.Lock()
+	}
+	var fs []frame
+	if c.state != stWebSocket {
+		fs = c.queue
+		c.queue = nil
+	} else {
+		fs = []frame{frameNoop}
+	}
+	c.polling = false
+	closing := c.closing || c.state == stClosed
+	c.mu.Unlock()
+	if len(fs) == 0 {
+		fs = []frame{frameClose}
+	}
+	writePayload(w, fs)
+	if closing {
+		c.finish("server namespace disconnect")
+	}
+}
+
+// post serves a long-polling POST carrying one or more packets.
+func (c *econn) post(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, c.srv.opts.MaxPayload))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			engineError(w, http.StatusRequestEntityTooLarge, 3, "Payload too large")
+		} else {
+			engineError(w, http.StatusBadRequest, 3, "Bad request")
+		}
+		c.finish("transport error")
+		return
+	}
+	fs, err := decodePayload(body)
+	if err != nil {
+		engineError(w, http.StatusBadRequest, 3, "Bad request")
+		c.finish("parse error")
+		return
+	}
+	for _, f := range fs {
+		if !c.input(f) {
+			break
+		}
+	}
+	w.Header().Set("Content-Type", "text/html")
+	_, _ = io.WriteString(w, "ok")
+}
+
+// upgrade starts moving a polling connection to WebSocket. The probe
+// ("2probe" -> "3probe"), the pause of polling and the switch on "5" then
+// happen as the WebSocket's frames arrive (wsFrame).
+func (c *econn) upgrade(w http.ResponseWriter, r *http.Request) {
+	c.mu.Lock()
+	if c.state != stPolling {
+		c.mu.Unlock()
+		engineError(w, http.StatusBadRequest, 3, "Bad request")
+		return
+	}
+	c.state = stUpgrading
+	c.mu.Unlock()
+	p := c.srv.acceptWS(w, r, c, func(p wsPeer) {
+		c.mu.Lock()
+		if c.state == stUpgrading {
+			c.probe = p
+		}
+		c.mu.Unlock()
+	})
+	if p == nil {
+		c.revertUpgrade(nil)
+		return
+	}
+	time.AfterFunc(c.srv.opts.PingTimeout, func() {
+		c.mu.Lock()
+		stuck := c.probe == p
+		c.mu.Unlock()
+		if stuck {
+			p.close(false)
+			c.revertUpgrade(p)
+		}
+	})
+}
+
+func (c *econn) revertUpgrade(p wsPeer) {
+	c.mu.Lock()
+	if c.state == stUpgrading && (p == nil || c.probe == p) {
+		c.state = stPolling
+		c.probe = nil
+	}
+	c.mu.Unlock()
+}
+
+// wsFrame receives every message of a WebSocket peer of c. Before the
+// upgrade completes it runs the probe; after, it is the connection's
+// input. It reports false when the peer must stop reading.
+func (c *econn) wsFrame(p wsPeer, f frame) bool {
+	c.mu.Lock()
+	attached := c.ws == p && c.state == stWebSocket
+	c.mu.Unlock()
+	if attached {
+		return c.input(f)
+	}
+	switch {
+	case !f.binary && string(f.data) == "2probe":
+		if err := p.send([]frame{{data: []byte("3probe")}}, true); err != nil {
+			return false
+		}
+		c.mu.Lock()
+		if c.probe == p {
+			c.queue = append(c.queue, frameNoop) // release the parked GET
+		}
+		c.mu.Unlock()
+		c.wake()
+		return true
+	case !f.binary && len(f.data) == 1 && f.data[0] == eUpgrade:
+		c.mu.Lock()
+		if c.probe != p || c.state != stUpgrading {
+			c.mu.Unlock()
+			return false
+		}
+		c.probe = nil
+		c.ws = p
+		c.state = stWebSocket
+		queued := c.queue
+		c.queue = nil
+		c.mu.Unlock()
+		c.wake() // a GET still parked must not hang
+		if len(queued) > 0 {
+			_ = p.send(queued, false)
+		}
+		return true
+	}
+	p.close(false)
+	c.revertUpgrade(p)
+	return false
+}
+
+// wsClosed reports that a WebSocket peer of c has ended.
+func (c *econn) wsClosed(p wsPeer, reason string) {
+	c.mu.Lock()
+	attached := c.ws == p
+	c.mu.Unlock()
+	if attached {
+		c.finish(reason)
+		return
+	}
+	c.revertUpgrade(p)
+}
+
+// input takes one incoming Engine.IO packet in order. While a namespace
+// connect is being decided the packets that follow are held, then
+// replayed. It reports false when the connection has closed.
+func (c *econn) input(f frame) bool {
+	c.dispatch.Lock()
+	defer c.dispatch.Unlock()
+	if c.connecting {
+		c.held = append(c.held, f)
+		return true
+	}
+	return c.onFrame(f)
+}
+
+// onFrame handles one incoming Engine.IO packet; c.dispatch is held. It
+// reports false when the connection has been closed because of it.
+func (c *econn) onFrame(f frame) bool {
+	if f.binary {
+		return c.onBinary(f.data)
+	}
+	if len(f.data) == 0 {
+		c.finish("parse error")
+		return false
+	}
+	switch f.data[0] {
+	case ePong:
+		c.pong()
+	case ePing:
+		_ = c.push(frame{data: append([]byte{ePong}, f.data[1:]...)})
+	case eMessage:
+		return c.onPacket(f.data[1:])
+	case eClose:
+		c.finish("transport close")
+		return false
+	case eNoop:
+	default:
+		c.finish("parse error")
+		return false
+	}
+	return true
+}
+
+func (c *econn) onBinary(b []byte) bool {
+	pp := c.partial
+	if pp == nil {
+		c.finish("parse error")
+		return false
+	}
+	pp.att = append(pp.att, b)
+	if len(pp.att) < pp.p.attachments {
+		return true
+	}
+	c.partial = nil
+	return c.deliver(pp.p, pp.att)
+}
+
+func (c *econn) socket(nsp string) *Socket {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, s := range c.sockets {
+		if s.nsp == nsp {
+			return s
+		}
+	}
+	return nil
+}
+
+func (c *econn) onPacket(b []byte) bool {
+	if c.partial != nil {
+		c.finish("parse error")
+		return false
+	}
+	p, err := decodePacket(b)
+	if err != nil {
+		c.srv.opts.Logger.Debug("sio: bad packet", "err", err)
+		c.finish("parse error")
+		return false
+	}
+	switch p.typ {
+	case pConnect:
+		c.connect(p)
+	case pDisconnect:
+		if s := c.socket(p.nsp); s != nil {
+			c.mu.Lock()
+			c.dropLocked(s)
+			c.mu.Unlock()
+			if s.markClosed() {
+				c.srv.nsps[s.nsp].Disconnect(s, "client namespace disconnect")
+			}
+		}
+	case pEvent, pAck:
+		return c.deliver(p, nil)
+	case pBinaryEvent, pBinaryAck:
+		if p.attachments == 0 {
+			return c.deliver(p, nil)
+		}
+		c.partial = &partialPacket{p: p}
+	default:
+		c.finish("parse error")
+		return false
+	}
+	return true
+}
+
+// connect runs the namespace's Connect hook on its own goroutine, since an
+// authenticator may wait on the network; packets that arrive meanwhile are
+// held. c.dispatch is held.
+func (c *econn) connect(p packet) {
+	h := c.srv.nsps[p.nsp]
+	if h == nil {
+		_ = c.sendMessage(connectError(p.nsp, "Invalid namespace", nil), nil, false)
+		return
+	}
+	if c.socket(p.nsp) != nil {
+		return // already connected; the reference server ignores it too
+	}
+	hs := c.hs
+	if len(p.data) > 0 {
+		hs.Auth = json.RawMessage(p.data)
+	}
+	s := newSocket(newID(), p.nsp, &hs, c)
+	c.connecting = true
+	go func() {
+		err := h.Connect(s)
+		c.admit(s, p.nsp, err)
+		c.dispatch.Lock()
+		c.connecting = false
+		for len(c.held) > 0 && !c.connecting {
+			f := c.held[0]
+			c.held = c.held[1:]
+			if !c.onFrame(f) {
+				c.held = nil
+			}
+		}
+		if len(c.held) == 0 {
+			c.held = nil
+		}
+		c.dispatch.Unlock()
+	}()
+}
+
+// admit answers a CONNECT once its hook has decided.
+func (c *econn) admit(s *Socket, nsp string, err error) {
+	if err != nil {
+		var ce *ConnectError
+		var data any
+		if errors.As(err, &ce) {
+			data = ce.Data
+		}
+		_ = c.sendMessage(connectError(nsp, err.Error(), data), nil, false)
+		return
+	}
+	c.mu.Lock()
+	if c.state == stClosed {
+		c.mu.Unlock()
+		if s.markClosed() {
+			c.srv.nsps[nsp].Disconnect(s, "transport close")
+		}
+		return
+	}
+	c.sockets = append(c.sockets, s)
+	c.mu.Unlock()
+	ok := appendHeader(nil, pConnect, 0, nsp, -1)
+	ok = append(ok, `{"sid":`...)
+	ok = appendString(ok, s.id)
+	ok = append(ok, '}')
+	_ = c.sendMessage(ok, nil, false)
+}
+
+func connectError(nsp, msg string, data any) []byte {
+	body := map[string]any{"message": msg}
+	if data != nil {
+		body["data"] = data
+	}
+	b, _ := json.Marshal(body)
+	return append(appendHeader(nil, pConnectError, 0, nsp, -1), b...)
+}
+
+// deliver hands a complete event or acknowledgement to its socket.
+func (c *econn) deliver(p packet, att [][]byte) bool {
+	s := c.socket(p.nsp)
+	if s == nil {
+		return true // not connected to that namespace: ignored
+	}
+	isEvent := p.typ == pEvent || p.typ == pBinaryEvent
+	name, args, err := splitArgs(p.data, isEvent)
+	if err != nil {
+		c.finish("parse error")
+		return false
+	}
+	m := Message{Args: args, Attachments: att}
+	if !isEvent {
+		s.onAck(p.id, m)
+		return true
+	}
+	c.srv.nsps[s.nsp].Event(s, &Event{Name: name, Message: m, sock: s, ackID: p.id})
+	return true
+}

@@ -1,0 +1,606 @@
+//go:build linux
+
+package sio
+
+import (
+	"crypto/sha1"
+	"encoding/base64"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net/http"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// The event loop serves server-side WebSockets without a goroutine per
+// connection: a few loops (one per P) wait on epoll, read what arrives,
+// parse WebSocket frames and hand complete messages to the connection, all
+// on the loop's goroutine. Writes go straight to the non-blocking socket
+// from whichever goroutine sends; what the kernel does not take is kept
+// and written when the socket is writable again. An idle connection costs
+// a few hundred bytes instead of a goroutine stack and two buffers, and a
+// relayed message costs no goroutine switch.
+
+// loopSet is the loops of one Server.
+type loopSet struct {
+	loops []*loop
+	next  atomic.Uint32
+}
+
+func newLoopSet(o Options) (*loopSet, error) {
+	ls := &loopSet{}
+	for i := 0; i < max(1, runtime.GOMAXPROCS(0)); i++ {
+		l, err := newLoop(o)
+		if err != nil {
+			ls.stop()
+			return nil, err
+		}
+		ls.loops = append(ls.loops, l)
+		go l.run()
+	}
+	return ls, nil
+}
+
+func (ls *loopSet) stop() {
+	for _, l := range ls.loops {
+		l.stop()
+	}
+}
+
+// loop is one epoll instance and the goroutine that waits on it.
+type loop struct {
+	opts   Options
+	epfd   int
+	wakefd int // an eventfd that wakes the loop to stop
+
+	mu       sync.Mutex
+	peers    map[int32]*loopPeer
+	gen      uint32
+	stopping bool
+
+	buf    []byte // read buffer, loop goroutine only
+	events []unix.EpollEvent
+}
+
+func newLoop(o Options) (*loop, error) {
+	epfd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+	if err != nil {
+		return nil, fmt.Errorf("sio: epoll: %w", err)
+	}
+	wakefd, err := unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
+	if err != nil {
+		unix.Close(epfd)
+		return nil, fmt.Errorf("sio: eventfd: %w", err)
+	}
+	l := &loop{opts: o, epfd: epfd, wakefd: wakefd, peers: make(map[int32]*loopPeer),
+		buf: make([]byte, 64<<10), events: make([]unix.EpollEvent, 256)}
+	ev := unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(wakefd)}
+	if err := unix.EpollCtl(epfd, unix.EPOLL_CTL_ADD, wakefd, &ev); err != nil {
+		unix.Close(epfd)
+		unix.Close(wakefd)
+		return nil, fmt.Errorf("sio: epoll: %w", err)
+	}
+	return l, nil
+}
+
+func (l *loop) stop() {
+	l.mu.Lock()
+	l.stopping = true
+	l.mu.Unlock()
+	var one [8]byte
+	binary.NativeEndian.PutUint64(one[:], 1)
+	_, _ = unix.Write(l.wakefd, one[:])
+}
+
+func (l *loop) run() {
+	for {
+		n, err := unix.EpollWait(l.epfd, l.events, -1)
+		if err != nil {
+			if errors.Is(err, unix.EINTR) {
+				continue
+			}
+			l.opts.Logger.Error("sio: epoll_wait failed", "err", err)
+			l.closeAll()
+			return
+		}
+		for i := 0; i < n; i++ {
+			ev := l.events[i]
+			if ev.Fd == int32(l.wakefd) {
+				l.closeAll()
+				return
+			}
+			l.mu.Lock()
+			p := l.peers[ev.Fd]
+			l.mu.Unlock()
+			if p == nil || p.gen != uint32(ev.Pad) {
+				continue // an event of a descriptor since closed
+			}
+			if ev.Events&unix.EPOLLOUT != 0 {
+				p.flushOut()
+			}
+			if ev.Events&(unix.EPOLLIN|unix.EPOLLHUP|unix.EPOLLERR|unix.EPOLLRDHUP) != 0 {
+				l.readable(p)
+			}
+		}
+	}
+}
+
+func (l *loop) closeAll() {
+	l.mu.Lock()
+	peers := make([]*loopPeer, 0, len(l.peers))
+	for _, p := range l.peers {
+		peers = append(peers, p)
+	}
+	l.mu.Unlock()
+	for _, p := range peers {
+		l.release(p, "server shutting down")
+	}
+	unix.Close(l.epfd)
+	unix.Close(l.wakefd)
+}
+
+func (l *loop) readable(p *loopPeer) {
+	n, err := unix.Read(p.fd, l.buf)
+	if err == unix.EAGAIN || err == unix.EINTR {
+		return
+	}
+	if err != nil || n <= 0 {
+		l.release(p, "transport close")
+		return
+	}
+	if !p.ingest(l.buf[:n]) {
+		l.release(p, "transport error")
+	}
+}
+
+// add registers a peer for reading (and writing, if it has output left).
+func (l *loop) add(p *loopPeer) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.stopping {
+		return ErrClosed
+	}
+	l.gen++
+	p.gen = l.gen
+	p.mu.Lock()
+	p.registered = true
+	ev := unix.EpollEvent{Events: p.interestLocked(), Fd: int32(p.fd), Pad: int32(p.gen)}
+	p.mu.Unlock()
+	if err := unix.EpollCtl(l.epfd, unix.EPOLL_CTL_ADD, p.fd, &ev); err != nil {
+		return err
+	}
+	l.peers[int32(p.fd)] = p
+	return nil
+}
+
+// release closes a peer's descriptor and reports the end to its
+// connection. Only the loop goroutine calls it for registered peers.
+func (l *loop) release(p *loopPeer, reason string) {
+	p.mu.Lock()
+	if p.dead {
+		p.mu.Unlock()
+		return
+	}
+	p.dead, p.closed = true, true
+	p.out = nil
+	p.mu.Unlock()
+	l.mu.Lock()
+	if l.peers[int32(p.fd)] == p {
+		delete(l.peers, int32(p.fd))
+		_ = unix.EpollCtl(l.epfd, unix.EPOLL_CTL_DEL, p.fd, nil)
+	}
+	unix.Close(p.fd)
+	l.mu.Unlock()
+	p.c.wsClosed(p, reason)
+}
+
+// accept performs the WebSocket handshake itself, takes the socket away
+// from net/http and the Go poller, and hands it to a loop.
+func (ls *loopSet) accept(w http.ResponseWriter, r *http.Request, c *econn, bind func(wsPeer)) wsPeer {
+	if r.TLS != nil {
+		// A TLS connection cannot be read from its descriptor.
+		return acceptGorilla(c.srv, w, r, c, bind)
+	}
+	key, ok := checkUpgrade(r)
+	if !ok {
+		w.Header().Set("Sec-WebSocket-Version", "13")
+		http.Error(w, "Bad Request", http.StatusBadRequest)
+		return nil
+	}
+	hj, ok := w.(http.Hijacker)
+	if !ok {
+		return acceptGorilla(c.srv, w, r, c, bind)
+	}
+	conn, brw, err := hj.Hijack()
+	if err != nil {
+		return nil
+	}
+	sc, ok := conn.(syscall.Conn)
+	if !ok {
+		conn.Close()
+		return nil
+	}
+	_ = conn.SetWriteDeadline(time.Now().Add(10 * time.Second))
+	if _, err := conn.Write([]byte("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: " +
+		acceptKey(key) + "\r\n\r\n")); err != nil {
+		conn.Close()
+		return nil
+	}
+	var early []byte
+	if n := brw.Reader.Buffered(); n > 0 {
+		b, _ := brw.Reader.Peek(n)
+		early = append([]byte(nil), b...)
+	}
+	raw, err := sc.SyscallConn()
+	fd := -1
+	if err == nil {
+		_ = raw.Control(func(s uintptr) { fd, err = unix.FcntlInt(s, unix.F_DUPFD_CLOEXEC, 0) })
+	}
+	conn.Close() // the duplicate keeps the socket; Go's poller lets go of it
+	if err != nil || fd < 0 {
+		return nil
+	}
+	l := ls.loops[int(ls.next.Add(1))%len(ls.loops)]
+	p := &loopPeer{c: c, l: l, fd: fd, max: c.srv.opts.MaxPayload, maxOut: c.srv.opts.MaxBuffered}
+	bind(p)
+	if len(early) > 0 && !p.ingest(early) {
+		p.mu.Lock()
+		p.dead, p.closed = true, true
+		p.mu.Unlock()
+		unix.Close(fd)
+		c.wsClosed(p, "transport error")
+		return p
+	}
+	if err := l.add(p); err != nil {
+		p.mu.Lock()
+		p.dead, p.closed = true, true
+		p.mu.Unlock()
+		unix.Close(fd)
+		c.wsClosed(p, "transport close")
+	}
+	return p
+}
+
+// checkUpgrade validates an RFC 6455 opening handshake and returns the
+// client's key.
+func checkUpgrade(r *http.Request) (string, bool) {
+	if r.Method != http.MethodGet || !hasToken(r.Header, "Connection", "upgrade") ||
+		!hasToken(r.Header, "Upgrade", "websocket") || r.Header.Get("Sec-Websocket-Version") != "13" {
+		return "", false
+	}
+	key := r.Header.Get("Sec-Websocket-Key")
+	if b, err := base64.StdEncoding.DecodeString(key); err != nil || len(b) != 16 {
+		return "", false
+	}
+	return key, true
+}
+
+func hasToken(h http.Header, name, token string) bool {
+	for _, v := range h.Values(name) {
+		for _, t := range strings.Split(v, ",") {
+			if strings.EqualFold(strings.TrimSpace(t), token) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func acceptKey(key string) string {
+	h := sha1.Sum([]byte(key + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"))
+	return base64.StdEncoding.EncodeToString(h[:])
+}
+
+// WebSocket opcodes.
+const (
+	opCont   = 0x0
+	opText   = 0x1
+	opBinary = 0x2
+	opClose  = 0x8
+	opPing   = 0x9
+	opPong   = 0xA
+)
+
+// loopPeer is one WebSocket served by a loop.
+type loopPeer struct {
+	c      *econn
+	l      *loop
+	fd     int
+	gen    uint32
+	max    int64 // largest message accepted
+	maxOut int   // largest backlog kept for a peer that does not read
+
+	// Read state, used only by the loop goroutine (or by accept before the
+	// peer is registered).
+	rbuf   []byte // an incomplete frame carried to the next read
+	frag   []byte // a fragmented message being assembled
+	fragOp byte
+
+	mu         sync.Mutex
+	out        []byte // written later, when the socket is writable
+	registered bool
+	closed     bool // no more writes
+	closeAfter bool // close once out is written
+	dead       bool // descriptor released
+}
+
+func (p *loopPeer) interestLocked() uint32 {
+	ev := uint32(unix.EPOLLIN | unix.EPOLLRDHUP)
+	if len(p.out) > 0 {
+		ev |= unix.EPOLLOUT
+	}
+	return ev
+}
+
+func (p *loopPeer) rearmLocked() {
+	if !p.registered || p.dead {
+		return
+	}
+	ev := unix.EpollEvent{Events: p.interestLocked(), Fd: int32(p.fd), Pad: int32(p.gen)}
+	_ = unix.EpollCtl(p.l.epfd, unix.EPOLL_CTL_MOD, p.fd, &ev)
+}
+
+var encodeBufs = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
+
+func (p *loopPeer) send(fs []frame, _ bool) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed || p.closeAfter {
+		return ErrClosed
+	}
+	if len(p.out) > 0 {
+		p.out = appendWSFrames(p.out, fs)
+		if len(p.out) > p.maxOut {
+			p.shutdownLocked() // a peer that does not read
+			return ErrClosed
+		}
+		return nil
+	}
+	bp := encodeBufs.Get().(*[]byte)
+	b := appendWSFrames((*bp)[:0], fs)
+	n, err := writeAll(p.fd, b)
+	if err != nil {
+		p.shutdownLocked()
+	} else if n < len(b) {
+		p.out = append([]byte(nil), b[n:]...)
+		p.rearmLocked()
+	}
+	if cap(b) <= 64<<10 {
+		*bp = b[:0]
+		encodeBufs.Put(bp)
+	}
+	return err
+}
+
+// writeAll writes what the socket takes now; EAGAIN is not an error.
+func writeAll(fd int, b []byte) (int, error) {
+	n := 0
+	for n < len(b) {
+		m, err := unix.Write(fd, b[n:])
+		switch {
+		case err == unix.EINTR:
+			continue
+		case err == unix.EAGAIN:
+			return n, nil
+		case err != nil:
+			return n, err
+		}
+		n += m
+	}
+	return n, nil
+}
+
+// flushOut writes the backlog when the socket is writable (loop goroutine).
+func (p *loopPeer) flushOut() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.dead || len(p.out) == 0 {
+		return
+	}
+	n, err := writeAll(p.fd, p.out)
+	if err != nil {
+		p.out = nil
+		p.shutdownLocked()
+		return
+	}
+	p.out = p.out[n:]
+	if len(p.out) == 0 {
+		p.out = nil
+		p.rearmLocked()
+		if p.closeAfter {
+			p.shutdownLocked()
+		}
+	}
+}
+
+// close ends the WebSocket: the socket is shut down (after the backlog,
+// when graceful), which the loop sees and answers by releasing it.
+func (p *loopPeer) close(graceful bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed || p.dead {
+		return
+	}
+	if graceful && len(p.out) > 0 {
+		p.closeAfter = true
+		return
+	}
+	p.shutdownLocked()
+}
+
+// shutdownLocked sends FIN after what the kernel holds; if the peer does
+// not close its side within two seconds, reading is shut too, so that the
+// loop releases the descriptor.
+func (p *loopPeer) shutdownLocked() {
+	if p.closed || p.dead {
+		return
+	}
+	p.closed = true
+	_ = unix.Shutdown(p.fd, unix.SHUT_WR)
+	time.AfterFunc(2*time.Second, func() {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		if !p.dead {
+			_ = unix.Shutdown(p.fd, unix.SHUT_RDWR)
+		}
+	})
+}
+
+// ingest parses the frames in data (after any carried partial frame) and
+// delivers them. It reports false when the connection must end.
+func (p *loopPeer) ingest(data []byte) bool {
+	if len(p.rbuf) > 0 {
+		p.rbuf = append(p.rbuf, data...)
+		data = p.rbuf
+	}
+	for len(data) > 0 {
+		fin, op, payload, n, code := parseWSFrame(data, p.max)
+		if code != 0 {
+			p.fail(code)
+			return false
+		}
+		if n == 0 {
+			break // incomplete
+		}
+		data = data[n:]
+		if !p.onWSFrame(fin, op, payload) {
+			p.rbuf = nil
+			return false
+		}
+	}
+	if len(data) > 0 {
+		p.rbuf = append([]byte(nil), data...)
+	} else {
+		p.rbuf = nil
+	}
+	return true
+}
+
+func (p *loopPeer) onWSFrame(fin bool, op byte, payload []byte) bool {
+	switch op {
+	case opText, opBinary:
+		if p.fragOp != 0 {
+			p.fail(1002)
+			return false
+		}
+		if !fin {
+			p.fragOp, p.frag = op, payload
+			return true
+		}
+		return p.c.wsFrame(p, frame{data: payload, binary: op == opBinary})
+	case opCont:
+		if p.fragOp == 0 {
+			p.fail(1002)
+			return false
+		}
+		if int64(len(p.frag)+len(payload)) > p.max {
+			p.fail(1009)
+			return false
+		}
+		p.frag = append(p.frag, payload...)
+		if !fin {
+			return true
+		}
+		f := frame{data: p.frag, binary: p.fragOp == opBinary}
+		p.frag, p.fragOp = nil, 0
+		return p.c.wsFrame(p, f)
+	case opPing:
+		_ = p.send([]frame{{data: payload, op: opPong}}, true)
+		return true
+	case opPong:
+		return true
+	case opClose:
+		code := []byte{0x03, 0xe8} // 1000
+		if len(payload) >= 2 {
+			code = payload[:2]
+		}
+		_ = p.send([]frame{{data: code, op: opClose}}, true)
+		p.close(true)
+		return false
+	}
+	p.fail(1002)
+	return false
+}
+
+// fail closes the WebSocket with a close code (1002 protocol error, 1009
+// message too big).
+func (p *loopPeer) fail(code uint16) {
+	_ = p.send([]frame{{data: []byte{byte(code >> 8), byte(code)}, op: opClose}}, true)
+	p.close(true)
+}
+
+// parseWSFrame reads one client frame from b. n is 0 when b holds an
+// incomplete frame; code is a close code when the frame is not acceptable.
+// The payload is unmasked into a new slice.
+func parseWSFrame(b []byte, max int64) (fin bool, op byte, payload []byte, n int, code uint16) {
+	if len(b) < 2 {
+		return
+	}
+	fin, op = b[0]&0x80 != 0, b[0]&0x0f
+	if b[0]&0x70 != 0 || b[1]&0x80 == 0 { // reserved bits, or an unmasked client frame
+		return false, 0, nil, 0, 1002
+	}
+	length := uint64(b[1] & 0x7f)
+	hdr := 2
+	switch length {
+	case 126:
+		if len(b) < 4 {
+			return false, 0, nil, 0, 0
+		}
+		length, hdr = uint64(binary.BigEndian.Uint16(b[2:])), 4
+	case 127:
+		if len(b) < 10 {
+			return false, 0, nil, 0, 0
+		}
+		length, hdr = binary.BigEndian.Uint64(b[2:]), 10
+	}
+	if op >= 0x8 && (!fin || length > 125) {
+		return false, 0, nil, 0, 1002
+	}
+	if length > uint64(max) {
+		return false, 0, nil, 0, 1009
+	}
+	hdr += 4
+	if uint64(len(b)-hdr) < length {
+		return false, 0, nil, 0, 0
+	}
+	key := b[hdr-4 : hdr]
+	payload = make([]byte, length)
+	src := b[hdr : hdr+int(length)]
+	for i := range payload {
+		payload[i] = src[i] ^ key[i&3]
+	}
+	return fin, op, payload, hdr + int(length), 0
+}
+
+// appendWSFrames encodes frames as unmasked server frames.
+func appendWSFrames(dst []byte, fs []frame) []byte {
+	for _, f := range fs {
+		op := byte(opText)
+		if f.binary {
+			op = opBinary
+		}
+		if f.op != 0 {
+			op = f.op
+		}
+		dst = append(dst, 0x80|op)
+		switch n := len(f.data); {
+		case n < 126:
+			dst = append(dst, byte(n))
+		case n < 1<<16:
+			dst = append(dst, 126, byte(n>>8), byte(n))
+		default:
+			dst = append(dst, 127)
+			dst = binary.BigEndian.AppendUint64(dst, uint64(n))
+		}
+		dst = append(dst, f.data...)
+	}
+	return dst
+}

@@ -1,0 +1,159 @@
+package sio
+
+import (
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/gorilla/websocket"
+)
+
+// gorillaPeer serves a WebSocket with gorilla/websocket: one reader
+// goroutine, and writes that go out on the caller's goroutine when the
+// connection is idle (direct) or through a short-lived flusher otherwise.
+type gorillaPeer struct {
+	c       *econn
+	ws      *websocket.Conn
+	timeout time.Duration
+	max     int
+
+	mu         sync.Mutex
+	queue      []frame
+	queued     int // bytes in queue
+	flushing   bool
+	closed     bool
+	closeAfter bool
+	refresh    time.Time // when the writer next moves the write deadline
+}
+
+var upgrader = websocket.Upgrader{
+	ReadBufferSize:  1024,
+	WriteBufferPool: &sync.Pool{},
+	CheckOrigin:     func(*http.Request) bool { return true },
+}
+
+func acceptGorilla(s *Server, w http.ResponseWriter, r *http.Request, c *econn, bind func(wsPeer)) wsPeer {
+	ws, err := upgrader.Upgrade(w, r, nil)
+	if err != nil {
+		return nil // the upgrader has answered
+	}
+	ws.SetReadLimit(s.opts.MaxPayload)
+	p := &gorillaPeer{c: c, ws: ws, timeout: s.opts.WriteTimeout, max: s.opts.MaxBuffered}
+	bind(p)
+	go p.readLoop()
+	return p
+}
+
+func (p *gorillaPeer) readLoop() {
+	for {
+		typ, msg, err := p.ws.ReadMessage()
+		if err != nil {
+			p.close(false)
+			p.c.wsClosed(p, "transport close")
+			return
+		}
+		if !p.c.wsFrame(p, frame{data: msg, binary: typ == websocket.BinaryMessage}) {
+			return
+		}
+	}
+}
+
+func (p *gorillaPeer) send(fs []frame, direct bool) error {
+	p.mu.Lock()
+	if p.closed || p.closeAfter {
+		p.mu.Unlock()
+		return ErrClosed
+	}
+	if !direct || p.flushing || len(p.queue) > 0 {
+		for _, f := range fs {
+			p.queued += len(f.data)
+		}
+		p.queue = append(p.queue, fs...)
+		if p.queued > p.max {
+			p.mu.Unlock()
+			p.close(false) // a peer that does not read
+			return ErrClosed
+		}
+		if !p.flushing {
+			p.flushing = true
+			go p.flush()
+		}
+		p.mu.Unlock()
+		return nil
+	}
+	p.flushing = true
+	p.mu.Unlock()
+	err := p.write(fs)
+	p.mu.Lock()
+	if err == nil && (len(p.queue) > 0 || p.closeAfter) {
+		go p.flush() // others queued behind us: hand over
+	} else {
+		p.flushing = false
+	}
+	p.mu.Unlock()
+	if err != nil {
+		p.close(false)
+	}
+	return err
+}
+
+// write is called by the one writer (flushing set). The deadline moves
+// when half of it has passed, not on every write: a stuck write still
+// fails after between timeout/2 and timeout.
+func (p *gorillaPeer) write(fs []frame) error {
+	if now := time.Now(); now.After(p.refresh) {
+		_ = p.ws.SetWriteDeadline(now.Add(p.timeout))
+		p.refresh = now.Add(p.timeout / 2)
+	}
+	for _, f := range fs {
+		typ := websocket.TextMessage
+		if f.binary {
+			typ = websocket.BinaryMessage
+		}
+		if err := p.ws.WriteMessage(typ, f.data); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (p *gorillaPeer) flush() {
+	for {
+		p.mu.Lock()
+		fs := p.queue
+		p.queue, p.queued = nil, 0
+		if len(fs) == 0 || p.closed {
+			p.flushing = false
+			after := p.closeAfter
+			p.mu.Unlock()
+			if after {
+				p.close(false)
+			}
+			return
+		}
+		p.mu.Unlock()
+		if err := p.write(fs); err != nil {
+			p.mu.Lock()
+			p.flushing = false
+			p.mu.Unlock()
+			p.close(false)
+			return
+		}
+	}
+}
+
+func (p *gorillaPeer) close(graceful bool) {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return
+	}
+	if graceful && (p.flushing || len(p.queue) > 0) {
+		p.closeAfter = true
+		p.mu.Unlock()
+		return
+	}
+	p.closed = true
+	p.mu.Unlock()
+	_ = p.ws.Close()
+}
