@@ -568,7 +568,7 @@ func parseWSFrame(b []byte, max int64) (fin bool, op byte, payload []byte, n int
 		return false, 0, nil, 0, 1009
 	}
 	hdr += 4
-	if uint64(len(b)-hdr) < length {
+	if len(b) < hdr || uint64(len(b)-hdr) < length {
 		return false, 0, nil, 0, 0
 	}
 	key := b[hdr-4 : hdr]

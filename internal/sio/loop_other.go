@@ -11,7 +11,9 @@ import (
 // every WebSocket has its reader goroutine.
 type loopSet struct{}
 
-func newLoopSet(Options) (*loopSet, error) { return nil, errors.New("sio: no event loop on this system") }
+func newLoopSet(Options) (*loopSet, error) {
+	return nil, errors.New("sio: no event loop on this system")
+}
 
 func (*loopSet) stop() {}
 

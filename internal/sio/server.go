@@ -268,4 +268,3 @@ func writePayload(w http.ResponseWriter, fs []frame) {
 	w.Header().Set("Cache-Control", "no-store")
 	_, _ = w.Write(encodePayload(fs))
 }
-

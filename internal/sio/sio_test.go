@@ -97,50 +97,45 @@ func TestRoundTrip(t *testing.T) {
 }
 
 func roundTrip(t *testing.T, opts Options, transport Transport) {
-	tr := struct{ t Transport }{transport}
-	{
-		{
-			h := &echoHandler{}
-			srv := NewServer(opts)
-			srv.Handle("/smcp", h)
-			ts := httptest.NewServer(srv)
-			defer ts.Close()
-			defer srv.Close()
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			s, err := Dial(ctx, ts.URL, ClientOptions{Namespace: "/smcp", Transport: tr.t, Handler: clientHandler{}, Auth: map[string]string{"token": "ok"}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if s.ID() == "" {
-				t.Fatal("no socket id")
-			}
-			m := request(t, s, "echo", Message{Args: []json.RawMessage{json.RawMessage(`{"a":[1,2,"x"]}`), json.RawMessage(`"é\u2028"`)}})
-			if len(m.Args) != 2 || string(m.Args[0]) != `{"a":[1,2,"x"]}` || string(m.Args[1]) != `"é\u2028"` {
-				t.Fatalf("echo = %q", m.Args)
-			}
-			bin := request(t, s, "echo", Message{Args: []json.RawMessage{json.RawMessage(`{"_placeholder":true,"num":0}`)}, Attachments: [][]byte{{0, 1, 2, 255}}})
-			if len(bin.Attachments) != 1 || string(bin.Attachments[0]) != "\x00\x01\x02\xff" {
-				t.Fatalf("binary echo = %v", bin)
-			}
-			back := request(t, s, "ask", Message{})
-			if string(back.Args[0]) != `"answer"` {
-				t.Fatalf("ask = %q", back.Args)
-			}
-			s.Disconnect()
-			deadline := time.Now().Add(3 * time.Second)
-			for time.Now().Before(deadline) {
-				h.mu.Lock()
-				n := len(h.reasons)
-				h.mu.Unlock()
-				if n == 1 {
-					return
-				}
-				time.Sleep(10 * time.Millisecond)
-			}
-			t.Fatal("server saw no disconnect")
-		}
+	h := &echoHandler{}
+	srv := NewServer(opts)
+	srv.Handle("/smcp", h)
+	ts := httptest.NewServer(srv)
+	defer ts.Close()
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	s, err := Dial(ctx, ts.URL, ClientOptions{Namespace: "/smcp", Transport: transport, Handler: clientHandler{}, Auth: map[string]string{"token": "ok"}})
+	if err != nil {
+		t.Fatal(err)
 	}
+	if s.ID() == "" {
+		t.Fatal("no socket id")
+	}
+	m := request(t, s, "echo", Message{Args: []json.RawMessage{json.RawMessage(`{"a":[1,2,"x"]}`), json.RawMessage(`"é\u2028"`)}})
+	if len(m.Args) != 2 || string(m.Args[0]) != `{"a":[1,2,"x"]}` || string(m.Args[1]) != `"é\u2028"` {
+		t.Fatalf("echo = %q", m.Args)
+	}
+	bin := request(t, s, "echo", Message{Args: []json.RawMessage{json.RawMessage(`{"_placeholder":true,"num":0}`)}, Attachments: [][]byte{{0, 1, 2, 255}}})
+	if len(bin.Attachments) != 1 || string(bin.Attachments[0]) != "\x00\x01\x02\xff" {
+		t.Fatalf("binary echo = %v", bin)
+	}
+	back := request(t, s, "ask", Message{})
+	if string(back.Args[0]) != `"answer"` {
+		t.Fatalf("ask = %q", back.Args)
+	}
+	s.Disconnect()
+	deadline := time.Now().Add(3 * time.Second)
+	for time.Now().Before(deadline) {
+		h.mu.Lock()
+		n := len(h.reasons)
+		h.mu.Unlock()
+		if n == 1 {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatal("server saw no disconnect")
 }
 
 func TestConnectRefused(t *testing.T) {
