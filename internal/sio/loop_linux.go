@@ -36,7 +36,14 @@ type loopSet struct {
 
 func newLoopSet(o Options) (*loopSet, error) {
 	ls := &loopSet{}
-	for i := 0; i < max(1, runtime.GOMAXPROCS(0)); i++ {
+	// One loop per four Ps: a loop thread does little but syscalls, and
+	// fewer loops mean fewer sleeping threads to wake (on 2 cores, one loop
+	// relays faster and cheaper than two).
+	n := o.EventLoops
+	if n <= 0 {
+		n = max(1, runtime.GOMAXPROCS(0)/4)
+	}
+	for i := 0; i < n; i++ {
 		l, err := newLoop(o)
 		if err != nil {
 			ls.stop()

@@ -48,7 +48,10 @@ type Options struct {
 	// gorilla/websocket) instead of the event loop. It is the only mode on
 	// systems without epoll.
 	GoroutinePerConn bool
-	Logger           *slog.Logger
+	// EventLoops is the number of event loops; 0 means one per four
+	// GOMAXPROCS, at least one.
+	EventLoops int
+	Logger     *slog.Logger
 }
 
 func (o *Options) defaults() {
