@@ -36,6 +36,10 @@ type Options struct {
 	WebSocketOnly bool
 	// RequestTimeout bounds client:get_* and server:* requests. Default 30s.
 	RequestTimeout time.Duration
+	// CallSlack is how much longer than a tool call's own timeout the
+	// Agent waits for its answer before it gives up, cancels the call and
+	// returns a result marked a2c_timeout. Default [CallSlack].
+	CallSlack time.Duration
 	// OnNotify, if set, receives every notify:* event, one at a time in the
 	// order the server sent them. It must not block.
 	OnNotify func(Notification)
@@ -62,6 +66,8 @@ type Client struct {
 	opts Options
 	sock *sio.Socket
 	done chan struct{}
+
+	doneOnce sync.Once
 
 	mu     sync.Mutex
 	office string
@@ -118,6 +124,9 @@ func Dial(ctx context.Context, serverURL string, o Options) (*Client, error) {
 	}
 	if o.RequestTimeout <= 0 {
 		o.RequestTimeout = 30 * time.Second
+	}
+	if o.CallSlack <= 0 {
+		o.CallSlack = CallSlack
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
@@ -207,7 +216,7 @@ func (h *clientHandler) Disconnect(_ *sio.Socket, reason string) {
 	c.mu.Lock()
 	c.reason = reason
 	c.mu.Unlock()
-	close(c.done)
+	c.doneOnce.Do(func() { close(c.done) })
 	if c.opts.OnDisconnect != nil {
 		c.opts.OnDisconnect(reason)
 	}
@@ -215,6 +224,14 @@ func (h *clientHandler) Disconnect(_ *sio.Socket, reason string) {
 
 // Done is closed when the connection ends.
 func (c *Client) Done() <-chan struct{} { return c.done }
+
+// Reason says why the connection ended ("transport close", "io server
+// disconnect", ...), or "" while it is up.
+func (c *Client) Reason() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.reason
+}
 
 // Name is the Agent's name.
 func (c *Client) Name() string { return c.opts.Name }

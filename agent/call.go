@@ -37,7 +37,7 @@ type Call struct {
 // a tool-level failure (IsError, with markers in Meta). A protocol error
 // (unknown Computer, another office, ...) is a *smcp.Error.
 //
-// When the answer does not come within the timeout plus [CallSlack],
+// When the answer does not come within the timeout plus Options.CallSlack,
 // CallTool sends server:tool_call_cancel and returns a result marked
 // a2c_timeout. When ctx ends first, it sends the cancel and returns
 // ctx.Err().
@@ -61,7 +61,7 @@ func (c *Client) CallTool(ctx context.Context, call Call) (*smcp.CallToolResult,
 		params = b
 	}
 	req := smcp.ToolCallReq{Agent: c.opts.Name, ReqID: call.ReqID, Computer: call.Computer, ToolName: call.Tool, Params: params, Timeout: secs}
-	args, err := c.call(ctx, smcp.EventToolCall, req, time.Duration(secs)*time.Second+CallSlack)
+	args, err := c.call(ctx, smcp.EventToolCall, req, time.Duration(secs)*time.Second+c.opts.CallSlack)
 	if err != nil {
 		if errors.Is(err, ErrClosed) {
 			return nil, err

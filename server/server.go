@@ -39,6 +39,11 @@ type Config struct {
 	// MaxPayload caps one Socket.IO message in bytes; a larger one closes
 	// the connection. Default 1 MiB.
 	MaxPayload int64
+	// MaxRequest caps the payload (and attachments) of one request in
+	// bytes; a larger one is refused with a 400 ErrorPayload (or a false
+	// join/leave answer) and the connection stays open. Default 512 KiB.
+	// Answers relayed from Computers are bounded by MaxPayload only.
+	MaxRequest int
 	// PingInterval and PingTimeout are the Engine.IO heartbeat. Defaults
 	// 25s and 20s.
 	PingInterval, PingTimeout time.Duration
@@ -117,6 +122,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.MaxPayload <= 0 {
 		cfg.MaxPayload = 1 << 20
+	}
+	if cfg.MaxRequest <= 0 {
+		cfg.MaxRequest = 512 << 10
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -238,6 +246,10 @@ func (h *nsHandler) Disconnect(sock *sio.Socket, reason string) {
 func (h *nsHandler) Event(sock *sio.Socket, e *sio.Event) {
 	s := (*Server)(h)
 	m := sock.Value.(*member)
+	if n := requestSize(e); n > s.cfg.MaxRequest {
+		s.tooLarge(e, n)
+		return
+	}
 	switch e.Name {
 	case smcp.EventJoinOffice:
 		s.join(m, e)
@@ -261,6 +273,33 @@ func (h *nsHandler) Event(sock *sio.Socket, e *sio.Event) {
 			return
 		}
 		ackJSON(e, smcp.NewError(smcp.CodeBadRequest, "unknown event"))
+	}
+}
+
+func requestSize(e *sio.Event) int {
+	n := 0
+	for _, a := range e.Args {
+		n += len(a)
+	}
+	for _, a := range e.Attachments {
+		n += len(a)
+	}
+	return n
+}
+
+// tooLarge refuses a request over MaxRequest in the shape its event
+// answers with.
+func (s *Server) tooLarge(e *sio.Event, n int) {
+	msg := fmt.Sprintf("payload too large: %d bytes, the limit is %d", n, s.cfg.MaxRequest)
+	switch {
+	case e.Name == smcp.EventJoinOffice || e.Name == smcp.EventLeaveOffice:
+		ackTuple(e, false, msg)
+	case smcp.IsClientEvent(e.Name):
+		s.refuse(e, smcp.NewError(smcp.CodeBadRequest, msg))
+	case e.Name == smcp.EventListRoom:
+		ackJSON(e, smcp.NewError(smcp.CodeBadRequest, msg))
+	default:
+		ackEmpty(e)
 	}
 }
 

@@ -217,6 +217,8 @@ func TestRelayErrors(t *testing.T) {
 		{"computer in another office", smcp.EventGetTools, smcp.GetToolsReq{Agent: "a", ReqID: "r", Computer: "far"}, 4104},
 		{"unknown event", "client:nope", json.RawMessage(`{}`), 400},
 		{"list another office", smcp.EventListRoom, smcp.ListRoomReq{Agent: "a", ReqID: "r", OfficeID: "o2"}, 4104},
+		{"payload too large", smcp.EventToolCall, smcp.ToolCallReq{Agent: "a", ReqID: "r", Computer: "c", ToolName: "b__t", Timeout: 5,
+			Params: json.RawMessage(`{"big":"` + strings.Repeat("x", 600<<10) + `"}`)}, 400},
 	}
 	for _, tc := range cases {
 		got := a.call(tc.event, tc.payload)

@@ -69,7 +69,7 @@ func printJSON(e *env, v any) error {
 func runRoom(ctx context.Context, e *env, args []string) error {
 	fs := newFlags(e, "room")
 	f := addAgentFlags(fs)
-	if err := parse(fs, args); err != nil {
+	if err := e.parse(fs, args); err != nil {
 		return err
 	}
 	c, err := f.connect(ctx)
@@ -121,7 +121,7 @@ func runTools(ctx context.Context, e *env, args []string) error {
 	fs := newFlags(e, "tools")
 	f := addAgentFlags(fs)
 	only := fs.String("computer", "", "only this Computer")
-	if err := parse(fs, args); err != nil {
+	if err := e.parse(fs, args); err != nil {
 		return err
 	}
 	c, err := f.connect(ctx)
@@ -178,7 +178,7 @@ func runCall(ctx context.Context, e *env, args []string) error {
 	timeout := fs.Int("timeout", 60, "tool call timeout in seconds (1-3600)")
 	only := fs.String("computer", "", "Computer to call (default: the one that has the tool)")
 	reqID := fs.String("req-id", "", "request id to use (default a fresh one), for a2c cancel")
-	if err := parse(fs, args); err != nil {
+	if err := e.parse(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() != 1 {
@@ -286,7 +286,7 @@ func resultError(r *smcp.CallToolResult) string {
 func runCancel(ctx context.Context, e *env, args []string) error {
 	fs := newFlags(e, "cancel")
 	f := addAgentFlags(fs)
-	if err := parse(fs, args); err != nil {
+	if err := e.parse(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() != 1 {

@@ -47,7 +47,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		usage(stderr)
 		return 2
 	}
-	if err == nil {
+	if err == nil || errors.Is(err, helpRequested) {
 		return 0
 	}
 	var ue usageError
@@ -87,23 +87,31 @@ Run "a2c COMMAND -h" for the flags of a command.
 `)
 }
 
-// newFlags returns a flag set whose errors go to stderr and whose parse
-// failures become usage errors.
+// newFlags returns a flag set that reports a bad flag in one line (the
+// flag package's own message, without the usage dump); -h prints the
+// flags to stdout.
 func newFlags(e *env, name string) *flag.FlagSet {
 	fs := flag.NewFlagSet("a2c "+name, flag.ContinueOnError)
-	fs.SetOutput(e.stderr)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
 	return fs
 }
 
-func parse(fs *flag.FlagSet, args []string) error {
+// helpRequested is returned by parse for -h: exit 0 after the usage.
+var helpRequested = errors.New("help requested")
+
+func (e *env) parse(fs *flag.FlagSet, args []string) error {
 	// Allow flags after positional arguments: "a2c call TOOL --args {}".
 	var pos []string
 	for {
 		if err := fs.Parse(args); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
-				return usageError{}
+				fmt.Fprintf(e.stdout, "Usage of %s:\n", fs.Name())
+				fs.SetOutput(e.stdout)
+				fs.PrintDefaults()
+				return helpRequested
 			}
-			return usageError{} // the flag package has printed the reason
+			return usageError{err.Error()}
 		}
 		if fs.NArg() == 0 {
 			break

@@ -25,11 +25,12 @@ func runServer(ctx context.Context, e *env, args []string) error {
 	authField := fs.String("auth-field", "x-api-key", "name of the auth field or HTTP header that carries the token")
 	version := fs.String("protocol-version", smcp.ProtocolVersion, "the one A2C-SMCP protocol version to serve")
 	relayTimeout := fs.Duration("relay-timeout", 30*time.Second, "wait for a Computer's answer to client:get_* requests")
-	maxPayload := fs.Int64("max-payload", 1<<20, "largest Socket.IO message accepted, in bytes")
+	maxPayload := fs.Int64("max-payload", 1<<20, "largest Socket.IO message accepted, in bytes (larger closes the connection)")
+	maxRequest := fs.Int("max-request", 512<<10, "largest request payload accepted, in bytes (larger is answered with a 400)")
 	drain := fs.Duration("shutdown-timeout", 30*time.Second, "on SIGTERM, how long in-flight calls may take to finish")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	cpuProfile := fs.String("cpu-profile", "", "write a Go CPU profile to this file until shutdown (for benchmarks)")
-	if err := parse(fs, args); err != nil {
+	if err := e.parse(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
@@ -63,6 +64,7 @@ func runServer(ctx context.Context, e *env, args []string) error {
 		Path:         *path,
 		RelayTimeout: *relayTimeout,
 		MaxPayload:   *maxPayload,
+		MaxRequest:   *maxRequest,
 		Logger:       log,
 	}
 	if secret != "" {

@@ -80,15 +80,16 @@ type cconn struct {
 	timeout  time.Duration
 	hc       *http.Client
 
-	wmu      sync.Mutex // serialises writes to ws
-	refresh  time.Time  // guarded by wmu: when to move the write deadline
-	mu       sync.Mutex
-	ws       *websocket.Conn
-	queue    []frame
-	flushing bool
-	closed   bool
-	sock     *Socket
-	partial  *partialPacket
+	wmu         sync.Mutex // serialises writes to ws
+	refresh     time.Time  // guarded by wmu: when to move the write deadline
+	mu          sync.Mutex
+	ws          *websocket.Conn
+	queue       []frame
+	flushing    bool
+	closed      bool
+	established bool // Dial returned the socket
+	sock        *Socket
+	partial     *partialPacket
 	// connected receives the CONNECT answer during Dial.
 	connected chan error
 
@@ -167,6 +168,13 @@ func Dial(ctx context.Context, rawURL string, o ClientOptions) (*Socket, error) 
 		if err != nil {
 			c.terminate("connect refused")
 			return nil, err
+		}
+		c.mu.Lock()
+		closed := c.closed
+		c.established = !closed
+		c.mu.Unlock()
+		if closed {
+			return nil, ErrClosed
 		}
 		return c.sock, nil
 	case <-ctx.Done():
@@ -587,13 +595,15 @@ func (c *cconn) terminate(reason string) {
 	}
 	c.closed = true
 	ws := c.ws
+	established := c.established
 	c.mu.Unlock()
 	c.cancel()
 	if ws != nil {
 		_ = ws.Close()
 	}
 	c.signalConnected(errors.New("sio: connection closed: " + reason))
-	if s := c.sock; s != nil && s.markClosed() && c.o.Handler != nil {
+	// The handler hears only of sockets that Dial returned.
+	if s := c.sock; s != nil && s.markClosed() && established && c.o.Handler != nil {
 		c.o.Handler.Disconnect(s, reason)
 	}
 }

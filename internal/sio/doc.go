@@ -9,11 +9,23 @@
 // decoded into maps and re-encoded. Handlers are typed interfaces rather
 // than the variadic ...any callbacks of general-purpose libraries.
 //
-// Each WebSocket connection costs one reader goroutine; writes are queued
-// and drained by a short-lived goroutine that exists only while there is
-// something to write, so a slow peer never blocks the sender and an idle
-// connection holds no writer. Long-polling connections hold no goroutine
-// between requests.
+// On Linux the server serves WebSockets from a few epoll event loops
+// instead of a goroutine per connection: the loop reads, parses frames and
+// runs the handlers; any goroutine writes straight to the non-blocking
+// socket, and what the kernel does not take waits in memory (bounded by
+// [Options.MaxBuffered]) until the socket is writable. So an idle
+// connection costs a few hundred bytes, a relayed message costs no
+// goroutine switch, and a peer that stops reading never blocks a sender.
+// Handlers therefore must not block; the namespace Connect hook, which may
+// wait on an authenticator, runs on its own goroutine while the
+// connection's later packets are held. Elsewhere, behind TLS, or with
+// [Options.GoroutinePerConn], each WebSocket has a reader goroutine
+// (gorilla/websocket) with the same semantics. Long-polling connections
+// hold no goroutine between requests.
+//
+// The client (used by the Go Agent SDK, the Computer and the load tools)
+// connects polling-first and upgrades, as the A2C-SMCP specification asks
+// of SDKs, or straight over WebSocket.
 //
 // No other package in the module talks Socket.IO directly.
 package sio
