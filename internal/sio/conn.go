@@ -180,11 +180,23 @@ func (c *econn) finish(reason string) {
 }
 
 // startHeartbeat sends a ping every PingInterval and closes the connection
-// when a pong does not come back within PingTimeout.
+// when a pong does not come back within PingTimeout. It also closes a
+// connection that has joined no namespace within ConnectTimeout.
 func (c *econn) startHeartbeat() {
 	c.mu.Lock()
 	c.timer = time.AfterFunc(c.srv.opts.PingInterval, c.beat)
 	c.mu.Unlock()
+	time.AfterFunc(c.srv.opts.ConnectTimeout, func() {
+		c.dispatch.Lock()
+		connecting := c.connecting
+		c.dispatch.Unlock()
+		c.mu.Lock()
+		idle := len(c.sockets) == 0 && !connecting && c.state != stClosed
+		c.mu.Unlock()
+		if idle {
+			c.finish("connect timeout")
+		}
+	})
 }
 
 func (c *econn) beat() {
@@ -397,11 +409,18 @@ func (c *econn) input(f frame) bool {
 	c.dispatch.Lock()
 	defer c.dispatch.Unlock()
 	if c.connecting {
+		if len(c.held) >= maxHeld {
+			c.finish("parse error") // flooding while its connect is decided
+			return false
+		}
 		c.held = append(c.held, f)
 		return true
 	}
 	return c.onFrame(f)
 }
+
+// maxHeld bounds the packets kept while a namespace connect is decided.
+const maxHeld = 256
 
 // onFrame handles one incoming Engine.IO packet; c.dispatch is held. It
 // reports false when the connection has been closed because of it.

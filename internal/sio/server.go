@@ -48,6 +48,9 @@ type Options struct {
 	// gorilla/websocket) instead of the event loop. It is the only mode on
 	// systems without epoll.
 	GoroutinePerConn bool
+	// ConnectTimeout closes a connection that has joined no namespace
+	// this long after it opened. Default 45s, as in Socket.IO.
+	ConnectTimeout time.Duration
 	// EventLoops is the number of event loops; 0 means one per four
 	// GOMAXPROCS, at least one.
 	EventLoops int
@@ -66,6 +69,9 @@ func (o *Options) defaults() {
 	}
 	if o.WriteTimeout <= 0 {
 		o.WriteTimeout = 10 * time.Second
+	}
+	if o.ConnectTimeout <= 0 {
+		o.ConnectTimeout = 45 * time.Second
 	}
 	if o.MaxBuffered <= 0 {
 		o.MaxBuffered = 16 << 20

@@ -3,6 +3,7 @@ package sio
 import (
 	"context"
 	"encoding/json"
+	"net/http"
 	"net/http/httptest"
 	"sync"
 	"testing"
@@ -176,5 +177,36 @@ func TestServerDisconnectFailsPending(t *testing.T) {
 	ss.Request("x", Message{}, time.Second, func(_ Message, err error) { got <- err })
 	if err := <-got; err != ErrClosed && err != ErrAckTimeout {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+// TestConnectTimeout checks that an Engine.IO connection that never joins
+// a namespace is closed.
+func TestConnectTimeout(t *testing.T) {
+	for _, mode := range modes {
+		t.Run(mode.name, func(t *testing.T) {
+			o := mode.opts
+			o.ConnectTimeout = 100 * time.Millisecond
+			srv := NewServer(o)
+			srv.Handle("/smcp", &echoHandler{})
+			ts := httptest.NewServer(srv)
+			defer ts.Close()
+			defer srv.Close()
+			resp, err := http.Get(ts.URL + "/socket.io/?EIO=4&transport=polling")
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if srv.Conns() != 1 {
+				t.Fatalf("conns = %d", srv.Conns())
+			}
+			deadline := time.Now().Add(3 * time.Second)
+			for srv.Conns() != 0 && time.Now().Before(deadline) {
+				time.Sleep(10 * time.Millisecond)
+			}
+			if n := srv.Conns(); n != 0 {
+				t.Fatalf("%d connections still open after the connect timeout", n)
+			}
+		})
 	}
 }
