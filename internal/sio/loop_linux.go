@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
 	"runtime"
 	"strings"
 	"sync"
@@ -81,6 +82,10 @@ func newLoop(o Options) (*loop, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sio: epoll: %w", err)
 	}
+	if err := unix.SetNonblock(epfd, true); err != nil {
+		unix.Close(epfd)
+		return nil, fmt.Errorf("sio: epoll: %w", err)
+	}
 	wakefd, err := unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
 	if err != nil {
 		unix.Close(epfd)
@@ -106,37 +111,64 @@ func (l *loop) stop() {
 	_, _ = unix.Write(l.wakefd, one[:])
 }
 
+// run waits for the loop's epoll descriptor to become readable through
+// Go's own poller (the descriptor is itself registered there), so the loop
+// goroutine parks like any network goroutine instead of holding a thread
+// in a blocking epoll_wait, and takes the events with epoll_wait(0).
 func (l *loop) run() {
-	for {
-		n, err := unix.EpollWait(l.epfd, l.events, -1)
+	f := os.NewFile(uintptr(l.epfd), "epoll")
+	rc, err := f.SyscallConn()
+	if err != nil {
+		l.opts.Logger.Error("sio: event loop", "err", err)
+		l.closeAll()
+		f.Close()
+		return
+	}
+	done := false
+	for !done {
+		err := rc.Read(func(uintptr) bool {
+			n, err := unix.EpollWait(l.epfd, l.events, 0)
+			if err != nil && !errors.Is(err, unix.EINTR) {
+				l.opts.Logger.Error("sio: epoll_wait failed", "err", err)
+				done = true
+				return true
+			}
+			if n <= 0 {
+				return false // nothing ready: park until the descriptor is readable
+			}
+			done = l.dispatch(n)
+			return true
+		})
 		if err != nil {
-			if errors.Is(err, unix.EINTR) {
-				continue
-			}
-			l.opts.Logger.Error("sio: epoll_wait failed", "err", err)
-			l.closeAll()
-			return
-		}
-		for i := 0; i < n; i++ {
-			ev := l.events[i]
-			if ev.Fd == int32(l.wakefd) {
-				l.closeAll()
-				return
-			}
-			l.mu.Lock()
-			p := l.peers[ev.Fd]
-			l.mu.Unlock()
-			if p == nil || p.gen != uint32(ev.Pad) {
-				continue // an event of a descriptor since closed
-			}
-			if ev.Events&unix.EPOLLOUT != 0 {
-				p.flushOut()
-			}
-			if ev.Events&(unix.EPOLLIN|unix.EPOLLHUP|unix.EPOLLERR|unix.EPOLLRDHUP) != 0 {
-				l.readable(p)
-			}
+			l.opts.Logger.Error("sio: event loop", "err", err)
+			done = true
 		}
 	}
+	l.closeAll()
+	f.Close() // the epoll descriptor, through the poller that holds it
+}
+
+// dispatch handles n events; it reports true when the loop must stop.
+func (l *loop) dispatch(n int) bool {
+	for i := 0; i < n; i++ {
+		ev := l.events[i]
+		if ev.Fd == int32(l.wakefd) {
+			return true
+		}
+		l.mu.Lock()
+		p := l.peers[ev.Fd]
+		l.mu.Unlock()
+		if p == nil || p.gen != uint32(ev.Pad) {
+			continue // an event of a descriptor since closed
+		}
+		if ev.Events&unix.EPOLLOUT != 0 {
+			p.flushOut()
+		}
+		if ev.Events&(unix.EPOLLIN|unix.EPOLLHUP|unix.EPOLLERR|unix.EPOLLRDHUP) != 0 {
+			l.readable(p)
+		}
+	}
+	return false
 }
 
 func (l *loop) closeAll() {
@@ -149,7 +181,6 @@ func (l *loop) closeAll() {
 	for _, p := range peers {
 		l.release(p, "server shutting down")
 	}
-	unix.Close(l.epfd)
 	unix.Close(l.wakefd)
 }
 
