@@ -27,6 +27,7 @@ import (
 	"regexp"
 	"runtime"
 	"runtime/debug"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -50,11 +51,18 @@ func main() {
 	warm := flag.Duration("warmup", time.Second, "unmeasured time before each level")
 	idle := flag.String("idle", "1000,10000", "idle joined connections for the RSS measurement")
 	rounds := flag.Int("rounds", 3, "repetitions of every measurement; figures are medians")
+	cpuProfile := flag.String("cpuprofile", "", "write the load client's own CPU profile here")
 	flag.Parse()
 	raiseNoFile()
 	// The load client's own garbage collection is noise in the latencies
 	// it measures; give it room (it holds little).
 	debug.SetGCPercent(800)
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		check(err)
+		check(pprof.StartCPUProfile(f))
+		defer pprof.StopCPUProfile()
+	}
 
 	root, err := moduleRoot()
 	check(err)
@@ -168,6 +176,13 @@ type server struct {
 var addrRE = regexp.MustCompile(`(?:addr=|listening )(127\.0\.0\.1:\d+)`)
 
 func start(target, root, bin string) *server {
+	// "ours:NAME=VALUE,..." is our server with extra environment, for A/B
+	// runs of an internal setting.
+	var extraEnv []string
+	if name, env, ok := strings.Cut(target, ":"); ok {
+		target = name
+		extraEnv = strings.Split(env, "+")
+	}
 	var cmd *exec.Cmd
 	switch target {
 	case "ours":
@@ -176,7 +191,10 @@ func start(target, root, bin string) *server {
 			cmd.Args = append(cmd.Args, "--cpu-profile", p)
 		}
 		if p := os.Getenv("A2C_BENCH_GOMAXPROCS"); p != "" {
-			cmd.Env = append(os.Environ(), "GOMAXPROCS="+p)
+			extraEnv = append(extraEnv, "GOMAXPROCS="+p)
+		}
+		if len(extraEnv) > 0 {
+			cmd.Env = append(os.Environ(), extraEnv...)
 		}
 	case "node":
 		cmd = exec.Command("node", "relay.js", "--port", "0")

@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"os"
 	"runtime"
 	"strings"
 	"sync"
@@ -82,10 +81,6 @@ func newLoop(o Options) (*loop, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sio: epoll: %w", err)
 	}
-	if err := unix.SetNonblock(epfd, true); err != nil {
-		unix.Close(epfd)
-		return nil, fmt.Errorf("sio: epoll: %w", err)
-	}
 	wakefd, err := unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
 	if err != nil {
 		unix.Close(epfd)
@@ -111,41 +106,19 @@ func (l *loop) stop() {
 	_, _ = unix.Write(l.wakefd, one[:])
 }
 
-// run waits for the loop's epoll descriptor to become readable through
-// Go's own poller (the descriptor is itself registered there), so the loop
-// goroutine parks like any network goroutine instead of holding a thread
-// in a blocking epoll_wait, and takes the events with epoll_wait(0).
 func (l *loop) run() {
-	f := os.NewFile(uintptr(l.epfd), "epoll")
-	rc, err := f.SyscallConn()
-	if err != nil {
-		l.opts.Logger.Error("sio: event loop", "err", err)
-		l.closeAll()
-		f.Close()
-		return
-	}
-	done := false
-	for !done {
-		err := rc.Read(func(uintptr) bool {
-			n, err := unix.EpollWait(l.epfd, l.events, 0)
-			if err != nil && !errors.Is(err, unix.EINTR) {
-				l.opts.Logger.Error("sio: epoll_wait failed", "err", err)
-				done = true
-				return true
-			}
-			if n <= 0 {
-				return false // nothing ready: park until the descriptor is readable
-			}
-			done = l.dispatch(n)
-			return true
-		})
-		if err != nil {
-			l.opts.Logger.Error("sio: event loop", "err", err)
-			done = true
+	for {
+		n, err := unix.EpollWait(l.epfd, l.events, -1)
+		if err != nil && !errors.Is(err, unix.EINTR) {
+			l.opts.Logger.Error("sio: epoll_wait failed", "err", err)
+			break
+		}
+		if n > 0 && l.dispatch(n) {
+			break
 		}
 	}
 	l.closeAll()
-	f.Close() // the epoll descriptor, through the poller that holds it
+	unix.Close(l.epfd)
 }
 
 // dispatch handles n events; it reports true when the loop must stop.
