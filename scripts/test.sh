@@ -20,10 +20,15 @@ if [ ${#need[@]} -gt 0 ]; then
   as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}"
 fi
 
-# npm packages: the official JavaScript client, pinned by the lock file.
+# npm packages, pinned by their lock files: the official JavaScript client,
+# and the real MCP servers the Computer's tests host.
 if [ ! -d test/interop/node/node_modules/socket.io-client ]; then
   say "installing npm packages for test/interop/node"
   (cd test/interop/node && npm ci --no-audit --no-fund --loglevel=error)
+fi
+if [ ! -d test/peers/node_modules/@modelcontextprotocol/server-everything ]; then
+  say "installing npm packages for test/peers"
+  (cd test/peers && npm ci --no-audit --no-fund --loglevel=error)
 fi
 
 say "gofmt"

@@ -1,0 +1,352 @@
+// Package mcphost owns the Computer's connections to upstream MCP servers:
+// one supervised [Upstream] per server, over stdio, SSE or streamable HTTP,
+// on the official MCP Go SDK. An Upstream connects, initializes, lists
+// every page of tools, follows tools/list_changed, and restarts with
+// exponential backoff after a crash; callers see its current tool list and
+// call tools through it. It knows nothing of Socket.IO or of offices.
+package mcphost
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/exec"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Spec says how to reach one MCP server. Placeholders are already
+// substituted.
+type Spec struct {
+	BundleID string
+	Type     string // "stdio", "sse" or "streamable"
+
+	Command string
+	Args    []string
+	Env     map[string]string
+	Cwd     string
+
+	URL     string
+	Headers map[string]string
+}
+
+// Options tune an [Upstream].
+type Options struct {
+	// OnChange is called (on its own goroutine, never concurrently for one
+	// Upstream) when the tool list or the connection state changes.
+	OnChange func()
+	// MinBackoff and MaxBackoff bound the restart delay. Defaults 200ms
+	// and 30s.
+	MinBackoff, MaxBackoff time.Duration
+	// ConnectTimeout bounds one connect and initialize. Default 30s.
+	ConnectTimeout time.Duration
+	Logger         *slog.Logger
+}
+
+// State is an Upstream's connection state.
+type State string
+
+// Upstream states.
+const (
+	Connecting State = "connecting"
+	Ready      State = "ready"
+	Backoff    State = "backoff"
+	Closed     State = "closed"
+)
+
+// ErrNotReady is returned by calls on an Upstream that is not connected.
+var ErrNotReady = errors.New("mcphost: upstream not connected")
+
+// Upstream is one supervised MCP server.
+type Upstream struct {
+	spec Spec
+	opts Options
+	stop context.CancelFunc
+	done chan struct{}
+
+	mu       sync.Mutex
+	state    State
+	session  *mcp.ClientSession
+	tools    []*mcp.Tool
+	caps     *mcp.ServerCapabilities
+	lastErr  error
+	restarts int
+
+	changes chan struct{}
+}
+
+// Start supervises the server described by spec until Close.
+func Start(spec Spec, o Options) *Upstream {
+	if o.MinBackoff <= 0 {
+		o.MinBackoff = 200 * time.Millisecond
+	}
+	if o.MaxBackoff <= 0 {
+		o.MaxBackoff = 30 * time.Second
+	}
+	if o.ConnectTimeout <= 0 {
+		o.ConnectTimeout = 30 * time.Second
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	u := &Upstream{spec: spec, opts: o, stop: cancel, done: make(chan struct{}), state: Connecting, changes: make(chan struct{}, 1)}
+	go u.notifier(ctx)
+	go u.supervise(ctx)
+	return u
+}
+
+// Spec returns what the Upstream connects to.
+func (u *Upstream) Spec() Spec { return u.spec }
+
+// State reports the connection state and the last connection error.
+func (u *Upstream) State() (State, error) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.state, u.lastErr
+}
+
+// Tools returns the current tool list (nil while not connected).
+func (u *Upstream) Tools() []*mcp.Tool {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.tools
+}
+
+// Capabilities returns what the server declared at initialization, or nil.
+func (u *Upstream) Capabilities() *mcp.ServerCapabilities {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.caps
+}
+
+func (u *Upstream) current() (*mcp.ClientSession, error) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.session == nil || u.state != Ready {
+		return nil, ErrNotReady
+	}
+	return u.session, nil
+}
+
+// CallTool calls a tool by its original name. Cancelling ctx interrupts
+// the call: the SDK sends notifications/cancelled upstream.
+func (u *Upstream) CallTool(ctx context.Context, name string, args any) (*mcp.CallToolResult, error) {
+	s, err := u.current()
+	if err != nil {
+		return nil, err
+	}
+	return s.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
+}
+
+// ListResources returns one page of resources/list.
+func (u *Upstream) ListResources(ctx context.Context, cursor string) (*mcp.ListResourcesResult, error) {
+	s, err := u.current()
+	if err != nil {
+		return nil, err
+	}
+	return s.ListResources(ctx, &mcp.ListResourcesParams{Cursor: cursor})
+}
+
+// ReadResource reads one resource.
+func (u *Upstream) ReadResource(ctx context.Context, uri string) (*mcp.ReadResourceResult, error) {
+	s, err := u.current()
+	if err != nil {
+		return nil, err
+	}
+	return s.ReadResource(ctx, &mcp.ReadResourceParams{URI: uri})
+}
+
+// Close stops supervising and ends the connection (and the process of a
+// stdio server).
+func (u *Upstream) Close() {
+	u.stop()
+	<-u.done
+}
+
+func (u *Upstream) changed() {
+	select {
+	case u.changes <- struct{}{}:
+	default:
+	}
+}
+
+// notifier delivers OnChange one at a time, coalescing bursts.
+func (u *Upstream) notifier(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-u.changes:
+			if u.opts.OnChange != nil {
+				u.opts.OnChange()
+			}
+		}
+	}
+}
+
+func (u *Upstream) setState(st State, err error) {
+	u.mu.Lock()
+	u.state, u.lastErr = st, err
+	if st != Ready {
+		u.session, u.tools, u.caps = nil, nil, nil
+	}
+	u.mu.Unlock()
+	u.changed()
+}
+
+// supervise connects, waits for the session to end, and reconnects with
+// exponential backoff (reset after a session that lived a minute).
+func (u *Upstream) supervise(ctx context.Context) {
+	defer close(u.done)
+	backoff := u.opts.MinBackoff
+	for ctx.Err() == nil {
+		u.setState(Connecting, nil)
+		start := time.Now()
+		err := u.session1(ctx)
+		if ctx.Err() != nil {
+			break
+		}
+		if time.Since(start) > time.Minute {
+			backoff = u.opts.MinBackoff
+		}
+		u.mu.Lock()
+		u.restarts++
+		u.mu.Unlock()
+		u.opts.Logger.Warn("mcp upstream down; restarting", "bundle_id", u.spec.BundleID, "in", backoff.String(), "err", err)
+		u.setState(Backoff, err)
+		select {
+		case <-ctx.Done():
+		case <-time.After(backoff):
+		}
+		backoff = min(backoff*2, u.opts.MaxBackoff)
+	}
+	u.setState(Closed, nil)
+}
+
+// session1 runs one connection until it ends.
+func (u *Upstream) session1(ctx context.Context) error {
+	client := mcp.NewClient(&mcp.Implementation{Name: "a2c-computer", Version: "0.3.0"}, &mcp.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { u.refreshAsync(ctx) },
+	})
+	t, err := u.transport()
+	if err != nil {
+		return err
+	}
+	cctx, cancel := context.WithTimeout(ctx, u.opts.ConnectTimeout)
+	s, err := client.Connect(cctx, t, nil)
+	cancel()
+	if err != nil {
+		return fmt.Errorf("connect: %w", err)
+	}
+	stopWatch := context.AfterFunc(ctx, func() { s.Close() })
+	defer stopWatch()
+	caps := &mcp.ServerCapabilities{}
+	if ir := s.InitializeResult(); ir != nil && ir.Capabilities != nil {
+		caps = ir.Capabilities
+	}
+	tools, err := listTools(ctx, s)
+	if err != nil {
+		s.Close()
+		return fmt.Errorf("list tools: %w", err)
+	}
+	u.mu.Lock()
+	u.session, u.tools, u.caps, u.state, u.lastErr = s, tools, caps, Ready, nil
+	u.mu.Unlock()
+	u.changed()
+	u.opts.Logger.Info("mcp upstream ready", "bundle_id", u.spec.BundleID, "tools", len(tools))
+	err = s.Wait()
+	if err == nil {
+		err = errors.New("session ended")
+	}
+	return err
+}
+
+func (u *Upstream) refreshAsync(ctx context.Context) {
+	go func() {
+		s, err := u.current()
+		if err != nil {
+			return
+		}
+		lctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		tools, err := listTools(lctx, s)
+		if err != nil {
+			u.opts.Logger.Warn("tools/list after list_changed failed", "bundle_id", u.spec.BundleID, "err", err)
+			return
+		}
+		u.mu.Lock()
+		if u.session == s {
+			u.tools = tools
+		}
+		u.mu.Unlock()
+		u.changed()
+	}()
+}
+
+// listTools reads every page of tools/list.
+func listTools(ctx context.Context, s *mcp.ClientSession) ([]*mcp.Tool, error) {
+	var out []*mcp.Tool
+	for t, err := range s.Tools(ctx, nil) {
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, t)
+	}
+	return out, nil
+}
+
+func (u *Upstream) transport() (mcp.Transport, error) {
+	switch u.spec.Type {
+	case "stdio":
+		cmd := exec.Command(u.spec.Command, u.spec.Args...)
+		cmd.Dir = u.spec.Cwd
+		cmd.Env = os.Environ()
+		for k, v := range u.spec.Env {
+			cmd.Env = append(cmd.Env, k+"="+v)
+		}
+		cmd.Stderr = &logWriter{log: u.opts.Logger, bundle: u.spec.BundleID}
+		return &mcp.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}, nil
+	case "sse":
+		return &mcp.SSEClientTransport{Endpoint: u.spec.URL, HTTPClient: u.httpClient()}, nil
+	case "streamable":
+		return &mcp.StreamableClientTransport{Endpoint: u.spec.URL, HTTPClient: u.httpClient(), MaxRetries: -1}, nil
+	}
+	return nil, fmt.Errorf("unknown server type %q", u.spec.Type)
+}
+
+func (u *Upstream) httpClient() *http.Client {
+	return &http.Client{Transport: &headerTransport{base: http.DefaultTransport, headers: u.spec.Headers}}
+}
+
+// headerTransport adds the configured headers to every upstream request.
+type headerTransport struct {
+	base    http.RoundTripper
+	headers map[string]string
+}
+
+func (t *headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if len(t.headers) > 0 {
+		r = r.Clone(r.Context())
+		for k, v := range t.headers {
+			r.Header.Set(k, v)
+		}
+	}
+	return t.base.RoundTrip(r)
+}
+
+// logWriter turns a stdio server's stderr into debug log lines.
+type logWriter struct {
+	log    *slog.Logger
+	bundle string
+}
+
+func (w *logWriter) Write(p []byte) (int, error) {
+	w.log.Debug("mcp upstream stderr", "bundle_id", w.bundle, "text", string(p))
+	return len(p), nil
+}

@@ -1,0 +1,115 @@
+package mcphost
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// everything returns the path of server-everything's entry point, which
+// the project's test command installs, or skips.
+func everything(t *testing.T) string {
+	t.Helper()
+	p := filepath.Join("..", "..", "test", "peers", "node_modules", "@modelcontextprotocol", "server-everything", "dist", "index.js")
+	if _, err := os.Stat(p); err != nil {
+		if os.Getenv("A2C_REQUIRE_PEERS") == "1" {
+			t.Fatalf("test peer missing: %s", p)
+		}
+		t.Skipf("test peer missing: %s (run make test)", p)
+	}
+	if _, err := exec.LookPath("node"); err != nil {
+		t.Skip("node missing")
+	}
+	abs, _ := filepath.Abs(p)
+	return abs
+}
+
+func waitReady(t *testing.T, u *Upstream) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if st, _ := u.State(); st == Ready {
+			return
+		}
+	}
+	st, err := u.State()
+	t.Fatalf("upstream not ready: %s %v", st, err)
+}
+
+// inProcess serves a small Go MCP server over streamable HTTP.
+func inProcess(t *testing.T) string {
+	s := mcp.NewServer(&mcp.Implementation{Name: "t", Version: "1"}, nil)
+	type in struct {
+		A int `json:"a"`
+		B int `json:"b"`
+	}
+	type out struct {
+		Sum int `json:"sum"`
+	}
+	mcp.AddTool(s, &mcp.Tool{Name: "add"}, func(_ context.Context, _ *mcp.CallToolRequest, x in) (*mcp.CallToolResult, out, error) {
+		return nil, out{x.A + x.B}, nil
+	})
+	mcp.AddTool(s, &mcp.Tool{Name: "wait"}, func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, struct{}, error) {
+		<-ctx.Done()
+		return nil, struct{}{}, ctx.Err()
+	})
+	ts := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil))
+	t.Cleanup(ts.Close)
+	return ts.URL
+}
+
+func TestStreamable(t *testing.T) {
+	url := inProcess(t)
+	var changes atomic.Int32
+	u := Start(Spec{BundleID: "t", Type: "streamable", URL: url}, Options{OnChange: func() { changes.Add(1) }})
+	defer u.Close()
+	waitReady(t, u)
+	if tools := u.Tools(); len(tools) != 2 {
+		t.Fatalf("tools = %d", len(tools))
+	}
+	res, err := u.CallTool(context.Background(), "add", map[string]int{"a": 2, "b": 40})
+	if err != nil || res.IsError || !strings.Contains(res.Content[0].(*mcp.TextContent).Text, "42") {
+		t.Fatalf("add = %+v, %v", res, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	if _, err := u.CallTool(ctx, "wait", map[string]any{}); err == nil {
+		t.Fatal("cancelled call returned no error")
+	}
+	if changes.Load() == 0 {
+		t.Error("no change reported")
+	}
+}
+
+func TestStdioRestart(t *testing.T) {
+	entry := everything(t)
+	u := Start(Spec{BundleID: "ev", Type: "stdio", Command: "node", Args: []string{entry, "stdio"}},
+		Options{MinBackoff: 50 * time.Millisecond})
+	defer u.Close()
+	waitReady(t, u)
+	res, err := u.CallTool(context.Background(), "echo", map[string]string{"message": "hi"})
+	if err != nil || res.Content[0].(*mcp.TextContent).Text != "Echo: hi" {
+		t.Fatalf("echo = %+v, %v", res, err)
+	}
+	// Kill the server process: the Upstream restarts it and the tools return.
+	u.mu.Lock()
+	s := u.session
+	u.mu.Unlock()
+	s.Close()
+	time.Sleep(100 * time.Millisecond)
+	waitReady(t, u)
+	if _, err := u.CallTool(context.Background(), "echo", map[string]string{"message": "again"}); err != nil {
+		t.Fatal(err)
+	}
+	if u.restarts == 0 {
+		t.Error("no restart counted")
+	}
+}
