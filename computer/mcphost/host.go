@@ -238,9 +238,16 @@ func (u *Upstream) session1(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	cctx, cancel := context.WithTimeout(ctx, u.opts.ConnectTimeout)
-	s, err := client.Connect(cctx, t, nil)
-	cancel()
+	// The connect context lives as long as the session: the SSE transport
+	// keeps its event stream on it. A watchdog bounds the handshake.
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	watchdog := time.AfterFunc(u.opts.ConnectTimeout, cancel)
+	s, err := client.Connect(sctx, t, nil)
+	if !watchdog.Stop() && err == nil {
+		err = errors.New("initialize timed out")
+		s.Close()
+	}
 	if err != nil {
 		return fmt.Errorf("connect: %w", err)
 	}

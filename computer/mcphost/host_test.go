@@ -58,7 +58,10 @@ func inProcess(t *testing.T) string {
 		return nil, out{x.A + x.B}, nil
 	})
 	mcp.AddTool(s, &mcp.Tool{Name: "wait"}, func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, struct{}, error) {
-		<-ctx.Done()
+		select { // bounded, so that closing the test server never waits on it
+		case <-ctx.Done():
+		case <-time.After(2 * time.Second):
+		}
 		return nil, struct{}{}, ctx.Err()
 	})
 	ts := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil))

@@ -30,6 +30,8 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "server":
 		err = runServer(ctx, env, args[1:])
+	case "computer":
+		err = runComputer(ctx, env, args[1:])
 	case "room":
 		err = runRoom(ctx, env, args[1:])
 	case "tools":
@@ -77,6 +79,8 @@ func usage(w io.Writer) {
 
 Usage:
   a2c server [--listen HOST:PORT] [--path /socket.io/] [--token T | --token-file F]
+  a2c computer --config FILE [--server URL] [--office ID] [--name NAME] [--token T] [--approve all|none|ask]
+  a2c computer check --config FILE [--json]
   a2c room   [--server URL] [--office ID] [--json]
   a2c tools  [--server URL] [--office ID] [--computer NAME] [--json]
   a2c call   TOOL [--args JSON] [--timeout SECONDS] [--computer NAME] [--json]

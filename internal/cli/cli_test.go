@@ -44,10 +44,10 @@ func TestBadCommandLines(t *testing.T) {
 	}
 }
 
-// computer joins an office of srvURL and answers tools and calls.
-type computer struct{}
+// fakeComputer joins an office of srvURL and answers tools and calls.
+type fakeComputer struct{}
 
-func (computer) Event(_ *sio.Socket, e *sio.Event) {
+func (fakeComputer) Event(_ *sio.Socket, e *sio.Event) {
 	var req map[string]any
 	_ = json.Unmarshal(e.Args[0], &req)
 	var v any
@@ -63,7 +63,7 @@ func (computer) Event(_ *sio.Socket, e *sio.Event) {
 	b, _ := json.Marshal(v)
 	_ = e.Ack(sio.Message{Args: []json.RawMessage{b}})
 }
-func (computer) Disconnect(*sio.Socket, string) {}
+func (fakeComputer) Disconnect(*sio.Socket, string) {}
 
 func TestAgentCommands(t *testing.T) {
 	srv, err := server.New(server.Config{})
@@ -75,7 +75,7 @@ func TestAgentCommands(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	s, err := sio.Dial(ctx, ts.URL, sio.ClientOptions{Namespace: smcp.Namespace,
-		Query: map[string][]string{smcp.QueryVersion: {smcp.ProtocolVersion}}, Handler: computer{}})
+		Query: map[string][]string{smcp.QueryVersion: {smcp.ProtocolVersion}}, Handler: fakeComputer{}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,428 @@
+package computer
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/a2c-smcp/a2c-go/computer/config"
+	"github.com/a2c-smcp/a2c-go/computer/mcphost"
+	"github.com/a2c-smcp/a2c-go/internal/sio"
+	"github.com/a2c-smcp/a2c-go/smcp"
+)
+
+// Approval is the policy for tools whose merged ToolMeta does not set
+// auto_apply: run them ("all"), refuse them ("none"), or ask Confirm.
+type Approval string
+
+// Approval policies.
+const (
+	ApproveAll  Approval = "all"
+	ApproveNone Approval = "none"
+	ApproveAsk  Approval = "ask"
+)
+
+// Options configure a [Computer].
+type Options struct {
+	// Server is the signalling server's URL; Path its Engine.IO path.
+	Server, Path string
+	Office, Name string
+	// Auth is the connect auth object; Header is sent with every request.
+	Auth   map[string]any
+	Header http.Header
+	// Config is the configuration to serve.
+	Config *config.File
+	// Resolver substitutes ${input:...} and ${env:...} placeholders; nil
+	// means one with no prompt.
+	Resolver *config.Resolver
+	// Approval decides about tools without auto_apply. Default all.
+	Approval Approval
+	// Confirm asks a person, for ApproveAsk. A false answer, an error or
+	// ConfirmTimeout passing refuses the call (4005).
+	Confirm        func(ctx context.Context, tool string, params json.RawMessage) (bool, error)
+	ConfirmTimeout time.Duration
+	// History is how many finished tool calls History keeps. Default 100.
+	History int
+	Logger  *slog.Logger
+}
+
+// Computer hosts MCP servers and serves their tools to the Agent of one
+// office.
+type Computer struct {
+	opts Options
+	log  *slog.Logger
+
+	mu       sync.RWMutex
+	cfg      *config.File
+	servers  map[string]*hosted // by bundle_id
+	routes   map[string]route   // by exposed name
+	tools    []smcp.SMCPTool
+	sock     *sio.Socket
+	inflight map[string]context.CancelFunc // by req_id
+	history  []Record
+
+	changed chan struct{}
+}
+
+// hosted is one configured server and its upstream connection.
+type hosted struct {
+	cfg config.Server
+	up  *mcphost.Upstream // nil when disabled
+}
+
+// route is one line of the ExposedToolMapping.
+type route struct {
+	server *hosted
+	tool   string // original name
+}
+
+// Record is one finished tool call, for the CLI's history.
+type Record struct {
+	ReqID    string        `json:"req_id"`
+	Agent    string        `json:"agent"`
+	Tool     string        `json:"tool"`
+	Started  time.Time     `json:"started"`
+	Duration time.Duration `json:"duration"`
+	IsError  bool          `json:"is_error"`
+	Outcome  string        `json:"outcome"` // ok, error, timeout, cancelled, refused
+}
+
+// New starts the configured MCP servers; Run connects to the office.
+func New(o Options) (*Computer, error) {
+	if o.Name == "" || o.Office == "" || o.Server == "" {
+		return nil, errors.New("computer: server, office and name are required")
+	}
+	if o.Config == nil {
+		o.Config = &config.File{}
+	}
+	if o.Resolver == nil {
+		o.Resolver = &config.Resolver{Inputs: o.Config.Inputs}
+	}
+	if o.Approval == "" {
+		o.Approval = ApproveAll
+	}
+	if o.ConfirmTimeout <= 0 {
+		o.ConfirmTimeout = 60 * time.Second
+	}
+	if o.History <= 0 {
+		o.History = 100
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	c := &Computer{opts: o, log: o.Logger, servers: make(map[string]*hosted), inflight: make(map[string]context.CancelFunc),
+		changed: make(chan struct{}, 1)}
+	if err := c.apply(context.Background(), o.Config); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// apply makes the hosted servers match cfg: new ones start, removed ones
+// stop, changed ones are replaced in place.
+func (c *Computer) apply(ctx context.Context, cfg *config.File) error {
+	next := make(map[string]*hosted, len(cfg.Servers))
+	var stop []*mcphost.Upstream
+	c.mu.Lock()
+	for _, s := range cfg.Servers {
+		old := c.servers[s.BundleID]
+		if old != nil && sameServer(old.cfg, s) {
+			old.cfg = s
+			next[s.BundleID] = old
+			continue
+		}
+		if old != nil && old.up != nil {
+			stop = append(stop, old.up)
+		}
+		h := &hosted{cfg: s}
+		if !s.Disabled {
+			rendered, err := c.opts.Resolver.Render(ctx, s)
+			if err != nil {
+				c.mu.Unlock()
+				return fmt.Errorf("server %q: %w", s.BundleID, err)
+			}
+			h.up = mcphost.Start(UpstreamSpec(rendered), mcphost.Options{OnChange: c.markChanged, Logger: c.log})
+		}
+		next[s.BundleID] = h
+	}
+	for id, old := range c.servers {
+		if next[id] == nil && old.up != nil {
+			stop = append(stop, old.up)
+		}
+	}
+	c.servers, c.cfg = next, cfg
+	c.rebuildLocked()
+	c.mu.Unlock()
+	for _, u := range stop {
+		go u.Close()
+	}
+	c.markChanged()
+	return nil
+}
+
+// Reload applies a new configuration without leaving the office, then
+// tells the Agent that tools and configuration changed.
+func (c *Computer) Reload(ctx context.Context, cfg *config.File) error {
+	c.mu.Lock()
+	c.opts.Resolver.Inputs = cfg.Inputs
+	c.mu.Unlock()
+	if err := c.apply(ctx, cfg); err != nil {
+		return err
+	}
+	c.emit(smcp.EventUpdateConfig)
+	return nil
+}
+
+func sameServer(a, b config.Server) bool {
+	x, _ := json.Marshal(a)
+	y, _ := json.Marshal(b)
+	return string(x) == string(y)
+}
+
+// UpstreamSpec is how mcphost reaches a configured server; s must already
+// be rendered (placeholders substituted).
+func UpstreamSpec(s config.Server) mcphost.Spec {
+	sp := mcphost.Spec{BundleID: s.BundleID, Type: s.Type}
+	if s.Stdio != nil {
+		sp.Command, sp.Args, sp.Env, sp.Cwd = s.Stdio.Command, s.Stdio.Args, s.Stdio.Env, s.Stdio.Cwd
+	}
+	if s.HTTP != nil {
+		sp.URL, sp.Headers = s.HTTP.URL, s.HTTP.Headers
+	}
+	return sp
+}
+
+func (c *Computer) markChanged() {
+	select {
+	case c.changed <- struct{}{}:
+	default:
+	}
+}
+
+// rebuildLocked recomputes the ExposedToolMapping and the tool list from
+// the upstreams' current tools, in config order.
+func (c *Computer) rebuildLocked() {
+	routes := make(map[string]route)
+	var tools []smcp.SMCPTool
+	for _, s := range c.cfg.Servers {
+		h := c.servers[s.BundleID]
+		if h == nil || h.up == nil {
+			continue
+		}
+		for _, t := range h.up.Tools() {
+			exposed := h.cfg.ExposedName(t.Name)
+			if h.cfg.Forbidden(t.Name) || routes[exposed].server != nil {
+				continue // forbidden, or an alias collision: the first wins
+			}
+			routes[exposed] = route{server: h, tool: t.Name}
+			tools = append(tools, smcpTool(h.cfg, exposed, t))
+		}
+	}
+	c.routes, c.tools = routes, tools
+}
+
+func smcpTool(s config.Server, exposed string, t *mcp.Tool) smcp.SMCPTool {
+	meta := map[string]any{}
+	for k, v := range t.Meta {
+		meta[k] = v
+	}
+	tm, _ := s.MergedToolMeta(t.Name).Encode()
+	meta[smcp.MetaKeyToolMeta] = tm
+	if t.Annotations != nil {
+		b, _ := json.Marshal(t.Annotations)
+		meta[smcp.MetaKeyToolAnnotation] = string(b)
+	}
+	params, _ := json.Marshal(t.InputSchema)
+	var ret json.RawMessage
+	if t.OutputSchema != nil {
+		ret, _ = json.Marshal(t.OutputSchema)
+	}
+	return smcp.SMCPTool{Name: exposed, BundleID: s.BundleID, Description: t.Description, ParamsSchema: params, ReturnSchema: ret, Meta: meta}
+}
+
+// Tools returns the exposed tools, as client:get_tools lists them.
+func (c *Computer) Tools() []smcp.SMCPTool {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.tools
+}
+
+// History returns the most recent finished tool calls, oldest first.
+func (c *Computer) History() []Record {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return append([]Record(nil), c.history...)
+}
+
+// Close stops every upstream and leaves the office.
+func (c *Computer) Close() {
+	c.mu.Lock()
+	servers := c.servers
+	c.servers = map[string]*hosted{}
+	sock := c.sock
+	for _, cancel := range c.inflight {
+		cancel()
+	}
+	c.mu.Unlock()
+	if sock != nil {
+		sock.Disconnect()
+	}
+	var wg sync.WaitGroup
+	for _, h := range servers {
+		if h.up != nil {
+			wg.Add(1)
+			go func() { defer wg.Done(); h.up.Close() }()
+		}
+	}
+	wg.Wait()
+}
+
+// Run connects to the server, joins the office and serves until ctx ends,
+// reconnecting with backoff when the connection drops. A protocol version
+// refusal ends it at once.
+func (c *Computer) Run(ctx context.Context) error {
+	go c.publisher(ctx)
+	backoff := 500 * time.Millisecond
+	for {
+		start := time.Now()
+		err := c.session(ctx)
+		if ctx.Err() != nil {
+			return nil
+		}
+		var pve *sio.HTTPError
+		if errors.As(err, &pve) && pve.StatusCode == http.StatusBadRequest {
+			return fmt.Errorf("computer: server refused the handshake: %s", pve.Body)
+		}
+		if time.Since(start) > time.Minute {
+			backoff = 500 * time.Millisecond
+		}
+		c.log.Warn("office connection lost; reconnecting", "in", backoff.String(), "err", err)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(backoff):
+		}
+		backoff = min(backoff*2, 30*time.Second)
+	}
+}
+
+// session is one connection: dial, join, serve until it drops.
+func (c *Computer) session(ctx context.Context) error {
+	dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	down := make(chan string, 1)
+	s, err := sio.Dial(dctx, c.opts.Server, sio.ClientOptions{
+		Path:      c.opts.Path,
+		Namespace: smcp.Namespace,
+		Query:     url.Values{smcp.QueryVersion: {smcp.ProtocolVersion}},
+		Header:    c.opts.Header,
+		Auth:      authOrNil(c.opts.Auth),
+		Handler:   &handler{c: c, down: down},
+	})
+	if err != nil {
+		return err
+	}
+	defer s.Disconnect()
+	b, _ := json.Marshal(smcp.EnterOfficeReq{Role: smcp.RoleComputer, Name: c.opts.Name, OfficeID: c.opts.Office})
+	joined := make(chan error, 1)
+	s.Request(smcp.EventJoinOffice, sio.Message{Args: []json.RawMessage{b}}, 30*time.Second, func(m sio.Message, err error) {
+		if err == nil && (len(m.Args) == 0 || string(m.Args[0]) != "true") {
+			err = fmt.Errorf("join refused: %s", joinMessage(m))
+		}
+		joined <- err
+	})
+	if err := <-joined; err != nil {
+		return err
+	}
+	c.mu.Lock()
+	c.sock = s
+	c.mu.Unlock()
+	c.log.Info("joined office", "office", c.opts.Office, "name", c.opts.Name)
+	c.emit(smcp.EventUpdateToolList) // an Agent already there refreshes
+	defer func() {
+		c.mu.Lock()
+		if c.sock == s {
+			c.sock = nil
+		}
+		c.mu.Unlock()
+	}()
+	select {
+	case <-ctx.Done():
+		return nil
+	case reason := <-down:
+		return errors.New(reason)
+	}
+}
+
+func authOrNil(a map[string]any) any {
+	if a == nil {
+		return nil
+	}
+	return a
+}
+
+func joinMessage(m sio.Message) string {
+	if len(m.Args) > 1 {
+		var s string
+		if json.Unmarshal(m.Args[1], &s) == nil {
+			return s
+		}
+	}
+	return "no reason given"
+}
+
+// publisher rebuilds the tool list when an upstream changes and tells the
+// office, coalescing bursts.
+func (c *Computer) publisher(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-c.changed:
+		}
+		c.mu.Lock()
+		before := toolNames(c.tools)
+		c.rebuildLocked()
+		after := toolNames(c.tools)
+		c.mu.Unlock()
+		if before != after {
+			c.emit(smcp.EventUpdateToolList)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+func toolNames(ts []smcp.SMCPTool) string {
+	names := make([]string, len(ts))
+	for i, t := range ts {
+		names[i] = t.Name + "\x00" + t.Description
+	}
+	sort.Strings(names)
+	b, _ := json.Marshal(names)
+	return string(b)
+}
+
+// emit sends a server:update_* event about this Computer, if joined.
+func (c *Computer) emit(event string) {
+	c.mu.RLock()
+	s := c.sock
+	c.mu.RUnlock()
+	if s == nil {
+		return
+	}
+	b, _ := json.Marshal(smcp.ComputerRef{Computer: c.opts.Name})
+	_ = s.Emit(event, sio.Message{Args: []json.RawMessage{b}})
+}

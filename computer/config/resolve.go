@@ -1,0 +1,386 @@
+package config
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/a2c-smcp/a2c-go/smcp"
+)
+
+// EnvPrefix starts the name of every environment variable that supplies an
+// input; see [EnvName].
+const EnvPrefix = "A2C_SMCP_"
+
+// EnvName returns the environment variable that supplies input inputID:
+// [EnvPrefix] followed by the input id and, when not empty, "_" and the
+// bundle_id and "_" and the tool name. In each part every code point other
+// than an ASCII letter, digit or '_' becomes '_'; case is kept. For example
+// EnvName("api-key", "feishu.mcp", "") is "A2C_SMCP_api_key_feishu_mcp".
+func EnvName(inputID, bundleID, tool string) string {
+	var b strings.Builder
+	b.WriteString(EnvPrefix)
+	envSegment(&b, inputID)
+	if bundleID != "" {
+		b.WriteByte('_')
+		envSegment(&b, bundleID)
+	}
+	if tool != "" {
+		b.WriteByte('_')
+		envSegment(&b, tool)
+	}
+	return b.String()
+}
+
+func envSegment(b *strings.Builder, s string) {
+	for _, r := range s {
+		if r < 0x80 && (r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_') {
+			b.WriteRune(r)
+		} else {
+			b.WriteByte('_')
+		}
+	}
+}
+
+// Resolver substitutes the ${input:ID} and ${env:NAME} placeholders of a
+// [Server]. An input is resolved on first use and the value cached per
+// input id and bundle_id, so that each server is asked at most once and
+// servers do not see each other's answers. A Resolver is safe for
+// concurrent use and must not be copied after first use.
+//
+// An input's value comes from the first of:
+//
+//  1. the environment variable EnvName(id, bundle_id, ""), then
+//     EnvName(id, "", "") (see [EnvName]);
+//  2. for a command input, Run; for any other, Prompt (an empty answer
+//     takes the default when there is one);
+//  3. the input's default.
+//
+// A pickString value must be one of its options, wherever it came from.
+// ${env:NAME} reads Env(NAME) and nothing else. Substitution makes a single
+// pass: a substituted value is never scanned for placeholders.
+type Resolver struct {
+	// Inputs are the declared inputs, usually [File].Inputs.
+	Inputs []smcp.MCPServerInput
+	// Env looks up an environment variable; nil means [os.LookupEnv].
+	Env func(name string) (string, bool)
+	// Prompt asks the user for the value of a promptString or pickString
+	// input; nil means there is nobody to ask. Its error is wrapped in the
+	// error of Render, so it must not contain the answer.
+	Prompt func(ctx context.Context, in smcp.MCPServerInput) (string, error)
+	// Run runs the command of a command input, with its args, and returns
+	// its output; one trailing line break is removed. nil makes command
+	// inputs fail unless the environment supplies them. Its error is
+	// wrapped in the error of Render, so it must not contain the output.
+	Run func(ctx context.Context, command string, args map[string]string) (string, error)
+
+	mu    sync.Mutex
+	cache map[cacheKey]*cacheEntry
+}
+
+type cacheKey struct{ input, bundleID string }
+
+type cacheEntry struct {
+	done chan struct{}
+	val  string
+	err  error
+}
+
+// Forget drops the cached input values of the server bundleID, or of every
+// server when bundleID is "", so that the next Render resolves them again.
+func (r *Resolver) Forget(bundleID string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for k := range r.cache {
+		if bundleID == "" || k.bundleID == bundleID {
+			delete(r.cache, k)
+		}
+	}
+}
+
+// Render returns a copy of s whose Stdio (Command, Args, Env values, Cwd)
+// or HTTP (URL, Headers values) have their placeholders substituted. The
+// copy has its own Stdio and HTTP; the other fields, Raw included, are
+// shared with s and unchanged. After substitution the URL must be an
+// absolute http or https URL.
+//
+// The error is an [*Error] naming the server by bundle_id and the field; it
+// wraps [ErrUnknownInput], [ErrNoValue] or [ErrBadValue] when one of those
+// is the cause, and never contains a value.
+func (r *Resolver) Render(ctx context.Context, s Server) (Server, error) {
+	out := s
+	var err error
+	sub := func(field, text string) string {
+		if err != nil {
+			return ""
+		}
+		var v string
+		v, err = r.expand(ctx, s.BundleID, field, text)
+		return v
+	}
+	if s.Stdio != nil {
+		st := *s.Stdio
+		st.Command = sub("server_parameters.command", s.Stdio.Command)
+		if s.Stdio.Args != nil {
+			st.Args = make([]string, len(s.Stdio.Args))
+			for i, a := range s.Stdio.Args {
+				st.Args[i] = sub(fmt.Sprintf("server_parameters.args[%d]", i), a)
+			}
+		}
+		if s.Stdio.Env != nil {
+			st.Env = make(map[string]string, len(s.Stdio.Env))
+			for _, k := range sortedKeys(s.Stdio.Env) {
+				st.Env[k] = sub(joinPath([]string{"server_parameters.env", pathKey(k)}), s.Stdio.Env[k])
+			}
+		}
+		st.Cwd = sub("server_parameters.cwd", s.Stdio.Cwd)
+		out.Stdio = &st
+	}
+	if s.HTTP != nil {
+		h := *s.HTTP
+		h.URL = sub("server_parameters.url", s.HTTP.URL)
+		if err == nil && !validHTTPURL(h.URL) {
+			err = &Error{Server: s.BundleID, Index: -1, Field: "server_parameters.url",
+				Message: "not an absolute http or https URL after substitution"}
+		}
+		if s.HTTP.Headers != nil {
+			h.Headers = make(map[string]string, len(s.HTTP.Headers))
+			for _, k := range sortedKeys(s.HTTP.Headers) {
+				h.Headers[k] = sub(joinPath([]string{"server_parameters.headers", pathKey(k)}), s.HTTP.Headers[k])
+			}
+		}
+		out.HTTP = &h
+	}
+	if err != nil {
+		return Server{}, err
+	}
+	return out, nil
+}
+
+// placeholder is one ${input:ID} or ${env:NAME} in a string, at
+// text[start:end].
+type placeholder struct {
+	start, end int
+	input      bool
+	name       string
+}
+
+// scanPlaceholders finds the placeholders of text. A placeholder runs from
+// "${" to the first '}' after it, and its body may not contain "${" (the
+// innermost candidate wins). malformed reports a "${input:" or "${env:"
+// that does not begin a placeholder, such as an unterminated one. Other
+// "${...}" text is left alone.
+func scanPlaceholders(text string) (phs []placeholder, malformed bool) {
+	lit := 0 // start of the current literal run
+	for i := 0; i < len(text); {
+		rel := strings.IndexByte(text[i:], '}')
+		if rel < 0 {
+			break
+		}
+		closeAt := i + rel
+		open := strings.LastIndex(text[i:closeAt], "${")
+		if open >= 0 {
+			open += i
+			body := text[open+2 : closeAt]
+			ph := placeholder{start: open, end: closeAt + 1}
+			ok := true
+			switch {
+			case strings.HasPrefix(body, "input:"):
+				ph.input, ph.name = true, body[len("input:"):]
+			case strings.HasPrefix(body, "env:"):
+				ph.name = body[len("env:"):]
+			default:
+				ok = false
+			}
+			if ok {
+				malformed = malformed || hasPlaceholderPrefix(text[lit:open])
+				phs = append(phs, ph)
+				lit = ph.end
+			}
+		}
+		i = closeAt + 1
+	}
+	malformed = malformed || hasPlaceholderPrefix(text[lit:])
+	return phs, malformed
+}
+
+func hasPlaceholderPrefix(s string) bool {
+	return strings.Contains(s, "${input:") || strings.Contains(s, "${env:")
+}
+
+// expand substitutes the placeholders of text, a field of server bundleID.
+func (r *Resolver) expand(ctx context.Context, bundleID, field, text string) (string, error) {
+	phs, malformed := scanPlaceholders(text)
+	fail := func(msg string, err error) error {
+		return &Error{Server: bundleID, Index: -1, Field: field, Message: msg, Err: err}
+	}
+	if malformed {
+		return "", fail("malformed ${input:...} or ${env:...} placeholder", nil)
+	}
+	if len(phs) == 0 {
+		return text, nil
+	}
+	var b strings.Builder
+	last := 0
+	for _, ph := range phs {
+		b.WriteString(text[last:ph.start])
+		last = ph.end
+		var v string
+		var err error
+		if ph.input {
+			v, err = r.input(ctx, bundleID, ph.name)
+		} else {
+			v, err = r.env(ph.name)
+		}
+		if err != nil {
+			return "", fail("", err)
+		}
+		b.WriteString(v)
+	}
+	b.WriteString(text[last:])
+	return b.String(), nil
+}
+
+func (r *Resolver) lookupEnv(name string) (string, bool) {
+	if r.Env != nil {
+		return r.Env(name)
+	}
+	return os.LookupEnv(name)
+}
+
+func (r *Resolver) env(name string) (string, error) {
+	if name == "" {
+		return "", fmt.Errorf("${env:}: %w: empty variable name", ErrNoValue)
+	}
+	v, ok := r.lookupEnv(name)
+	if !ok {
+		return "", fmt.Errorf("environment variable %s: %w", quote(name), ErrNoValue)
+	}
+	return v, nil
+}
+
+// input returns the value of input id for server bundleID, from the cache
+// or by resolving it. Concurrent calls for one key share one resolution;
+// failures are not cached.
+func (r *Resolver) input(ctx context.Context, bundleID, id string) (string, error) {
+	var in *smcp.MCPServerInput
+	for i := range r.Inputs {
+		if r.Inputs[i].ID == id {
+			in = &r.Inputs[i]
+			break
+		}
+	}
+	if in == nil {
+		return "", fmt.Errorf("input %s: %w", quote(id), ErrUnknownInput)
+	}
+	key := cacheKey{id, bundleID}
+	r.mu.Lock()
+	if e, ok := r.cache[key]; ok {
+		r.mu.Unlock()
+		select {
+		case <-e.done:
+			return e.val, e.err
+		case <-ctx.Done():
+			return "", ctx.Err()
+		}
+	}
+	if r.cache == nil {
+		r.cache = map[cacheKey]*cacheEntry{}
+	}
+	e := &cacheEntry{done: make(chan struct{})}
+	r.cache[key] = e
+	r.mu.Unlock()
+
+	e.val, e.err = r.resolve(ctx, *in, bundleID)
+	if e.err != nil {
+		e.val = ""
+		r.mu.Lock()
+		if r.cache[key] == e {
+			delete(r.cache, key)
+		}
+		r.mu.Unlock()
+	}
+	close(e.done)
+	return e.val, e.err
+}
+
+// resolve runs the resolution chain of in for server bundleID.
+func (r *Resolver) resolve(ctx context.Context, in smcp.MCPServerInput, bundleID string) (string, error) {
+	names := []string{EnvName(in.ID, "", "")}
+	if bundleID != "" {
+		names = []string{EnvName(in.ID, bundleID, ""), names[0]}
+	}
+	for _, name := range names {
+		if v, ok := r.lookupEnv(name); ok {
+			return checkOption(in, v, "environment variable "+name)
+		}
+	}
+	def, hasDef := defaultValue(in.Default)
+	switch {
+	case in.Type == smcp.InputCommand:
+		if r.Run == nil {
+			return "", fmt.Errorf("input %s: %w: command inputs cannot run here; set %s", quote(in.ID), ErrNoValue, strings.Join(names, " or "))
+		}
+		out, err := r.Run(ctx, in.Command, in.Args)
+		if err != nil {
+			return "", fmt.Errorf("input %s: running its command: %w", quote(in.ID), err)
+		}
+		out = strings.TrimSuffix(out, "\n")
+		out = strings.TrimSuffix(out, "\r")
+		return out, nil
+	case r.Prompt != nil:
+		v, err := r.Prompt(ctx, in)
+		if err != nil {
+			return "", fmt.Errorf("input %s: prompt: %w", quote(in.ID), err)
+		}
+		if v == "" && hasDef {
+			return checkOption(in, def, "the default")
+		}
+		return checkOption(in, v, "the answer")
+	case hasDef:
+		return checkOption(in, def, "the default")
+	}
+	return "", fmt.Errorf("input %s: %w; set %s", quote(in.ID), ErrNoValue, strings.Join(names, " or "))
+}
+
+// checkOption returns v when in allows it; source names where v came from.
+func checkOption(in smcp.MCPServerInput, v, source string) (string, error) {
+	if in.Type == smcp.InputPickString && !contains(in.Options, v) {
+		return "", fmt.Errorf("input %s: %w: %s is not one of the options", quote(in.ID), ErrBadValue, source)
+	}
+	return v, nil
+}
+
+// defaultValue returns an input's default as text: a JSON string's value,
+// or the JSON text of another non-null scalar.
+func defaultValue(raw json.RawMessage) (string, bool) {
+	if len(raw) == 0 {
+		return "", false
+	}
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return "", false
+	}
+	switch v := v.(type) {
+	case nil:
+		return "", false
+	case string:
+		return v, true
+	case bool, float64:
+		return strings.TrimSpace(string(raw)), true
+	}
+	return "", false
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

@@ -1,0 +1,300 @@
+package computer
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/a2c-smcp/a2c-go/computer/config"
+	"github.com/a2c-smcp/a2c-go/computer/mcphost"
+	"github.com/a2c-smcp/a2c-go/internal/sio"
+	"github.com/a2c-smcp/a2c-go/smcp"
+)
+
+// handler receives the office connection's events. It runs on the
+// connection's reader, so every request that may wait is answered from
+// its own goroutine.
+type handler struct {
+	c    *Computer
+	down chan string
+}
+
+func (h *handler) Disconnect(_ *sio.Socket, reason string) {
+	select {
+	case h.down <- reason:
+	default:
+	}
+}
+
+func (h *handler) Event(_ *sio.Socket, e *sio.Event) {
+	c := h.c
+	var raw []byte
+	if len(e.Args) > 0 {
+		raw = e.Args[0]
+	}
+	switch e.Name {
+	case smcp.EventToolCall:
+		go c.toolCall(e, raw)
+	case smcp.EventGetTools:
+		var req smcp.GetToolsReq
+		if c.decode(e, raw, &req, req.Computer) {
+			answer(e, smcp.GetToolsRet{Tools: c.Tools(), ReqID: req.ReqID})
+		}
+	case smcp.EventGetConfig:
+		var req smcp.GetComputerConfigReq
+		if c.decode(e, raw, &req, req.Computer) {
+			answer(e, c.configRet())
+		}
+	case smcp.EventGetResources:
+		var req smcp.GetResourcesReq
+		if c.decode(e, raw, &req, req.Computer) {
+			go c.resources(e, req)
+		}
+	case smcp.EventGetDesktop:
+		var req smcp.GetDesktopReq
+		if c.decode(e, raw, &req, req.Computer) {
+			answer(e, smcp.GetDesktopRet{Desktops: []string{}, ReqID: req.ReqID})
+		}
+	case smcp.EventGetSkills:
+		var req smcp.GetSkillsReq
+		if c.decode(e, raw, &req, req.Computer) {
+			answer(e, smcp.GetSkillsRet{ReqID: req.ReqID})
+		}
+	case smcp.EventGetSkill:
+		var req smcp.GetSkillReq
+		if c.decode(e, raw, &req, req.Computer) {
+			answer(e, smcp.NewError(smcp.CodeMCPServerNotFound, "Skill not found"))
+		}
+	case smcp.EventGetBlob:
+		var req smcp.GetBlobReq
+		if c.decode(e, raw, &req, req.Computer) {
+			answer(e, smcp.BlobNotAccessible(smcp.ReasonInvalidHandle))
+		}
+	case smcp.NotifyCancelToolCall:
+		var n smcp.AgentCallData
+		if json.Unmarshal(raw, &n) == nil {
+			c.cancel(n.ReqID)
+		}
+	default:
+		if e.WantsAck() {
+			_ = e.Ack(sio.Message{})
+		}
+	}
+}
+
+// decode reads a request and checks it is addressed to this Computer,
+// answering with a flat ErrorPayload when it is not usable.
+func (c *Computer) decode(e *sio.Event, raw []byte, v smcp.ClientRequest, _ string) bool {
+	if err := smcp.DecodeRequest(raw, v); err != nil {
+		answer(e, err)
+		return false
+	}
+	if v.Target() != c.opts.Name {
+		answer(e, smcp.NewError(smcp.CodeNotFound, "request addressed to another Computer"))
+		return false
+	}
+	return true
+}
+
+func answer(e *sio.Event, v any) {
+	if !e.WantsAck() {
+		return
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		b = []byte(`{"code":500,"message":"internal error"}`)
+	}
+	_ = e.Ack(sio.Message{Args: []json.RawMessage{b}})
+}
+
+func (c *Computer) configRet() smcp.GetComputerConfigRet {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	ret := smcp.GetComputerConfigRet{Servers: map[string]json.RawMessage{}}
+	for _, s := range c.cfg.Servers {
+		b, _ := json.Marshal(s.Redact())
+		ret.Servers[s.BundleID] = b
+	}
+	for _, in := range config.Redacted(c.cfg.Inputs) {
+		b, _ := json.Marshal(in)
+		ret.Inputs = append(ret.Inputs, b)
+	}
+	return ret
+}
+
+func (c *Computer) resources(e *sio.Event, req smcp.GetResourcesReq) {
+	c.mu.RLock()
+	h := c.servers[req.MCPServer]
+	c.mu.RUnlock()
+	if h == nil || h.up == nil {
+		answer(e, smcp.MCPServerNotFound(req.MCPServer))
+		return
+	}
+	caps := h.up.Capabilities()
+	if caps == nil || caps.Resources == nil {
+		if st, _ := h.up.State(); st != mcphost.Ready {
+			answer(e, smcp.NewError(smcp.CodeInternal, "MCP server is not connected"))
+			return
+		}
+		answer(e, smcp.CapabilityNotSupported(req.MCPServer, "resources"))
+		return
+	}
+	cursor := ""
+	if req.Cursor != nil {
+		cursor = *req.Cursor
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	page, err := h.up.ListResources(ctx, cursor)
+	if err != nil {
+		answer(e, smcp.NewError(smcp.CodeInternal, "resources/list failed"))
+		return
+	}
+	ret := smcp.GetResourcesRet{ReqID: req.ReqID}
+	for _, r := range page.Resources {
+		b, _ := json.Marshal(r)
+		ret.Resources = append(ret.Resources, b)
+	}
+	if page.NextCursor != "" {
+		ret.NextCursor = &page.NextCursor
+	}
+	answer(e, ret)
+}
+
+// cancel interrupts the in-flight call with reqID; an unknown or finished
+// id is ignored.
+func (c *Computer) cancel(reqID string) {
+	c.mu.Lock()
+	cancel := c.inflight[reqID]
+	c.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+}
+
+// errCancelled marks a call the Agent cancelled.
+var errCancelled = errors.New("cancelled by the agent")
+
+// toolCall runs one client:tool_call and always answers with a
+// CallToolResult.
+func (c *Computer) toolCall(e *sio.Event, raw []byte) {
+	start := time.Now()
+	var req smcp.ToolCallReq
+	if err := smcp.DecodeRequest(raw, &req); err != nil {
+		answer(e, smcp.ToolErrorResult(smcp.CodeBadRequest, "invalid tool call: "+err.Error()))
+		return
+	}
+	rec := Record{ReqID: req.ReqID, Agent: req.Agent, Tool: req.ToolName, Started: start}
+	res := c.runTool(req, &rec)
+	rec.Duration = time.Since(start)
+	rec.IsError = res.IsError
+	c.record(rec)
+	answer(e, res)
+}
+
+func (c *Computer) runTool(req smcp.ToolCallReq, rec *Record) smcp.CallToolResult {
+	if req.Computer != c.opts.Name {
+		rec.Outcome = "refused"
+		return smcp.ToolErrorResult(smcp.CodeNotFound, "tool call addressed to another Computer")
+	}
+	c.mu.RLock()
+	r, ok := c.routes[req.ToolName]
+	c.mu.RUnlock()
+	if !ok {
+		rec.Outcome = "refused"
+		return smcp.ToolErrorResult(smcp.CodeToolNotFound, "unknown tool: "+req.ToolName)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(req.Timeout)*time.Second)
+	ctx, cancelCause := context.WithCancelCause(ctx)
+	defer cancel()
+	c.mu.Lock()
+	c.inflight[req.ReqID] = func() { cancelCause(errCancelled) }
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		delete(c.inflight, req.ReqID)
+		c.mu.Unlock()
+	}()
+
+	if !c.approved(ctx, r, req) {
+		rec.Outcome = "refused"
+		if errors.Is(context.Cause(ctx), errCancelled) {
+			rec.Outcome = "cancelled"
+			return smcp.CancelledResult()
+		}
+		return smcp.ToolErrorResult(smcp.CodeToolRequiresConfirmation, "tool call needs a confirmation that was not given")
+	}
+	var args any = map[string]any{}
+	if len(req.Params) > 0 && string(req.Params) != "null" {
+		args = req.Params
+	}
+	out, err := r.server.up.CallTool(ctx, r.tool, args)
+	switch {
+	case errors.Is(context.Cause(ctx), errCancelled):
+		rec.Outcome = "cancelled"
+		return smcp.CancelledResult()
+	case ctx.Err() != nil:
+		rec.Outcome = "timeout"
+		return smcp.TimeoutResult("Tool call timed out")
+	case err != nil:
+		rec.Outcome = "error"
+		res := smcp.ToolErrorResult(smcp.CodeToolExecutionFailed, "tool call failed")
+		res.Meta[smcp.MetaMCPServer] = r.server.cfg.BundleID
+		return res
+	}
+	rec.Outcome = "ok"
+	if out.IsError {
+		rec.Outcome = "error"
+	}
+	return convert(out)
+}
+
+// approved applies auto_apply and the approval policy.
+func (c *Computer) approved(ctx context.Context, r route, req smcp.ToolCallReq) bool {
+	meta := r.server.cfg.MergedToolMeta(r.tool)
+	if meta.AutoApply != nil && *meta.AutoApply {
+		return true
+	}
+	switch c.opts.Approval {
+	case ApproveAll:
+		return true
+	case ApproveAsk:
+		if c.opts.Confirm == nil {
+			return false
+		}
+		cctx, cancel := context.WithTimeout(ctx, c.opts.ConfirmTimeout)
+		defer cancel()
+		ok, err := c.opts.Confirm(cctx, req.ToolName, req.Params)
+		return err == nil && ok
+	}
+	return false
+}
+
+// convert turns the MCP SDK's result into the protocol's, moving the
+// result-level _meta to meta.
+func convert(out *mcp.CallToolResult) smcp.CallToolResult {
+	b, err := json.Marshal(out)
+	var r smcp.CallToolResult
+	if err == nil {
+		err = json.Unmarshal(b, &r)
+	}
+	if err != nil {
+		return smcp.ToolErrorResult(smcp.CodeToolExecutionFailed, "undecodable tool result")
+	}
+	if r.Content == nil {
+		r.Content = []json.RawMessage{}
+	}
+	return r
+}
+
+func (c *Computer) record(r Record) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.history = append(c.history, r)
+	if n := len(c.history) - c.opts.History; n > 0 {
+		c.history = append(c.history[:0:0], c.history[n:]...)
+	}
+}

@@ -1,0 +1,247 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"sync"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/a2c-smcp/a2c-go/computer"
+	"github.com/a2c-smcp/a2c-go/computer/config"
+	"github.com/a2c-smcp/a2c-go/computer/mcphost"
+)
+
+func runComputer(ctx context.Context, e *env, args []string) error {
+	if len(args) > 0 && args[0] == "check" {
+		return runComputerCheck(ctx, e, args[1:])
+	}
+	fs := newFlags(e, "computer")
+	server := fs.String("server", "http://127.0.0.1:8000", "signalling server URL")
+	path := fs.String("path", "/socket.io/", "the server's Engine.IO path")
+	office := fs.String("office", "default", "office to join")
+	name := fs.String("name", "", "this Computer's name in the office (default the host name)")
+	cfgPath := fs.String("config", "", "MCP server configuration file (JSON or YAML)")
+	token := fs.String("token", "", "credential to present (default $A2C_TOKEN)")
+	authField := fs.String("auth-field", "x-api-key", "auth field and header that carry the token")
+	approve := fs.String("approve", "all", "tools without auto_apply: all (run), none (refuse), ask (prompt on the terminal)")
+	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	if err := e.parse(fs, args); err != nil {
+		return err
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
+		return usageError{"bad --log-level " + *logLevel}
+	}
+	policy := computer.Approval(*approve)
+	if policy != computer.ApproveAll && policy != computer.ApproveNone && policy != computer.ApproveAsk {
+		return usageError{"--approve must be all, none or ask"}
+	}
+	if *name == "" {
+		h, _ := os.Hostname()
+		*name = "computer-" + h
+	}
+	log := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: level}))
+	cfg := &config.File{}
+	if *cfgPath != "" {
+		var err error
+		if cfg, err = config.Load(*cfgPath); err != nil {
+			return err
+		}
+		for _, d := range cfg.Diagnostics {
+			log.Warn("config", "problem", d.String())
+		}
+	}
+	if *token == "" {
+		*token = os.Getenv("A2C_TOKEN")
+	}
+	o := computer.Options{Server: *server, Path: *path, Office: *office, Name: *name, Config: cfg, Approval: policy, Logger: log}
+	if *token != "" {
+		o.Auth = map[string]any{*authField: *token}
+	}
+	if policy == computer.ApproveAsk {
+		o.Confirm = terminalConfirm(e)
+	}
+	c, err := computer.New(o)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	log.Log(ctx, max(slog.LevelInfo, level), "a2c computer starting", "server", *server, "office", *office, "name", *name,
+		"servers", len(cfg.Servers))
+	if *cfgPath != "" {
+		go watchConfig(ctx, *cfgPath, c, log)
+	}
+	return c.Run(ctx)
+}
+
+// watchConfig reloads the configuration when the file changes or on
+// SIGHUP, without leaving the office.
+func watchConfig(ctx context.Context, path string, c *computer.Computer, log *slog.Logger) {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	stat := func() time.Time {
+		if fi, err := os.Stat(path); err == nil {
+			return fi.ModTime()
+		}
+		return time.Time{}
+	}
+	last := stat()
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-hup:
+		case <-tick.C:
+			if m := stat(); m.Equal(last) {
+				continue
+			} else {
+				last = m
+			}
+		}
+		cfg, err := config.Load(path)
+		if err != nil {
+			log.Warn("config reload failed; keeping the current one", "err", err)
+			continue
+		}
+		if err := c.Reload(ctx, cfg); err != nil {
+			log.Warn("config reload failed", "err", err)
+			continue
+		}
+		log.Info("config reloaded", "servers", len(cfg.Servers))
+	}
+}
+
+// terminalConfirm asks on the terminal, one question at a time.
+func terminalConfirm(e *env) func(ctx context.Context, tool string, params json.RawMessage) (bool, error) {
+	var mu sync.Mutex
+	return func(ctx context.Context, tool string, params json.RawMessage) (bool, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		tty, err := os.Open("/dev/tty")
+		if err != nil {
+			return false, err
+		}
+		defer tty.Close()
+		fmt.Fprintf(e.stderr, "Allow tool %s with %s? [y/N] ", tool, firstLine(string(params), 200))
+		answer := make(chan string, 1)
+		go func() {
+			line, _ := bufio.NewReader(tty).ReadString('\n')
+			answer <- strings.TrimSpace(strings.ToLower(line))
+		}()
+		select {
+		case a := <-answer:
+			return a == "y" || a == "yes", nil
+		case <-ctx.Done():
+			fmt.Fprintln(e.stderr, "(no answer: refused)")
+			return false, ctx.Err()
+		}
+	}
+}
+
+// runComputerCheck validates a configuration, starts its servers just long
+// enough to list their tools, and prints what Agents would see.
+func runComputerCheck(ctx context.Context, e *env, args []string) error {
+	fs := newFlags(e, "computer check")
+	cfgPath := fs.String("config", "", "MCP server configuration file (JSON or YAML)")
+	wait := fs.Duration("wait", 30*time.Second, "how long to wait for each server to list its tools")
+	asJSON := fs.Bool("json", false, "print JSON")
+	if err := e.parse(fs, args); err != nil {
+		return err
+	}
+	if *cfgPath == "" {
+		return usageError{"--config is required"}
+	}
+	cfg, err := config.Load(*cfgPath)
+	if err != nil {
+		return err
+	}
+	type serverReport struct {
+		BundleID string   `json:"bundle_id"`
+		Name     string   `json:"name"`
+		Type     string   `json:"type"`
+		Disabled bool     `json:"disabled"`
+		State    string   `json:"state"`
+		Error    string   `json:"error,omitempty"`
+		Tools    []string `json:"tools"`
+	}
+	resolver := &config.Resolver{Inputs: cfg.Inputs}
+	reports := make([]serverReport, len(cfg.Servers))
+	var wg sync.WaitGroup
+	for i, s := range cfg.Servers {
+		reports[i] = serverReport{BundleID: s.BundleID, Name: s.Name, Type: s.Type, Disabled: s.Disabled, State: "disabled", Tools: []string{}}
+		if s.Disabled {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := &reports[i]
+			rendered, err := resolver.Render(ctx, s)
+			if err != nil {
+				r.State, r.Error = "error", err.Error()
+				return
+			}
+			up := mcphost.Start(computer.UpstreamSpec(rendered), mcphost.Options{})
+			defer up.Close()
+			deadline := time.Now().Add(*wait)
+			for time.Now().Before(deadline) && ctx.Err() == nil {
+				if st, _ := up.State(); st == mcphost.Ready {
+					break
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+			st, lastErr := up.State()
+			r.State = string(st)
+			if lastErr != nil {
+				r.Error = lastErr.Error()
+			}
+			for _, t := range up.Tools() {
+				if !s.Forbidden(t.Name) {
+					r.Tools = append(r.Tools, s.ExposedName(t.Name))
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	var diags []string
+	for _, d := range cfg.Diagnostics {
+		diags = append(diags, d.String())
+	}
+	if *asJSON {
+		return printJSON(e, map[string]any{"servers": reports, "diagnostics": diags})
+	}
+	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "BUNDLE_ID\tNAME\tTYPE\tSTATE\tTOOLS")
+	for _, r := range reports {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\n", r.BundleID, r.Name, r.Type, r.State, len(r.Tools))
+	}
+	tw.Flush()
+	for _, r := range reports {
+		for _, t := range r.Tools {
+			fmt.Fprintf(e.stdout, "  %s\n", t)
+		}
+		if r.Error != "" {
+			fmt.Fprintf(e.stdout, "  %s: %s\n", r.BundleID, oneLine(r.Error))
+		}
+	}
+	for _, d := range diags {
+		fmt.Fprintf(e.stdout, "warning: %s\n", d)
+	}
+	for _, r := range reports {
+		if r.State != string(mcphost.Ready) && r.State != "disabled" {
+			return fmt.Errorf("server %s is %s", r.BundleID, r.State)
+		}
+	}
+	return nil
+}
