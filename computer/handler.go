@@ -241,6 +241,10 @@ func (c *Computer) runTool(req smcp.ToolCallReq, rec *Record) smcp.CallToolResul
 		return smcp.TimeoutResult("Tool call timed out")
 	case err != nil:
 		rec.Outcome = "error"
+		var ae *mcphost.AuthError
+		if errors.As(err, &ae) {
+			return authResult(ae, r.server.cfg.BundleID)
+		}
 		res := smcp.ToolErrorResult(smcp.CodeToolExecutionFailed, "tool call failed")
 		res.Meta[smcp.MetaMCPServer] = r.server.cfg.BundleID
 		return res
@@ -250,6 +254,23 @@ func (c *Computer) runTool(req smcp.ToolCallReq, rec *Record) smcp.CallToolResul
 		rec.Outcome = "error"
 	}
 	return convert(out)
+}
+
+// authResult is the result of a call the upstream refused for want of
+// authorisation (4006) or permission (4007). The hint names the server by
+// its bundle_id and carries no credential, URL or OAuth parameter.
+func authResult(ae *mcphost.AuthError, bundleID string) smcp.CallToolResult {
+	code := ae.Code()
+	action, msg := "user_authorization_required",
+		"The MCP server "+bundleID+" requires authorisation; authorise it on the Computer, then retry."
+	if code == smcp.CodeToolAuthorizationFailed {
+		action, msg = "token_refresh_required",
+			"The MCP server "+bundleID+" refused the credentials (403); renew or widen them on the Computer, then retry."
+	}
+	res := smcp.ToolErrorResult(code, msg)
+	res.Meta[smcp.MetaMCPServer] = bundleID
+	res.Meta[smcp.MetaAuthHint] = map[string]any{"action": action, "message": msg}
+	return res
 }
 
 // approved applies auto_apply and the approval policy.

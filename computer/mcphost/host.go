@@ -111,7 +111,8 @@ func (u *Upstream) State() (State, error) {
 	return u.state, u.lastErr
 }
 
-// Tools returns the current tool list (nil while not connected).
+// Tools returns the tool list of the current (or, while reconnecting, the
+// last) session; nil before the first session and after Close.
 func (u *Upstream) Tools() []*mcp.Tool {
 	u.mu.Lock()
 	defer u.mu.Unlock()
@@ -134,19 +135,95 @@ func (u *Upstream) current() (*mcp.ClientSession, error) {
 	return u.session, nil
 }
 
-// CallTool calls a tool by its original name. Cancelling ctx interrupts
-// the call: the SDK sends notifications/cancelled upstream.
-func (u *Upstream) CallTool(ctx context.Context, name string, args any) (*mcp.CallToolResult, error) {
-	s, err := u.current()
-	if err != nil {
-		return nil, err
+// AuthError is an upstream authorisation failure seen at the HTTP layer
+// while a call was in flight: the server answered 401 or 403.
+type AuthError struct {
+	Status int
+	// Challenge reports a WWW-Authenticate header (the OAuth form of 401).
+	Challenge bool
+}
+
+func (e *AuthError) Error() string {
+	return fmt.Sprintf("mcphost: upstream refused the call with HTTP %d", e.Status)
+}
+
+// Code is the A2C-SMCP code of the failure: 4007 for 403 (authorised, but
+// not for this), 4006 for 401 or any other authorisation signal.
+func (e *AuthError) Code() int {
+	if e.Status == http.StatusForbidden && !e.Challenge {
+		return 4007
 	}
-	return s.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
+	return 4006
+}
+
+// authSink collects the authorisation signal of one call and ends the call
+// at once, so that an SDK that would wait for a response that never comes
+// does not hang.
+type authSink struct {
+	mu     sync.Mutex
+	err    *AuthError
+	cancel context.CancelCauseFunc
+}
+
+type authKey struct{}
+
+var errAuth = errors.New("mcphost: authorisation failure")
+
+func (a *authSink) set(e *AuthError) {
+	a.mu.Lock()
+	if a.err == nil {
+		a.err = e
+	}
+	a.mu.Unlock()
+	a.cancel(errAuth)
+}
+
+func (a *authSink) get() *AuthError {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.err
+}
+
+// CallTool calls a tool by its original name. Cancelling ctx interrupts
+// the call: the SDK sends notifications/cancelled upstream. An HTTP 401 or
+// 403 from the server during the call ends it with an *[AuthError].
+func (u *Upstream) CallTool(ctx context.Context, name string, args any) (*mcp.CallToolResult, error) {
+	for attempt := 0; ; attempt++ {
+		s, err := u.live(ctx)
+		if err != nil {
+			return nil, err
+		}
+		cctx, cancel := context.WithCancelCause(ctx)
+		sink := &authSink{cancel: cancel}
+		res, err := s.CallTool(context.WithValue(cctx, authKey{}, sink), &mcp.CallToolParams{Name: name, Arguments: args})
+		cancel(nil)
+		if ae := sink.get(); ae != nil {
+			return nil, ae
+		}
+		// A session found closed before the request left was not used:
+		// the call is safe to send once more, on the next session.
+		if attempt == 0 && errors.Is(err, mcp.ErrConnectionClosed) && ctx.Err() == nil {
+			u.retire(s)
+			continue
+		}
+		return res, err
+	}
+}
+
+// retire marks s as no longer usable, so that callers wait for the next
+// session instead of finding s again.
+func (u *Upstream) retire(s *mcp.ClientSession) {
+	u.mu.Lock()
+	if u.session == s {
+		u.session = nil
+		u.state = Connecting
+	}
+	u.mu.Unlock()
 }
 
 // ListResources returns one page of resources/list.
 func (u *Upstream) ListResources(ctx context.Context, cursor string) (*mcp.ListResourcesResult, error) {
-	s, err := u.current()
+	s, err := u.live(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -155,7 +232,7 @@ func (u *Upstream) ListResources(ctx context.Context, cursor string) (*mcp.ListR
 
 // ReadResource reads one resource.
 func (u *Upstream) ReadResource(ctx context.Context, uri string) (*mcp.ReadResourceResult, error) {
-	s, err := u.current()
+	s, err := u.live(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -190,14 +267,44 @@ func (u *Upstream) notifier(ctx context.Context) {
 	}
 }
 
+// setState records a state change. While the Upstream reconnects it keeps
+// its last tool list, so that a restart does not make tools vanish (calls
+// wait for the new session); only Close clears it.
 func (u *Upstream) setState(st State, err error) {
 	u.mu.Lock()
 	u.state, u.lastErr = st, err
 	if st != Ready {
-		u.session, u.tools, u.caps = nil, nil, nil
+		u.session, u.caps = nil, nil
+	}
+	if st == Closed {
+		u.tools = nil
 	}
 	u.mu.Unlock()
 	u.changed()
+}
+
+// ReadyWait is how long a call waits for a reconnecting Upstream before it
+// fails with ErrNotReady (at most until its context ends).
+const ReadyWait = 10 * time.Second
+
+// live returns the live session, waiting up to ReadyWait (or until ctx
+// ends) while the Upstream connects or restarts.
+func (u *Upstream) live(ctx context.Context) (*mcp.ClientSession, error) {
+	deadline := time.Now().Add(ReadyWait)
+	for {
+		s, err := u.current()
+		if err == nil {
+			return s, nil
+		}
+		if st, _ := u.State(); st == Closed || time.Now().After(deadline) {
+			return nil, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(25 * time.Millisecond):
+		}
+	}
 }
 
 // supervise connects, waits for the session to end, and reconnects with
@@ -344,7 +451,13 @@ func (t *headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 			r.Header.Set(k, v)
 		}
 	}
-	return t.base.RoundTrip(r)
+	resp, err := t.base.RoundTrip(r)
+	if err == nil && (resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden) {
+		if sink, ok := r.Context().Value(authKey{}).(*authSink); ok {
+			sink.set(&AuthError{Status: resp.StatusCode, Challenge: resp.Header.Get("WWW-Authenticate") != ""})
+		}
+	}
+	return resp, err
 }
 
 // logWriter turns a stdio server's stderr into debug log lines.
