@@ -14,6 +14,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/a2c-smcp/a2c-go/blob"
 	"github.com/a2c-smcp/a2c-go/computer/config"
 	"github.com/a2c-smcp/a2c-go/computer/mcphost"
 	"github.com/a2c-smcp/a2c-go/internal/sio"
@@ -52,6 +53,12 @@ type Options struct {
 	ConfirmTimeout time.Duration
 	// History is how many finished tool calls History keeps. Default 100.
 	History int
+	// InlineBudget is the largest binary content item (decoded bytes) a
+	// tool result carries inline; larger ones become blob handles read
+	// with client:get_blob. Default 256 KiB.
+	InlineBudget int
+	// Blobs configures the blob store.
+	Blobs blob.Options
 	Logger  *slog.Logger
 }
 
@@ -69,6 +76,7 @@ type Computer struct {
 	sock     *sio.Socket
 	inflight map[string]context.CancelFunc // by req_id
 	history  []Record
+	blobs    *blob.Store
 
 	changed chan struct{}
 }
@@ -116,11 +124,14 @@ func New(o Options) (*Computer, error) {
 	if o.History <= 0 {
 		o.History = 100
 	}
+	if o.InlineBudget <= 0 {
+		o.InlineBudget = 256 << 10
+	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	c := &Computer{opts: o, log: o.Logger, servers: make(map[string]*hosted), inflight: make(map[string]context.CancelFunc),
-		changed: make(chan struct{}, 1)}
+		changed: make(chan struct{}, 1), blobs: blob.NewStore(o.Blobs)}
 	if err := c.apply(context.Background(), o.Config); err != nil {
 		return nil, err
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -31,6 +32,10 @@ func upstream(t *testing.T) string {
 	}
 	mcp.AddTool(s, &mcp.Tool{Name: "echo"}, func(_ context.Context, _ *mcp.CallToolRequest, in msg) (*mcp.CallToolResult, msg, error) {
 		return nil, in, nil
+	})
+	mcp.AddTool(s, &mcp.Tool{Name: "big-image"}, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, struct{}, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "here"}, &mcp.ImageContent{Data: bigImage, MIMEType: "image/png"},
+			&mcp.ImageContent{Data: []byte("tiny"), MIMEType: "image/png"}}}, struct{}{}, nil
 	})
 	for _, name := range []string{"status-401", "status-401-challenge", "status-403", "status-500"} {
 		mcp.AddTool(s, &mcp.Tool{Name: name}, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, struct{}, error) {
@@ -230,5 +235,44 @@ func TestApprovalAndHistory(t *testing.T) {
 	h := c.History()
 	if len(h) != 2 || h[0].Outcome != "refused" || h[1].Tool != "up__status-500" || h[1].Outcome != "error" {
 		t.Fatalf("history = %+v", h)
+	}
+}
+
+// bigImage is a 2 MB binary result, over the inline budget.
+var bigImage = bytes.Repeat([]byte{0x89, 'P', 'N', 'G', 0, 1, 2, 3}, 256<<10)
+
+// TestLargeResultAsBlob checks that a large binary item becomes a blob
+// handle that the Agent reads back, verified, through client:get_blob,
+// while a small one stays inline.
+func TestLargeResultAsBlob(t *testing.T) {
+	url := upstream(t)
+	a, _ := office(t, fmt.Sprintf(`{"name":"up","type":"streamable","server_parameters":{"url":%q}}`, url), Options{})
+	waitTool(t, a, "up__big-image")
+	ctx := context.Background()
+	res, err := a.CallTool(ctx, agent.Call{Computer: "pc", Tool: "up__big-image", Timeout: 10 * time.Second})
+	if err != nil || res.IsError || len(res.Content) != 3 {
+		t.Fatalf("result = %+v, %v", res, err)
+	}
+	var big struct {
+		Type, Data, MimeType string
+		Meta                 map[string]any `json:"_meta"`
+	}
+	_ = json.Unmarshal(res.Content[1], &big)
+	handle, _ := big.Meta[smcp.MetaBlobHandle].(string)
+	if big.Type != "image" || big.Data != "" || big.MimeType != "image/png" || handle == "" ||
+		big.Meta[smcp.MetaTotalSize] != float64(len(bigImage)) {
+		t.Fatalf("offloaded item = %+v", big)
+	}
+	if !strings.Contains(string(res.Content[2]), `"data":"dGlueQ=="`) {
+		t.Errorf("small item not inline: %s", res.Content[2])
+	}
+	data, meta, err := a.Blob(ctx, "pc", handle, 0)
+	if err != nil || !bytes.Equal(data, bigImage) || meta.SHA256 != big.Meta[smcp.MetaSHA256] {
+		t.Fatalf("blob: %d bytes, %v", len(data), err)
+	}
+	_, _, err = a.Blob(ctx, "pc", handle[:len(handle)-3]+"xyz", 0)
+	var pe *smcp.Error
+	if !errors.As(err, &pe) || pe.Code != smcp.CodeBlobNotAccessible || pe.Reason() != smcp.ReasonInvalidHandle {
+		t.Fatalf("forged handle: %v", err)
 	}
 }

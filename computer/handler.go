@@ -2,6 +2,7 @@ package computer
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"time"
@@ -71,7 +72,20 @@ func (h *handler) Event(_ *sio.Socket, e *sio.Event) {
 	case smcp.EventGetBlob:
 		var req smcp.GetBlobReq
 		if c.decode(e, raw, &req, req.Computer) {
-			answer(e, smcp.BlobNotAccessible(smcp.ReasonInvalidHandle))
+			var off, max int64
+			if req.ChunkOffset != nil {
+				off = *req.ChunkOffset
+			}
+			if req.MaxChunkBytes != nil {
+				max = *req.MaxChunkBytes
+			}
+			ret, err := c.blobs.Get(req.BlobHandle, req.Agent, off, max)
+			if err != nil {
+				answer(e, err)
+				return
+			}
+			ret.ReqID = req.ReqID
+			answer(e, ret)
 		}
 	case smcp.NotifyCancelToolCall:
 		var n smcp.AgentCallData
@@ -253,7 +267,53 @@ func (c *Computer) runTool(req smcp.ToolCallReq, rec *Record) smcp.CallToolResul
 	if out.IsError {
 		rec.Outcome = "error"
 	}
-	return convert(out)
+	res := convert(out)
+	c.offload(&res, req.Agent)
+	return res
+}
+
+// offload replaces binary content items larger than the inline budget by
+// blob handles: the item keeps its type and mimeType, loses its bytes, and
+// gains _meta.a2c_blob_handle, a2c_total_size and a2c_sha256.
+func (c *Computer) offload(res *smcp.CallToolResult, scope string) {
+	for i, raw := range res.Content {
+		var item map[string]json.RawMessage
+		if json.Unmarshal(raw, &item) != nil {
+			continue
+		}
+		var kind string
+		_ = json.Unmarshal(item["type"], &kind)
+		holder, field := item, "data" // image and audio carry base64 "data"
+		var resource map[string]json.RawMessage
+		if kind == "resource" {
+			if json.Unmarshal(item["resource"], &resource) != nil {
+				continue
+			}
+			holder, field = resource, "blob"
+		} else if kind != "image" && kind != "audio" {
+			continue
+		}
+		var b64 string
+		if json.Unmarshal(holder[field], &b64) != nil || base64.StdEncoding.DecodedLen(len(b64)) <= c.opts.InlineBudget {
+			continue
+		}
+		data, err := base64.StdEncoding.DecodeString(b64)
+		if err != nil || len(data) <= c.opts.InlineBudget {
+			continue
+		}
+		var mime string
+		_ = json.Unmarshal(holder["mimeType"], &mime)
+		handle, sum := c.blobs.Put(data, mime, scope)
+		holder[field] = json.RawMessage(`""`)
+		if resource != nil {
+			item["resource"], _ = json.Marshal(resource)
+		}
+		meta := map[string]any{}
+		_ = json.Unmarshal(item["_meta"], &meta)
+		meta[smcp.MetaBlobHandle], meta[smcp.MetaTotalSize], meta[smcp.MetaSHA256] = handle, len(data), sum
+		item["_meta"], _ = json.Marshal(meta)
+		res.Content[i], _ = json.Marshal(item)
+	}
 }
 
 // authResult is the result of a call the upstream refused for want of
