@@ -58,8 +58,8 @@ type Options struct {
 	// with client:get_blob. Default 256 KiB.
 	InlineBudget int
 	// Blobs configures the blob store.
-	Blobs blob.Options
-	Logger  *slog.Logger
+	Blobs  blob.Options
+	Logger *slog.Logger
 }
 
 // Computer hosts MCP servers and serves their tools to the Agent of one
