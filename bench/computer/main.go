@@ -1,0 +1,237 @@
+// Command computer measures what the Computer adds to a tool call:
+//
+//	go run ./bench/computer [-calls 2000] [-sleep 50ms]
+//
+// It serves one MCP server (the official Go SDK, streamable HTTP, on
+// 127.0.0.1) and calls its "echo" tool two ways in the same run: directly
+// with the Go MCP client, and as an Agent through `a2c server` and
+// `a2c computer` (real binaries, separate processes). It prints p50/p99 of
+// both and their difference, then runs a tool that sleeps with 1, 10 and
+// 100 concurrent calls through the Computer to show that calls do not
+// serialise.
+package main
+
+import (
+	"bufio"
+	"context"
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/a2c-smcp/a2c-go/agent"
+)
+
+func check(err error) {
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "computer bench:", err)
+		os.Exit(1)
+	}
+}
+
+func main() {
+	calls := flag.Int("calls", 2000, "sequential calls per path")
+	sleep := flag.Duration("sleep", 50*time.Millisecond, "duration of the sleeping tool for the concurrency test")
+	flag.Parse()
+
+	upURL := serveUpstream(*sleep)
+	root, err := moduleRoot()
+	check(err)
+	tmp, err := os.MkdirTemp("", "a2c-bench-computer-")
+	check(err)
+	defer os.RemoveAll(tmp)
+	bin := filepath.Join(tmp, "a2c")
+	build := exec.Command("go", "build", "-o", bin, "./cmd/a2c")
+	build.Dir, build.Stderr = root, os.Stderr
+	check(build.Run())
+
+	srv := start(bin, "server", "--listen", "127.0.0.1:0", "--log-level", "warn")
+	defer stop(srv.cmd)
+	cfg := filepath.Join(tmp, "servers.json")
+	check(os.WriteFile(cfg, []byte(fmt.Sprintf(`{"name":"up","type":"streamable","server_parameters":{"url":%q}}`, upURL)), 0o600))
+	comp := exec.Command(bin, "computer", "--server", srv.url, "--office", "bench", "--name", "pc", "--config", cfg, "--log-level", "warn")
+	check(comp.Start())
+	defer stop(comp)
+
+	ctx := context.Background()
+	a, err := agent.Dial(ctx, srv.url, agent.Options{Name: "agent"})
+	check(err)
+	defer a.Close()
+	check(a.Join(ctx, "bench"))
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		tools, _ := a.Tools(ctx, "pc")
+		if len(tools) >= 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			check(fmt.Errorf("the Computer never listed its tools"))
+		}
+	}
+
+	client := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil)
+	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: upURL}, nil)
+	check(err)
+	defer cs.Close()
+
+	args := map[string]any{"message": "hello"}
+	direct := measure(*calls, func() error {
+		_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: args})
+		return err
+	})
+	via := measure(*calls, func() error {
+		r, err := a.CallTool(ctx, agent.Call{Computer: "pc", Tool: "up__echo", Params: args, Timeout: 30 * time.Second})
+		if err == nil && r.IsError {
+			err = fmt.Errorf("tool error: %s", r.Text())
+		}
+		return err
+	})
+	fmt.Printf("### Computer overhead (%d sequential echo calls per path)\n\n", *calls)
+	fmt.Println("| path | p50 | p99 |")
+	fmt.Println("|---|---:|---:|")
+	fmt.Printf("| Go MCP client -> MCP server | %s | %s |\n", us(direct[0]), us(direct[1]))
+	fmt.Printf("| Agent -> a2c server -> a2c computer -> MCP server | %s | %s |\n", us(via[0]), us(via[1]))
+	fmt.Printf("\n- added at p50: %s (target <= 1 ms); p50 ratio %.2fx; added at p99: %s\n\n",
+		us(via[0]-direct[0]), float64(via[0])/float64(direct[0]), us(via[1]-direct[1]))
+
+	fmt.Printf("### Concurrent calls of a tool that sleeps %s, through the Computer\n\n", *sleep)
+	fmt.Println("| concurrent calls | wall time | calls/s |")
+	fmt.Println("|---:|---:|---:|")
+	for _, n := range []int{1, 10, 100} {
+		start := time.Now()
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		var firstErr error
+		for i := 0; i < n; i++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				r, err := a.CallTool(ctx, agent.Call{Computer: "pc", Tool: "up__sleep", Timeout: 60 * time.Second})
+				if err == nil && r.IsError {
+					err = fmt.Errorf("tool error: %s", r.Text())
+				}
+				if err != nil {
+					mu.Lock()
+					firstErr = err
+					mu.Unlock()
+				}
+			}()
+		}
+		wg.Wait()
+		check(firstErr)
+		d := time.Since(start)
+		fmt.Printf("| %d | %s | %.0f |\n", n, d.Round(time.Millisecond), float64(n)/d.Seconds())
+	}
+}
+
+func us(d time.Duration) string { return fmt.Sprintf("%.0f µs", float64(d)/float64(time.Microsecond)) }
+
+// measure runs f n times after a warm-up and returns p50 and p99.
+func measure(n int, f func() error) [2]time.Duration {
+	for i := 0; i < n/10; i++ {
+		check(f())
+	}
+	lat := make([]time.Duration, n)
+	for i := range lat {
+		t0 := time.Now()
+		check(f())
+		lat[i] = time.Since(t0)
+	}
+	slices.Sort(lat)
+	return [2]time.Duration{lat[n/2], lat[n*99/100]}
+}
+
+func serveUpstream(sleep time.Duration) string {
+	s := mcp.NewServer(&mcp.Implementation{Name: "up", Version: "1"}, nil)
+	type msg struct {
+		Message string `json:"message"`
+	}
+	mcp.AddTool(s, &mcp.Tool{Name: "echo"}, func(_ context.Context, _ *mcp.CallToolRequest, in msg) (*mcp.CallToolResult, msg, error) {
+		return nil, in, nil
+	})
+	mcp.AddTool(s, &mcp.Tool{Name: "sleep"}, func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, struct{}, error) {
+		select {
+		case <-time.After(sleep):
+		case <-ctx.Done():
+		}
+		return nil, struct{}{}, nil
+	})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	check(err)
+	go func() {
+		_ = http.Serve(ln, mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil))
+	}()
+	return "http://" + ln.Addr().String() + "/"
+}
+
+type proc struct {
+	url string
+	cmd *exec.Cmd
+}
+
+var addrRE = regexp.MustCompile(`addr=(127\.0\.0\.1:\d+)`)
+
+func start(bin string, args ...string) proc {
+	cmd := exec.Command(bin, args...)
+	out, err := cmd.StderrPipe()
+	check(err)
+	check(cmd.Start())
+	found := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			if m := addrRE.FindStringSubmatch(sc.Text()); m != nil {
+				select {
+				case found <- m[1]:
+				default:
+				}
+			}
+		}
+	}()
+	select {
+	case addr := <-found:
+		return proc{url: "http://" + addr, cmd: cmd}
+	case <-time.After(15 * time.Second):
+		_ = cmd.Process.Kill()
+		check(fmt.Errorf("%s did not start", args[0]))
+	}
+	return proc{}
+}
+
+func stop(cmd *exec.Cmd) {
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		_ = cmd.Process.Kill()
+		<-done
+	}
+}
+
+func moduleRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", fmt.Errorf("go.mod not found above the working directory")
+		}
+		dir = parent
+	}
+}
