@@ -276,3 +276,20 @@ func TestLargeResultAsBlob(t *testing.T) {
 		t.Fatalf("forged handle: %v", err)
 	}
 }
+
+// TestResourcesCapability checks 4015 for a server that declares no
+// resources capability, and 4014 for an unknown bundle_id.
+func TestResourcesCapability(t *testing.T) {
+	url := upstream(t)
+	a, _ := office(t, fmt.Sprintf(`{"name":"up","type":"streamable","server_parameters":{"url":%q}}`, url), Options{})
+	waitTool(t, a, "up__echo")
+	_, err := a.Resources(context.Background(), "pc", "up", nil)
+	var pe *smcp.Error
+	if !errors.As(err, &pe) || pe.Code != smcp.CodeCapabilityNotSupported || pe.MCPServer != "up" || pe.MCPServerName != "up" || pe.Capability != "resources" {
+		t.Fatalf("4015: %#v", err)
+	}
+	_, err = a.Resources(context.Background(), "pc", "ghost", nil)
+	if !errors.As(err, &pe) || pe.Code != smcp.CodeMCPServerNotFound || pe.MCPServer != "ghost" {
+		t.Fatalf("4014: %#v", err)
+	}
+}

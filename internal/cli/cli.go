@@ -79,8 +79,9 @@ func usage(w io.Writer) {
 
 Usage:
   a2c server [--listen HOST:PORT] [--path /socket.io/] [--token T | --token-file F]
-  a2c computer --config FILE [--server URL] [--office ID] [--name NAME] [--token T] [--approve all|none|ask]
+  a2c computer --config FILE [--server URL] [--office ID] [--name NAME] [--token T] [--approve all|none|ask] [--admin HOST:PORT]
   a2c computer check --config FILE [--json]
+  a2c computer history [--admin URL] [--last N] [--json]
   a2c room   [--server URL] [--office ID] [--json]
   a2c tools  [--server URL] [--office ID] [--computer NAME] [--json]
   a2c call   TOOL [--args JSON] [--timeout SECONDS] [--computer NAME] [--json]

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"strings"
@@ -23,6 +25,9 @@ func runComputer(ctx context.Context, e *env, args []string) error {
 	if len(args) > 0 && args[0] == "check" {
 		return runComputerCheck(ctx, e, args[1:])
 	}
+	if len(args) > 0 && args[0] == "history" {
+		return runComputerHistory(ctx, e, args[1:])
+	}
 	fs := newFlags(e, "computer")
 	server := fs.String("server", "http://127.0.0.1:8000", "signalling server URL")
 	path := fs.String("path", "/socket.io/", "the server's Engine.IO path")
@@ -33,6 +38,7 @@ func runComputer(ctx context.Context, e *env, args []string) error {
 	authField := fs.String("auth-field", "x-api-key", "auth field and header that carry the token")
 	approve := fs.String("approve", "all", "tools without auto_apply: all (run), none (refuse), ask (prompt on the terminal)")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	admin := fs.String("admin", "", "serve the local management plane (status, history) on this loopback HOST:PORT")
 	if err := e.parse(fs, args); err != nil {
 		return err
 	}
@@ -79,7 +85,62 @@ func runComputer(ctx context.Context, e *env, args []string) error {
 	if *cfgPath != "" {
 		go watchConfig(ctx, *cfgPath, c, log)
 	}
+	if *admin != "" {
+		ln, err := net.Listen("tcp", *admin)
+		if err != nil {
+			return fmt.Errorf("admin: %w", err)
+		}
+		if ip := ln.Addr().(*net.TCPAddr).IP; !ip.IsLoopback() {
+			ln.Close()
+			return usageError{"--admin must be a loopback address"}
+		}
+		hs := &http.Server{Handler: c.AdminHandler(), ReadHeaderTimeout: 5 * time.Second}
+		go func() { _ = hs.Serve(ln) }()
+		defer hs.Close()
+		log.Info("management plane listening", "admin", "http://"+ln.Addr().String())
+	}
 	return c.Run(ctx)
+}
+
+// runComputerHistory prints the last tool calls of a running Computer,
+// read from its management plane.
+func runComputerHistory(ctx context.Context, e *env, args []string) error {
+	fs := newFlags(e, "computer history")
+	admin := fs.String("admin", "http://127.0.0.1:8001", "the Computer's management plane (its --admin address)")
+	last := fs.Int("last", 20, "how many calls")
+	asJSON := fs.Bool("json", false, "print JSON")
+	if err := e.parse(fs, args); err != nil {
+		return err
+	}
+	base := *admin
+	if !strings.Contains(base, "://") {
+		base = "http://" + base
+	}
+	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(rctx, http.MethodGet, fmt.Sprintf("%s/history?last=%d", strings.TrimRight(base, "/"), *last), nil)
+	if err != nil {
+		return usageError{"bad --admin: " + err.Error()}
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("management plane: %w", err)
+	}
+	defer resp.Body.Close()
+	var recs []computer.Record
+	if err := json.NewDecoder(resp.Body).Decode(&recs); err != nil {
+		return fmt.Errorf("management plane: %w", err)
+	}
+	if *asJSON {
+		return printJSON(e, recs)
+	}
+	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "STARTED\tTOOL\tOUTCOME\tDURATION\tAGENT\tREQ_ID")
+	for _, r := range recs {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.Started.Format(time.RFC3339), r.Tool, r.Outcome,
+			r.Duration.Round(time.Millisecond), r.Agent, r.ReqID)
+	}
+	return tw.Flush()
 }
 
 // watchConfig reloads the configuration when the file changes or on

@@ -3,6 +3,7 @@ package interop
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -96,21 +97,7 @@ func startComputer(t *testing.T, serverURL, office, name, cfgPath string, extra 
 			p.mu.Unlock()
 		}
 	}()
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		done := make(chan error, 1)
-		go func() { done <- cmd.Wait() }()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("a2c computer exited with %v after SIGTERM; logs:\n%s", err, p.Logs())
-			}
-		case <-time.After(20 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
-			t.Errorf("a2c computer did not stop on SIGTERM")
-		}
-	})
+	t.Cleanup(func() { p.Stop(t) })
 	return p
 }
 
@@ -330,4 +317,58 @@ func TestComputerPythonAgent(t *testing.T) {
 	startComputer(t, srv.URL, office, "py-pc", cfg)
 	runScenarios(t, []string{"A2C_URL=" + srv.URL, "A2C_OFFICE=" + office, "A2C_COMPUTER=py-pc"},
 		"/usr/bin/python3", "test/interop/python/computer_agent.py")
+}
+
+// TestComputerReconnectAndHistory restarts the signalling server under a
+// running Computer, which must rejoin its office by itself, and reads the
+// Computer's call history with "a2c computer history".
+func TestComputerReconnectAndHistory(t *testing.T) {
+	entry := everythingEntry(t)
+	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	srv := startServer(t, "--listen", addr)
+	cfg := filepath.Join(t.TempDir(), "servers.json")
+	doc := fmt.Sprintf(`{"name":"ev","type":"stdio","server_parameters":{"command":"node","args":[%q,"stdio"]}}`, entry)
+	if err := os.WriteFile(cfg, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	admin := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	office := agent.NewReqID()
+	comp := startComputer(t, srv.URL, office, "pc", cfg, "--admin", admin)
+
+	call := func(a *agent.Client, msg string) {
+		t.Helper()
+		res, err := a.CallTool(ctx10(t), agent.Call{Computer: "pc", Tool: "ev__echo", Params: map[string]any{"message": msg}, Timeout: 10 * time.Second})
+		if err != nil || res.IsError || text(res) != "Echo: "+msg {
+			t.Fatalf("call = %+v, %v", res, err)
+		}
+	}
+	a := dialAgent(t, srv.URL, "agent", agent.Options{})
+	if err := a.Join(ctx10(t), office); err != nil {
+		t.Fatal(err)
+	}
+	waitTools(t, a, "pc", "ev__echo")
+	call(a, "one")
+	call(a, "two")
+
+	out, err := exec.Command(binPath, "computer", "history", "--admin", admin, "--json").Output()
+	var recs []struct {
+		Tool, Outcome, Agent string
+	}
+	if err != nil || json.Unmarshal(out, &recs) != nil || len(recs) < 2 || recs[len(recs)-1].Tool != "ev__echo" ||
+		recs[len(recs)-1].Outcome != "ok" || recs[len(recs)-1].Agent != "agent" {
+		t.Fatalf("history: %v %s", err, out)
+	}
+
+	a.Close()
+	srv.Stop(t)
+	srv2 := startServer(t, "--listen", addr)
+	b := dialAgent(t, srv2.URL, "agent-2", agent.Options{})
+	if err := b.Join(ctx10(t), office); err != nil {
+		t.Fatal(err)
+	}
+	waitTools(t, b, "pc", "ev__echo")
+	call(b, "after restart")
+	if !strings.Contains(comp.Logs(), "joined office") {
+		t.Errorf("computer logs:\n%s", comp.Logs())
+	}
 }

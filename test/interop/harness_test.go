@@ -60,11 +60,37 @@ func missingPeer(t *testing.T, what string) {
 
 // proc is a running a2c binary.
 type proc struct {
-	URL  string
-	Addr string
-	cmd  *exec.Cmd
-	mu   sync.Mutex
-	logs bytes.Buffer
+	URL     string
+	Addr    string
+	cmd     *exec.Cmd
+	mu      sync.Mutex
+	logs    bytes.Buffer
+	stopped bool
+}
+
+// Stop ends the process with SIGTERM and checks that it exits cleanly.
+func (p *proc) Stop(t *testing.T) {
+	t.Helper()
+	p.mu.Lock()
+	if p.stopped {
+		p.mu.Unlock()
+		return
+	}
+	p.stopped = true
+	p.mu.Unlock()
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan error, 1)
+	go func() { done <- p.cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("%s exited with %v after SIGTERM; logs:\n%s", p.cmd.Args[1], err, p.Logs())
+		}
+	case <-time.After(40 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-done
+		t.Errorf("%s did not stop on SIGTERM", p.cmd.Args[1])
+	}
 }
 
 func (p *proc) Logs() string {
@@ -113,21 +139,7 @@ func startServer(t *testing.T, args ...string) *proc {
 		t.Fatalf("a2c server did not report its address; logs:\n%s", p.Logs())
 	}
 	p.URL = "http://" + p.Addr
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		done := make(chan error, 1)
-		go func() { done <- cmd.Wait() }()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("a2c server exited with %v after SIGTERM; logs:\n%s", err, p.Logs())
-			}
-		case <-time.After(40 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
-			t.Errorf("a2c server did not stop on SIGTERM")
-		}
-	})
+	t.Cleanup(func() { p.Stop(t) })
 	return p
 }
 
