@@ -98,6 +98,7 @@ type Record struct {
 	ReqID    string        `json:"req_id"`
 	Agent    string        `json:"agent"`
 	Tool     string        `json:"tool"`
+	BundleID string        `json:"bundle_id,omitempty"`
 	Started  time.Time     `json:"started"`
 	Duration time.Duration `json:"duration"`
 	IsError  bool          `json:"is_error"`
@@ -161,7 +162,7 @@ func (c *Computer) apply(ctx context.Context, cfg *config.File) error {
 				c.mu.Unlock()
 				return fmt.Errorf("server %q: %w", s.BundleID, err)
 			}
-			h.up = mcphost.Start(UpstreamSpec(rendered), mcphost.Options{OnChange: c.markChanged, Logger: c.log})
+			h.up = mcphost.Start(UpstreamSpec(rendered), mcphost.Options{OnChange: c.markChanged, OnResources: c.resourcesChanged, Logger: c.log})
 		}
 		next[s.BundleID] = h
 	}

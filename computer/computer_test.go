@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -72,7 +73,7 @@ func upstream(t *testing.T) string {
 
 // office starts a signalling server and a Computer serving cfg, and
 // returns an Agent joined to the Computer's office.
-func office(t *testing.T, cfgJSON string, o Options) (*agent.Client, *Computer) {
+func office(t *testing.T, cfgJSON string, o Options, ao ...agent.Options) (*agent.Client, *Computer) {
 	t.Helper()
 	srv, err := server.New(server.Config{})
 	if err != nil {
@@ -95,7 +96,12 @@ func office(t *testing.T, cfgJSON string, o Options) (*agent.Client, *Computer) 
 	t.Cleanup(func() { cancel(); <-done; c.Close() })
 	actx, acancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer acancel()
-	a, err := agent.Dial(actx, ts.URL, agent.Options{Name: "agent"})
+	var aopts agent.Options
+	if len(ao) > 0 {
+		aopts = ao[0]
+	}
+	aopts.Name = "agent"
+	a, err := agent.Dial(actx, ts.URL, aopts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -291,5 +297,94 @@ func TestResourcesCapability(t *testing.T) {
 	_, err = a.Resources(context.Background(), "pc", "ghost", nil)
 	if !errors.As(err, &pe) || pe.Code != smcp.CodeMCPServerNotFound || pe.MCPServer != "ghost" {
 		t.Fatalf("4014: %#v", err)
+	}
+}
+
+// windowServer is an MCP server with window:// resources (and one that is
+// not a window), over streamable HTTP. It returns the server so a test can
+// announce changes.
+func windowServer(t *testing.T, windows map[string]struct {
+	text       string
+	priority   float64
+	fullscreen bool
+}) (string, *mcp.Server) {
+	s := mcp.NewServer(&mcp.Implementation{Name: "win", Version: "1"}, &mcp.ServerOptions{
+		SubscribeHandler:   func(context.Context, *mcp.SubscribeRequest) error { return nil },
+		UnsubscribeHandler: func(context.Context, *mcp.UnsubscribeRequest) error { return nil },
+	})
+	add := func(uri, text string, priority float64, fullscreen bool) {
+		r := &mcp.Resource{URI: uri, Name: uri, MIMEType: "text/plain", Annotations: &mcp.Annotations{Priority: priority}}
+		if fullscreen {
+			r.Meta = mcp.Meta{"fullscreen": true}
+		}
+		s.AddResource(r, func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, Text: text}}}, nil
+		})
+	}
+	for uri, w := range windows {
+		add(uri, w.text, w.priority, w.fullscreen)
+	}
+	add("file:///not-a-window", "x", 1, false)
+	ts := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil))
+	t.Cleanup(ts.Close)
+	return ts.URL, s
+}
+
+func TestDesktop(t *testing.T) {
+	type w = struct {
+		text       string
+		priority   float64
+		fullscreen bool
+	}
+	url1, s1 := windowServer(t, map[string]w{
+		"window://app/main": {"main window", 0.5, false},
+		"window://app/side": {"side panel", 0.9, false},
+	})
+	url2, _ := windowServer(t, map[string]w{
+		"window://term/1": {"shell", 0.1, false},
+		"window://term/2": {"full screen", 0.2, true},
+	})
+	cfg := fmt.Sprintf(`[{"name":"a","type":"streamable","server_parameters":{"url":%q}},
+		{"name":"b","type":"streamable","server_parameters":{"url":%q}}]`, url1, url2)
+	updates := make(chan agent.Notification, 16)
+	a, _ := office(t, cfg, Options{}, agent.Options{OnNotify: func(n agent.Notification) {
+		if n.Event == smcp.NotifyUpdateDesktop {
+			updates <- n
+		}
+	}})
+	ctx := context.Background()
+	var got []string
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		var err error
+		if got, err = a.Desktop(ctx, "pc", nil, ""); err == nil && len(got) == 3 {
+			break
+		}
+	}
+	want := []string{"window://app/side\n\nside panel", "window://app/main\n\nmain window", "window://term/2\n\nfull screen"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("desktop = %q, want %q", got, want)
+	}
+	one := 1
+	if got, err := a.Desktop(ctx, "pc", &one, ""); err != nil || len(got) != 1 || got[0] != want[0] {
+		t.Fatalf("desktop_size 1 = %q, %v", got, err)
+	}
+	if got, err := a.Desktop(ctx, "pc", nil, "window://app/main"); err != nil || len(got) != 1 || got[0] != want[1] {
+		t.Fatalf("window filter = %q, %v", got, err)
+	}
+	if got, err := a.Desktop(ctx, "pc", nil, "window://nope"); err != nil || got == nil || len(got) != 0 {
+		t.Fatalf("unmatched window = %q, %v", got, err)
+	}
+	// A window that changes reaches the office as notify:update_desktop
+	// (the Computer subscribed to it when it read the desktop).
+	if err := s1.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: "window://app/main"}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case n := <-updates:
+		if n.Computer != "pc" {
+			t.Fatalf("notification %+v", n)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no notify:update_desktop")
 	}
 }

@@ -57,7 +57,7 @@ func (h *handler) Event(_ *sio.Socket, e *sio.Event) {
 	case smcp.EventGetDesktop:
 		var req smcp.GetDesktopReq
 		if c.decode(e, raw, &req, req.Computer) {
-			answer(e, smcp.GetDesktopRet{Desktops: []string{}, ReqID: req.ReqID})
+			go c.desktopRet(e, req)
 		}
 	case smcp.EventGetSkills:
 		var req smcp.GetSkillsReq
@@ -202,6 +202,11 @@ func (c *Computer) toolCall(e *sio.Event, raw []byte) {
 		return
 	}
 	rec := Record{ReqID: req.ReqID, Agent: req.Agent, Tool: req.ToolName, Started: start}
+	c.mu.RLock()
+	if r, ok := c.routes[req.ToolName]; ok {
+		rec.BundleID = r.server.cfg.BundleID
+	}
+	c.mu.RUnlock()
 	res := c.runTool(req, &rec)
 	rec.Duration = time.Since(start)
 	rec.IsError = res.IsError

@@ -40,12 +40,21 @@ type Options struct {
 	// OnChange is called (on its own goroutine, never concurrently for one
 	// Upstream) when the tool list or the connection state changes.
 	OnChange func()
+	// OnResources, if set, is called (on its own goroutine) when the
+	// server reports that its resource list or one resource changed.
+	OnResources func(ResourceChange)
 	// MinBackoff and MaxBackoff bound the restart delay. Defaults 200ms
 	// and 30s.
 	MinBackoff, MaxBackoff time.Duration
 	// ConnectTimeout bounds one connect and initialize. Default 30s.
 	ConnectTimeout time.Duration
 	Logger         *slog.Logger
+}
+
+// ResourceChange says what changed: the list (URI empty) or one resource.
+type ResourceChange struct {
+	BundleID string
+	URI      string
 }
 
 // State is an Upstream's connection state.
@@ -72,6 +81,7 @@ type Upstream struct {
 	mu       sync.Mutex
 	state    State
 	session  *mcp.ClientSession
+	subs     map[string]bool // resources subscribed to on session
 	tools    []*mcp.Tool
 	caps     *mcp.ServerCapabilities
 	lastErr  error
@@ -230,6 +240,20 @@ func (u *Upstream) ListResources(ctx context.Context, cursor string) (*mcp.ListR
 	return s.ListResources(ctx, &mcp.ListResourcesParams{Cursor: cursor})
 }
 
+// Subscribe asks for notifications/resources/updated about uri, once per
+// session, if the server supports subscriptions.
+func (u *Upstream) Subscribe(ctx context.Context, uri string) error {
+	u.mu.Lock()
+	s, caps := u.session, u.caps
+	if s == nil || caps == nil || caps.Resources == nil || !caps.Resources.Subscribe || u.subs[uri] {
+		u.mu.Unlock()
+		return nil
+	}
+	u.subs[uri] = true
+	u.mu.Unlock()
+	return s.Subscribe(ctx, &mcp.SubscribeParams{URI: uri})
+}
+
 // ReadResource reads one resource.
 func (u *Upstream) ReadResource(ctx context.Context, uri string) (*mcp.ReadResourceResult, error) {
 	s, err := u.live(ctx)
@@ -340,6 +364,14 @@ func (u *Upstream) supervise(ctx context.Context) {
 func (u *Upstream) session1(ctx context.Context) error {
 	client := mcp.NewClient(&mcp.Implementation{Name: "a2c-computer", Version: "0.3.0"}, &mcp.ClientOptions{
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { u.refreshAsync(ctx) },
+		ResourceListChangedHandler: func(context.Context, *mcp.ResourceListChangedRequest) {
+			u.resourceChange("")
+		},
+		ResourceUpdatedHandler: func(_ context.Context, r *mcp.ResourceUpdatedNotificationRequest) {
+			if r.Params != nil {
+				u.resourceChange(r.Params.URI)
+			}
+		},
 	})
 	t, err := u.transport()
 	if err != nil {
@@ -371,6 +403,7 @@ func (u *Upstream) session1(ctx context.Context) error {
 	}
 	u.mu.Lock()
 	u.session, u.tools, u.caps, u.state, u.lastErr = s, tools, caps, Ready, nil
+	u.subs = map[string]bool{}
 	u.mu.Unlock()
 	u.changed()
 	u.opts.Logger.Info("mcp upstream ready", "bundle_id", u.spec.BundleID, "tools", len(tools))
@@ -379,6 +412,12 @@ func (u *Upstream) session1(ctx context.Context) error {
 		err = errors.New("session ended")
 	}
 	return err
+}
+
+func (u *Upstream) resourceChange(uri string) {
+	if f := u.opts.OnResources; f != nil {
+		go f(ResourceChange{BundleID: u.spec.BundleID, URI: uri})
+	}
 }
 
 func (u *Upstream) refreshAsync(ctx context.Context) {
