@@ -68,7 +68,8 @@ func runComputer(ctx context.Context, e *env, args []string) error {
 	if *token == "" {
 		*token = os.Getenv("A2C_TOKEN")
 	}
-	o := computer.Options{Server: *server, Path: *path, Office: *office, Name: *name, Config: cfg, Approval: policy, Logger: log}
+	o := computer.Options{Server: *server, Path: *path, Office: *office, Name: *name, Config: cfg, Approval: policy, Logger: log,
+		Resolver: &config.Resolver{Inputs: cfg.Inputs, Prompt: terminalPrompt(e)}}
 	if *token != "" {
 		o.Auth = map[string]any{*authField: *token}
 	}
@@ -236,7 +237,7 @@ func runComputerCheck(ctx context.Context, e *env, args []string) error {
 		Error    string   `json:"error,omitempty"`
 		Tools    []string `json:"tools"`
 	}
-	resolver := &config.Resolver{Inputs: cfg.Inputs}
+	resolver := &config.Resolver{Inputs: cfg.Inputs, Prompt: terminalPrompt(e)}
 	reports := make([]serverReport, len(cfg.Servers))
 	var wg sync.WaitGroup
 	for i, s := range cfg.Servers {

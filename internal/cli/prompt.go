@@ -1,0 +1,75 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/a2c-smcp/a2c-go/smcp"
+)
+
+// terminalPrompt asks for promptString and pickString inputs on the
+// controlling terminal, one question at a time; a password is read with
+// echo off. Without a terminal it reports that nobody can be asked, and
+// the input falls back to its default.
+func terminalPrompt(e *env) func(ctx context.Context, in smcp.MCPServerInput) (string, error) {
+	var mu sync.Mutex
+	return func(ctx context.Context, in smcp.MCPServerInput) (string, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		tty, err := os.OpenFile("/dev/tty", os.O_RDWR, 0)
+		if err != nil {
+			return "", errors.New("no terminal to ask on")
+		}
+		defer tty.Close()
+		desc := in.Description
+		if desc == "" {
+			desc = in.ID
+		}
+		switch in.Type {
+		case smcp.InputPickString:
+			fmt.Fprintf(tty, "%s\n", desc)
+			for i, o := range in.Options {
+				fmt.Fprintf(tty, "  %d) %s\n", i+1, o)
+			}
+			fmt.Fprint(tty, "choice: ")
+		default:
+			fmt.Fprintf(tty, "%s: ", desc)
+		}
+		secret := in.Password != nil && *in.Password
+		if secret {
+			stty(tty, "-echo")
+			defer func() { stty(tty, "echo"); fmt.Fprintln(tty) }()
+		}
+		answer := make(chan string, 1)
+		go func() {
+			line, _ := bufio.NewReader(tty).ReadString('\n')
+			answer <- strings.TrimRight(line, "\r\n")
+		}()
+		var a string
+		select {
+		case a = <-answer:
+		case <-ctx.Done():
+			return "", ctx.Err()
+		}
+		if in.Type == smcp.InputPickString {
+			if n, err := strconv.Atoi(strings.TrimSpace(a)); err == nil && n >= 1 && n <= len(in.Options) {
+				return in.Options[n-1], nil
+			}
+		}
+		return a, nil
+	}
+}
+
+// stty sets terminal modes on tty (echo off for passwords).
+func stty(tty *os.File, mode string) {
+	cmd := exec.Command("stty", mode)
+	cmd.Stdin = tty
+	_ = cmd.Run()
+}
