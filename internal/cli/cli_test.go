@@ -111,3 +111,14 @@ func TestAgentCommands(t *testing.T) {
 		t.Errorf("cancel: %d %q", code, out)
 	}
 }
+
+func TestCommandInput(t *testing.T) {
+	out, err := runCommandInput(context.Background(), "printf 'tok-123\n'", map[string]string{"ignored": "x"})
+	if err != nil || out != "tok-123\n" {
+		t.Fatalf("out = %q, %v", out, err)
+	}
+	_, err = runCommandInput(context.Background(), "echo s3cr3t; exit 3", nil)
+	if err == nil || err.Error() != "command input failed with exit status 3" {
+		t.Fatalf("err = %v", err)
+	}
+}

@@ -69,7 +69,7 @@ func runComputer(ctx context.Context, e *env, args []string) error {
 		*token = os.Getenv("A2C_TOKEN")
 	}
 	o := computer.Options{Server: *server, Path: *path, Office: *office, Name: *name, Config: cfg, Approval: policy, Logger: log,
-		Resolver: &config.Resolver{Inputs: cfg.Inputs, Prompt: terminalPrompt(e)}}
+		Resolver: &config.Resolver{Inputs: cfg.Inputs, Prompt: terminalPrompt(e), Run: runCommandInput}}
 	if *token != "" {
 		o.Auth = map[string]any{*authField: *token}
 	}
@@ -237,7 +237,7 @@ func runComputerCheck(ctx context.Context, e *env, args []string) error {
 		Error    string   `json:"error,omitempty"`
 		Tools    []string `json:"tools"`
 	}
-	resolver := &config.Resolver{Inputs: cfg.Inputs, Prompt: terminalPrompt(e)}
+	resolver := &config.Resolver{Inputs: cfg.Inputs, Prompt: terminalPrompt(e), Run: runCommandInput}
 	reports := make([]serverReport, len(cfg.Servers))
 	var wg sync.WaitGroup
 	for i, s := range cfg.Servers {

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/a2c-smcp/a2c-go/smcp"
 )
@@ -72,4 +73,21 @@ func stty(tty *os.File, mode string) {
 	cmd := exec.Command("stty", mode)
 	cmd.Stdin = tty
 	_ = cmd.Run()
+}
+
+// runCommandInput runs a command input as the Python SDK does: the command
+// string through the shell, its standard output as the value (args are
+// not used). The error names the exit status only, never the output.
+func runCommandInput(ctx context.Context, command string, _ map[string]string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, "/bin/sh", "-c", command).Output()
+	if err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			return "", fmt.Errorf("command input failed with exit status %d", ee.ExitCode())
+		}
+		return "", errors.New("command input could not run")
+	}
+	return string(out), nil
 }
