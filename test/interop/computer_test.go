@@ -309,7 +309,7 @@ func TestComputerPythonAgent(t *testing.T) {
 	entry := everythingEntry(t)
 	srv := startServer(t)
 	cfg := filepath.Join(t.TempDir(), "servers.yaml")
-	doc := fmt.Sprintf("- name: ev\n  type: stdio\n  server_parameters:\n    command: node\n    args: [%q, stdio]\n", entry)
+	doc := fmt.Sprintf("- name: ev\n  type: stdio\n  forbidden_tools: [get-env]\n  server_parameters:\n    command: node\n    args: [%q, stdio]\n", entry)
 	if err := os.WriteFile(cfg, []byte(doc), 0o600); err != nil {
 		t.Fatal(err)
 	}

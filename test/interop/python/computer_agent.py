@@ -6,6 +6,7 @@ and a closing "N passed, M failed" line.
 """
 import os
 import sys
+import threading
 import time
 import uuid
 
@@ -57,6 +58,51 @@ def main():
                                              "tool_name": "ev__trigger-long-running-operation",
                                              "params": {"duration": 10, "steps": 10}, "timeout": 1})
         check("tool_call_timeout", res.get("isError") is True and res.get("meta", {}).get("a2c_timeout") is True, res)
+
+        res = call(sio, "client:tool_call", {"agent": "py-agent", "req_id": str(uuid.uuid4()), "computer": COMPUTER,
+                                             "tool_name": "ev__get-sum", "params": {"a": 2, "b": 40}, "timeout": 20})
+        check("tool_call_add", res.get("isError") is False and "42" in res["content"][0]["text"], res)
+
+        check("forbidden_tool_absent", "ev__get-env" not in tools, tools)
+        res = call(sio, "client:tool_call", {"agent": "py-agent", "req_id": str(uuid.uuid4()), "computer": COMPUTER,
+                                             "tool_name": "ev__get-env", "params": {}, "timeout": 5})
+        check("forbidden_tool_4001", res.get("isError") is True and res.get("meta", {}).get("error_code") == 4001, res)
+
+        # Cancel: start a long call, cancel it by req_id, read the original ack.
+        rid = str(uuid.uuid4())
+        box = {}
+        done = threading.Event()
+
+        def on_ack(*args):
+            box["res"] = args[0] if args else None
+            done.set()
+
+        sio.emit("client:tool_call", {"agent": "py-agent", "req_id": rid, "computer": COMPUTER,
+                                      "tool_name": "ev__trigger-long-running-operation",
+                                      "params": {"duration": 10, "steps": 10}, "timeout": 30},
+                 namespace=NS, callback=on_ack)
+        time.sleep(0.5)
+        call(sio, "server:tool_call_cancel", {"agent": "py-agent", "req_id": rid}, timeout=5)
+        done.wait(8)
+        res = box.get("res") or {}
+        check("tool_call_cancel", res.get("isError") is True and res.get("meta", {}).get("a2c_cancelled") is True
+              and res.get("meta", {}).get("a2c_cancel_reason") == "agent_requested", res)
+
+        ret = call(sio, "client:get_resources", {"agent": "py-agent", "req_id": str(uuid.uuid4()), "computer": COMPUTER,
+                                                 "mcp_server": "ev"})
+        ok = isinstance(ret.get("resources"), list) and len(ret["resources"]) > 0
+        if ok and ret.get("next_cursor"):
+            nxt = call(sio, "client:get_resources", {"agent": "py-agent", "req_id": str(uuid.uuid4()), "computer": COMPUTER,
+                                                     "mcp_server": "ev", "cursor": ret["next_cursor"]})
+            ok = len(nxt.get("resources", [])) > 0
+        check("get_resources_paging", ok, ret)
+
+        ret = call(sio, "client:get_desktop", {"agent": "py-agent", "req_id": str(uuid.uuid4()), "computer": COMPUTER})
+        check("get_desktop", ret.get("desktops") == [] and "req_id" in ret, ret)
+
+        ret = call(sio, "client:get_blob", {"agent": "py-agent", "req_id": str(uuid.uuid4()), "computer": COMPUTER,
+                                            "blob_handle": "blob1.forged.handle"})
+        check("get_blob_4018", ret.get("code") == 4018 and ret.get("details", {}).get("reason") == "invalid_handle", ret)
 
         ret = call(sio, "client:get_config", {"agent": "py-agent", "req_id": str(uuid.uuid4()), "computer": COMPUTER})
         check("get_config", "ev" in ret.get("servers", {}) and "req_id" not in ret, ret)
