@@ -117,11 +117,7 @@ func answer(e *sio.Event, v any) {
 	if !e.WantsAck() {
 		return
 	}
-	b, err := json.Marshal(v)
-	if err != nil {
-		b = []byte(`{"code":500,"message":"internal error"}`)
-	}
-	_ = e.Ack(sio.Message{Args: []json.RawMessage{b}})
+	_ = e.Ack(sio.Message{Args: []json.RawMessage{smcp.Encode(v)}})
 }
 
 func (c *Computer) configRet() smcp.GetComputerConfigRet {

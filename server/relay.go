@@ -108,11 +108,7 @@ func (s *Server) refuse(e *sio.Event, err error) {
 }
 
 func jsonMessage(v any) sio.Message {
-	b, err := json.Marshal(v)
-	if err != nil {
-		b = []byte(`{"code":500,"message":"internal error"}`)
-	}
-	return sio.Message{Args: []json.RawMessage{b}}
+	return sio.Message{Args: []json.RawMessage{smcp.Encode(v)}}
 }
 
 func textContent(text string) json.RawMessage {

@@ -315,11 +315,7 @@ func ackJSON(e *sio.Event, v any) {
 	if !e.WantsAck() {
 		return
 	}
-	b, err := json.Marshal(v)
-	if err != nil {
-		b = []byte(`{"code":500,"message":"internal error"}`)
-	}
-	_ = e.Ack(sio.Message{Args: []json.RawMessage{b}})
+	_ = e.Ack(sio.Message{Args: []json.RawMessage{smcp.Encode(v)}})
 }
 
 var (

@@ -401,3 +401,17 @@ func BlobNotAccessible(reason string) *Error {
 		Details: map[string]any{"reason": reason},
 	}
 }
+
+// internalPayload is what Encode sends when a value cannot be encoded.
+var internalPayload = json.RawMessage(`{"code":500,"message":"internal error"}`)
+
+// Encode returns v as JSON for the wire, or a flat 500 ErrorPayload if v
+// cannot be encoded (which is a bug, never the peer's input), so that an
+// answer is always sent.
+func Encode(v any) json.RawMessage {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return internalPayload
+	}
+	return b
+}

@@ -12,7 +12,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"flag"
 	"fmt"
@@ -21,15 +20,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/a2c-smcp/a2c-go/agent"
+	"github.com/a2c-smcp/a2c-go/bench/internal/procs"
 )
 
 func check(err error) {
@@ -45,26 +43,26 @@ func main() {
 	flag.Parse()
 
 	upURL := serveUpstream(*sleep)
-	root, err := moduleRoot()
+	root, err := procs.ModuleRoot()
 	check(err)
 	tmp, err := os.MkdirTemp("", "a2c-bench-computer-")
 	check(err)
 	defer os.RemoveAll(tmp)
-	bin := filepath.Join(tmp, "a2c")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/a2c")
-	build.Dir, build.Stderr = root, os.Stderr
-	check(build.Run())
+	bin, err := procs.BuildA2C(root, tmp)
+	check(err)
 
-	srv := start(bin, "server", "--listen", "127.0.0.1:0", "--log-level", "warn")
-	defer stop(srv.cmd)
+	srvCmd := exec.Command(bin, "server", "--listen", "127.0.0.1:0", "--log-level", "warn")
+	srvURL, err := procs.Start(srvCmd)
+	check(err)
+	defer procs.Stop(srvCmd)
 	cfg := filepath.Join(tmp, "servers.json")
 	check(os.WriteFile(cfg, []byte(fmt.Sprintf(`{"name":"up","type":"streamable","server_parameters":{"url":%q}}`, upURL)), 0o600))
-	comp := exec.Command(bin, "computer", "--server", srv.url, "--office", "bench", "--name", "pc", "--config", cfg, "--log-level", "warn")
+	comp := exec.Command(bin, "computer", "--server", srvURL, "--office", "bench", "--name", "pc", "--config", cfg, "--log-level", "warn")
 	check(comp.Start())
-	defer stop(comp)
+	defer procs.Stop(comp)
 
 	ctx := context.Background()
-	a, err := agent.Dial(ctx, srv.url, agent.Options{Name: "agent"})
+	a, err := agent.Dial(ctx, srvURL, agent.Options{Name: "agent"})
 	check(err)
 	defer a.Close()
 	check(a.Join(ctx, "bench"))
@@ -171,67 +169,4 @@ func serveUpstream(sleep time.Duration) string {
 		_ = http.Serve(ln, mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil))
 	}()
 	return "http://" + ln.Addr().String() + "/"
-}
-
-type proc struct {
-	url string
-	cmd *exec.Cmd
-}
-
-var addrRE = regexp.MustCompile(`addr=(127\.0\.0\.1:\d+)`)
-
-func start(bin string, args ...string) proc {
-	cmd := exec.Command(bin, args...)
-	out, err := cmd.StderrPipe()
-	check(err)
-	check(cmd.Start())
-	found := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			if m := addrRE.FindStringSubmatch(sc.Text()); m != nil {
-				select {
-				case found <- m[1]:
-				default:
-				}
-			}
-		}
-	}()
-	select {
-	case addr := <-found:
-		return proc{url: "http://" + addr, cmd: cmd}
-	case <-time.After(15 * time.Second):
-		_ = cmd.Process.Kill()
-		check(fmt.Errorf("%s did not start", args[0]))
-	}
-	return proc{}
-}
-
-func stop(cmd *exec.Cmd) {
-	_ = cmd.Process.Signal(syscall.SIGTERM)
-	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		_ = cmd.Process.Kill()
-		<-done
-	}
-}
-
-func moduleRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", fmt.Errorf("go.mod not found above the working directory")
-		}
-		dir = parent
-	}
 }

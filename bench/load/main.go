@@ -15,7 +15,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"flag"
@@ -24,7 +23,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
@@ -36,6 +34,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/a2c-smcp/a2c-go/bench/internal/procs"
 	"github.com/a2c-smcp/a2c-go/internal/sio"
 	"github.com/a2c-smcp/a2c-go/smcp"
 )
@@ -64,15 +63,13 @@ func main() {
 		defer pprof.StopCPUProfile()
 	}
 
-	root, err := moduleRoot()
+	root, err := procs.ModuleRoot()
 	check(err)
 	tmp, err := os.MkdirTemp("", "a2c-bench-")
 	check(err)
 	defer os.RemoveAll(tmp)
-	bin := filepath.Join(tmp, "a2c")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/a2c")
-	build.Dir, build.Stderr = root, os.Stderr
-	check(build.Run())
+	bin, err := procs.BuildA2C(root, tmp)
+	check(err)
 
 	// The machine's noise drifts, so targets take turns within each round
 	// and every figure is the median over the rounds.
@@ -150,30 +147,11 @@ func raiseNoFile() {
 	}
 }
 
-func moduleRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", fmt.Errorf("go.mod not found above the working directory")
-		}
-		dir = parent
-	}
-}
-
 // server is a server process under test.
 type server struct {
 	url string
 	cmd *exec.Cmd
 }
-
-var addrRE = regexp.MustCompile(`(?:addr=|listening )(127\.0\.0\.1:\d+)`)
 
 func start(target, root, bin string) *server {
 	// "ours:NAME=VALUE,..." is our server with extra environment, for A/B
@@ -202,46 +180,13 @@ func start(target, root, bin string) *server {
 	default:
 		check(fmt.Errorf("unknown target %q", target))
 	}
-	// Both servers report their address on one of their outputs.
-	pr, pw, err := os.Pipe()
+	url, err := procs.Start(cmd)
 	check(err)
-	cmd.Stdout, cmd.Stderr = pw, pw
-	check(cmd.Start())
-	pw.Close()
-	found := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(pr)
-		for sc.Scan() {
-			if m := addrRE.FindStringSubmatch(sc.Text()); m != nil {
-				select {
-				case found <- m[1]:
-				default:
-				}
-			}
-		}
-	}()
-	select {
-	case addr := <-found:
-		time.Sleep(200 * time.Millisecond)
-		return &server{url: "http://" + addr, cmd: cmd}
-	case <-time.After(15 * time.Second):
-		_ = cmd.Process.Kill()
-		check(fmt.Errorf("%s did not start", target))
-	}
-	return nil
+	time.Sleep(200 * time.Millisecond)
+	return &server{url: url, cmd: cmd}
 }
 
-func (s *server) stop() {
-	_ = s.cmd.Process.Signal(syscall.SIGTERM)
-	done := make(chan struct{})
-	go func() { _ = s.cmd.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		_ = s.cmd.Process.Kill()
-		<-done
-	}
-}
+func (s *server) stop() { procs.Stop(s.cmd) }
 
 // cpuTicks is the process's user+sys time in clock ticks (1/100 s).
 func (s *server) cpuTicks() int64 {
