@@ -1,0 +1,240 @@
+package sandbox
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	_ "embed"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"os"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Version is the aiod API version this daemon implements.
+const Version = "0.9.2"
+
+// Config configures a [Daemon].
+type Config struct {
+	// Workspace is the directory commands start in and relative paths
+	// resolve against. Default the current directory.
+	Workspace string
+	// APIKey, when set, must accompany every request but the public ones
+	// (Authorization: Bearer, x-api-key, or ?api_key=).
+	APIKey string
+	// Revision names the build, for /health. Default "dev".
+	Revision string
+	Logger   *slog.Logger
+}
+
+// Daemon is the aiod HTTP surface: the envelope, validation, auth and the
+// routes of every plane.
+type Daemon struct {
+	cfg     Config
+	log     *slog.Logger
+	handler http.Handler
+	reg     *prometheus.Registry
+	reqs    *prometheus.CounterVec
+	dur     *prometheus.HistogramVec
+}
+
+//go:embed openapi/v2-openapi.json
+var openapiV2 []byte
+
+//go:embed openapi/v1-openapi.json
+var openapiV1 []byte
+
+// New returns a daemon ready to serve with [Daemon.Handler].
+func New(cfg Config) (*Daemon, error) {
+	if cfg.Workspace == "" {
+		wd, err := os.Getwd()
+		if err != nil {
+			return nil, err
+		}
+		cfg.Workspace = wd
+	}
+	if cfg.Revision == "" {
+		cfg.Revision = "dev"
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	d := &Daemon{cfg: cfg, log: cfg.Logger, reg: prometheus.NewRegistry()}
+	d.reqs = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "http_requests_total", Help: "HTTP requests by method, route and status."},
+		[]string{"method", "route", "status"})
+	d.dur = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "http_request_duration_seconds", Help: "HTTP request durations by route.",
+		Buckets: prometheus.DefBuckets}, []string{"route"})
+	d.reg.MustRegister(d.reqs, d.dur, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /health", d.health)
+	mux.HandleFunc("GET /v1/ping", func(w http.ResponseWriter, _ *http.Request) { OK(w, "pong") })
+	mux.HandleFunc("/internal/auth", d.internalAuth)
+	mux.HandleFunc("GET /v2/openapi.json", rawJSON(openapiV2))
+	mux.HandleFunc("GET /v1/openapi.json", rawJSON(openapiV1))
+	mux.Handle("GET /metrics", promhttp.HandlerFor(d.reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("GET /v2/sandbox", d.sandboxInfo)
+	mux.HandleFunc("GET /v2/sandbox/packages", d.packages)
+	d.handler = d.instrument(mux, requestID(d.auth(limitJSON(envelopeErrors(mux)))))
+	return d, nil
+}
+
+// Handler serves every route.
+func (d *Daemon) Handler() http.Handler { return d.handler }
+
+func rawJSON(b []byte) http.HandlerFunc {
+	return func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(b)
+	}
+}
+
+// healthBody is /health's answer, the one route outside the envelope.
+type healthBody struct {
+	Status   string `json:"status"`
+	Version  string `json:"version"`
+	Server   string `json:"server"`
+	Revision string `json:"revision"`
+}
+
+func (d *Daemon) health(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(healthBody{Status: "ok", Version: Version, Server: "aiod", Revision: d.cfg.Revision})
+}
+
+// sandboxInfo is GET /v2/sandbox: where the daemon runs and what it can do.
+func (d *Daemon) sandboxInfo(w http.ResponseWriter, _ *http.Request) {
+	host, _ := os.Hostname()
+	user := os.Getenv("USER")
+	if user == "" {
+		user = "unknown"
+	}
+	zone, _ := time.Now().Zone()
+	OK(w, map[string]any{
+		"workspace_dir": d.cfg.Workspace,
+		"workspace":     d.cfg.Workspace,
+		"version":       Version,
+		"detail": map[string]any{
+			"system": map[string]any{"os": runtime.GOOS, "arch": runtime.GOARCH, "user": user, "hostname": host, "timezone": zone},
+		},
+	})
+}
+
+// publicRoute reports whether a path is served without the key: the
+// listed prefixes, and "/" only by itself.
+func publicRoute(path string) bool {
+	if path == "/" {
+		return true
+	}
+	for _, p := range []string{"/health", "/v1/ping", "/v1/openapi.json", "/v2/openapi.json", "/internal/auth"} {
+		if strings.HasPrefix(path, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// keyOK reports whether r carries the key: Bearer, x-api-key, or the
+// deprecated ?api_key= (percent-decoded). Comparison is in constant time.
+func (d *Daemon) keyOK(r *http.Request) bool {
+	want := sha256.Sum256([]byte(d.cfg.APIKey))
+	match := func(got string) bool {
+		h := sha256.Sum256([]byte(got))
+		return got != "" && subtle.ConstantTimeCompare(h[:], want[:]) == 1
+	}
+	if a := r.Header.Get("Authorization"); len(a) > 7 && strings.EqualFold(a[:7], "bearer ") && match(a[7:]) {
+		return true
+	}
+	if match(r.Header.Get("X-API-Key")) {
+		return true
+	}
+	if k := r.URL.Query().Get("api_key"); k != "" {
+		if dk, err := url.QueryUnescape(k); err == nil {
+			k = dk
+		}
+		return match(k)
+	}
+	return false
+}
+
+// auth refuses protected routes without the key (when one is set) with
+// 401 and the envelope, before anything else runs (and so before any
+// WebSocket upgrade).
+func (d *Daemon) auth(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if d.cfg.APIKey == "" || publicRoute(r.URL.Path) || d.keyOK(r) {
+			next.ServeHTTP(w, r)
+			return
+		}
+		Fail(w, http.StatusUnauthorized, "Unauthorized", nil)
+	})
+}
+
+// internalAuth answers a gateway's auth subrequest: 204 when the original
+// URI is public, no key is set, or the key is right; 401 otherwise. Never
+// a body.
+func (d *Daemon) internalAuth(w http.ResponseWriter, r *http.Request) {
+	orig := r.Header.Get("X-Original-URI")
+	path := orig
+	if u, err := url.Parse(orig); err == nil {
+		path = u.Path
+	}
+	if d.cfg.APIKey == "" || publicRoute(path) || d.keyOK(r) {
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	w.WriteHeader(http.StatusUnauthorized)
+}
+
+// requestID takes x-tt-logid or x-request-id (or makes one) and echoes it
+// in x-tt-logid.
+func requestID(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := r.Header.Get("X-Tt-Logid")
+		if id == "" {
+			id = r.Header.Get("X-Request-Id")
+		}
+		if id == "" || len(id) > 128 {
+			id = newRequestID()
+		}
+		w.Header().Set("X-Tt-Logid", id)
+		next.ServeHTTP(w, r)
+	})
+}
+
+// instrument counts requests by the route pattern that served them.
+func (d *Daemon) instrument(mux *http.ServeMux, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		sw := &statusWriter{ResponseWriter: w, status: 200}
+		next.ServeHTTP(sw, r)
+		_, route := mux.Handler(r)
+		if route == "" || route == "/" {
+			route = "unmatched"
+		}
+		d.reqs.WithLabelValues(r.Method, route, http.StatusText(sw.status)).Inc()
+		d.dur.WithLabelValues(route).Observe(time.Since(start).Seconds())
+	})
+}
+
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (s *statusWriter) WriteHeader(code int) { s.status = code; s.ResponseWriter.WriteHeader(code) }
+
+// Unwrap lets http.ResponseController reach the connection (flushing,
+// hijacking for WebSockets).
+func (s *statusWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
+
+// Shutdown ends what the daemon runs; the planes add their cleanup here.
+func (d *Daemon) Shutdown(context.Context) error { return nil }
