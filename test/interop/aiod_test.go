@@ -1,7 +1,6 @@
 package interop
 
 import (
-	"bufio"
 	"fmt"
 	"io"
 	"net/http"
@@ -9,7 +8,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 )
 
 // startAiod runs the real aiod binary on a random loopback port.
@@ -25,39 +23,7 @@ func startAiod(t *testing.T, env []string, args ...string) *proc {
 	}
 	cmd := exec.Command(bin, append([]string{"--port", "0"}, args...)...)
 	cmd.Env = append(cmd.Environ(), env...)
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	p := &proc{cmd: cmd}
-	found := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			p.mu.Lock()
-			p.logs.WriteString(sc.Text() + "\n")
-			p.mu.Unlock()
-			if m := addrRE.FindStringSubmatch(sc.Text()); m != nil {
-				select {
-				case found <- m[1]:
-				default:
-				}
-			}
-		}
-	}()
-	select {
-	case p.Addr = <-found:
-	case <-time.After(15 * time.Second):
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-		t.Fatalf("aiod did not report its address:\n%s", p.Logs())
-	}
-	p.URL = "http://" + p.Addr
-	t.Cleanup(func() { p.Stop(t) })
-	return p
+	return run(t, cmd, true)
 }
 
 func get(t *testing.T, url string, header ...string) (int, string) {

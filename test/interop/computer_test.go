@@ -1,7 +1,6 @@
 package interop
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -80,25 +79,7 @@ func startEverything(t *testing.T, entry, transport string) string {
 func startComputer(t *testing.T, serverURL, office, name, cfgPath string, extra ...string) *proc {
 	t.Helper()
 	args := append([]string{"computer", "--server", serverURL, "--office", office, "--name", name, "--config", cfgPath}, extra...)
-	cmd := exec.Command(binPath, args...)
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	p := &proc{cmd: cmd}
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			p.mu.Lock()
-			p.logs.WriteString(sc.Text() + "\n")
-			p.mu.Unlock()
-		}
-	}()
-	t.Cleanup(func() { p.Stop(t) })
-	return p
+	return run(t, exec.Command(binPath, args...), false)
 }
 
 // waitTools waits until the Computer lists every tool in want.

@@ -106,7 +106,15 @@ var addrRE = regexp.MustCompile(`addr=(127\.0\.0\.1:\d+)`)
 // must exit cleanly.
 func startServer(t *testing.T, args ...string) *proc {
 	t.Helper()
-	cmd := exec.Command(binPath, append([]string{"server", "--listen", "127.0.0.1:0"}, args...)...)
+	return run(t, exec.Command(binPath, append([]string{"server", "--listen", "127.0.0.1:0"}, args...)...), true)
+}
+
+// run starts cmd, keeps its stderr as the process's logs and, when
+// waitAddr is set, waits for the "addr=127.0.0.1:PORT" of its first log
+// line. The process is stopped with SIGTERM at cleanup and must exit
+// cleanly.
+func run(t *testing.T, cmd *exec.Cmd, waitAddr bool) *proc {
+	t.Helper()
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -131,15 +139,16 @@ func startServer(t *testing.T, args ...string) *proc {
 			}
 		}
 	}()
+	t.Cleanup(func() { p.Stop(t) })
+	if !waitAddr {
+		return p
+	}
 	select {
 	case p.Addr = <-found:
 	case <-time.After(15 * time.Second):
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-		t.Fatalf("a2c server did not report its address; logs:\n%s", p.Logs())
+		t.Fatalf("%s did not report its address; logs:\n%s", filepath.Base(cmd.Path), p.Logs())
 	}
 	p.URL = "http://" + p.Addr
-	t.Cleanup(func() { p.Stop(t) })
 	return p
 }
 
