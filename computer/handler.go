@@ -41,37 +41,37 @@ func (h *handler) Event(_ *sio.Socket, e *sio.Event) {
 		go c.toolCall(e, raw)
 	case smcp.EventGetTools:
 		var req smcp.GetToolsReq
-		if c.decode(e, raw, &req, req.Computer) {
+		if c.decode(e, raw, &req) {
 			answer(e, smcp.GetToolsRet{Tools: c.Tools(), ReqID: req.ReqID})
 		}
 	case smcp.EventGetConfig:
 		var req smcp.GetComputerConfigReq
-		if c.decode(e, raw, &req, req.Computer) {
+		if c.decode(e, raw, &req) {
 			answer(e, c.configRet())
 		}
 	case smcp.EventGetResources:
 		var req smcp.GetResourcesReq
-		if c.decode(e, raw, &req, req.Computer) {
+		if c.decode(e, raw, &req) {
 			go c.resources(e, req)
 		}
 	case smcp.EventGetDesktop:
 		var req smcp.GetDesktopReq
-		if c.decode(e, raw, &req, req.Computer) {
+		if c.decode(e, raw, &req) {
 			go c.desktopRet(e, req)
 		}
 	case smcp.EventGetSkills:
 		var req smcp.GetSkillsReq
-		if c.decode(e, raw, &req, req.Computer) {
+		if c.decode(e, raw, &req) {
 			answer(e, smcp.GetSkillsRet{ReqID: req.ReqID})
 		}
 	case smcp.EventGetSkill:
 		var req smcp.GetSkillReq
-		if c.decode(e, raw, &req, req.Computer) {
+		if c.decode(e, raw, &req) {
 			answer(e, smcp.NewError(smcp.CodeMCPServerNotFound, "Skill not found"))
 		}
 	case smcp.EventGetBlob:
 		var req smcp.GetBlobReq
-		if c.decode(e, raw, &req, req.Computer) {
+		if c.decode(e, raw, &req) {
 			var off, max int64
 			if req.ChunkOffset != nil {
 				off = *req.ChunkOffset
@@ -101,7 +101,7 @@ func (h *handler) Event(_ *sio.Socket, e *sio.Event) {
 
 // decode reads a request and checks it is addressed to this Computer,
 // answering with a flat ErrorPayload when it is not usable.
-func (c *Computer) decode(e *sio.Event, raw []byte, v smcp.ClientRequest, _ string) bool {
+func (c *Computer) decode(e *sio.Event, raw []byte, v smcp.ClientRequest) bool {
 	if err := smcp.DecodeRequest(raw, v); err != nil {
 		answer(e, err)
 		return false

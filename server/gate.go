@@ -17,8 +17,9 @@ func (s *Server) gate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		q := r.URL.Query()
 		if q.Get("sid") == "" {
-			if e := smcp.CheckVersion(q.Get(smcp.QueryVersion), s.cfg.Version); e != nil {
-				s.metrics.rejected(rejectReason(e))
+			raw := q.Get(smcp.QueryVersion)
+			if e := smcp.CheckVersion(raw, s.cfg.Version); e != nil {
+				s.metrics.rejected(rejectReason(raw, e))
 				s.log.Info("handshake refused", "remote", r.RemoteAddr, "code", e.Code, "reason", e.Message)
 				writeVersionError(w, e)
 				return
@@ -28,11 +29,11 @@ func (s *Server) gate(next http.Handler) http.Handler {
 	})
 }
 
-func rejectReason(e *smcp.Error) string {
+func rejectReason(raw string, e *smcp.Error) string {
 	switch {
 	case e.Code == smcp.CodeVersionMismatch:
 		return "version_mismatch"
-	case e.Message == "Missing a2c_version query parameter":
+	case raw == "":
 		return "version_missing"
 	default:
 		return "version_invalid"

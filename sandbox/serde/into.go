@@ -24,12 +24,9 @@ func FieldsOf(t reflect.Type) ([]Field, error) {
 	var fs []Field
 	for i := 0; i < t.NumField(); i++ {
 		sf := t.Field(i)
-		name, _, _ := strings.Cut(sf.Tag.Get("json"), ",")
-		if !sf.IsExported() || name == "-" {
+		name, ok := jsonName(sf)
+		if !ok {
 			continue
-		}
-		if name == "" {
-			name = sf.Name
 		}
 		k, ok := kindOf(sf.Type)
 		if !ok {
@@ -115,12 +112,9 @@ func assign(s reflect.Value, vals map[string]any) {
 	t := s.Type()
 	for i := 0; i < t.NumField(); i++ {
 		sf := t.Field(i)
-		name, _, _ := strings.Cut(sf.Tag.Get("json"), ",")
-		if !sf.IsExported() || name == "-" {
+		name, ok := jsonName(sf)
+		if !ok {
 			continue
-		}
-		if name == "" {
-			name = sf.Name
 		}
 		val, ok := vals[name]
 		if !ok {
@@ -136,4 +130,17 @@ func assign(s reflect.Value, vals map[string]any) {
 			fv.Set(x.Convert(sf.Type))
 		}
 	}
+}
+
+// jsonName is the field's name on the wire (its json tag, or its Go name),
+// and false for fields that are not decoded.
+func jsonName(sf reflect.StructField) (string, bool) {
+	name, _, _ := strings.Cut(sf.Tag.Get("json"), ",")
+	if !sf.IsExported() || name == "-" {
+		return "", false
+	}
+	if name == "" {
+		name = sf.Name
+	}
+	return name, true
 }
