@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"encoding/json"
+	"github.com/a2c-smcp/a2c-go/sandbox/api"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -64,7 +65,7 @@ func TestPublicAndEnvelopes(t *testing.T) {
 		}
 	}
 	resp, body = do(t, "GET", url+"/v2/sandbox", "", nil)
-	var env Envelope
+	var env api.Envelope
 	if resp.StatusCode != 200 || json.Unmarshal([]byte(body), &env) != nil || !env.Success || env.Data.(map[string]any)["version"] != "0.9.2" {
 		t.Errorf("sandbox: %d %s", resp.StatusCode, body)
 	}
@@ -132,7 +133,7 @@ func TestAuth(t *testing.T) {
 
 func TestBodyLimit(t *testing.T) {
 	url := start(t, Config{})
-	big := `{"command":"` + strings.Repeat("x", MaxJSONBody) + `"}`
+	big := `{"command":"` + strings.Repeat("x", api.MaxJSONBody) + `"}`
 	resp, body := do(t, "POST", url+"/v2/commands", big, map[string]string{"Content-Type": "application/json"})
 	if resp.StatusCode != 413 || !strings.Contains(body, `"success":false`) {
 		t.Errorf("413: %d %s", resp.StatusCode, body)
