@@ -252,4 +252,3 @@ func IsTransient(err error) bool {
 	var no syscall.Errno
 	return errors.As(err, &no) && typeOf(no) == Busy
 }
-
