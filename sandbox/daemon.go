@@ -6,6 +6,7 @@ import (
 	"crypto/subtle"
 	_ "embed"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -14,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/a2c-smcp/a2c-go/sandbox/api"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -25,7 +27,7 @@ const Version = "0.9.2"
 // Config configures a [Daemon].
 type Config struct {
 	// Workspace is the directory commands start in and relative paths
-	// resolve against. Default the current directory.
+	// resolve against. Default the daemon account's home, as aiod's.
 	Workspace string
 	// APIKey, when set, must accompany every request but the public ones
 	// (Authorization: Bearer, x-api-key, or ?api_key=).
@@ -33,6 +35,9 @@ type Config struct {
 	// Revision names the build, for /health. Default "dev".
 	Revision string
 	Logger   *slog.Logger
+	// CDPEndpoint is where the browser's DevTools protocol is probed.
+	// Default http://127.0.0.1:9222.
+	CDPEndpoint string
 }
 
 // Daemon is the aiod HTTP surface: the envelope, validation, auth and the
@@ -44,6 +49,16 @@ type Daemon struct {
 	reg     *prometheus.Registry
 	reqs    *prometheus.CounterVec
 	dur     *prometheus.HistogramVec
+	probe   *prober
+	stop    context.CancelFunc
+	planes  []plane
+}
+
+// plane is one family of routes with state of its own (processes,
+// staged files) that the daemon ends at shutdown.
+type plane interface {
+	Mount(mux *http.ServeMux)
+	Close(ctx context.Context) error
 }
 
 //go:embed openapi/v2-openapi.json
@@ -55,11 +70,16 @@ var openapiV1 []byte
 // New returns a daemon ready to serve with [Daemon.Handler].
 func New(cfg Config) (*Daemon, error) {
 	if cfg.Workspace == "" {
-		wd, err := os.Getwd()
+		home, err := os.UserHomeDir()
 		if err != nil {
-			return nil, err
+			if home, err = os.Getwd(); err != nil {
+				return nil, err
+			}
 		}
-		cfg.Workspace = wd
+		cfg.Workspace = home
+	}
+	if cfg.CDPEndpoint == "" {
+		cfg.CDPEndpoint = "http://127.0.0.1:9222"
 	}
 	if cfg.Revision == "" {
 		cfg.Revision = "dev"
@@ -74,6 +94,11 @@ func New(cfg Config) (*Daemon, error) {
 		Buckets: prometheus.DefBuckets}, []string{"route"})
 	d.reg.MustRegister(d.reqs, d.dur, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
+	ctx, stop := context.WithCancel(context.Background())
+	d.stop = stop
+	d.probe = &prober{ttl: 5 * time.Second, cdp: cfg.CDPEndpoint, ctx: ctx}
+	d.probe.start() // the first read waits for it, later ones never
+
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /health", d.health)
 	mux.HandleFunc("GET /v1/ping", func(w http.ResponseWriter, _ *http.Request) { OK(w, "pong") })
@@ -83,6 +108,12 @@ func New(cfg Config) (*Daemon, error) {
 	mux.Handle("GET /metrics", promhttp.HandlerFor(d.reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /v2/sandbox", d.sandboxInfo)
 	mux.HandleFunc("GET /v2/sandbox/packages", d.packages)
+	mux.HandleFunc("GET /v1/sandbox", d.sandboxInfoV1)
+	mux.HandleFunc("GET /v1/sandbox/packages/{lang}", d.packagesV1)
+	mux.HandleFunc("GET /v1/capabilities", d.capabilities)
+	for _, p := range d.planes {
+		p.Mount(mux)
+	}
 	d.handler = d.instrument(mux, requestID(d.auth(limitJSON(envelopeErrors(mux)))))
 	return d, nil
 }
@@ -110,22 +141,74 @@ func (d *Daemon) health(w http.ResponseWriter, _ *http.Request) {
 	_ = json.NewEncoder(w).Encode(healthBody{Status: "ok", Version: Version, Server: "aiod", Revision: d.cfg.Revision})
 }
 
-// sandboxInfo is GET /v2/sandbox: where the daemon runs and what it can do.
-func (d *Daemon) sandboxInfo(w http.ResponseWriter, _ *http.Request) {
-	host, _ := os.Hostname()
-	user := os.Getenv("USER")
-	if user == "" {
-		user = "unknown"
+// environment is what /v2/sandbox and /v1/sandbox say about where the
+// daemon runs.
+func (d *Daemon) environment(c *Capabilities) map[string]any {
+	return map[string]any{
+		"system": map[string]any{
+			"os": runtime.GOOS, "os_version": osVersion(), "arch": runtime.GOARCH, "user": accountName(),
+			"workspace_dir": d.cfg.Workspace, "workspace": d.cfg.Workspace, "timezone": timezone(),
+			"occupied_ports": listeningPorts(), "sandbox_user": nil,
+		},
+		"runtime": c.runtime,
+		"utils":   c.utils,
 	}
-	zone, _ := time.Now().Zone()
+}
+
+// sandboxInfo is GET /v2/sandbox: identity, directories, versions and the
+// capability snapshot in one answer. It never re-probes on demand.
+func (d *Daemon) sandboxInfo(w http.ResponseWriter, r *http.Request) {
+	c := d.probe.get(r.Context(), false)
 	OK(w, map[string]any{
 		"workspace_dir": d.cfg.Workspace,
 		"workspace":     d.cfg.Workspace,
 		"version":       Version,
-		"detail": map[string]any{
-			"system": map[string]any{"os": runtime.GOOS, "arch": runtime.GOARCH, "user": user, "hostname": host, "timezone": zone},
-		},
+		"detail":        d.environment(c),
+		"capabilities":  c,
 	})
+}
+
+// sandboxInfoV1 is GET /v1/sandbox: a text summary as data, the fields at
+// the top level beside the envelope's, and home_dir (1.x's name).
+func (d *Daemon) sandboxInfoV1(w http.ResponseWriter, r *http.Request) {
+	c := d.probe.get(r.Context(), false)
+	detail := d.environment(c)
+	detail["system"].(map[string]any)["home_dir"] = d.cfg.Workspace
+	text := fmt.Sprintf("aiod %s on %s/%s (%s), user %s, workspace %s", Version, runtime.GOOS, runtime.GOARCH, osVersion(), accountName(), d.cfg.Workspace)
+	api.JSON(w, http.StatusOK, map[string]any{
+		"success": true, "message": api.SuccessMessage, "data": text, "hint": nil,
+		"home_dir": d.cfg.Workspace, "workspace_dir": d.cfg.Workspace, "workspace": d.cfg.Workspace,
+		"version": Version, "detail": detail,
+	})
+}
+
+// capabilities is GET /v1/capabilities?refresh=bool.
+func (d *Daemon) capabilities(w http.ResponseWriter, r *http.Request) {
+	var q struct {
+		Refresh *bool `json:"refresh"`
+	}
+	if !api.Query(w, r, &q) {
+		return
+	}
+	OK(w, d.probe.get(r.Context(), q.Refresh != nil && *q.Refresh))
+}
+
+// timezone is the IANA zone name: TZ, /etc/timezone, or the target of
+// /etc/localtime; else the abbreviation.
+func timezone() string {
+	if tz := os.Getenv("TZ"); tz != "" {
+		return strings.TrimPrefix(tz, ":")
+	}
+	if b, err := os.ReadFile("/etc/timezone"); err == nil && len(strings.TrimSpace(string(b))) > 0 {
+		return strings.TrimSpace(string(b))
+	}
+	if t, err := os.Readlink("/etc/localtime"); err == nil {
+		if _, z, ok := strings.Cut(t, "zoneinfo/"); ok {
+			return z
+		}
+	}
+	z, _ := time.Now().Zone()
+	return z
 }
 
 // publicRoute reports whether a path is served without the key: the
@@ -236,5 +319,15 @@ func (s *statusWriter) WriteHeader(code int) { s.status = code; s.ResponseWriter
 // hijacking for WebSockets).
 func (s *statusWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
 
-// Shutdown ends what the daemon runs; the planes add their cleanup here.
-func (d *Daemon) Shutdown(context.Context) error { return nil }
+// Shutdown ends what the daemon runs: every plane's processes and staged
+// files, and background probes. It returns the first plane's error.
+func (d *Daemon) Shutdown(ctx context.Context) error {
+	d.stop()
+	var first error
+	for _, p := range d.planes {
+		if err := p.Close(ctx); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}

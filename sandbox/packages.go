@@ -31,7 +31,15 @@ func (d *Daemon) packages(w http.ResponseWriter, r *http.Request) {
 		Invalid(w, verr)
 		return
 	}
-	lang := q["lang"].(string)
+	d.listPackages(w, r, q["lang"].(string))
+}
+
+// packagesV1 is GET /v1/sandbox/packages/{python|nodejs}.
+func (d *Daemon) packagesV1(w http.ResponseWriter, r *http.Request) {
+	d.listPackages(w, r, r.PathValue("lang"))
+}
+
+func (d *Daemon) listPackages(w http.ResponseWriter, r *http.Request, lang string) {
 	ctx, cancel := context.WithTimeout(r.Context(), 20*time.Second)
 	defer cancel()
 	var names []string
@@ -65,7 +73,7 @@ func (d *Daemon) packages(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		for n, dep := range tree.Dependencies {
-			names = append(names, n+"=="+dep.Version)
+			names = append(names, n+"@"+dep.Version)
 		}
 	default:
 		Fail(w, http.StatusBadRequest, fmt.Sprintf("unknown lang %q: expected python or nodejs", lang), nil)
@@ -73,6 +81,9 @@ func (d *Daemon) packages(w http.ResponseWriter, r *http.Request) {
 	}
 	sort.Slice(names, func(i, j int) bool { return strings.ToLower(names[i]) < strings.ToLower(names[j]) })
 	var b strings.Builder
+	if lang == "nodejs" {
+		b.WriteString("Node.js Packages:\n")
+	}
 	for _, n := range names {
 		b.WriteString("  - " + n + "\n")
 	}
