@@ -1,5 +1,5 @@
 # Developer entry points. "make test" is the command CI runs.
-.PHONY: test build bench fuzz clean
+.PHONY: test build bench bench-aiod fuzz clean
 
 test:
 	./scripts/test.sh
@@ -9,6 +9,10 @@ build:
 
 bench:
 	./bench/run.sh
+
+# The sandbox daemon against bare fork/exec, net/http and grep -r.
+bench-aiod:
+	go run ./bench/aiod
 
 # A short run of every fuzz target.
 fuzz:

@@ -35,6 +35,16 @@ type Config struct {
 	// Revision names the build, for /health. Default "dev".
 	Revision string
 	Logger   *slog.Logger
+	// DefaultUser is the account commands run as and created files belong
+	// to when a request names none (AIO_DEFAULT_USER); empty = the
+	// daemon's own.
+	DefaultUser string
+	// MaxCommandSessions caps command sessions (default 50); at the cap
+	// the least recently used idle one is closed.
+	MaxCommandSessions int
+	// CommandSessionIdle closes command sessions idle this long (default
+	// one hour).
+	CommandSessionIdle time.Duration
 	// CDPEndpoint is where the browser's DevTools protocol is probed.
 	// Default http://127.0.0.1:9222.
 	CDPEndpoint string

@@ -20,13 +20,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/a2c-smcp/a2c-go/agent"
+	"github.com/a2c-smcp/a2c-go/bench/internal/lat"
 	"github.com/a2c-smcp/a2c-go/bench/internal/procs"
 )
 
@@ -96,10 +96,10 @@ func main() {
 	fmt.Printf("### Computer overhead (%d sequential echo calls per path)\n\n", *calls)
 	fmt.Println("| path | p50 | p99 |")
 	fmt.Println("|---|---:|---:|")
-	fmt.Printf("| Go MCP client -> MCP server | %s | %s |\n", us(direct[0]), us(direct[1]))
-	fmt.Printf("| Agent -> a2c server -> a2c computer -> MCP server | %s | %s |\n", us(via[0]), us(via[1]))
+	fmt.Printf("| Go MCP client -> MCP server | %s | %s |\n", lat.US(direct[0]), lat.US(direct[1]))
+	fmt.Printf("| Agent -> a2c server -> a2c computer -> MCP server | %s | %s |\n", lat.US(via[0]), lat.US(via[1]))
 	fmt.Printf("\n- added at p50: %s (target <= 1 ms); p50 ratio %.2fx; added at p99: %s\n\n",
-		us(via[0]-direct[0]), float64(via[0])/float64(direct[0]), us(via[1]-direct[1]))
+		lat.US(via[0]-direct[0]), float64(via[0])/float64(direct[0]), lat.US(via[1]-direct[1]))
 
 	fmt.Printf("### Concurrent calls of a tool that sleeps %s, through the Computer\n\n", *sleep)
 	fmt.Println("| concurrent calls | wall time | calls/s |")
@@ -131,23 +131,12 @@ func main() {
 	}
 }
 
-func us(d time.Duration) string { return fmt.Sprintf("%.0f µs", float64(d)/float64(time.Microsecond)) }
-
-// measure runs f n times after a warm-up and returns p50 and p99.
+// measure is lat.Measure that ends the benchmark on an error.
 func measure(n int, f func() error) [2]time.Duration {
-	for i := 0; i < n/10; i++ {
-		check(f())
-	}
-	lat := make([]time.Duration, n)
-	for i := range lat {
-		t0 := time.Now()
-		check(f())
-		lat[i] = time.Since(t0)
-	}
-	slices.Sort(lat)
-	return [2]time.Duration{lat[n/2], lat[n*99/100]}
+	p50, p99, err := lat.Measure(n, f)
+	check(err)
+	return [2]time.Duration{p50, p99}
 }
-
 func serveUpstream(sleep time.Duration) string {
 	s := mcp.NewServer(&mcp.Implementation{Name: "up", Version: "1"}, nil)
 	type msg struct {

@@ -53,13 +53,26 @@ func envOr(name, def string) string {
 	return def
 }
 
+// envInt reads a positive integer from the environment, def when unset.
+func envInt(name string, def int) (int, error) {
+	v := os.Getenv(name)
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n <= 0 {
+		return 0, usageError(fmt.Sprintf("%s must be a positive integer, got %q", name, v))
+	}
+	return n, nil
+}
+
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("aiod", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	defPort, _ := strconv.Atoi(envOr("AIO_PORT", "18091"))
 	host := fs.String("host", envOr("AIO_HOST", "127.0.0.1"), "address to listen on (env AIO_HOST)")
 	port := fs.Int("port", defPort, "port to listen on, 0 picks a free one (env AIO_PORT)")
-	workspace := fs.String("workspace", "", "workspace directory (default the current directory)")
+	workspace := fs.String("workspace", "", "directory commands start in and relative paths resolve against (default the account's home)")
 	apiKey := fs.String("api-key", envOr("AIO_API_KEY", os.Getenv("SANDBOX_API_KEY")), "API key required on protected routes (env AIO_API_KEY)")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	if err := fs.Parse(args); err != nil {
@@ -82,7 +95,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return usageError("bad --port")
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
-	d, err := sandbox.New(sandbox.Config{Workspace: *workspace, APIKey: *apiKey, Logger: log})
+	maxSessions, err := envInt("AIO_BASH_MAX_SESSIONS", 50)
+	if err != nil {
+		return err
+	}
+	idleSecs, err := envInt("AIO_BASH_SESSION_TIMEOUT_SECS", 3600)
+	if err != nil {
+		return err
+	}
+	d, err := sandbox.New(sandbox.Config{Workspace: *workspace, APIKey: *apiKey, Logger: log,
+		DefaultUser: os.Getenv("AIO_DEFAULT_USER"), MaxCommandSessions: maxSessions,
+		CommandSessionIdle: time.Duration(idleSecs) * time.Second})
 	if err != nil {
 		return err
 	}

@@ -33,9 +33,12 @@ func ModuleRoot() (string, error) {
 }
 
 // BuildA2C builds cmd/a2c of the module at root into dir.
-func BuildA2C(root, dir string) (string, error) {
-	bin := filepath.Join(dir, "a2c")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/a2c")
+func BuildA2C(root, dir string) (string, error) { return Build(root, dir, "a2c") }
+
+// Build builds cmd/<name> of the module at root into dir.
+func Build(root, dir, name string) (string, error) {
+	bin := filepath.Join(dir, name)
+	build := exec.Command("go", "build", "-o", bin, "./cmd/"+name)
 	build.Dir, build.Stderr = root, os.Stderr
 	return bin, build.Run()
 }
