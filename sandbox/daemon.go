@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/a2c-smcp/a2c-go/sandbox/api"
+	"github.com/a2c-smcp/a2c-go/sandbox/files"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -104,6 +105,9 @@ func New(cfg Config) (*Daemon, error) {
 		Buckets: prometheus.DefBuckets}, []string{"route"})
 	d.reg.MustRegister(d.reqs, d.dur, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
+	d.planes = []plane{
+		files.New(files.Config{Workspace: cfg.Workspace, DefaultUser: cfg.DefaultUser, Logger: cfg.Logger}),
+	}
 	ctx, stop := context.WithCancel(context.Background())
 	d.stop = stop
 	d.probe = &prober{ttl: 5 * time.Second, cdp: cfg.CDPEndpoint, ctx: ctx}
