@@ -7,6 +7,7 @@ import (
 	_ "embed"
 	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -16,7 +17,9 @@ import (
 	"time"
 
 	"github.com/a2c-smcp/a2c-go/sandbox/api"
+	"github.com/a2c-smcp/a2c-go/sandbox/commands"
 	"github.com/a2c-smcp/a2c-go/sandbox/files"
+	"github.com/a2c-smcp/a2c-go/sandbox/transfer"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -106,7 +109,10 @@ func New(cfg Config) (*Daemon, error) {
 	d.reg.MustRegister(d.reqs, d.dur, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
 	d.planes = []plane{
+		commands.New(commands.Config{Workspace: cfg.Workspace, Logger: cfg.Logger, MaxSessions: cfg.MaxCommandSessions,
+			SessionIdle: cfg.CommandSessionIdle, DefaultUser: cfg.DefaultUser, BashBin: os.Getenv("AIO_BASH_BIN")}),
 		files.New(files.Config{Workspace: cfg.Workspace, DefaultUser: cfg.DefaultUser, Logger: cfg.Logger}),
+		transfer.New(transfer.Config{Workspace: cfg.Workspace, DefaultUser: cfg.DefaultUser, Logger: cfg.Logger}),
 	}
 	ctx, stop := context.WithCancel(context.Background())
 	d.stop = stop
@@ -332,6 +338,17 @@ func (s *statusWriter) WriteHeader(code int) { s.status = code; s.ResponseWriter
 // Unwrap lets http.ResponseController reach the connection (flushing,
 // hijacking for WebSockets).
 func (s *statusWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
+
+// ReadFrom keeps the connection's sendfile path for downloads.
+func (s *statusWriter) ReadFrom(r io.Reader) (int64, error) { return readFrom(s.ResponseWriter, r) }
+
+// readFrom copies r into w through w's own ReadFrom when it has one.
+func readFrom(w http.ResponseWriter, r io.Reader) (int64, error) {
+	if rf, ok := w.(io.ReaderFrom); ok {
+		return rf.ReadFrom(r)
+	}
+	return io.Copy(struct{ io.Writer }{w}, r)
+}
 
 // Shutdown ends what the daemon runs: every plane's processes and staged
 // files, and background probes. It returns the first plane's error.

@@ -3,6 +3,7 @@ package sandbox
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"io"
 	"net/http"
 	"strings"
 
@@ -65,6 +66,14 @@ func (m *muxErrorWriter) Write(b []byte) (int, error) {
 }
 
 func (m *muxErrorWriter) Unwrap() http.ResponseWriter { return m.ResponseWriter }
+
+// ReadFrom keeps the connection's sendfile path for downloads.
+func (m *muxErrorWriter) ReadFrom(r io.Reader) (int64, error) {
+	if m.swallow {
+		return io.Copy(io.Discard, r)
+	}
+	return readFrom(m.ResponseWriter, r)
+}
 
 func newRequestID() string {
 	var b [16]byte

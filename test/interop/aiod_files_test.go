@@ -15,19 +15,12 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/a2c-smcp/a2c-go/sandbox/fserr"
 )
 
-// fileErr is the structured file error, compared field by field.
-type fileErr struct {
-	Errno         *int    `json:"errno"`
-	ErrnoName     *string `json:"errno_name"`
-	ErrorType     string  `json:"error_type"`
-	ExceptionType *string `json:"exception_type"`
-	Message       string  `json:"message"`
-	Operation     string  `json:"operation"`
-	Path          string  `json:"path"`
-	Retryable     bool    `json:"retryable"`
-}
+// fileErr is the structured file error as the daemon encodes it.
+type fileErr = fserr.Error
 
 // expectFileErr checks a failed file answer: the status, success false,
 // message = data.message, and the error_type.

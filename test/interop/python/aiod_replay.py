@@ -70,6 +70,19 @@ def free_port():
 
 # ---- commands (bash.mdx) ----
 
+def wait_done(cid):
+    """Long-poll from the offsets read so far until the command ends."""
+    out, err = "", ""
+    deadline = time.time() + 20
+    while True:
+        got = data_of("GET", "/v2/commands/%s?wait=true&wait_timeout=5&offset=%d&stderr_offset=%d"
+                      % (cid, len(out.encode()), len(err.encode())))
+        out += got["stdout"]
+        err += got["stderr"]
+        if got["command"]["status"] != "running" or time.time() > deadline:
+            return got, out, err
+
+
 def commands_run_v2():
     d = data_of("POST", "/v2/commands", {"command": "pwd && ls -la", "cwd": WORK, "timeout": 30})
     check(d["status"] == "completed" and d["exit_code"] == 0, d)
@@ -118,7 +131,7 @@ def commands_background_v2():
             break
     check("Serving HTTP" in log["stdout"] and log["command"]["status"] == "running", log)
     data_of("POST", "/v2/commands/%s/kill" % cid, {"signal": "SIGTERM"})
-    done = data_of("GET", "/v2/commands/%s?wait=true&wait_timeout=5" % cid)
+    done, _, _ = wait_done(cid)
     check(done["command"]["status"] == "completed" and done["command"]["exit_code"] == -1, done)
     data_of("DELETE", "/v2/commands/sessions/%s" % session["session_id"])
     status, _ = request("DELETE", "/v2/commands/sessions/%s" % session["session_id"])
@@ -143,18 +156,18 @@ def commands_background_v1():
 
 
 def commands_interactive_v2():
-    repl = data_of("POST", "/v2/commands", {"command": "python3 -i -q", "mode": "async"})
+    repl = data_of("POST", "/v2/commands", {"command": "python3 -u -i -q", "mode": "async"})
     cid = repl["command_id"]
     data_of("POST", "/v2/commands/%s/stdin" % cid, {"input": "x = 6 * 7\nprint(x)\n"})
     out = ""
     for _ in range(20):
-        got = data_of("GET", "/v2/commands/%s?wait=true&wait_timeout=2" % cid)
-        out = got["stdout"]
+        got = data_of("GET", "/v2/commands/%s?wait=true&wait_timeout=2&offset=%d" % (cid, len(out.encode())))
+        out += got["stdout"]
         if "42" in out:
             break
-    check("42" in out, got)
+    check(out == "42\n", out)
     data_of("POST", "/v2/commands/%s/stdin" % cid, {"input": "exit()\n"})
-    got = data_of("GET", "/v2/commands/%s?wait=true&wait_timeout=10&offset=%d" % (cid, len(out.encode())))
+    got, _, _ = wait_done(cid)
     check(got["command"]["status"] == "completed" and got["command"]["exit_code"] == 0, got)
 
 

@@ -1,0 +1,422 @@
+package commands
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// sessionKind separates the sessions the /v1/shell routes list and
+// close from the commands sessions of /v2/commands and /v1/bash.
+type sessionKind int
+
+const (
+	kindCommands sessionKind = iota
+	kindShell
+)
+
+// session keeps what commands in it share: directory, environment,
+// account, and its last commands. Guarded by Engine.mu.
+type session struct {
+	id       string
+	kind     sessionKind
+	cwd      string
+	env      []string // KEY=VALUE
+	user     string   // "" until a request names one
+	bashEnv  string   // v1 snapshot_path, sourced by bash via BASH_ENV
+	noChange time.Duration
+	created  time.Time
+	lastUsed time.Time
+	count    int64
+	cmds     []*Command // the last maxCommands, oldest first
+	running  int
+	closed   bool
+}
+
+// Session statuses.
+const (
+	SessionReady  = "ready"
+	SessionClosed = "closed"
+)
+
+// SessionInfo describes a session; its JSON is the published
+// BashSessionInfo.
+type SessionInfo struct {
+	SessionID      string  `json:"session_id"`
+	Status         string  `json:"status"`
+	WorkingDir     string  `json:"working_dir"`
+	CreatedAt      string  `json:"created_at"`
+	LastUsedAt     string  `json:"last_used_at"`
+	CurrentCommand *string `json:"current_command"`
+	CommandCount   int64   `json:"command_count"`
+
+	// Created and LastUsed are the times behind the strings.
+	Created, LastUsed time.Time `json:"-"`
+	// NoChangeTimeout is the session's v1 shell no_change_timeout.
+	NoChangeTimeout time.Duration `json:"-"`
+}
+
+func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
+
+func (s *session) infoLocked() SessionInfo {
+	in := SessionInfo{SessionID: s.id, Status: SessionReady, WorkingDir: s.cwd, CreatedAt: stamp(s.created),
+		LastUsedAt: stamp(s.lastUsed), CommandCount: s.count, Created: s.created, LastUsed: s.lastUsed, NoChangeTimeout: s.noChange}
+	if s.closed {
+		in.Status = SessionClosed
+	}
+	for i := len(s.cmds) - 1; i >= 0 && s.running > 0; i-- {
+		if c := s.cmds[i]; c.running() {
+			in.CurrentCommand = &c.Text
+			break
+		}
+	}
+	return in
+}
+
+func (c *Command) running() bool {
+	st, _ := c.State()
+	return st == StatusRunning
+}
+
+// SessionOptions creates a session. All fields are optional.
+type SessionOptions struct {
+	// ID names the session; "" generates one. An existing id is returned
+	// as is (a different User is ErrInvalid).
+	ID string
+	// Cwd is the directory commands start in, relative to the workspace.
+	Cwd string
+	// Env is inherited by every command; a command's own env wins.
+	Env map[string]string
+	// User is the account every command runs as.
+	User string
+	// BashEnv names a file every bash command sources (v1 snapshot_path).
+	BashEnv string
+
+	kind     sessionKind
+	noChange time.Duration // v1 shell no_change_timeout
+}
+
+// CreateSession creates a session, or returns the existing one with
+// that id.
+func (e *Engine) CreateSession(opts SessionOptions) (SessionInfo, error) {
+	if opts.User != "" {
+		if _, err := e.lookupIdentity(opts.User); err != nil {
+			return SessionInfo{}, err
+		}
+	}
+	cwd := e.workspace
+	if opts.Cwd != "" {
+		cwd = opts.Cwd
+		if !filepath.IsAbs(cwd) {
+			cwd = filepath.Join(e.workspace, cwd)
+		}
+		if fi, err := os.Stat(cwd); err != nil || !fi.IsDir() {
+			return SessionInfo{}, invalid("cwd is not an existing directory: "+opts.Cwd, "")
+		}
+	}
+	if opts.BashEnv != "" {
+		if fi, err := os.Stat(opts.BashEnv); err != nil || fi.IsDir() {
+			return SessionInfo{}, invalid("snapshot_path is not an existing file: "+opts.BashEnv, "")
+		}
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if s, ok := e.sessions[opts.ID]; ok && opts.ID != "" {
+		if err := s.claimUser(opts.User); err != nil {
+			return SessionInfo{}, err
+		}
+		s.lastUsed = time.Now()
+		return s.infoLocked(), nil
+	}
+	s, err := e.newSessionLocked(opts.ID, opts.kind)
+	if err != nil {
+		return SessionInfo{}, err
+	}
+	s.cwd, s.user, s.bashEnv, s.noChange = cwd, opts.User, opts.BashEnv, opts.noChange
+	for k, v := range opts.Env {
+		s.env = append(s.env, k+"="+v)
+	}
+	return s.infoLocked(), nil
+}
+
+// claimUser fixes the session's account the first time one is named; a
+// different one later is ErrInvalid.
+func (s *session) claimUser(user string) error {
+	switch {
+	case user == "" || user == s.user:
+	case s.user != "":
+		return invalid(fmt.Sprintf("session %s runs as %s; it cannot switch to %s", s.id, s.user, user),
+			"use a new session for a different user")
+	default:
+		s.user = user
+	}
+	return nil
+}
+
+// newSessionLocked adds a session, evicting the least recently used idle
+// one at the limit; with every session busy it is ErrInvalid.
+func (e *Engine) newSessionLocked(id string, kind sessionKind) (*session, error) {
+	if e.closed {
+		return nil, unavailable("aiod is shutting down", "")
+	}
+	if len(e.sessions) >= e.maxSessions {
+		var lru *session
+		for _, s := range e.sessions {
+			if s.running == 0 && (lru == nil || s.lastUsed.Before(lru.lastUsed)) {
+				lru = s
+			}
+		}
+		if lru == nil {
+			return nil, invalid(fmt.Sprintf("Maximum number of sessions (%d) reached and all are busy", e.maxSessions),
+				"close a session (DELETE /v2/commands/sessions/{id}) or wait for a command to finish")
+		}
+		e.dropLocked(lru)
+		e.log.Debug("commands: evicted idle session", "session_id", lru.id)
+	}
+	if id == "" {
+		id = newID()
+	}
+	now := time.Now()
+	s := &session{id: id, kind: kind, cwd: e.workspace, created: now, lastUsed: now}
+	e.sessions[id] = s
+	return s, nil
+}
+
+// dropLocked removes a session and its command ids; it returns the
+// commands still running, for the caller to end.
+func (e *Engine) dropLocked(s *session) []*Command {
+	delete(e.sessions, s.id)
+	s.closed = true
+	for _, c := range s.cmds {
+		delete(e.commands, c.ID)
+	}
+	var live []*Command
+	for c := range e.running {
+		if c.sess == s {
+			live = append(live, c)
+		}
+	}
+	return live
+}
+
+// reserve finds or creates the request's session, resolves the account
+// to run as, and marks the session busy (and the engine live) until
+// release.
+func (e *Engine) reserve(req Request) (*session, *identity, error) {
+	e.mu.Lock()
+	s := e.sessions[req.Session]
+	recorded := ""
+	if s != nil {
+		recorded = s.user
+	}
+	e.mu.Unlock()
+	if req.Session != "" && s == nil && !req.CreateSession {
+		return nil, nil, sessionNotFound(req.Session)
+	}
+	name, fromDefault := req.User, false
+	if name == "" {
+		name = recorded
+	}
+	if name == "" && e.defaultUser != "" {
+		name, fromDefault = e.defaultUser, true
+	}
+	var id *identity
+	if name != "" {
+		var err error
+		if id, err = e.lookupIdentity(name); err != nil {
+			if fromDefault {
+				return nil, nil, unavailable("AIO_DEFAULT_USER cannot be used: "+err.Error(), "fix the daemon's AIO_DEFAULT_USER, or pass user")
+			}
+			return nil, nil, err
+		}
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return nil, nil, unavailable("aiod is shutting down", "")
+	}
+	if s = e.sessions[req.Session]; s == nil || req.Session == "" {
+		if req.Session != "" && !req.CreateSession {
+			return nil, nil, sessionNotFound(req.Session)
+		}
+		var err error
+		if s, err = e.newSessionLocked(req.Session, req.kind); err != nil {
+			return nil, nil, err
+		}
+	}
+	if err := s.claimUser(req.User); err != nil {
+		return nil, nil, err
+	}
+	s.running++
+	s.lastUsed = time.Now()
+	e.live.Add(1)
+	return s, id, nil
+}
+
+// release ends one reservation of s.
+func (e *Engine) release(s *session) {
+	e.mu.Lock()
+	s.running--
+	s.lastUsed = time.Now()
+	e.mu.Unlock()
+}
+
+func (e *Engine) touch(s *session) {
+	e.mu.Lock()
+	s.lastUsed = time.Now()
+	e.mu.Unlock()
+}
+
+func (e *Engine) sessionLocked(id string) (*session, error) {
+	s, ok := e.sessions[id]
+	if !ok {
+		return nil, sessionNotFound(id)
+	}
+	return s, nil
+}
+
+// Session describes one session, or ErrNotFound.
+func (e *Engine) Session(id string) (SessionInfo, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	s, err := e.sessionLocked(id)
+	if err != nil {
+		return SessionInfo{}, err
+	}
+	return s.infoLocked(), nil
+}
+
+// Sessions lists the live commands sessions, oldest first.
+func (e *Engine) Sessions() []SessionInfo { return e.sessionsOf(kindCommands) }
+
+func (e *Engine) sessionsOf(kind sessionKind) []SessionInfo {
+	e.mu.Lock()
+	out := make([]SessionInfo, 0, len(e.sessions))
+	for _, s := range e.sessions {
+		if s.kind == kind {
+			out = append(out, s.infoLocked())
+		}
+	}
+	e.mu.Unlock()
+	slices.SortFunc(out, func(a, b SessionInfo) int {
+		if c := a.Created.Compare(b.Created); c != 0 {
+			return c
+		}
+		return strings.Compare(a.SessionID, b.SessionID)
+	})
+	return out
+}
+
+// CloseSession removes a session and ends its running commands and the
+// background children its commands left behind (SIGTERM, then SIGKILL
+// after a grace period bounded by ctx). ErrNotFound for an unknown id.
+// Sessions evicted at the limit or reclaimed when idle had nothing
+// running; their background children live on until Close.
+func (e *Engine) CloseSession(ctx context.Context, id string) (SessionInfo, error) {
+	e.mu.Lock()
+	s, err := e.sessionLocked(id)
+	if err != nil {
+		e.mu.Unlock()
+		return SessionInfo{}, err
+	}
+	live := e.dropLocked(s)
+	groups := e.lingeringLocked(s)
+	info := s.infoLocked()
+	e.mu.Unlock()
+	return info, e.terminate(ctx, live, groups)
+}
+
+// closeKind closes every session of a kind.
+func (e *Engine) closeKind(ctx context.Context, kind sessionKind) error {
+	e.mu.Lock()
+	var live []*Command
+	var groups []int
+	for _, s := range e.sessions {
+		if s.kind == kind {
+			live = append(live, e.dropLocked(s)...)
+			groups = append(groups, e.lingeringLocked(s)...)
+		}
+	}
+	e.mu.Unlock()
+	return e.terminate(ctx, live, groups)
+}
+
+// Latest returns a session's newest command (running only, when
+// running), nil when there is none, or ErrNotFound for the session.
+func (e *Engine) Latest(sessionID string, running bool) (*Command, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	s, err := e.sessionLocked(sessionID)
+	if err != nil {
+		return nil, err
+	}
+	s.lastUsed = time.Now()
+	for i := len(s.cmds) - 1; i >= 0; i-- {
+		if c := s.cmds[i]; !running || c.running() {
+			return c, nil
+		}
+	}
+	return nil, nil
+}
+
+// reclaim drops the sessions idle since before now minus the idle limit
+// (their background children live on), and forgets lingering groups
+// that have emptied.
+func (e *Engine) reclaim(now time.Time) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for g := range e.lingering {
+		if syscall.Kill(-g, 0) != nil {
+			delete(e.lingering, g)
+		}
+	}
+	for _, s := range e.sessions {
+		if s.running == 0 && now.Sub(s.lastUsed) >= e.idle {
+			e.dropLocked(s)
+			e.log.Debug("commands: reclaimed idle session", "session_id", s.id)
+		}
+	}
+}
+
+// janitor reclaims idle sessions until stop is closed.
+func (e *Engine) janitor(stop <-chan struct{}, done chan<- struct{}) {
+	defer close(done)
+	every := min(max(e.idle/4, 10*time.Millisecond), 30*time.Second)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case now := <-t.C:
+			e.reclaim(now)
+		}
+	}
+}
+
+// history returns a copy of a session's last commands, oldest first
+// (nil for an unknown session).
+func (e *Engine) history(sessionID string) []*Command {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if s, ok := e.sessions[sessionID]; ok {
+		return slices.Clone(s.cmds)
+	}
+	return nil
+}
+
+// setNoChange sets a session's v1 shell no_change_timeout.
+func (e *Engine) setNoChange(id string, d time.Duration) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	s, err := e.sessionLocked(id)
+	if err == nil {
+		s.noChange = d
+	}
+	return err
+}

@@ -1,0 +1,363 @@
+package interop
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// processesWith lists the pids whose command line contains marker.
+func processesWith(marker string) []int {
+	var pids []int
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		if err != nil {
+			continue
+		}
+		if st, err := os.ReadFile("/proc/" + e.Name() + "/stat"); err == nil && bytes.Contains(st, []byte(") Z ")) {
+			continue // a zombie awaiting its parent is gone already
+		}
+		if bytes.Contains(b, []byte(marker)) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// noneLeft waits up to 5 s for every process carrying marker to go.
+func noneLeft(t *testing.T, marker string) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for len(processesWith(marker)) > 0 {
+		if time.Now().After(deadline) {
+			t.Errorf("processes with %q left behind: %v", marker, processesWith(marker))
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// waitDone long-polls GET /v2/commands/{id} from the offsets read so far
+// until the command has ended, and returns the last answer with all of
+// stdout and stderr.
+func waitDone(t *testing.T, a *aio, id string) (map[string]any, string, string) {
+	t.Helper()
+	var out, errOut string
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		_, e := a.call("GET", "/v2/commands/{command_id}", fmt.Sprintf("/v2/commands/%s?wait=true&wait_timeout=5&offset=%d&stderr_offset=%d", id, len(out), len(errOut)), nil)
+		m := e.obj()
+		out += m["stdout"].(string)
+		errOut += m["stderr"].(string)
+		if c, _ := m["command"].(map[string]any); c["status"] != "running" || time.Now().After(deadline) {
+			return m, out, errOut
+		}
+	}
+}
+
+// TestAiodCommands checks the commands plane on the real binary:
+// requirements 5-7 and 13-23 of the spec, sessions, streaming, v1.
+func TestAiodCommands(t *testing.T) {
+	ws := t.TempDir()
+	d := startAiod(t, nil, "--workspace", ws)
+	a := &aio{t: t, base: d.URL}
+
+	t.Run("422 for a missing command, with and without a body", func(t *testing.T) {
+		want := `{"success":false,"message":"Request data validation failed","data":null,"errors":[{"location":["body","command"],"message":"missing field ` + "`command`" + ` at line 1 column 2","type":"value_error.missing"}]}`
+		for _, body := range []any{"{}", nil} {
+			code, e := a.call("POST", "/v2/commands", "/v2/commands", body)
+			if code != 422 || strings.TrimSpace(string(e.raw)) != want {
+				t.Errorf("%v: %d %s", body, code, e.raw)
+			}
+		}
+		code, e := a.call("POST", "/v2/commands", "/v2/commands", `{"command":"x","timeout":"soon"}`)
+		if code != 422 || len(e.Errors) != 1 || !strings.HasPrefix(e.Errors[0].Message, `invalid type: string "soon", expected f64 at line 1 column`) {
+			t.Errorf("type error: %d %s", code, e.raw)
+		}
+	})
+
+	t.Run("exit code is data (v2 and v1)", func(t *testing.T) {
+		code, e := a.call("POST", "/v2/commands", "/v2/commands", map[string]any{"command": "echo out; echo err >&2; exit 3"})
+		m := e.obj()
+		if code != 200 || !e.Success || e.Message != "Operation successful" || e.Hint != nil || m["status"] != "completed" || m["exit_code"] != 3.0 ||
+			m["stdout"] != "out\n" || m["stderr"] != "err\n" || m["output"] != "out\nerr\n" || m["offset"] != 4.0 || m["stderr_offset"] != 4.0 {
+			t.Errorf("v2: %d %s", code, e.raw)
+		}
+		code, e = a.call("POST", "/v1/bash/exec", "/v1/bash/exec", map[string]any{"command": "exit 3"})
+		m = e.obj()
+		if code != 200 || !e.Success || m["status"] != "completed" || m["exit_code"] != 3.0 || m["stdout"] != nil {
+			t.Errorf("v1: %d %s", code, e.raw)
+		}
+	})
+
+	t.Run("timeout returns running, the command goes on", func(t *testing.T) {
+		start := time.Now()
+		_, e := a.call("POST", "/v2/commands", "/v2/commands", map[string]any{"command": "echo early; sleep 1.5; echo late", "timeout": 0.5})
+		m := e.obj()
+		if took := time.Since(start); m["status"] != "running" || m["exit_code"] != nil || m["stdout"] != "early\n" || took > 1400*time.Millisecond {
+			t.Fatalf("%s after %s", e.raw, took)
+		}
+		id := m["command_id"].(string)
+		got, _, _ := waitDone(t, a, id)
+		cmd, _ := got["command"].(map[string]any)
+		if cmd["status"] != "completed" || cmd["exit_code"] != 0.0 || got["offset"] != 11.0 {
+			t.Errorf("after wait: %v", got)
+		}
+		_, e = a.call("GET", "/v2/commands/{command_id}", "/v2/commands/"+id, nil)
+		if got := e.obj(); got["stdout"] != "early\nlate\n" {
+			t.Errorf("from offset 0: %s", e.raw)
+		}
+		_, e = a.call("GET", "/v2/commands/{command_id}", "/v2/commands/"+id+"?offset=6", nil)
+		if got := e.obj(); got["stdout"] != "late\n" || got["stdout_start_offset"] != 0.0 || got["stdout_gap"] != false {
+			t.Errorf("from offset 6: %s", e.raw)
+		}
+	})
+
+	t.Run("hard_timeout kills the whole tree", func(t *testing.T) {
+		marker := "97.4242"
+		_, e := a.call("POST", "/v2/commands", "/v2/commands", map[string]any{
+			"command": "sleep " + marker + " & bash -c 'sleep " + marker + "' & sleep " + marker, "hard_timeout": 0.5})
+		if m := e.obj(); m["status"] != "timed_out" || m["exit_code"] != -1.0 || !e.Success {
+			t.Errorf("%s", e.raw)
+		}
+		noneLeft(t, marker)
+	})
+
+	t.Run("kill, then kill and stdin on an ended command", func(t *testing.T) {
+		marker := "96.4242"
+		_, e := a.call("POST", "/v2/commands", "/v2/commands", map[string]any{"command": "sleep " + marker + " & sleep " + marker, "mode": "async"})
+		m := e.obj()
+		if m["status"] != "running" || m["command_id"] == nil || m["exit_code"] != nil {
+			t.Fatalf("async: %s", e.raw)
+		}
+		id := m["command_id"].(string)
+		code, e := a.call("POST", "/v2/commands/{command_id}/kill", "/v2/commands/"+id+"/kill", map[string]any{"signal": "SIGKILL"})
+		if code != 200 || !e.Success {
+			t.Errorf("kill: %d %s", code, e.raw)
+		}
+		if got, _, _ := waitDone(t, a, id); got["command"].(map[string]any)["status"] != "completed" || got["command"].(map[string]any)["exit_code"] != -1.0 {
+			t.Errorf("after kill: %v", got)
+		}
+		noneLeft(t, marker)
+		if code, e := a.call("POST", "/v2/commands/{command_id}/kill", "/v2/commands/"+id+"/kill", nil); code != 400 || e.Success {
+			t.Errorf("second kill: %d %s", code, e.raw)
+		}
+		if code, e := a.call("POST", "/v2/commands/{command_id}/stdin", "/v2/commands/"+id+"/stdin", map[string]any{"input": "x"}); code != 400 || e.Success {
+			t.Errorf("stdin after end: %d %s", code, e.raw)
+		}
+	})
+
+	t.Run("stdin reaches a running command", func(t *testing.T) {
+		_, e := a.call("POST", "/v2/commands", "/v2/commands", map[string]any{"command": "read line; echo got:$line", "mode": "async"})
+		id := e.obj()["command_id"].(string)
+		if code, e := a.call("POST", "/v2/commands/{command_id}/stdin", "/v2/commands/"+id+"/stdin", map[string]any{"input": "hello\n"}); code != 200 || !e.Success {
+			t.Fatalf("stdin: %d %s", code, e.raw)
+		}
+		if _, out, _ := waitDone(t, a, id); out != "got:hello\n" {
+			t.Errorf("%q", out)
+		}
+	})
+
+	t.Run("unknown ids are 404", func(t *testing.T) {
+		for _, c := range []struct{ method, tmpl, path string }{
+			{"GET", "/v2/commands/{command_id}", "/v2/commands/nope"},
+			{"POST", "/v2/commands/{command_id}/stdin", "/v2/commands/nope/stdin"},
+			{"POST", "/v2/commands/{command_id}/kill", "/v2/commands/nope/kill"},
+			{"DELETE", "/v2/commands/sessions/{session_id}", "/v2/commands/sessions/nope"},
+		} {
+			var body any
+			if strings.HasSuffix(c.path, "stdin") {
+				body = map[string]any{"input": "x"}
+			}
+			if code, e := a.call(c.method, c.tmpl, c.path, body); code != 404 || e.Success {
+				t.Errorf("%s %s: %d %s", c.method, c.path, code, e.raw)
+			}
+		}
+	})
+
+	t.Run("shells, args and users", func(t *testing.T) {
+		code, e := a.call("POST", "/v2/commands", "/v2/commands", map[string]any{"command": "printf", "args": []string{"%s-%s", "a b", "c"}, "shell": "none"})
+		if m := e.obj(); code != 200 || m["stdout"] != "a b-c" {
+			t.Errorf("none+args: %d %s", code, e.raw)
+		}
+		if code, e := a.call("POST", "/v2/commands", "/v2/commands", map[string]any{"command": "echo", "args": []string{"x"}}); code != 400 || e.Success {
+			t.Errorf("args without none: %d %s", code, e.raw)
+		}
+		if code, e := a.call("POST", "/v2/commands", "/v2/commands", map[string]any{"command": "echo x", "shell": "powershell"}); code != 503 || !strings.Contains(e.Message, "powershell") {
+			t.Errorf("missing shell: %d %s", code, e.raw)
+		}
+		_, e = a.call("POST", "/v2/commands", "/v2/commands", map[string]any{"command": "echo $0", "shell": "sh"})
+		if m := e.obj(); m["exit_code"] != 0.0 || !strings.Contains(m["stdout"].(string), "sh") {
+			t.Errorf("sh: %s", e.raw)
+		}
+		if code, e := a.call("POST", "/v2/commands", "/v2/commands", map[string]any{"command": "id", "user": "no-such-user-xyz"}); code != 400 || e.Message != "no such user: no-such-user-xyz" {
+			t.Errorf("unknown user: %d %s", code, e.raw)
+		}
+		if os.Geteuid() == 0 {
+			if code, e := a.call("POST", "/v2/commands/sessions", "/v2/commands/sessions", map[string]any{"id": "as-nobody", "cwd": "/tmp"}); code != 200 {
+				t.Fatalf("session: %d %s", code, e.raw)
+			}
+			_, e := a.call("POST", "/v2/commands", "/v2/commands", map[string]any{"command": "id -un", "user": "nobody", "session": "as-nobody"})
+			if m := e.obj(); m["stdout"] != "nobody\n" {
+				t.Errorf("as nobody: %s", e.raw)
+			}
+			if code, e := a.call("POST", "/v2/commands", "/v2/commands", map[string]any{"command": "id -un", "user": "root", "session": "as-nobody"}); code != 400 || e.Success {
+				t.Errorf("user change on a session: %d %s", code, e.raw)
+			}
+		}
+	})
+
+	t.Run("sessions keep env and cwd; cd does not carry over", func(t *testing.T) {
+		dir := t.TempDir()
+		code, e := a.call("POST", "/v2/commands/sessions", "/v2/commands/sessions", map[string]any{"id": "s1", "cwd": dir, "env": map[string]string{"GREETING": "hi"}})
+		if m := e.obj(); code != 200 || m["session_id"] != "s1" || m["working_dir"] != dir || m["status"] != "ready" {
+			t.Fatalf("create: %d %s", code, e.raw)
+		}
+		if code, _ := a.call("POST", "/v2/commands/sessions", "/v2/commands/sessions", map[string]any{"id": "s1"}); code != 200 {
+			t.Errorf("create again is not idempotent: %d", code)
+		}
+		if code, e := a.call("POST", "/v2/commands/sessions", "/v2/commands/sessions", nil); code != 200 || !e.Success {
+			t.Errorf("empty body: %d %s", code, e.raw)
+		}
+		_, e = a.call("POST", "/v2/commands", "/v2/commands", map[string]any{"command": "echo $GREETING $(pwd); cd /", "session": "s1"})
+		if m := e.obj(); m["stdout"] != "hi "+dir+"\n" || m["session_id"] != "s1" {
+			t.Errorf("first: %s", e.raw)
+		}
+		_, e = a.call("POST", "/v2/commands", "/v2/commands", map[string]any{"command": "pwd; echo $GREETING", "session": "s1", "env": map[string]string{"GREETING": "over"}})
+		if m := e.obj(); m["stdout"] != dir+"\nover\n" {
+			t.Errorf("second: %s", e.raw)
+		}
+		code, e = a.call("GET", "/v2/commands/sessions", "/v2/commands/sessions", nil)
+		if code != 200 || !bytes.Contains(e.Data, []byte(`"session_id":"s1"`)) {
+			t.Errorf("list: %d %s", code, e.raw)
+		}
+		if code, e := a.call("DELETE", "/v2/commands/sessions/{session_id}", "/v2/commands/sessions/s1", nil); code != 200 || !e.Success {
+			t.Errorf("delete: %d %s", code, e.raw)
+		}
+		_, e = a.call("POST", "/v2/commands", "/v2/commands", map[string]any{"command": "pwd"})
+		if m := e.obj(); m["stdout"] != ws+"\n" {
+			t.Errorf("a command without a session or cwd runs in the workspace: %s", e.raw)
+		}
+	})
+
+	t.Run("max_output_length keeps both ends, offsets count every byte", func(t *testing.T) {
+		_, e := a.call("POST", "/v2/commands", "/v2/commands", map[string]any{"command": "head -c 3000 /dev/zero | tr '\\0' a; printf END", "max_output_length": 100})
+		m := e.obj()
+		out := m["stdout"].(string)
+		if !strings.Contains(out, "\n... output truncated ...\n") || !strings.HasSuffix(out, "END") || !strings.HasPrefix(out, "aaaa") || len(out) > 140 || m["offset"] != 3003.0 {
+			t.Errorf("%d bytes: %q offset %v", len(out), out, m["offset"])
+		}
+	})
+
+	t.Run("ndjson stream", func(t *testing.T) {
+		resp, body := a.raw("POST", "/v2/commands", map[string]any{"command": "echo one; echo two >&2; exit 4"}, "Accept", "application/x-ndjson")
+		if resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "application/x-ndjson") {
+			t.Fatalf("%d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
+		}
+		var frames []map[string]any
+		sc := bufio.NewScanner(bytes.NewReader(body))
+		for sc.Scan() {
+			var f map[string]any
+			if err := json.Unmarshal(sc.Bytes(), &f); err != nil {
+				t.Fatalf("frame %q: %v", sc.Text(), err)
+			}
+			frames = append(frames, f)
+		}
+		if len(frames) < 3 || frames[0]["type"] != "started" || frames[0]["command_id"] == nil || frames[len(frames)-1]["type"] != "exit" {
+			t.Fatalf("frames: %s", body)
+		}
+		streams := map[string]string{}
+		for _, f := range frames {
+			if f["type"] == "output" {
+				b, err := base64.StdEncoding.DecodeString(f["data"].(string))
+				if err != nil {
+					t.Errorf("output data is not base64: %v", f)
+				}
+				streams[f["stream"].(string)] += string(b)
+			}
+		}
+		last := frames[len(frames)-1]
+		if streams["stdout"] != "one\n" || streams["stderr"] != "two\n" || last["exit_code"] != 4.0 || last["status"] != "completed" || last["stdout_offset"] != 4.0 {
+			t.Errorf("frames: %s", body)
+		}
+	})
+
+	t.Run("a client that leaves a streamed sync command kills it", func(t *testing.T) {
+		marker := "95.4242"
+		req, _ := http.NewRequest("POST", a.base+"/v2/commands", strings.NewReader(`{"command":"sleep `+marker+`"}`))
+		req.Header.Set("Accept", "application/x-ndjson")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		line, _ := bufio.NewReader(resp.Body).ReadString('\n')
+		if !strings.Contains(line, `"started"`) {
+			t.Errorf("first frame %q", line)
+		}
+		if len(processesWith(marker)) == 0 {
+			t.Error("the command is not running")
+		}
+		resp.Body.Close()
+		noneLeft(t, marker)
+	})
+
+	t.Run("v1 bash and shell", func(t *testing.T) {
+		_, e := a.call("POST", "/v1/bash/exec", "/v1/bash/exec", map[string]any{"command": "echo v1; sleep 0.3; echo done", "async_mode": true, "exec_dir": ws})
+		m := e.obj()
+		sid, cid := m["session_id"].(string), m["command_id"].(string)
+		var out string
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
+			_, e = a.call("POST", "/v1/bash/output", "/v1/bash/output", map[string]any{"session_id": sid, "command_id": cid, "wait": true, "wait_timeout": 5, "offset": len(out)})
+			m := e.obj()
+			out += m["stdout"].(string)
+			if m["command"].(map[string]any)["status"] != "running" {
+				break
+			}
+		}
+		if out != "v1\ndone\n" {
+			t.Errorf("output: %q", out)
+		}
+		code, e := a.call("POST", "/v1/shell/exec", "/v1/shell/exec", map[string]any{"command": "echo shell; exit 2"})
+		if m := e.obj(); code != 200 || !e.Success || m["status"] != "completed" || m["exit_code"] != 2.0 || !strings.Contains(fmt.Sprint(m["output"]), "shell") {
+			t.Errorf("shell exec: %d %s", code, e.raw)
+		}
+		code, e = a.call("GET", "/v1/bash/sessions", "/v1/bash/sessions", nil)
+		if code != 200 || !e.Success {
+			t.Errorf("sessions: %d %s", code, e.raw)
+		}
+	})
+}
+
+// TestAiodShutdownEndsChildren: SIGTERM to the daemon ends every process
+// tree it started, async ones included.
+func TestAiodShutdownEndsChildren(t *testing.T) {
+	d := startAiod(t, nil, "--workspace", t.TempDir())
+	a := &aio{t: t, base: d.URL}
+	marker := "94.4242"
+	for i := 0; i < 3; i++ {
+		code, e := a.call("POST", "/v2/commands", "/v2/commands", map[string]any{"command": "sleep " + marker + " & sleep " + marker, "mode": "async"})
+		if code != 200 || e.obj()["status"] != "running" {
+			t.Fatalf("%d %s", code, e.raw)
+		}
+	}
+	for deadline := time.Now().Add(5 * time.Second); len(processesWith(marker)) < 6; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d processes running, want 6", len(processesWith(marker)))
+		}
+	}
+	d.Stop(t)
+	noneLeft(t, marker)
+}
