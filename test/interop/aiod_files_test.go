@@ -142,6 +142,11 @@ func TestAiodFiles(t *testing.T) {
 		}
 		code, e = a.call("GET", "/v2/fs/read", "/v2/fs/read?path="+q(p("latin1.txt")), nil)
 		expectFileErr(t, "non-UTF-8", code, e, 422, "decode_error")
+		os.WriteFile(p("big.txt"), bytes.Repeat([]byte("0123456789abcdef"), 1<<20+1), 0o644)
+		code, e = a.call("GET", "/v2/fs/read", "/v2/fs/read?path="+q(p("big.txt")), nil)
+		if fe := expectFileErr(t, "over 16 MiB", code, e, 400, "bad_request"); !strings.Contains(fe.Message, "file exceeds the 16 MiB buffered text limit") {
+			t.Errorf("16 MiB: %s", fe.Message)
+		}
 		code, e = a.call("POST", "/v2/fs/copy", "/v2/fs/copy", map[string]any{"source": p("latin1.txt"), "destination": p("exists.txt")})
 		expectFileErr(t, "copy onto existing", code, e, 409, "already_exists")
 		code, e = a.call("POST", "/v2/fs/move", "/v2/fs/move", map[string]any{"source": p("latin1.txt"), "destination": p("exists.txt")})
@@ -208,6 +213,22 @@ func TestAiodFiles(t *testing.T) {
 			code, e := a.call("POST", c.tmpl, c.tmpl, c.body)
 			expectFileErr(t, "v1 "+c.tmpl, code, e, 200, c.typ)
 		}
+	})
+
+	t.Run("read_only_filesystem", func(t *testing.T) {
+		ro := p("ro")
+		os.MkdirAll(ro, 0o755)
+		if err := exec.Command("mount", "-t", "tmpfs", "-o", "ro,size=1m", "tmpfs", ro).Run(); err != nil {
+			t.Skipf("cannot mount a read-only tmpfs here (%v): EROFS is covered by sandbox/fserr's unit test", err)
+		}
+		defer exec.Command("umount", ro).Run()
+		code, e := a.call("POST", "/v2/fs/write", "/v2/fs/write", map[string]any{"path": filepath.Join(ro, "x"), "content": "x"})
+		fe := expectFileErr(t, "v2 EROFS", code, e, 500, "read_only_filesystem")
+		if fe.ErrnoName == nil || *fe.ErrnoName != "EROFS" || fe.Retryable {
+			t.Errorf("EROFS: %s", e.raw)
+		}
+		code, e = a.call("POST", "/v1/file/mkdir", "/v1/file/mkdir", map[string]any{"path": filepath.Join(ro, "d")})
+		expectFileErr(t, "v1 EROFS", code, e, 200, "read_only_filesystem")
 	})
 
 	t.Run("permission_denied", func(t *testing.T) {
