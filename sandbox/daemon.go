@@ -13,7 +13,10 @@ import (
 	"net/url"
 	"os"
 	"runtime"
+	"runtime/debug"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/a2c-smcp/a2c-go/sandbox/api"
@@ -66,6 +69,8 @@ type Daemon struct {
 	probe   *prober
 	stop    context.CancelFunc
 	planes  []plane
+	// lastRequest is when the latest request began (Unix ns).
+	lastRequest atomic.Int64
 }
 
 // plane is one family of routes with state of its own (processes,
@@ -118,6 +123,7 @@ func New(cfg Config) (*Daemon, error) {
 	d.stop = stop
 	d.probe = &prober{ttl: 5 * time.Second, cdp: cfg.CDPEndpoint, ctx: ctx}
 	d.probe.start() // the first read waits for it, later ones never
+	go d.trimWhenIdle(ctx, 5*time.Second)
 
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /health", d.health)
@@ -313,17 +319,39 @@ func requestID(next http.Handler) http.Handler {
 	})
 }
 
+// trimWhenIdle hands the heap the last burst of requests left behind back
+// to the kernel once no request has arrived for quiet: a sandbox daemon
+// idles most of its life, and its resident size is what the sandbox pays.
+func (d *Daemon) trimWhenIdle(ctx context.Context, quiet time.Duration) {
+	t := time.NewTicker(quiet)
+	defer t.Stop()
+	var trimmed int64
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		last := d.lastRequest.Load()
+		if last != trimmed && time.Since(time.Unix(0, last)) >= quiet {
+			debug.FreeOSMemory()
+			trimmed = last
+		}
+	}
+}
+
 // instrument counts requests by the route pattern that served them.
 func (d *Daemon) instrument(mux *http.ServeMux, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
+		d.lastRequest.Store(start.UnixNano())
 		sw := &statusWriter{ResponseWriter: w, status: 200}
 		next.ServeHTTP(sw, r)
 		_, route := mux.Handler(r)
 		if route == "" || route == "/" {
 			route = "unmatched"
 		}
-		d.reqs.WithLabelValues(r.Method, route, http.StatusText(sw.status)).Inc()
+		d.reqs.WithLabelValues(r.Method, route, strconv.Itoa(sw.status)).Inc()
 		d.dur.WithLabelValues(route).Observe(time.Since(start).Seconds())
 	})
 }

@@ -26,7 +26,9 @@ const SuccessMessage = "Operation successful"
 func JSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false) // serde writes & < > as they are
+	_ = enc.Encode(v)
 }
 
 // OK answers 200 with data in a successful envelope.

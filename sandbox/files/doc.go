@@ -16,5 +16,18 @@
 // Paths: an absolute path is used as given (the workspace is not a
 // confinement boundary); a relative one resolves against the workspace; an
 // empty path or one holding NUL is invalid_path. Error objects echo the
-// path as the client wrote it.
+// path as the client wrote it. The filesystem root is never deleted.
+//
+// Content: only regular files are read, searched or edited, and every
+// open is non-blocking, so a FIFO, a socket or a device is refused at once
+// as invalid_target "not a regular file" instead of hanging the request
+// (a write or append to an existing character device such as /dev/null
+// is the exception, and writes in place).
+//
+// Writes: a write replaces a file atomically (staged next to it, synced,
+// renamed over it) and goes through symbolic links: a chain of links is
+// followed to its end, existing or dangling, and the file is written
+// there, creating its missing parents, while the links stay links. The
+// rename gives the file a new inode, so it breaks hard links: the file's
+// other names keep the old content. Appends write in place.
 package files

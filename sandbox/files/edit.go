@@ -262,10 +262,11 @@ func (e *Engine) create(op string, req FsEditRequest, abs string, own *owner) (*
 	if ferr != nil && ferr.ErrorType != fserr.NotFound {
 		return nil, ferr
 	}
-	if _, err := mkdirAll(filepath.Dir(abs), own); err != nil {
+	target, err := writeTarget(abs, own)
+	if err != nil {
 		return nil, fserr.From(op, req.Path, err)
 	}
-	if err := replaceFile(abs, []byte(*req.FileText), own); err != nil {
+	if err := replaceFile(target, []byte(*req.FileText), own); err != nil {
 		return nil, fserr.From(op, req.Path, err)
 	}
 	res := &StrReplaceEditorResult{Output: "File created successfully at: " + req.Path, Path: req.Path, PrevExist: prev, NewContent: req.FileText}

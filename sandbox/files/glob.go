@@ -41,7 +41,7 @@ func globRe(glob string) (*regexp.Regexp, error) {
 				j++
 			}
 			if j >= len(glob) {
-				return nil, fmt.Errorf("unclosed character class in glob %q", glob)
+				return nil, fmt.Errorf("invalid glob %q: unclosed character class", glob)
 			}
 			class := glob[i+1 : j]
 			if class[0] == '!' {
@@ -65,12 +65,12 @@ func globRe(glob string) (*regexp.Regexp, error) {
 		}
 	}
 	if depth != 0 {
-		return nil, fmt.Errorf("unclosed alternation in glob %q", glob)
+		return nil, fmt.Errorf("invalid glob %q: unclosed alternation", glob)
 	}
 	b.WriteString(`$`)
 	re, err := regexp.Compile(b.String())
 	if err != nil {
-		return nil, fmt.Errorf("invalid glob %q: %w", glob, err)
+		return nil, fmt.Errorf("invalid glob %q: %s", glob, syntaxText(glob, err))
 	}
 	return re, nil
 }

@@ -3,6 +3,7 @@ package files
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -46,8 +47,8 @@ type FileGrepRequest struct {
 	Multiline     bool   `json:"multiline"`
 	ContextBefore uint64 `json:"context_before"`
 	ContextAfter  uint64 `json:"context_after"`
-	// MaxResults (default 500) and Offset page through the matches, which
-	// are ordered by file path, then line.
+	// MaxResults (default 500; 0 also means the default) and Offset page
+	// through the matches, which are ordered by file path, then line.
 	MaxResults *uint64 `json:"max_results"`
 	Offset     uint64  `json:"offset"`
 	// Recursive (default true) walks subdirectories.
@@ -146,6 +147,9 @@ func (e *Engine) Grep(ctx context.Context, req FileGrepRequest) (*FileGrepResult
 	if err != nil {
 		return nil, fserr.From(op, req.Path, err)
 	}
+	if !fi.IsDir() && !fi.Mode().IsRegular() {
+		return nil, fserr.From(op, req.Path, fserr.ErrNotRegular)
+	}
 	files := make(chan grepJob, 64)
 	walkErr := make(chan error, 1)
 	ctx, cancel := context.WithCancel(ctx)
@@ -211,7 +215,7 @@ func newGrepPlan(op string, req FileGrepRequest) (*grepPlan, *fserr.Error) {
 		p.maxSize = n
 	}
 	max := uint64(DefaultMaxResults)
-	if req.MaxResults != nil {
+	if req.MaxResults != nil && *req.MaxResults > 0 {
 		max = *req.MaxResults
 	}
 	p.offset, p.max = min(req.Offset, 1<<40), min(max, 1<<40)
@@ -437,7 +441,7 @@ func newMatcher(pattern string, fixed, fold, multiline bool) (*matcher, error) {
 	}
 	re, err := regexp.Compile(flags + expr)
 	if err != nil {
-		return nil, fmt.Errorf("invalid regex %q: %w", pattern, err)
+		return nil, errors.New(regexError(pattern, err))
 	}
 	m := &matcher{re: re}
 	if fixed && !fold && pattern != "" {
@@ -450,6 +454,27 @@ func newMatcher(pattern string, fixed, fold, multiline bool) (*matcher, error) {
 		}
 	}
 	return m, nil
+}
+
+// regexError is the message for a pattern Go's regexp refused: `invalid
+// regex "<pattern>": <what is wrong>`, the syntax error's own text (with
+// the fragment at fault when it is only part of the pattern), without
+// Go's "error parsing regexp:" prefix or the flags the engine adds.
+func regexError(pattern string, err error) string {
+	return fmt.Sprintf("invalid regex %q: %s", pattern, syntaxText(pattern, err))
+}
+
+// syntaxText is what a regexp syntax error says is wrong in src.
+func syntaxText(src string, err error) string {
+	var se *syntax.Error
+	if !errors.As(err, &se) {
+		return err.Error()
+	}
+	msg := string(se.Code)
+	if se.Expr != "" && se.Expr != src && strings.Contains(src, se.Expr) {
+		msg += ": `" + se.Expr + "`"
+	}
+	return msg
 }
 
 // requiredLiteral is a case-sensitive literal that every match of re

@@ -108,7 +108,8 @@ type FileDeleteResult struct {
 
 // Delete removes a file, link or empty directory; a non-empty directory
 // needs Recursive (else ENOTEMPTY, invalid_target). A link is removed,
-// never its target.
+// never its target. The filesystem root is never deleted: "/" (or a path
+// resolving to it) is invalid_target "refusing to delete /".
 func (e *Engine) Delete(ctx context.Context, req FileDeleteRequest) (*FileDeleteResult, *fserr.Error) {
 	const op = "delete"
 	abs, _, ferr := e.prepare(ctx, op, req.Path, req.Ownership)
@@ -118,6 +119,9 @@ func (e *Engine) Delete(ctx context.Context, req FileDeleteRequest) (*FileDelete
 	fi, err := os.Lstat(abs)
 	if err != nil {
 		return nil, fserr.From(op, req.Path, err)
+	}
+	if isRoot(abs, fi) {
+		return nil, fserr.New(op, req.Path, fserr.InvalidTarget, fserr.Phrase(op)+": refusing to delete /")
 	}
 	switch {
 	case !fi.IsDir():
@@ -131,6 +135,20 @@ func (e *Engine) Delete(ctx context.Context, req FileDeleteRequest) (*FileDelete
 		return nil, fserr.From(op, req.Path, err)
 	}
 	return &FileDeleteResult{Path: req.Path, IsDirectory: fi.IsDir()}, nil
+}
+
+// isRoot reports whether abs, whose lstat is fi, names the filesystem
+// root: "/" itself, a path that cleans to it ("/..", "a/../.."), or a
+// directory path that resolves to it through links ("/link-to-root/").
+func isRoot(abs string, fi fs.FileInfo) bool {
+	if filepath.Clean(abs) == "/" {
+		return true
+	}
+	if !fi.IsDir() {
+		return false
+	}
+	real, err := filepath.EvalSymlinks(abs)
+	return err == nil && real == "/"
 }
 
 // FileCopyRequest is a copy's body (both versions).
@@ -161,7 +179,7 @@ type FileMoveResult struct {
 }
 
 // transfer resolves both ends of a copy or move, checks the source exists
-// and the destination may be taken (removing it under overwrite when the
+// (and, for a copy, is a file, link or directory) and the destination may be taken (removing it under overwrite when the
 // operation cannot replace it by itself).
 func (e *Engine) transfer(ctx context.Context, op string, req FileCopyRequest) (src, dst string, sfi fs.FileInfo, own *owner, ferr *fserr.Error) {
 	if src, own, ferr = e.prepare(ctx, op, req.Source, req.Ownership); ferr != nil {
@@ -173,6 +191,9 @@ func (e *Engine) transfer(ctx context.Context, op string, req FileCopyRequest) (
 	sfi, err := os.Lstat(src)
 	if err != nil {
 		return "", "", nil, nil, fserr.From(op, req.Source, err)
+	}
+	if m := sfi.Mode(); op == "copy" && !m.IsRegular() && !m.IsDir() && m&fs.ModeSymlink == 0 {
+		return "", "", nil, nil, fserr.From(op, req.Source, fserr.ErrNotRegular)
 	}
 	if sfi.IsDir() && within(dst, src) {
 		return "", "", nil, nil, fserr.WithErrno(op, req.Destination,
@@ -204,7 +225,9 @@ func within(p, dir string) bool {
 }
 
 // Copy copies a file, link or directory tree (links copied as links,
-// modes kept, new objects owned by the request's owner).
+// modes kept, new objects owned by the request's owner). Inside a tree,
+// FIFOs, sockets and devices are skipped; a source that is one is
+// invalid_target "not a regular file".
 func (e *Engine) Copy(ctx context.Context, req FileCopyRequest) (*FileCopyResult, *fserr.Error) {
 	const op = "copy"
 	src, dst, _, own, ferr := e.transfer(ctx, op, req)
@@ -281,7 +304,7 @@ func copyTree(ctx context.Context, src, dst string, own *owner, res *FileCopyRes
 
 // copyFile copies one regular file's bytes and mode.
 func copyFile(src, dst string, mode fs.FileMode) (int64, error) {
-	in, err := os.Open(src)
+	in, _, err := openContent(src, os.O_RDONLY, 0, false)
 	if err != nil {
 		return 0, err
 	}

@@ -36,7 +36,8 @@ type FileReadResult struct {
 
 // Read returns a UTF-8 text file, whole and verbatim, or the selected line
 // range (each line keeps its terminator but the last). A directory is
-// EISDIR (invalid_target), a file over MaxTextBytes bad_request, invalid
+// EISDIR (invalid_target), a FIFO, socket or device invalid_target "not a
+// regular file" (never opened in a way that could block), a file over MaxTextBytes bad_request, invalid
 // UTF-8 decode_error.
 func (e *Engine) Read(ctx context.Context, req FsReadQuery) (*FileReadResult, *fserr.Error) {
 	const op = "read"
@@ -55,20 +56,13 @@ func (e *Engine) Read(ctx context.Context, req FsReadQuery) (*FileReadResult, *f
 }
 
 // readText reads a whole UTF-8 text file of at most MaxTextBytes; shown is
-// the path as the client wrote it.
+// the path as the client wrote it. Only regular files are read.
 func readText(op, shown, abs string) (string, *fserr.Error) {
-	f, err := os.Open(abs)
+	f, fi, err := openContent(abs, os.O_RDONLY, 0, false)
 	if err != nil {
 		return "", fserr.From(op, shown, err)
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return "", fserr.From(op, shown, err)
-	}
-	if fi.IsDir() {
-		return "", fserr.Errno(op, shown, syscall.EISDIR)
-	}
 	if fi.Size() > MaxTextBytes {
 		return "", fserr.WithErrno(op, shown, tooLarge, syscall.EFBIG)
 	}

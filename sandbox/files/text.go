@@ -2,7 +2,6 @@ package files
 
 import (
 	"context"
-	"fmt"
 	"regexp"
 	"strings"
 
@@ -79,7 +78,7 @@ func (e *Engine) SearchFile(ctx context.Context, req FileSearchRequest) (*FileSe
 	}
 	re, err := regexp.Compile(req.Regex)
 	if err != nil {
-		return nil, fserr.New(op, req.File, fserr.BadRequest, fmt.Sprintf("%s: invalid regex %q: %v", fserr.Phrase(op), req.Regex, err))
+		return nil, fserr.New(op, req.File, fserr.BadRequest, fserr.Phrase(op)+": "+regexError(req.Regex, err))
 	}
 	text, ferr := readText(op, req.File, abs)
 	if ferr != nil {

@@ -51,6 +51,16 @@ type FileWriteResult struct {
 // over it, keeping the old file's mode (and, as root, its owner unless an
 // owner was named), so a failure leaves the old content. Append writes in
 // place. Content that does not decode is bad_request and touches nothing.
+//
+// A symbolic link is written through, whether its target exists or not:
+// the chain of links is followed to its end (at most 40 links, else ELOOP,
+// invalid_path), that path's missing parents are created, and the file is
+// staged and renamed there; the links stay links. A hard link, though, is
+// broken by a replace: the rename gives the written name a new inode, and
+// the file's other names keep the old content (append, writing in place,
+// keeps the link). A FIFO, socket or block device is refused as
+// invalid_target "not a regular file", without an open that could block;
+// an existing character device (/dev/null, /dev/full) is written in place.
 func (e *Engine) Write(ctx context.Context, req FsWriteRequest) (*FileWriteResult, *fserr.Error) {
 	const op = "write"
 	abs, own, ferr := e.prepare(ctx, op, req.Path, req.Ownership)
@@ -61,14 +71,14 @@ func (e *Engine) Write(ctx context.Context, req FsWriteRequest) (*FileWriteResul
 	if ferr != nil {
 		return nil, ferr
 	}
-	if _, err := mkdirAll(filepath.Dir(abs), own); err != nil {
+	target, err := writeTarget(abs, own)
+	if err != nil {
 		return nil, fserr.From(op, req.Path, err)
 	}
-	var err error
 	if req.Append {
-		err = appendFile(abs, data, own)
+		err = appendFile(target, data, own)
 	} else {
-		err = replaceFile(abs, data, own)
+		err = replaceFile(target, data, own)
 	}
 	if err != nil {
 		return nil, fserr.From(op, req.Path, err)
@@ -116,10 +126,11 @@ func decodeContent(op string, req FsWriteRequest) ([]byte, *fserr.Error) {
 		fmt.Sprintf("%s: unknown encoding %q: expected utf-8, base64 or raw", fserr.Phrase(op), enc))
 }
 
-// appendFile adds data at the end of path, creating it (owned by o).
+// appendFile adds data at the end of path, creating it (owned by o). A
+// character device is written to; a FIFO or socket is ErrNotRegular.
 func appendFile(path string, data []byte, o *owner) error {
 	_, statErr := os.Lstat(path)
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o666)
+	f, _, err := openContent(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o666, true)
 	if err == nil {
 		err = writeClose(f, data)
 	}
@@ -135,27 +146,27 @@ var openTemp = func(dir string) (*os.File, error) {
 	return os.OpenFile(filepath.Join(dir, ".aiod-write-"+newID()+".part"), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o666)
 }
 
-// replaceFile atomically replaces path's content with data. A symlink is
-// followed to its target; a special file (device, FIFO) is written in
-// place.
+// replaceFile atomically replaces path's content with data: staged next
+// to it and renamed over it. A chain of symbolic links is followed to its
+// end, existing or not (the caller has created the parents, see
+// writeTarget). Renaming gives path a new inode, so a hard link to the old
+// file keeps the old content. A character device is written in place; a
+// FIFO, socket or block device is ErrNotRegular.
 func replaceFile(path string, data []byte, o *owner) error {
-	target := path
-	fi, err := os.Lstat(path)
-	if err == nil && fi.Mode()&fs.ModeSymlink != 0 {
-		if t, rerr := filepath.EvalSymlinks(path); rerr == nil {
-			target = t
-			fi, err = os.Stat(t)
-		} else {
-			fi, err = nil, rerr
-		}
+	target, err := linkTarget(path)
+	if err != nil {
+		return err
 	}
+	fi, err := os.Lstat(target)
 	switch {
 	case err != nil && !errors.Is(err, fs.ErrNotExist):
 		return err
 	case err == nil && fi.IsDir():
 		return &fs.PathError{Op: "open", Path: path, Err: syscall.EISDIR}
-	case err == nil && !fi.Mode().IsRegular():
+	case err == nil && fi.Mode()&fs.ModeCharDevice != 0:
 		return writeInPlace(target, data)
+	case err == nil && !fi.Mode().IsRegular():
+		return &fs.PathError{Op: "open", Path: path, Err: fserr.ErrNotRegular}
 	case err != nil:
 		fi = nil
 	}
@@ -205,9 +216,9 @@ func fillTemp(f *os.File, data []byte, old fs.FileInfo, o *owner) error {
 	return err
 }
 
-// writeInPlace truncates and writes a special file.
+// writeInPlace truncates and writes a character device.
 func writeInPlace(path string, data []byte) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_TRUNC, 0)
+	f, _, err := openContent(path, os.O_WRONLY|os.O_TRUNC, 0, true)
 	if err != nil {
 		return err
 	}

@@ -68,14 +68,22 @@ func WriteV2(w http.ResponseWriter, e *Error) { api.Fail(w, e.Status(), e.Messag
 // WriteV1 answers the error on a /v1/file route: 200 with success false.
 func WriteV1(w http.ResponseWriter, e *Error) { api.Fail(w, http.StatusOK, e.Message, e) }
 
-// verbs is the phrase after "Failed to " for each operation.
+// verbs is the phrase after "Failed to " for each operation. "search" is
+// /v1/file/search, a regexp over one file; "find" is the name search of
+// /v2/fs/search and /v1/file/find.
 var verbs = map[string]string{
 	"read": "read file", "write": "write file", "replace": "replace in file", "edit": "edit file",
 	"upload": "upload file", "download": "download file", "stat": "stat path", "list": "list directory",
-	"search": "search directory", "find": "find files", "glob": "glob files", "grep": "grep files",
+	"search": "search file", "find": "find files", "glob": "glob files", "grep": "grep files",
 	"mkdir": "create directory", "copy": "copy path", "move": "move path", "delete": "delete path",
 	"tree": "transfer tree",
 }
+
+// ErrNotRegular marks an operation refused because its path is a FIFO,
+// socket or device, whose content the daemon does not read or replace
+// (opening one could block forever). From makes it invalid_target with
+// the message "Failed to <verb>: not a regular file".
+var ErrNotRegular = errors.New("not a regular file")
 
 // Phrase is "Failed to <verb>" for the operation, the start of every
 // message.
@@ -90,11 +98,15 @@ func Phrase(op string) string {
 // wrote it). An errno anywhere in err's chain decides the type and the
 // message, which reads as Rust's std::io::Error does:
 // "Failed to read file: No such file or directory (os error 2)". An
-// *Error passes through unchanged; anything else is an io_error.
+// *Error passes through unchanged; ErrNotRegular is invalid_target;
+// anything else is an io_error.
 func From(op, path string, err error) *Error {
 	var fe *Error
 	if errors.As(err, &fe) {
 		return fe
+	}
+	if errors.Is(err, ErrNotRegular) {
+		return New(op, path, InvalidTarget, Phrase(op)+": "+ErrNotRegular.Error())
 	}
 	var no syscall.Errno
 	if !errors.As(err, &no) {

@@ -92,3 +92,34 @@ func TestWithoutErrno(t *testing.T) {
 		t.Error("transient")
 	}
 }
+
+// TestPhrases pins the verb of every operation the spec lists, so each
+// message reads naturally: /v1/file/search searches one file, find is
+// the name search.
+func TestPhrases(t *testing.T) {
+	want := map[string]string{
+		"read": "Failed to read file", "write": "Failed to write file", "replace": "Failed to replace in file",
+		"search": "Failed to search file", "find": "Failed to find files", "grep": "Failed to grep files",
+		"glob": "Failed to glob files", "list": "Failed to list directory", "stat": "Failed to stat path",
+		"mkdir": "Failed to create directory", "copy": "Failed to copy path", "move": "Failed to move path",
+		"delete": "Failed to delete path", "upload": "Failed to upload file", "download": "Failed to download file",
+		"edit": "Failed to edit file", "tree": "Failed to transfer tree",
+	}
+	for op, phrase := range want {
+		if got := Phrase(op); got != phrase {
+			t.Errorf("Phrase(%q) = %q, want %q", op, got, phrase)
+		}
+	}
+	e := From("search", "/f", &fs.PathError{Op: "open", Path: "/f", Err: syscall.ENOENT})
+	if e.Message != "Failed to search file: No such file or directory (os error 2)" {
+		t.Error(e.Message)
+	}
+}
+
+func TestNotRegular(t *testing.T) {
+	e := From("read", "/p/fifo", &fs.PathError{Op: "open", Path: "/p/fifo", Err: ErrNotRegular})
+	b, _ := json.Marshal(e)
+	if string(b) != `{"errno":null,"errno_name":null,"error_type":"invalid_target","exception_type":"OSError","message":"Failed to read file: not a regular file","operation":"read","path":"/p/fifo","retryable":false}` || e.Status() != 400 {
+		t.Error(string(b))
+	}
+}

@@ -3,6 +3,7 @@ package transfer
 import (
 	"errors"
 	"fmt"
+	"io"
 	"mime"
 	"net/http"
 	"os"
@@ -43,13 +44,17 @@ func (p *Plane) Open(path string) (*Source, error) {
 	}
 	f, err := os.OpenFile(abs, os.O_RDONLY|openFlags, 0)
 	if err != nil {
+		// ENXIO: a socket.
+		if fi, serr := os.Stat(abs); errors.Is(err, syscall.ENXIO) && serr == nil && !fi.Mode().IsRegular() && !fi.IsDir() {
+			err = fserr.ErrNotRegular
+		}
 		return nil, fserr.From("download", path, err)
 	}
 	fi, err := f.Stat()
 	if err == nil && !fi.Mode().IsRegular() {
 		err = fserr.Errno("download", path, syscall.EISDIR)
 		if !fi.IsDir() {
-			err = fserr.New("download", path, fserr.InvalidTarget, fserr.Phrase("download")+": not a regular file")
+			err = fserr.ErrNotRegular
 		}
 	}
 	if err != nil {
@@ -125,7 +130,9 @@ func (g *pinned) Seek(off int64, whence int) (int64, error) { return g.s.File.Se
 // ETag, Last-Modified and Accept-Ranges; Range, If-Range, If-Match,
 // If-None-Match and If-Modified-Since as net/http's ServeContent honours
 // them (206, 416 with "bytes */size", 304, 412). A failure is a bare
-// status: 404 missing, 400 directory. change_policy=abort answers 409 when
+// status: 404 missing, 400 directory or other non-regular file; so are
+// ServeContent's own failures (416 keeps its "Content-Range: bytes
+// */size", 412 and a read error's 500 carry nothing). change_policy=abort answers 409 when
 // the client's If-Range or If-Match validator names an older state, and
 // aborts the connection when the file changes while it streams.
 func (p *Plane) download(w http.ResponseWriter, r *http.Request) {
@@ -168,16 +175,57 @@ func (p *Plane) download(w http.ResponseWriter, r *http.Request) {
 	h.Set("Content-Disposition", cd)
 	h.Set("Etag", src.ETag)
 	h.Set("Accept-Ranges", "bytes")
+	bw := &bareErrors{ResponseWriter: w}
 	if !abort {
 		// The *os.File reaches the ResponseWriter's ReadFrom: sendfile.
-		http.ServeContent(w, r, src.Name, src.ModTime, src.File)
+		http.ServeContent(bw, r, src.Name, src.ModTime, src.File)
 		return
 	}
 	g := &pinned{s: src}
-	http.ServeContent(w, r, src.Name, src.ModTime, g)
+	http.ServeContent(bw, r, src.Name, src.ModTime, g)
 	if g.changed {
 		// The deliberate way to cut a response net/http offers: the
 		// client sees the transfer fail rather than end short but clean.
 		panic(http.ErrAbortHandler)
 	}
 }
+
+// bareErrors is the ResponseWriter ServeContent answers through: an error
+// status (416 for a range that cannot be served, 412, 500) goes out as a
+// bare status, like every other download failure, without the text/plain
+// body http.Error would add or the attachment headers set for the file;
+// headers such as Content-Range: bytes */size stay. Successful answers
+// pass through, ReadFrom (sendfile) included.
+type bareErrors struct {
+	http.ResponseWriter
+	bare bool
+}
+
+func (b *bareErrors) WriteHeader(code int) {
+	if code >= 400 {
+		b.bare = true
+		h := b.Header()
+		for _, k := range []string{"Content-Type", "Content-Disposition", "Content-Length", "X-Content-Type-Options"} {
+			h.Del(k)
+		}
+	}
+	b.ResponseWriter.WriteHeader(code)
+}
+
+func (b *bareErrors) Write(p []byte) (int, error) {
+	if b.bare {
+		return len(p), nil
+	}
+	return b.ResponseWriter.Write(p)
+}
+
+// ReadFrom keeps the underlying writer's ReadFrom (sendfile) reachable.
+func (b *bareErrors) ReadFrom(r io.Reader) (int64, error) {
+	if rf, ok := b.ResponseWriter.(io.ReaderFrom); ok && !b.bare {
+		return rf.ReadFrom(r)
+	}
+	return io.Copy(struct{ io.Writer }{b}, r)
+}
+
+// Unwrap lets http.ResponseController reach the connection.
+func (b *bareErrors) Unwrap() http.ResponseWriter { return b.ResponseWriter }

@@ -102,9 +102,26 @@ func writeTree(ctx context.Context, root *os.Root, w io.Writer) error {
 		if err != nil {
 			return err
 		}
-		var link string
+		var (
+			link string
+			f    *os.File
+		)
 		switch {
-		case fi.Mode().IsRegular(), fi.IsDir():
+		case fi.Mode().IsRegular():
+			// Opened before the header, non-blocking and checked: a file
+			// swapped for a FIFO since the walk saw it is skipped, not
+			// waited on.
+			if f, err = root.OpenFile(name, os.O_RDONLY|openFlags, 0); err != nil {
+				return err
+			}
+			defer f.Close()
+			if fi, err = f.Stat(); err != nil {
+				return err
+			}
+			if !fi.Mode().IsRegular() {
+				return nil
+			}
+		case fi.IsDir():
 		case fi.Mode()&fs.ModeSymlink != 0:
 			if link, err = root.Readlink(name); err != nil {
 				return err
@@ -120,14 +137,9 @@ func writeTree(ctx context.Context, root *os.Root, w io.Writer) error {
 		if fi.IsDir() {
 			hdr.Name += "/"
 		}
-		if err := tw.WriteHeader(hdr); err != nil || !fi.Mode().IsRegular() {
+		if err := tw.WriteHeader(hdr); err != nil || f == nil {
 			return err
 		}
-		f, err := root.Open(name)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
 		_, err = io.CopyN(tw, f, hdr.Size)
 		return err
 	})

@@ -30,18 +30,20 @@ type UploadResult struct {
 }
 
 // Upload writes src to path (relative paths resolve against the
-// workspace), owned by user (or the default user). It creates missing
-// parent directories, streams into a .aiod-upload-<id>.part file next to
-// the target, syncs it, and renames it over the target, which keeps its
-// mode (and, under root with no user, its owner). On any failure the
-// .part file is removed and an existing target is left untouched. Errors
-// are *fserr.Error with operation "upload".
+// workspace), owned by user (or the default user). The destination
+// directory must exist: unlike a write, an upload creates no parents, and
+// a missing one is not_found "Failed to upload file: Destination directory
+// not found" (404 on /v2, as the OpenAPI declares). It streams into a
+// .aiod-upload-<id>.part file next to the target, syncs it, and renames it
+// over the target, which keeps its mode (and, under root with no user, its
+// owner). On any failure the .part file is removed and an existing target
+// is left untouched. Errors are *fserr.Error with operation "upload".
 func (p *Plane) Upload(ctx context.Context, path, user string, src io.Reader) (*UploadResult, error) {
 	o, err := p.owner("upload", path, user)
 	if err != nil {
 		return nil, err
 	}
-	target, err := p.target(path, "", o)
+	target, err := p.target(path, "")
 	if err != nil {
 		return nil, err
 	}
@@ -143,9 +145,9 @@ func (p *Plane) store(ctx context.Context, path, target string, o *owner, src io
 
 // target resolves where an upload lands: path, or the file's own name in
 // the directory path names (with a trailing slash, or an existing
-// directory), or in the workspace when path is empty. It creates the
-// missing parents.
-func (p *Plane) target(path, filename string, o *owner) (string, error) {
+// directory), or in the workspace when path is empty. The directory it
+// lands in must exist (see destDir); none is created.
+func (p *Plane) target(path, filename string) (string, error) {
 	name := path
 	if name == "" {
 		name = filename
@@ -161,10 +163,26 @@ func (p *Plane) target(path, filename string, o *owner) (string, error) {
 		}
 		abs = filepath.Join(abs, base)
 	}
-	if err := mkdirAll(filepath.Dir(abs), o); err != nil {
-		return "", fserr.From("upload", path, err)
+	if err := destDir(path, filepath.Dir(abs)); err != nil {
+		return "", err
 	}
 	return abs, nil
+}
+
+// destDir checks that an upload's destination directory exists: missing
+// is not_found "Destination directory not found", a non-directory on the
+// way ENOTDIR (invalid_target).
+func destDir(path, dir string) error {
+	fi, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fserr.WithErrno("upload", path, fserr.Phrase("upload")+": Destination directory not found", syscall.ENOENT)
+	case err != nil:
+		return fserr.From("upload", path, err)
+	case !fi.IsDir():
+		return fserr.Errno("upload", path, syscall.ENOTDIR)
+	}
+	return nil
 }
 
 type uploadQuery struct {
@@ -225,7 +243,8 @@ func multipartReader(r *http.Request) (*multipart.Reader, error) {
 
 // receive reads the form. A file part that comes after the path (or with
 // ?path=) streams straight next to its target; one that comes first is
-// staged in the workspace until the path is known.
+// staged in the workspace until the path is known, and the destination
+// directory is checked then, with the same rule (it must exist).
 func (p *Plane) receive(ctx context.Context, mr *multipart.Reader, path, user string) (*UploadResult, error) {
 	o, err := p.owner("upload", path, user)
 	if err != nil {
@@ -262,7 +281,7 @@ func (p *Plane) receive(ctx context.Context, mr *multipart.Reader, path, user st
 			}
 			filename = part.FileName()
 			if path != "" {
-				target, err := p.target(path, filename, o)
+				target, err := p.target(path, filename)
 				if err != nil {
 					return nil, err
 				}
@@ -276,7 +295,7 @@ func (p *Plane) receive(ctx context.Context, mr *multipart.Reader, path, user st
 	if early == nil {
 		return nil, errNoFile
 	}
-	target, err := p.target(path, filename, o)
+	target, err := p.target(path, filename)
 	if err != nil {
 		return nil, err
 	}

@@ -19,6 +19,9 @@ import (
 func TestUploadNewPath(t *testing.T) {
 	f := newFixture(t, Config{})
 	target := filepath.Join(f.work, "a", "b", "data.csv")
+	if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	body, ct := form(t, "ignored.csv", [2]string{"path", target}, [2]string{"file", "a,b\n1,2\n"})
 	w := f.do("POST", "/v2/fs/upload", body, "Content-Type", ct)
 	if w.Code != 200 {
@@ -58,8 +61,10 @@ func TestUploadOverExisting(t *testing.T) {
 func TestUploadTargets(t *testing.T) {
 	f := newFixture(t, Config{})
 	dir := filepath.Join(f.work, "dir")
-	if err := os.Mkdir(dir, 0o755); err != nil {
-		t.Fatal(err)
+	for _, d := range []string{dir, filepath.Join(f.work, "late"), filepath.Join(f.work, "q"), filepath.Join(f.work, "new")} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
 	}
 	cases := []struct {
 		name, query string
@@ -183,14 +188,20 @@ func TestUploadDisconnectLeavesTargetIntact(t *testing.T) {
 
 func TestUploadUser(t *testing.T) {
 	f := newFixture(t, Config{})
+	if err := os.Mkdir(filepath.Join(f.work, "owned"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	checkOwner(t, f, func(user string) *httptest.ResponseRecorder {
 		body, ct := form(t, "f", [2]string{"path", "owned/u.txt"}, [2]string{"file", "x"})
 		return f.do("POST", "/v2/fs/upload?user="+user, body, "Content-Type", ct)
-	}, "owned", "owned/u.txt")
+	}, "owned/u.txt")
 }
 
 func TestUploadEngine(t *testing.T) {
 	f := newFixture(t, Config{})
+	if err := os.Mkdir(filepath.Join(f.work, "e"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	res, err := f.p.Upload(t.Context(), "e/n.txt", "", strings.NewReader("engine"))
 	if err != nil || res.FilePath != filepath.Join(f.work, "e/n.txt") || res.FileSize != 6 || !res.Success {
 		t.Fatalf("%+v %v", res, err)
@@ -239,5 +250,52 @@ func TestUploadLatePathAcrossFilesystems(t *testing.T) {
 	}
 	if s := append(staged(t, shm), staged(t, other)...); len(s) != 0 {
 		t.Fatalf("leftovers %v", s)
+	}
+}
+
+// TestUploadMissingDestinationDir: an upload creates no directories; a
+// missing destination directory is not_found, 404 on v2 (as the OpenAPI
+// declares) and 200 success:false on v1, whether the path comes before
+// the file part, after it (checked at commit), in the query, or names a
+// directory with a trailing slash. Nothing is left behind.
+func TestUploadMissingDestinationDir(t *testing.T) {
+	f := newFixture(t, Config{})
+	const msg = "Failed to upload file: Destination directory not found"
+	cases := []struct {
+		name, route, query string
+		fields             [][2]string
+		path               string
+		status             int
+	}{
+		{"v2 path first", "/v2/fs/upload", "", [][2]string{{"path", "/nonexist/x/y"}, {"file", "d"}}, "/nonexist/x/y", 404},
+		{"v1 path first", "/v1/file/upload", "", [][2]string{{"path", "/nonexist/x/y"}, {"file", "d"}}, "/nonexist/x/y", 200},
+		{"v2 file first", "/v2/fs/upload", "", [][2]string{{"file", "d"}, {"path", "no/such/dir/f"}}, "no/such/dir/f", 404},
+		{"v1 file first", "/v1/file/upload", "", [][2]string{{"file", "d"}, {"path", "no/such/dir/f"}}, "no/such/dir/f", 200},
+		{"v2 query", "/v2/fs/upload", "?path=missing%2Ff", [][2]string{{"file", "d"}}, "missing/f", 404},
+		{"v2 trailing slash", "/v2/fs/upload", "", [][2]string{{"path", "absent/"}, {"file", "d"}}, "absent/", 404},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			body, ct := form(t, "up.txt", c.fields...)
+			w := f.do("POST", c.route+c.query, body, "Content-Type", ct)
+			r := decode(t, w)
+			m := dataMap(t, r)
+			if w.Code != c.status || r.Success || r.Message != msg || m["message"] != msg || m["error_type"] != fserr.NotFound ||
+				m["errno_name"] != "ENOENT" || m["operation"] != "upload" || m["path"] != c.path {
+				t.Fatalf("%d %s", w.Code, w.Body)
+			}
+		})
+	}
+	for _, d := range []string{"/nonexist", filepath.Join(f.work, "no"), filepath.Join(f.work, "missing"), filepath.Join(f.work, "absent")} {
+		if _, err := os.Lstat(d); err == nil {
+			t.Errorf("%s was created", d)
+		}
+	}
+	if s := staged(t, f.work); len(s) != 0 {
+		t.Fatalf("leftovers %v", s)
+	}
+	_, err := f.p.Upload(t.Context(), "gone/n.txt", "", strings.NewReader("x"))
+	if fe, ok := err.(*fserr.Error); !ok || fe.ErrorType != fserr.NotFound || fe.Message != msg {
+		t.Fatalf("engine: %v", err)
 	}
 }

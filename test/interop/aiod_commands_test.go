@@ -6,10 +6,14 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -338,6 +342,56 @@ func TestAiodCommands(t *testing.T) {
 		if code != 200 || !e.Success {
 			t.Errorf("sessions: %d %s", code, e.raw)
 		}
+		code, e = a.call("POST", "/v1/bash/sessions/create", "/v1/bash/sessions/create", map[string]any{"session_id": "v1s", "exec_dir": ws})
+		if m := e.obj(); code != 200 || m["session_id"] != "v1s" || m["working_dir"] != ws {
+			t.Fatalf("v1 create: %d %s", code, e.raw)
+		}
+		a.call("POST", "/v1/bash/exec", "/v1/bash/exec", map[string]any{"command": "read x; echo got $x; sleep 60", "session_id": "v1s", "async_mode": true})
+		if code, e := a.call("POST", "/v1/bash/write", "/v1/bash/write", map[string]any{"session_id": "v1s", "input": "hi\n"}); code != 200 || !e.Success {
+			t.Errorf("v1 write: %d %s", code, e.raw)
+		}
+		_, e = a.call("POST", "/v1/bash/output", "/v1/bash/output", map[string]any{"session_id": "v1s", "wait": true, "wait_timeout": 5})
+		if m := e.obj(); m["stdout"] != "got hi\n" {
+			t.Errorf("v1 output after write: %s", e.raw)
+		}
+		if code, e := a.call("POST", "/v1/bash/kill", "/v1/bash/kill", map[string]any{"session_id": "v1s", "signal": "SIGKILL"}); code != 200 || !e.Success {
+			t.Errorf("v1 kill: %d %s", code, e.raw)
+		}
+		if code, e := a.call("POST", "/v1/bash/sessions/{session_id}/close", "/v1/bash/sessions/v1s/close", nil); code != 200 || !e.Success {
+			t.Errorf("v1 close: %d %s", code, e.raw)
+		}
+		code, e = a.call("POST", "/v1/shell/sessions/create", "/v1/shell/sessions/create", map[string]any{"id": "sh1", "exec_dir": ws})
+		if code != 200 || !e.Success {
+			t.Fatalf("shell create: %d %s", code, e.raw)
+		}
+		a.call("POST", "/v1/shell/exec", "/v1/shell/exec", map[string]any{"id": "sh1", "command": "read y; echo shell $y", "async_mode": true})
+		a.call("POST", "/v1/shell/write", "/v1/shell/write", map[string]any{"id": "sh1", "input": "there", "press_enter": true})
+		code, e = a.call("POST", "/v1/shell/wait", "/v1/shell/wait", map[string]any{"id": "sh1", "seconds": 5})
+		if code != 200 || !e.Success {
+			t.Errorf("shell wait: %d %s", code, e.raw)
+		}
+		code, e = a.call("POST", "/v1/shell/view", "/v1/shell/view", map[string]any{"id": "sh1"})
+		if code != 200 || !strings.Contains(string(e.Data), "shell there") {
+			t.Errorf("shell view: %d %s", code, e.raw)
+		}
+		for _, c := range []struct{ method, path string }{{"GET", "/v1/shell/sessions"}, {"GET", "/v1/shell/sessions/stats"}} {
+			if code, e := a.call(c.method, c.path, c.path, nil); code != 200 || !e.Success {
+				t.Errorf("%s: %d %s", c.path, code, e.raw)
+			}
+		}
+		if code, e := a.call("POST", "/v1/shell/sessions/update", "/v1/shell/sessions/update", map[string]any{"id": "sh1", "exec_dir": "/tmp"}); code != 200 {
+			t.Errorf("shell update: %d %s", code, e.raw)
+		}
+		if code, e := a.call("POST", "/v1/shell/kill", "/v1/shell/kill", map[string]any{"id": "sh1"}); code != 200 || !e.Success {
+			t.Errorf("shell kill: %d %s", code, e.raw)
+		}
+		a.call("POST", "/v1/shell/sessions/create", "/v1/shell/sessions/create", map[string]any{"id": "sh2"})
+		if code, e := a.call("DELETE", "/v1/shell/sessions/{session_id}", "/v1/shell/sessions/sh2", nil); code != 200 || !e.Success {
+			t.Errorf("shell delete: %d %s", code, e.raw)
+		}
+		if code, e := a.call("DELETE", "/v1/shell/sessions", "/v1/shell/sessions", nil); code != 200 || !e.Success {
+			t.Errorf("shell delete all: %d %s", code, e.raw)
+		}
 	})
 }
 
@@ -360,4 +414,110 @@ func TestAiodShutdownEndsChildren(t *testing.T) {
 	}
 	d.Stop(t)
 	noneLeft(t, marker)
+}
+
+// sessionIDs lists the live command sessions.
+func sessionIDs(t *testing.T, a *aio) []string {
+	t.Helper()
+	_, e := a.call("GET", "/v2/commands/sessions", "/v2/commands/sessions", nil)
+	var list []struct {
+		SessionID string `json:"session_id"`
+	}
+	if err := json.Unmarshal(e.Data, &list); err != nil {
+		t.Fatalf("sessions: %s", e.raw)
+	}
+	var ids []string
+	for _, s := range list {
+		ids = append(ids, s.SessionID)
+	}
+	return ids
+}
+
+// TestAiodSessionLimits: AIO_BASH_MAX_SESSIONS evicts the least recently
+// used idle session and refuses a new one when all are busy;
+// AIO_BASH_SESSION_TIMEOUT_SECS reclaims idle sessions.
+func TestAiodSessionLimits(t *testing.T) {
+	d := startAiod(t, []string{"AIO_BASH_MAX_SESSIONS=2", "AIO_BASH_SESSION_TIMEOUT_SECS=2"}, "--workspace", t.TempDir())
+	a := &aio{t: t, base: d.URL}
+	for _, id := range []string{"a", "b"} {
+		if code, e := a.call("POST", "/v2/commands/sessions", "/v2/commands/sessions", map[string]any{"id": id}); code != 200 {
+			t.Fatalf("%s: %d %s", id, code, e.raw)
+		}
+	}
+	a.call("POST", "/v2/commands", "/v2/commands", map[string]any{"command": "true", "session": "a"}) // a is now the most recent
+	if code, e := a.call("POST", "/v2/commands/sessions", "/v2/commands/sessions", map[string]any{"id": "c"}); code != 200 {
+		t.Fatalf("c: %d %s", code, e.raw)
+	}
+	if ids := strings.Join(sessionIDs(t, a), ","); strings.Contains(ids, "b") || !strings.Contains(ids, "a") || !strings.Contains(ids, "c") {
+		t.Errorf("after evicting the LRU idle session: %s", ids)
+	}
+	marker := "93.4242"
+	for _, id := range []string{"a", "c"} {
+		if code, e := a.call("POST", "/v2/commands", "/v2/commands", map[string]any{"command": "sleep " + marker, "session": id, "mode": "async"}); code != 200 {
+			t.Fatalf("busy %s: %d %s", id, code, e.raw)
+		}
+	}
+	if code, e := a.call("POST", "/v2/commands/sessions", "/v2/commands/sessions", map[string]any{"id": "d"}); code != 400 || e.Success {
+		t.Errorf("all busy: %d %s", code, e.raw)
+	}
+	if code, e := a.call("POST", "/v2/commands", "/v2/commands", map[string]any{"command": "true"}); code != 400 || e.Success {
+		t.Errorf("anonymous session while all are busy: %d %s", code, e.raw)
+	}
+	for _, id := range []string{"a", "c"} {
+		a.call("DELETE", "/v2/commands/sessions/{session_id}", "/v2/commands/sessions/"+id, nil)
+	}
+	noneLeft(t, marker)
+	a.call("POST", "/v2/commands/sessions", "/v2/commands/sessions", map[string]any{"id": "idle"})
+	deadline := time.Now().Add(10 * time.Second)
+	for strings.Contains(strings.Join(sessionIDs(t, a), ","), "idle") {
+		if time.Now().After(deadline) {
+			t.Fatal("an idle session was not reclaimed")
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// TestAiodStartForms: `aiod start` with AIO_HOST/AIO_PORT, and a daemon
+// that is not root refusing to run a command as another account.
+func TestAiodStartForms(t *testing.T) {
+	bin := filepath.Join(filepath.Dir(binPath), "aiod")
+	startAiod(t, nil) // builds the binary
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	cmd := exec.Command(bin, "start")
+	cmd.Env = append(os.Environ(), "AIO_HOST=127.0.0.1", fmt.Sprintf("AIO_PORT=%d", port))
+	p := run(t, cmd, true)
+	if p.Addr != fmt.Sprintf("127.0.0.1:%d", port) {
+		t.Errorf("listening on %s, want port %d", p.Addr, port)
+	}
+	if code, body := get(t, p.URL+"/health"); code != 200 || !strings.Contains(body, `"status":"ok"`) {
+		t.Errorf("health: %d %s", code, body)
+	}
+	if os.Geteuid() != 0 {
+		return
+	}
+	dir, err := os.MkdirTemp("", "aiod-nobody-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	os.Chmod(dir, 0o755)
+	src, _ := os.ReadFile(bin)
+	nbin := filepath.Join(dir, "aiod")
+	os.WriteFile(nbin, src, 0o755)
+	ncmd := exec.Command(nbin, "--port", "0", "--workspace", "/tmp")
+	ncmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	nobody := &aio{t: t, base: run(t, ncmd, true).URL}
+	code, e := nobody.call("POST", "/v2/commands", "/v2/commands", map[string]any{"command": "id", "user": "root"})
+	if code != 400 || !strings.HasPrefix(e.Message, "cannot run as root: aiod is running as uid 65534") {
+		t.Errorf("non-root daemon switching user: %d %s", code, e.raw)
+	}
+	_, e = nobody.call("POST", "/v2/commands", "/v2/commands", map[string]any{"command": "id -u"})
+	if e.obj()["stdout"] != "65534\n" {
+		t.Errorf("own account: %s", e.raw)
+	}
 }

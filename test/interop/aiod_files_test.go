@@ -177,6 +177,19 @@ func TestAiodFiles(t *testing.T) {
 		code, e = a.call("GET", "/v2/fs/read", "/v2/fs/read?path="+q(fmt.Sprintf("/proc/%d/mem", d.cmd.Process.Pid)), nil)
 		expectFileErr(t, "EIO", code, e, 500, "io_error")
 
+		fifo := p("fifo")
+		if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		code, e = a.call("GET", "/v2/fs/read", "/v2/fs/read?path="+q(fifo), nil) // must not hang in open()
+		expectFileErr(t, "read a FIFO", code, e, 400, "invalid_target")
+		code, e = a.call("POST", "/v1/file/search", "/v1/file/search", map[string]any{"file": fifo, "regex": "x"})
+		expectFileErr(t, "v1 search a FIFO", code, e, 200, "invalid_target")
+		code, e = a.call("POST", "/v2/fs/delete", "/v2/fs/delete", map[string]any{"path": "/", "recursive": true})
+		if fe := expectFileErr(t, "delete /", code, e, 400, "invalid_target"); fe.Message != "Failed to delete path: refusing to delete /" {
+			t.Errorf("delete /: %s", fe.Message)
+		}
+
 		// A transient cause is the one retryable error: ETXTBSY, writing
 		// in place into a running executable.
 		busy := p("busybin")
@@ -334,6 +347,13 @@ func TestAiodFiles(t *testing.T) {
 		if _, err := os.Stat(p("tree3/pkg/util.py")); code != 200 || err != nil {
 			t.Errorf("move: %d %s", code, e.raw)
 		}
+		code, e = a.call("POST", "/v1/file/move", "/v1/file/move", map[string]any{"source": p("tree3"), "destination": p("tree4")})
+		if code != 200 || !e.Success {
+			t.Errorf("v1 move: %d %s", code, e.raw)
+		}
+		a.call("POST", "/v1/file/copy", "/v1/file/copy", map[string]any{"source": p("tree4"), "destination": p("tree3")})
+		a.call("POST", "/v1/file/delete", "/v1/file/delete", map[string]any{"path": p("tree4"), "recursive": true})
+		a.call("POST", "/v1/file/mkdir", "/v1/file/mkdir", map[string]any{"path": p("tree5/a/b"), "parents": true})
 		code, e = a.call("POST", "/v2/fs/delete", "/v2/fs/delete", map[string]any{"path": p("tree3"), "recursive": true})
 		if m := e.obj(); code != 200 || m["is_directory"] != true {
 			t.Errorf("delete: %d %s", code, e.raw)
@@ -360,6 +380,7 @@ func TestAiodFiles(t *testing.T) {
 
 	t.Run("upload, download, ranges, change_policy", func(t *testing.T) {
 		target := p("up/loaded.bin")
+		os.MkdirAll(p("up"), 0o755) // unlike write, upload does not create directories
 		payload := bytes.Repeat([]byte("0123456789"), 100000)
 		upload := func(path string, data []byte, cut bool) (int, []byte) {
 			var buf bytes.Buffer
@@ -383,6 +404,10 @@ func TestAiodFiles(t *testing.T) {
 		if b, _ := os.ReadFile(target); !bytes.Equal(b, payload) {
 			t.Error("uploaded bytes differ")
 		}
+		code, out = upload(p("no-such-dir/x.bin"), payload, false)
+		if code != 404 || !bytes.Contains(out, []byte(`"error_type":"not_found"`)) {
+			t.Errorf("upload into a missing directory: %d %s", code, out)
+		}
 		code, _ = upload(target, []byte("replacement"), true)
 		if b, _ := os.ReadFile(target); code == 200 || !bytes.Equal(b, payload) {
 			t.Errorf("a truncated upload (%d) changed the target", code)
@@ -395,6 +420,7 @@ func TestAiodFiles(t *testing.T) {
 		}
 
 		resp, body := a.raw("GET", "/v2/fs/download?path="+q(target), nil)
+		a.contract("GET", "/v2/fs/download", resp.StatusCode, nil)
 		etag := resp.Header.Get("ETag")
 		if resp.StatusCode != 200 || !bytes.Equal(body, payload) || etag == "" || resp.Header.Get("Last-Modified") == "" || resp.Header.Get("Accept-Ranges") != "bytes" {
 			t.Errorf("download: %d %v", resp.StatusCode, resp.Header)
@@ -407,6 +433,8 @@ func TestAiodFiles(t *testing.T) {
 		if resp.StatusCode != 416 {
 			t.Errorf("bad range: %d", resp.StatusCode)
 		}
+		resp, _ = a.raw("HEAD", "/v1/file/download?path="+q(target), nil)
+		a.contract("HEAD", "/v1/file/download", resp.StatusCode, nil)
 		resp, body = a.raw("HEAD", "/v2/fs/download?path="+q(target), nil)
 		if resp.StatusCode != 200 || len(body) != 0 || resp.ContentLength != int64(len(payload)) {
 			t.Errorf("HEAD: %d %d", resp.StatusCode, resp.ContentLength)
@@ -424,6 +452,18 @@ func TestAiodFiles(t *testing.T) {
 		if resp.StatusCode != 200 || string(body) != "changed" {
 			t.Errorf("v1 download: %d %q", resp.StatusCode, body)
 		}
+		a.contract("GET", "/v1/file/download", resp.StatusCode, nil)
+		var buf bytes.Buffer
+		mw := multipart.NewWriter(&buf)
+		mw.WriteField("path", p("up/v1.bin"))
+		part, _ := mw.CreateFormFile("file", "v1.bin")
+		part.Write([]byte("v1 upload"))
+		mw.Close()
+		resp, out = a.raw("POST", "/v1/file/upload", buf.Bytes(), "Content-Type", mw.FormDataContentType())
+		if b, _ := os.ReadFile(p("up/v1.bin")); resp.StatusCode != 200 || string(b) != "v1 upload" {
+			t.Errorf("v1 upload: %d %s", resp.StatusCode, out)
+		}
+		a.contract("POST", "/v1/file/upload", resp.StatusCode, out)
 	})
 
 	t.Run("tree out and in; tar attacks refused", func(t *testing.T) {
@@ -434,6 +474,7 @@ func TestAiodFiles(t *testing.T) {
 		if resp.StatusCode != 200 {
 			t.Fatalf("tree out: %d", resp.StatusCode)
 		}
+		a.contract("GET", "/v2/fs/tree", resp.StatusCode, nil)
 		resp, out := a.raw("PUT", "/v2/fs/tree?path="+q(p("tdst")), tarball, "Content-Type", "application/x-tar")
 		if b, _ := os.ReadFile(p("tdst/a/b/c.txt")); resp.StatusCode != 200 || string(b) != "c" || !bytes.Contains(out, []byte(`"mode":"rename"`)) {
 			t.Errorf("tree in: %d %s", resp.StatusCode, out)

@@ -112,7 +112,7 @@ func TestAiodAuth(t *testing.T) {
 	}
 	if code, _ := get(t, d.URL+"/metrics", "X-API-Key", "k3y"); code == 200 {
 		_, body := get(t, d.URL+"/metrics", "X-API-Key", "k3y")
-		if !strings.Contains(body, `http_requests_total{method="GET",route="GET /health",status="OK"}`) {
+		if !strings.Contains(body, `http_requests_total{method="GET",route="GET /health",status="200"}`) {
 			t.Errorf("metrics lack the request counter:\n%.400s", body)
 		}
 	}
@@ -127,5 +127,29 @@ func TestAiodReplay(t *testing.T) {
 		t.Run(plane, func(t *testing.T) {
 			runScenarios(t, nil, "/usr/bin/python3", "test/interop/python/aiod_replay.py", d.URL, ws, plane)
 		})
+	}
+}
+
+// TestAiodInfo holds the info routes to the OpenAPI on the real binary.
+func TestAiodInfo(t *testing.T) {
+	d := startAiod(t, nil)
+	a := &aio{t: t, base: d.URL}
+	code, e := a.call("GET", "/v2/sandbox", "/v2/sandbox", nil)
+	m := e.obj()
+	caps, _ := m["capabilities"].(map[string]any)
+	if code != 200 || caps == nil || m["version"] != "0.9.2" {
+		t.Errorf("sandbox: %d %s", code, e.raw)
+	}
+	code, e = a.call("GET", "/v1/capabilities", "/v1/capabilities?refresh=true", nil)
+	if m := e.obj(); code != 200 || m["exec"].(map[string]any)["bash"] != true {
+		t.Errorf("capabilities: %d %s", code, e.raw)
+	}
+	code, e = a.call("GET", "/v2/sandbox/packages", "/v2/sandbox/packages?lang=python", nil)
+	if code != 200 || !strings.Contains(string(e.Data), "  - ") {
+		t.Errorf("packages: %d %.200s", code, e.raw)
+	}
+	code, e = a.call("GET", "/v2/sandbox/packages", "/v2/sandbox/packages?lang=ruby", nil)
+	if code != 400 || e.Message != `unknown lang "ruby": expected python or nodejs` {
+		t.Errorf("ruby: %d %s", code, e.raw)
 	}
 }
