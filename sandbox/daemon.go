@@ -115,7 +115,8 @@ func New(cfg Config) (*Daemon, error) {
 
 	d.planes = []plane{
 		commands.New(commands.Config{Workspace: cfg.Workspace, Logger: cfg.Logger, MaxSessions: cfg.MaxCommandSessions,
-			SessionIdle: cfg.CommandSessionIdle, DefaultUser: cfg.DefaultUser, BashBin: os.Getenv("AIO_BASH_BIN")}),
+			SessionIdle: cfg.CommandSessionIdle, DefaultUser: cfg.DefaultUser, BashBin: os.Getenv("AIO_BASH_BIN"),
+			Registerer: d.reg}),
 		files.New(files.Config{Workspace: cfg.Workspace, DefaultUser: cfg.DefaultUser, Logger: cfg.Logger}),
 		transfer.New(transfer.Config{Workspace: cfg.Workspace, DefaultUser: cfg.DefaultUser, Logger: cfg.Logger}),
 	}

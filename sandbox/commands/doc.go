@@ -9,6 +9,13 @@
 // names onto the same engine. Exit codes are data: a command that ran is
 // a 200 with success true whatever its exit code.
 //
-// Every child process is started in its own process group, so a kill, a
-// hard timeout, a session close or [Plane.Close] reaches the whole tree.
+// Every child process is started in its own process group, and a kill, a
+// hard timeout, a session close or [Plane.Close] reaches its whole tree:
+// the group, and every process found below it in /proc, including those
+// that left the group (setsid) and, the daemon being a child subreaper
+// on Linux, those whose parent has exited, which each command remembers
+// (its tree is recorded while it runs and when it exits). The zombies
+// reparented to the daemon are reaped, pid by pid. Commands do not
+// inherit the daemon's secrets (AIO_API_KEY, SANDBOX_API_KEY and
+// [Config.HideEnv]).
 package commands

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/a2c-smcp/a2c-go/sandbox/fserr"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Command statuses. Pending and killed are in the published enum but no
@@ -36,6 +37,7 @@ const (
 	defaultDrainGrace        = 200 * time.Millisecond
 	defaultKillGrace         = 2 * time.Second
 	defaultStdinWriteTimeout = 10 * time.Second
+	trackEvery               = time.Second // how often the janitor records process trees
 )
 
 // Config configures a [Plane] and its [Engine].
@@ -57,6 +59,36 @@ type Config struct {
 	DefaultUser string
 	// BashBin is tried first for the bash and auto shells (AIO_BASH_BIN).
 	BashBin string
+	// HideEnv names variables of the daemon's environment that commands
+	// must not inherit (its secrets and configuration), on top of
+	// AIO_API_KEY and SANDBOX_API_KEY, which are always removed. A
+	// request's or a session's env may still set them.
+	HideEnv []string
+	// Registerer, when set, gets the plane's metrics:
+	// command_exec_total{status} (the final status, or "error" for a
+	// command that could not be started), command_exec_duration_seconds
+	// and command_sessions (live sessions).
+	Registerer prometheus.Registerer
+}
+
+// hiddenEnv are the daemon's variables no command inherits, whatever
+// Config.HideEnv says.
+var hiddenEnv = []string{"AIO_API_KEY", "SANDBOX_API_KEY"}
+
+// childEnv is the daemon's environment without the hidden variables.
+func childEnv(environ, hide []string) []string {
+	drop := map[string]bool{}
+	for _, k := range append(append([]string(nil), hiddenEnv...), hide...) {
+		drop[k] = true
+	}
+	out := make([]string, 0, len(environ))
+	for _, kv := range environ {
+		k, _, _ := strings.Cut(kv, "=")
+		if !drop[k] {
+			out = append(out, kv)
+		}
+	}
+	return out
 }
 
 // Engine runs commands in sessions. It is safe for concurrent use; the
@@ -69,12 +101,14 @@ type Engine struct {
 	defaultUser string
 	bashBin     string
 	baseEnv     []string
+	metrics     *metrics
 
 	// Limits, lowered by tests.
 	retainMax, retainTrim int
 	maxCommands           int
 	drainGrace, killGrace time.Duration
 	pingEvery             time.Duration
+	stdinTimeout          time.Duration
 	startHook             func(*exec.Cmd) // tests: rewrite what is spawned
 
 	shellCache ttlCache[string]
@@ -84,9 +118,9 @@ type Engine struct {
 	sessions map[string]*session
 	commands map[string]*Command
 	running  map[*Command]struct{}
-	// lingering maps the process groups of ended commands whose
-	// background children live on to their sessions.
-	lingering map[int]*session
+	// lingering holds the ended commands whose background children
+	// live on (for CloseSession and Close to end them).
+	lingering map[*Command]struct{}
 	closed    bool
 	live      sync.WaitGroup // one per running command's supervisor
 }
@@ -106,11 +140,13 @@ func newEngine(cfg Config) *Engine {
 	}
 	return &Engine{
 		workspace: cfg.Workspace, log: cfg.Logger, maxSessions: cfg.MaxSessions, idle: cfg.SessionIdle,
-		defaultUser: cfg.DefaultUser, bashBin: cfg.BashBin, baseEnv: os.Environ(),
+		defaultUser: cfg.DefaultUser, bashBin: cfg.BashBin, baseEnv: childEnv(os.Environ(), cfg.HideEnv),
+		metrics:   newMetrics(cfg.Registerer, cfg.Logger),
 		retainMax: defaultRetainMax, retainTrim: defaultRetainTrim, maxCommands: maxCommandsPerSession,
 		drainGrace: defaultDrainGrace, killGrace: defaultKillGrace, pingEvery: 30 * time.Second,
-		sessions: map[string]*session{}, commands: map[string]*Command{}, running: map[*Command]struct{}{},
-		lingering: map[int]*session{},
+		stdinTimeout: defaultStdinWriteTimeout,
+		sessions:     map[string]*session{}, commands: map[string]*Command{}, running: map[*Command]struct{}{},
+		lingering: map[*Command]struct{}{},
 	}
 }
 
@@ -136,7 +172,7 @@ type Request struct {
 	// Timeout bounds how long Run waits (0: until exit); the command
 	// keeps running past it.
 	Timeout time.Duration
-	// HardTimeout kills the command's process group (0: never); the
+	// HardTimeout kills the command's process tree (0: never); the
 	// command ends timed_out with exit code -1.
 	HardTimeout time.Duration
 	// Async makes Run return as soon as the command has started.
@@ -145,7 +181,8 @@ type Request struct {
 	kind sessionKind // kind of a session this request creates
 }
 
-// Command is one started process (and its process group).
+// Command is one started process and its tree: its process group and
+// every process forked below it.
 type Command struct {
 	// ID is the command's id; SessionID its session's; Text the command
 	// as requested.
@@ -166,6 +203,11 @@ type Command struct {
 	killed   bool
 	timedOut bool
 	done     chan struct{}
+	started  time.Time
+	// reaped is set once the leader has been waited for; seen maps the
+	// pids of the tree last found to their start times.
+	reaped bool
+	seen   map[int]uint64
 }
 
 // Output is a read of a command's streams from given offsets, with its
@@ -248,6 +290,12 @@ func (e *Engine) Start(_ context.Context, req Request) (*Command, error) {
 			cwd = filepath.Join(s.cwd, cwd)
 		}
 	}
+	if err := checkCwd(cwd); err != nil {
+		e.release(s)
+		e.live.Done()
+		e.metrics.failed()
+		return nil, err
+	}
 	if sel == ShellNone && !strings.Contains(path, "/") {
 		if p, err := e.shellCache.get("program:"+path, func(string) (string, error) { return exec.LookPath(path) }); err == nil {
 			path = p
@@ -281,6 +329,7 @@ func (e *Engine) Start(_ context.Context, req Request) (*Command, error) {
 	if err != nil {
 		e.release(s)
 		e.live.Done()
+		e.metrics.failed()
 		return nil, err
 	}
 	e.register(c)
@@ -299,11 +348,18 @@ func (c *Command) spawn(cmd *exec.Cmd) (outR, errR *os.File, err error) {
 					f.Close()
 				}
 			}
-			return nil, nil, fmt.Errorf("commands: pipe: %w", err)
+			return nil, nil, unavailable("cannot start a command: no pipe for its output: "+ioText(err), "")
 		}
 	}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = files[0], files[3], files[5]
+	// Registered before the reaper may look: a command that exits at
+	// once is still its supervisor's to wait for.
+	children.fork.RLock()
 	err = cmd.Start()
+	if err == nil {
+		addChild(cmd.Process.Pid)
+	}
+	children.fork.RUnlock()
 	files[0].Close()
 	files[3].Close()
 	files[5].Close()
@@ -313,22 +369,53 @@ func (c *Command) spawn(cmd *exec.Cmd) (outR, errR *os.File, err error) {
 		files[4].Close()
 		return nil, nil, spawnError(cmd.Path, err)
 	}
-	c.pgid, c.stdin = cmd.Process.Pid, files[1]
+	c.pgid, c.stdin, c.started = cmd.Process.Pid, files[1], time.Now()
+	if p, ok := readProc(c.pgid); ok {
+		c.seen = map[int]uint64{p.pid: p.start}
+	}
 	return files[2], files[4], nil
+}
+
+// readProc reads one process's /proc/<pid>/stat.
+func readProc(pid int) (procInfo, bool) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return procInfo{}, false
+	}
+	return parseStat(b)
+}
+
+// ioText words an error in the daemon's (Rust io) terms: the errno's
+// capitalised text and number, never Go's error text.
+func ioText(err error) string {
+	var no syscall.Errno
+	switch {
+	case errors.As(err, &no):
+		return fserr.IOText(no)
+	case errors.Is(err, exec.ErrNotFound), errors.Is(err, fs.ErrNotExist):
+		return fserr.IOText(syscall.ENOENT)
+	case errors.Is(err, fs.ErrPermission):
+		return fserr.IOText(syscall.EACCES)
+	}
+	return "unexpected operating system error"
+}
+
+// checkCwd refuses a working directory that is missing or not a
+// directory, before anything is spawned in it.
+func checkCwd(dir string) error {
+	fi, err := os.Stat(dir)
+	if err == nil && !fi.IsDir() {
+		err = syscall.ENOTDIR
+	}
+	if err != nil {
+		return invalid(fmt.Sprintf("cannot use cwd %s: %s", dir, ioText(err)), "")
+	}
+	return nil
 }
 
 // spawnError words a failed spawn in the daemon's (Rust io) terms.
 func spawnError(path string, err error) error {
-	var no syscall.Errno
-	text := err.Error()
-	if errors.As(err, &no) {
-		text = fserr.IOText(no)
-	}
-	var pe *fs.PathError
-	if errors.As(err, &pe) && pe.Op == "chdir" {
-		return invalid(fmt.Sprintf("cannot use cwd %s: %s", pe.Path, text), "")
-	}
-	return invalid(fmt.Sprintf("failed to start %s: %s", path, text), "")
+	return invalid(fmt.Sprintf("failed to start %s: %s", path, ioText(err)), "")
 }
 
 // supervise owns the process: it pumps both pipes, arms the hard
@@ -344,9 +431,17 @@ func (c *Command) supervise(cmd *exec.Cmd, outR, errR *os.File, hard time.Durati
 		timer = time.AfterFunc(hard, func() { c.signal(syscall.SIGKILL, true) })
 	}
 	werr := cmd.Wait()
+	removeChild(cmd.Process.Pid)
 	if timer != nil {
 		timer.Stop()
 	}
+	// Record the tree at once, while what the shell left behind is still
+	// in its group (whose number no other process can have taken in the
+	// microseconds since the reap) or below the processes seen with it.
+	tree := c.track(scanProcs())
+	c.mu.Lock()
+	c.reaped = true
+	c.mu.Unlock()
 	c.stdin.Close()
 	// Background children may hold the pipes open: wait for them only
 	// briefly, then close the read ends, which ends the pumps.
@@ -364,7 +459,7 @@ func (c *Command) supervise(cmd *exec.Cmd, outR, errR *os.File, hard time.Durati
 	outR.Close()
 	errR.Close()
 	code := exitCode(cmd.ProcessState, werr)
-	c.e.finished(c)
+	c.e.finished(c, liveIn(tree))
 	c.mu.Lock()
 	switch {
 	case c.timedOut:
@@ -375,9 +470,11 @@ func (c *Command) supervise(cmd *exec.Cmd, outR, errR *os.File, hard time.Durati
 		c.status = StatusCompleted
 	}
 	c.exitCode = &code
+	status := c.status
 	close(c.done)
 	c.changedLocked()
 	c.mu.Unlock()
+	c.e.metrics.ended(status, time.Since(c.started))
 }
 
 func exitCode(ps *os.ProcessState, err error) int {
@@ -433,8 +530,9 @@ type waitResult int
 const (
 	waitExited waitResult = iota
 	waitOutput
-	waitTimeout // the total bound, or ctx
-	waitQuiet   // no new output for the quiet period
+	waitTimeout  // the total bound
+	waitQuiet    // no new output for the quiet period
+	waitCanceled // ctx ended
 )
 
 // waitFor is every wait: until exit; or output past the offsets (when
@@ -475,7 +573,7 @@ func (c *Command) waitFor(ctx context.Context, d, quiet time.Duration, outFrom, 
 		case <-idle:
 			return waitQuiet
 		case <-ctx.Done():
-			return waitTimeout
+			return waitCanceled
 		}
 	}
 }
@@ -502,29 +600,34 @@ func (c *Command) State() (status string, exitCode *int) {
 
 // WriteStdin writes p to the command's stdin as is. ErrNotRunning when
 // it has ended; a reader that does not drain its stdin makes the write
-// fail at ctx's deadline (at most 10 s).
+// fail (ErrInvalid, saying how much was written) at ctx's deadline, at
+// most 10 s.
 func (c *Command) WriteStdin(ctx context.Context, p []byte) error {
 	if st, _ := c.State(); st != StatusRunning {
 		return notRunning(c.ID)
 	}
 	c.inMu.Lock()
 	defer c.inMu.Unlock()
-	dl := time.Now().Add(defaultStdinWriteTimeout)
+	dl := time.Now().Add(c.e.stdinTimeout)
 	if d, ok := ctx.Deadline(); ok && d.Before(dl) {
 		dl = d
 	}
 	_ = c.stdin.SetWriteDeadline(dl)
-	if _, err := c.stdin.Write(p); err != nil {
-		if errors.Is(err, os.ErrClosed) || errors.Is(err, syscall.EPIPE) {
+	if n, err := c.stdin.Write(p); err != nil {
+		switch {
+		case errors.Is(err, os.ErrClosed) || errors.Is(err, syscall.EPIPE):
 			return notRunning(c.ID)
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			return invalid(fmt.Sprintf("stdin of command %s is not accepting input (wrote %d of %d bytes)", c.ID, n, len(p)),
+				"the command is not reading its stdin; read its output, or kill it")
 		}
-		return invalid(fmt.Sprintf("writing to the stdin of command %s: %v", c.ID, err), "")
+		return invalid(fmt.Sprintf("cannot write to the stdin of command %s (wrote %d of %d bytes): %s", c.ID, n, len(p), ioText(err)), "")
 	}
 	c.e.touch(c.sess)
 	return nil
 }
 
-// Kill sends sig to the command's whole process group. The command ends
+// Kill sends sig to the command's whole process tree. The command ends
 // completed with exit code -1; ErrNotRunning when it has already ended.
 func (c *Command) Kill(sig syscall.Signal) error {
 	if !c.signal(sig, false) {
@@ -534,9 +637,19 @@ func (c *Command) Kill(sig syscall.Signal) error {
 	return nil
 }
 
-// signal marks the command killed (or timed out) and signals its group;
+// signal marks the command killed (or timed out) and signals its tree;
 // false when it has already exited.
 func (c *Command) signal(sig syscall.Signal, hard bool) bool {
+	if !c.mark(hard) {
+		return false
+	}
+	c.e.signalTrees([]*Command{c}, sig, false)
+	return true
+}
+
+// mark marks the command killed (or timed out); false when it has
+// already exited.
+func (c *Command) mark(hard bool) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.exitCode != nil {
@@ -546,9 +659,6 @@ func (c *Command) signal(sig syscall.Signal, hard bool) bool {
 		c.timedOut = true
 	} else {
 		c.killed = true
-	}
-	if err := syscall.Kill(-c.pgid, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
-		c.e.log.Warn("commands: signal failed", "command_id", c.ID, "signal", sig.String(), "err", err)
 	}
 	return true
 }
@@ -589,66 +699,86 @@ func (e *Engine) register(c *Command) {
 	}
 }
 
-// finished records a command's exit on its session, and remembers its
-// process group when background children outlive it (for CloseSession
-// and Close to end them).
-func (e *Engine) finished(c *Command) {
-	lingers := syscall.Kill(-c.pgid, 0) == nil
+// finished records a command's exit on its session, and remembers the
+// command when background children outlive it (for CloseSession and
+// Close to end them).
+func (e *Engine) finished(c *Command, lingers bool) {
 	e.mu.Lock()
 	delete(e.running, c)
 	if lingers {
-		e.lingering[c.pgid] = c.sess
+		e.lingering[c] = struct{}{}
 	}
 	e.mu.Unlock()
 	e.release(c.sess)
 }
 
-// lingeringLocked takes the remembered groups of s (of every session
-// when s is nil) that still have members.
-func (e *Engine) lingeringLocked(s *session) []int {
-	var groups []int
-	for g, gs := range e.lingering {
-		if s == nil || gs == s {
-			delete(e.lingering, g)
-			if syscall.Kill(-g, 0) == nil {
-				groups = append(groups, g)
-			}
+// lingeringLocked takes the ended commands of s (of every session when
+// s is nil) that left processes behind.
+func (e *Engine) lingeringLocked(s *session) []*Command {
+	var out []*Command
+	for c := range e.lingering {
+		if s == nil || c.sess == s {
+			delete(e.lingering, c)
+			out = append(out, c)
 		}
 	}
-	return groups
+	return out
 }
 
-// terminate ends cmds and the lingering groups: SIGTERM, then SIGKILL to
-// what is still running after the grace period (bounded by ctx), then
-// waits for cmds to be reaped until ctx ends. Lingering groups are not
-// our children: they get the whole grace period, then SIGKILL.
-func (e *Engine) terminate(ctx context.Context, cmds []*Command, groups []int) error {
+// terminate ends the trees of cmds (running) and of lingering (ended,
+// with processes left behind), and with orphans every orphan reparented
+// to the daemon: SIGTERM, then SIGKILL to whatever still runs after the
+// grace period (bounded by ctx); then it waits for cmds to be reaped
+// until ctx ends.
+func (e *Engine) terminate(ctx context.Context, cmds, lingering []*Command, orphans bool) error {
 	for _, c := range cmds {
-		c.signal(syscall.SIGTERM, false)
+		c.mark(false)
 	}
-	signalGroups(groups, syscall.SIGTERM)
-	grace, cancel := context.WithTimeout(ctx, e.killGrace)
-	defer cancel()
-	ended := waitAll(grace, cmds)
-	if len(groups) > 0 {
-		<-grace.Done()
-		signalGroups(groups, syscall.SIGKILL)
-	}
-	if ended {
+	all := append(append([]*Command(nil), cmds...), lingering...)
+	if len(all) == 0 && !orphans {
 		return nil
 	}
-	for _, c := range cmds {
-		c.signal(syscall.SIGKILL, false)
+	e.signalTrees(all, syscall.SIGTERM, orphans)
+	grace, cancel := context.WithTimeout(ctx, e.killGrace)
+	defer cancel()
+	if !e.waitTrees(grace, cmds, all, orphans) {
+		e.signalTrees(all, syscall.SIGKILL, orphans)
+		// SIGKILL cannot be ignored: what it hit is gone at once, and its
+		// zombies can be reaped.
+		after, cancel := context.WithTimeout(ctx, e.killGrace)
+		e.waitTrees(after, cmds, all, orphans)
+		cancel()
 	}
 	if !waitAll(ctx, cmds) {
-		return fmt.Errorf("commands: processes still running: %w", ctx.Err())
+		return unavailable("processes are still running after SIGKILL", "")
 	}
 	return nil
 }
 
-func signalGroups(groups []int, sig syscall.Signal) {
-	for _, g := range groups {
-		_ = syscall.Kill(-g, sig)
+// waitTrees waits until cmds have been reaped and the trees of all (and
+// with orphans, every orphan) have ended, then reaps the zombies they
+// left; false when ctx ends first.
+func (e *Engine) waitTrees(ctx context.Context, cmds, all []*Command, orphans bool) bool {
+	if !waitAll(ctx, cmds) {
+		return false
+	}
+	tick := time.NewTicker(25 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		t := scanProcs()
+		live := orphans && liveIn(orphanTrees(t))
+		for _, c := range all {
+			live = live || liveIn(c.track(t))
+		}
+		if !live {
+			reapZombies(t)
+			return true
+		}
+		select {
+		case <-tick.C:
+		case <-ctx.Done():
+			return false
+		}
 	}
 }
 
@@ -675,9 +805,9 @@ func (e *Engine) Close(ctx context.Context) error {
 	for c := range e.running {
 		cmds = append(cmds, c)
 	}
-	groups := e.lingeringLocked(nil)
+	lingering := e.lingeringLocked(nil)
 	e.mu.Unlock()
-	err := e.terminate(ctx, cmds, groups)
+	err := e.terminate(ctx, cmds, lingering, true)
 	reaped := make(chan struct{})
 	go func() { e.live.Wait(); close(reaped) }()
 	select {
@@ -685,5 +815,6 @@ func (e *Engine) Close(ctx context.Context) error {
 	case <-ctx.Done():
 		return errors.Join(err, fmt.Errorf("commands: close: %w", ctx.Err()))
 	}
+	reapZombies(scanProcs())
 	return err
 }

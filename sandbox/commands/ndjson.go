@@ -65,6 +65,7 @@ func (p *Plane) stream(w http.ResponseWriter, r *http.Request, req Request) {
 	w.WriteHeader(http.StatusOK)
 	rc := http.NewResponseController(w)
 	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
 	seq := 0
 	emit := func(fs ...frame) bool {
 		for _, f := range fs {

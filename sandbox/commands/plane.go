@@ -2,6 +2,7 @@ package commands
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"net/http"
@@ -22,10 +23,25 @@ type Plane struct {
 	once    sync.Once
 }
 
+// subreaper makes the process a child subreaper once (see setSubreaper).
+var subreaper struct {
+	once sync.Once
+	err  error
+}
+
 // New returns a plane with its engine and a running janitor; stop both
-// with [Plane.Close].
+// with [Plane.Close]. On Linux it makes the process a child subreaper,
+// so that the processes a command detaches (setsid, double fork) stay
+// below the daemon, where a kill, a hard timeout, a session close and
+// Close still find them, and where their zombies are reaped.
 func New(cfg Config) *Plane {
+	subreaper.once.Do(func() { subreaper.err = setSubreaper() })
 	p := &Plane{e: newEngine(cfg), stop: make(chan struct{}), stopped: make(chan struct{})}
+	if subreaper.err != nil {
+		errno, _ := subreaper.err.(syscall.Errno)
+		p.e.log.Warn("commands: cannot become a child subreaper; detached processes escape kills",
+			"errno", int(errno), "error", subreaper.err.Error())
+	}
 	go p.e.janitor(p.stop, p.stopped)
 	return p
 }
@@ -34,17 +50,18 @@ func New(cfg Config) *Plane {
 // MCP tool, the Computer).
 func (p *Plane) Engine() *Engine { return p.e }
 
-// Close stops the janitor, refuses new commands and ends every process
-// tree the engine started (SIGTERM, then SIGKILL after a grace period
-// bounded by ctx). It returns when they are reaped or ctx ends.
+// Close refuses new commands, ends every process tree the engine
+// started (SIGTERM, then SIGKILL after a grace period bounded by ctx)
+// and stops the janitor. It returns when they are reaped or ctx ends.
 func (p *Plane) Close(ctx context.Context) error {
+	err := p.e.Close(ctx) // the janitor reaps orphans meanwhile
 	p.once.Do(func() { close(p.stop) })
 	select {
 	case <-p.stopped:
 	case <-ctx.Done():
-		return fmt.Errorf("commands: janitor: %w", ctx.Err())
+		return errors.Join(err, fmt.Errorf("commands: janitor: %w", ctx.Err()))
 	}
-	return p.e.Close(ctx)
+	return err
 }
 
 // Mount registers the v2 routes and the v1 compatibility routes.
@@ -159,15 +176,22 @@ func (p *Plane) run(w http.ResponseWriter, r *http.Request) {
 }
 
 // exec runs req and answers the BashExecResult, or the NDJSON stream
-// when the client accepts it.
+// when the client accepts it. A client that goes away while it waits for
+// a sync command (before its exit or its timeout) kills it, as a
+// streamed one does; an async command, or one already answered as
+// running, runs on.
 func (p *Plane) exec(w http.ResponseWriter, r *http.Request, req Request, o execOpts) {
 	if strings.Contains(r.Header.Get("Accept"), "application/x-ndjson") {
 		p.stream(w, r, req)
 		return
 	}
-	c, err := p.e.Run(r.Context(), req)
+	c, err := p.e.Start(r.Context(), req)
 	if err != nil {
 		fail(w, err)
+		return
+	}
+	if !req.Async && c.waitFor(r.Context(), req.Timeout, 0, -1, -1) == waitCanceled {
+		c.Kill(syscall.SIGKILL) //nolint:errcheck // it may have just exited
 		return
 	}
 	api.OK(w, execResultOf(c, o))

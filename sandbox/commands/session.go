@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -115,8 +116,8 @@ func (e *Engine) CreateSession(opts SessionOptions) (SessionInfo, error) {
 		if !filepath.IsAbs(cwd) {
 			cwd = filepath.Join(e.workspace, cwd)
 		}
-		if fi, err := os.Stat(cwd); err != nil || !fi.IsDir() {
-			return SessionInfo{}, invalid("cwd is not an existing directory: "+opts.Cwd, "")
+		if err := checkCwd(cwd); err != nil {
+			return SessionInfo{}, err
 		}
 	}
 	if opts.BashEnv != "" {
@@ -184,6 +185,7 @@ func (e *Engine) newSessionLocked(id string, kind sessionKind) (*session, error)
 	now := time.Now()
 	s := &session{id: id, kind: kind, cwd: e.workspace, created: now, lastUsed: now}
 	e.sessions[id] = s
+	e.metrics.setSessions(len(e.sessions))
 	return s, nil
 }
 
@@ -191,6 +193,7 @@ func (e *Engine) newSessionLocked(id string, kind sessionKind) (*session, error)
 // commands still running, for the caller to end.
 func (e *Engine) dropLocked(s *session) []*Command {
 	delete(e.sessions, s.id)
+	e.metrics.setSessions(len(e.sessions))
 	s.closed = true
 	for _, c := range s.cmds {
 		delete(e.commands, c.ID)
@@ -325,25 +328,24 @@ func (e *Engine) CloseSession(ctx context.Context, id string) (SessionInfo, erro
 		return SessionInfo{}, err
 	}
 	live := e.dropLocked(s)
-	groups := e.lingeringLocked(s)
+	lingering := e.lingeringLocked(s)
 	info := s.infoLocked()
 	e.mu.Unlock()
-	return info, e.terminate(ctx, live, groups)
+	return info, e.terminate(ctx, live, lingering, false)
 }
 
 // closeKind closes every session of a kind.
 func (e *Engine) closeKind(ctx context.Context, kind sessionKind) error {
 	e.mu.Lock()
-	var live []*Command
-	var groups []int
+	var live, lingering []*Command
 	for _, s := range e.sessions {
 		if s.kind == kind {
 			live = append(live, e.dropLocked(s)...)
-			groups = append(groups, e.lingeringLocked(s)...)
+			lingering = append(lingering, e.lingeringLocked(s)...)
 		}
 	}
 	e.mu.Unlock()
-	return e.terminate(ctx, live, groups)
+	return e.terminate(ctx, live, lingering, false)
 }
 
 // Latest returns a session's newest command (running only, when
@@ -365,16 +367,10 @@ func (e *Engine) Latest(sessionID string, running bool) (*Command, error) {
 }
 
 // reclaim drops the sessions idle since before now minus the idle limit
-// (their background children live on), and forgets lingering groups
-// that have emptied.
+// (their background children live on).
 func (e *Engine) reclaim(now time.Time) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	for g := range e.lingering {
-		if syscall.Kill(-g, 0) != nil {
-			delete(e.lingering, g)
-		}
-	}
 	for _, s := range e.sessions {
 		if s.running == 0 && now.Sub(s.lastUsed) >= e.idle {
 			e.dropLocked(s)
@@ -383,18 +379,60 @@ func (e *Engine) reclaim(now time.Time) {
 	}
 }
 
-// janitor reclaims idle sessions until stop is closed.
+// track records the trees of the running commands and of the ended
+// ones that left processes behind (forgetting those whose processes have
+// all ended), so that what leaves a group or loses its parent is still
+// found; and reaps the zombies reparented to the daemon.
+func (e *Engine) track() {
+	e.mu.Lock()
+	cmds := make([]*Command, 0, len(e.running)+len(e.lingering))
+	for c := range e.running {
+		cmds = append(cmds, c)
+	}
+	for c := range e.lingering {
+		cmds = append(cmds, c)
+	}
+	e.mu.Unlock()
+	t := scanProcs()
+	var gone []*Command
+	for _, c := range cmds {
+		if !liveIn(c.track(t)) && !c.running() {
+			gone = append(gone, c)
+		}
+	}
+	if len(gone) > 0 {
+		e.mu.Lock()
+		for _, c := range gone {
+			delete(e.lingering, c)
+		}
+		e.mu.Unlock()
+	}
+	reapZombies(t)
+}
+
+// janitor reclaims idle sessions, records process trees and reaps
+// orphaned zombies (on SIGCHLD, and every trackEvery) until stop is
+// closed.
 func (e *Engine) janitor(stop <-chan struct{}, done chan<- struct{}) {
 	defer close(done)
 	every := min(max(e.idle/4, 10*time.Millisecond), 30*time.Second)
 	t := time.NewTicker(every)
 	defer t.Stop()
+	tr := time.NewTicker(trackEvery)
+	defer tr.Stop()
+	chld := make(chan os.Signal, 1)
+	signal.Notify(chld, syscall.SIGCHLD)
+	defer signal.Stop(chld)
 	for {
 		select {
 		case <-stop:
 			return
 		case now := <-t.C:
 			e.reclaim(now)
+		case <-tr.C:
+			e.track()
+		case <-chld:
+			reapZombies(scanProcs())
 		}
 	}
 }

@@ -215,7 +215,9 @@ func (p *Plane) shellWait(w http.ResponseWriter, r *http.Request) {
 	if b.MaxWaitSeconds != nil {
 		d = min(d, *b.MaxWaitSeconds)
 	}
-	c.Wait(r.Context(), time.Duration(min(max(d, 5), 1<<32))*time.Second)
+	if d > 0 { // 0: the state now
+		c.Wait(r.Context(), time.Duration(min(d, 1<<32))*time.Second)
+	}
 	st, _ := shellState(c)
 	api.OK(w, statusResult{st})
 }

@@ -132,8 +132,10 @@ type identity struct {
 	env  []string // HOME, USER, LOGNAME of the account
 }
 
-// lookupIdentity resolves an account name to run as. Unknown accounts,
-// uid 0 and a non-root daemon asked to switch are ErrInvalid.
+// lookupIdentity resolves an account name to run as. The daemon's own
+// account needs no switch and is accepted (root included, when aiod runs
+// as root); unknown accounts and a non-root daemon asked to switch (to
+// root as to anyone else) are ErrInvalid.
 func (e *Engine) lookupIdentity(name string) (*identity, error) {
 	return e.userCache.get(name, func(name string) (*identity, error) {
 		if runtime.GOOS != "linux" {
@@ -145,7 +147,7 @@ func (e *Engine) lookupIdentity(name string) (*identity, error) {
 			if errors.As(err, &unknown) {
 				return nil, invalid("no such user: "+name, "")
 			}
-			return nil, invalid(fmt.Sprintf("cannot run as %s: %v", name, err), "")
+			return nil, invalid(fmt.Sprintf("cannot run as %s: the account database cannot be read", name), "")
 		}
 		uid, err1 := strconv.ParseUint(u.Uid, 10, 32)
 		gid, err2 := strconv.ParseUint(u.Gid, 10, 32)
@@ -155,8 +157,6 @@ func (e *Engine) lookupIdentity(name string) (*identity, error) {
 		id := &identity{name: name, env: []string{"HOME=" + u.HomeDir, "USER=" + u.Username, "LOGNAME=" + u.Username}}
 		self := os.Getuid()
 		switch {
-		case uid == 0:
-			return nil, invalid(fmt.Sprintf("cannot run as %s: accounts with uid 0 are refused", name), "")
 		case int(uid) == self:
 			return id, nil
 		case self != 0:

@@ -521,3 +521,44 @@ func TestAiodStartForms(t *testing.T) {
 		t.Errorf("own account: %s", e.raw)
 	}
 }
+
+// TestAiodCommandIsolation: the daemon's key never reaches a command, and
+// a child that leaves the process group (setsid) still ends with its
+// command, on kill, on hard_timeout and at shutdown.
+func TestAiodCommandIsolation(t *testing.T) {
+	d := startAiod(t, []string{"AIO_API_KEY=very-secret-key"}, "--workspace", t.TempDir())
+	a := &aio{t: t, base: d.URL, key: "very-secret-key"}
+	_, e := a.call("POST", "/v2/commands", "/v2/commands", map[string]any{"command": "env"})
+	if out := e.obj()["stdout"].(string); strings.Contains(out, "very-secret-key") || !strings.Contains(out, "PATH=") {
+		t.Errorf("the key reached a command's environment:\n%s", out)
+	}
+
+	if code, body := get(t, d.URL+"/metrics", "X-API-Key", "very-secret-key"); code != 200 ||
+		!strings.Contains(body, `command_exec_total{status="completed"} 1`) || !strings.Contains(body, "command_exec_duration_seconds_bucket") {
+		t.Errorf("command metrics: %d\n%.600s", code, body)
+	}
+
+	marker := "92.4242"
+	_, e = a.call("POST", "/v2/commands", "/v2/commands", map[string]any{"command": "setsid sleep " + marker + " & sleep " + marker, "mode": "async"})
+	id := e.obj()["command_id"].(string)
+	for deadline := time.Now().Add(5 * time.Second); len(processesWith(marker)) < 2 && time.Now().Before(deadline); {
+		time.Sleep(20 * time.Millisecond)
+	}
+	a.call("POST", "/v2/commands/{command_id}/kill", "/v2/commands/"+id+"/kill", map[string]any{"signal": "SIGKILL"})
+	noneLeft(t, marker)
+
+	marker = "91.4242"
+	_, e = a.call("POST", "/v2/commands", "/v2/commands", map[string]any{"command": "setsid sleep " + marker + " & sleep " + marker, "hard_timeout": 0.5})
+	if e.obj()["status"] != "timed_out" {
+		t.Errorf("hard timeout: %s", e.raw)
+	}
+	noneLeft(t, marker)
+
+	marker = "90.4242"
+	a.call("POST", "/v2/commands", "/v2/commands", map[string]any{"command": "setsid sleep " + marker + " & sleep " + marker, "mode": "async"})
+	for deadline := time.Now().Add(5 * time.Second); len(processesWith(marker)) < 2 && time.Now().Before(deadline); {
+		time.Sleep(20 * time.Millisecond)
+	}
+	d.Stop(t)
+	noneLeft(t, marker)
+}

@@ -1,0 +1,302 @@
+package commands
+
+import (
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+)
+
+// Process trees. A command is its process group, plus every process
+// forked below it, including those that left the group (setsid,
+// setpgid) and those whose parent died: the daemon is a child subreaper
+// (see setSubreaper), so such orphans are reparented to it, not to init,
+// and each command remembers the processes it has been seen with.
+
+// procInfo is one process as /proc/<pid>/stat describes it.
+type procInfo struct {
+	pid, ppid, pgid, sid int
+	state                byte
+	// start is the process's start time in clock ticks since boot: with
+	// the pid it names one process, whatever pid reuse happens later.
+	start uint64
+}
+
+// procTable is one scan of /proc: every process, and the children of
+// each parent.
+type procTable struct {
+	procs map[int]procInfo
+	kids  map[int][]int
+}
+
+// parseStat parses /proc/<pid>/stat. The command name is in
+// parentheses and may hold spaces and parentheses itself.
+func parseStat(b []byte) (procInfo, bool) {
+	s := string(b)
+	open, end := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
+	if open < 1 || end < open {
+		return procInfo{}, false
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(s[:open]))
+	fs := strings.Fields(s[end+1:])
+	// From field 3 on: state ppid pgrp session tty_nr tpgid flags minflt
+	// cminflt majflt cmajflt utime stime cutime cstime priority nice
+	// num_threads itrealvalue starttime(22).
+	if err != nil || len(fs) < 20 || len(fs[0]) != 1 {
+		return procInfo{}, false
+	}
+	p := procInfo{pid: pid, state: fs[0][0]}
+	p.ppid, _ = strconv.Atoi(fs[1])
+	p.pgid, _ = strconv.Atoi(fs[2])
+	p.sid, _ = strconv.Atoi(fs[3])
+	p.start, _ = strconv.ParseUint(fs[19], 10, 64)
+	return p, true
+}
+
+// scanProcs reads every /proc/<pid>/stat once. Without /proc (not
+// Linux) the table is empty and only process groups are signalled.
+func scanProcs() procTable {
+	t := procTable{procs: map[int]procInfo{}, kids: map[int][]int{}}
+	d, err := os.Open("/proc")
+	if err != nil {
+		return t
+	}
+	names, _ := d.Readdirnames(-1)
+	d.Close()
+	for _, n := range names {
+		if n == "" || n[0] < '0' || n[0] > '9' {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + n + "/stat")
+		if err != nil {
+			continue // gone meanwhile
+		}
+		if p, ok := parseStat(b); ok {
+			t.procs[p.pid] = p
+			t.kids[p.ppid] = append(t.kids[p.ppid], p.pid)
+		}
+	}
+	return t
+}
+
+// closure adds to set, recursively, every process whose parent is in it.
+func (t procTable) closure(set map[int]procInfo) {
+	queue := make([]int, 0, len(set))
+	for pid := range set {
+		queue = append(queue, pid)
+	}
+	for len(queue) > 0 {
+		pid := queue[len(queue)-1]
+		queue = queue[:len(queue)-1]
+		for _, k := range t.kids[pid] {
+			if _, ok := set[k]; !ok {
+				set[k] = t.procs[k]
+				queue = append(queue, k)
+			}
+		}
+	}
+}
+
+// selfPid and selfPgid are the daemon's: never signalled, whatever a
+// command does to its process group.
+var (
+	selfPid  = os.Getpid()
+	selfPgid = syscall.Getpgrp()
+)
+
+// children is the process-wide registry of the commands' leaders that
+// no supervisor has reaped yet (of every engine in the process): the
+// zombie reaper must leave them to their exec.Cmd.
+var children struct {
+	// fork is held for reading across a spawn until its pid is
+	// registered, and for writing while zombies are reaped, so a command
+	// that exits at once is never taken for an orphan.
+	fork sync.RWMutex
+	mu   sync.Mutex
+	pids map[int]struct{}
+}
+
+func addChild(pid int) {
+	children.mu.Lock()
+	if children.pids == nil {
+		children.pids = map[int]struct{}{}
+	}
+	children.pids[pid] = struct{}{}
+	children.mu.Unlock()
+}
+
+func removeChild(pid int) {
+	children.mu.Lock()
+	delete(children.pids, pid)
+	children.mu.Unlock()
+}
+
+func isChild(pid int) bool {
+	children.mu.Lock()
+	defer children.mu.Unlock()
+	_, ok := children.pids[pid]
+	return ok
+}
+
+// orphan reports whether p was reparented to the daemon by its
+// subreaper role: its parent is the daemon, it is no command's leader,
+// and it is outside the daemon's process group (the daemon's own
+// exec.Cmd children, which stay in its group, are someone else's to
+// wait for).
+func orphan(p procInfo) bool {
+	return p.ppid == selfPid && p.pid != selfPid && p.pgid != selfPgid && !isChild(p.pid)
+}
+
+// reapZombies waits for the zombies reparented to the daemon that no
+// exec.Cmd owns, one pid at a time (never wait4(-1), which would take
+// exit statuses from os/exec).
+func reapZombies(t procTable) {
+	var zombies []int
+	for _, p := range t.procs {
+		if p.state == 'Z' && p.ppid == selfPid && p.pgid != selfPgid {
+			zombies = append(zombies, p.pid)
+		}
+	}
+	if len(zombies) == 0 {
+		return
+	}
+	children.fork.Lock()
+	defer children.fork.Unlock()
+	for _, pid := range zombies {
+		if isChild(pid) {
+			continue
+		}
+		var ws syscall.WaitStatus
+		_, _ = syscall.Wait4(pid, &ws, syscall.WNOHANG, nil)
+	}
+}
+
+// treeLocked is c's process tree in t: the members of its process group
+// (while the group is still c's), the processes it was seen with that
+// still run, and recursively their children. Guarded by c.mu.
+func (c *Command) treeLocked(t procTable) map[int]procInfo {
+	set := map[int]procInfo{}
+	for pid, start := range c.seen {
+		if p, ok := t.procs[pid]; ok && p.start == start && pid != selfPid {
+			set[pid] = p
+		}
+	}
+	// The group number is the leader's pid: until the leader is reaped it
+	// cannot be reused, and after that the group is c's only while a
+	// member it was seen with lives on.
+	own := !c.reaped
+	for _, p := range set {
+		own = own || p.pgid == c.pgid
+	}
+	if own {
+		for _, p := range t.procs {
+			if p.pgid == c.pgid && p.pid != selfPid {
+				set[p.pid] = p
+			}
+		}
+	}
+	t.closure(set)
+	return set
+}
+
+// track records c's current tree as the processes it is seen with and
+// returns it.
+func (c *Command) track(t procTable) map[int]procInfo {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	tree := c.treeLocked(t)
+	seen := make(map[int]uint64, len(tree))
+	for pid, p := range tree {
+		seen[pid] = p.start
+	}
+	c.seen = seen
+	return tree
+}
+
+// liveIn reports whether a tree has a process that is not a zombie.
+func liveIn(tree map[int]procInfo) bool {
+	for _, p := range tree {
+		if p.state != 'Z' {
+			return true
+		}
+	}
+	return false
+}
+
+// orphanTrees is every orphan reparented to the daemon and its
+// descendants: what Close ends beyond the trees it can attribute.
+func orphanTrees(t procTable) map[int]procInfo {
+	set := map[int]procInfo{}
+	for _, p := range t.procs {
+		if orphan(p) {
+			set[p.pid] = p
+		}
+	}
+	t.closure(set)
+	return set
+}
+
+// signalTrees sends sig to the trees of cmds (and, with orphans, to
+// every orphan tree): each process and each distinct process group
+// found, round after round until a scan finds nothing new (a tree may
+// fork while it is being signalled). Each round scans before it signals,
+// so what a dying parent leaves behind is found by its parent link
+// first. Zombies the signal leaves are reaped.
+func (e *Engine) signalTrees(cmds []*Command, sig syscall.Signal, orphans bool) {
+	groups := map[int]bool{selfPgid: true, 0: true, 1: true}
+	signalled := map[int]uint64{}
+	for round := 0; round < 16; round++ {
+		t := scanProcs()
+		var trees []map[int]procInfo
+		for _, c := range cmds {
+			trees = append(trees, c.track(t))
+		}
+		if orphans {
+			trees = append(trees, orphanTrees(t))
+		}
+		fresh := false
+		for _, tree := range trees {
+			for pid, p := range tree {
+				if start, ok := signalled[pid]; ok && start == p.start {
+					continue
+				}
+				signalled[pid] = p.start
+				fresh = true
+				if pid > 1 && pid != selfPid && p.state != 'Z' {
+					e.kill(pid, sig)
+				}
+				if !groups[p.pgid] {
+					groups[p.pgid] = true
+					e.kill(-p.pgid, sig)
+				}
+			}
+		}
+		if round == 0 {
+			// The groups of the leaders not reaped yet, found in /proc or
+			// not (without /proc this is all there is).
+			for _, c := range cmds {
+				c.mu.Lock()
+				pgid, reaped := c.pgid, c.reaped
+				c.mu.Unlock()
+				if !reaped && !groups[pgid] {
+					groups[pgid] = true
+					e.kill(-pgid, sig)
+				}
+			}
+		}
+		if !fresh {
+			reapZombies(t)
+			return
+		}
+	}
+	reapZombies(scanProcs())
+}
+
+// kill sends one signal; a process already gone is no failure.
+func (e *Engine) kill(pid int, sig syscall.Signal) {
+	if err := syscall.Kill(pid, sig); err != nil && err != syscall.ESRCH {
+		errno, _ := err.(syscall.Errno)
+		e.log.Warn("commands: signal failed", "pid", pid, "signal", sig.String(), "errno", int(errno), "error", err.Error())
+	}
+}
