@@ -207,7 +207,10 @@ type Command struct {
 	// reaped is set once the leader has been waited for; seen maps the
 	// pids of the tree last found to their start times.
 	reaped bool
-	seen   map[int]uint64
+	// groupLeft: at the reap, the process group still had members, so
+	// the group is still c's (until it empties).
+	groupLeft bool
+	seen      map[int]uint64
 }
 
 // Output is a read of a command's streams from given offsets, with its
@@ -435,12 +438,16 @@ func (c *Command) supervise(cmd *exec.Cmd, outR, errR *os.File, hard time.Durati
 	if timer != nil {
 		timer.Stop()
 	}
-	// Record the tree at once, while what the shell left behind is still
-	// in its group (whose number no other process can have taken in the
-	// microseconds since the reap) or below the processes seen with it.
-	tree := c.track(scanProcs())
+	// No /proc scan here, on every command's path: one signal-0 to the
+	// group says whether the shell left anything in it (a group number
+	// stays unused by others while a member lives), and whatever left
+	// the group was seen by the tracker or is an orphan of the daemon.
+	// The janitor's next track prunes a lingering command whose tree is
+	// gone.
+	groupLeft := syscall.Kill(-c.pgid, 0) == nil
 	c.mu.Lock()
-	c.reaped = true
+	c.reaped, c.groupLeft = true, groupLeft
+	lingers := groupLeft || len(c.seen) > 1
 	c.mu.Unlock()
 	c.stdin.Close()
 	// Background children may hold the pipes open: wait for them only
@@ -459,7 +466,7 @@ func (c *Command) supervise(cmd *exec.Cmd, outR, errR *os.File, hard time.Durati
 	outR.Close()
 	errR.Close()
 	code := exitCode(cmd.ProcessState, werr)
-	c.e.finished(c, liveIn(tree))
+	c.e.finished(c, lingers)
 	c.mu.Lock()
 	switch {
 	case c.timedOut:

@@ -64,12 +64,13 @@ func scanProcs() procTable {
 	}
 	names, _ := d.Readdirnames(-1)
 	d.Close()
+	var buf [1024]byte
 	for _, n := range names {
 		if n == "" || n[0] < '0' || n[0] > '9' {
 			continue
 		}
-		b, err := os.ReadFile("/proc/" + n + "/stat")
-		if err != nil {
+		b, ok := readSmall("/proc/"+n+"/stat", buf[:])
+		if !ok {
 			continue // gone meanwhile
 		}
 		if p, ok := parseStat(b); ok {
@@ -78,6 +79,68 @@ func scanProcs() procTable {
 		}
 	}
 	return t
+}
+
+// readSmall reads a small /proc file into buf with three system calls
+// (os.ReadFile adds a stat and allocations, on every process of a scan).
+func readSmall(path string, buf []byte) ([]byte, bool) {
+	fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, false
+	}
+	defer syscall.Close(fd)
+	n, err := syscall.Read(fd, buf)
+	if err != nil || n <= 0 {
+		return nil, false
+	}
+	return buf[:n], true
+}
+
+// ownChildren lists the daemon's children from the per-thread children
+// files (a few reads instead of a scan of every process); ok is false
+// where the kernel does not have them.
+func ownChildren() (pids []int, ok bool) {
+	if _, err := os.Stat("/proc/self/task/" + strconv.Itoa(selfPid) + "/children"); err != nil {
+		return nil, false
+	}
+	tasks, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		return nil, false
+	}
+	var buf [4096]byte
+	for _, t := range tasks {
+		b, _ := readSmall("/proc/self/task/"+t.Name()+"/children", buf[:])
+		for _, f := range strings.Fields(string(b)) {
+			if pid, err := strconv.Atoi(f); err == nil {
+				pids = append(pids, pid)
+			}
+		}
+	}
+	return pids, true
+}
+
+// reapOrphans reaps the zombies among the daemon's children that no
+// exec.Cmd owns, reading only the daemon's children; it falls back to a
+// full scan where the children files are missing.
+func reapOrphans() {
+	pids, ok := ownChildren()
+	if !ok {
+		reapZombies(scanProcs())
+		return
+	}
+	t := procTable{procs: map[int]procInfo{}}
+	var buf [1024]byte
+	for _, pid := range pids {
+		if isChild(pid) {
+			continue
+		}
+		if b, ok := readSmall("/proc/"+strconv.Itoa(pid)+"/stat", buf[:]); ok {
+			if p, ok := parseStat(b); ok {
+				t.procs[pid] = p
+			}
+		}
+	}
+	reapZombies(t)
 }
 
 // closure adds to set, recursively, every process whose parent is in it.
@@ -185,7 +248,7 @@ func (c *Command) treeLocked(t procTable) map[int]procInfo {
 	// The group number is the leader's pid: until the leader is reaped it
 	// cannot be reused, and after that the group is c's only while a
 	// member it was seen with lives on.
-	own := !c.reaped
+	own := !c.reaped || c.groupLeft
 	for _, p := range set {
 		own = own || p.pgid == c.pgid
 	}

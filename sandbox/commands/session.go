@@ -432,7 +432,7 @@ func (e *Engine) janitor(stop <-chan struct{}, done chan<- struct{}) {
 		case <-tr.C:
 			e.track()
 		case <-chld:
-			reapZombies(scanProcs())
+			reapOrphans()
 		}
 	}
 }
