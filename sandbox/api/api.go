@@ -130,3 +130,17 @@ func Query(w http.ResponseWriter, r *http.Request, v any) bool {
 	}
 	return true
 }
+
+// Reply is an answer as a client decodes it: the envelope with data left
+// raw, or the 422 body with its errors. Clients and tests use it.
+type Reply struct {
+	Success bool            `json:"success"`
+	Message string          `json:"message"`
+	Data    json.RawMessage `json:"data"`
+	Hint    *string         `json:"hint"`
+	Errors  []struct {
+		Location []string `json:"location"`
+		Message  string   `json:"message"`
+		Type     string   `json:"type"`
+	} `json:"errors"`
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/a2c-smcp/a2c-go/sandbox/api"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -17,15 +18,7 @@ import (
 
 // envelope is a decoded answer: the envelope, or the 422 body.
 type envelope struct {
-	Success bool            `json:"success"`
-	Message string          `json:"message"`
-	Data    json.RawMessage `json:"data"`
-	Hint    *string         `json:"hint"`
-	Errors  []struct {
-		Location []string `json:"location"`
-		Message  string   `json:"message"`
-		Type     string   `json:"type"`
-	} `json:"errors"`
+	api.Reply
 	raw map[string]json.RawMessage
 }
 

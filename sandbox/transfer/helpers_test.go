@@ -3,6 +3,7 @@ package transfer
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/a2c-smcp/a2c-go/sandbox/api"
 	"io"
 	"io/fs"
 	"mime/multipart"
@@ -53,15 +54,7 @@ func (f *fixture) do(method, target string, body io.Reader, header ...string) *h
 
 // reply is a decoded envelope with its data left raw.
 type reply struct {
-	Success bool            `json:"success"`
-	Message string          `json:"message"`
-	Data    json.RawMessage `json:"data"`
-	Hint    *string         `json:"hint"`
-	Errors  []struct {
-		Location []string `json:"location"`
-		Message  string   `json:"message"`
-		Type     string   `json:"type"`
-	} `json:"errors"`
+	api.Reply
 }
 
 func decode(t *testing.T, w *httptest.ResponseRecorder) reply {

@@ -3,6 +3,7 @@ package interop
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/a2c-smcp/a2c-go/sandbox/api"
 	"io"
 	"net/http"
 	"os"
@@ -48,15 +49,7 @@ func docs(t *testing.T) (v1, v2 *openapi.Doc) {
 
 // envelope is the decoded answer of a JSON route.
 type envelope struct {
-	Success bool            `json:"success"`
-	Message string          `json:"message"`
-	Data    json.RawMessage `json:"data"`
-	Hint    *string         `json:"hint"`
-	Errors  []struct {
-		Location []string `json:"location"`
-		Message  string   `json:"message"`
-		Type     string   `json:"type"`
-	} `json:"errors"`
+	api.Reply
 	raw []byte
 }
 
