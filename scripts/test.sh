@@ -9,10 +9,14 @@ say() { printf '== %s\n' "$*"; }
 
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 
-# Debian packages: Python Socket.IO peers for the interop suite.
+# Debian packages: Python Socket.IO peers for the interop suite, and the
+# Jupyter kernel (with its client, for the benchmark baseline) behind
+# aiod's code plane.
 need=()
 /usr/bin/python3 -c 'import socketio, aiohttp, requests, websocket' 2>/dev/null ||
   need+=(python3-socketio python3-aiohttp python3-requests python3-websocket)
+/usr/bin/python3 -c 'import ipykernel, jupyter_client' 2>/dev/null ||
+  need+=(python3-ipykernel python3-jupyter-client)
 command -v node >/dev/null 2>&1 || need+=(nodejs npm)
 if [ ${#need[@]} -gt 0 ]; then
   say "installing Debian packages: ${need[*]}"
