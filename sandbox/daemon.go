@@ -23,6 +23,7 @@ import (
 	"github.com/a2c-smcp/a2c-go/sandbox/commands"
 	"github.com/a2c-smcp/a2c-go/sandbox/files"
 	"github.com/a2c-smcp/a2c-go/sandbox/transfer"
+	"github.com/a2c-smcp/a2c-go/sandbox/watch"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -119,6 +120,7 @@ func New(cfg Config) (*Daemon, error) {
 			Registerer: d.reg}),
 		files.New(files.Config{Workspace: cfg.Workspace, DefaultUser: cfg.DefaultUser, Logger: cfg.Logger}),
 		transfer.New(transfer.Config{Workspace: cfg.Workspace, DefaultUser: cfg.DefaultUser, Logger: cfg.Logger}),
+		watch.New(watch.Config{Workspace: cfg.Workspace, Logger: cfg.Logger}),
 	}
 	ctx, stop := context.WithCancel(context.Background())
 	d.stop = stop

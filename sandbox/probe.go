@@ -206,7 +206,8 @@ func probe(ctx context.Context, cdp string) *Capabilities {
 	for _, op := range []string{"native", "read", "write", "replace", "search", "find", "grep", "glob", "list", "download", "str_replace_editor"} {
 		c.Files[op] = true
 	}
-	c.Files["watch"] = false // the watch plane is not in this build
+	_, err := os.Stat("/proc/sys/fs/inotify")
+	c.Files["watch"] = err == nil // inotify backs the watch plane
 	c.Bins = bins{Bash: look("bash"), Sh: look("sh"), PS: look("ps")}
 	c.Exec = execCaps{Shell: c.Bins.Bash != nil || c.Bins.Sh != nil, Bash: c.Bins.Bash != nil}
 

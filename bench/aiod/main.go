@@ -60,7 +60,12 @@ func main() {
 	duration := flag.Duration("duration", 5*time.Second, "length of each calls/s run")
 	files := flag.Int("files", 10000, "files in the grep tree")
 	rounds := flag.Int("rounds", 3, "interleaved rounds for transfer and grep (medians)")
+	planes := flag.String("planes", "commands,transfer,grep,code,pty,watch", "which parts to measure")
 	flag.Parse()
+	want := map[string]bool{}
+	for _, p := range strings.Split(*planes, ",") {
+		want[strings.TrimSpace(p)] = true
+	}
 	if *serve {
 		serveBaseline()
 		return
@@ -89,10 +94,26 @@ func main() {
 	check(err)
 	defer procs.Stop(fsrv)
 
-	fmt.Printf("## aiod (`go run ./bench/aiod -calls %d -clients %d -duration %s -files %d -rounds %d`)\n\n", *calls, *clients, *duration, *files, *rounds)
-	benchCommands(base, *calls, *clients, *duration)
-	benchTransfer(base, fbase, ws, *rounds)
-	benchGrep(base, tmp, *files, *rounds)
+	fmt.Printf("## aiod (`go run ./bench/aiod -calls %d -clients %d -duration %s -files %d -rounds %d -planes %s`)\n\n",
+		*calls, *clients, *duration, *files, *rounds, *planes)
+	if want["commands"] {
+		benchCommands(base, *calls, *clients, *duration)
+	}
+	if want["transfer"] {
+		benchTransfer(base, fbase, ws, *rounds)
+	}
+	if want["grep"] {
+		benchGrep(base, tmp, *files, *rounds)
+	}
+	if want["code"] {
+		benchCode(base, root, *calls)
+	}
+	if want["pty"] {
+		benchPTY(base, *calls)
+	}
+	if want["watch"] {
+		benchWatch(base, tmp, *files)
+	}
 	time.Sleep(2 * time.Second)
 	busy := rss(daemon.Process.Pid)
 	time.Sleep(8 * time.Second)
