@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/a2c-smcp/a2c-go/sandbox/api"
+	"github.com/a2c-smcp/a2c-go/sandbox/code"
 	"github.com/a2c-smcp/a2c-go/sandbox/commands"
 	"github.com/a2c-smcp/a2c-go/sandbox/files"
 	"github.com/a2c-smcp/a2c-go/sandbox/transfer"
@@ -53,6 +54,10 @@ type Config struct {
 	// CommandSessionIdle closes command sessions idle this long (default
 	// one hour).
 	CommandSessionIdle time.Duration
+	// PythonBin and NodeBin pin the interpreters of the code plane
+	// (AIO_PYTHON_BIN, AIO_NODE_BIN); empty = looked up (python3 with
+	// ipykernel, node).
+	PythonBin, NodeBin string
 	// CDPEndpoint is where the browser's DevTools protocol is probed.
 	// Default http://127.0.0.1:9222.
 	CDPEndpoint string
@@ -121,10 +126,12 @@ func New(cfg Config) (*Daemon, error) {
 		files.New(files.Config{Workspace: cfg.Workspace, DefaultUser: cfg.DefaultUser, Logger: cfg.Logger}),
 		transfer.New(transfer.Config{Workspace: cfg.Workspace, DefaultUser: cfg.DefaultUser, Logger: cfg.Logger}),
 		watch.New(watch.Config{Workspace: cfg.Workspace, Logger: cfg.Logger}),
+		code.New(code.Config{Workspace: cfg.Workspace, Logger: cfg.Logger, DefaultUser: cfg.DefaultUser,
+			Python: cfg.PythonBin, Node: cfg.NodeBin}),
 	}
 	ctx, stop := context.WithCancel(context.Background())
 	d.stop = stop
-	d.probe = &prober{ttl: 5 * time.Second, cdp: cfg.CDPEndpoint, ctx: ctx}
+	d.probe = &prober{ttl: 5 * time.Second, cdp: cfg.CDPEndpoint, python: cfg.PythonBin, node: cfg.NodeBin, ctx: ctx}
 	d.probe.start() // the first read waits for it, later ones never
 	go d.trimWhenIdle(ctx, 5*time.Second)
 

@@ -114,13 +114,15 @@ type toolCategory struct {
 // cache for 5 s, re-probed in the background when stale (the stale one is
 // served meanwhile) or in the foreground on ?refresh=true.
 type prober struct {
-	ttl      time.Duration
-	cdp      string
-	mu       sync.Mutex
-	snap     *Capabilities
-	at       time.Time
-	inflight chan struct{}
-	ctx      context.Context // the daemon's: ends background probes at shutdown
+	ttl time.Duration
+	cdp string
+	// python and node pin the interpreters, as the code plane's config.
+	python, node string
+	mu           sync.Mutex
+	snap         *Capabilities
+	at           time.Time
+	inflight     chan struct{}
+	ctx          context.Context // the daemon's: ends background probes at shutdown
 }
 
 // start begins the first probe without waiting for it.
@@ -164,7 +166,7 @@ func (p *prober) get(ctx context.Context, refresh bool) *Capabilities {
 func (p *prober) run(done chan struct{}) {
 	ctx, cancel := context.WithTimeout(p.ctx, 10*time.Second)
 	defer cancel()
-	s := probe(ctx, p.cdp)
+	s := probe(ctx, p.cdp, p.python, p.node)
 	p.mu.Lock()
 	p.snap, p.at, p.inflight = s, time.Now(), nil
 	p.mu.Unlock()
@@ -175,6 +177,9 @@ func strp(s string) *string { return &s }
 
 func look(names ...string) *string {
 	for _, n := range names {
+		if n == "" {
+			continue
+		}
 		if p, err := exec.LookPath(n); err == nil {
 			return &p
 		}
@@ -201,7 +206,7 @@ func version(ctx context.Context, bin string, args ...string) *string {
 }
 
 // probe looks at the machine: shells, interpreters, kernels, browser.
-func probe(ctx context.Context, cdp string) *Capabilities {
+func probe(ctx context.Context, cdp, pinPython, pinNode string) *Capabilities {
 	c := &Capabilities{Schema: capabilitiesSchema, Files: map[string]bool{}}
 	for _, op := range []string{"native", "read", "write", "replace", "search", "find", "grep", "glob", "list", "download", "str_replace_editor"} {
 		c.Files[op] = true
@@ -209,11 +214,11 @@ func probe(ctx context.Context, cdp string) *Capabilities {
 	_, err := os.Stat("/proc/sys/fs/inotify")
 	c.Files["watch"] = err == nil // inotify backs the watch plane
 	c.Bins = bins{Bash: look("bash"), Sh: look("sh"), PS: look("ps")}
-	c.Exec = execCaps{Shell: c.Bins.Bash != nil || c.Bins.Sh != nil, Bash: c.Bins.Bash != nil}
+	c.Exec = execCaps{Shell: c.Bins.Bash != nil || c.Bins.Sh != nil, Bash: c.Bins.Bash != nil, PTY: ptyAvailable()}
 
 	var wg sync.WaitGroup
 	wg.Add(3)
-	go func() { defer wg.Done(); c.CodeInterpreter, c.runtime = probeCode(ctx) }()
+	go func() { defer wg.Done(); c.CodeInterpreter, c.runtime = probeCode(ctx, pinPython, pinNode) }()
 	go func() { defer wg.Done(); c.Browser = probeBrowser(ctx, cdp) }()
 	go func() { defer wg.Done(); c.utils = probeUtils() }()
 	wg.Wait()
@@ -224,25 +229,44 @@ func probe(ctx context.Context, cdp string) *Capabilities {
 	return c
 }
 
-func probeCode(ctx context.Context) (codeCaps, runtimeEnv) {
+// hasKernel reports whether py can import ipykernel.
+func hasKernel(ctx context.Context, py string) bool {
+	kctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	return exec.CommandContext(kctx, py, "-c", "import ipykernel").Run() == nil
+}
+
+// probeCode finds the interpreters as the code plane does: the pinned
+// ones when set, else a python3 that imports ipykernel (Debian's first),
+// and node.
+func probeCode(ctx context.Context, pinPython, pinNode string) (codeCaps, runtimeEnv) {
 	cc := codeCaps{Status: statusAbsent, Kinds: []string{}, PythonKernels: []string{}, Missing: []string{}, Warnings: []string{}}
 	rt := runtimeEnv{Python: []toolSpec{}, Nodejs: []toolSpec{}}
-	py := look("python3", "python")
-	node := look("node", "nodejs")
+	py, node := look(pinPython), look(pinNode)
+	kernel := false
+	switch {
+	case pinPython != "":
+		kernel = py != nil && hasKernel(ctx, *py)
+	case hasKernel(ctx, "/usr/bin/python3"):
+		py, kernel = strp("/usr/bin/python3"), true
+	default:
+		py = look("python3", "python")
+		kernel = py != nil && hasKernel(ctx, *py)
+	}
+	if pinNode == "" {
+		node = look("node", "nodejs")
+	}
 	if py != nil {
 		cc.DefaultPython = py
 		rt.Python = append(rt.Python, toolSpec{Ver: version(ctx, *py, "--version"), Bin: py, Alias: []string{"python3", "python"}})
-		kctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		err := exec.CommandContext(kctx, *py, "-c", "import ipykernel").Run()
-		cancel()
-		if err == nil {
+		if kernel {
 			cc.Backend, cc.JupyterBackend = strp("kernel"), strp("kernel")
 			cc.PythonKernels = []string{"python3"}
+			cc.Kinds = append(cc.Kinds, "code")
 		} else {
-			cc.Backend = strp("native")
-			cc.Warnings = append(cc.Warnings, "ipykernel is not importable: python runs on the native REPL")
+			cc.Missing = append(cc.Missing, "ipykernel")
+			cc.Warnings = append(cc.Warnings, "ipykernel is not importable: python cells answer 503 (install python3-ipykernel)")
 		}
-		cc.Kinds = append(cc.Kinds, "code")
 	} else {
 		cc.Missing = append(cc.Missing, "python3")
 	}
@@ -250,7 +274,7 @@ func probeCode(ctx context.Context) (codeCaps, runtimeEnv) {
 		cc.DefaultNode = node
 		rt.Nodejs = append(rt.Nodejs, toolSpec{Ver: version(ctx, *node, "--version"), Bin: node, Alias: []string{"node", "nodejs"}})
 		cc.JavascriptBackend = strp("native")
-		if py == nil {
+		if cc.Backend == nil {
 			cc.Kinds = append(cc.Kinds, "code")
 		}
 		cc.Kinds = append(cc.Kinds, "nodejs")
@@ -260,10 +284,9 @@ func probeCode(ctx context.Context) (codeCaps, runtimeEnv) {
 	if cc.JupyterBackend != nil {
 		cc.Kinds = append(cc.Kinds, "jupyter")
 	}
-	if py != nil || node != nil {
+	if cc.Backend != nil || node != nil {
 		cc.Status = statusReady
 	}
-	cc.Warnings = append(cc.Warnings, "the code plane is not served by this build of aiod")
 	return cc, rt
 }
 
@@ -430,4 +453,10 @@ func accountName() string {
 		return u
 	}
 	return "unknown"
+}
+
+// ptyAvailable reports whether the terminals plane can open a PTY.
+func ptyAvailable() bool {
+	_, err := os.Stat("/dev/ptmx")
+	return err == nil
 }

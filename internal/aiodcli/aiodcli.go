@@ -105,7 +105,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	d, err := sandbox.New(sandbox.Config{Workspace: *workspace, APIKey: *apiKey, Logger: log,
 		DefaultUser: os.Getenv("AIO_DEFAULT_USER"), MaxCommandSessions: maxSessions,
-		CommandSessionIdle: time.Duration(idleSecs) * time.Second})
+		CommandSessionIdle: time.Duration(idleSecs) * time.Second,
+		PythonBin:          os.Getenv("AIO_PYTHON_BIN"), NodeBin: os.Getenv("AIO_NODE_BIN")})
 	if err != nil {
 		return err
 	}

@@ -54,6 +54,9 @@ func (d *Doc) Validate(method, path string, status int, body []byte) error {
 		return fmt.Errorf("openapi: %s %s is not in the document", method, path)
 	}
 	resps, _ := op["responses"].(map[string]any)
+	if len(resps) == 0 {
+		return ErrNoSchema // the operation declares no answers at all
+	}
 	resp, ok := resps[strconv.Itoa(status)].(map[string]any)
 	if !ok {
 		if resp, ok = resps["default"].(map[string]any); !ok {

@@ -5,7 +5,7 @@ import (
 	"testing"
 )
 
-const doc = `{"openapi":"3.1.0","paths":{"/x/{id}":{"get":{"responses":{
+const doc = `{"openapi":"3.1.0","paths":{"/bare":{"post":{"summary":"no answers declared"}},"/x/{id}":{"get":{"responses":{
  "200":{"content":{"application/json":{"schema":{"$ref":"#/components/schemas/Env"}}}},
  "404":{"description":"gone"}}}}},
  "components":{"schemas":{
@@ -41,6 +41,9 @@ func TestValidate(t *testing.T) {
 		if (c.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), c.want)) {
 			t.Errorf("%d %s: %v, want %q", c.status, c.body, err, c.want)
 		}
+	}
+	if err := d.Validate("POST", "/bare", 200, []byte(`{}`)); err != ErrNoSchema {
+		t.Errorf("an operation without responses: %v", err)
 	}
 	if d.Operation("POST", "/x/{id}") || !d.Operation("GET", "/x/{id}") {
 		t.Error("Operation")

@@ -1,0 +1,26 @@
+// Package code is aiod's code plane: python cells on real Jupyter
+// kernels and javascript cells on a node REPL harness, one-off or in
+// sessions, answering notebook-shaped outputs.
+//
+// It owns the [Engine] (interpreter probes, sessions and their caps,
+// idle reclaim, timeouts, the output cap) and the HTTP surface mounted
+// by [Plane]: /v2/code/* and the v1 twins /v1/code/*, /v1/jupyter/* and
+// /v1/nodejs/*, which adapt their field names and output shapes onto the
+// same engine.
+//
+// Python runs on `python3 -m ipykernel_launcher` with a connection file
+// the engine writes (random loopback ports, a random HMAC-SHA256 key),
+// spoken to over ZeroMQ (shell, iopub, stdin, control, heartbeat) with
+// the Jupyter messaging protocol 5.3; every received message's signature
+// is checked. A cell past its timeout is interrupted (interrupt_request,
+// then SIGINT); a kernel that does not stop within the grace is killed
+// and its session restarts empty. JavaScript runs in a per-session node
+// process speaking JSON lines (harness.js); a timeout kills it and the
+// session restarts empty.
+//
+// A run that fails inside the code (an exception, a timeout, a user the
+// daemon cannot become) is a 200 with success false; only bad requests
+// (422), caps (429), unknown sessions (404) and missing interpreters
+// (503; 501 on /v1/jupyter) are error statuses. Every kernel and node
+// process runs in its own process group, which [Plane.Close] kills.
+package code

@@ -1,0 +1,727 @@
+package code
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Languages, as results name them.
+const (
+	Python     = "python"
+	JavaScript = "javascript"
+)
+
+// Statuses of a run.
+const (
+	StatusOK      = "ok"
+	StatusError   = "error"
+	StatusTimeout = "timeout"
+)
+
+// KernelName is the one kernel this daemon serves.
+const KernelName = "python3"
+
+// Defaults of [Config] and the limits of a run.
+const (
+	DefaultTimeout        = 30 * time.Second
+	MaxTimeout            = 900 * time.Second
+	DefaultMaxKernels     = 5
+	DefaultMaxSessions    = 20
+	DefaultKernelIdle     = 300 * time.Second
+	DefaultSessionIdle    = 1800 * time.Second
+	defaultKernelStart    = 60 * time.Second
+	defaultInterruptGrace = 2 * time.Second
+	defaultNodeGrace      = 5 * time.Second
+)
+
+// ParseLanguage resolves a language or one of its aliases (python3;
+// js, node, nodejs) to [Python] or [JavaScript].
+func ParseLanguage(s string) (string, bool) {
+	switch s {
+	case "python", "python3":
+		return Python, true
+	case "javascript", "js", "node", "nodejs":
+		return JavaScript, true
+	}
+	return "", false
+}
+
+// UnsupportedLanguage is the message refusing a language.
+func UnsupportedLanguage(s string) string {
+	return fmt.Sprintf("Unsupported language '%s'. Supported: python, javascript", s)
+}
+
+// Config configures a [Plane] and its [Engine]. Zero values take the
+// defaults named on each field.
+type Config struct {
+	// Workspace is where runs start when no cwd is given, and what a
+	// relative cwd is resolved against. Default the current directory.
+	Workspace string
+	// Logger receives the plane's logs. Default: discarded.
+	Logger *slog.Logger
+	// DefaultUser is the account runs use when a request names none
+	// (AIO_DEFAULT_USER). Default: the daemon's own.
+	DefaultUser string
+	// Python is the interpreter kernels run on. Default /usr/bin/python3
+	// when it imports ipykernel, else python3 on PATH.
+	Python string
+	// Node is the node binary. Default node (else nodejs) on PATH.
+	Node string
+	// MaxKernelSessions caps python (kernel) sessions
+	// (AIO_KERNEL_MAX_SESSIONS). Default 5.
+	MaxKernelSessions int
+	// MaxSessions caps javascript (native REPL) sessions
+	// (AIO_CODE_MAX_SESSIONS). Default 20.
+	MaxSessions int
+	// KernelIdle closes kernel sessions idle this long
+	// (AIO_KERNEL_SESSION_TIMEOUT_SECS). Default 300 s.
+	KernelIdle time.Duration
+	// SessionIdle closes native sessions idle this long
+	// (AIO_CODE_SESSION_TIMEOUT_SECS). Default 1800 s.
+	SessionIdle time.Duration
+	// KernelStartTimeout bounds a kernel's start. Default 60 s.
+	KernelStartTimeout time.Duration
+	// InterruptGrace is how long an interrupted cell may take to stop
+	// before its kernel is restarted. Default 2 s.
+	InterruptGrace time.Duration
+	// NodeGrace is how long past its timeout a javascript run may still
+	// answer before its process is killed. Default 5 s.
+	NodeGrace time.Duration
+	// MaxOutputChars caps the output of one run. Default 2,000,000.
+	MaxOutputChars int
+	// HideEnv names variables of the daemon's environment runs must not
+	// inherit, on top of AIO_API_KEY and SANDBOX_API_KEY.
+	HideEnv []string
+}
+
+func (c *Config) defaults() {
+	if c.Workspace == "" {
+		c.Workspace, _ = os.Getwd()
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	set := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	set(&c.KernelIdle, DefaultKernelIdle)
+	set(&c.SessionIdle, DefaultSessionIdle)
+	set(&c.KernelStartTimeout, defaultKernelStart)
+	set(&c.InterruptGrace, defaultInterruptGrace)
+	set(&c.NodeGrace, defaultNodeGrace)
+	if c.MaxKernelSessions <= 0 {
+		c.MaxKernelSessions = DefaultMaxKernels
+	}
+	if c.MaxSessions <= 0 {
+		c.MaxSessions = DefaultMaxSessions
+	}
+	if c.MaxOutputChars <= 0 {
+		c.MaxOutputChars = DefaultMaxOutputChars
+	}
+}
+
+// Request is one run.
+type Request struct {
+	// Language is python or javascript, or an alias ([ParseLanguage]).
+	Language string
+	// Code is the source; empty runs an empty cell.
+	Code string
+	// SessionID names the session; unknown ids are created. Empty with
+	// Stateful false is a one-off in a throwaway process.
+	SessionID string
+	// Stateful without a SessionID opens a session with a generated id.
+	Stateful bool
+	// Timeout bounds the run, 1 s to 900 s; 0 is 30 s.
+	Timeout time.Duration
+	// Cwd is the working directory (relative to the workspace); it must
+	// be a directory and is fixed when the session's process starts.
+	Cwd string
+	// User is the account to run as; fixed on a session once it starts.
+	User string
+}
+
+// Result is a run's outcome, the data of POST /v2/code/execute. Status
+// is ok, error or timeout; ExitCode is 0 for ok, else 1.
+type Result struct {
+	Code           string   `json:"code"`
+	Language       string   `json:"language"`
+	Status         string   `json:"status"`
+	ExecutionCount *int     `json:"execution_count"`
+	ExitCode       int      `json:"exit_code"`
+	Outputs        []Output `json:"outputs"`
+	Stdout         string   `json:"stdout"`
+	Stderr         string   `json:"stderr"`
+	SessionID      *string  `json:"session_id"`
+	// MsgID is the Jupyter msg_id of a kernel run (/v1/jupyter reports it).
+	MsgID string `json:"-"`
+}
+
+// outcome is what a runtime reports for one run.
+type outcome struct {
+	Status  string
+	Outputs []Output
+	Count   *int   // the kernel's execution count
+	Stderr  string // text for the stderr field only
+	Reset   bool   // the runtime must be discarded (state lost)
+	MsgID   string // the kernel request's msg_id
+}
+
+// runtime is a kernel or a node harness.
+type runtime interface {
+	execute(ctx context.Context, code string, timeout time.Duration, maxChars int) outcome
+	kill()
+	exitedNow() bool
+}
+
+// session is a named, persistent runtime.
+type session struct {
+	id, lang, cwd string
+	who           *identity
+	created       time.Time
+	run           sync.Mutex // one run at a time; held while the runtime starts
+
+	mu        sync.Mutex
+	rt        runtime
+	lastUsed  time.Time
+	executing bool
+	count     int
+	gone      bool // deleted or reclaimed
+}
+
+type sessionKey struct{ lang, id string }
+
+// Engine runs code in kernels and node harnesses, one-off or in
+// sessions. It is safe for concurrent use.
+type Engine struct {
+	cfg     Config
+	log     *slog.Logger
+	baseEnv []string
+
+	probes probes
+
+	mu       sync.Mutex
+	sessions map[sessionKey]*session
+	oneOffs  map[runtime]struct{}
+	closed   bool
+	bg       sync.WaitGroup // one-off runtimes being killed
+}
+
+func newEngine(cfg Config) *Engine {
+	cfg.defaults()
+	return &Engine{cfg: cfg, log: cfg.Logger, baseEnv: childEnv(os.Environ(), cfg.HideEnv),
+		sessions: map[sessionKey]*session{}, oneOffs: map[runtime]struct{}{}}
+}
+
+// childEnv is environ without the daemon's secrets and hidden names.
+func childEnv(environ, hide []string) []string {
+	drop := map[string]bool{"AIO_API_KEY": true, "SANDBOX_API_KEY": true}
+	for _, k := range hide {
+		drop[k] = true
+	}
+	var out []string
+	for _, kv := range environ {
+		if k, _, _ := strings.Cut(kv, "="); !drop[k] {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
+// cwd resolves and checks a working directory.
+func (e *Engine) cwd(dir string) (string, error) {
+	if dir == "" {
+		return e.cfg.Workspace, nil
+	}
+	if !filepath.IsAbs(dir) {
+		dir = filepath.Join(e.cfg.Workspace, dir)
+	}
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		return "", invalid("cwd", "cwd is not a directory: "+dir)
+	}
+	return dir, nil
+}
+
+// checkTimeout validates a timeout; 0 is the default.
+func checkTimeout(d time.Duration) (time.Duration, error) {
+	if d == 0 {
+		return DefaultTimeout, nil
+	}
+	if d < time.Second || d > MaxTimeout {
+		return 0, invalid("timeout", "timeout must be between 1 and 900 seconds")
+	}
+	return d, nil
+}
+
+// Execute runs req. A run that fails in the code, times out, or cannot
+// become its user is a Result (status error or timeout), not an error;
+// errors are ErrInvalid, ErrLimit or ErrUnavailable.
+func (e *Engine) Execute(ctx context.Context, req Request) (*Result, error) {
+	lang, ok := ParseLanguage(req.Language)
+	if !ok {
+		return nil, invalid("language", UnsupportedLanguage(req.Language))
+	}
+	timeout, err := checkTimeout(req.Timeout)
+	if err != nil {
+		return nil, err
+	}
+	dir, err := e.cwd(req.Cwd)
+	if err != nil {
+		return nil, err
+	}
+	if err := e.available(ctx, lang); err != nil {
+		return nil, err
+	}
+	id := req.SessionID
+	if id == "" && req.Stateful {
+		id = newID()
+	}
+	res := &Result{Code: req.Code, Language: lang, Outputs: []Output{}}
+	if id != "" {
+		res.SessionID = &id
+	}
+	if req.Code == "" { // an empty cell runs nowhere and answers ok
+		return e.finish(res, outcome{Status: StatusOK}, nil), nil
+	}
+	who, err := e.identity(req.User)
+	if err != nil {
+		return e.finish(res, outcome{Status: StatusError, Outputs: []Output{errorOutput("ProcessError", err.Error())}}, nil), nil
+	}
+	if id == "" {
+		return e.oneOff(ctx, res, lang, dir, who, timeout)
+	}
+	s, err := e.session(lang, id, dir, who)
+	if err != nil {
+		return nil, err
+	}
+	return e.runIn(ctx, s, res, timeout)
+}
+
+// oneOff runs in a throwaway runtime, killed in the background after.
+func (e *Engine) oneOff(ctx context.Context, res *Result, lang, dir string, who *identity, timeout time.Duration) (*Result, error) {
+	rt, err := e.start(ctx, lang, dir, who)
+	if err != nil {
+		return e.startFailed(res, lang), nil
+	}
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		rt.kill()
+		return nil, unavailable("The code plane is shutting down", "")
+	}
+	e.oneOffs[rt] = struct{}{}
+	e.bg.Add(1)
+	e.mu.Unlock()
+	out := rt.execute(ctx, res.Code, timeout, e.cfg.MaxOutputChars)
+	go func() {
+		defer e.bg.Done()
+		rt.kill()
+		e.mu.Lock()
+		delete(e.oneOffs, rt)
+		e.mu.Unlock()
+	}()
+	one := 1
+	return e.finish(res, out, &one), nil
+}
+
+func (e *Engine) startFailed(res *Result, lang string) *Result {
+	what := "the python kernel"
+	if lang == JavaScript {
+		what = "the node process"
+	}
+	return e.finish(res, outcome{Status: StatusError, Outputs: []Output{errorOutput("ProcessError", what+" could not be started")}}, nil)
+}
+
+// finish fills res from out. count is the session's cell counter (nil:
+// take the kernel's).
+func (e *Engine) finish(res *Result, out outcome, count *int) *Result {
+	res.Status = out.Status
+	res.Outputs = out.Outputs
+	if res.Outputs == nil {
+		res.Outputs = []Output{}
+	}
+	res.ExecutionCount, res.MsgID = out.Count, out.MsgID
+	if count != nil {
+		res.ExecutionCount = count
+	}
+	for i := range res.Outputs {
+		if res.Outputs[i].OutputType == OutputExecuteResult && res.Outputs[i].ExecutionCount == nil {
+			res.Outputs[i].ExecutionCount = res.ExecutionCount
+		}
+	}
+	res.Stdout, res.Stderr = streams(res.Outputs)
+	res.Stderr += out.Stderr
+	if res.Status != StatusOK {
+		res.ExitCode = 1
+	}
+	return res
+}
+
+// session returns the session (lang, id), creating it under the tier's
+// cap. A new session's runtime starts on its first run.
+func (e *Engine) session(lang, id, dir string, who *identity) (*session, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return nil, unavailable("The code plane is shutting down", "")
+	}
+	k := sessionKey{lang, id}
+	if s := e.sessions[k]; s != nil {
+		return s, nil
+	}
+	n := 0
+	for k := range e.sessions {
+		if k.lang == lang {
+			n++
+		}
+	}
+	if lang == Python && n >= e.cfg.MaxKernelSessions {
+		return nil, &Error{Kind: ErrLimit, Message: fmt.Sprintf("Maximum number of kernel sessions (%d) reached", e.cfg.MaxKernelSessions)}
+	}
+	if lang == JavaScript && n >= e.cfg.MaxSessions {
+		return nil, &Error{Kind: ErrLimit, Message: fmt.Sprintf("Maximum number of sessions (%d) reached", e.cfg.MaxSessions)}
+	}
+	now := time.Now()
+	s := &session{id: id, lang: lang, cwd: dir, who: who, created: now, lastUsed: now}
+	e.sessions[k] = s
+	return s, nil
+}
+
+// ensure starts the session's runtime when it has none (or it died);
+// the caller holds s.run. A session that never ran is dropped when its
+// runtime cannot start.
+func (e *Engine) ensure(ctx context.Context, s *session) (runtime, error) {
+	s.mu.Lock()
+	rt, gone := s.rt, s.gone
+	s.mu.Unlock()
+	if gone {
+		return nil, &Error{Kind: ErrNotFound, Message: "Session not found: " + s.id}
+	}
+	if rt != nil && !rt.exitedNow() {
+		return rt, nil
+	}
+	if rt != nil {
+		rt.kill()
+	}
+	rt, err := e.start(ctx, s.lang, s.cwd, s.who)
+	s.mu.Lock()
+	gone = s.gone
+	if err == nil && !gone {
+		s.rt = rt
+	} else {
+		s.rt, s.count = nil, 0
+	}
+	s.mu.Unlock()
+	if err == nil && gone { // deleted while it started
+		rt.kill()
+		return nil, &Error{Kind: ErrNotFound, Message: "Session not found: " + s.id}
+	}
+	return rt, err
+}
+
+// runIn runs in a session, one run at a time.
+func (e *Engine) runIn(ctx context.Context, s *session, res *Result, timeout time.Duration) (*Result, error) {
+	s.run.Lock()
+	defer s.run.Unlock()
+	rt, err := e.ensure(ctx, s)
+	if err != nil {
+		if errors.Is(err, ErrNotFound) {
+			return nil, err
+		}
+		return e.startFailed(res, s.lang), nil
+	}
+	s.mu.Lock()
+	s.executing = true
+	s.mu.Unlock()
+	out := rt.execute(ctx, res.Code, timeout, e.cfg.MaxOutputChars)
+	s.mu.Lock()
+	s.executing, s.lastUsed = false, time.Now()
+	s.count++
+	count := s.count
+	if s.lang == Python && out.Count != nil {
+		count = *out.Count
+	}
+	if out.Reset && s.rt == rt {
+		s.rt, s.count = nil, 0
+	}
+	s.mu.Unlock()
+	if out.Reset {
+		rt.kill()
+	}
+	return e.finish(res, out, &count), nil
+}
+
+// start starts a runtime for lang.
+func (e *Engine) start(ctx context.Context, lang, dir string, who *identity) (runtime, error) {
+	env := e.baseEnv
+	var cred *syscall.Credential
+	if who != nil {
+		env, cred = append(append([]string(nil), env...), who.env...), who.cred
+	}
+	if lang == JavaScript {
+		p, err := startNode(nodeSpec{node: e.nodeProbe().path, cwd: dir, cred: cred, env: env, grace: e.cfg.NodeGrace, log: e.log})
+		if err != nil {
+			e.log.Warn("code: node did not start", "error", err.Error())
+			return nil, err
+		}
+		return p, nil
+	}
+	env = append(append([]string(nil), env...), "PYDEVD_DISABLE_FILE_VALIDATION=1")
+	k, err := startKernel(ctx, kernelSpec{python: e.pythonProbe().path, cwd: dir, cred: cred, env: env,
+		startTimeout: e.cfg.KernelStartTimeout, grace: e.cfg.InterruptGrace, log: e.log})
+	if err != nil {
+		return nil, err
+	}
+	return k, nil
+}
+
+// SessionInfo describes a session. Kernel sessions carry KernelName,
+// native ones MaxIdleTime (ms).
+type SessionInfo struct {
+	SessionID   string `json:"session_id"`
+	Language    string `json:"language"`
+	Cwd         string `json:"cwd"`
+	CreatedAt   int64  `json:"created_at"`
+	LastUsed    int64  `json:"last_used"`
+	AgeSeconds  int64  `json:"age_seconds"`
+	MaxIdleTime *int64 `json:"max_idle_time,omitempty"`
+	KernelName  string `json:"kernel_name,omitempty"`
+	State       string `json:"state"`
+}
+
+func (e *Engine) info(s *session) SessionInfo {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	i := SessionInfo{SessionID: s.id, Language: s.lang, Cwd: s.cwd, CreatedAt: s.created.UnixMilli(),
+		LastUsed: s.lastUsed.UnixMilli(), AgeSeconds: int64(time.Since(s.lastUsed).Seconds()), State: "idle"}
+	if s.executing {
+		i.State = "executing"
+	}
+	if s.lang == Python {
+		i.KernelName = KernelName
+	} else {
+		ms := e.cfg.SessionIdle.Milliseconds()
+		i.MaxIdleTime = &ms
+	}
+	return i
+}
+
+// SessionOptions opens a session up front.
+type SessionOptions struct {
+	Language  string // python or javascript (or an alias); "" is python
+	SessionID string // "" generates one
+	Cwd, User string
+}
+
+// CreateSession opens a session and starts its runtime; an existing id
+// is returned as it is (created false). Errors: ErrInvalid, ErrLimit,
+// ErrUnavailable (also when the runtime cannot start).
+func (e *Engine) CreateSession(ctx context.Context, o SessionOptions) (SessionInfo, bool, error) {
+	if o.Language == "" {
+		o.Language = Python
+	}
+	lang, ok := ParseLanguage(o.Language)
+	if !ok {
+		return SessionInfo{}, false, invalid("language", UnsupportedLanguage(o.Language))
+	}
+	dir, err := e.cwd(o.Cwd)
+	if err != nil {
+		return SessionInfo{}, false, err
+	}
+	if err := e.available(ctx, lang); err != nil {
+		return SessionInfo{}, false, err
+	}
+	who, err := e.identity(o.User)
+	if err != nil {
+		return SessionInfo{}, false, &Error{Kind: ErrInvalid, Field: "user", Message: err.Error()}
+	}
+	if o.SessionID == "" {
+		o.SessionID = newID()
+	}
+	e.mu.Lock()
+	existing := e.sessions[sessionKey{lang, o.SessionID}]
+	e.mu.Unlock()
+	if existing != nil {
+		return e.info(existing), false, nil
+	}
+	s, err := e.session(lang, o.SessionID, dir, who)
+	if err != nil {
+		return SessionInfo{}, false, err
+	}
+	s.run.Lock()
+	_, err = e.ensure(ctx, s)
+	s.run.Unlock()
+	if err != nil {
+		e.drop(s)
+		return SessionInfo{}, false, unavailable("The session's runtime could not be started", "check the daemon's log")
+	}
+	return e.info(s), true, nil
+}
+
+// Sessions lists the sessions of lang ("" for all), oldest first.
+func (e *Engine) Sessions(lang string) []SessionInfo {
+	e.mu.Lock()
+	ss := make([]*session, 0, len(e.sessions))
+	for k, s := range e.sessions {
+		if lang == "" || k.lang == lang {
+			ss = append(ss, s)
+		}
+	}
+	e.mu.Unlock()
+	sort.Slice(ss, func(i, j int) bool { return ss[i].created.Before(ss[j].created) })
+	out := make([]SessionInfo, len(ss))
+	for i, s := range ss {
+		out[i] = e.info(s)
+	}
+	return out
+}
+
+// Session describes session id of lang ("" looks in python first);
+// unknown is ErrNotFound.
+func (e *Engine) Session(lang, id string) (SessionInfo, error) {
+	e.mu.Lock()
+	var s *session
+	for _, l := range []string{Python, JavaScript} {
+		if s == nil && (lang == "" || lang == l) {
+			s = e.sessions[sessionKey{l, id}]
+		}
+	}
+	e.mu.Unlock()
+	if s == nil {
+		return SessionInfo{}, &Error{Kind: ErrNotFound, Message: "Session not found: " + id}
+	}
+	return e.info(s), nil
+}
+
+// DeleteSession ends session id of lang ("" for every language) and
+// reports whether there was one.
+func (e *Engine) DeleteSession(lang, id string) bool {
+	return e.deleteWhere(func(k sessionKey) bool { return k.id == id && (lang == "" || k.lang == lang) }) > 0
+}
+
+// DeleteSessions ends every session of lang ("" for all) and returns
+// how many there were.
+func (e *Engine) DeleteSessions(lang string) int {
+	return e.deleteWhere(func(k sessionKey) bool { return lang == "" || k.lang == lang })
+}
+
+func (e *Engine) deleteWhere(match func(sessionKey) bool) int {
+	e.mu.Lock()
+	var ss []*session
+	for k, s := range e.sessions {
+		if match(k) {
+			ss = append(ss, s)
+		}
+	}
+	e.mu.Unlock()
+	for _, s := range ss {
+		e.drop(s)
+	}
+	return len(ss)
+}
+
+// drop removes s and kills its runtime (a running cell ends with it).
+func (e *Engine) drop(s *session) {
+	e.mu.Lock()
+	if e.sessions[sessionKey{s.lang, s.id}] == s {
+		delete(e.sessions, sessionKey{s.lang, s.id})
+	}
+	e.mu.Unlock()
+	s.mu.Lock()
+	rt := s.rt
+	s.rt, s.gone = nil, true
+	s.mu.Unlock()
+	if rt != nil {
+		rt.kill()
+	}
+}
+
+// reclaim closes sessions idle past their tier's limit and kernels that
+// fail a heartbeat (their session restarts on its next run).
+func (e *Engine) reclaim() {
+	e.mu.Lock()
+	ss := make([]*session, 0, len(e.sessions))
+	for _, s := range e.sessions {
+		ss = append(ss, s)
+	}
+	e.mu.Unlock()
+	for _, s := range ss {
+		if !s.run.TryLock() {
+			continue // running or starting
+		}
+		idle := e.cfg.SessionIdle
+		if s.lang == Python {
+			idle = e.cfg.KernelIdle
+		}
+		s.mu.Lock()
+		expired := time.Since(s.lastUsed) >= idle
+		k, _ := s.rt.(*kernel)
+		s.mu.Unlock()
+		switch {
+		case expired:
+			e.log.Info("code: closing an idle session", "session_id", s.id, "language", s.lang)
+			e.drop(s)
+		case k != nil && !k.alive(2*time.Second):
+			e.log.Warn("code: kernel failed its heartbeat; it restarts on the next run", "session_id", s.id)
+			s.mu.Lock()
+			s.rt, s.count = nil, 0
+			s.mu.Unlock()
+			k.kill()
+		}
+		s.run.Unlock()
+	}
+}
+
+// janitor reclaims sessions until stop closes.
+func (e *Engine) janitor(stop <-chan struct{}, stopped chan<- struct{}) {
+	defer close(stopped)
+	every := min(e.cfg.KernelIdle, e.cfg.SessionIdle) / 4
+	every = max(min(every, 30*time.Second), 100*time.Millisecond)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+			e.reclaim()
+		}
+	}
+}
+
+// Close refuses new runs and kills every kernel and node process (and
+// their process groups). It returns when they are gone or ctx ends.
+func (e *Engine) Close(ctx context.Context) error {
+	e.mu.Lock()
+	e.closed = true
+	var rts []runtime
+	for rt := range e.oneOffs {
+		rts = append(rts, rt)
+	}
+	e.mu.Unlock()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		e.DeleteSessions("")
+		for _, rt := range rts {
+			rt.kill()
+		}
+		e.bg.Wait()
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("code: close: %w", ctx.Err())
+	}
+}
