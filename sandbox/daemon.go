@@ -23,6 +23,7 @@ import (
 	"github.com/a2c-smcp/a2c-go/sandbox/code"
 	"github.com/a2c-smcp/a2c-go/sandbox/commands"
 	"github.com/a2c-smcp/a2c-go/sandbox/files"
+	"github.com/a2c-smcp/a2c-go/sandbox/pty"
 	"github.com/a2c-smcp/a2c-go/sandbox/transfer"
 	"github.com/a2c-smcp/a2c-go/sandbox/watch"
 	"github.com/prometheus/client_golang/prometheus"
@@ -54,6 +55,10 @@ type Config struct {
 	// CommandSessionIdle closes command sessions idle this long (default
 	// one hour).
 	CommandSessionIdle time.Duration
+	// MaxTerminals caps terminals (default 20); TerminalIdle reclaims
+	// expiring ones idle this long (default one hour).
+	MaxTerminals int
+	TerminalIdle time.Duration
 	// PythonBin and NodeBin pin the interpreters of the code plane
 	// (AIO_PYTHON_BIN, AIO_NODE_BIN); empty = looked up (python3 with
 	// ipykernel, node).
@@ -126,6 +131,8 @@ func New(cfg Config) (*Daemon, error) {
 		files.New(files.Config{Workspace: cfg.Workspace, DefaultUser: cfg.DefaultUser, Logger: cfg.Logger}),
 		transfer.New(transfer.Config{Workspace: cfg.Workspace, DefaultUser: cfg.DefaultUser, Logger: cfg.Logger}),
 		watch.New(watch.Config{Workspace: cfg.Workspace, Logger: cfg.Logger}),
+		pty.New(pty.Config{Workspace: cfg.Workspace, Logger: cfg.Logger, DefaultUser: cfg.DefaultUser,
+			MaxSessions: cfg.MaxTerminals, SessionIdle: cfg.TerminalIdle, Shell: os.Getenv("AIO_BASH_BIN")}),
 		code.New(code.Config{Workspace: cfg.Workspace, Logger: cfg.Logger, DefaultUser: cfg.DefaultUser,
 			Python: cfg.PythonBin, Node: cfg.NodeBin}),
 	}

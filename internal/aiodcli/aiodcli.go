@@ -103,7 +103,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	d, err := sandbox.New(sandbox.Config{Workspace: *workspace, APIKey: *apiKey, Logger: log,
+	maxTerms, err := envInt("AIO_SHELL_MAX_SESSIONS", 20)
+	if err != nil {
+		return err
+	}
+	termIdle, err := envInt("AIO_SHELL_SESSION_TIMEOUT_SECS", 3600)
+	if err != nil {
+		return err
+	}
+	d, err := sandbox.New(sandbox.Config{MaxTerminals: maxTerms, TerminalIdle: time.Duration(termIdle) * time.Second, Workspace: *workspace, APIKey: *apiKey, Logger: log,
 		DefaultUser: os.Getenv("AIO_DEFAULT_USER"), MaxCommandSessions: maxSessions,
 		CommandSessionIdle: time.Duration(idleSecs) * time.Second,
 		PythonBin:          os.Getenv("AIO_PYTHON_BIN"), NodeBin: os.Getenv("AIO_NODE_BIN")})

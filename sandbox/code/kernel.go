@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/a2c-smcp/a2c-go/sandbox/child"
 	"io"
 	"log"
 	"log/slog"
@@ -179,12 +180,12 @@ func startKernel(ctx context.Context, spec kernelSpec) (*kernel, error) {
 		"--InteractiveShell.colors=NoColor", "--HistoryManager.enabled=False")
 	k.cmd.Dir, k.cmd.Env, k.cmd.Stderr, k.cmd.WaitDelay = spec.cwd, spec.env, &k.stderr, time.Second
 	k.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: spec.cred}
-	if err := k.cmd.Start(); err != nil {
+	if err := child.Start(k.cmd, k.cmd.Start); err != nil {
 		close(k.exited)
 		k.kill()
 		return nil, fmt.Errorf("%w: %w", errKernelStart, err)
 	}
-	go func() { _ = k.cmd.Wait(); close(k.exited) }()
+	go func() { _ = k.cmd.Wait(); child.Forget(k.cmd.Process.Pid); close(k.exited) }()
 
 	sctx, scancel := context.WithTimeout(ctx, spec.startTimeout)
 	defer scancel()

@@ -6,6 +6,7 @@ import (
 	_ "embed"
 	"encoding/json"
 	"fmt"
+	"github.com/a2c-smcp/a2c-go/sandbox/child"
 	"io"
 	"log/slog"
 	"os"
@@ -62,7 +63,7 @@ func startNode(spec nodeSpec) (*nodeProc, error) {
 	p.cmd.Dir, p.cmd.Env, p.cmd.ExtraFiles, p.cmd.WaitDelay = spec.cwd, spec.env, []*os.File{w}, time.Second
 	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: spec.cred}
 	if p.in, err = p.cmd.StdinPipe(); err == nil {
-		err = p.cmd.Start()
+		err = child.Start(p.cmd, p.cmd.Start)
 	}
 	w.Close()
 	if err != nil {
@@ -70,7 +71,7 @@ func startNode(spec nodeSpec) (*nodeProc, error) {
 		return nil, fmt.Errorf("start node: %w", err)
 	}
 	go p.read(r)
-	go func() { _ = p.cmd.Wait(); close(p.exited) }()
+	go func() { _ = p.cmd.Wait(); child.Forget(p.cmd.Process.Pid); close(p.exited) }()
 	return p, nil
 }
 

@@ -5,8 +5,8 @@
 // It owns the [Engine] (sessions, commands, their process groups, output
 // retention, kill and stdin) and the HTTP surface mounted by [Plane]: the
 // v2 routes under /v2/commands (JSON and NDJSON streaming) and the v1
-// compatibility routes /v1/bash/* and /v1/shell/*, which adapt their field
-// names onto the same engine. Exit codes are data: a command that ran is
+// compatibility routes /v1/bash/*, which adapt their field names onto the
+// same engine. Terminals (/v2/pty, /v1/shell) are sandbox/pty's. Exit codes are data: a command that ran is
 // a 200 with success true whatever its exit code.
 //
 // Every child process is started in its own process group, and a kill, a

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/a2c-smcp/a2c-go/sandbox/child"
 	"io/fs"
 	"log/slog"
 	"os"
@@ -177,8 +178,6 @@ type Request struct {
 	HardTimeout time.Duration
 	// Async makes Run return as soon as the command has started.
 	Async bool
-
-	kind sessionKind // kind of a session this request creates
 }
 
 // Command is one started process and its tree: its process group and
@@ -357,12 +356,7 @@ func (c *Command) spawn(cmd *exec.Cmd) (outR, errR *os.File, err error) {
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = files[0], files[3], files[5]
 	// Registered before the reaper may look: a command that exits at
 	// once is still its supervisor's to wait for.
-	children.fork.RLock()
-	err = cmd.Start()
-	if err == nil {
-		addChild(cmd.Process.Pid)
-	}
-	children.fork.RUnlock()
+	err = child.Start(cmd, cmd.Start)
 	files[0].Close()
 	files[3].Close()
 	files[5].Close()
@@ -434,7 +428,7 @@ func (c *Command) supervise(cmd *exec.Cmd, outR, errR *os.File, hard time.Durati
 		timer = time.AfterFunc(hard, func() { c.signal(syscall.SIGKILL, true) })
 	}
 	werr := cmd.Wait()
-	removeChild(cmd.Process.Pid)
+	child.Forget(cmd.Process.Pid)
 	if timer != nil {
 		timer.Stop()
 	}
@@ -523,13 +517,13 @@ func (c *Command) Done() <-chan struct{} { return c.done }
 // Wait blocks until the command exits, d elapses (d <= 0: no bound) or
 // ctx ends, and reports whether it exited.
 func (c *Command) Wait(ctx context.Context, d time.Duration) bool {
-	return c.waitFor(ctx, d, 0, -1, -1) == waitExited
+	return c.waitFor(ctx, d, -1, -1) == waitExited
 }
 
 // WaitOutput blocks until either stream has bytes past its offset, the
 // command exits, d elapses or ctx ends.
 func (c *Command) WaitOutput(ctx context.Context, stdoutFrom, stderrFrom int64, d time.Duration) {
-	c.waitFor(ctx, d, 0, stdoutFrom, stderrFrom)
+	c.waitFor(ctx, d, stdoutFrom, stderrFrom)
 }
 
 type waitResult int
@@ -538,26 +532,18 @@ const (
 	waitExited waitResult = iota
 	waitOutput
 	waitTimeout  // the total bound
-	waitQuiet    // no new output for the quiet period
 	waitCanceled // ctx ended
 )
 
 // waitFor is every wait: until exit; or output past the offsets (when
-// non-negative); or d (d <= 0: none); or quiet without any output
-// (quiet <= 0: none); or ctx. No polling: it sleeps on the notify
-// channel.
-func (c *Command) waitFor(ctx context.Context, d, quiet time.Duration, outFrom, errFrom int64) waitResult {
-	var total, idle <-chan time.Time
+// non-negative); or d (d <= 0: none); or ctx. No polling: it sleeps on
+// the notify channel.
+func (c *Command) waitFor(ctx context.Context, d time.Duration, outFrom, errFrom int64) waitResult {
+	var total <-chan time.Time
 	if d > 0 {
 		t := time.NewTimer(d)
 		defer t.Stop()
 		total = t.C
-	}
-	var it *time.Timer
-	if quiet > 0 {
-		it = time.NewTimer(quiet)
-		defer it.Stop()
-		idle = it.C
 	}
 	for {
 		c.mu.Lock()
@@ -572,13 +558,8 @@ func (c *Command) waitFor(ctx context.Context, d, quiet time.Duration, outFrom, 
 		}
 		select {
 		case <-ch:
-			if it != nil {
-				it.Reset(quiet)
-			}
 		case <-total:
 			return waitTimeout
-		case <-idle:
-			return waitQuiet
 		case <-ctx.Done():
 			return waitCanceled
 		}

@@ -190,7 +190,7 @@ func (p *Plane) exec(w http.ResponseWriter, r *http.Request, req Request, o exec
 		fail(w, err)
 		return
 	}
-	if !req.Async && c.waitFor(r.Context(), req.Timeout, 0, -1, -1) == waitCanceled {
+	if !req.Async && c.waitFor(r.Context(), req.Timeout, -1, -1) == waitCanceled {
 		c.Kill(syscall.SIGKILL) //nolint:errcheck // it may have just exited
 		return
 	}

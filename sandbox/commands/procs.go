@@ -1,10 +1,10 @@
 package commands
 
 import (
+	"github.com/a2c-smcp/a2c-go/sandbox/child"
 	"os"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 )
 
@@ -131,7 +131,7 @@ func reapOrphans() {
 	t := procTable{procs: map[int]procInfo{}}
 	var buf [1024]byte
 	for _, pid := range pids {
-		if isChild(pid) {
+		if child.Owned(pid) {
 			continue
 		}
 		if b, ok := readSmall("/proc/"+strconv.Itoa(pid)+"/stat", buf[:]); ok {
@@ -168,47 +168,13 @@ var (
 	selfPgid = syscall.Getpgrp()
 )
 
-// children is the process-wide registry of the commands' leaders that
-// no supervisor has reaped yet (of every engine in the process): the
-// zombie reaper must leave them to their exec.Cmd.
-var children struct {
-	// fork is held for reading across a spawn until its pid is
-	// registered, and for writing while zombies are reaped, so a command
-	// that exits at once is never taken for an orphan.
-	fork sync.RWMutex
-	mu   sync.Mutex
-	pids map[int]struct{}
-}
-
-func addChild(pid int) {
-	children.mu.Lock()
-	if children.pids == nil {
-		children.pids = map[int]struct{}{}
-	}
-	children.pids[pid] = struct{}{}
-	children.mu.Unlock()
-}
-
-func removeChild(pid int) {
-	children.mu.Lock()
-	delete(children.pids, pid)
-	children.mu.Unlock()
-}
-
-func isChild(pid int) bool {
-	children.mu.Lock()
-	defer children.mu.Unlock()
-	_, ok := children.pids[pid]
-	return ok
-}
-
 // orphan reports whether p was reparented to the daemon by its
 // subreaper role: its parent is the daemon, it is no command's leader,
 // and it is outside the daemon's process group (the daemon's own
 // exec.Cmd children, which stay in its group, are someone else's to
 // wait for).
 func orphan(p procInfo) bool {
-	return p.ppid == selfPid && p.pid != selfPid && p.pgid != selfPgid && !isChild(p.pid)
+	return p.ppid == selfPid && p.pid != selfPid && p.pgid != selfPgid && !child.Owned(p.pid)
 }
 
 // reapZombies waits for the zombies reparented to the daemon that no
@@ -221,18 +187,7 @@ func reapZombies(t procTable) {
 			zombies = append(zombies, p.pid)
 		}
 	}
-	if len(zombies) == 0 {
-		return
-	}
-	children.fork.Lock()
-	defer children.fork.Unlock()
-	for _, pid := range zombies {
-		if isChild(pid) {
-			continue
-		}
-		var ws syscall.WaitStatus
-		_, _ = syscall.Wait4(pid, &ws, syscall.WNOHANG, nil)
-	}
+	child.Reap(zombies)
 }
 
 // treeLocked is c's process tree in t: the members of its process group

@@ -40,11 +40,6 @@ func TestDaemonSecretsNotInherited(t *testing.T) {
 			t.Fatalf("%s: the rest of the environment is lost:\n%s", path, out)
 		}
 	}
-	var sh shellData
-	h.ok("POST", "/v1/shell/exec", map[string]any{"command": "env"}, &sh)
-	if strings.Contains(sh.Output, "secret-") {
-		t.Fatalf("shell: %s", sh.Output)
-	}
 	// A request may still set one for its own command.
 	if d := h.run(map[string]any{"command": "echo $AIO_API_KEY", "env": map[string]string{"AIO_API_KEY": "mine"}}); str(d.Stdout) != "mine\n" {
 		t.Fatalf("%+v", d)
@@ -226,10 +221,8 @@ func TestMissingCwd(t *testing.T) {
 		{"/v2/commands", map[string]any{"command": "true", "cwd": file}, notDir},
 		{"/v2/commands", map[string]any{"command": "true", "cwd": "/nonexistent", "shell": "none"}, missing},
 		{"/v1/bash/exec", map[string]any{"command": "true", "exec_dir": "/nonexistent"}, missing},
-		{"/v1/shell/exec", map[string]any{"command": "true", "exec_dir": "/nonexistent", "strict": true}, missing},
 		{"/v2/commands/sessions", map[string]any{"cwd": "/nonexistent"}, missing},
 		{"/v1/bash/sessions/create", map[string]any{"exec_dir": "/nonexistent"}, missing},
-		{"/v1/shell/sessions/create", map[string]any{"exec_dir": file}, notDir},
 	} {
 		if msg := h.fails(400, "POST", c.path, c.body); msg != c.want {
 			t.Errorf("%s %v: %q, want %q", c.path, c.body, msg, c.want)
@@ -246,30 +239,6 @@ func TestMissingCwd(t *testing.T) {
 	}
 	if msg := h.fails(400, "POST", "/v2/commands", map[string]any{"command": "true", "session": "s"}); msg != "cannot use cwd "+dir+": No such file or directory (os error 2)" {
 		t.Errorf("%q", msg)
-	}
-	// Not strict, v1 shell ignores an unusable exec_dir.
-	var sh shellData
-	h.ok("POST", "/v1/shell/exec", map[string]any{"command": "true", "exec_dir": "/nonexistent"}, &sh)
-}
-
-func TestShellWaitHonoursSeconds(t *testing.T) {
-	h := newHarness(t, Config{}, nil)
-	var d shellData
-	h.ok("POST", "/v1/shell/exec", map[string]any{"command": "sleep 30", "async_mode": true}, &d)
-	var ws statusResult
-	for _, c := range []struct {
-		body     map[string]any
-		min, max time.Duration
-	}{
-		{map[string]any{"id": d.SessionID, "seconds": 1}, 900 * time.Millisecond, 1500 * time.Millisecond},
-		{map[string]any{"id": d.SessionID, "seconds": 0}, 0, 500 * time.Millisecond},
-		{map[string]any{"id": d.SessionID, "seconds": 30, "max_wait_seconds": 1}, 900 * time.Millisecond, 1500 * time.Millisecond},
-	} {
-		start := time.Now()
-		h.ok("POST", "/v1/shell/wait", c.body, &ws)
-		if el := time.Since(start); el < c.min || el > c.max || ws.Status != "running" {
-			t.Fatalf("%v: %s after %v", c.body, ws.Status, el)
-		}
 	}
 }
 

@@ -12,25 +12,14 @@ import (
 	"time"
 )
 
-// sessionKind separates the sessions the /v1/shell routes list and
-// close from the commands sessions of /v2/commands and /v1/bash.
-type sessionKind int
-
-const (
-	kindCommands sessionKind = iota
-	kindShell
-)
-
 // session keeps what commands in it share: directory, environment,
 // account, and its last commands. Guarded by Engine.mu.
 type session struct {
 	id       string
-	kind     sessionKind
 	cwd      string
 	env      []string // KEY=VALUE
 	user     string   // "" until a request names one
 	bashEnv  string   // v1 snapshot_path, sourced by bash via BASH_ENV
-	noChange time.Duration
 	created  time.Time
 	lastUsed time.Time
 	count    int64
@@ -58,15 +47,13 @@ type SessionInfo struct {
 
 	// Created and LastUsed are the times behind the strings.
 	Created, LastUsed time.Time `json:"-"`
-	// NoChangeTimeout is the session's v1 shell no_change_timeout.
-	NoChangeTimeout time.Duration `json:"-"`
 }
 
 func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
 
 func (s *session) infoLocked() SessionInfo {
 	in := SessionInfo{SessionID: s.id, Status: SessionReady, WorkingDir: s.cwd, CreatedAt: stamp(s.created),
-		LastUsedAt: stamp(s.lastUsed), CommandCount: s.count, Created: s.created, LastUsed: s.lastUsed, NoChangeTimeout: s.noChange}
+		LastUsedAt: stamp(s.lastUsed), CommandCount: s.count, Created: s.created, LastUsed: s.lastUsed}
 	if s.closed {
 		in.Status = SessionClosed
 	}
@@ -97,9 +84,6 @@ type SessionOptions struct {
 	User string
 	// BashEnv names a file every bash command sources (v1 snapshot_path).
 	BashEnv string
-
-	kind     sessionKind
-	noChange time.Duration // v1 shell no_change_timeout
 }
 
 // CreateSession creates a session, or returns the existing one with
@@ -134,11 +118,11 @@ func (e *Engine) CreateSession(opts SessionOptions) (SessionInfo, error) {
 		s.lastUsed = time.Now()
 		return s.infoLocked(), nil
 	}
-	s, err := e.newSessionLocked(opts.ID, opts.kind)
+	s, err := e.newSessionLocked(opts.ID)
 	if err != nil {
 		return SessionInfo{}, err
 	}
-	s.cwd, s.user, s.bashEnv, s.noChange = cwd, opts.User, opts.BashEnv, opts.noChange
+	s.cwd, s.user, s.bashEnv = cwd, opts.User, opts.BashEnv
 	for k, v := range opts.Env {
 		s.env = append(s.env, k+"="+v)
 	}
@@ -161,7 +145,7 @@ func (s *session) claimUser(user string) error {
 
 // newSessionLocked adds a session, evicting the least recently used idle
 // one at the limit; with every session busy it is ErrInvalid.
-func (e *Engine) newSessionLocked(id string, kind sessionKind) (*session, error) {
+func (e *Engine) newSessionLocked(id string) (*session, error) {
 	if e.closed {
 		return nil, unavailable("aiod is shutting down", "")
 	}
@@ -183,7 +167,7 @@ func (e *Engine) newSessionLocked(id string, kind sessionKind) (*session, error)
 		id = newID()
 	}
 	now := time.Now()
-	s := &session{id: id, kind: kind, cwd: e.workspace, created: now, lastUsed: now}
+	s := &session{id: id, cwd: e.workspace, created: now, lastUsed: now}
 	e.sessions[id] = s
 	e.metrics.setSessions(len(e.sessions))
 	return s, nil
@@ -248,7 +232,7 @@ func (e *Engine) reserve(req Request) (*session, *identity, error) {
 			return nil, nil, sessionNotFound(req.Session)
 		}
 		var err error
-		if s, err = e.newSessionLocked(req.Session, req.kind); err != nil {
+		if s, err = e.newSessionLocked(req.Session); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -295,15 +279,11 @@ func (e *Engine) Session(id string) (SessionInfo, error) {
 }
 
 // Sessions lists the live commands sessions, oldest first.
-func (e *Engine) Sessions() []SessionInfo { return e.sessionsOf(kindCommands) }
-
-func (e *Engine) sessionsOf(kind sessionKind) []SessionInfo {
+func (e *Engine) Sessions() []SessionInfo {
 	e.mu.Lock()
 	out := make([]SessionInfo, 0, len(e.sessions))
 	for _, s := range e.sessions {
-		if s.kind == kind {
-			out = append(out, s.infoLocked())
-		}
+		out = append(out, s.infoLocked())
 	}
 	e.mu.Unlock()
 	slices.SortFunc(out, func(a, b SessionInfo) int {
@@ -332,20 +312,6 @@ func (e *Engine) CloseSession(ctx context.Context, id string) (SessionInfo, erro
 	info := s.infoLocked()
 	e.mu.Unlock()
 	return info, e.terminate(ctx, live, lingering, false)
-}
-
-// closeKind closes every session of a kind.
-func (e *Engine) closeKind(ctx context.Context, kind sessionKind) error {
-	e.mu.Lock()
-	var live, lingering []*Command
-	for _, s := range e.sessions {
-		if s.kind == kind {
-			live = append(live, e.dropLocked(s)...)
-			lingering = append(lingering, e.lingeringLocked(s)...)
-		}
-	}
-	e.mu.Unlock()
-	return e.terminate(ctx, live, lingering, false)
 }
 
 // Latest returns a session's newest command (running only, when
@@ -435,26 +401,4 @@ func (e *Engine) janitor(stop <-chan struct{}, done chan<- struct{}) {
 			reapOrphans()
 		}
 	}
-}
-
-// history returns a copy of a session's last commands, oldest first
-// (nil for an unknown session).
-func (e *Engine) history(sessionID string) []*Command {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if s, ok := e.sessions[sessionID]; ok {
-		return slices.Clone(s.cmds)
-	}
-	return nil
-}
-
-// setNoChange sets a session's v1 shell no_change_timeout.
-func (e *Engine) setNoChange(id string, d time.Duration) error {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	s, err := e.sessionLocked(id)
-	if err == nil {
-		s.noChange = d
-	}
-	return err
 }

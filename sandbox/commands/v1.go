@@ -6,9 +6,8 @@ import (
 	"github.com/a2c-smcp/a2c-go/sandbox/api"
 )
 
-// mountV1 registers the 1.x compatibility routes: /v1/bash/* with their
-// v1 field names, and /v1/shell/* (PTY-backed upstream) mapped onto the
-// same engine, in shell sessions of their own.
+// mountV1 registers the 1.x compatibility routes /v1/bash/* with their
+// v1 field names. /v1/shell/* (terminals) belong to sandbox/pty.
 func (p *Plane) mountV1(mux *http.ServeMux) {
 	mux.HandleFunc("POST /v1/bash/exec", p.bashExec)
 	mux.HandleFunc("POST /v1/bash/output", p.bashOutput)
@@ -17,18 +16,6 @@ func (p *Plane) mountV1(mux *http.ServeMux) {
 	mux.HandleFunc("GET /v1/bash/sessions", p.listSessions)
 	mux.HandleFunc("POST /v1/bash/sessions/create", p.bashCreate)
 	mux.HandleFunc("POST /v1/bash/sessions/{session_id}/close", p.bashClose)
-
-	mux.HandleFunc("POST /v1/shell/exec", p.shellExec)
-	mux.HandleFunc("POST /v1/shell/view", p.shellView)
-	mux.HandleFunc("POST /v1/shell/wait", p.shellWait)
-	mux.HandleFunc("POST /v1/shell/write", p.shellWrite)
-	mux.HandleFunc("POST /v1/shell/kill", p.shellKill)
-	mux.HandleFunc("GET /v1/shell/sessions", p.shellSessions)
-	mux.HandleFunc("GET /v1/shell/sessions/stats", p.shellStats)
-	mux.HandleFunc("POST /v1/shell/sessions/create", p.shellCreate)
-	mux.HandleFunc("POST /v1/shell/sessions/update", p.shellUpdate)
-	mux.HandleFunc("DELETE /v1/shell/sessions", p.shellCloseAll)
-	mux.HandleFunc("DELETE /v1/shell/sessions/{session_id}", p.shellClose)
 }
 
 // bashExecBody is the published v1 BashExecRequest.

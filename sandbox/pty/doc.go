@@ -1,0 +1,25 @@
+// Package pty is aiod's terminals plane: long-lived shells on real
+// pseudo-terminals, addressed by session id, driven over REST and
+// attached over WebSocket.
+//
+// It owns the [Engine] (terminal sessions: their shell started in a
+// session of its own with the PTY as controlling terminal, the retained
+// output ring, command execution with completion and exit-code markers,
+// the console transcript, timeouts, resize, input, signals, capacity and
+// idle reclaim) and the HTTP surface mounted by [Plane]: the v2 routes
+// under /v2/pty (REST and the WebSocket attach, durable takeover and
+// restore included) and the v1 compatibility routes /v1/shell/*, which
+// adapt their field names onto the same engine.
+//
+// A command run through exec is typed at the prompt. With bash the
+// shell itself reports where the command's output begins (PS0) and
+// where it ends, with its exit status (PROMPT_COMMAND), as private OSC
+// escape sequences carrying a per-session nonce; with sh the typed line
+// prints the same sequences around the command. The plane strips them
+// from the stream before anything else sees it. Other shells can be
+// attached to but not exec'd into (501).
+//
+// Closing a session, signalling it, or [Plane.Close] SIGKILLs the whole
+// terminal session: every process of the shell's session id, and
+// everything forked below them.
+package pty

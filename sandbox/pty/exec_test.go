@@ -1,0 +1,101 @@
+package pty
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestExecBasics(t *testing.T) {
+	h := newHarness(t, Config{}, nil)
+	id := h.session(nil)
+	r := h.exec(id, map[string]any{"command": "echo hi"})
+	if r.Status != StatusCompleted || code(r.ExitCode) != "0" || r.Output != "hi" || r.Command == nil || *r.Command != "echo hi" {
+		t.Fatalf("%+v", r)
+	}
+	if len(r.Console) != 1 || r.Console[0] != (ConsoleRecord{PS1: "$ ", Command: "echo hi", Output: "hi"}) {
+		t.Fatalf("console %+v", r.Console)
+	}
+	if r = h.exec(id, map[string]any{"command": "false"}); r.Status != StatusCompleted || code(r.ExitCode) != "1" || r.Output != "" {
+		t.Fatalf("%+v", r)
+	}
+	if r = h.exec(id, map[string]any{"command": "printf shell-doc-ok"}); r.Output != "shell-doc-ok" {
+		t.Fatalf("%+v", r)
+	}
+	// State persists; quoting, multi-line and non-ASCII commands type safely.
+	h.exec(id, map[string]any{"command": "cd /tmp && X='it''s'"})
+	if r = h.exec(id, map[string]any{"command": "pwd; echo \"$X\" a!b"}); r.Output != "/tmp\nits a!b" {
+		t.Fatalf("%q", r.Output)
+	}
+	if r = h.exec(id, map[string]any{"command": "cat <<'EOF'\nline 1\n\tété 'q' \\ \"d\"\nEOF"}); r.Output != "line 1\n\tété 'q' \\ \"d\"" || code(r.ExitCode) != "0" {
+		t.Fatalf("%q", r.Output)
+	}
+	if r = h.exec(id, map[string]any{"command": "if then"}); r.Status != StatusCompleted || code(r.ExitCode) != "2" || !strings.Contains(r.Output, "syntax error") {
+		t.Fatalf("%+v", r)
+	}
+}
+
+func TestExecBusyAndTimeouts(t *testing.T) {
+	h := newHarness(t, Config{}, nil)
+	id := h.session(nil)
+	start := time.Now()
+	r := h.exec(id, map[string]any{"command": "sleep 5", "async": true})
+	if r.Status != StatusRunning || r.ExitCode != nil || time.Since(start) > 2*time.Second {
+		t.Fatalf("%+v", r)
+	}
+	if msg := h.fails(400, "POST", "/v2/pty/sessions/"+id+"/exec", map[string]any{"command": "true"}); msg != "Session already has a running command" {
+		t.Fatal(msg)
+	}
+	running(t, "sleep 5", 1)
+	h.ok("POST", "/v2/pty/sessions/"+id+"/input", map[string]any{"input": "\u0003"}, nil)
+	var st struct{ Status string }
+	h.ok("POST", "/v1/shell/wait", map[string]any{"id": id, "seconds": 5}, &st)
+	if st.Status != StatusCompleted {
+		t.Fatal(st)
+	}
+	// timeout: the call returns, the command runs on.
+	r = h.exec(id, map[string]any{"command": "sleep 0.6; echo late", "timeout": 0.1})
+	if r.Status != StatusRunning || r.ExitCode != nil {
+		t.Fatalf("%+v", r)
+	}
+	h.ok("POST", "/v1/shell/wait", map[string]any{"id": id, "seconds": 5}, &st)
+	h.ok("GET", "/v2/pty/sessions/"+id+"/screen", nil, &r)
+	if r.Status != StatusCompleted || r.Output != "late" || code(r.ExitCode) != "0" || r.Command != nil {
+		t.Fatalf("%+v", r)
+	}
+	// hard_timeout and no_change_timeout: ^C, exit_code null, still usable.
+	r = h.exec(id, map[string]any{"command": "sleep 30", "hard_timeout": 0.3})
+	if r.Status != StatusHard || r.ExitCode != nil {
+		t.Fatalf("%+v", r)
+	}
+	r = h.exec(id, map[string]any{"command": "echo a; sleep 30", "no_change_timeout": 1})
+	if r.Status != StatusNoChange || r.ExitCode != nil || r.Output != "a" {
+		t.Fatalf("%+v", r)
+	}
+	if r = h.exec(id, map[string]any{"command": "echo still"}); r.Output != "still" || code(r.ExitCode) != "0" {
+		t.Fatalf("%+v", r)
+	}
+	gone(t, "sleep 30")
+}
+
+// TestExecSh: with sh the typed line prints the markers; other shells
+// refuse exec with 501 but still run.
+func TestExecSh(t *testing.T) {
+	h := newHarness(t, Config{Shell: "/bin/sh"}, nil)
+	id := h.session(nil)
+	if r := h.exec(id, map[string]any{"command": "echo hi; cd /tmp"}); r.Output != "hi" || code(r.ExitCode) != "0" {
+		t.Fatalf("%+v", r)
+	}
+	if r := h.exec(id, map[string]any{"command": "pwd\nfalse"}); r.Output != "/tmp" || code(r.ExitCode) != "1" {
+		t.Fatalf("%+v", r)
+	}
+	o := newHarness(t, Config{Shell: "/bin/cat"}, nil)
+	oid := o.session(nil)
+	o.fails(501, "POST", "/v2/pty/sessions/"+oid+"/exec", map[string]any{"command": "true"})
+	o.ok("POST", "/v2/pty/sessions/"+oid+"/input", map[string]any{"input": "typed", "press_enter": true}, nil)
+	var r Result
+	eventually(t, "cat echoes nothing", func() bool {
+		o.ok("GET", "/v2/pty/sessions/"+oid+"/screen", nil, &r)
+		return strings.Count(r.Output, "typed") == 2 // the tty's echo, then cat's
+	})
+}

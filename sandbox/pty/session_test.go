@@ -1,0 +1,178 @@
+package pty
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestCtrlCResizeTruncate(t *testing.T) {
+	h := newHarness(t, Config{}, nil)
+	id := h.session(map[string]any{"cols": 90, "rows": 30})
+	if r := h.exec(id, map[string]any{"command": "tput cols; tput lines; echo $TERM"}); r.Output != "90\n30\nxterm-256color" {
+		t.Fatalf("%q", r.Output)
+	}
+	r := h.exec(id, map[string]any{"command": "sleep 100.25", "async": true})
+	if r.Status != StatusRunning {
+		t.Fatalf("%+v", r)
+	}
+	running(t, "sleep 100.25", 1)
+	var st statusResult
+	h.ok("POST", "/v2/pty/sessions/"+id+"/input", map[string]any{"input": "\u0003"}, &st)
+	gone(t, "sleep 100.25")
+	h.ok("POST", "/v1/shell/wait", map[string]any{"id": id, "seconds": 5}, &st)
+	h.ok("GET", "/v2/pty/sessions/"+id+"/screen", nil, &r)
+	if st.Status != StatusCompleted || r.Status != StatusCompleted || code(r.ExitCode) != "130" {
+		t.Fatalf("%+v %+v", st, r)
+	}
+	// Resize: both or neither; the shell sees the new width.
+	h.fails(400, "PATCH", "/v2/pty/sessions/"+id, map[string]any{"cols": 100})
+	var sz sizeResult
+	h.ok("PATCH", "/v2/pty/sessions/"+id, map[string]any{"cols": 132, "rows": 40}, &sz)
+	if sz.Cols != 132 || sz.Rows != 40 {
+		t.Fatalf("%+v", sz)
+	}
+	if r = h.exec(id, map[string]any{"command": "tput cols"}); r.Output != "132" {
+		t.Fatalf("%q", r.Output)
+	}
+	_, env := h.do("PATCH", "/v2/pty/sessions/"+id, map[string]any{"no_change_timeout": 5})
+	if !env.Success || string(env.Data) != "null" {
+		t.Fatalf("%+v", env)
+	}
+	h.fails(404, "PATCH", "/v2/pty/sessions/nope", map[string]any{"no_change_timeout": 5})
+	// Truncation: first and last 15,000 bytes around the marker.
+	r = h.exec(id, map[string]any{"command": "printf 'A%.0s' $(seq 20000); printf 'B%.0s' $(seq 20000)"})
+	want := strings.Repeat("A", 15000) + TruncationMarker + strings.Repeat("B", 15000)
+	if r.Output != want {
+		t.Fatalf("truncated output: %d bytes, head %q", len(r.Output), r.Output[:min(40, len(r.Output))])
+	}
+	if !strings.Contains(r.Console[len(r.Console)-1].Output, TruncationMarker) {
+		t.Fatal("console not truncated")
+	}
+}
+
+func TestLifecycle(t *testing.T) {
+	h := newHarness(t, Config{MaxSessions: 3}, nil)
+	dir := t.TempDir()
+	var c Created
+	h.ok("POST", "/v2/pty/sessions", map[string]any{"id": "t1", "cwd": dir, "retention": "persistent"}, &c)
+	if c.SessionID != "t1" || c.WorkingDir != dir {
+		t.Fatalf("%+v", c)
+	}
+	h.ok("POST", "/v2/pty/sessions", map[string]any{"id": "t1"}, &c) // idempotent
+	for _, bad := range []map[string]any{
+		{"env": map[string]string{"A": "b"}},
+		{"cols": 80},
+		{"cwd": "/nonexistent"},
+		{"user": "no-such-user-xyz"},
+		{"id": "t1", "user": "nobody"},
+		{"retention": "forever"},
+	} {
+		h.fails(400, "POST", "/v2/pty/sessions", bad)
+	}
+	if msg := h.fails(400, "POST", "/v2/pty/sessions", map[string]any{"user": "no-such-user-xyz"}); msg != "no such user: no-such-user-xyz" {
+		t.Fatal(msg)
+	}
+	if r := h.exec("t1", map[string]any{"command": "pwd"}); r.Output != dir {
+		t.Fatalf("%q", r.Output)
+	}
+	var info Info
+	h.ok("GET", "/v2/pty/sessions/t1", nil, &info)
+	if info.WorkingDir != dir || info.Status != "idle" || info.CurrentCommand != nil {
+		t.Fatalf("%+v", info)
+	}
+	for _, p := range []string{"/v2/pty/sessions/nope", "/v2/pty/sessions/nope/screen"} {
+		h.fails(404, "GET", p, nil)
+	}
+	h.fails(404, "POST", "/v2/pty/sessions/nope/exec", map[string]any{"command": "true"})
+	h.fails(404, "POST", "/v2/pty/sessions/nope/input", map[string]any{"input": "x"})
+	h.fails(404, "POST", "/v2/pty/sessions/nope/signal", nil)
+	h.fails(422, "POST", "/v2/pty/sessions/t1/exec", map[string]any{})
+
+	// Capacity: persistent sessions are never evicted; an expiring idle one is.
+	h.session(map[string]any{"id": "t2"})
+	h.session(map[string]any{"id": "e1", "retention": "expiring"})
+	h.session(map[string]any{"id": "t3"}) // evicts e1
+	h.fails(404, "GET", "/v2/pty/sessions/e1", nil)
+	if msg := h.fails(400, "POST", "/v2/pty/sessions", map[string]any{"id": "t4"}); !strings.Contains(msg, "Maximum number of terminal sessions (3)") {
+		t.Fatal(msg)
+	}
+	var list listResult
+	h.ok("GET", "/v2/pty/sessions", nil, &list)
+	if len(list.Sessions) != 3 || list.Stats.TotalSessions != 3 || list.Stats.MaxSessions != 3 || list.Stats.UsageRatio != 1 ||
+		list.Stats.SessionTimeout != 3600 || list.Sessions["t1"].WorkingDir != dir {
+		t.Fatalf("%+v", list)
+	}
+	// The listing is exactly the published shape.
+	_, env := h.do("GET", "/v2/pty/sessions", nil)
+	var raw map[string]map[string]json.RawMessage
+	_ = json.Unmarshal(env.Data, &raw)
+	if len(raw["stats"]) != 6 || len(raw["sessions"]) != 3 {
+		t.Fatalf("%s", env.Data)
+	}
+
+	// signal: SIGKILL, the session closes; a second call is a 404.
+	h.exec("t2", map[string]any{"command": "sleep 100.5", "async": true})
+	var k KillResult
+	h.ok("POST", "/v2/pty/sessions/t2/signal", nil, &k)
+	if k.Status != StatusTerminated || code(k.ExitCode) != "-9" || code(k.ReturnCode) != "-9" {
+		t.Fatalf("%+v", k)
+	}
+	gone(t, "sleep 100.5")
+	h.fails(404, "POST", "/v2/pty/sessions/t2/signal", nil)
+	h.fails(404, "GET", "/v2/pty/sessions/t2", nil)
+	// DELETE: 200; gone: 200 success false.
+	h.ok("DELETE", "/v2/pty/sessions/t3", nil, nil)
+	h.fails(200, "DELETE", "/v2/pty/sessions/t3", nil)
+	// A shell that exits ends its session; exec reports its status.
+	r := h.exec("t1", map[string]any{"command": "echo bye; exit 3"})
+	if r.Status != StatusCompleted || code(r.ExitCode) != "3" || !strings.Contains(r.Output, "bye") {
+		t.Fatalf("%+v", r)
+	}
+	eventually(t, "session t1 outlived its shell", func() bool { st, _ := h.do("GET", "/v2/pty/sessions/t1", nil); return st == 404 })
+}
+
+func TestIdleReclaimAndClose(t *testing.T) {
+	p := New(Config{Workspace: t.TempDir(), SessionIdle: 300 * time.Millisecond})
+	e := p.Engine()
+	exp, err := e.Create(Options{Retention: RetentionExpiring})
+	if err != nil {
+		t.Fatal(err)
+	}
+	per, err := e.Create(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "expiring session not reclaimed", func() bool { _, err := e.Session(exp.SessionID); return isNotFound(err) })
+	if _, err := e.Session(per.SessionID); err != nil {
+		t.Fatal("persistent session reclaimed")
+	}
+	// Close ends every shell and what runs in it, detached or not.
+	if _, err := e.Exec(context.Background(), per.SessionID, ExecRequest{Command: "sleep 100.75 & setsid sleep 100.75 & sleep 100.75", Async: true}); err != nil {
+		t.Fatal(err)
+	}
+	running(t, "sleep 100.75", 3)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := p.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	gone(t, "sleep 100.75")
+	if _, err := e.Create(Options{}); err == nil {
+		t.Fatal("created after Close")
+	}
+}
+
+// TestEnvHidden: shells do not inherit the daemon's secrets; they carry
+// the session tag, the terminal type and a UTF-8 locale.
+func TestEnvHidden(t *testing.T) {
+	t.Setenv("AIO_API_KEY", "secret-1")
+	t.Setenv("AIOD_TEST_HIDDEN", "secret-2")
+	h := newHarness(t, Config{HideEnv: []string{"AIOD_TEST_HIDDEN"}}, nil)
+	r := h.exec(h.session(nil), map[string]any{"command": "env"})
+	if strings.Contains(r.Output, "secret-") || !strings.Contains(r.Output, "TERM=xterm-256color") || !strings.Contains(r.Output, tagVar+"=") {
+		t.Fatal(r.Output)
+	}
+}
