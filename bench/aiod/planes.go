@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
@@ -34,12 +35,13 @@ func benchCode(base, root string, calls int) {
 	var b struct{ P50, P99 float64 }
 	check(json.Unmarshal(out, &b))
 	b50, b99 := time.Duration(b.P50*1e3), time.Duration(b.P99*1e3)
-	fmt.Printf("### Code: `print(1)` on a warm kernel (%d cells)\\n\\n", calls)
+	del(base + "/v2/code/sessions/bench")
+	fmt.Printf("### Code: `print(1)` on a warm kernel (%d cells)\n\n", calls)
 	fmt.Println("| path | p50 | p99 |")
 	fmt.Println("|---|---:|---:|")
-	fmt.Printf("| jupyter_client straight to ipykernel (Python) | %s | %s |\\n", lat.US(b50), lat.US(b99))
-	fmt.Printf("| POST /v2/code/execute | %s | %s |\\n", lat.US(o50), lat.US(o99))
-	fmt.Printf("\\n- p50 %s vs target %s (1.2x + 1 ms): ratio %.2fx\\n\\n", lat.US(o50), lat.US(b50*12/10+time.Millisecond), float64(o50)/float64(b50))
+	fmt.Printf("| jupyter_client straight to ipykernel (Python) | %s | %s |\n", lat.US(b50), lat.US(b99))
+	fmt.Printf("| POST /v2/code/execute | %s | %s |\n", lat.US(o50), lat.US(o99))
+	fmt.Printf("\n- p50 %s vs target %s (1.2x + 1 ms): ratio %.2fx\n\n", lat.US(o50), lat.US(b50*12/10+time.Millisecond), float64(o50)/float64(b50))
 }
 
 // benchPTY times a keystroke to its echo over the terminal WebSocket.
@@ -78,7 +80,7 @@ func benchPTY(base string, calls int) {
 		n++
 		k := "x"
 		if n%50 == 0 {
-			k = "\\u0015" // ^U clears the line now and then
+			k = "\u0015" // ^U clears the line now and then
 		}
 		if err := c.WriteJSON(map[string]string{"type": "input", "data": k}); err != nil {
 			return err
@@ -92,7 +94,9 @@ func benchPTY(base string, calls int) {
 	}
 	p50, p99, err := lat.Measure(calls, key)
 	check(err)
-	fmt.Printf("### Terminal: keystroke to echo over the WebSocket (%d keys)\\n\\n- p50 %s, p99 %s (target: p99 < 2 ms)\\n\\n", calls, lat.US(p50), lat.US(p99))
+	c.Close()
+	del(base + "/v2/pty/sessions/" + id)
+	fmt.Printf("### Terminal: keystroke to echo over the WebSocket (%d keys)\n\n- p50 %s, p99 %s (target: p99 < 2 ms)\n\n", calls, lat.US(p50), lat.US(p99))
 }
 
 // benchWatch counts the events a watcher delivers while a script writes
@@ -149,7 +153,17 @@ func benchWatch(base, tmp string, n int) {
 		}
 	}
 	elapsed := last.Sub(start)
-	fmt.Printf("### Watch: a script writes %d small files into a watched directory\\n\\n", n)
-	fmt.Printf("- create events %d of %d (lost %d, duplicated %d), %d events in all, overflow %v\\n", len(creates), n, n-len(creates), dup, total, overflow)
-	fmt.Printf("- %d events in %s: %.0f events/s sustained\\n\\n", total, elapsed.Round(time.Millisecond), float64(total)/elapsed.Seconds())
+	fmt.Printf("### Watch: a script writes %d small files into a watched directory\n\n", n)
+	fmt.Printf("- create events %d of %d (lost %d, duplicated %d), %d events in all, overflow %v\n", len(creates), n, n-len(creates), dup, total, overflow)
+	fmt.Printf("- %d events in %s: %.0f events/s sustained\n\n", total, elapsed.Round(time.Millisecond), float64(total)/elapsed.Seconds())
+	del(base + "/v2/watch/" + id)
+}
+
+// del ends what a part of the benchmark created, so the idle figure that
+// follows measures an idle daemon.
+func del(u string) {
+	req, _ := http.NewRequest(http.MethodDelete, u, nil)
+	resp, err := client.Do(req)
+	check(err)
+	resp.Body.Close()
 }

@@ -411,6 +411,18 @@ func TestAiodWatch(t *testing.T) {
 	if !strings.HasPrefix(streamed[0], "watch_started") || !strings.HasPrefix(streamed[1], "file_change "+id+":1 ") {
 		t.Errorf("SSE frames: %v", streamed)
 	}
+	var overSSE []string
+	for _, f := range streamed[1:] {
+		var x ev
+		_, data, _ := strings.Cut(f, "{")
+		if err := json.Unmarshal([]byte("{"+data), &x); err != nil {
+			t.Fatalf("SSE data %q: %v", f, err)
+		}
+		overSSE = append(overSSE, x.Type+" "+x.RelativePath)
+	}
+	if strings.Join(overSSE, ", ") != joined {
+		t.Errorf("SSE order differs from poll:\n sse  %v\n poll %s", overSSE, joined)
+	}
 	for _, u := range []string{"/v2/watch/nope/events", "/v2/watch/nope/poll"} {
 		resp, body := a.raw("GET", u, nil, "Accept", "text/event-stream")
 		if resp.StatusCode != 404 || strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") || !strings.Contains(string(body), `"success":false`) {
@@ -420,4 +432,127 @@ func TestAiodWatch(t *testing.T) {
 	if code, e := a.call("DELETE", "/v2/watch/{watcher_id}", "/v2/watch/"+id, nil); code != 200 || !e.Success {
 		t.Errorf("delete: %d %s", code, e.raw)
 	}
+}
+
+// TestAiodInteractiveSweep calls every route of the code, terminal and
+// watch planes once (v1 twins included), checking each answer's envelope
+// and, where the document has one, its schema.
+func TestAiodInteractiveSweep(t *testing.T) {
+	requireKernel(t)
+	ws := t.TempDir()
+	d := startAiod(t, nil, "--workspace", ws)
+	a := &aio{t: t, base: d.URL}
+	ok := func(method, tmpl, path string, body any) map[string]any {
+		t.Helper()
+		code, e := a.call(method, tmpl, path, body)
+		if code != 200 || !e.Success {
+			t.Errorf("%s %s: %d %s", method, path, code, e.raw)
+		}
+		return e.obj()
+	}
+
+	// Code, v2 and v1.
+	ok("POST", "/v2/code/sessions", "/v2/code/sessions", map[string]any{"language": "javascript", "session_id": "sw"})
+	ok("GET", "/v2/code/sessions/{session_id}", "/v2/code/sessions/sw", nil)
+	ok("DELETE", "/v2/code/sessions/{session_id}", "/v2/code/sessions/sw", nil)
+	ok("DELETE", "/v2/code/sessions", "/v2/code/sessions", nil)
+	m := ok("POST", "/v1/code/execute", "/v1/code/execute", map[string]any{"language": "python", "code": "print(2)"})
+	if m["stderr"] != nil || m["stdout"] != "2\n" {
+		t.Errorf("v1 code: stderr must be null: %v", m)
+	}
+	if outs, _ := m["outputs"].([]any); len(outs) != 1 || len(outs[0].(map[string]any)) < 9 {
+		t.Errorf("v1 outputs carry every key: %v", m["outputs"])
+	}
+	if code, e := a.call("POST", "/v1/code/execute", "/v1/code/execute", map[string]any{"language": "python", "code": ""}); code != 200 {
+		t.Errorf("v1 empty code: %d %s", code, e.raw)
+	}
+	ok("GET", "/v1/code/info", "/v1/code/info", nil)
+	ok("POST", "/v1/jupyter/sessions/create", "/v1/jupyter/sessions/create", map[string]any{"session_id": "j1"})
+	ok("POST", "/v1/jupyter/execute", "/v1/jupyter/execute", map[string]any{"code": "y = 5\ny", "session_id": "j1"})
+	ok("GET", "/v1/jupyter/info", "/v1/jupyter/info", nil)
+	ok("GET", "/v1/jupyter/sessions", "/v1/jupyter/sessions", nil)
+	ok("GET", "/v1/jupyter/sessions/{session_id}", "/v1/jupyter/sessions/j1", nil)
+	for _, op := range []string{"interrupt", "restart"} {
+		if code, e := a.call("POST", "/v1/jupyter/sessions/{session_id}/"+op, "/v1/jupyter/sessions/j1/"+op, nil); code != 501 {
+			t.Errorf("jupyter %s: %d %s", op, code, e.raw)
+		}
+	}
+	ok("DELETE", "/v1/jupyter/sessions/{session_id}", "/v1/jupyter/sessions/j1", nil)
+	ok("DELETE", "/v1/jupyter/sessions", "/v1/jupyter/sessions", nil)
+	ok("POST", "/v1/nodejs/execute", "/v1/nodejs/execute", map[string]any{"code": "globalThis.z = 3", "session_id": "n1"})
+	ok("GET", "/v1/nodejs/info", "/v1/nodejs/info", nil)
+	ok("GET", "/v1/nodejs/sessions", "/v1/nodejs/sessions", nil)
+	ok("POST", "/v1/nodejs/sessions", "/v1/nodejs/sessions", map[string]any{"session_id": "n2"})
+	ok("GET", "/v1/nodejs/sessions/{session_id}", "/v1/nodejs/sessions/n1", nil)
+	ok("DELETE", "/v1/nodejs/sessions/{session_id}", "/v1/nodejs/sessions/n1", nil)
+
+	// Terminals, v2 and v1.
+	ok("POST", "/v2/pty/sessions", "/v2/pty/sessions", map[string]any{"id": "sw", "cols": 100, "rows": 30})
+	ok("GET", "/v2/pty/sessions", "/v2/pty/sessions", nil)
+	ok("GET", "/v2/pty/sessions/{id}", "/v2/pty/sessions/sw", nil)
+	if code, e := a.call("PATCH", "/v2/pty/sessions/{id}", "/v2/pty/sessions/sw", map[string]any{"cols": 90, "rows": 20}); code != 200 {
+		t.Errorf("patch: %d %s", code, e.raw)
+	}
+	ok("POST", "/v2/pty/sessions/{id}/input", "/v2/pty/sessions/sw/input", map[string]any{"input": "echo typed\n"})
+	time.Sleep(300 * time.Millisecond)
+	if m := ok("GET", "/v2/pty/sessions/{id}/screen", "/v2/pty/sessions/sw/screen", nil); !strings.Contains(fmt.Sprint(m["output"]), "typed") {
+		t.Errorf("screen: %v", m)
+	}
+	ok("DELETE", "/v2/pty/sessions/{id}", "/v2/pty/sessions/sw", nil)
+	c, _, err := websocket.DefaultDialer.Dial(wsURL(d.URL, "/v2/pty/ws"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	readUntil(t, c, 5*time.Second, func(f map[string]any) bool { return f["type"] == "ready" })
+	c.Close()
+	a.covered("GET", "/v2/pty/ws")
+	a.covered("GET", "/v2/pty/sessions/{id}/ws") // TestAiodTerminal drives it
+	c, _, err = websocket.DefaultDialer.Dial(wsURL(d.URL, "/v1/shell/ws"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	frames := readUntil(t, c, 5*time.Second, func(f map[string]any) bool { return f["type"] == "ready" })
+	if frames[0]["type"] != "session_id" || frames[0]["data"] == nil {
+		t.Errorf("v1 ws announces its session first: %v", frames)
+	}
+	c.Close()
+	a.covered("GET", "/v1/shell/ws")
+	ok("GET", "/v1/shell/terminal-url", "/v1/shell/terminal-url", nil)
+
+	// Watchers, v2 and v1.
+	dir := filepath.Join(ws, "sweep")
+	os.MkdirAll(dir, 0o755)
+	ok("GET", "/v2/watch", "/v2/watch", nil)
+	m = ok("POST", "/v1/file/watch", "/v1/file/watch", map[string]any{"path": dir})
+	id, _ := m["watcher_id"].(string)
+	ok("GET", "/v1/file/watch", "/v1/file/watch", nil)
+	os.WriteFile(filepath.Join(dir, "x"), []byte("x"), 0o644)
+	m = ok("POST", "/v1/file/watch/{watcher_id}/poll", "/v1/file/watch/"+id+"/poll", map[string]any{"cursor": 0, "timeout": 2})
+	if evs, _ := m["events"].([]any); len(evs) == 0 {
+		t.Errorf("v1 poll: %v", m)
+	}
+	for _, u := range []string{"/v1/file/watch/" + id + "/events", "/v2/watch/" + id + "/events"} {
+		req, _ := http.NewRequest("GET", d.URL+u, nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil || resp.StatusCode != 200 {
+			t.Fatalf("%s: %v %v", u, err, resp)
+		}
+		line, _ := bufio.NewReader(resp.Body).ReadString('\n')
+		resp.Body.Close()
+		if !strings.HasPrefix(line, "event: watch_started") && !strings.HasPrefix(line, "id:") && !strings.HasPrefix(line, ":") {
+			t.Errorf("%s first line %q", u, line)
+		}
+	}
+	a.covered("GET", "/v1/file/watch/{watcher_id}/events")
+	a.covered("GET", "/v2/watch/{watcher_id}/events")
+	start := time.Now()
+	code, e := a.call("POST", "/v1/file/watch/wait", "/v1/file/watch/wait", map[string]any{"path": filepath.Join(dir, "never"), "timeout": 1})
+	if code != 503 || e.Message != "timed out waiting for file event" || time.Since(start) > 5*time.Second {
+		t.Errorf("wait timeout: %d %s", code, e.raw)
+	}
+	go func() { time.Sleep(300 * time.Millisecond); os.WriteFile(filepath.Join(dir, "soon"), []byte("s"), 0o644) }()
+	if m := ok("POST", "/v1/file/watch/wait", "/v1/file/watch/wait", map[string]any{"path": filepath.Join(dir, "soon"), "timeout": 5}); m["event"] == nil {
+		t.Errorf("wait: %v", m)
+	}
+	ok("DELETE", "/v1/file/watch/{watcher_id}", "/v1/file/watch/"+id, nil)
 }

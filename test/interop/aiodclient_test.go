@@ -128,6 +128,12 @@ func (a *aio) contract(method, tmpl string, status int, body []byte) {
 	if strings.HasPrefix(tmpl, "/v1/") {
 		doc = v1
 	}
+	if !doc.Operation(method, tmpl) {
+		// Documented in the published docs but absent from the OpenAPI
+		// (DELETE /v2/code/sessions): nothing to hold it to.
+		a.covered(method, tmpl)
+		return
+	}
 	var head struct {
 		Success *bool           `json:"success"`
 		Message string          `json:"message"`
@@ -145,6 +151,7 @@ func (a *aio) contract(method, tmpl string, status int, body []byte) {
 	case status >= 400:
 		// Other failures are declared without schemas; the tests check
 		// their envelopes themselves.
+		a.covered(method, tmpl)
 		return
 	default:
 		err = doc.Validate(method, tmpl, status, body)
@@ -153,6 +160,17 @@ func (a *aio) contract(method, tmpl string, status int, body []byte) {
 		a.t.Errorf("contract %s %s %d: %v\n%s", method, tmpl, status, err, body)
 		return
 	}
+	contracted.Lock()
+	if contracted.routes == nil {
+		contracted.routes = map[string]bool{}
+	}
+	contracted.routes[method+" "+tmpl] = true
+	contracted.Unlock()
+}
+
+// covered records a route exercised by a stream or a WebSocket, whose
+// answer has no JSON schema to hold it to.
+func (a *aio) covered(method, tmpl string) {
 	contracted.Lock()
 	if contracted.routes == nil {
 		contracted.routes = map[string]bool{}

@@ -17,9 +17,9 @@ func TestZZContractCoverage(t *testing.T) {
 	if f := flag.Lookup("test.run"); f != nil && f.Value.String() != "" {
 		t.Skip("coverage is judged on a full run only")
 	}
-	implemented := []string{"/v2/commands", "/v2/fs/", "/v2/sandbox", "/v1/bash/", "/v1/file/", "/v1/shell/", "/v1/capabilities"}
-	// Watchers and the terminal's WebSocket belong to the next planes.
-	skip := []string{"/v1/file/watch", "/v1/shell/ws", "/v1/shell/terminal-url"}
+	implemented := []string{"/v2/commands", "/v2/fs/", "/v2/sandbox", "/v1/bash/", "/v1/file/", "/v1/shell/", "/v1/capabilities",
+		"/v2/code/", "/v2/pty/", "/v2/watch", "/v1/code/", "/v1/jupyter/", "/v1/nodejs/"}
+	var skip []string
 	var missing []string
 	for _, name := range []string{"v1-openapi.json", "v2-openapi.json"} {
 		b, err := os.ReadFile(filepath.Join(moduleRoot(), "sandbox", "openapi", name))
