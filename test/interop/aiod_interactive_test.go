@@ -550,7 +550,10 @@ func TestAiodInteractiveSweep(t *testing.T) {
 	if code != 503 || e.Message != "timed out waiting for file event" || time.Since(start) > 5*time.Second {
 		t.Errorf("wait timeout: %d %s", code, e.raw)
 	}
-	go func() { time.Sleep(300 * time.Millisecond); os.WriteFile(filepath.Join(dir, "soon"), []byte("s"), 0o644) }()
+	go func() {
+		time.Sleep(300 * time.Millisecond)
+		os.WriteFile(filepath.Join(dir, "soon"), []byte("s"), 0o644)
+	}()
 	if m := ok("POST", "/v1/file/watch/wait", "/v1/file/watch/wait", map[string]any{"path": filepath.Join(dir, "soon"), "timeout": 5}); m["event"] == nil {
 		t.Errorf("wait: %v", m)
 	}
