@@ -66,17 +66,16 @@ func procsWithArgv(args ...string) []procInfo {
 func detached(t *testing.T, args ...string) procInfo {
 	t.Helper()
 	var p procInfo
-	eventually(t, 5*time.Second, strings.Join(args, " ")+" to start", func() bool {
+	self, _ := readProc(selfPid)
+	// Between its fork and its setsid() the child is still in the
+	// daemon's session: wait until it has left.
+	eventually(t, 5*time.Second, strings.Join(args, " ")+" to start detached", func() bool {
 		ps := procsWithArgv(args...)
 		if len(ps) == 1 {
 			p = ps[0]
 		}
-		return len(ps) == 1
+		return len(ps) == 1 && p.sid != self.sid && p.pgid != selfPgid
 	})
-	self, _ := readProc(selfPid)
-	if p.sid == self.sid || p.pgid == selfPgid {
-		t.Fatalf("%v is not detached: %+v", args, p)
-	}
 	return p
 }
 
