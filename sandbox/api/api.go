@@ -144,3 +144,29 @@ type Reply struct {
 		Type     string   `json:"type"`
 	} `json:"errors"`
 }
+
+// Error is a plane's refusal: a client-facing message (never Go error
+// text or a secret), an optional hint, for a field error the body field
+// it is about, and its Kind, one of the plane's sentinel errors, which
+// the plane maps to an HTTP status (match it with errors.Is).
+type Error struct {
+	Kind    error
+	Message string
+	Hint    string
+	Field   string
+}
+
+func (e *Error) Error() string { return e.Message }
+
+// Unwrap returns the kind, so errors.Is(err, plane.ErrNotFound) works.
+func (e *Error) Unwrap() error { return e.Kind }
+
+// MessageOf is the client-facing text and hint of err: an [*Error]'s,
+// and a generic phrase for anything else (never Go's error text).
+func MessageOf(err error) (msg, hint string) {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Message, e.Hint
+	}
+	return "Internal error", ""
+}

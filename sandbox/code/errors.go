@@ -2,6 +2,7 @@ package code
 
 import (
 	"errors"
+	"github.com/a2c-smcp/a2c-go/sandbox/api"
 	"net/http"
 )
 
@@ -20,20 +21,9 @@ var (
 	ErrNotImplemented = errors.New("not implemented")
 )
 
-// Error is a failure with a client-facing message (never Go error text
-// or a secret), an optional hint and, for ErrInvalid, the body field it
-// is about.
-type Error struct {
-	Kind    error
-	Message string
-	Hint    string
-	Field   string
-}
-
-func (e *Error) Error() string { return e.Message }
-
-// Unwrap returns the kind, so errors.Is(err, ErrLimit) works.
-func (e *Error) Unwrap() error { return e.Kind }
+// Error is the plane's refusal (see [api.Error]); its Kind is one of
+// the Err* values above.
+type Error = api.Error
 
 func invalid(field, msg string) error { return &Error{Kind: ErrInvalid, Field: field, Message: msg} }
 

@@ -2,14 +2,13 @@ package code
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
+	"github.com/a2c-smcp/a2c-go/sandbox/internal/planetest"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/a2c-smcp/a2c-go/sandbox/api"
 )
@@ -27,17 +26,7 @@ func newHarness(t testing.TB, cfg Config) *harness {
 		cfg.Workspace = t.TempDir()
 	}
 	p := New(cfg)
-	mux := http.NewServeMux()
-	p.Mount(mux)
-	srv := httptest.NewServer(mux)
-	t.Cleanup(func() {
-		srv.Close()
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		defer cancel()
-		if err := p.Close(ctx); err != nil {
-			t.Errorf("Close: %v", err)
-		}
-	})
+	srv := planetest.Serve(t, p)
 	return &harness{t: t, p: p, srv: srv}
 }
 

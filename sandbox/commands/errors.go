@@ -2,6 +2,7 @@ package commands
 
 import (
 	"errors"
+	"github.com/a2c-smcp/a2c-go/sandbox/api"
 	"net/http"
 )
 
@@ -18,18 +19,9 @@ var (
 	ErrUnavailable = errors.New("unavailable")
 )
 
-// Error is a failure with a client-facing message (never a secret) and an
-// optional hint; its Kind is one of the Err* values above.
-type Error struct {
-	Kind    error
-	Message string
-	Hint    string
-}
-
-func (e *Error) Error() string { return e.Message }
-
-// Unwrap returns the kind, so errors.Is(err, ErrNotFound) works.
-func (e *Error) Unwrap() error { return e.Kind }
+// Error is the plane's refusal (see [api.Error]); its Kind is one of
+// the Err* values above.
+type Error = api.Error
 
 func notFound(msg string) error      { return &Error{Kind: ErrNotFound, Message: msg} }
 func invalid(msg, hint string) error { return &Error{Kind: ErrInvalid, Message: msg, Hint: hint} }
@@ -53,12 +45,4 @@ func statusOf(err error) int {
 		return http.StatusServiceUnavailable
 	}
 	return http.StatusInternalServerError
-}
-
-func hintOf(err error) string {
-	var e *Error
-	if errors.As(err, &e) {
-		return e.Hint
-	}
-	return ""
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"github.com/a2c-smcp/a2c-go/sandbox/api"
+	"github.com/a2c-smcp/a2c-go/sandbox/internal/planetest"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -39,17 +40,7 @@ func newHarness(t testing.TB, cfg Config, tweak func(*Engine)) *harness {
 	if tweak != nil {
 		tweak(p.e)
 	}
-	mux := http.NewServeMux()
-	p.Mount(mux)
-	srv := httptest.NewServer(mux)
-	t.Cleanup(func() {
-		srv.Close()
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := p.Close(ctx); err != nil {
-			t.Errorf("Close: %v", err)
-		}
-	})
+	srv := planetest.Serve(t, p)
 	return &harness{t: t, p: p, srv: srv}
 }
 

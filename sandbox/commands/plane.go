@@ -78,7 +78,8 @@ func (p *Plane) Mount(mux *http.ServeMux) {
 
 // fail answers an engine error with its status, message and hint.
 func fail(w http.ResponseWriter, err error) {
-	api.Fail(w, statusOf(err), err.Error(), nil, hintOf(err))
+	msg, hint := api.MessageOf(err)
+	api.Fail(w, statusOf(err), msg, nil, hint)
 }
 
 // seconds converts an optional seconds field. Absent is 0 (no bound); a

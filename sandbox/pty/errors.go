@@ -2,6 +2,7 @@ package pty
 
 import (
 	"errors"
+	"github.com/a2c-smcp/a2c-go/sandbox/api"
 	"net/http"
 )
 
@@ -18,18 +19,9 @@ var (
 	ErrUnavailable = errors.New("unavailable")
 )
 
-// Error is a refusal with a client-facing message (never Go error text)
-// and an optional hint; Kind is one of the Err* values.
-type Error struct {
-	Kind    error
-	Message string
-	Hint    string
-}
-
-func (e *Error) Error() string { return e.Message }
-
-// Unwrap returns the kind, so errors.Is(err, ErrNotFound) works.
-func (e *Error) Unwrap() error { return e.Kind }
+// Error is the plane's refusal (see [api.Error]); its Kind is one of
+// the Err* values above.
+type Error = api.Error
 
 func newErr(kind error, msg, hint string) error { return &Error{Kind: kind, Message: msg, Hint: hint} }
 func invalid(msg string) error                  { return newErr(ErrInvalid, msg, "") }
@@ -51,14 +43,4 @@ func statusOf(err error) int {
 		return http.StatusServiceUnavailable
 	}
 	return http.StatusInternalServerError
-}
-
-// messageOf is the client-facing text of err: an [*Error]'s message, and
-// a generic phrase for anything else (never Go's error text).
-func messageOf(err error) (msg, hint string) {
-	var e *Error
-	if errors.As(err, &e) {
-		return e.Message, e.Hint
-	}
-	return "Internal error", ""
 }

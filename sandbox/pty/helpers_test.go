@@ -2,8 +2,8 @@ package pty
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
+	"github.com/a2c-smcp/a2c-go/sandbox/internal/planetest"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -33,17 +33,7 @@ func newHarness(t testing.TB, cfg Config, tweak func(*Engine)) *harness {
 	if tweak != nil {
 		tweak(p.e)
 	}
-	mux := http.NewServeMux()
-	p.Mount(mux)
-	srv := httptest.NewServer(mux)
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := p.Close(ctx); err != nil {
-			t.Errorf("Close: %v", err)
-		}
-		srv.Close()
-	})
+	srv := planetest.Serve(t, p)
 	return &harness{t: t, p: p, srv: srv}
 }
 

@@ -77,7 +77,7 @@ func (p *Plane) Mount(mux *http.ServeMux) {
 
 // fail answers an engine error with its status, message and hint.
 func fail(w http.ResponseWriter, err error) {
-	msg, hint := messageOf(err)
+	msg, hint := api.MessageOf(err)
 	api.Fail(w, statusOf(err), msg, nil, hint)
 }
 
@@ -222,7 +222,7 @@ func (p *Plane) remove(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
 	defer cancel()
 	if err := p.e.CloseSession(ctx, r.PathValue("id")); isNotFound(err) {
-		msg, _ := messageOf(err)
+		msg, _ := api.MessageOf(err)
 		api.Fail(w, http.StatusOK, msg, nil)
 		return
 	}

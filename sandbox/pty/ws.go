@@ -199,7 +199,7 @@ func (p *Plane) serve(c *websocket.Conn, s *session, o attachOptions) {
 	if err := s.attach(k, o); err != nil {
 		msg := msgNotFound
 		if !isNotFound(err) {
-			msg, _ = messageOf(err)
+			msg, _ = api.MessageOf(err)
 		}
 		refuse(c, msg)
 		if s.throwaway {

@@ -3,9 +3,9 @@ package watch
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/a2c-smcp/a2c-go/sandbox/internal/planetest"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -39,17 +39,7 @@ func newEnv(t *testing.T, cfg Config) *env {
 		cfg.Workspace = dir
 	}
 	p := New(cfg)
-	mux := http.NewServeMux()
-	p.Mount(mux)
-	srv := httptest.NewServer(mux)
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := p.Close(ctx); err != nil {
-			t.Errorf("Close: %v", err)
-		}
-		srv.Close()
-	})
+	srv := planetest.Serve(t, p)
 	return &env{t: t, plane: p, srv: srv, dir: dir}
 }
 
