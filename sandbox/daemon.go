@@ -59,6 +59,11 @@ type Config struct {
 	// expiring ones idle this long (default one hour).
 	MaxTerminals int
 	TerminalIdle time.Duration
+	// MaxKernels and MaxCodeSessions cap python kernels (default 5) and
+	// node sessions (default 20); KernelIdle and CodeIdle reclaim them
+	// when idle (defaults 300 s and 1800 s).
+	MaxKernels, MaxCodeSessions int
+	KernelIdle, CodeIdle        time.Duration
 	// PythonBin and NodeBin pin the interpreters of the code plane
 	// (AIO_PYTHON_BIN, AIO_NODE_BIN); empty = looked up (python3 with
 	// ipykernel, node).
@@ -134,7 +139,8 @@ func New(cfg Config) (*Daemon, error) {
 		pty.New(pty.Config{Workspace: cfg.Workspace, Logger: cfg.Logger, DefaultUser: cfg.DefaultUser,
 			MaxSessions: cfg.MaxTerminals, SessionIdle: cfg.TerminalIdle, Shell: os.Getenv("AIO_BASH_BIN")}),
 		code.New(code.Config{Workspace: cfg.Workspace, Logger: cfg.Logger, DefaultUser: cfg.DefaultUser,
-			Python: cfg.PythonBin, Node: cfg.NodeBin}),
+			Python: cfg.PythonBin, Node: cfg.NodeBin, MaxKernelSessions: cfg.MaxKernels, MaxSessions: cfg.MaxCodeSessions,
+			KernelIdle: cfg.KernelIdle, SessionIdle: cfg.CodeIdle}),
 	}
 	ctx, stop := context.WithCancel(context.Background())
 	d.stop = stop

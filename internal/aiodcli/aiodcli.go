@@ -95,6 +95,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return usageError("bad --port")
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	if err := hideSelf(); err != nil {
+		log.Warn("aiod: cannot make the process non-dumpable; commands running as its account can read its environment", "error", err.Error())
+	}
 	maxSessions, err := envInt("AIO_BASH_MAX_SESSIONS", 50)
 	if err != nil {
 		return err
@@ -111,7 +114,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	d, err := sandbox.New(sandbox.Config{MaxTerminals: maxTerms, TerminalIdle: time.Duration(termIdle) * time.Second, Workspace: *workspace, APIKey: *apiKey, Logger: log,
+	var lim [4]int
+	for i, v := range []struct {
+		name string
+		def  int
+	}{{"AIO_KERNEL_MAX_SESSIONS", 5}, {"AIO_CODE_MAX_SESSIONS", 20}, {"AIO_KERNEL_SESSION_TIMEOUT_SECS", 300}, {"AIO_CODE_SESSION_TIMEOUT_SECS", 1800}} {
+		if lim[i], err = envInt(v.name, v.def); err != nil {
+			return err
+		}
+	}
+	d, err := sandbox.New(sandbox.Config{MaxTerminals: maxTerms, TerminalIdle: time.Duration(termIdle) * time.Second,
+		MaxKernels: lim[0], MaxCodeSessions: lim[1], KernelIdle: time.Duration(lim[2]) * time.Second, CodeIdle: time.Duration(lim[3]) * time.Second, Workspace: *workspace, APIKey: *apiKey, Logger: log,
 		DefaultUser: os.Getenv("AIO_DEFAULT_USER"), MaxCommandSessions: maxSessions,
 		CommandSessionIdle: time.Duration(idleSecs) * time.Second,
 		PythonBin:          os.Getenv("AIO_PYTHON_BIN"), NodeBin: os.Getenv("AIO_NODE_BIN")})

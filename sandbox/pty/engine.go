@@ -129,7 +129,8 @@ type Options struct {
 	Retention string
 	// User is the account the shell runs as, for the session's life.
 	User string
-	// NoChangeTimeout is the session's default for sync exec (0: 120 s).
+	// NoChangeTimeout is the session's default for sync exec (0: 120 s;
+	// negative: never, what a client's 0 asks for).
 	NoChangeTimeout time.Duration
 	// PreserveSymlinks reports the cwd as given instead of resolved.
 	PreserveSymlinks bool
@@ -526,4 +527,13 @@ func lookupIdentity(name string) (*identity, error) {
 		}
 	}
 	return id, nil
+}
+
+// noChangeOption is a client's no_change_timeout as an Options value: 0
+// means never there, as on exec and PATCH.
+func noChangeOption(d time.Duration) time.Duration {
+	if d <= 0 {
+		return -1
+	}
+	return d
 }

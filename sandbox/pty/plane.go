@@ -155,7 +155,7 @@ func (p *Plane) create(w http.ResponseWriter, r *http.Request) {
 		o.Retention = *b.Retention
 	}
 	if d := wholeSeconds(b.NoChangeTimeout); d != nil {
-		o.NoChangeTimeout = max(*d, time.Nanosecond) // 0 is the shortest
+		o.NoChangeTimeout = noChangeOption(*d)
 	}
 	c, err := p.e.Create(o)
 	answer(w, c, err)

@@ -75,8 +75,11 @@ func (e *Engine) start(o Options, shell string, kind shellKind, cwd string, id *
 		retention: o.Retention, throwaway: o.throwaway, created: now, used: now, noChange: o.NoChangeTimeout,
 		out: ring{max: MaxReplayBytes}, notify: make(chan struct{}), readDone: make(chan struct{}), done: make(chan struct{}),
 		atPrompt: kind != kindBash}
-	if s.noChange == 0 {
+	switch {
+	case s.noChange == 0:
 		s.noChange = DefaultNoChangeTimeout
+	case s.noChange < 0:
+		s.noChange = 0 // never, as 0 means on exec and PATCH
 	}
 	s.filt.prefix = []byte(markerOSC + s.nonce + ";")
 	env := append(slices.Clone(e.baseEnv), tagVar+"="+s.nonce)

@@ -165,7 +165,7 @@ func (p *Plane) v1Create(w http.ResponseWriter, r *http.Request) {
 	}
 	o := Options{ID: b.ID, Cwd: b.ExecDir, User: b.User, PreserveSymlinks: b.PreserveSymlinks}
 	if d := wholeSeconds(b.NoChangeTimeout); d != nil {
-		o.NoChangeTimeout = max(*d, time.Nanosecond)
+		o.NoChangeTimeout = noChangeOption(*d)
 	}
 	c, err := p.e.Create(o)
 	answer(w, c, err)

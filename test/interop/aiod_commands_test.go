@@ -513,7 +513,14 @@ func TestAiodStartForms(t *testing.T) {
 	os.WriteFile(nbin, src, 0o755)
 	ncmd := exec.Command(nbin, "--port", "0", "--workspace", "/tmp")
 	ncmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
-	nobody := &aio{t: t, base: run(t, ncmd, true).URL}
+	ncmd.Env = append(os.Environ(), "AIO_API_KEY=nobody-key-1234")
+	nobody := &aio{t: t, base: run(t, ncmd, true).URL, key: "nobody-key-1234"}
+	// The daemon is not dumpable: a command of its own account cannot
+	// read the key back from /proc/<daemon>/environ.
+	_, e0 := nobody.call("POST", "/v2/commands", "/v2/commands", map[string]any{"command": "cat /proc/$PPID/environ; echo; env"})
+	if m := e0.obj(); strings.Contains(fmt.Sprint(m["stdout"]), "nobody-key-1234") || !strings.Contains(fmt.Sprint(m["stderr"]), "Permission denied") {
+		t.Errorf("the key is readable from the daemon's environ: %s", e0.raw)
+	}
 	code, e := nobody.call("POST", "/v2/commands", "/v2/commands", map[string]any{"command": "id", "user": "root"})
 	if code != 400 || !strings.HasPrefix(e.Message, "cannot run as root: aiod is running as uid 65534") {
 		t.Errorf("non-root daemon switching user: %d %s", code, e.raw)
