@@ -16,7 +16,15 @@
 // directory is watched and only that name is reported). Paths matching
 // the exclude globs (the defaults, or exactly the list a request gives)
 // are neither watched nor reported; include_patterns, when given, limit
-// what is reported. Creating a watcher with a configuration identical to
+// what is reported. A recursive walk does not descend into pseudo
+// filesystems (proc, sysfs, devtmpfs, devpts, cgroup, debugfs, tracefs,
+// …: told by the device's type in /proc/self/mountinfo, read at each
+// create); a path on one is watched itself, nothing below it. One watcher
+// watches at most [Config.MaxWatchDirs] directories (10,000): past them it
+// runs on without descending further, logs that once, and its create
+// answers with a message saying so (the published result has no field
+// for it). The walk takes the shared inotify lock per directory, never
+// across the tree, so other watchers' events flow meanwhile. Creating a watcher with a configuration identical to
 // a running one shares it (reused:true, one more subscriber); DELETE
 // releases one subscriber and the watcher stops when none remain.
 //
@@ -27,9 +35,17 @@
 // order across paths. A move inside the tree is one rename event with
 // old_path; a move out is a remove, a move in a create. When events are
 // lost (the kernel queue overflowed, IN_Q_OVERFLOW) the watcher skips
-// one seq for the loss and rescans its tree for new directories; a poll
-// or stream crossing that gap, or asking for events older than what is
-// kept, is told overflow:true.
+// one seq for the loss (one for a run of losses) and rescans its tree for
+// new directories, once per burst and at most once a second; the rescan
+// re-adds watches and reads directories, which queue no inotify records,
+// so it cannot overflow the queue in turn. A poll or stream crossing that
+// gap, or asking for events older than what is kept, is told
+// overflow:true.
+//
+// Polls: limit 1–1000 and timeout 0–60 s, anything else a 400. A cursor
+// past the latest seq (a client that kept a cursor across a restart, say)
+// counts as the latest, once, before the poll waits: the events that come
+// next are answered.
 //
 // Streams (GET …/events) answer 404 before any byte when the watcher is
 // unknown. They send "watch_started" first, then "file_change" events
@@ -39,7 +55,8 @@
 // every [Config.KeepAlive], and a final "watch_stopped" when the watcher
 // is deleted or the plane closes. A reconnecting client resumes after
 // its Last-Event-ID (either "{watcher_id}:{seq}" or a bare seq); without
-// one the stream starts at ?cursor= (default 0: the kept history).
+// one the stream starts at ?cursor= (default 0: the kept history). Either
+// past the latest seq starts at the latest (watch_started says which).
 //
 // Status texts, on which the published API is silent: a running watcher
 // is "active"; DELETE answers "released" while other subscribers remain

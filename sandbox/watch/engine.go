@@ -29,6 +29,8 @@ const (
 	MaxPollLimit       = 1000
 	MaxPollTimeout     = 60 * time.Second
 	DefaultWaitTimeout = 30 * time.Second
+	// DefaultMaxWatchDirs caps the directories one watcher watches.
+	DefaultMaxWatchDirs = 10000
 	// waitDebounce is the window of the private watcher behind a wait.
 	waitDebounce = MinDebounceMS * time.Millisecond
 	// maxWaitTimeout bounds a wait whatever its timeout says.
@@ -53,6 +55,11 @@ type Config struct {
 	// WriteTimeout bounds each write to an event stream, so a client that
 	// stops reading ends its stream (default 30 s).
 	WriteTimeout time.Duration
+	// MaxWatchDirs caps the directories one watcher watches (default
+	// 10,000). A tree with more is watched up to the cap: the watcher
+	// runs, deeper directories go unwatched, and the operator log and the
+	// create's envelope message say so.
+	MaxWatchDirs int
 }
 
 // Error is a refusal with the HTTP status it answers: 400 (a value out
@@ -72,6 +79,14 @@ var errClosed = errors.New("watch: closed")
 
 // errUnsupported is the notifier's answer on a system without inotify.
 var errUnsupported = errors.New("watch: file watching needs Linux inotify")
+
+// errDirLimit is the notifier's answer to a watcher at its
+// [Config.MaxWatchDirs].
+var errDirLimit = errors.New("watch: directory limit reached")
+
+// errNoWatches is the notifier's answer when the kernel's
+// fs.inotify.max_user_watches is used up.
+var errNoWatches = errors.New("watch: no inotify watches left (fs.inotify.max_user_watches)")
 
 // errShutdown answers what comes after Close.
 var errShutdown = &Error{Status: http.StatusServiceUnavailable, Message: "file watching is shutting down"}
@@ -95,6 +110,8 @@ type Engine struct {
 	private  map[*watcher]struct{} // the watchers behind waits
 	reserved int                   // creates under way
 	closed   bool
+
+	mounts mountTable // which devices are pseudo filesystems
 }
 
 // NewEngine returns an engine with cfg's defaults filled in. The inotify
@@ -114,6 +131,9 @@ func NewEngine(cfg Config) *Engine {
 	}
 	if cfg.WriteTimeout <= 0 {
 		cfg.WriteTimeout = 30 * time.Second
+	}
+	if cfg.MaxWatchDirs <= 0 {
+		cfg.MaxWatchDirs = DefaultMaxWatchDirs
 	}
 	return &Engine{cfg: cfg, log: cfg.Logger, byID: map[string]*watcher{}, byKey: map[string]*watcher{},
 		private: map[*watcher]struct{}{}}
@@ -184,7 +204,8 @@ func (e *Engine) Create(ctx context.Context, req CreateWatchRequest) (*WatcherCr
 		return e.byKey[s.key].share(), nil
 	}
 	e.byID[w.id], e.byKey[s.key] = w, w
-	return &WatcherCreatedResult{WatcherID: w.id, Path: w.path(), Status: StatusActive, CreatedAt: unixSeconds(w.created)}, nil
+	return &WatcherCreatedResult{WatcherID: w.id, Path: w.path(), Status: StatusActive, CreatedAt: unixSeconds(w.created),
+		warning: w.warning()}, nil
 }
 
 // share adds a subscriber and answers the reuse.
@@ -193,7 +214,7 @@ func (w *watcher) share() *WatcherCreatedResult {
 	defer w.mu.Unlock()
 	w.subs++
 	return &WatcherCreatedResult{WatcherID: w.id, Path: w.path(), Status: StatusActive, CreatedAt: unixSeconds(w.created),
-		Reused: true, InitialCursor: w.hist.latest}
+		Reused: true, InitialCursor: w.hist.latest, warning: w.warning()}
 }
 
 // spec validates a create request.
@@ -304,9 +325,11 @@ func (e *Engine) get(id string) *watcher {
 	return e.byID[id]
 }
 
-// Poll answers the events after req.Cursor. With a timeout and nothing
-// to answer it waits until the first event, the timeout, the watcher's
-// end or ctx's end, whichever comes first.
+// Poll answers the events after req.Cursor (a cursor past the latest
+// seq counts as the latest, so the events that follow are answered).
+// With a timeout (0–60 s) and nothing to answer it waits until the first
+// event, the timeout, the watcher's end or ctx's end, whichever comes
+// first. A limit outside 1–1000 or a timeout over 60 is a 400.
 func (e *Engine) Poll(ctx context.Context, id string, req PollWatchRequest) (*PollWatchResult, error) {
 	limit := uint64(DefaultPollLimit)
 	if req.Limit != nil {
@@ -317,7 +340,11 @@ func (e *Engine) Poll(ctx context.Context, id string, req PollWatchRequest) (*Po
 	}
 	var timeout time.Duration
 	if req.Timeout != nil {
-		timeout = time.Duration(min(*req.Timeout, uint64(MaxPollTimeout/time.Second))) * time.Second
+		if *req.Timeout > uint64(MaxPollTimeout/time.Second) {
+			return nil, &Error{Status: http.StatusBadRequest,
+				Message: fmt.Sprintf("timeout must be between 0 and %d seconds", MaxPollTimeout/time.Second)}
+		}
+		timeout = time.Duration(*req.Timeout) * time.Second
 	}
 	w := e.get(id)
 	if w == nil {
@@ -327,6 +354,7 @@ func (e *Engine) Poll(ctx context.Context, id string, req PollWatchRequest) (*Po
 	if req.Cursor != nil {
 		cursor = *req.Cursor
 	}
+	cursor = w.clamp(cursor) // once: a stale high cursor must not skip what comes next
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
 	for {

@@ -85,6 +85,10 @@ func (p *Plane) create(v1 bool) http.HandlerFunc {
 		var req CreateWatchRequest
 		if api.Body(w, r, &req) {
 			res, err := p.e.Create(r.Context(), req)
+			if err == nil && res.warning != "" {
+				api.OKMessage(w, res.warning, res)
+				return
+			}
 			reply(p, w, r, v1, res, err)
 		}
 	}
@@ -151,6 +155,7 @@ func (p *Plane) events(w http.ResponseWriter, r *http.Request) {
 	if seq, ok := parseEventID(r.Header.Get("Last-Event-ID"), id); ok {
 		cursor = seq
 	}
+	cursor = wt.clamp(cursor) // once: a stale high cursor must not skip what comes next
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")

@@ -11,6 +11,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -50,6 +51,8 @@ type notifier struct {
 	moves  [32]dirMove // recent directory MOVED_FROMs, by cookie
 	nmove  int
 	subs   map[*watcher]int // how many directories each watcher holds
+
+	records atomic.Int64 // inotify records read, for tests
 }
 
 // dirWatch is one watched directory and the watchers subscribed to it.
@@ -77,14 +80,24 @@ func newNotifier(log *slog.Logger) (*notifier, error) {
 }
 
 // add watches dir for w. Watching a directory twice (another watcher, or
-// the same one again) shares the kernel watch.
+// the same one again) shares the kernel watch. A watcher holding
+// w.maxDirs directories gets errDirLimit for one more; a full
+// fs.inotify.max_user_watches errNoWatches.
 func (n *notifier) add(w *watcher, dir string) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.closed {
 		return errClosed
 	}
+	if n.subs[w] >= w.maxDirs() {
+		if wd, ok := n.byPath[dir]; !ok || !n.dirs[wd].holds(w) {
+			return errDirLimit
+		}
+	}
 	wd, err := unix.InotifyAddWatch(n.fd, dir, watchMask)
+	if errors.Is(err, unix.ENOSPC) {
+		return fmt.Errorf("%w: %s: %w", errNoWatches, dir, err) // the errno stays for a create's answer
+	}
 	if err != nil {
 		return fmt.Errorf("watch: inotify_add_watch %s: %w", dir, err)
 	}
@@ -122,6 +135,38 @@ func (n *notifier) drop(w *watcher, sel func(dir string) bool) {
 			n.forget(wd, d)
 		}
 	}
+}
+
+// holds reports whether w is subscribed to d (a nil d: no).
+func (d *dirWatch) holds(w *watcher) bool {
+	if d == nil {
+		return false
+	}
+	_, ok := d.subs[w]
+	return ok
+}
+
+// seen is how many inotify records the reader has taken.
+func (n *notifier) seen() int64 { return n.records.Load() }
+
+// count is how many directories w holds.
+func (n *notifier) count(w *watcher) int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.subs[w]
+}
+
+// paths lists the directories w holds.
+func (n *notifier) paths(w *watcher) []string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	var out []string
+	for _, d := range n.dirs {
+		if _, ok := d.subs[w]; ok {
+			out = append(out, d.path)
+		}
+	}
+	return out
 }
 
 func (n *notifier) forget(wd int32, d *dirWatch) {
@@ -183,6 +228,7 @@ func (n *notifier) dispatch(b []byte, at time.Time) {
 		cookie := binary.NativeEndian.Uint32(b[off+8:])
 		nameLen := int(binary.NativeEndian.Uint32(b[off+12:]))
 		start := off + unix.SizeofInotifyEvent
+		n.records.Add(1)
 		off = min(start+nameLen, len(b))
 		name := strings.TrimRight(string(b[start:off]), "\x00")
 

@@ -57,6 +57,11 @@ type WatcherCreatedResult struct {
 	CreatedAt     float64 `json:"created_at"`
 	Reused        bool    `json:"reused"`
 	InitialCursor uint64  `json:"initial_cursor"`
+
+	// warning, when set, is the envelope's message: the watcher runs but
+	// does not watch its whole tree (the published result has no field
+	// for it).
+	warning string
 }
 
 // WatcherInfo is one entry of the watcher list. EventCount is how many
@@ -74,8 +79,9 @@ type WatcherInfo struct {
 
 // PollWatchRequest is a poll: the query of GET /v2/watch/{id}/poll and
 // the body of POST /v1/file/watch/{id}/poll. Cursor 0 replays the kept
-// history; Limit 1–1000 (100); Timeout 0–60 s (0), how long to wait for
-// the first event (larger values wait 60 s).
+// history, a cursor past the latest seq counts as the latest; Limit
+// 1–1000 (100); Timeout 0–60 s (0), how long to wait for the first event.
+// A limit or timeout out of range is a 400.
 type PollWatchRequest struct {
 	Cursor  *uint64 `json:"cursor"`
 	Limit   *uint64 `json:"limit"`

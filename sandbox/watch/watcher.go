@@ -2,6 +2,7 @@ package watch
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -14,6 +15,11 @@ import (
 // maxInbox bounds the raw records a watcher holds before its goroutine
 // takes them; past it they are dropped and counted as lost.
 const maxInbox = 1 << 20
+
+// rescanGap is the least time between two rescans after lost events: a
+// burst of overflows costs one walk of the tree, and one more at most
+// rescanGap later.
+const rescanGap = time.Second
 
 // rawEvent is one inotify record as a watcher receives it.
 type rawEvent struct {
@@ -65,10 +71,20 @@ type watcher struct {
 	stop   chan struct{}
 	exited chan struct{}
 
+	// set by start before run begins.
+	onPseudo bool // the root is on a pseudo filesystem: nothing below it is watched
+
+	// why the tree is not watched whole; each is logged once.
+	limited   atomic.Bool // Config.MaxWatchDirs reached
+	exhausted atomic.Bool // fs.inotify.max_user_watches reached
+	rescans   atomic.Int64
+
 	// run's own state.
-	queue []*pending
-	last  map[string]*pending // the latest pending event per path
-	froms map[uint32]*pending // unpaired move-outs by cookie
+	queue      []*pending
+	last       map[string]*pending // the latest pending event per path
+	froms      map[uint32]*pending // unpaired move-outs by cookie
+	rescanAt   time.Time           // a rescan is due (zero: none)
+	lastRescan time.Time
 
 	mu      sync.Mutex
 	subs    int
@@ -107,16 +123,39 @@ func (w *watcher) signal() {
 }
 
 // start watches the tree and starts run. On error nothing is left
-// running.
+// running. A root on a pseudo filesystem (/proc, /sys, …) is watched
+// itself, nothing below it.
 func (w *watcher) start() error {
 	if err := w.ino.add(w, w.root); err != nil {
 		w.ino.drop(w, nil)
 		close(w.exited)
 		return err
 	}
+	if w.recursive {
+		w.e.mounts.refresh()
+		if w.onPseudo = w.e.mounts.pseudoPath(w.root); w.onPseudo {
+			w.e.log.Info("watch: the path is on a pseudo filesystem; its subdirectories are not watched",
+				"watcher_id", w.id, "path", w.root)
+		}
+	}
 	w.addTree(w.root, false, time.Now())
 	go w.run()
 	return nil
+}
+
+// maxDirs is how many directories the watcher may hold.
+func (w *watcher) maxDirs() int { return w.e.cfg.MaxWatchDirs }
+
+// warning says why the tree is not watched whole ("" when it is).
+func (w *watcher) warning() string {
+	switch {
+	case w.limited.Load():
+		return fmt.Sprintf("Watching only %d directories (the per-watcher limit): deeper directories are not watched; "+
+			"watch a narrower path or exclude large subtrees", w.maxDirs())
+	case w.exhausted.Load():
+		return "Some directories are not watched: the system's inotify watches are used up (fs.inotify.max_user_watches)"
+	}
+	return ""
 }
 
 // halt stops the watcher: pollers and streams see it stopped at once;
@@ -144,6 +183,10 @@ func (w *watcher) run() {
 			timer.Reset(time.Until(w.queue[0].due))
 			due = timer.C
 		}
+		if !w.rescanAt.IsZero() && (due == nil || w.rescanAt.Before(w.queue[0].due)) {
+			timer.Reset(time.Until(w.rescanAt))
+			due = timer.C
+		}
 		select {
 		case <-w.stop:
 			return
@@ -159,8 +202,34 @@ func (w *watcher) run() {
 			w.spare = batch
 		case <-due:
 		}
-		w.flush(time.Now())
+		now := time.Now()
+		if !w.rescanAt.IsZero() && !now.Before(w.rescanAt) {
+			w.rescan(now)
+		}
+		w.flush(now)
 	}
+}
+
+// lostAt notes records lost: one hole for a run of losses, and a rescan
+// of the tree for directories made meanwhile, at most one per rescanGap.
+// The rescan only re-adds watches and reads directories, which queue no
+// inotify records, so it cannot overflow the queue in turn.
+func (w *watcher) lostAt(at time.Time) {
+	if n := len(w.queue); n == 0 || !w.queue[n-1].lost {
+		w.enqueue(&pending{lost: true, at: at})
+	}
+	if w.rescanAt.IsZero() {
+		w.rescanAt = time.Now()
+		if next := w.lastRescan.Add(rescanGap); next.After(w.rescanAt) {
+			w.rescanAt = next
+		}
+	}
+}
+
+func (w *watcher) rescan(now time.Time) {
+	w.rescanAt, w.lastRescan = time.Time{}, now
+	w.rescans.Add(1)
+	w.addTree(w.root, false, now)
 }
 
 // rel is path relative to the watch ("." for the root; the name for a
@@ -183,8 +252,7 @@ func (w *watcher) rel(path string) (string, bool) {
 // tree current.
 func (w *watcher) translate(r rawEvent) {
 	if r.lost {
-		w.enqueue(&pending{lost: true, at: r.at})
-		w.addTree(w.root, false, r.at) // directories made meanwhile
+		w.lostAt(r.at)
 		return
 	}
 	if r.self {
@@ -341,9 +409,12 @@ func (w *watcher) event(p *pending) FileWatchEvent {
 
 // addTree watches dir and the directories below it (a recursive watch
 // only, dir itself excepted when it is the root of a flat watch); with
-// scan, every entry found below dir is reported as created.
+// scan, every entry found below dir is reported as created. It does not
+// descend into pseudo filesystems, nor past [Config.MaxWatchDirs]
+// directories. The notifier's lock is taken per directory, never across
+// the walk, so other watchers' records flow meanwhile.
 func (w *watcher) addTree(dir string, scan bool, at time.Time) {
-	if !w.recursive {
+	if !w.recursive || w.onPseudo {
 		return
 	}
 	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
@@ -358,10 +429,28 @@ func (w *watcher) addTree(dir string, scan bool, at time.Time) {
 			return nil
 		}
 		if d.IsDir() {
-			if err := w.ino.add(w, p); err != nil {
-				if errors.Is(err, errClosed) {
-					return filepath.SkipAll
+			if w.e.mounts.pseudoEntry(d) {
+				w.e.log.Debug("watch: not descending into a pseudo filesystem", "watcher_id", w.id, "path", p)
+				return filepath.SkipDir
+			}
+			switch err := w.ino.add(w, p); {
+			case err == nil:
+			case errors.Is(err, errClosed):
+				return filepath.SkipAll
+			case errors.Is(err, errDirLimit):
+				if w.limited.CompareAndSwap(false, true) {
+					w.e.log.Warn("watch: directory limit reached; deeper directories are not watched",
+						"watcher_id", w.id, "path", w.root, "limit", w.maxDirs(), "first_unwatched", p)
 				}
+				return filepath.SkipDir
+			case errors.Is(err, errNoWatches):
+				if w.exhausted.CompareAndSwap(false, true) {
+					w.e.log.Error("watch: inotify watches used up; directories are not watched",
+						"watcher_id", w.id, "path", w.root, "first_unwatched", p,
+						"hint", "raise fs.inotify.max_user_watches or watch a narrower path")
+				}
+				return filepath.SkipDir
+			default:
 				w.e.log.Warn("watch: cannot watch a directory", "watcher_id", w.id, "path", p, "error", err.Error())
 				return filepath.SkipDir
 			}
@@ -392,6 +481,15 @@ func (w *watcher) info() WatcherInfo {
 	defer w.mu.Unlock()
 	return WatcherInfo{WatcherID: w.id, Path: w.path(), Recursive: w.recursive, Status: StatusActive,
 		SubscriberCount: w.subs, EventCount: w.hist.len(), LatestSeq: w.hist.latest, CreatedAt: unixSeconds(w.created)}
+}
+
+// clamp is cursor, or the latest seq when cursor is past it: a poll or
+// stream clamps its cursor once, before it waits, so a client's stale
+// high cursor catches the events that come next.
+func (w *watcher) clamp(cursor uint64) uint64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return min(cursor, w.hist.latest)
 }
 
 // since reads the history under the lock, with the channel that closes
