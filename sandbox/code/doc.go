@@ -16,7 +16,15 @@
 // then SIGINT); a kernel that does not stop within the grace is killed
 // and its session restarts empty. JavaScript runs in a per-session node
 // process speaking JSON lines (harness.js); a timeout kills it and the
-// session restarts empty.
+// session restarts empty. A javascript cell with a top-level await runs
+// as an async function whose last expression is its value; its
+// top-level declarations become globals so they persist.
+//
+// A session runs one cell at a time; up to [MaxQueued] more wait for it
+// (further ones get 429). A waiting cell never runs once its request's
+// context has ended, and the wait counts against its timeout: one whose
+// deadline passes while it waits answers status timeout unrun. A session
+// whose runtime cannot start is dropped, freeing its slot.
 //
 // A run that fails inside the code (an exception, a timeout, a user the
 // daemon cannot become) is a 200 with success false; only bad requests

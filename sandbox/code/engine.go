@@ -41,6 +41,9 @@ const (
 	defaultKernelStart    = 60 * time.Second
 	defaultInterruptGrace = 2 * time.Second
 	defaultNodeGrace      = 5 * time.Second
+	// MaxQueued is how many runs may wait for one session's previous
+	// run; more are refused (429).
+	MaxQueued = 16
 )
 
 // ParseLanguage resolves a language or one of its aliases (python3;
@@ -142,7 +145,8 @@ type Request struct {
 	SessionID string
 	// Stateful without a SessionID opens a session with a generated id.
 	Stateful bool
-	// Timeout bounds the run, 1 s to 900 s; 0 is 30 s.
+	// Timeout bounds the run, 1 s to 900 s; 0 is 30 s. Time spent
+	// waiting for the session's previous run counts against it.
 	Timeout time.Duration
 	// Cwd is the working directory (relative to the workspace); it must
 	// be a directory and is fixed when the session's process starts.
@@ -189,15 +193,97 @@ type session struct {
 	id, lang, cwd string
 	who           *identity
 	created       time.Time
-	run           sync.Mutex // one run at a time; held while the runtime starts
+	// run is a one-slot semaphore: one run at a time, held while the
+	// runtime starts. Waiting for it honours the request's context and
+	// deadline ([session.lock]).
+	run chan struct{}
 
 	mu        sync.Mutex
 	rt        runtime
 	lastUsed  time.Time
 	executing bool
 	count     int
-	gone      bool // deleted or reclaimed
+	waiting   int   // requests queued for run
+	gone      bool  // deleted, reclaimed or failed to start
+	startErr  error // why it was dropped, when its runtime failed to start
 }
+
+// errQueueDeadline is a run whose deadline passed while it waited for
+// the session.
+var errQueueDeadline = errors.New("deadline passed while queued")
+
+// lock takes the session's run slot. It waits until ctx ends or the
+// deadline (zero: none) passes, and at most [MaxQueued] requests wait
+// at once (more: ErrLimit). A request whose context ended (an
+// ErrUnavailable wrapping ctx's error) or whose deadline passed
+// (errQueueDeadline) by the time the slot is free does not take it.
+// queued reports whether it had to wait.
+func (s *session) lock(ctx context.Context, deadline time.Time) (queued bool, err error) {
+	ended := func() error {
+		if err := ctx.Err(); err != nil {
+			return &Error{Kind: errors.Join(ErrUnavailable, err),
+				Message: "The request ended while waiting for the session's previous execution; the code was not run"}
+		}
+		if !deadline.IsZero() && !time.Now().Before(deadline) {
+			return errQueueDeadline
+		}
+		return nil
+	}
+	if err := ended(); err != nil {
+		return false, err
+	}
+	select {
+	case s.run <- struct{}{}:
+		return false, nil
+	default:
+	}
+	s.mu.Lock()
+	if s.waiting >= MaxQueued {
+		s.mu.Unlock()
+		return false, &Error{Kind: ErrLimit, Message: "Session busy: too many queued executions"}
+	}
+	s.waiting++
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		s.waiting--
+		s.mu.Unlock()
+	}()
+	var expire <-chan time.Time
+	if !deadline.IsZero() {
+		t := time.NewTimer(time.Until(deadline))
+		defer t.Stop()
+		expire = t.C
+	}
+	got := false
+	select {
+	case s.run <- struct{}{}:
+		got = true
+	case <-ctx.Done():
+	case <-expire:
+	}
+	err = ended() // select picks at random among ready cases
+	if err == nil && !got {
+		err = errQueueDeadline
+	}
+	if err != nil && got {
+		s.unlock()
+	}
+	return true, err
+}
+
+// tryLock takes the run slot when it is free.
+func (s *session) tryLock() bool {
+	select {
+	case s.run <- struct{}{}:
+		return true
+	default:
+		return false
+	}
+}
+
+// unlock frees the run slot.
+func (s *session) unlock() { <-s.run }
 
 type sessionKey struct{ lang, id string }
 
@@ -392,18 +478,23 @@ func (e *Engine) session(lang, id, dir string, who *identity) (*session, error) 
 		return nil, &Error{Kind: ErrLimit, Message: fmt.Sprintf("Maximum number of sessions (%d) reached", e.cfg.MaxSessions)}
 	}
 	now := time.Now()
-	s := &session{id: id, lang: lang, cwd: dir, who: who, created: now, lastUsed: now}
+	s := &session{id: id, lang: lang, cwd: dir, who: who, created: now, lastUsed: now, run: make(chan struct{}, 1)}
 	e.sessions[k] = s
 	return s, nil
 }
 
 // ensure starts the session's runtime when it has none (or it died);
-// the caller holds s.run. A session that never ran is dropped when its
-// runtime cannot start.
+// the caller holds s.run. A session whose runtime cannot start is
+// dropped, freeing its slot under the cap (it holds no state): runs
+// queued behind it get the same start error, and the next request
+// naming its id creates it afresh.
 func (e *Engine) ensure(ctx context.Context, s *session) (runtime, error) {
 	s.mu.Lock()
-	rt, gone := s.rt, s.gone
+	rt, gone, startErr := s.rt, s.gone, s.startErr
 	s.mu.Unlock()
+	if gone && startErr != nil {
+		return nil, startErr
+	}
 	if gone {
 		return nil, &Error{Kind: ErrNotFound, Message: "Session not found: " + s.id}
 	}
@@ -421,18 +512,41 @@ func (e *Engine) ensure(ctx context.Context, s *session) (runtime, error) {
 	} else {
 		s.rt, s.count = nil, 0
 	}
+	if err != nil && !gone {
+		s.startErr = err
+	}
 	s.mu.Unlock()
 	if err == nil && gone { // deleted while it started
 		rt.kill()
 		return nil, &Error{Kind: ErrNotFound, Message: "Session not found: " + s.id}
 	}
-	return rt, err
+	if err != nil {
+		e.drop(s)
+		return nil, err
+	}
+	return rt, nil
 }
 
-// runIn runs in a session, one run at a time.
+// runIn runs in a session, one run at a time. Waiting for the session
+// counts against the run's timeout: a run whose deadline passes while
+// it waits answers timeout without running, and one whose ctx ends
+// while it waits never runs.
 func (e *Engine) runIn(ctx context.Context, s *session, res *Result, timeout time.Duration) (*Result, error) {
-	s.run.Lock()
-	defer s.run.Unlock()
+	start := time.Now()
+	queued, err := s.lock(ctx, start.Add(timeout))
+	if err != nil {
+		if errors.Is(err, errQueueDeadline) {
+			msg := fmt.Sprintf("execution timed out after %dms while waiting for the session's previous execution to finish; the code was not run",
+				timeout.Milliseconds())
+			return e.finish(res, outcome{Status: StatusTimeout, Outputs: []Output{errorOutput("TimeoutError", msg)}, Stderr: msg + "\n"}, nil), nil
+		}
+		return nil, err
+	}
+	defer s.unlock()
+	var waited time.Duration
+	if queued {
+		waited = min(time.Since(start), timeout-time.Millisecond)
+	}
 	rt, err := e.ensure(ctx, s)
 	if err != nil {
 		if errors.Is(err, ErrNotFound) {
@@ -443,7 +557,11 @@ func (e *Engine) runIn(ctx context.Context, s *session, res *Result, timeout tim
 	s.mu.Lock()
 	s.executing = true
 	s.mu.Unlock()
-	out := rt.execute(ctx, res.Code, timeout, e.cfg.MaxOutputChars)
+	out := rt.execute(ctx, res.Code, timeout-waited, e.cfg.MaxOutputChars)
+	if out.Status == StatusTimeout && queued {
+		out.Stderr += fmt.Sprintf("%dms of the %dms timeout were spent waiting for the session's previous execution\n",
+			waited.Milliseconds(), timeout.Milliseconds())
+	}
 	s.mu.Lock()
 	s.executing, s.lastUsed = false, time.Now()
 	s.count++
@@ -503,7 +621,7 @@ func (e *Engine) info(s *session) SessionInfo {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	i := SessionInfo{SessionID: s.id, Language: s.lang, Cwd: s.cwd, CreatedAt: s.created.UnixMilli(),
-		LastUsed: s.lastUsed.UnixMilli(), AgeSeconds: int64(time.Since(s.lastUsed).Seconds()), State: "idle"}
+		LastUsed: s.lastUsed.UnixMilli(), AgeSeconds: int64(time.Since(s.created).Seconds()), State: "idle"}
 	if s.executing {
 		i.State = "executing"
 	}
@@ -558,11 +676,15 @@ func (e *Engine) CreateSession(ctx context.Context, o SessionOptions) (SessionIn
 	if err != nil {
 		return SessionInfo{}, false, err
 	}
-	s.run.Lock()
+	if _, err := s.lock(ctx, time.Time{}); err != nil {
+		return SessionInfo{}, false, err
+	}
 	_, err = e.ensure(ctx, s)
-	s.run.Unlock()
+	s.unlock()
+	if errors.Is(err, ErrNotFound) { // deleted while it started
+		return SessionInfo{}, false, err
+	}
 	if err != nil {
-		e.drop(s)
 		return SessionInfo{}, false, unavailable("The session's runtime could not be started", "check the daemon's log")
 	}
 	return e.info(s), true, nil
@@ -656,7 +778,7 @@ func (e *Engine) reclaim() {
 	}
 	e.mu.Unlock()
 	for _, s := range ss {
-		if !s.run.TryLock() {
+		if !s.tryLock() {
 			continue // running or starting
 		}
 		idle := e.cfg.SessionIdle
@@ -678,7 +800,7 @@ func (e *Engine) reclaim() {
 			s.mu.Unlock()
 			k.kill()
 		}
-		s.run.Unlock()
+		s.unlock()
 	}
 }
 
