@@ -163,7 +163,7 @@ func New(cfg Config) (*Daemon, error) {
 	for _, p := range d.planes {
 		p.Mount(mux)
 	}
-	d.handler = d.instrument(mux, requestID(d.auth(limitJSON(envelopeErrors(mux)))))
+	d.handler = d.instrument(mux, requestID(cors(d.auth(limitJSON(envelopeErrors(mux))))))
 	return d, nil
 }
 

@@ -156,3 +156,24 @@ func TestPackages(t *testing.T) {
 		t.Errorf("python: %d %.200s", resp.StatusCode, body)
 	}
 }
+
+// TestCORS: a preflight is answered before the key is asked for, and
+// answers carry the origin headers a browser needs.
+func TestCORS(t *testing.T) {
+	url := start(t, Config{APIKey: "k"})
+	resp, body := do(t, "OPTIONS", url+"/v2/commands", "", map[string]string{
+		"Origin": "http://app.example", "Access-Control-Request-Method": "POST", "Access-Control-Request-Headers": "authorization, content-type"})
+	if resp.StatusCode != 204 || body != "" || resp.Header.Get("Access-Control-Allow-Origin") != "*" ||
+		resp.Header.Get("Access-Control-Allow-Headers") != "authorization, content-type" ||
+		!strings.Contains(resp.Header.Get("Access-Control-Allow-Methods"), "POST") {
+		t.Errorf("preflight: %d %v %q", resp.StatusCode, resp.Header, body)
+	}
+	resp, _ = do(t, "GET", url+"/v2/sandbox", "", map[string]string{"Origin": "http://app.example"})
+	if resp.StatusCode != 401 || resp.Header.Get("Access-Control-Allow-Origin") != "*" {
+		t.Errorf("401 without CORS headers: %d %v", resp.StatusCode, resp.Header)
+	}
+	resp, _ = do(t, "OPTIONS", url+"/v2/sandbox", "", nil)
+	if resp.StatusCode != 401 {
+		t.Errorf("a plain OPTIONS is not a preflight: %d", resp.StatusCode)
+	}
+}

@@ -80,3 +80,28 @@ func newRequestID() string {
 	_, _ = rand.Read(b[:])
 	return hex.EncodeToString(b[:])
 }
+
+// cors opens the API to browser clients, as aiod does: any origin, the
+// key sent as a header (never cookies). A preflight (OPTIONS with
+// Access-Control-Request-Method) is answered 204 before authentication,
+// since browsers send it without the key.
+func cors(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		if r.Header.Get("Origin") != "" {
+			h.Set("Access-Control-Allow-Origin", "*")
+			h.Set("Access-Control-Expose-Headers", "X-Tt-Logid, ETag, Last-Modified, Content-Range, Content-Disposition, Accept-Ranges")
+		}
+		if r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != "" {
+			h.Set("Access-Control-Allow-Methods", "GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS")
+			if req := r.Header.Get("Access-Control-Request-Headers"); req != "" {
+				h.Set("Access-Control-Allow-Headers", req)
+			}
+			h.Set("Access-Control-Max-Age", "600")
+			h.Add("Vary", "Origin, Access-Control-Request-Method, Access-Control-Request-Headers")
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
