@@ -327,6 +327,11 @@ func (e *Engine) Start(_ context.Context, req Request) (*Command, error) {
 	}
 	c := &Command{ID: newID(), SessionID: s.id, Text: req.Command, e: e, sess: s,
 		status: StatusRunning, notify: make(chan struct{}), done: make(chan struct{})}
+	// Every process of the command inherits its id: one that left the
+	// group and lost its parent before the tracker saw it is still found
+	// when the command or its session is ended (unless it cleared its
+	// environment).
+	cmd.Env = append(cmd.Env, tagVar+"="+c.ID)
 	outR, errR, err := c.spawn(cmd)
 	if err != nil {
 		e.release(s)
@@ -754,7 +759,7 @@ func (e *Engine) waitTrees(ctx context.Context, cmds, all []*Command, orphans bo
 	defer tick.Stop()
 	for {
 		t := scanProcs()
-		live := orphans && liveIn(orphanTrees(t))
+		live := orphans && liveIn(orphanTrees(t)) || liveIn(taggedTrees(t, all))
 		for _, c := range all {
 			live = live || liveIn(c.track(t))
 		}

@@ -255,6 +255,41 @@ func orphanTrees(t procTable) map[int]procInfo {
 	return set
 }
 
+// tagVar names the environment variable that carries a command's id
+// into every process it starts.
+const tagVar = "AIO_COMMAND_ID"
+
+// taggedTrees is every live process (and its descendants) whose
+// environment carries the id of one of cmds: what left the group and
+// lost its parent before the tracker saw it.
+func taggedTrees(t procTable, cmds []*Command) map[int]procInfo {
+	set := map[int]procInfo{}
+	if len(cmds) == 0 {
+		return set
+	}
+	want := make(map[string]bool, len(cmds))
+	for _, c := range cmds {
+		want[c.ID] = true
+	}
+	for pid, p := range t.procs {
+		if pid == selfPid || p.pgid == selfPgid || p.state == 'Z' {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
+		if err != nil {
+			continue
+		}
+		for _, kv := range strings.Split(string(b), "\x00") {
+			if v, ok := strings.CutPrefix(kv, tagVar+"="); ok && want[v] {
+				set[pid] = p
+				break
+			}
+		}
+	}
+	t.closure(set)
+	return set
+}
+
 // signalTrees sends sig to the trees of cmds (and, with orphans, to
 // every orphan tree): each process and each distinct process group
 // found, round after round until a scan finds nothing new (a tree may
@@ -273,6 +308,7 @@ func (e *Engine) signalTrees(cmds []*Command, sig syscall.Signal, orphans bool) 
 		if orphans {
 			trees = append(trees, orphanTrees(t))
 		}
+		trees = append(trees, taggedTrees(t, cmds))
 		fresh := false
 		for _, tree := range trees {
 			for pid, p := range tree {

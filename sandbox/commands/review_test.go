@@ -153,6 +153,18 @@ func TestDetachedChildKilled(t *testing.T) {
 		h.ok("DELETE", "/v2/commands/sessions/left", nil, nil)
 		gone(t, p)
 	})
+	t.Run("session close after an at-once orphan", func(t *testing.T) {
+		// The shell exits at once, before any tracker could see its
+		// child: the child is found by the command id it carries.
+		h.ok("POST", "/v2/commands/sessions", map[string]any{"id": "quick"}, nil)
+		d := h.run(map[string]any{"command": "setsid sleep 89.7 &", "session": "quick"})
+		if d.Status != StatusCompleted {
+			t.Fatalf("%+v", d)
+		}
+		p := detached(t, "sleep", "89.7")
+		h.ok("DELETE", "/v2/commands/sessions/quick", nil, nil)
+		gone(t, p)
+	})
 	t.Run("Close", func(t *testing.T) {
 		h.run(map[string]any{"command": "setsid sleep 89.5 & sleep 88", "mode": "async"})
 		h.run(map[string]any{"command": "setsid sleep 89.6 &"}) // an orphan at once

@@ -308,10 +308,17 @@ func (e *Engine) CloseSession(ctx context.Context, id string) (SessionInfo, erro
 		return SessionInfo{}, err
 	}
 	live := e.dropLocked(s)
-	lingering := e.lingeringLocked(s)
+	// Every ended command of the session is a candidate: what one left
+	// behind may carry its id without having been seen.
+	ended := e.lingeringLocked(s)
+	for _, c := range s.cmds {
+		if !slices.Contains(live, c) && !slices.Contains(ended, c) {
+			ended = append(ended, c)
+		}
+	}
 	info := s.infoLocked()
 	e.mu.Unlock()
-	return info, e.terminate(ctx, live, lingering, false)
+	return info, e.terminate(ctx, live, ended, false)
 }
 
 // Latest returns a session's newest command (running only, when
