@@ -96,31 +96,11 @@ func seconds(field string, f *float64) (time.Duration, error) {
 	return max(time.Duration(*f*1e9), 1), nil
 }
 
-// enum checks an optional enum field, answering serde's 422 wording.
-func enum(w http.ResponseWriter, field string, v *string, allowed ...string) (string, bool) {
-	if v == nil {
-		return allowed[0], true
-	}
-	for _, a := range allowed {
-		if *v == a {
-			return a, true
-		}
-	}
-	var want string
-	if len(allowed) == 2 {
-		want = fmt.Sprintf("`%s` or `%s`", allowed[0], allowed[1])
-	} else {
-		want = "one of `" + strings.Join(allowed, "`, `") + "`"
-	}
-	api.InvalidField(w, field, fmt.Sprintf("unknown variant `%s`, expected %s", *v, want))
-	return "", false
-}
-
 // runBody is POST /v2/commands.
 type runBody struct {
 	Command         string            `json:"command" serde:"required"`
 	Args            []string          `json:"args"`
-	Shell           *string           `json:"shell"`
+	Shell           *string           `json:"shell" serde:"enum=auto|bash|sh|powershell|cmd|none"`
 	Cwd             string            `json:"cwd"`
 	Env             map[string]string `json:"env"`
 	User            string            `json:"user"`
@@ -128,7 +108,7 @@ type runBody struct {
 	Timeout         *float64          `json:"timeout"`
 	HardTimeout     *float64          `json:"hard_timeout"`
 	MaxOutputLength *uint64           `json:"max_output_length"`
-	Mode            *string           `json:"mode"`
+	Mode            *string           `json:"mode" serde:"enum=sync|async"`
 }
 
 // execOpts is what a run route adds to the engine request.
@@ -159,16 +139,12 @@ func (p *Plane) run(w http.ResponseWriter, r *http.Request) {
 	if !api.Body(w, r, &b) {
 		return
 	}
-	shell, ok := enum(w, "shell", b.Shell, shells...)
-	if !ok {
-		return
-	}
-	mode, ok := enum(w, "mode", b.Mode, "sync", "async")
-	if !ok {
-		return
+	shell := ShellAuto
+	if b.Shell != nil {
+		shell = *b.Shell
 	}
 	req := Request{Command: b.Command, Args: b.Args, Shell: shell, Cwd: b.Cwd, Env: b.Env, User: b.User,
-		Session: b.Session, Async: mode == "async"}
+		Session: b.Session, Async: b.Mode != nil && *b.Mode == "async"}
 	if err := timeouts(&req, b.Timeout, b.HardTimeout); err != nil {
 		fail(w, err)
 		return

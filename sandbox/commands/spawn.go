@@ -24,9 +24,6 @@ const (
 	ShellNone       = "none"
 )
 
-// shells lists the selectors in the order the 422 names them.
-var shells = []string{ShellAuto, ShellBash, ShellSh, ShellPowerShell, ShellCmd, ShellNone}
-
 // lookupTTL bounds how long a shell path or an account stays cached.
 const lookupTTL = 10 * time.Second
 

@@ -2,6 +2,7 @@ package serde
 
 import (
 	"fmt"
+	"slices"
 )
 
 // DefaultStructName is the Rust struct name Decode uses in the few messages
@@ -155,7 +156,11 @@ func (d *dec) field(f Field, vals map[string]any) *serr {
 	var err *serr
 	switch f.Kind {
 	case String:
-		v, err = d.readString()
+		var str string
+		if str, err = d.readString(); err == nil && len(f.Variants) > 0 && !slices.Contains(f.Variants, str) {
+			err = d.fix(custom(unknownVariant(str, f.Variants), catValue))
+		}
+		v = str
 	case U64, I64, U32, F64:
 		v, err = d.readNumber(f.Kind)
 	case Bool:

@@ -13,7 +13,8 @@ var rawType = reflect.TypeOf(json.RawMessage(nil))
 // `json:"name"` tag (fields tagged "-" or unexported are skipped), the kind
 // from the Go type (string, uint64, int64, uint32, bool, float64, []string,
 // map[string]string, json.RawMessage = Any; a pointer makes no difference),
-// and `serde:"required"` marks a required field.
+// `serde:"required"` marks a required field and `serde:"enum=a|b"` a string
+// that must be one of the variants (both may be given, comma-separated).
 func FieldsOf(t reflect.Type) ([]Field, error) {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
@@ -32,7 +33,16 @@ func FieldsOf(t reflect.Type) ([]Field, error) {
 		if !ok {
 			return nil, fmt.Errorf("serde: field %s has unsupported type %v", sf.Name, sf.Type)
 		}
-		fs = append(fs, Field{Name: name, Kind: k, Required: sf.Tag.Get("serde") == "required"})
+		f := Field{Name: name, Kind: k}
+		for _, opt := range strings.Split(sf.Tag.Get("serde"), ",") {
+			switch {
+			case opt == "required":
+				f.Required = true
+			case strings.HasPrefix(opt, "enum="):
+				f.Variants = strings.Split(strings.TrimPrefix(opt, "enum="), "|")
+			}
+		}
+		fs = append(fs, f)
 	}
 	return fs, nil
 }

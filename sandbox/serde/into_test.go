@@ -3,6 +3,7 @@ package serde
 import (
 	"encoding/json"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -39,5 +40,33 @@ func TestDecodeInto(t *testing.T) {
 	}
 	if err := DecodeQueryInto("path=/a&start_line=4", &q); err != nil || q.Path != "/a" || *q.StartLine != 4 {
 		t.Fatalf("got %v %+v", err, q)
+	}
+}
+
+// TestEnumVariants: a string field tagged enum= answers serde's unknown
+// variant error, positioned after the string in a body, plain in a query.
+func TestEnumVariants(t *testing.T) {
+	type req struct {
+		Mode  *string `json:"mode" serde:"enum=sync|async"`
+		Shell string  `json:"shell" serde:"required,enum=auto|bash|sh"`
+	}
+	cases := []struct {
+		body, want string
+	}{
+		{`{"shell":"bash","mode":"async"}`, ""},
+		{`{"shell":"zsh"}`, "unknown variant `zsh`, expected one of `auto`, `bash`, `sh` at line 1 column 14"},
+		{`{"shell":"sh","mode":"later"}`, "unknown variant `later`, expected `sync` or `async` at line 1 column 28"},
+		{`{"mode":null,"shell":"sh"}`, ""},
+	}
+	for _, c := range cases {
+		var r req
+		err := DecodeInto([]byte(c.body), &r)
+		if (c.want == "") != (err == nil) || (err != nil && (err.Message != c.want || err.Type != TypeValue || strings.Join(err.Location, ",") != "body,"+map[bool]string{true: "shell", false: "mode"}[strings.Contains(c.body, "zsh")])) {
+			t.Errorf("%s: %+v, want %q", c.body, err, c.want)
+		}
+	}
+	var q req
+	if err := DecodeQueryInto("shell=fish", &q); err == nil || err.Message != "unknown variant `fish`, expected one of `auto`, `bash`, `sh`" || err.Type != TypeValue {
+		t.Errorf("query: %+v", err)
 	}
 }

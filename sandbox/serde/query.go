@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -95,6 +96,9 @@ func decodePairs(pairs [][2]string, fields []Field) (map[string]any, *Error) {
 		}
 		seen[i] = true
 		v, msg, typ := parsePart(p[1], fields[i].Kind)
+		if f := fields[i]; msg == "" && f.Kind == String && len(f.Variants) > 0 && !slices.Contains(f.Variants, p[1]) {
+			msg, typ = unknownVariant(p[1], f.Variants), TypeValue
+		}
 		if msg != "" {
 			return nil, queryError([]string{"query"}, msg, typ)
 		}

@@ -8,7 +8,10 @@
 // serde_urlencoded::from_str of the same kind of struct.
 package serde
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
 // Error is one validation failure in aiod's 422 shape.
 type Error struct {
@@ -83,4 +86,20 @@ type Field struct {
 	Name     string
 	Kind     Kind
 	Required bool
+	// Variants, for a String field, are the values of a unit-variant
+	// enum: any other string is serde's "unknown variant" error, at the
+	// position after the string.
+	Variants []string
+}
+
+// unknownVariant is serde's message for a string no variant matches.
+func unknownVariant(v string, variants []string) string {
+	want := "one of `" + strings.Join(variants, "`, `") + "`"
+	switch len(variants) {
+	case 1:
+		want = "`" + variants[0] + "`"
+	case 2:
+		want = "`" + variants[0] + "` or `" + variants[1] + "`"
+	}
+	return "unknown variant `" + v + "`, expected " + want
 }

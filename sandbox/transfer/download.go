@@ -14,7 +14,6 @@ import (
 
 	"github.com/a2c-smcp/a2c-go/sandbox/api"
 	"github.com/a2c-smcp/a2c-go/sandbox/fserr"
-	"github.com/a2c-smcp/a2c-go/sandbox/serde"
 )
 
 // Source is a regular file opened for download, with the state it had
@@ -140,18 +139,7 @@ func (p *Plane) download(w http.ResponseWriter, r *http.Request) {
 	if !api.Query(w, r, &q) {
 		return
 	}
-	abort := false
-	if q.ChangePolicy != nil {
-		switch *q.ChangePolicy {
-		case "ignore":
-		case "abort":
-			abort = true
-		default:
-			api.Invalid(w, &serde.Error{Location: []string{"query"},
-				Message: fmt.Sprintf("unknown variant `%s`, expected `ignore` or `abort`", *q.ChangePolicy), Type: serde.TypeValue})
-			return
-		}
-	}
+	abort := q.ChangePolicy != nil && *q.ChangePolicy == "abort"
 	src, err := p.Open(q.Path)
 	if err != nil {
 		w.WriteHeader(fserr.From("download", q.Path, err).Status())

@@ -156,7 +156,7 @@ func (p *Plane) resolve(op, path string) (string, error) {
 type pathQuery struct {
 	Path         string  `json:"path" serde:"required"`
 	User         *string `json:"user"`
-	ChangePolicy *string `json:"change_policy"`
+	ChangePolicy *string `json:"change_policy" serde:"enum=ignore|abort"`
 }
 
 // owner is the account that owns what a request creates; nil means the

@@ -87,7 +87,12 @@ func TestAiodCommands(t *testing.T) {
 				t.Errorf("%v: %d %s", body, code, e.raw)
 			}
 		}
-		code, e := a.call("POST", "/v2/commands", "/v2/commands", `{"command":"x","timeout":"soon"}`)
+		code, e := a.call("POST", "/v2/commands", "/v2/commands", `{"command":"x","shell":"zsh"}`)
+		if code != 422 || len(e.Errors) != 1 || e.Errors[0].Message != "unknown variant `zsh`, expected one of `auto`, `bash`, `sh`, `powershell`, `cmd`, `none` at line 1 column 28" ||
+			strings.Join(e.Errors[0].Location, ",") != "body,shell" {
+			t.Errorf("enum: %d %s", code, e.raw)
+		}
+		code, e = a.call("POST", "/v2/commands", "/v2/commands", `{"command":"x","timeout":"soon"}`)
 		if code != 422 || len(e.Errors) != 1 || !strings.HasPrefix(e.Errors[0].Message, `invalid type: string "soon", expected f64 at line 1 column`) {
 			t.Errorf("type error: %d %s", code, e.raw)
 		}
