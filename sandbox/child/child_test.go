@@ -1,6 +1,7 @@
 package child
 
 import (
+	"os"
 	"os/exec"
 	"testing"
 	"time"
@@ -32,5 +33,18 @@ func TestUnownedReaped(t *testing.T) {
 	Reap([]int{cmd.Process.Pid})
 	if err := cmd.Wait(); err == nil {
 		t.Fatal("the zombie was not reaped (Wait still saw it)")
+	}
+}
+
+func TestParseStat(t *testing.T) {
+	p, ok := ParseStat([]byte("4242 (we ird) (x)) S 1 4240 4240 0 -1 4194560 1 0 0 0 0 0 0 0 20 0 1 0 987654 0 0"))
+	if !ok || p.PID != 4242 || p.State != 'S' || p.PPID != 1 || p.PGID != 4240 || p.SID != 4240 || p.Start != 987654 {
+		t.Errorf("%+v %v", p, ok)
+	}
+	if _, ok := ParseStat([]byte("garbage")); ok {
+		t.Error("garbage parsed")
+	}
+	if self, ok := ReadProc(os.Getpid()); !ok || self.PID != os.Getpid() || Scan().Procs[os.Getpid()].Start != self.Start {
+		t.Errorf("ReadProc/Scan disagree: %+v", self)
 	}
 }

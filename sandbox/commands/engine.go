@@ -372,19 +372,10 @@ func (c *Command) spawn(cmd *exec.Cmd) (outR, errR *os.File, err error) {
 		return nil, nil, spawnError(cmd.Path, err)
 	}
 	c.pgid, c.stdin, c.started = cmd.Process.Pid, files[1], time.Now()
-	if p, ok := readProc(c.pgid); ok {
-		c.seen = map[int]uint64{p.pid: p.start}
+	if p, ok := child.ReadProc(c.pgid); ok {
+		c.seen = map[int]uint64{p.PID: p.Start}
 	}
 	return files[2], files[4], nil
-}
-
-// readProc reads one process's /proc/<pid>/stat.
-func readProc(pid int) (procInfo, bool) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return procInfo{}, false
-	}
-	return parseStat(b)
 }
 
 // ioText words an error in the daemon's (Rust io) terms: the errno's

@@ -14,87 +14,15 @@ import (
 // (see setSubreaper), so such orphans are reparented to it, not to init,
 // and each command remembers the processes it has been seen with.
 
-// procInfo is one process as /proc/<pid>/stat describes it.
-type procInfo struct {
-	pid, ppid, pgid, sid int
-	state                byte
-	// start is the process's start time in clock ticks since boot: with
-	// the pid it names one process, whatever pid reuse happens later.
-	start uint64
-}
+// procInfo and procTable are the daemon's shared view of /proc.
+type (
+	procInfo  = child.Proc
+	procTable = child.Table
+)
 
-// procTable is one scan of /proc: every process, and the children of
-// each parent.
-type procTable struct {
-	procs map[int]procInfo
-	kids  map[int][]int
-}
-
-// parseStat parses /proc/<pid>/stat. The command name is in
-// parentheses and may hold spaces and parentheses itself.
-func parseStat(b []byte) (procInfo, bool) {
-	s := string(b)
-	open, end := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
-	if open < 1 || end < open {
-		return procInfo{}, false
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(s[:open]))
-	fs := strings.Fields(s[end+1:])
-	// From field 3 on: state ppid pgrp session tty_nr tpgid flags minflt
-	// cminflt majflt cmajflt utime stime cutime cstime priority nice
-	// num_threads itrealvalue starttime(22).
-	if err != nil || len(fs) < 20 || len(fs[0]) != 1 {
-		return procInfo{}, false
-	}
-	p := procInfo{pid: pid, state: fs[0][0]}
-	p.ppid, _ = strconv.Atoi(fs[1])
-	p.pgid, _ = strconv.Atoi(fs[2])
-	p.sid, _ = strconv.Atoi(fs[3])
-	p.start, _ = strconv.ParseUint(fs[19], 10, 64)
-	return p, true
-}
-
-// scanProcs reads every /proc/<pid>/stat once. Without /proc (not
-// Linux) the table is empty and only process groups are signalled.
-func scanProcs() procTable {
-	t := procTable{procs: map[int]procInfo{}, kids: map[int][]int{}}
-	d, err := os.Open("/proc")
-	if err != nil {
-		return t
-	}
-	names, _ := d.Readdirnames(-1)
-	d.Close()
-	var buf [1024]byte
-	for _, n := range names {
-		if n == "" || n[0] < '0' || n[0] > '9' {
-			continue
-		}
-		b, ok := readSmall("/proc/"+n+"/stat", buf[:])
-		if !ok {
-			continue // gone meanwhile
-		}
-		if p, ok := parseStat(b); ok {
-			t.procs[p.pid] = p
-			t.kids[p.ppid] = append(t.kids[p.ppid], p.pid)
-		}
-	}
-	return t
-}
-
-// readSmall reads a small /proc file into buf with three system calls
-// (os.ReadFile adds a stat and allocations, on every process of a scan).
-func readSmall(path string, buf []byte) ([]byte, bool) {
-	fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
-	if err != nil {
-		return nil, false
-	}
-	defer syscall.Close(fd)
-	n, err := syscall.Read(fd, buf)
-	if err != nil || n <= 0 {
-		return nil, false
-	}
-	return buf[:n], true
-}
+// scanProcs reads every process once; without /proc (not Linux) the
+// table is empty and only process groups are signalled.
+func scanProcs() procTable { return child.Scan() }
 
 // ownChildren lists the daemon's children from the per-thread children
 // files (a few reads instead of a scan of every process); ok is false
@@ -109,7 +37,7 @@ func ownChildren() (pids []int, ok bool) {
 	}
 	var buf [4096]byte
 	for _, t := range tasks {
-		b, _ := readSmall("/proc/self/task/"+t.Name()+"/children", buf[:])
+		b, _ := child.ReadSmall("/proc/self/task/"+t.Name()+"/children", buf[:])
 		for _, f := range strings.Fields(string(b)) {
 			if pid, err := strconv.Atoi(f); err == nil {
 				pids = append(pids, pid)
@@ -128,37 +56,13 @@ func reapOrphans() {
 		reapZombies(scanProcs())
 		return
 	}
-	t := procTable{procs: map[int]procInfo{}}
-	var buf [1024]byte
+	t := procTable{Procs: map[int]procInfo{}}
 	for _, pid := range pids {
-		if child.Owned(pid) {
-			continue
-		}
-		if b, ok := readSmall("/proc/"+strconv.Itoa(pid)+"/stat", buf[:]); ok {
-			if p, ok := parseStat(b); ok {
-				t.procs[pid] = p
-			}
+		if p, ok := child.ReadProc(pid); ok && !child.Owned(pid) {
+			t.Procs[pid] = p
 		}
 	}
 	reapZombies(t)
-}
-
-// closure adds to set, recursively, every process whose parent is in it.
-func (t procTable) closure(set map[int]procInfo) {
-	queue := make([]int, 0, len(set))
-	for pid := range set {
-		queue = append(queue, pid)
-	}
-	for len(queue) > 0 {
-		pid := queue[len(queue)-1]
-		queue = queue[:len(queue)-1]
-		for _, k := range t.kids[pid] {
-			if _, ok := set[k]; !ok {
-				set[k] = t.procs[k]
-				queue = append(queue, k)
-			}
-		}
-	}
 }
 
 // selfPid and selfPgid are the daemon's: never signalled, whatever a
@@ -174,7 +78,7 @@ var (
 // exec.Cmd children, which stay in its group, are someone else's to
 // wait for).
 func orphan(p procInfo) bool {
-	return p.ppid == selfPid && p.pid != selfPid && p.pgid != selfPgid && !child.Owned(p.pid)
+	return p.PPID == selfPid && p.PID != selfPid && p.PGID != selfPgid && !child.Owned(p.PID)
 }
 
 // reapZombies waits for the zombies reparented to the daemon that no
@@ -182,9 +86,9 @@ func orphan(p procInfo) bool {
 // exit statuses from os/exec).
 func reapZombies(t procTable) {
 	var zombies []int
-	for _, p := range t.procs {
-		if p.state == 'Z' && p.ppid == selfPid && p.pgid != selfPgid {
-			zombies = append(zombies, p.pid)
+	for _, p := range t.Procs {
+		if p.State == 'Z' && p.PPID == selfPid && p.PGID != selfPgid {
+			zombies = append(zombies, p.PID)
 		}
 	}
 	child.Reap(zombies)
@@ -196,7 +100,7 @@ func reapZombies(t procTable) {
 func (c *Command) treeLocked(t procTable) map[int]procInfo {
 	set := map[int]procInfo{}
 	for pid, start := range c.seen {
-		if p, ok := t.procs[pid]; ok && p.start == start && pid != selfPid {
+		if p, ok := t.Procs[pid]; ok && p.Start == start && pid != selfPid {
 			set[pid] = p
 		}
 	}
@@ -205,16 +109,16 @@ func (c *Command) treeLocked(t procTable) map[int]procInfo {
 	// member it was seen with lives on.
 	own := !c.reaped || c.groupLeft
 	for _, p := range set {
-		own = own || p.pgid == c.pgid
+		own = own || p.PGID == c.pgid
 	}
 	if own {
-		for _, p := range t.procs {
-			if p.pgid == c.pgid && p.pid != selfPid {
-				set[p.pid] = p
+		for _, p := range t.Procs {
+			if p.PGID == c.pgid && p.PID != selfPid {
+				set[p.PID] = p
 			}
 		}
 	}
-	t.closure(set)
+	t.Closure(set)
 	return set
 }
 
@@ -226,7 +130,7 @@ func (c *Command) track(t procTable) map[int]procInfo {
 	tree := c.treeLocked(t)
 	seen := make(map[int]uint64, len(tree))
 	for pid, p := range tree {
-		seen[pid] = p.start
+		seen[pid] = p.Start
 	}
 	c.seen = seen
 	return tree
@@ -235,7 +139,7 @@ func (c *Command) track(t procTable) map[int]procInfo {
 // liveIn reports whether a tree has a process that is not a zombie.
 func liveIn(tree map[int]procInfo) bool {
 	for _, p := range tree {
-		if p.state != 'Z' {
+		if p.State != 'Z' {
 			return true
 		}
 	}
@@ -246,12 +150,12 @@ func liveIn(tree map[int]procInfo) bool {
 // descendants: what Close ends beyond the trees it can attribute.
 func orphanTrees(t procTable) map[int]procInfo {
 	set := map[int]procInfo{}
-	for _, p := range t.procs {
+	for _, p := range t.Procs {
 		if orphan(p) {
-			set[p.pid] = p
+			set[p.PID] = p
 		}
 	}
-	t.closure(set)
+	t.Closure(set)
 	return set
 }
 
@@ -263,31 +167,11 @@ const tagVar = "AIO_COMMAND_ID"
 // environment carries the id of one of cmds: what left the group and
 // lost its parent before the tracker saw it.
 func taggedTrees(t procTable, cmds []*Command) map[int]procInfo {
-	set := map[int]procInfo{}
-	if len(cmds) == 0 {
-		return set
-	}
-	want := make(map[string]bool, len(cmds))
+	ids := make(map[string]bool, len(cmds))
 	for _, c := range cmds {
-		want[c.ID] = true
+		ids[c.ID] = true
 	}
-	for pid, p := range t.procs {
-		if pid == selfPid || p.pgid == selfPgid || p.state == 'Z' {
-			continue
-		}
-		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
-		if err != nil {
-			continue
-		}
-		for _, kv := range strings.Split(string(b), "\x00") {
-			if v, ok := strings.CutPrefix(kv, tagVar+"="); ok && want[v] {
-				set[pid] = p
-				break
-			}
-		}
-	}
-	t.closure(set)
-	return set
+	return t.Tagged(tagVar, ids, selfPgid)
 }
 
 // signalTrees sends sig to the trees of cmds (and, with orphans, to
@@ -312,17 +196,17 @@ func (e *Engine) signalTrees(cmds []*Command, sig syscall.Signal, orphans bool) 
 		fresh := false
 		for _, tree := range trees {
 			for pid, p := range tree {
-				if start, ok := signalled[pid]; ok && start == p.start {
+				if start, ok := signalled[pid]; ok && start == p.Start {
 					continue
 				}
-				signalled[pid] = p.start
+				signalled[pid] = p.Start
 				fresh = true
-				if pid > 1 && pid != selfPid && p.state != 'Z' {
+				if pid > 1 && pid != selfPid && p.State != 'Z' {
 					e.kill(pid, sig)
 				}
-				if !groups[p.pgid] {
-					groups[p.pgid] = true
-					e.kill(-p.pgid, sig)
+				if !groups[p.PGID] {
+					groups[p.PGID] = true
+					e.kill(-p.PGID, sig)
 				}
 			}
 		}

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/a2c-smcp/a2c-go/sandbox/child"
 	"log/slog"
 	"net/http"
 	"os"
@@ -52,9 +53,9 @@ func procsWithArgv(args ...string) []procInfo {
 	want := strings.Join(args, "\x00") + "\x00"
 	var out []procInfo
 	t := scanProcs()
-	for pid, p := range t.procs {
+	for pid, p := range t.Procs {
 		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
-		if err == nil && string(b) == want && p.state != 'Z' {
+		if err == nil && string(b) == want && p.State != 'Z' {
 			out = append(out, p)
 		}
 	}
@@ -66,7 +67,7 @@ func procsWithArgv(args ...string) []procInfo {
 func detached(t *testing.T, args ...string) procInfo {
 	t.Helper()
 	var p procInfo
-	self, _ := readProc(selfPid)
+	self, _ := child.ReadProc(selfPid)
 	// Between its fork and its setsid() the child is still in the
 	// daemon's session: wait until it has left.
 	eventually(t, 5*time.Second, strings.Join(args, " ")+" to start detached", func() bool {
@@ -74,7 +75,7 @@ func detached(t *testing.T, args ...string) procInfo {
 		if len(ps) == 1 {
 			p = ps[0]
 		}
-		return len(ps) == 1 && p.sid != self.sid && p.pgid != selfPgid
+		return len(ps) == 1 && p.SID != self.SID && p.PGID != selfPgid
 	})
 	return p
 }
@@ -84,12 +85,12 @@ func detached(t *testing.T, args ...string) procInfo {
 func gone(t *testing.T, p procInfo) {
 	t.Helper()
 	for end := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		q, ok := readProc(p.pid)
-		if !ok || q.start != p.start {
+		q, ok := child.ReadProc(p.PID)
+		if !ok || q.Start != p.Start {
 			return
 		}
 		if time.Now().After(end) {
-			t.Fatalf("pid %d has not ended and been reaped: %+v (daemon %d, group %d)", p.pid, q, selfPid, selfPgid)
+			t.Fatalf("pid %d has not ended and been reaped: %+v (daemon %d, group %d)", p.PID, q, selfPid, selfPgid)
 		}
 	}
 }
@@ -99,8 +100,8 @@ func gone(t *testing.T, p procInfo) {
 func noOrphanZombies(t *testing.T) {
 	t.Helper()
 	eventually(t, 5*time.Second, "orphaned zombies to be reaped", func() bool {
-		for _, p := range scanProcs().procs {
-			if p.state == 'Z' && p.ppid == selfPid && p.pgid != selfPgid {
+		for _, p := range scanProcs().Procs {
+			if p.State == 'Z' && p.PPID == selfPid && p.PGID != selfPgid {
 				return false
 			}
 		}
@@ -147,7 +148,7 @@ func TestDetachedChildKilled(t *testing.T) {
 			t.Fatalf("%+v", d)
 		}
 		p := detached(t, "sleep", "89.4")
-		if p.ppid != selfPid {
+		if p.PPID != selfPid {
 			t.Fatalf("the orphan was not reparented to the daemon: %+v", p)
 		}
 		h.ok("DELETE", "/v2/commands/sessions/left", nil, nil)

@@ -3,6 +3,7 @@ package pty
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/a2c-smcp/a2c-go/sandbox/child"
 	"github.com/a2c-smcp/a2c-go/sandbox/internal/planetest"
 	"io"
 	"net/http"
@@ -190,17 +191,10 @@ func send(t testing.TB, c *websocket.Conn, v any) {
 // procsWith lists the live processes whose command line contains s.
 func procsWith(s string) []string {
 	var out []string
-	names, _ := readDirNames("/proc")
-	for _, n := range names {
-		if n == "" || n[0] < '0' || n[0] > '9' {
-			continue
-		}
-		cmd, err := os.ReadFile("/proc/" + n + "/cmdline")
-		st, _ := os.ReadFile("/proc/" + n + "/stat")
-		if err == nil && strings.Contains(strings.ReplaceAll(string(cmd), "\x00", " "), s) {
-			if p, ok := parseStat(string(st)); ok {
-				out = append(out, n+":"+itoa(p.pid))
-			}
+	for pid, p := range child.Scan().Procs {
+		cmd, err := os.ReadFile("/proc/" + itoa(pid) + "/cmdline")
+		if err == nil && p.State != 'Z' && strings.Contains(strings.ReplaceAll(string(cmd), "\x00", " "), s) {
+			out = append(out, itoa(pid)+":"+itoa(p.PID))
 		}
 	}
 	return out

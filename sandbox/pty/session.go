@@ -111,7 +111,7 @@ func (e *Engine) start(o Options, shell string, kind shellKind, cwd string, id *
 	}
 	s.pid = s.cmd.Process.Pid
 	if s.master, err = pollable(m); err != nil {
-		killSession(s.pid, s.tag())
+		killSession(s.pid, s.nonce)
 		_ = s.cmd.Wait()
 		child.Forget(s.pid)
 		return nil, newErr(ErrUnavailable, "cannot start a terminal: "+ioText(err), "")
@@ -129,9 +129,6 @@ func (e *Engine) start(o Options, shell string, kind shellKind, cwd string, id *
 func (s *session) readyLocked() bool {
 	return s.atPrompt && (s.kind != kindBash || s.out.end > s.promptAt)
 }
-
-// tag is what tags the session's processes' environments.
-func (s *session) tag() string { return tagVar + "=" + s.nonce + "\x00" }
 
 func hasLocale(env []string) bool {
 	for _, kv := range env {
@@ -262,7 +259,7 @@ func (s *session) reap() {
 	s.mu.Lock()
 	s.reaped = true
 	s.mu.Unlock()
-	killSession(s.pid, s.tag())
+	killSession(s.pid, s.nonce)
 	select {
 	case <-s.readDone:
 	case <-time.After(2 * time.Second): // something outside the session holds the terminal
@@ -299,7 +296,7 @@ func (s *session) kill() {
 	reaped := s.reaped
 	s.mu.Unlock()
 	if !reaped {
-		killSession(s.pid, s.tag())
+		killSession(s.pid, s.nonce)
 	}
 }
 
