@@ -804,23 +804,6 @@ func (e *Engine) reclaim() {
 	}
 }
 
-// janitor reclaims sessions until stop closes.
-func (e *Engine) janitor(stop <-chan struct{}, stopped chan<- struct{}) {
-	defer close(stopped)
-	every := min(e.cfg.KernelIdle, e.cfg.SessionIdle) / 4
-	every = max(min(every, 30*time.Second), 100*time.Millisecond)
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-stop:
-			return
-		case <-t.C:
-			e.reclaim()
-		}
-	}
-}
-
 // Close refuses new runs and kills every kernel and node process (and
 // their process groups). It returns when they are gone or ctx ends.
 func (e *Engine) Close(ctx context.Context) error {

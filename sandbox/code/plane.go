@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/a2c-smcp/a2c-go/sandbox/internal/janitor"
 	"math"
 	"net/http"
-	"sync"
 	"time"
 
 	"github.com/a2c-smcp/a2c-go/sandbox/api"
@@ -17,17 +17,15 @@ import (
 // engine's idle-session janitor.
 type Plane struct {
 	e       *Engine
-	stop    chan struct{}
-	stopped chan struct{}
-	once    sync.Once
+	janitor *janitor.Janitor
 }
 
 // New returns a plane with its engine and a running janitor; stop both
 // with [Plane.Close]. Interpreters are probed on first need.
 func New(cfg Config) *Plane {
-	p := &Plane{e: newEngine(cfg), stop: make(chan struct{}), stopped: make(chan struct{})}
-	go p.e.janitor(p.stop, p.stopped)
-	return p
+	e := newEngine(cfg)
+	every := max(min(e.cfg.KernelIdle, e.cfg.SessionIdle)/4, 100*time.Millisecond)
+	return &Plane{e: e, janitor: janitor.Start(janitor.Every(every, func(time.Time) { e.reclaim() }))}
 }
 
 // Engine returns the engine behind the routes, for other callers (the
@@ -38,11 +36,8 @@ func (p *Plane) Engine() *Engine { return p.e }
 // the janitor. It returns when they are gone or ctx ends.
 func (p *Plane) Close(ctx context.Context) error {
 	err := p.e.Close(ctx)
-	p.once.Do(func() { close(p.stop) })
-	select {
-	case <-p.stopped:
-	case <-ctx.Done():
-		return errors.Join(err, fmt.Errorf("code: janitor: %w", ctx.Err()))
+	if jerr := p.janitor.Stop(ctx); jerr != nil {
+		return errors.Join(err, fmt.Errorf("code: janitor: %w", jerr))
 	}
 	return err
 }

@@ -123,6 +123,7 @@ type Engine struct {
 	// live on (for CloseSession and Close to end them).
 	lingering map[*Command]struct{}
 	closed    bool
+	shutdown  chan struct{}  // closed by Close: streams end with an error frame
 	live      sync.WaitGroup // one per running command's supervisor
 }
 
@@ -147,7 +148,7 @@ func newEngine(cfg Config) *Engine {
 		drainGrace: defaultDrainGrace, killGrace: defaultKillGrace, pingEvery: 30 * time.Second,
 		stdinTimeout: defaultStdinWriteTimeout,
 		sessions:     map[string]*session{}, commands: map[string]*Command{}, running: map[*Command]struct{}{},
-		lingering: map[*Command]struct{}{},
+		lingering: map[*Command]struct{}{}, shutdown: make(chan struct{}),
 	}
 }
 
@@ -784,7 +785,10 @@ func waitAll(ctx context.Context, cmds []*Command) bool {
 // error. It may be called more than once.
 func (e *Engine) Close(ctx context.Context) error {
 	e.mu.Lock()
-	e.closed = true
+	if !e.closed {
+		e.closed = true
+		close(e.shutdown)
+	}
 	var cmds []*Command
 	for c := range e.running {
 		cmds = append(cmds, c)

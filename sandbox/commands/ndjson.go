@@ -118,7 +118,7 @@ func (p *Plane) stream(w http.ResponseWriter, r *http.Request, req Request) {
 				return
 			}
 			ping.Reset(p.e.pingEvery)
-		case <-p.stop:
+		case <-p.e.shutdown:
 			emit(frame{Type: "error", Message: "aiod is shutting down"})
 			return
 		case <-ctx.Done():

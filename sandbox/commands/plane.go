@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/a2c-smcp/a2c-go/sandbox/internal/janitor"
 	"math"
 	"net/http"
 	"strings"
@@ -18,9 +19,7 @@ import (
 // the engine's idle-session janitor.
 type Plane struct {
 	e       *Engine
-	stop    chan struct{}
-	stopped chan struct{}
-	once    sync.Once
+	janitor *janitor.Janitor
 }
 
 // subreaper makes the process a child subreaper once (see setSubreaper).
@@ -36,13 +35,13 @@ var subreaper struct {
 // Close still find them, and where their zombies are reaped.
 func New(cfg Config) *Plane {
 	subreaper.once.Do(func() { subreaper.err = setSubreaper() })
-	p := &Plane{e: newEngine(cfg), stop: make(chan struct{}), stopped: make(chan struct{})}
+	p := &Plane{e: newEngine(cfg)}
 	if subreaper.err != nil {
 		errno, _ := subreaper.err.(syscall.Errno)
 		p.e.log.Warn("commands: cannot become a child subreaper; detached processes escape kills",
 			"errno", int(errno), "error", subreaper.err.Error())
 	}
-	go p.e.janitor(p.stop, p.stopped)
+	p.janitor = janitor.Start(p.e.janitor)
 	return p
 }
 
@@ -55,11 +54,8 @@ func (p *Plane) Engine() *Engine { return p.e }
 // and stops the janitor. It returns when they are reaped or ctx ends.
 func (p *Plane) Close(ctx context.Context) error {
 	err := p.e.Close(ctx) // the janitor reaps orphans meanwhile
-	p.once.Do(func() { close(p.stop) })
-	select {
-	case <-p.stopped:
-	case <-ctx.Done():
-		return errors.Join(err, fmt.Errorf("commands: janitor: %w", ctx.Err()))
+	if jerr := p.janitor.Stop(ctx); jerr != nil {
+		return errors.Join(err, fmt.Errorf("commands: janitor: %w", jerr))
 	}
 	return err
 }

@@ -386,8 +386,7 @@ func (e *Engine) track() {
 // janitor reclaims idle sessions, records process trees and reaps
 // orphaned zombies (on SIGCHLD, and every trackEvery) until stop is
 // closed.
-func (e *Engine) janitor(stop <-chan struct{}, done chan<- struct{}) {
-	defer close(done)
+func (e *Engine) janitor(stop <-chan struct{}) {
 	every := min(max(e.idle/4, 10*time.Millisecond), 30*time.Second)
 	t := time.NewTicker(every)
 	defer t.Stop()

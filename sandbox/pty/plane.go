@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/a2c-smcp/a2c-go/sandbox/internal/janitor"
 	"math"
 	"net/http"
-	"sync"
 	"time"
 
 	"github.com/a2c-smcp/a2c-go/sandbox/api"
@@ -16,17 +16,14 @@ import (
 // the engine's idle-reclaim janitor.
 type Plane struct {
 	e       *Engine
-	stop    chan struct{}
-	stopped chan struct{}
-	once    sync.Once
+	janitor *janitor.Janitor
 }
 
 // New returns a plane with its engine and a running janitor; stop both
 // with [Plane.Close].
 func New(cfg Config) *Plane {
-	p := &Plane{e: newEngine(cfg), stop: make(chan struct{}), stopped: make(chan struct{})}
-	go p.janitor()
-	return p
+	e := newEngine(cfg)
+	return &Plane{e: e, janitor: janitor.Start(janitor.Every(e.idle/4, e.reclaim))}
 }
 
 // Engine returns the engine behind the routes, for other callers.
@@ -35,28 +32,12 @@ func (p *Plane) Engine() *Engine { return p.e }
 // Close stops the janitor, kills every terminal and every process in it,
 // and returns when they have ended or ctx ends.
 func (p *Plane) Close(ctx context.Context) error {
-	p.once.Do(func() { close(p.stop) })
+	jerr := p.janitor.Stop(ctx)
 	err := p.e.Close(ctx)
-	select {
-	case <-p.stopped:
-	case <-ctx.Done():
-		return errors.Join(err, fmt.Errorf("pty: janitor: %w", ctx.Err()))
+	if jerr != nil {
+		return errors.Join(err, fmt.Errorf("pty: janitor: %w", jerr))
 	}
 	return err
-}
-
-func (p *Plane) janitor() {
-	defer close(p.stopped)
-	t := time.NewTicker(min(max(p.e.idle/4, 10*time.Millisecond), 30*time.Second))
-	defer t.Stop()
-	for {
-		select {
-		case <-p.stop:
-			return
-		case now := <-t.C:
-			p.e.reclaim(now)
-		}
-	}
 }
 
 // Mount registers the v2 routes and the v1 compatibility routes.
