@@ -1,13 +1,10 @@
 package code
 
 import (
-	"bytes"
 	"encoding/json"
 	"github.com/a2c-smcp/a2c-go/sandbox/internal/planetest"
-	"io"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"testing"
 
 	"github.com/a2c-smcp/a2c-go/sandbox/api"
@@ -15,6 +12,7 @@ import (
 
 // harness is a plane on a real HTTP server.
 type harness struct {
+	planetest.Client
 	t   testing.TB
 	p   *Plane
 	srv *httptest.Server
@@ -27,7 +25,7 @@ func newHarness(t testing.TB, cfg Config) *harness {
 	}
 	p := New(cfg)
 	srv := planetest.Serve(t, p)
-	return &harness{t: t, p: p, srv: srv}
+	return &harness{Client: planetest.Client{T: t, URL: srv.URL}, t: t, p: p, srv: srv}
 }
 
 // reply is a decoded answer with its raw body.
@@ -47,25 +45,8 @@ func (r reply) data(t testing.TB, v any) {
 
 func (h *harness) do(method, path string, body any) reply {
 	h.t.Helper()
-	var rd io.Reader
-	if s, ok := body.(string); ok {
-		rd = strings.NewReader(s)
-	} else if body != nil {
-		b, _ := json.Marshal(body)
-		rd = bytes.NewReader(b)
-	}
-	req, _ := http.NewRequest(method, h.srv.URL+path, rd)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		h.t.Fatalf("%s %s: %v", method, path, err)
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	r := reply{status: resp.StatusCode, raw: string(raw)}
-	if err := json.Unmarshal(raw, &r.Reply); err != nil {
-		h.t.Fatalf("%s %s: body %q: %v", method, path, raw, err)
-	}
-	return r
+	st, r, raw := h.Do(method, path, body)
+	return reply{Reply: r, status: st, raw: string(raw)}
 }
 
 // runData is a decoded v2 run.

@@ -29,7 +29,7 @@ func TestExitCodeIsData(t *testing.T) {
 	h := newHarness(t, Config{}, nil)
 	for _, path := range []string{"/v2/commands", "/v1/bash/exec"} {
 		var d execData
-		h.ok("POST", path, map[string]any{"command": "exit 3"}, &d)
+		h.OK("POST", path, map[string]any{"command": "exit 3"}, &d)
 		if d.Status != StatusCompleted || code(d.ExitCode) != "3" {
 			t.Fatalf("%s: %+v", path, d)
 		}
@@ -60,12 +60,12 @@ func TestRunResultFields(t *testing.T) {
 	}
 	// v1 answers null for empty streams.
 	var v1 execData
-	h.ok("POST", "/v1/bash/exec", map[string]any{"command": "true"}, &v1)
+	h.OK("POST", "/v1/bash/exec", map[string]any{"command": "true"}, &v1)
 	if v1.Stdout != nil || v1.Stderr != nil || v1.Output != nil || code(v1.ExitCode) != "0" {
 		t.Fatalf("v1: %+v", v1)
 	}
 	var v2 execData
-	h.ok("POST", "/v2/commands", map[string]any{"command": "true"}, &v2)
+	h.OK("POST", "/v2/commands", map[string]any{"command": "true"}, &v2)
 	if v2.Stdout == nil || *v2.Stdout != "" {
 		t.Fatalf("v2 empty stdout: %+v", v2)
 	}
@@ -87,7 +87,7 @@ func TestTimeoutThenWait(t *testing.T) {
 	}
 	// Reading from the returned offset gives only what came after.
 	var rest outputData
-	h.ok("GET", "/v2/commands/"+d.CommandID+"?offset=6", nil, &rest)
+	h.OK("GET", "/v2/commands/"+d.CommandID+"?offset=6", nil, &rest)
 	if rest.Stdout != "late\n" || rest.StdoutGap || rest.SessionID != d.SessionID {
 		t.Fatalf("%+v", rest)
 	}
@@ -103,27 +103,27 @@ func TestAsyncReturnsAtOnce(t *testing.T) {
 	if o := h.waitDone(d.CommandID); o.Stdout != "done\n" || code(o.Command.ExitCode) != "0" {
 		t.Fatalf("%+v", o)
 	}
-	h.fails(422, "POST", "/v2/commands", map[string]any{"command": "true", "mode": "later"})
+	h.Fails(422, "POST", "/v2/commands", map[string]any{"command": "true", "mode": "later"})
 }
 
 func TestGetWaitReturnsOnNewOutput(t *testing.T) {
 	h := newHarness(t, Config{}, nil)
 	d := h.run(map[string]any{"command": "echo a; read x; echo $x", "mode": "async"})
 	var o outputData
-	h.ok("GET", "/v2/commands/"+d.CommandID+"?wait=true&wait_timeout=5", nil, &o)
+	h.OK("GET", "/v2/commands/"+d.CommandID+"?wait=true&wait_timeout=5", nil, &o)
 	if o.Stdout != "a\n" || o.Command.Status != StatusRunning {
 		t.Fatalf("%+v", o)
 	}
 	start := time.Now()
-	h.ok("GET", "/v2/commands/"+d.CommandID+"?wait=true&wait_timeout=0.2&offset=2", nil, &o)
+	h.OK("GET", "/v2/commands/"+d.CommandID+"?wait=true&wait_timeout=0.2&offset=2", nil, &o)
 	if o.Stdout != "" || time.Since(start) < 150*time.Millisecond {
 		t.Fatalf("wait did not honour wait_timeout: %+v", o)
 	}
-	h.ok("POST", "/v2/commands/"+d.CommandID+"/stdin", map[string]any{"input": "b\n"}, nil)
+	h.OK("POST", "/v2/commands/"+d.CommandID+"/stdin", map[string]any{"input": "b\n"}, nil)
 	if o = h.waitDone(d.CommandID); o.Stdout != "a\nb\n" {
 		t.Fatalf("%+v", o)
 	}
-	h.fails(422, "GET", "/v2/commands/"+d.CommandID+"?offset=abc", nil)
+	h.Fails(422, "GET", "/v2/commands/"+d.CommandID+"?offset=abc", nil)
 }
 
 func TestHardTimeoutKillsTree(t *testing.T) {
@@ -148,40 +148,40 @@ func TestKillEachSignal(t *testing.T) {
 		if sig != "" {
 			body["signal"] = sig
 		}
-		h.ok("POST", "/v2/commands/"+d.CommandID+"/kill", body, nil)
+		h.OK("POST", "/v2/commands/"+d.CommandID+"/kill", body, nil)
 		o := h.waitDone(d.CommandID)
 		if o.Command.Status != StatusCompleted || code(o.Command.ExitCode) != "-1" {
 			t.Fatalf("%s: %+v", sig, o.Command)
 		}
-		h.fails(400, "POST", "/v2/commands/"+d.CommandID+"/kill", body)
+		h.Fails(400, "POST", "/v2/commands/"+d.CommandID+"/kill", body)
 	}
 	d := h.run(map[string]any{"command": "sleep 30", "mode": "async"})
-	h.fails(400, "POST", "/v2/commands/"+d.CommandID+"/kill", map[string]any{"signal": "SIGHUP"})
-	h.ok("POST", "/v2/commands/"+d.CommandID+"/kill", map[string]any{"signal": "SIGKILL"}, nil)
+	h.Fails(400, "POST", "/v2/commands/"+d.CommandID+"/kill", map[string]any{"signal": "SIGHUP"})
+	h.OK("POST", "/v2/commands/"+d.CommandID+"/kill", map[string]any{"signal": "SIGKILL"}, nil)
 }
 
 func TestStdin(t *testing.T) {
 	h := newHarness(t, Config{}, nil)
 	d := h.run(map[string]any{"command": "cat", "mode": "async"})
-	h.ok("POST", "/v2/commands/"+d.CommandID+"/stdin", map[string]any{"input": "hello\n"}, nil)
+	h.OK("POST", "/v2/commands/"+d.CommandID+"/stdin", map[string]any{"input": "hello\n"}, nil)
 	var o outputData
-	h.ok("GET", "/v2/commands/"+d.CommandID+"?wait=true&wait_timeout=5", nil, &o)
+	h.OK("GET", "/v2/commands/"+d.CommandID+"?wait=true&wait_timeout=5", nil, &o)
 	if o.Stdout != "hello\n" || o.Command.Status != StatusRunning {
 		t.Fatalf("%+v", o)
 	}
-	h.ok("POST", "/v2/commands/"+d.CommandID+"/kill", nil, nil)
+	h.OK("POST", "/v2/commands/"+d.CommandID+"/kill", nil, nil)
 	h.waitDone(d.CommandID)
-	h.fails(400, "POST", "/v2/commands/"+d.CommandID+"/stdin", map[string]any{"input": "x"})
-	h.fails(422, "POST", "/v2/commands/"+d.CommandID+"/stdin", map[string]any{})
+	h.Fails(400, "POST", "/v2/commands/"+d.CommandID+"/stdin", map[string]any{"input": "x"})
+	h.Fails(422, "POST", "/v2/commands/"+d.CommandID+"/stdin", map[string]any{})
 }
 
 func TestUnknownIDs(t *testing.T) {
 	h := newHarness(t, Config{}, nil)
-	h.fails(404, "GET", "/v2/commands/nope", nil)
-	h.fails(404, "POST", "/v2/commands/nope/stdin", map[string]any{"input": "x"})
-	h.fails(404, "POST", "/v2/commands/nope/kill", nil)
-	h.fails(404, "DELETE", "/v2/commands/sessions/nope", nil)
-	h.fails(404, "POST", "/v2/commands", map[string]any{"command": "true", "session": "nope"})
+	h.Fails(404, "GET", "/v2/commands/nope", nil)
+	h.Fails(404, "POST", "/v2/commands/nope/stdin", map[string]any{"input": "x"})
+	h.Fails(404, "POST", "/v2/commands/nope/kill", nil)
+	h.Fails(404, "DELETE", "/v2/commands/sessions/nope", nil)
+	h.Fails(404, "POST", "/v2/commands", map[string]any{"command": "true", "session": "nope"})
 }
 
 func TestShellsAndArgs(t *testing.T) {
@@ -196,15 +196,15 @@ func TestShellsAndArgs(t *testing.T) {
 	if d = h.run(map[string]any{"command": "echo ${BASH_VERSION:+bash}", "shell": "bash"}); str(d.Stdout) != "bash\n" {
 		t.Fatalf("%+v", d)
 	}
-	h.fails(400, "POST", "/v2/commands", map[string]any{"command": "echo", "args": []string{"x"}})
-	h.fails(400, "POST", "/v2/commands", map[string]any{"command": "echo", "args": []string{}, "shell": "bash"})
+	h.Fails(400, "POST", "/v2/commands", map[string]any{"command": "echo", "args": []string{"x"}})
+	h.Fails(400, "POST", "/v2/commands", map[string]any{"command": "echo", "args": []string{}, "shell": "bash"})
 	for _, sh := range []string{"powershell", "cmd"} {
-		if msg := h.fails(503, "POST", "/v2/commands", map[string]any{"command": "x", "shell": sh}); !strings.Contains(msg, sh) {
+		if msg := h.Fails(503, "POST", "/v2/commands", map[string]any{"command": "x", "shell": sh}); !strings.Contains(msg, sh) {
 			t.Fatalf("%s: %q", sh, msg)
 		}
 	}
-	h.fails(422, "POST", "/v2/commands", map[string]any{"command": "x", "shell": "zsh"})
-	h.fails(400, "POST", "/v2/commands", map[string]any{"command": "/no/such/program", "shell": "none"})
+	h.Fails(422, "POST", "/v2/commands", map[string]any{"command": "x", "shell": "zsh"})
+	h.Fails(400, "POST", "/v2/commands", map[string]any{"command": "/no/such/program", "shell": "none"})
 }
 
 func TestMaxOutputLength(t *testing.T) {
@@ -219,7 +219,7 @@ func TestMaxOutputLength(t *testing.T) {
 	}
 	// A later read returns the stream whole.
 	var o outputData
-	h.ok("GET", "/v2/commands/"+d.CommandID, nil, &o)
+	h.OK("GET", "/v2/commands/"+d.CommandID, nil, &o)
 	if len(o.Stdout) != 100 {
 		t.Fatalf("%+v", o)
 	}
@@ -232,12 +232,12 @@ func TestRetentionGap(t *testing.T) {
 		t.Fatalf("%d %d", d.Offset, len(str(d.Stdout)))
 	}
 	var o outputData
-	h.ok("GET", "/v2/commands/"+d.CommandID+"?offset=10", nil, &o)
+	h.OK("GET", "/v2/commands/"+d.CommandID+"?offset=10", nil, &o)
 	if !o.StdoutGap || o.StdoutStartOffset <= 10 || o.StdoutStartOffset+int64(len(o.Stdout)) != 3000 || o.Offset != 3000 ||
 		o.StderrGap || o.Stderr != "e" || o.StderrStartOffset != 0 {
 		t.Fatalf("%+v", o)
 	}
-	h.ok("GET", "/v2/commands/"+d.CommandID+"?offset=2999&stderr_offset=1", nil, &o)
+	h.OK("GET", "/v2/commands/"+d.CommandID+"?offset=2999&stderr_offset=1", nil, &o)
 	if o.StdoutGap || o.Stdout != "a" || o.Stderr != "" {
 		t.Fatalf("%+v", o)
 	}
@@ -245,13 +245,13 @@ func TestRetentionGap(t *testing.T) {
 
 func TestCommandsPerSessionDropped(t *testing.T) {
 	h := newHarness(t, Config{}, func(e *Engine) { e.maxCommands = 2 })
-	h.ok("POST", "/v2/commands/sessions", map[string]any{"id": "s"}, nil)
+	h.OK("POST", "/v2/commands/sessions", map[string]any{"id": "s"}, nil)
 	var ids []string
 	for i := 0; i < 3; i++ {
 		ids = append(ids, h.run(map[string]any{"command": "true", "session": "s"}).CommandID)
 	}
-	h.fails(404, "GET", "/v2/commands/"+ids[0], nil)
-	h.ok("GET", "/v2/commands/"+ids[2], nil, nil)
+	h.Fails(404, "GET", "/v2/commands/"+ids[0], nil)
+	h.OK("GET", "/v2/commands/"+ids[2], nil, nil)
 }
 
 func TestStreamFrames(t *testing.T) {
@@ -308,7 +308,7 @@ func TestStreamDisconnectKillsSync(t *testing.T) {
 	h.stream(map[string]any{"command": "sleep 30", "mode": "async"}, func(f map[string]any) bool { started = f; return false })
 	time.Sleep(200 * time.Millisecond)
 	var o outputData
-	h.ok("GET", "/v2/commands/"+started["command_id"].(string), nil, &o)
+	h.OK("GET", "/v2/commands/"+started["command_id"].(string), nil, &o)
 	if o.Command.Status != StatusRunning {
 		t.Fatalf("%+v", o.Command)
 	}

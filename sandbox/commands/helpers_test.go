@@ -24,6 +24,7 @@ type envelope struct {
 }
 
 type harness struct {
+	planetest.Client
 	t   testing.TB
 	p   *Plane
 	srv *httptest.Server
@@ -41,67 +42,16 @@ func newHarness(t testing.TB, cfg Config, tweak func(*Engine)) *harness {
 		tweak(p.e)
 	}
 	srv := planetest.Serve(t, p)
-	return &harness{t: t, p: p, srv: srv}
+	return &harness{Client: planetest.Client{T: t, URL: srv.URL}, t: t, p: p, srv: srv}
 }
 
-// do sends a request (body: nil, a string, or a value to marshal) and
-// decodes the answer.
+// do sends a request and decodes the answer, keeping its raw members.
 func (h *harness) do(method, path string, body any) (int, envelope) {
 	h.t.Helper()
-	var rd io.Reader
-	switch b := body.(type) {
-	case nil:
-	case string:
-		rd = strings.NewReader(b)
-	default:
-		j, err := json.Marshal(b)
-		if err != nil {
-			h.t.Fatal(err)
-		}
-		rd = bytes.NewReader(j)
-	}
-	req, err := http.NewRequest(method, h.srv.URL+path, rd)
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := h.srv.Client().Do(req)
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	var env envelope
-	if err := json.Unmarshal(raw, &env); err != nil {
-		h.t.Fatalf("%s %s: %d %q: %v", method, path, resp.StatusCode, raw, err)
-	}
+	st, r, raw := h.Do(method, path, body)
+	env := envelope{Reply: r}
 	_ = json.Unmarshal(raw, &env.raw)
-	return resp.StatusCode, env
-}
-
-// ok sends a request that must answer 200 with success true and decodes
-// its data into out (when non-nil).
-func (h *harness) ok(method, path string, body, out any) {
-	h.t.Helper()
-	st, env := h.do(method, path, body)
-	if st != http.StatusOK || !env.Success {
-		h.t.Fatalf("%s %s: %d %+v", method, path, st, env)
-	}
-	if out != nil {
-		if err := json.Unmarshal(env.Data, out); err != nil {
-			h.t.Fatalf("%s %s data %s: %v", method, path, env.Data, err)
-		}
-	}
-}
-
-// fails sends a request that must answer status; it returns the message.
-func (h *harness) fails(status int, method, path string, body any) string {
-	h.t.Helper()
-	st, env := h.do(method, path, body)
-	if st != status || env.Success {
-		h.t.Fatalf("%s %s: want %d, got %d %+v data=%s", method, path, status, st, env, env.Data)
-	}
-	return env.Message
+	return st, env
 }
 
 // execData and outputData are the results as a client decodes them.
@@ -113,7 +63,7 @@ type (
 func (h *harness) run(body any) execData {
 	h.t.Helper()
 	var d execData
-	h.ok("POST", "/v2/commands", body, &d)
+	h.OK("POST", "/v2/commands", body, &d)
 	return d
 }
 
@@ -123,7 +73,7 @@ func (h *harness) waitDone(id string) outputData {
 	deadline := time.Now().Add(15 * time.Second)
 	for {
 		var o outputData
-		h.ok("GET", "/v2/commands/"+id+"?wait=true&wait_timeout=5&offset=0", nil, &o)
+		h.OK("GET", "/v2/commands/"+id+"?wait=true&wait_timeout=5&offset=0", nil, &o)
 		if o.Command.Status != StatusRunning || time.Now().After(deadline) {
 			return o
 		}

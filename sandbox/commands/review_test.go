@@ -30,7 +30,7 @@ func TestDaemonSecretsNotInherited(t *testing.T) {
 	h := newHarness(t, Config{HideEnv: []string{"AIOD_TEST_HIDDEN"}}, nil)
 	for _, path := range []string{"/v2/commands", "/v1/bash/exec"} {
 		var d execData
-		h.ok("POST", path, map[string]any{"command": "env"}, &d)
+		h.OK("POST", path, map[string]any{"command": "env"}, &d)
 		out := str(d.Stdout)
 		for _, secret := range []string{"AIO_API_KEY", "SANDBOX_API_KEY", "secret-", "AIOD_TEST_HIDDEN"} {
 			if strings.Contains(out, secret) {
@@ -118,7 +118,7 @@ func TestDetachedChildKilled(t *testing.T) {
 	t.Run("kill", func(t *testing.T) {
 		d := h.run(map[string]any{"command": "setsid sleep 89.1 & sleep 88", "mode": "async"})
 		p := detached(t, "sleep", "89.1")
-		h.ok("POST", "/v2/commands/"+d.CommandID+"/kill", map[string]any{"signal": "SIGTERM"}, nil)
+		h.OK("POST", "/v2/commands/"+d.CommandID+"/kill", map[string]any{"signal": "SIGTERM"}, nil)
 		if o := h.waitDone(d.CommandID); code(o.Command.ExitCode) != "-1" {
 			t.Fatalf("%+v", o.Command)
 		}
@@ -133,16 +133,16 @@ func TestDetachedChildKilled(t *testing.T) {
 		gone(t, p)
 	})
 	t.Run("session close", func(t *testing.T) {
-		h.ok("POST", "/v2/commands/sessions", map[string]any{"id": "tree"}, nil)
+		h.OK("POST", "/v2/commands/sessions", map[string]any{"id": "tree"}, nil)
 		h.run(map[string]any{"command": "setsid sleep 89.3 & sleep 88", "mode": "async", "session": "tree"})
 		p := detached(t, "sleep", "89.3")
-		h.ok("DELETE", "/v2/commands/sessions/tree", nil, nil)
+		h.OK("DELETE", "/v2/commands/sessions/tree", nil, nil)
 		gone(t, p)
 	})
 	t.Run("session close after the shell exited", func(t *testing.T) {
 		// The tracker records the detached child while its shell runs; the
 		// session close finds it after the shell has gone.
-		h.ok("POST", "/v2/commands/sessions", map[string]any{"id": "left"}, nil)
+		h.OK("POST", "/v2/commands/sessions", map[string]any{"id": "left"}, nil)
 		d := h.run(map[string]any{"command": "setsid sleep 89.4 & sleep 2.5", "session": "left"})
 		if d.Status != StatusCompleted {
 			t.Fatalf("%+v", d)
@@ -151,19 +151,19 @@ func TestDetachedChildKilled(t *testing.T) {
 		if p.PPID != selfPid {
 			t.Fatalf("the orphan was not reparented to the daemon: %+v", p)
 		}
-		h.ok("DELETE", "/v2/commands/sessions/left", nil, nil)
+		h.OK("DELETE", "/v2/commands/sessions/left", nil, nil)
 		gone(t, p)
 	})
 	t.Run("session close after an at-once orphan", func(t *testing.T) {
 		// The shell exits at once, before any tracker could see its
 		// child: the child is found by the command id it carries.
-		h.ok("POST", "/v2/commands/sessions", map[string]any{"id": "quick"}, nil)
+		h.OK("POST", "/v2/commands/sessions", map[string]any{"id": "quick"}, nil)
 		d := h.run(map[string]any{"command": "setsid sleep 89.7 &", "session": "quick"})
 		if d.Status != StatusCompleted {
 			t.Fatalf("%+v", d)
 		}
 		p := detached(t, "sleep", "89.7")
-		h.ok("DELETE", "/v2/commands/sessions/quick", nil, nil)
+		h.OK("DELETE", "/v2/commands/sessions/quick", nil, nil)
 		gone(t, p)
 	})
 	t.Run("Close", func(t *testing.T) {
@@ -202,14 +202,14 @@ func TestOwnAccountNeedsNoSwitch(t *testing.T) {
 	if str(d.Stdout) != u.Uid+"\n"+u.Username+"\n" {
 		t.Fatalf("%+v", d)
 	}
-	h.ok("POST", "/v2/commands/sessions", map[string]any{"id": "own", "user": u.Username}, nil)
+	h.OK("POST", "/v2/commands/sessions", map[string]any{"id": "own", "user": u.Username}, nil)
 	if os.Getuid() == 0 {
 		// Root is the daemon's own account here: no credential switch.
 		if d = h.run(map[string]any{"command": "id -u", "user": "root"}); str(d.Stdout) != "0\n" {
 			t.Fatalf("%+v", d)
 		}
 	} else {
-		msg := h.fails(400, "POST", "/v2/commands", map[string]any{"command": "true", "user": "root"})
+		msg := h.Fails(400, "POST", "/v2/commands", map[string]any{"command": "true", "user": "root"})
 		if !strings.Contains(msg, "only root can change identity") {
 			t.Fatalf("%q", msg)
 		}
@@ -236,7 +236,7 @@ func TestMissingCwd(t *testing.T) {
 		{"/v2/commands/sessions", map[string]any{"cwd": "/nonexistent"}, missing},
 		{"/v1/bash/sessions/create", map[string]any{"exec_dir": "/nonexistent"}, missing},
 	} {
-		if msg := h.fails(400, "POST", c.path, c.body); msg != c.want {
+		if msg := h.Fails(400, "POST", c.path, c.body); msg != c.want {
 			t.Errorf("%s %v: %q, want %q", c.path, c.body, msg, c.want)
 		}
 	}
@@ -245,11 +245,11 @@ func TestMissingCwd(t *testing.T) {
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	h.ok("POST", "/v2/commands/sessions", map[string]any{"id": "s", "cwd": dir}, nil)
+	h.OK("POST", "/v2/commands/sessions", map[string]any{"id": "s", "cwd": dir}, nil)
 	if err := os.Remove(dir); err != nil {
 		t.Fatal(err)
 	}
-	if msg := h.fails(400, "POST", "/v2/commands", map[string]any{"command": "true", "session": "s"}); msg != "cannot use cwd "+dir+": No such file or directory (os error 2)" {
+	if msg := h.Fails(400, "POST", "/v2/commands", map[string]any{"command": "true", "session": "s"}); msg != "cannot use cwd "+dir+": No such file or directory (os error 2)" {
 		t.Errorf("%q", msg)
 	}
 }
@@ -293,15 +293,15 @@ func metricValue(t *testing.T, reg *prometheus.Registry, name string, labels ...
 func TestMetrics(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	h := newHarness(t, Config{Registerer: reg}, nil)
-	h.ok("POST", "/v2/commands/sessions", map[string]any{"id": "m"}, nil)
+	h.OK("POST", "/v2/commands/sessions", map[string]any{"id": "m"}, nil)
 	h.run(map[string]any{"command": "exit 3", "session": "m"})
 	h.run(map[string]any{"command": "true"})
 	h.run(map[string]any{"command": "sleep 30", "hard_timeout": 0.1})
 	d := h.run(map[string]any{"command": "sleep 30", "mode": "async"})
-	h.ok("POST", "/v2/commands/"+d.CommandID+"/kill", nil, nil)
+	h.OK("POST", "/v2/commands/"+d.CommandID+"/kill", nil, nil)
 	h.waitDone(d.CommandID)
-	h.fails(400, "POST", "/v2/commands", map[string]any{"command": "/no/such/program", "shell": "none"})
-	h.fails(400, "POST", "/v2/commands", map[string]any{"command": "true", "cwd": "/nonexistent"})
+	h.Fails(400, "POST", "/v2/commands", map[string]any{"command": "/no/such/program", "shell": "none"})
+	h.Fails(400, "POST", "/v2/commands", map[string]any{"command": "true", "cwd": "/nonexistent"})
 	for _, c := range []struct {
 		name   string
 		labels []string
@@ -317,7 +317,7 @@ func TestMetrics(t *testing.T) {
 			t.Errorf("%s%v = %v, want %v", c.name, c.labels, got, c.want)
 		}
 	}
-	h.ok("DELETE", "/v2/commands/sessions/m", nil, nil)
+	h.OK("DELETE", "/v2/commands/sessions/m", nil, nil)
 	if got, want := metricValue(t, reg, "command_sessions"), float64(len(h.p.e.Sessions())); got != want || want < 1 {
 		t.Errorf("command_sessions after a close = %v", got)
 	}
@@ -339,7 +339,7 @@ func TestSyncClientGoneKills(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 		field := map[bool]string{true: "session", false: "session_id"}[i == 0]
 		body, _ := json.Marshal(map[string]any{"command": "sleep 30", field: session})
-		h.ok("POST", "/v2/commands/sessions", map[string]any{"id": session}, nil)
+		h.OK("POST", "/v2/commands/sessions", map[string]any{"id": session}, nil)
 		req, _ := http.NewRequestWithContext(ctx, "POST", h.srv.URL+path, bytes.NewReader(body))
 		req.Header.Set("Content-Type", "application/json")
 		if resp, err := h.srv.Client().Do(req); err == nil {
@@ -363,7 +363,7 @@ func TestSyncClientGoneKills(t *testing.T) {
 	time.Sleep(200 * time.Millisecond)
 	for _, id := range []string{d.CommandID, a.CommandID} {
 		var o outputData
-		h.ok("GET", "/v2/commands/"+id, nil, &o)
+		h.OK("GET", "/v2/commands/"+id, nil, &o)
 		if o.Command.Status != StatusRunning {
 			t.Fatalf("%+v", o.Command)
 		}
@@ -374,7 +374,7 @@ func TestStdinNotAccepting(t *testing.T) {
 	h := newHarness(t, Config{}, func(e *Engine) { e.stdinTimeout = 200 * time.Millisecond })
 	d := h.run(map[string]any{"command": "sleep 30", "mode": "async"})
 	input := strings.Repeat("x", 1<<20)
-	msg := h.fails(400, "POST", "/v2/commands/"+d.CommandID+"/stdin", map[string]any{"input": input})
+	msg := h.Fails(400, "POST", "/v2/commands/"+d.CommandID+"/stdin", map[string]any{"input": input})
 	re := regexp.MustCompile(`^stdin of command ` + d.CommandID + ` is not accepting input \(wrote (\d+) of 1048576 bytes\)$`)
 	m := re.FindStringSubmatch(msg)
 	if m == nil {
@@ -393,12 +393,12 @@ func TestNoGoErrorText(t *testing.T) {
 		{"command": "no-such-program-xyz", "shell": "none"},
 		{"command": "true", "cwd": "/nonexistent"},
 	} {
-		msg := h.fails(400, "POST", "/v2/commands", body)
+		msg := h.Fails(400, "POST", "/v2/commands", body)
 		if goText.MatchString(msg) || !strings.Contains(msg, "(os error 2)") {
 			t.Errorf("%v: %q", body, msg)
 		}
 	}
-	if msg := h.fails(400, "POST", "/v2/commands", map[string]any{"command": "/etc/passwd", "shell": "none"}); msg != "failed to start /etc/passwd: Permission denied (os error 13)" {
+	if msg := h.Fails(400, "POST", "/v2/commands", map[string]any{"command": "/etc/passwd", "shell": "none"}); msg != "failed to start /etc/passwd: Permission denied (os error 13)" {
 		t.Errorf("%q", msg)
 	}
 }
@@ -415,7 +415,7 @@ func TestSignalLogHasValues(t *testing.T) {
 
 func TestNDJSONNotHTMLEscaped(t *testing.T) {
 	h := newHarness(t, Config{}, nil)
-	h.ok("POST", "/v2/commands/sessions", map[string]any{"id": "a<b>&c"}, nil)
+	h.OK("POST", "/v2/commands/sessions", map[string]any{"id": "a<b>&c"}, nil)
 	body, _ := json.Marshal(map[string]any{"command": "true", "session": "a<b>&c"})
 	req, _ := http.NewRequest("POST", h.srv.URL+"/v2/commands", bytes.NewReader(body))
 	req.Header.Set("Accept", "application/x-ndjson")

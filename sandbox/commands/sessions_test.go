@@ -14,7 +14,7 @@ func TestSessionEnvAndCwd(t *testing.T) {
 	h := newHarness(t, Config{}, nil)
 	dir := t.TempDir()
 	var info SessionInfo
-	h.ok("POST", "/v2/commands/sessions", map[string]any{"id": "s1", "cwd": dir, "env": map[string]string{"FOO": "bar", "BAZ": "1"}}, &info)
+	h.OK("POST", "/v2/commands/sessions", map[string]any{"id": "s1", "cwd": dir, "env": map[string]string{"FOO": "bar", "BAZ": "1"}}, &info)
 	if info.SessionID != "s1" || info.Status != SessionReady || info.WorkingDir != dir || info.CommandCount != 0 || info.CurrentCommand != nil ||
 		info.CreatedAt == "" || info.LastUsedAt == "" {
 		t.Fatalf("%+v", info)
@@ -32,17 +32,17 @@ func TestSessionEnvAndCwd(t *testing.T) {
 		t.Fatalf("%+v", d)
 	}
 	// Idempotent for an existing id; an empty body creates a generated one.
-	h.ok("POST", "/v2/commands/sessions", map[string]any{"id": "s1", "cwd": "/"}, &info)
+	h.OK("POST", "/v2/commands/sessions", map[string]any{"id": "s1", "cwd": "/"}, &info)
 	if info.WorkingDir != dir || info.CommandCount != 4 {
 		t.Fatalf("%+v", info)
 	}
-	h.ok("POST", "/v2/commands/sessions", nil, &info)
+	h.OK("POST", "/v2/commands/sessions", nil, &info)
 	if info.SessionID == "" || info.SessionID == "s1" {
 		t.Fatalf("%+v", info)
 	}
-	h.fails(400, "POST", "/v2/commands/sessions", map[string]any{"cwd": filepath.Join(dir, "missing")})
+	h.Fails(400, "POST", "/v2/commands/sessions", map[string]any{"cwd": filepath.Join(dir, "missing")})
 	var list []SessionInfo
-	h.ok("GET", "/v2/commands/sessions", nil, &list)
+	h.OK("GET", "/v2/commands/sessions", nil, &list)
 	ids := map[string]bool{}
 	for _, s := range list {
 		ids[s.SessionID] = true
@@ -50,26 +50,26 @@ func TestSessionEnvAndCwd(t *testing.T) {
 	if !ids["s1"] || !ids[info.SessionID] {
 		t.Fatalf("%+v", list)
 	}
-	h.ok("DELETE", "/v2/commands/sessions/s1", nil, &info)
+	h.OK("DELETE", "/v2/commands/sessions/s1", nil, &info)
 	if info.Status != SessionClosed {
 		t.Fatalf("%+v", info)
 	}
-	h.fails(404, "DELETE", "/v2/commands/sessions/s1", nil)
-	h.fails(404, "GET", "/v2/commands/"+d.CommandID, nil)
+	h.Fails(404, "DELETE", "/v2/commands/sessions/s1", nil)
+	h.Fails(404, "GET", "/v2/commands/"+d.CommandID, nil)
 }
 
 func TestSessionCurrentCommandAndDelete(t *testing.T) {
 	h := newHarness(t, Config{}, func(e *Engine) { e.killGrace = 200 * time.Millisecond })
-	h.ok("POST", "/v2/commands/sessions", map[string]any{"id": "busy"}, nil)
+	h.OK("POST", "/v2/commands/sessions", map[string]any{"id": "busy"}, nil)
 	// The shell ignores SIGTERM, so the close must escalate to SIGKILL.
 	d := h.run(map[string]any{"command": "trap '' TERM; sleep 30 & wait", "session": "busy", "mode": "async"})
 	c, _ := h.p.e.Command(d.CommandID)
 	var list []SessionInfo
-	h.ok("GET", "/v2/commands/sessions", nil, &list)
+	h.OK("GET", "/v2/commands/sessions", nil, &list)
 	if len(list) != 1 || list[0].CurrentCommand == nil || *list[0].CurrentCommand != "trap '' TERM; sleep 30 & wait" {
 		t.Fatalf("%+v", list)
 	}
-	h.ok("DELETE", "/v2/commands/sessions/busy", nil, nil)
+	h.OK("DELETE", "/v2/commands/sessions/busy", nil, nil)
 	if st, code := c.State(); st != StatusCompleted || *code != -1 {
 		t.Fatalf("%s %v", st, code)
 	}
@@ -78,24 +78,24 @@ func TestSessionCurrentCommandAndDelete(t *testing.T) {
 
 func TestSessionLimitEvictsLRU(t *testing.T) {
 	h := newHarness(t, Config{MaxSessions: 2}, nil)
-	h.ok("POST", "/v2/commands/sessions", map[string]any{"id": "a"}, nil)
-	h.ok("POST", "/v2/commands/sessions", map[string]any{"id": "b"}, nil)
+	h.OK("POST", "/v2/commands/sessions", map[string]any{"id": "a"}, nil)
+	h.OK("POST", "/v2/commands/sessions", map[string]any{"id": "b"}, nil)
 	h.run(map[string]any{"command": "true", "session": "a"}) // b is now the least recently used
-	h.ok("POST", "/v2/commands/sessions", map[string]any{"id": "c"}, nil)
-	h.fails(404, "DELETE", "/v2/commands/sessions/b", nil)
+	h.OK("POST", "/v2/commands/sessions", map[string]any{"id": "c"}, nil)
+	h.Fails(404, "DELETE", "/v2/commands/sessions/b", nil)
 	for _, id := range []string{"a", "c"} {
 		h.run(map[string]any{"command": "sleep 30", "session": id, "mode": "async"})
 	}
-	msg := h.fails(400, "POST", "/v2/commands/sessions", map[string]any{"id": "d"})
+	msg := h.Fails(400, "POST", "/v2/commands/sessions", map[string]any{"id": "d"})
 	if !strings.Contains(msg, "(2)") {
 		t.Fatalf("%q", msg)
 	}
-	h.fails(400, "POST", "/v2/commands", map[string]any{"command": "true"})
+	h.Fails(400, "POST", "/v2/commands", map[string]any{"command": "true"})
 }
 
 func TestIdleSessionsReclaimed(t *testing.T) {
 	h := newHarness(t, Config{SessionIdle: 100 * time.Millisecond}, nil)
-	h.ok("POST", "/v2/commands/sessions", map[string]any{"id": "idle"}, nil)
+	h.OK("POST", "/v2/commands/sessions", map[string]any{"id": "idle"}, nil)
 	d := h.run(map[string]any{"command": "sleep 0.6", "mode": "async"})
 	eventually(t, 3*time.Second, "the idle session to go", func() bool {
 		_, err := h.p.e.Session("idle")
@@ -121,7 +121,7 @@ func TestUserSwitching(t *testing.T) {
 	if !strings.HasPrefix(str(d.Stdout), "nobody\nnobody ") {
 		t.Fatalf("%+v", d)
 	}
-	if msg := h.fails(400, "POST", "/v2/commands", map[string]any{"command": "true", "user": "no-such-user-xyz"}); msg != "no such user: no-such-user-xyz" {
+	if msg := h.Fails(400, "POST", "/v2/commands", map[string]any{"command": "true", "user": "no-such-user-xyz"}); msg != "no such user: no-such-user-xyz" {
 		t.Fatalf("%q", msg)
 	}
 	// The daemon's own account (root here) needs no switch.
@@ -132,10 +132,10 @@ func TestUserSwitching(t *testing.T) {
 	if d = h.run(map[string]any{"command": "id -un", "session": d.SessionID}); str(d.Stdout) != "nobody\n" {
 		t.Fatalf("%+v", d)
 	}
-	h.ok("POST", "/v2/commands/sessions", map[string]any{"id": "u", "user": "nobody"}, nil)
-	h.fails(400, "POST", "/v2/commands", map[string]any{"command": "true", "session": "u", "user": "daemon"})
-	h.fails(400, "POST", "/v2/commands/sessions", map[string]any{"id": "u", "user": "daemon"})
-	h.fails(400, "POST", "/v1/bash/exec", map[string]any{"command": "true", "user": "no-such-user-xyz"})
+	h.OK("POST", "/v2/commands/sessions", map[string]any{"id": "u", "user": "nobody"}, nil)
+	h.Fails(400, "POST", "/v2/commands", map[string]any{"command": "true", "session": "u", "user": "daemon"})
+	h.Fails(400, "POST", "/v2/commands/sessions", map[string]any{"id": "u", "user": "daemon"})
+	h.Fails(400, "POST", "/v1/bash/exec", map[string]any{"command": "true", "user": "no-such-user-xyz"})
 }
 
 func TestDefaultUser(t *testing.T) {
@@ -147,7 +147,7 @@ func TestDefaultUser(t *testing.T) {
 		t.Fatalf("%+v", d)
 	}
 	bad := newHarness(t, Config{DefaultUser: "no-such-user-xyz"}, nil)
-	bad.fails(503, "POST", "/v2/commands", map[string]any{"command": "true"})
+	bad.Fails(503, "POST", "/v2/commands", map[string]any{"command": "true"})
 }
 
 func TestCloseEndsEverything(t *testing.T) {
@@ -166,7 +166,7 @@ func TestCloseEndsEverything(t *testing.T) {
 	for _, g := range groups {
 		eventually(t, 5*time.Second, "the group to end", func() bool { return !groupAlive(g) })
 	}
-	h.fails(503, "POST", "/v2/commands", map[string]any{"command": "true"})
+	h.Fails(503, "POST", "/v2/commands", map[string]any{"command": "true"})
 	if err := h.p.Close(ctx); err != nil { // idempotent
 		t.Fatal(err)
 	}
@@ -184,7 +184,7 @@ func TestSessionInfoJSON(t *testing.T) {
 
 func TestBackgroundChildrenEndWithSessionAndClose(t *testing.T) {
 	h := newHarness(t, Config{}, func(e *Engine) { e.killGrace = 200 * time.Millisecond; e.drainGrace = 50 * time.Millisecond })
-	h.ok("POST", "/v2/commands/sessions", map[string]any{"id": "bg"}, nil)
+	h.OK("POST", "/v2/commands/sessions", map[string]any{"id": "bg"}, nil)
 	var groups []int
 	for _, session := range []string{"bg", ""} {
 		d := h.run(map[string]any{"command": "sleep 100 &", "session": session})
@@ -197,7 +197,7 @@ func TestBackgroundChildrenEndWithSessionAndClose(t *testing.T) {
 		}
 		groups = append(groups, c.pgid)
 	}
-	h.ok("DELETE", "/v2/commands/sessions/bg", nil, nil)
+	h.OK("DELETE", "/v2/commands/sessions/bg", nil, nil)
 	eventually(t, 5*time.Second, "the session's background child to end", func() bool { return !groupAlive(groups[0]) })
 	if !groupAlive(groups[1]) {
 		t.Fatal("closing one session ended another's background child")

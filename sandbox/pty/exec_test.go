@@ -43,13 +43,13 @@ func TestExecBusyAndTimeouts(t *testing.T) {
 	if r.Status != StatusRunning || r.ExitCode != nil || time.Since(start) > 2*time.Second {
 		t.Fatalf("%+v", r)
 	}
-	if msg := h.fails(400, "POST", "/v2/pty/sessions/"+id+"/exec", map[string]any{"command": "true"}); msg != "Session already has a running command" {
+	if msg := h.Fails(400, "POST", "/v2/pty/sessions/"+id+"/exec", map[string]any{"command": "true"}); msg != "Session already has a running command" {
 		t.Fatal(msg)
 	}
 	running(t, "sleep 5", 1)
-	h.ok("POST", "/v2/pty/sessions/"+id+"/input", map[string]any{"input": "\u0003"}, nil)
+	h.OK("POST", "/v2/pty/sessions/"+id+"/input", map[string]any{"input": "\u0003"}, nil)
 	var st struct{ Status string }
-	h.ok("POST", "/v1/shell/wait", map[string]any{"id": id, "seconds": 5}, &st)
+	h.OK("POST", "/v1/shell/wait", map[string]any{"id": id, "seconds": 5}, &st)
 	if st.Status != StatusCompleted {
 		t.Fatal(st)
 	}
@@ -58,8 +58,8 @@ func TestExecBusyAndTimeouts(t *testing.T) {
 	if r.Status != StatusRunning || r.ExitCode != nil {
 		t.Fatalf("%+v", r)
 	}
-	h.ok("POST", "/v1/shell/wait", map[string]any{"id": id, "seconds": 5}, &st)
-	h.ok("GET", "/v2/pty/sessions/"+id+"/screen", nil, &r)
+	h.OK("POST", "/v1/shell/wait", map[string]any{"id": id, "seconds": 5}, &st)
+	h.OK("GET", "/v2/pty/sessions/"+id+"/screen", nil, &r)
 	if r.Status != StatusCompleted || r.Output != "late" || code(r.ExitCode) != "0" || r.Command != nil {
 		t.Fatalf("%+v", r)
 	}
@@ -91,11 +91,11 @@ func TestExecSh(t *testing.T) {
 	}
 	o := newHarness(t, Config{Shell: "/bin/cat"}, nil)
 	oid := o.session(nil)
-	o.fails(501, "POST", "/v2/pty/sessions/"+oid+"/exec", map[string]any{"command": "true"})
-	o.ok("POST", "/v2/pty/sessions/"+oid+"/input", map[string]any{"input": "typed", "press_enter": true}, nil)
+	o.Fails(501, "POST", "/v2/pty/sessions/"+oid+"/exec", map[string]any{"command": "true"})
+	o.OK("POST", "/v2/pty/sessions/"+oid+"/input", map[string]any{"input": "typed", "press_enter": true}, nil)
 	var r Result
 	eventually(t, "cat echoes nothing", func() bool {
-		o.ok("GET", "/v2/pty/sessions/"+oid+"/screen", nil, &r)
+		o.OK("GET", "/v2/pty/sessions/"+oid+"/screen", nil, &r)
 		return strings.Count(r.Output, "typed") == 2 // the tty's echo, then cat's
 	})
 }

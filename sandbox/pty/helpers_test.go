@@ -1,11 +1,9 @@
 package pty
 
 import (
-	"bytes"
 	"encoding/json"
 	"github.com/a2c-smcp/a2c-go/sandbox/child"
 	"github.com/a2c-smcp/a2c-go/sandbox/internal/planetest"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -18,6 +16,7 @@ import (
 )
 
 type harness struct {
+	planetest.Client
 	t   testing.TB
 	p   *Plane
 	srv *httptest.Server
@@ -35,62 +34,14 @@ func newHarness(t testing.TB, cfg Config, tweak func(*Engine)) *harness {
 		tweak(p.e)
 	}
 	srv := planetest.Serve(t, p)
-	return &harness{t: t, p: p, srv: srv}
+	return &harness{Client: planetest.Client{T: t, URL: srv.URL}, t: t, p: p, srv: srv}
 }
 
-// do sends a request (body nil or a value to marshal) and decodes the
-// answer.
+// do sends a request and decodes the answer.
 func (h *harness) do(method, path string, body any) (int, api.Reply) {
 	h.t.Helper()
-	var rd io.Reader
-	if body != nil {
-		j, err := json.Marshal(body)
-		if err != nil {
-			h.t.Fatal(err)
-		}
-		rd = bytes.NewReader(j)
-	}
-	req, err := http.NewRequest(method, h.srv.URL+path, rd)
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	resp, err := h.srv.Client().Do(req)
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	var env api.Reply
-	if err := json.Unmarshal(raw, &env); err != nil {
-		h.t.Fatalf("%s %s: %d %q: %v", method, path, resp.StatusCode, raw, err)
-	}
-	return resp.StatusCode, env
-}
-
-// ok sends a request that must answer 200 with success true, decoding
-// data into out when non-nil.
-func (h *harness) ok(method, path string, body, out any) {
-	h.t.Helper()
-	st, env := h.do(method, path, body)
-	if st != http.StatusOK || !env.Success {
-		h.t.Fatalf("%s %s: %d %+v %s", method, path, st, env, env.Data)
-	}
-	if out != nil {
-		if err := json.Unmarshal(env.Data, out); err != nil {
-			h.t.Fatalf("%s %s data %s: %v", method, path, env.Data, err)
-		}
-	}
-}
-
-// fails sends a request that must answer status with success false; it
-// returns the message.
-func (h *harness) fails(status int, method, path string, body any) string {
-	h.t.Helper()
-	st, env := h.do(method, path, body)
-	if st != status || env.Success {
-		h.t.Fatalf("%s %s: want %d, got %d %+v data=%s", method, path, status, st, env, env.Data)
-	}
-	return env.Message
+	st, r, _ := h.Do(method, path, body)
+	return st, r
 }
 
 // session creates a terminal with opts and returns its id.
@@ -101,7 +52,7 @@ func (h *harness) session(opts map[string]any) string {
 	if opts != nil {
 		body = opts
 	}
-	h.ok("POST", "/v2/pty/sessions", body, &c)
+	h.OK("POST", "/v2/pty/sessions", body, &c)
 	return c.SessionID
 }
 
@@ -109,7 +60,7 @@ func (h *harness) session(opts map[string]any) string {
 func (h *harness) exec(id string, body map[string]any) Result {
 	h.t.Helper()
 	var r Result
-	h.ok("POST", "/v2/pty/sessions/"+id+"/exec", body, &r)
+	h.OK("POST", "/v2/pty/sessions/"+id+"/exec", body, &r)
 	return r
 }
 

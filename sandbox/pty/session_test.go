@@ -20,17 +20,17 @@ func TestCtrlCResizeTruncate(t *testing.T) {
 	}
 	running(t, "sleep 100.25", 1)
 	var st statusResult
-	h.ok("POST", "/v2/pty/sessions/"+id+"/input", map[string]any{"input": "\u0003"}, &st)
+	h.OK("POST", "/v2/pty/sessions/"+id+"/input", map[string]any{"input": "\u0003"}, &st)
 	gone(t, "sleep 100.25")
-	h.ok("POST", "/v1/shell/wait", map[string]any{"id": id, "seconds": 5}, &st)
-	h.ok("GET", "/v2/pty/sessions/"+id+"/screen", nil, &r)
+	h.OK("POST", "/v1/shell/wait", map[string]any{"id": id, "seconds": 5}, &st)
+	h.OK("GET", "/v2/pty/sessions/"+id+"/screen", nil, &r)
 	if st.Status != StatusCompleted || r.Status != StatusCompleted || code(r.ExitCode) != "130" {
 		t.Fatalf("%+v %+v", st, r)
 	}
 	// Resize: both or neither; the shell sees the new width.
-	h.fails(400, "PATCH", "/v2/pty/sessions/"+id, map[string]any{"cols": 100})
+	h.Fails(400, "PATCH", "/v2/pty/sessions/"+id, map[string]any{"cols": 100})
 	var sz sizeResult
-	h.ok("PATCH", "/v2/pty/sessions/"+id, map[string]any{"cols": 132, "rows": 40}, &sz)
+	h.OK("PATCH", "/v2/pty/sessions/"+id, map[string]any{"cols": 132, "rows": 40}, &sz)
 	if sz.Cols != 132 || sz.Rows != 40 {
 		t.Fatalf("%+v", sz)
 	}
@@ -41,7 +41,7 @@ func TestCtrlCResizeTruncate(t *testing.T) {
 	if !env.Success || string(env.Data) != "null" {
 		t.Fatalf("%+v", env)
 	}
-	h.fails(404, "PATCH", "/v2/pty/sessions/nope", map[string]any{"no_change_timeout": 5})
+	h.Fails(404, "PATCH", "/v2/pty/sessions/nope", map[string]any{"no_change_timeout": 5})
 	// Truncation: first and last 15,000 bytes around the marker.
 	r = h.exec(id, map[string]any{"command": "printf 'A%.0s' $(seq 20000); printf 'B%.0s' $(seq 20000)"})
 	want := strings.Repeat("A", 15000) + TruncationMarker + strings.Repeat("B", 15000)
@@ -57,11 +57,11 @@ func TestLifecycle(t *testing.T) {
 	h := newHarness(t, Config{MaxSessions: 3}, nil)
 	dir := t.TempDir()
 	var c Created
-	h.ok("POST", "/v2/pty/sessions", map[string]any{"id": "t1", "cwd": dir, "retention": "persistent"}, &c)
+	h.OK("POST", "/v2/pty/sessions", map[string]any{"id": "t1", "cwd": dir, "retention": "persistent"}, &c)
 	if c.SessionID != "t1" || c.WorkingDir != dir {
 		t.Fatalf("%+v", c)
 	}
-	h.ok("POST", "/v2/pty/sessions", map[string]any{"id": "t1"}, &c) // idempotent
+	h.OK("POST", "/v2/pty/sessions", map[string]any{"id": "t1"}, &c) // idempotent
 	for _, bad := range []map[string]any{
 		{"env": map[string]string{"A": "b"}},
 		{"cols": 80},
@@ -70,37 +70,37 @@ func TestLifecycle(t *testing.T) {
 		{"id": "t1", "user": "nobody"},
 		{"retention": "forever"},
 	} {
-		h.fails(400, "POST", "/v2/pty/sessions", bad)
+		h.Fails(400, "POST", "/v2/pty/sessions", bad)
 	}
-	if msg := h.fails(400, "POST", "/v2/pty/sessions", map[string]any{"user": "no-such-user-xyz"}); msg != "no such user: no-such-user-xyz" {
+	if msg := h.Fails(400, "POST", "/v2/pty/sessions", map[string]any{"user": "no-such-user-xyz"}); msg != "no such user: no-such-user-xyz" {
 		t.Fatal(msg)
 	}
 	if r := h.exec("t1", map[string]any{"command": "pwd"}); r.Output != dir {
 		t.Fatalf("%q", r.Output)
 	}
 	var info Info
-	h.ok("GET", "/v2/pty/sessions/t1", nil, &info)
+	h.OK("GET", "/v2/pty/sessions/t1", nil, &info)
 	if info.WorkingDir != dir || info.Status != "idle" || info.CurrentCommand != nil {
 		t.Fatalf("%+v", info)
 	}
 	for _, p := range []string{"/v2/pty/sessions/nope", "/v2/pty/sessions/nope/screen"} {
-		h.fails(404, "GET", p, nil)
+		h.Fails(404, "GET", p, nil)
 	}
-	h.fails(404, "POST", "/v2/pty/sessions/nope/exec", map[string]any{"command": "true"})
-	h.fails(404, "POST", "/v2/pty/sessions/nope/input", map[string]any{"input": "x"})
-	h.fails(404, "POST", "/v2/pty/sessions/nope/signal", nil)
-	h.fails(422, "POST", "/v2/pty/sessions/t1/exec", map[string]any{})
+	h.Fails(404, "POST", "/v2/pty/sessions/nope/exec", map[string]any{"command": "true"})
+	h.Fails(404, "POST", "/v2/pty/sessions/nope/input", map[string]any{"input": "x"})
+	h.Fails(404, "POST", "/v2/pty/sessions/nope/signal", nil)
+	h.Fails(422, "POST", "/v2/pty/sessions/t1/exec", map[string]any{})
 
 	// Capacity: persistent sessions are never evicted; an expiring idle one is.
 	h.session(map[string]any{"id": "t2"})
 	h.session(map[string]any{"id": "e1", "retention": "expiring"})
 	h.session(map[string]any{"id": "t3"}) // evicts e1
-	h.fails(404, "GET", "/v2/pty/sessions/e1", nil)
-	if msg := h.fails(400, "POST", "/v2/pty/sessions", map[string]any{"id": "t4"}); !strings.Contains(msg, "Maximum number of terminal sessions (3)") {
+	h.Fails(404, "GET", "/v2/pty/sessions/e1", nil)
+	if msg := h.Fails(400, "POST", "/v2/pty/sessions", map[string]any{"id": "t4"}); !strings.Contains(msg, "Maximum number of terminal sessions (3)") {
 		t.Fatal(msg)
 	}
 	var list listResult
-	h.ok("GET", "/v2/pty/sessions", nil, &list)
+	h.OK("GET", "/v2/pty/sessions", nil, &list)
 	if len(list.Sessions) != 3 || list.Stats.TotalSessions != 3 || list.Stats.MaxSessions != 3 || list.Stats.UsageRatio != 1 ||
 		list.Stats.SessionTimeout != 3600 || list.Sessions["t1"].WorkingDir != dir {
 		t.Fatalf("%+v", list)
@@ -116,16 +116,16 @@ func TestLifecycle(t *testing.T) {
 	// signal: SIGKILL, the session closes; a second call is a 404.
 	h.exec("t2", map[string]any{"command": "sleep 100.5", "async": true})
 	var k KillResult
-	h.ok("POST", "/v2/pty/sessions/t2/signal", nil, &k)
+	h.OK("POST", "/v2/pty/sessions/t2/signal", nil, &k)
 	if k.Status != StatusTerminated || code(k.ExitCode) != "-9" || code(k.ReturnCode) != "-9" {
 		t.Fatalf("%+v", k)
 	}
 	gone(t, "sleep 100.5")
-	h.fails(404, "POST", "/v2/pty/sessions/t2/signal", nil)
-	h.fails(404, "GET", "/v2/pty/sessions/t2", nil)
+	h.Fails(404, "POST", "/v2/pty/sessions/t2/signal", nil)
+	h.Fails(404, "GET", "/v2/pty/sessions/t2", nil)
 	// DELETE: 200; gone: 200 success false.
-	h.ok("DELETE", "/v2/pty/sessions/t3", nil, nil)
-	h.fails(200, "DELETE", "/v2/pty/sessions/t3", nil)
+	h.OK("DELETE", "/v2/pty/sessions/t3", nil, nil)
+	h.Fails(200, "DELETE", "/v2/pty/sessions/t3", nil)
 	// A shell that exits ends its session; exec reports its status.
 	r := h.exec("t1", map[string]any{"command": "echo bye; exit 3"})
 	if r.Status != StatusCompleted || code(r.ExitCode) != "3" || !strings.Contains(r.Output, "bye") {

@@ -69,7 +69,7 @@ func TestWSJSON(t *testing.T) {
 		t.Fatalf("%+v", resp)
 	}
 	// The session closing ends the socket with an error frame.
-	h.ok("DELETE", "/v2/pty/sessions/"+id, nil, nil)
+	h.OK("DELETE", "/v2/pty/sessions/"+id, nil, nil)
 	for {
 		if f, err = next(t, c, 5*time.Second); err != nil {
 			t.Fatal("no error frame before close")
@@ -195,7 +195,7 @@ func TestWSAnonymous(t *testing.T) {
 	send(t, c, map[string]any{"type": "input", "data": "sleep 100.125 &\n"})
 	running(t, "sleep 100.125", 1)
 	var list listResult
-	h.ok("GET", "/v2/pty/sessions", nil, &list)
+	h.OK("GET", "/v2/pty/sessions", nil, &list)
 	if len(list.Sessions) != 0 {
 		t.Fatalf("throwaway shell listed: %+v", list)
 	}
@@ -218,7 +218,7 @@ func TestWSAnonymous(t *testing.T) {
 	}
 	c.Close()
 	var r Result
-	h.ok("POST", "/v1/shell/view", map[string]any{"id": sid}, &r)
+	h.OK("POST", "/v1/shell/view", map[string]any{"id": sid}, &r)
 	detached(t, h, sid)
 	c, _, err = h.dial("/v1/shell/ws?session_id=" + sid)
 	if err != nil {

@@ -2,11 +2,9 @@ package watch
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"github.com/a2c-smcp/a2c-go/sandbox/internal/planetest"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -23,6 +21,7 @@ var client = &http.Client{Timeout: 30 * time.Second}
 
 // env is a plane behind a real HTTP server, with a temporary tree.
 type env struct {
+	planetest.Client
 	t     *testing.T
 	plane *Plane
 	srv   *httptest.Server
@@ -40,45 +39,14 @@ func newEnv(t *testing.T, cfg Config) *env {
 	}
 	p := New(cfg)
 	srv := planetest.Serve(t, p)
-	return &env{t: t, plane: p, srv: srv, dir: dir}
+	return &env{Client: planetest.Client{T: t, URL: srv.URL}, t: t, plane: p, srv: srv, dir: dir}
 }
 
-// call sends a JSON body (nil for none) and decodes the reply.
+// call sends a request and decodes the reply.
 func (e *env) call(method, path string, body any) (int, api.Reply) {
 	e.t.Helper()
-	var rd io.Reader
-	if body != nil {
-		b, _ := json.Marshal(body)
-		rd = bytes.NewReader(b)
-	}
-	req, _ := http.NewRequest(method, e.srv.URL+path, rd)
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		e.t.Fatalf("%s %s: %v", method, path, err)
-	}
-	defer resp.Body.Close()
-	var r api.Reply
-	if err := json.NewDecoder(resp.Body).Decode(&r); err != nil {
-		e.t.Fatalf("%s %s: decode: %v", method, path, err)
-	}
-	return resp.StatusCode, r
-}
-
-// ok calls and decodes a 200 success's data into out.
-func (e *env) ok(method, path string, body, out any) {
-	e.t.Helper()
-	st, r := e.call(method, path, body)
-	if st != http.StatusOK || !r.Success {
-		e.t.Fatalf("%s %s: %d %s %s", method, path, st, r.Message, r.Data)
-	}
-	if out != nil {
-		if err := json.Unmarshal(r.Data, out); err != nil {
-			e.t.Fatalf("%s %s: data: %v", method, path, err)
-		}
-	}
+	st, r, _ := e.Do(method, path, body)
+	return st, r
 }
 
 // create starts a watcher on the env's tree with extra fields.
@@ -89,14 +57,14 @@ func (e *env) create(fields map[string]any) WatcherCreatedResult {
 		body[k] = v
 	}
 	var res WatcherCreatedResult
-	e.ok("POST", "/v2/watch", body, &res)
+	e.OK("POST", "/v2/watch", body, &res)
 	return res
 }
 
 func (e *env) poll(id string, cursor uint64, timeout int) PollWatchResult {
 	e.t.Helper()
 	var res PollWatchResult
-	e.ok("GET", fmt.Sprintf("/v2/watch/%s/poll?cursor=%d&timeout=%d&limit=1000", id, cursor, timeout), nil, &res)
+	e.OK("GET", fmt.Sprintf("/v2/watch/%s/poll?cursor=%d&timeout=%d&limit=1000", id, cursor, timeout), nil, &res)
 	return res
 }
 

@@ -57,9 +57,9 @@ func TestPollCursorPastLatest(t *testing.T) {
 		go func() {
 			var res PollWatchResult
 			if v1 {
-				e.ok("POST", "/v1/file/watch/"+id+"/poll", map[string]any{"cursor": 99999, "timeout": 10}, &res)
+				e.OK("POST", "/v1/file/watch/"+id+"/poll", map[string]any{"cursor": 99999, "timeout": 10}, &res)
 			} else {
-				e.ok("GET", "/v2/watch/"+id+"/poll?cursor=99999&timeout=10", nil, &res)
+				e.OK("GET", "/v2/watch/"+id+"/poll?cursor=99999&timeout=10", nil, &res)
 			}
 			done <- res
 		}()
@@ -127,8 +127,8 @@ func TestPollTimeoutRange(t *testing.T) {
 	e.write("a", "")
 	e.expect(id, 0, "create a")
 	var res PollWatchResult // 60 is in range (and answers at once: there is history)
-	e.ok("GET", "/v2/watch/"+id+"/poll?timeout=60", nil, &res)
-	e.ok("POST", "/v1/file/watch/"+id+"/poll", map[string]any{"timeout": 60}, &res)
+	e.OK("GET", "/v2/watch/"+id+"/poll?timeout=60", nil, &res)
+	e.OK("POST", "/v1/file/watch/"+id+"/poll", map[string]any{"timeout": 60}, &res)
 	if len(res.Events) != 1 {
 		t.Fatalf("timeout 60: %+v", res)
 	}
@@ -216,7 +216,7 @@ func TestPseudoFilesystems(t *testing.T) {
 	for _, p := range []string{"/proc", "/proc/self", "/sys"} {
 		start := time.Now()
 		var res WatcherCreatedResult
-		e.ok("POST", "/v2/watch", map[string]any{"path": p}, &res)
+		e.OK("POST", "/v2/watch", map[string]any{"path": p}, &res)
 		if n := e.plane.e.ino.count(e.plane.e.get(res.WatcherID)); n != 1 || time.Since(start) > 5*time.Second {
 			t.Fatalf("%s: %d directories watched in %v", p, n, time.Since(start))
 		}
@@ -226,7 +226,7 @@ func TestPseudoFilesystems(t *testing.T) {
 		"sbin", "etc", "boot", "srv", "mnt", "media", "run", "farm", "old_root", "go", "data", "workspace"}
 	start := time.Now()
 	var res WatcherCreatedResult
-	e.ok("POST", "/v2/watch", map[string]any{"path": "/", "exclude": skip}, &res)
+	e.OK("POST", "/v2/watch", map[string]any{"path": "/", "exclude": skip}, &res)
 	paths := e.plane.e.ino.paths(e.plane.e.get(res.WatcherID))
 	for _, p := range paths {
 		for _, pseudo := range []string{"/proc", "/sys", "/dev/pts", "/dev/mqueue"} {

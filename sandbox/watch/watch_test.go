@@ -172,24 +172,24 @@ func TestReuseAndSubscribers(t *testing.T) {
 		t.Fatal("a different debounce reused")
 	}
 	var list []WatcherInfo
-	e.ok("GET", "/v2/watch", nil, &list)
+	e.OK("GET", "/v2/watch", nil, &list)
 	if len(list) != 2 || list[0].WatcherID != a.WatcherID || list[0].SubscriberCount != 2 || list[0].LatestSeq != 1 ||
 		list[0].EventCount != 1 || !list[0].Recursive || list[0].Status != StatusActive || list[0].Path != e.dir {
 		t.Fatalf("list %+v", list)
 	}
 	var st WatcherStoppedResult
-	e.ok("DELETE", "/v2/watch/"+a.WatcherID, nil, &st)
+	e.OK("DELETE", "/v2/watch/"+a.WatcherID, nil, &st)
 	if st.Status != StatusReleased {
 		t.Fatalf("first delete %+v", st)
 	}
-	e.ok("DELETE", "/v1/file/watch/"+a.WatcherID, nil, &st)
+	e.OK("DELETE", "/v1/file/watch/"+a.WatcherID, nil, &st)
 	if st.Status != StatusStopped || st.WatcherID != a.WatcherID {
 		t.Fatalf("second delete %+v", st)
 	}
 	if code, _ := e.call("DELETE", "/v2/watch/"+a.WatcherID, nil); code != http.StatusNotFound {
 		t.Fatalf("third delete %d", code)
 	}
-	e.ok("GET", "/v1/file/watch", nil, &list)
+	e.OK("GET", "/v1/file/watch", nil, &list)
 	if len(list) != 1 {
 		t.Fatalf("list after delete %+v", list)
 	}
@@ -279,7 +279,7 @@ func TestStream(t *testing.T) {
 	r.change(t, id+":3", "")
 
 	// deleting the watcher ends both streams with watch_stopped
-	e.ok("DELETE", "/v2/watch/"+id, nil, nil)
+	e.OK("DELETE", "/v2/watch/"+id, nil, nil)
 	for _, st := range []*sse{s, r} {
 		if f := st.must(t); f.event != "watch_stopped" {
 			t.Fatalf("final frame %+v", f)
@@ -351,7 +351,7 @@ func TestRetentionOverflow(t *testing.T) {
 	}
 	// paging with a limit
 	var page PollWatchResult
-	e.ok("POST", "/v1/file/watch/"+id+"/poll", map[string]any{"cursor": 15, "limit": 2}, &page)
+	e.OK("POST", "/v1/file/watch/"+id+"/poll", map[string]any{"cursor": 15, "limit": 2}, &page)
 	if page.Overflow || len(page.Events) != 2 || page.Cursor != 17 {
 		t.Fatalf("v1 page %+v", page)
 	}
@@ -391,7 +391,7 @@ func TestWaitV1(t *testing.T) {
 	}()
 	e.mkdir("dir")
 	var res WaitWatchResult
-	e.ok("POST", "/v1/file/watch/wait", map[string]any{"path": e.path("dir/target"), "timeout": 10, "event_types": []string{"write"}}, &res)
+	e.OK("POST", "/v1/file/watch/wait", map[string]any{"path": e.path("dir/target"), "timeout": 10, "event_types": []string{"write"}}, &res)
 	if res.Event.Type != TypeWrite || res.Event.Path != e.path("dir/target") {
 		t.Fatalf("event %+v", res.Event)
 	}
@@ -400,7 +400,7 @@ func TestWaitV1(t *testing.T) {
 		time.Sleep(300 * time.Millisecond)
 		e.write("dir/third", "")
 	}()
-	e.ok("POST", "/v1/file/watch/wait", map[string]any{"path": "dir"}, &res)
+	e.OK("POST", "/v1/file/watch/wait", map[string]any{"path": "dir"}, &res)
 	if res.Event.Type != TypeCreate || *res.Event.RelativePath != "third" {
 		t.Fatalf("dir event %+v", res.Event)
 	}
@@ -410,7 +410,7 @@ func TestWaitV1(t *testing.T) {
 		t.Fatalf("timeout: %d %q", code, r.Message)
 	}
 	var list []WatcherInfo
-	if e.ok("GET", "/v2/watch", nil, &list); len(list) != 0 {
+	if e.OK("GET", "/v2/watch", nil, &list); len(list) != 0 {
 		t.Fatalf("a wait's watcher is listed: %+v", list)
 	}
 	if code, r := e.call("POST", "/v1/file/watch/wait", map[string]any{"path": e.path("no/such/file")}); code != 200 || r.Success {
