@@ -2,12 +2,10 @@ package code
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"github.com/a2c-smcp/a2c-go/sandbox/account"
 	"os"
 	"os/exec"
-	"os/user"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -144,33 +142,9 @@ func (e *Engine) identity(name string) (*identity, error) {
 	if name == "" {
 		return nil, nil
 	}
-	u, err := user.Lookup(name)
+	a, err := account.Lookup(name)
 	if err != nil {
-		var unknown user.UnknownUserError
-		if errors.As(err, &unknown) {
-			return nil, errors.New("cannot run as " + name + ": no such user")
-		}
-		return nil, errors.New("cannot run as " + name + ": the account database cannot be read")
+		return nil, err
 	}
-	uid, err1 := strconv.ParseUint(u.Uid, 10, 32)
-	gid, err2 := strconv.ParseUint(u.Gid, 10, 32)
-	if err1 != nil || err2 != nil {
-		return nil, errors.New("cannot run as " + name + ": unusable uid or gid")
-	}
-	id := &identity{env: []string{"HOME=" + u.HomeDir, "USER=" + u.Username, "LOGNAME=" + u.Username}}
-	switch self := os.Getuid(); {
-	case int(uid) == self:
-		return id, nil
-	case self != 0:
-		return nil, fmt.Errorf("cannot run as %s: aiod is running as uid %d and only root can change identity", name, self)
-	}
-	id.cred = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
-	if gids, err := u.GroupIds(); err == nil {
-		for _, g := range gids {
-			if n, err := strconv.ParseUint(g, 10, 32); err == nil {
-				id.cred.Groups = append(id.cred.Groups, uint32(n))
-			}
-		}
-	}
-	return id, nil
+	return &identity{cred: a.Credential(), env: a.Env()}, nil
 }

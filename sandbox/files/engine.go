@@ -6,9 +6,9 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/a2c-smcp/a2c-go/sandbox/account"
 	"io/fs"
 	"os"
-	"os/user"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -100,29 +100,14 @@ func (e *Engine) owner(op, p, name string) (*owner, *fserr.Error) {
 	if name == "" {
 		return nil, nil
 	}
-	u, err := user.Lookup(name)
-	if err != nil {
-		if _, nerr := strconv.Atoi(name); nerr == nil {
-			u, err = user.LookupId(name)
-		}
-	}
-	if err != nil {
-		return nil, fserr.New(op, p, fserr.BadRequest, "no such user: "+name)
-	}
-	uid, err1 := strconv.Atoi(u.Uid)
-	gid, err2 := strconv.Atoi(u.Gid)
-	if err1 != nil || err2 != nil {
-		return nil, fserr.New(op, p, fserr.BadRequest, "no such user: "+name)
-	}
-	self := os.Geteuid()
-	if uid == self {
+	a, err := account.Lookup(name)
+	switch {
+	case err != nil:
+		return nil, fserr.New(op, p, fserr.BadRequest, err.Error())
+	case a.Self:
 		return nil, nil
 	}
-	if self != 0 {
-		return nil, fserr.New(op, p, fserr.BadRequest,
-			fmt.Sprintf("cannot run as %s: aiod is running as uid %d and only root can change identity", name, self))
-	}
-	return &owner{uid: uid, gid: gid}, nil
+	return &owner{uid: int(a.UID), gid: int(a.GID)}, nil
 }
 
 // mkdirAll creates dir and its missing parents, each owned by o. It

@@ -6,14 +6,12 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/a2c-smcp/a2c-go/sandbox/account"
 	"log/slog"
 	"os"
 	"os/exec"
-	"os/user"
 	"path/filepath"
-	"runtime"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -495,38 +493,11 @@ type identity struct {
 // lookupIdentity resolves an account to run a shell as: the daemon's
 // own needs no switch; any other needs a root daemon.
 func lookupIdentity(name string) (*identity, error) {
-	if runtime.GOOS != "linux" {
-		return nil, invalid(fmt.Sprintf("cannot run as %s: user is supported on Linux only", name))
-	}
-	u, err := user.Lookup(name)
+	a, err := account.Lookup(name)
 	if err != nil {
-		var unknown user.UnknownUserError
-		if errors.As(err, &unknown) {
-			return nil, invalid("no such user: " + name)
-		}
-		return nil, invalid(fmt.Sprintf("cannot run as %s: the account database cannot be read", name))
+		return nil, invalid(err.Error())
 	}
-	uid, err1 := strconv.ParseUint(u.Uid, 10, 32)
-	gid, err2 := strconv.ParseUint(u.Gid, 10, 32)
-	if err1 != nil || err2 != nil {
-		return nil, invalid(fmt.Sprintf("cannot run as %s: unusable uid or gid", name))
-	}
-	id := &identity{name: name, env: []string{"HOME=" + u.HomeDir, "USER=" + u.Username, "LOGNAME=" + u.Username}}
-	switch self := os.Getuid(); {
-	case int(uid) == self:
-		return id, nil
-	case self != 0:
-		return nil, invalid(fmt.Sprintf("cannot run as %s: aiod is running as uid %d and only root can change identity", name, self))
-	}
-	id.cred = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
-	if gids, err := u.GroupIds(); err == nil {
-		for _, g := range gids {
-			if n, err := strconv.ParseUint(g, 10, 32); err == nil {
-				id.cred.Groups = append(id.cred.Groups, uint32(n))
-			}
-		}
-	}
-	return id, nil
+	return &identity{name: name, cred: a.Credential(), env: a.Env()}, nil
 }
 
 // noChangeOption is a client's no_change_timeout as an Options value: 0

@@ -5,14 +5,13 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"github.com/a2c-smcp/a2c-go/sandbox/account"
 	"io"
 	"io/fs"
 	"log/slog"
 	"net/http"
 	"os"
-	"os/user"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -172,29 +171,14 @@ func (p *Plane) owner(op, path, name string) (*owner, error) {
 	if name == "" {
 		return nil, nil
 	}
-	u, err := user.Lookup(name)
-	if err != nil {
-		if _, numErr := strconv.Atoi(name); numErr == nil {
-			u, err = user.LookupId(name)
-		}
-	}
-	if err != nil {
-		return nil, fserr.New(op, path, fserr.BadRequest, "no such user: "+name)
-	}
-	uid, err1 := strconv.Atoi(u.Uid)
-	gid, err2 := strconv.Atoi(u.Gid)
-	if err1 != nil || err2 != nil {
-		return nil, fserr.New(op, path, fserr.BadRequest, "no such user: "+name)
-	}
-	euid := os.Geteuid()
+	a, err := account.Lookup(name)
 	switch {
-	case uid == euid && gid == os.Getegid():
+	case err != nil:
+		return nil, fserr.New(op, path, fserr.BadRequest, err.Error())
+	case a.Self:
 		return nil, nil
-	case euid != 0:
-		return nil, fserr.New(op, path, fserr.BadRequest,
-			fmt.Sprintf("cannot run as %s: aiod is running as uid %d and only root can change identity", name, euid))
 	}
-	return &owner{uid: uid, gid: gid}, nil
+	return &owner{uid: int(a.UID), gid: int(a.GID)}, nil
 }
 
 // lchown gives name to the owner; a nil owner does nothing.
