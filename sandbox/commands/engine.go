@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"github.com/a2c-smcp/a2c-go/sandbox/child"
-	"io/fs"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -356,7 +355,7 @@ func (c *Command) spawn(cmd *exec.Cmd) (outR, errR *os.File, err error) {
 					f.Close()
 				}
 			}
-			return nil, nil, unavailable("cannot start a command: no pipe for its output: "+ioText(err), "")
+			return nil, nil, unavailable("cannot start a command: no pipe for its output: "+fserr.Text(err), "")
 		}
 	}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = files[0], files[3], files[5]
@@ -379,21 +378,6 @@ func (c *Command) spawn(cmd *exec.Cmd) (outR, errR *os.File, err error) {
 	return files[2], files[4], nil
 }
 
-// ioText words an error in the daemon's (Rust io) terms: the errno's
-// capitalised text and number, never Go's error text.
-func ioText(err error) string {
-	var no syscall.Errno
-	switch {
-	case errors.As(err, &no):
-		return fserr.IOText(no)
-	case errors.Is(err, exec.ErrNotFound), errors.Is(err, fs.ErrNotExist):
-		return fserr.IOText(syscall.ENOENT)
-	case errors.Is(err, fs.ErrPermission):
-		return fserr.IOText(syscall.EACCES)
-	}
-	return "unexpected operating system error"
-}
-
 // checkCwd refuses a working directory that is missing or not a
 // directory, before anything is spawned in it.
 func checkCwd(dir string) error {
@@ -402,14 +386,14 @@ func checkCwd(dir string) error {
 		err = syscall.ENOTDIR
 	}
 	if err != nil {
-		return invalid(fmt.Sprintf("cannot use cwd %s: %s", dir, ioText(err)), "")
+		return invalid(fmt.Sprintf("cannot use cwd %s: %s", dir, fserr.Text(err)), "")
 	}
 	return nil
 }
 
 // spawnError words a failed spawn in the daemon's (Rust io) terms.
 func spawnError(path string, err error) error {
-	return invalid(fmt.Sprintf("failed to start %s: %s", path, ioText(err)), "")
+	return invalid(fmt.Sprintf("failed to start %s: %s", path, fserr.Text(err)), "")
 }
 
 // supervise owns the process: it pumps both pipes, arms the hard
@@ -606,7 +590,7 @@ func (c *Command) WriteStdin(ctx context.Context, p []byte) error {
 			return invalid(fmt.Sprintf("stdin of command %s is not accepting input (wrote %d of %d bytes)", c.ID, n, len(p)),
 				"the command is not reading its stdin; read its output, or kill it")
 		}
-		return invalid(fmt.Sprintf("cannot write to the stdin of command %s (wrote %d of %d bytes): %s", c.ID, n, len(p), ioText(err)), "")
+		return invalid(fmt.Sprintf("cannot write to the stdin of command %s (wrote %d of %d bytes): %s", c.ID, n, len(p), fserr.Text(err)), "")
 	}
 	c.e.touch(c.sess)
 	return nil

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"net/http"
+	"os/exec"
 	"syscall"
 
 	"github.com/a2c-smcp/a2c-go/sandbox/api"
@@ -108,20 +109,37 @@ func From(op, path string, err error) *Error {
 	if errors.Is(err, ErrNotRegular) {
 		return New(op, path, InvalidTarget, Phrase(op)+": "+ErrNotRegular.Error())
 	}
-	var no syscall.Errno
-	if !errors.As(err, &no) {
-		switch {
-		case errors.Is(err, fs.ErrNotExist):
-			no = syscall.ENOENT
-		case errors.Is(err, fs.ErrExist):
-			no = syscall.EEXIST
-		case errors.Is(err, fs.ErrPermission):
-			no = syscall.EACCES
-		default:
-			return New(op, path, IOError, fmt.Sprintf("%s: %v", Phrase(op), err))
-		}
+	no, ok := errnoOf(err)
+	if !ok {
+		return New(op, path, IOError, fmt.Sprintf("%s: %v", Phrase(op), err))
 	}
 	return Errno(op, path, no)
+}
+
+// errnoOf is the errno err carries, or the one its kind stands for.
+func errnoOf(err error) (syscall.Errno, bool) {
+	var no syscall.Errno
+	switch {
+	case errors.As(err, &no):
+		return no, true
+	case errors.Is(err, fs.ErrNotExist), errors.Is(err, exec.ErrNotFound):
+		return syscall.ENOENT, true
+	case errors.Is(err, fs.ErrExist):
+		return syscall.EEXIST, true
+	case errors.Is(err, fs.ErrPermission):
+		return syscall.EACCES, true
+	}
+	return 0, false
+}
+
+// Text words any error as the daemon does (Rust io): the errno's
+// capitalised text and number, never Go's error text; "unexpected
+// operating system error" when it carries no errno.
+func Text(err error) string {
+	if no, ok := errnoOf(err); ok {
+		return IOText(no)
+	}
+	return "unexpected operating system error"
 }
 
 // Errno is the error for a bare errno.

@@ -432,11 +432,7 @@ func (e *Engine) resolveCwd(cwd string, preserve bool) (string, error) {
 		err = syscall.ENOTDIR
 	}
 	if err != nil {
-		var no syscall.Errno
-		if !errors.As(err, &no) {
-			no = syscall.ENOENT
-		}
-		return "", invalid(fmt.Sprintf("cannot use cwd %s: %s", cwd, fserr.IOText(no)))
+		return "", invalid(fmt.Sprintf("cannot use cwd %s: %s", cwd, fserr.Text(err)))
 	}
 	if !preserve {
 		if real, err := filepath.EvalSymlinks(cwd); err == nil {

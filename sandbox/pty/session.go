@@ -107,14 +107,14 @@ func (e *Engine) start(o Options, shell string, kind shellKind, cwd string, id *
 		return err
 	})
 	if err != nil {
-		return nil, newErr(ErrUnavailable, "cannot start the terminal's shell "+shell+": "+ioText(err), "")
+		return nil, newErr(ErrUnavailable, "cannot start the terminal's shell "+shell+": "+fserr.Text(err), "")
 	}
 	s.pid = s.cmd.Process.Pid
 	if s.master, err = pollable(m); err != nil {
 		killSession(s.pid, s.nonce)
 		_ = s.cmd.Wait()
 		child.Forget(s.pid)
-		return nil, newErr(ErrUnavailable, "cannot start a terminal: "+ioText(err), "")
+		return nil, newErr(ErrUnavailable, "cannot start a terminal: "+fserr.Text(err), "")
 	}
 	e.live.Add(1)
 	go s.read()
@@ -153,18 +153,6 @@ func pollable(m *os.File) (*os.File, error) {
 		return nil, fmt.Errorf("pty master nonblocking: %w", err)
 	}
 	return os.NewFile(uintptr(fd), "/dev/ptmx"), nil
-}
-
-// ioText words an error in the daemon's (Rust io) terms, never Go's.
-func ioText(err error) string {
-	var no syscall.Errno
-	if errors.As(err, &no) {
-		return fserr.IOText(no)
-	}
-	if errors.Is(err, os.ErrNotExist) {
-		return fserr.IOText(syscall.ENOENT)
-	}
-	return "unexpected operating system error"
 }
 
 // flushAfter is how long a byte held back by the filter waits for the
