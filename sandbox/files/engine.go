@@ -66,16 +66,7 @@ func (o *owner) chown(path string) error {
 // paths as given, relative ones joined to the workspace. An empty path or
 // one holding NUL is an invalid_path error for op, echoing p.
 func (e *Engine) Resolve(op, p string) (string, *fserr.Error) {
-	if p == "" {
-		return "", fserr.New(op, p, fserr.InvalidPath, fserr.Phrase(op)+": path is empty")
-	}
-	if strings.IndexByte(p, 0) >= 0 {
-		return "", fserr.New(op, p, fserr.InvalidPath, fserr.Phrase(op)+": file name contained an unexpected NUL byte")
-	}
-	if filepath.IsAbs(p) {
-		return p, nil
-	}
-	return filepath.Join(e.workspace, p), nil
+	return fserr.Resolve(op, e.workspace, p)
 }
 
 // prepare resolves the path and the ownership identity of a request.

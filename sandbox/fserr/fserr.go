@@ -6,6 +6,8 @@ import (
 	"io/fs"
 	"net/http"
 	"os/exec"
+	"path/filepath"
+	"strings"
 	"syscall"
 
 	"github.com/a2c-smcp/a2c-go/sandbox/api"
@@ -281,4 +283,19 @@ var names = map[syscall.Errno]string{
 func IsTransient(err error) bool {
 	var no syscall.Errno
 	return errors.As(err, &no) && typeOf(no) == Busy
+}
+
+// Resolve maps a client path to the one to operate on: an absolute path
+// as given, a relative one joined to workspace. An empty path or one
+// holding NUL is an invalid_path error for op, echoing p.
+func Resolve(op, workspace, p string) (string, *Error) {
+	switch {
+	case p == "":
+		return "", New(op, p, InvalidPath, Phrase(op)+": path is empty")
+	case strings.IndexByte(p, 0) >= 0:
+		return "", New(op, p, InvalidPath, Phrase(op)+": file name contained an unexpected NUL byte")
+	case filepath.IsAbs(p):
+		return p, nil
+	}
+	return filepath.Join(workspace, p), nil
 }

@@ -12,7 +12,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"syscall"
 
@@ -138,16 +137,11 @@ func (p *Plane) forget(name string) {
 // given, relative ones against the workspace. Empty and NUL-containing
 // paths are invalid_path.
 func (p *Plane) resolve(op, path string) (string, error) {
-	switch {
-	case path == "":
-		return "", fserr.New(op, path, fserr.InvalidPath, fserr.Phrase(op)+": path is empty")
-	case strings.IndexByte(path, 0) >= 0:
-		return "", fserr.New(op, path, fserr.InvalidPath, fserr.Phrase(op)+": file name contained an unexpected NUL byte")
+	abs, ferr := fserr.Resolve(op, p.cfg.Workspace, path)
+	if ferr != nil {
+		return "", ferr
 	}
-	if !filepath.IsAbs(path) {
-		path = filepath.Join(p.cfg.Workspace, path)
-	}
-	return filepath.Clean(path), nil
+	return filepath.Clean(abs), nil
 }
 
 // pathQuery is the query of the download and tree routes; each reads the

@@ -263,12 +263,9 @@ func (s *spec) path() string {
 // parent with the file's name. With missingOK a path that does not
 // exist is a file to come, in a directory that must exist.
 func (e *Engine) locate(s *spec, p string, missingOK bool) error {
-	if p == "" || strings.ContainsRune(p, 0) {
-		return fserr.New("watch", p, fserr.InvalidPath, fserr.Phrase("watch")+": invalid path")
-	}
-	abs := p
-	if !filepath.IsAbs(abs) {
-		abs = filepath.Join(e.workspace(), abs)
+	abs, ferr := fserr.Resolve("watch", e.workspace(), p)
+	if ferr != nil {
+		return ferr
 	}
 	abs = filepath.Clean(abs)
 	real, err := filepath.EvalSymlinks(abs)
