@@ -2,6 +2,7 @@
 # The project's test command (README, .ci/run): installs the test peers it
 # needs, idempotently, then runs formatting and vet checks, the Go tests
 # with the race detector, and the interop suites against the real binaries.
+# staticcheck and goimports are pinned as tools in go.mod (go tool ...).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -26,23 +27,33 @@ fi
 
 # npm packages, pinned by their lock files: the official JavaScript client,
 # and the real MCP servers the Computer's tests host.
-if [ ! -d test/interop/node/node_modules/socket.io-client ]; then
-  say "installing npm packages for test/interop/node"
-  (cd test/interop/node && npm ci --no-audit --no-fund --loglevel=error)
+if [ ! -d test/interop/a2c/node/node_modules/socket.io-client ]; then
+  say "installing npm packages for test/interop/a2c/node"
+  (cd test/interop/a2c/node && npm ci --no-audit --no-fund --loglevel=error)
 fi
 if [ ! -d test/peers/node_modules/@modelcontextprotocol/server-everything ]; then
   say "installing npm packages for test/peers"
   (cd test/peers && npm ci --no-audit --no-fund --loglevel=error)
 fi
 
-say "gofmt"
-unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './test/interop/node/*'))
+gofiles=$(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path '*/node_modules/*')
+
+say "gofmt and import grouping (standard library, then others, then this module)"
+unformatted=$(gofmt -l $gofiles)
 if [ -n "$unformatted" ]; then
   echo "gofmt would change:"; echo "$unformatted"; exit 1
 fi
+ungrouped=$(go tool goimports -local github.com/a2c-smcp/a2c-go -l $gofiles)
+if [ -n "$ungrouped" ]; then
+  echo "imports not grouped (go tool goimports -local github.com/a2c-smcp/a2c-go -w FILE):"; echo "$ungrouped"; exit 1
+fi
 
-say "go vet"
+say "go vet (linux, and darwin so the non-Linux fallbacks keep compiling)"
 go vet ./...
+GOOS=darwin go vet ./...
+
+say "staticcheck"
+go tool staticcheck ./...
 
 say "go test -race"
 A2C_REQUIRE_PEERS=1 go test -race -count=1 -timeout 20m ./...

@@ -47,6 +47,10 @@ type Config struct {
 	// PingInterval and PingTimeout are the Engine.IO heartbeat. Defaults
 	// 25s and 20s.
 	PingInterval, PingTimeout time.Duration
+	// GoroutinePerConn serves each WebSocket with a reader goroutine
+	// instead of the Linux epoll event loop (see [sio.Options]). The event
+	// loop is the default; other systems always use goroutines.
+	GoroutinePerConn bool
 	// Logger receives structured logs. Default: discard.
 	Logger *slog.Logger
 }
@@ -137,10 +141,11 @@ func New(cfg Config) (*Server, error) {
 		names:   make(map[string]int),
 	}
 	s.io = sio.NewServer(sio.Options{
-		PingInterval: cfg.PingInterval,
-		PingTimeout:  cfg.PingTimeout,
-		MaxPayload:   cfg.MaxPayload,
-		Logger:       cfg.Logger,
+		PingInterval:     cfg.PingInterval,
+		PingTimeout:      cfg.PingTimeout,
+		MaxPayload:       cfg.MaxPayload,
+		GoroutinePerConn: cfg.GoroutinePerConn,
+		Logger:           cfg.Logger,
 	})
 	s.io.Handle(smcp.Namespace, (*nsHandler)(s))
 	mux := http.NewServeMux()

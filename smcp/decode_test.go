@@ -60,7 +60,7 @@ func TestDecodeFieldPathIsBounded(t *testing.T) {
 	}
 	// Should a path ever carry input, it is escaped and cut.
 	got := escapeShort(strings.Repeat("k\x01\xff", 5000), 64)
-	if len(got) > 4*64+3 || strings.ContainsAny(got, "\x01\xff\"") || !strings.HasSuffix(got, "...") {
+	if len(got) > 4*64+3 || strings.ContainsAny(got, "\x01\"") || strings.Contains(got, "\xff") || !strings.HasSuffix(got, "...") {
 		t.Errorf("escapeShort = %q", got)
 	}
 	if got := quoteShort("é\n", 64); got != `"\u00e9\n"` {

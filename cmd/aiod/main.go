@@ -4,7 +4,7 @@ package main
 import (
 	"os"
 
-	"github.com/a2c-smcp/a2c-go/internal/aiodcli"
+	"github.com/a2c-smcp/a2c-go/aiod"
 )
 
-func main() { os.Exit(aiodcli.Main(os.Args[1:], os.Stdout, os.Stderr)) }
+func main() { os.Exit(aiod.Main(os.Args[1:], os.Stdout, os.Stderr)) }

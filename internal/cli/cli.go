@@ -1,5 +1,3 @@
-// Package cli implements the a2c command: flag parsing, wiring and output
-// for each subcommand. cmd/a2c only calls [Main].
 package cli
 
 import (
@@ -49,7 +47,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		usage(stderr)
 		return 2
 	}
-	if err == nil || errors.Is(err, helpRequested) {
+	if err == nil || errors.Is(err, errHelp) {
 		return 0
 	}
 	var ue usageError
@@ -102,8 +100,8 @@ func newFlags(e *env, name string) *flag.FlagSet {
 	return fs
 }
 
-// helpRequested is returned by parse for -h: exit 0 after the usage.
-var helpRequested = errors.New("help requested")
+// errHelp is returned by parse for -h: exit 0 after the usage.
+var errHelp = errors.New("help requested")
 
 func (e *env) parse(fs *flag.FlagSet, args []string) error {
 	// Allow flags after positional arguments: "a2c call TOOL --args {}".
@@ -114,7 +112,7 @@ func (e *env) parse(fs *flag.FlagSet, args []string) error {
 				fmt.Fprintf(e.stdout, "Usage of %s:\n", fs.Name())
 				fs.SetOutput(e.stdout)
 				fs.PrintDefaults()
-				return helpRequested
+				return errHelp
 			}
 			return usageError{err.Error()}
 		}

@@ -28,6 +28,7 @@ func runServer(ctx context.Context, e *env, args []string) error {
 	maxPayload := fs.Int64("max-payload", 1<<20, "largest Socket.IO message accepted, in bytes (larger closes the connection)")
 	maxRequest := fs.Int("max-request", 512<<10, "largest request payload accepted, in bytes (larger is answered with a 400)")
 	drain := fs.Duration("shutdown-timeout", 30*time.Second, "on SIGTERM, how long in-flight calls may take to finish")
+	wsMode := fs.String("websocket-mode", "loop", "how WebSockets are served: loop (one epoll event loop, Linux) or goroutine (a reader goroutine each)")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	cpuProfile := fs.String("cpu-profile", "", "write a Go CPU profile to this file until shutdown (for benchmarks)")
 	if err := e.parse(fs, args); err != nil {
@@ -35,6 +36,9 @@ func runServer(ctx context.Context, e *env, args []string) error {
 	}
 	if fs.NArg() > 0 {
 		return usageError{"unexpected argument " + fs.Arg(0)}
+	}
+	if *wsMode != "loop" && *wsMode != "goroutine" {
+		return usageError{"bad --websocket-mode " + *wsMode + " (loop or goroutine)"}
 	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
@@ -60,12 +64,13 @@ func runServer(ctx context.Context, e *env, args []string) error {
 		secret = os.Getenv("A2C_TOKEN")
 	}
 	cfg := server.Config{
-		Version:      *version,
-		Path:         *path,
-		RelayTimeout: *relayTimeout,
-		MaxPayload:   *maxPayload,
-		MaxRequest:   *maxRequest,
-		Logger:       log,
+		Version:          *version,
+		Path:             *path,
+		RelayTimeout:     *relayTimeout,
+		MaxPayload:       *maxPayload,
+		MaxRequest:       *maxRequest,
+		GoroutinePerConn: *wsMode == "goroutine",
+		Logger:           log,
 	}
 	if secret != "" {
 		cfg.Auth = server.TokenAuth(secret, *authField)

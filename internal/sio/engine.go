@@ -33,7 +33,6 @@ type frame struct {
 
 var (
 	framePing  = frame{data: []byte{ePing}}
-	framePong  = frame{data: []byte{ePong}}
 	frameNoop  = frame{data: []byte{eNoop}}
 	frameClose = frame{data: []byte{eClose}}
 )

@@ -1,0 +1,21 @@
+// Package commands is aiod's commands plane: one process per call, run
+// directly under a shell (or none), with its stdout and stderr retained
+// per stream and addressed by byte offset.
+//
+// It owns the [Engine] (sessions, commands, their process groups, output
+// retention, kill and stdin) and the HTTP surface mounted by [Plane]: the
+// v2 routes under /v2/commands (JSON and NDJSON streaming) and the v1
+// compatibility routes /v1/bash/*, which adapt their field names onto the
+// same engine. Terminals (/v2/pty, /v1/shell) are aiod/pty's. Exit codes are data: a command that ran is
+// a 200 with success true whatever its exit code.
+//
+// Every child process is started in its own process group, and a kill, a
+// hard timeout, a session close or [Plane.Close] reaches its whole tree:
+// the group, and every process found below it in /proc, including those
+// that left the group (setsid) and, the daemon being a child subreaper
+// on Linux, those whose parent has exited, which each command remembers
+// (its tree is recorded while it runs and when it exits). The zombies
+// reparented to the daemon are reaped, pid by pid. Commands do not
+// inherit the daemon's secrets (AIO_API_KEY, SANDBOX_API_KEY and
+// [Config.HideEnv]).
+package commands

@@ -1,0 +1,416 @@
+package aiod
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	_ "embed"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/a2c-smcp/a2c-go/aiod/code"
+	"github.com/a2c-smcp/a2c-go/aiod/commands"
+	"github.com/a2c-smcp/a2c-go/aiod/files"
+	"github.com/a2c-smcp/a2c-go/aiod/internal/api"
+	"github.com/a2c-smcp/a2c-go/aiod/pty"
+	"github.com/a2c-smcp/a2c-go/aiod/transfer"
+	"github.com/a2c-smcp/a2c-go/aiod/watch"
+)
+
+// Version is the aiod API version this daemon implements.
+const Version = "0.9.2"
+
+// Config configures a [Daemon].
+type Config struct {
+	// Workspace is the directory commands start in and relative paths
+	// resolve against. Default the daemon account's home, as aiod's.
+	Workspace string
+	// APIKey, when set, must accompany every request but the public ones
+	// (Authorization: Bearer, x-api-key, or ?api_key=).
+	APIKey string
+	// Revision names the build, for /health. Default "dev".
+	Revision string
+	Logger   *slog.Logger
+	// DefaultUser is the account commands run as and created files belong
+	// to when a request names none (AIO_DEFAULT_USER); empty = the
+	// daemon's own.
+	DefaultUser string
+	// MaxCommandSessions caps command sessions (default 50); at the cap
+	// the least recently used idle one is closed.
+	MaxCommandSessions int
+	// CommandSessionIdle closes command sessions idle this long (default
+	// one hour).
+	CommandSessionIdle time.Duration
+	// MaxTerminals caps terminals (default 20); TerminalIdle reclaims
+	// expiring ones idle this long (default one hour).
+	MaxTerminals int
+	TerminalIdle time.Duration
+	// MaxKernels and MaxCodeSessions cap python kernels (default 5) and
+	// node sessions (default 20); KernelIdle and CodeIdle reclaim them
+	// when idle (defaults 300 s and 1800 s).
+	MaxKernels, MaxCodeSessions int
+	KernelIdle, CodeIdle        time.Duration
+	// PythonBin and NodeBin pin the interpreters of the code plane
+	// (AIO_PYTHON_BIN, AIO_NODE_BIN); empty = looked up (python3 with
+	// ipykernel, node).
+	PythonBin, NodeBin string
+	// CDPEndpoint is where the browser's DevTools protocol is probed.
+	// Default http://127.0.0.1:9222.
+	CDPEndpoint string
+}
+
+// Daemon is the aiod HTTP surface: the envelope, validation, auth and the
+// routes of every plane.
+type Daemon struct {
+	cfg     Config
+	log     *slog.Logger
+	handler http.Handler
+	reg     *prometheus.Registry
+	reqs    *prometheus.CounterVec
+	dur     *prometheus.HistogramVec
+	probe   *prober
+	stop    context.CancelFunc
+	planes  []plane
+	// lastRequest is when the latest request began (Unix ns).
+	lastRequest atomic.Int64
+}
+
+// plane is one family of routes with state of its own (processes,
+// staged files) that the daemon ends at shutdown.
+type plane interface {
+	Mount(mux *http.ServeMux)
+	Close(ctx context.Context) error
+}
+
+//go:embed openapi/v2-openapi.json
+var openapiV2 []byte
+
+//go:embed openapi/v1-openapi.json
+var openapiV1 []byte
+
+// New returns a daemon ready to serve with [Daemon.Handler].
+func New(cfg Config) (*Daemon, error) {
+	if cfg.Workspace == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			if home, err = os.Getwd(); err != nil {
+				return nil, err
+			}
+		}
+		cfg.Workspace = home
+	}
+	if cfg.CDPEndpoint == "" {
+		cfg.CDPEndpoint = "http://127.0.0.1:9222"
+	}
+	if cfg.Revision == "" {
+		cfg.Revision = "dev"
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	d := &Daemon{cfg: cfg, log: cfg.Logger, reg: prometheus.NewRegistry()}
+	d.reqs = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "http_requests_total", Help: "HTTP requests by method, route and status."},
+		[]string{"method", "route", "status"})
+	d.dur = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "http_request_duration_seconds", Help: "HTTP request durations by route.",
+		Buckets: prometheus.DefBuckets}, []string{"route"})
+	d.reg.MustRegister(d.reqs, d.dur, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+
+	d.planes = []plane{
+		commands.New(commands.Config{Workspace: cfg.Workspace, Logger: cfg.Logger, MaxSessions: cfg.MaxCommandSessions,
+			SessionIdle: cfg.CommandSessionIdle, DefaultUser: cfg.DefaultUser, BashBin: os.Getenv("AIO_BASH_BIN"),
+			Registerer: d.reg}),
+		files.New(files.Config{Workspace: cfg.Workspace, DefaultUser: cfg.DefaultUser, Logger: cfg.Logger}),
+		transfer.New(transfer.Config{Workspace: cfg.Workspace, DefaultUser: cfg.DefaultUser, Logger: cfg.Logger}),
+		watch.New(watch.Config{Workspace: cfg.Workspace, Logger: cfg.Logger}),
+		pty.New(pty.Config{Workspace: cfg.Workspace, Logger: cfg.Logger, DefaultUser: cfg.DefaultUser,
+			MaxSessions: cfg.MaxTerminals, SessionIdle: cfg.TerminalIdle, Shell: os.Getenv("AIO_BASH_BIN")}),
+		code.New(code.Config{Workspace: cfg.Workspace, Logger: cfg.Logger, DefaultUser: cfg.DefaultUser,
+			Python: cfg.PythonBin, Node: cfg.NodeBin, MaxKernelSessions: cfg.MaxKernels, MaxSessions: cfg.MaxCodeSessions,
+			KernelIdle: cfg.KernelIdle, SessionIdle: cfg.CodeIdle}),
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	d.stop = stop
+	d.probe = &prober{ttl: 5 * time.Second, cdp: cfg.CDPEndpoint, python: cfg.PythonBin, node: cfg.NodeBin, ctx: ctx}
+	d.probe.start() // the first read waits for it, later ones never
+	go d.trimWhenIdle(ctx, 5*time.Second)
+
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /health", d.health)
+	mux.HandleFunc("GET /v1/ping", func(w http.ResponseWriter, _ *http.Request) { OK(w, "pong") })
+	mux.HandleFunc("/internal/auth", d.internalAuth)
+	mux.HandleFunc("GET /v2/openapi.json", rawJSON(openapiV2))
+	mux.HandleFunc("GET /v1/openapi.json", rawJSON(openapiV1))
+	mux.Handle("GET /metrics", promhttp.HandlerFor(d.reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("GET /v2/sandbox", d.sandboxInfo)
+	mux.HandleFunc("GET /v2/sandbox/packages", d.packages)
+	mux.HandleFunc("GET /v1/sandbox", d.sandboxInfoV1)
+	mux.HandleFunc("GET /v1/sandbox/packages/{lang}", d.packagesV1)
+	mux.HandleFunc("GET /v1/capabilities", d.capabilities)
+	for _, p := range d.planes {
+		p.Mount(mux)
+	}
+	d.handler = d.instrument(mux, requestID(cors(d.auth(limitJSON(envelopeErrors(mux))))))
+	return d, nil
+}
+
+// Handler serves every route.
+func (d *Daemon) Handler() http.Handler { return d.handler }
+
+func rawJSON(b []byte) http.HandlerFunc {
+	return func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(b)
+	}
+}
+
+// healthBody is /health's answer, the one route outside the envelope.
+type healthBody struct {
+	Status   string `json:"status"`
+	Version  string `json:"version"`
+	Server   string `json:"server"`
+	Revision string `json:"revision"`
+}
+
+func (d *Daemon) health(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(healthBody{Status: "ok", Version: Version, Server: "aiod", Revision: d.cfg.Revision})
+}
+
+// environment is what /v2/sandbox and /v1/sandbox say about where the
+// daemon runs.
+func (d *Daemon) environment(c *Capabilities) map[string]any {
+	return map[string]any{
+		"system": map[string]any{
+			"os": runtime.GOOS, "os_version": osVersion(), "arch": runtime.GOARCH, "user": accountName(),
+			"workspace_dir": d.cfg.Workspace, "workspace": d.cfg.Workspace, "timezone": timezone(),
+			"occupied_ports": listeningPorts(), "sandbox_user": nil,
+		},
+		"runtime": c.runtime,
+		"utils":   c.utils,
+	}
+}
+
+// sandboxInfo is GET /v2/sandbox: identity, directories, versions and the
+// capability snapshot in one answer. It never re-probes on demand.
+func (d *Daemon) sandboxInfo(w http.ResponseWriter, r *http.Request) {
+	c := d.probe.get(r.Context(), false)
+	OK(w, map[string]any{
+		"workspace_dir": d.cfg.Workspace,
+		"workspace":     d.cfg.Workspace,
+		"version":       Version,
+		"detail":        d.environment(c),
+		"capabilities":  c,
+	})
+}
+
+// sandboxInfoV1 is GET /v1/sandbox: a text summary as data, the fields at
+// the top level beside the envelope's, and home_dir (1.x's name).
+func (d *Daemon) sandboxInfoV1(w http.ResponseWriter, r *http.Request) {
+	c := d.probe.get(r.Context(), false)
+	detail := d.environment(c)
+	detail["system"].(map[string]any)["home_dir"] = d.cfg.Workspace
+	text := fmt.Sprintf("aiod %s on %s/%s (%s), user %s, workspace %s", Version, runtime.GOOS, runtime.GOARCH, osVersion(), accountName(), d.cfg.Workspace)
+	api.JSON(w, http.StatusOK, map[string]any{
+		"success": true, "message": api.SuccessMessage, "data": text, "hint": nil,
+		"home_dir": d.cfg.Workspace, "workspace_dir": d.cfg.Workspace, "workspace": d.cfg.Workspace,
+		"version": Version, "detail": detail,
+	})
+}
+
+// capabilities is GET /v1/capabilities?refresh=bool.
+func (d *Daemon) capabilities(w http.ResponseWriter, r *http.Request) {
+	var q struct {
+		Refresh *bool `json:"refresh"`
+	}
+	if !api.Query(w, r, &q) {
+		return
+	}
+	OK(w, d.probe.get(r.Context(), q.Refresh != nil && *q.Refresh))
+}
+
+// timezone is the IANA zone name: TZ, /etc/timezone, or the target of
+// /etc/localtime; else the abbreviation.
+func timezone() string {
+	if tz := os.Getenv("TZ"); tz != "" {
+		return strings.TrimPrefix(tz, ":")
+	}
+	if b, err := os.ReadFile("/etc/timezone"); err == nil && len(strings.TrimSpace(string(b))) > 0 {
+		return strings.TrimSpace(string(b))
+	}
+	if t, err := os.Readlink("/etc/localtime"); err == nil {
+		if _, z, ok := strings.Cut(t, "zoneinfo/"); ok {
+			return z
+		}
+	}
+	z, _ := time.Now().Zone()
+	return z
+}
+
+// publicRoute reports whether a path is served without the key: the
+// listed prefixes, and "/" only by itself.
+func publicRoute(path string) bool {
+	if path == "/" {
+		return true
+	}
+	for _, p := range []string{"/health", "/v1/ping", "/v1/openapi.json", "/v2/openapi.json", "/internal/auth"} {
+		if strings.HasPrefix(path, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// keyOK reports whether r carries the key: Bearer, x-api-key, or the
+// deprecated ?api_key= (percent-decoded). Comparison is in constant time.
+func (d *Daemon) keyOK(r *http.Request) bool {
+	want := sha256.Sum256([]byte(d.cfg.APIKey))
+	match := func(got string) bool {
+		h := sha256.Sum256([]byte(got))
+		return got != "" && subtle.ConstantTimeCompare(h[:], want[:]) == 1
+	}
+	if a := r.Header.Get("Authorization"); len(a) > 7 && strings.EqualFold(a[:7], "bearer ") && match(a[7:]) {
+		return true
+	}
+	if match(r.Header.Get("X-API-Key")) {
+		return true
+	}
+	if k := r.URL.Query().Get("api_key"); k != "" {
+		if dk, err := url.QueryUnescape(k); err == nil {
+			k = dk
+		}
+		return match(k)
+	}
+	return false
+}
+
+// auth refuses protected routes without the key (when one is set) with
+// 401 and the envelope, before anything else runs (and so before any
+// WebSocket upgrade).
+func (d *Daemon) auth(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if d.cfg.APIKey == "" || publicRoute(r.URL.Path) || d.keyOK(r) {
+			next.ServeHTTP(w, r)
+			return
+		}
+		Fail(w, http.StatusUnauthorized, "Unauthorized", nil)
+	})
+}
+
+// internalAuth answers a gateway's auth subrequest: 204 when the original
+// URI is public, no key is set, or the key is right; 401 otherwise. Never
+// a body.
+func (d *Daemon) internalAuth(w http.ResponseWriter, r *http.Request) {
+	orig := r.Header.Get("X-Original-URI")
+	path := orig
+	if u, err := url.Parse(orig); err == nil {
+		path = u.Path
+	}
+	if d.cfg.APIKey == "" || publicRoute(path) || d.keyOK(r) {
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	w.WriteHeader(http.StatusUnauthorized)
+}
+
+// requestID takes x-tt-logid or x-request-id (or makes one) and echoes it
+// in x-tt-logid.
+func requestID(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := r.Header.Get("X-Tt-Logid")
+		if id == "" {
+			id = r.Header.Get("X-Request-Id")
+		}
+		if id == "" || len(id) > 128 {
+			id = newRequestID()
+		}
+		w.Header().Set("X-Tt-Logid", id)
+		next.ServeHTTP(w, r)
+	})
+}
+
+// trimWhenIdle hands the heap the last burst of requests left behind back
+// to the kernel once no request has arrived for quiet: a sandbox daemon
+// idles most of its life, and its resident size is what the sandbox pays.
+func (d *Daemon) trimWhenIdle(ctx context.Context, quiet time.Duration) {
+	t := time.NewTicker(quiet)
+	defer t.Stop()
+	var trimmed int64
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		last := d.lastRequest.Load()
+		if last != trimmed && time.Since(time.Unix(0, last)) >= quiet {
+			debug.FreeOSMemory()
+			trimmed = last
+		}
+	}
+}
+
+// instrument counts requests by the route pattern that served them.
+func (d *Daemon) instrument(mux *http.ServeMux, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		d.lastRequest.Store(start.UnixNano())
+		sw := &statusWriter{ResponseWriter: w, status: 200}
+		next.ServeHTTP(sw, r)
+		_, route := mux.Handler(r)
+		if route == "" || route == "/" {
+			route = "unmatched"
+		}
+		d.reqs.WithLabelValues(r.Method, route, strconv.Itoa(sw.status)).Inc()
+		d.dur.WithLabelValues(route).Observe(time.Since(start).Seconds())
+	})
+}
+
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (s *statusWriter) WriteHeader(code int) { s.status = code; s.ResponseWriter.WriteHeader(code) }
+
+// Unwrap lets http.ResponseController reach the connection (flushing,
+// hijacking for WebSockets).
+func (s *statusWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
+
+// ReadFrom keeps the connection's sendfile path for downloads.
+func (s *statusWriter) ReadFrom(r io.Reader) (int64, error) { return readFrom(s.ResponseWriter, r) }
+
+// readFrom copies r into w through w's own ReadFrom when it has one.
+func readFrom(w http.ResponseWriter, r io.Reader) (int64, error) {
+	if rf, ok := w.(io.ReaderFrom); ok {
+		return rf.ReadFrom(r)
+	}
+	return io.Copy(struct{ io.Writer }{w}, r)
+}
+
+// Shutdown ends what the daemon runs: every plane's processes and staged
+// files, and background probes. It returns the first plane's error.
+func (d *Daemon) Shutdown(ctx context.Context) error {
+	d.stop()
+	var first error
+	for _, p := range d.planes {
+		if err := p.Close(ctx); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}

@@ -1,0 +1,172 @@
+package api
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/a2c-smcp/a2c-go/aiod/internal/serde"
+)
+
+// Envelope is the body of every JSON route but /health, /mcp, streams and
+// binary bodies.
+type Envelope struct {
+	Success bool    `json:"success"`
+	Message string  `json:"message"`
+	Data    any     `json:"data"`
+	Hint    *string `json:"hint"`
+}
+
+// SuccessMessage is the message of a plain success.
+const SuccessMessage = "Operation successful"
+
+// JSON writes v as the JSON body with status.
+func JSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false) // serde writes & < > as they are
+	_ = enc.Encode(v)
+}
+
+// OK answers 200 with data in a successful envelope.
+func OK(w http.ResponseWriter, data any) {
+	JSON(w, http.StatusOK, Envelope{Success: true, Message: SuccessMessage, Data: data})
+}
+
+// OKMessage answers 200 with data and a route's own success message.
+func OKMessage(w http.ResponseWriter, msg string, data any) {
+	JSON(w, http.StatusOK, Envelope{Success: true, Message: msg, Data: data})
+}
+
+// Fail answers status with an unsuccessful envelope; a non-empty hint
+// tells the client what to do about it.
+func Fail(w http.ResponseWriter, status int, msg string, data any, hint ...string) {
+	e := Envelope{Message: msg, Data: data}
+	if len(hint) > 0 && hint[0] != "" {
+		e.Hint = &hint[0]
+	}
+	JSON(w, status, e)
+}
+
+// validationBody is the 422 answer: the envelope's keys without "hint",
+// plus the errors.
+type validationBody struct {
+	Success bool          `json:"success"`
+	Message string        `json:"message"`
+	Data    any           `json:"data"`
+	Errors  []errorDetail `json:"errors"`
+}
+
+type errorDetail struct {
+	Location []string `json:"location"`
+	Message  string   `json:"message"`
+	Type     string   `json:"type"`
+}
+
+// ValidationMessage is the message of every 422 answer.
+const ValidationMessage = "Request data validation failed"
+
+// Invalid answers 422 with the validation failures.
+func Invalid(w http.ResponseWriter, errs ...*serde.Error) {
+	b := validationBody{Message: ValidationMessage, Errors: []errorDetail{}}
+	for _, e := range errs {
+		b.Errors = append(b.Errors, errorDetail{Location: e.Location, Message: e.Message, Type: e.Type})
+	}
+	JSON(w, http.StatusUnprocessableEntity, b)
+}
+
+// InvalidField answers 422 for one body field that decoded but holds a
+// value the route refuses (an unknown enum member, say).
+func InvalidField(w http.ResponseWriter, field, msg string) {
+	Invalid(w, &serde.Error{Location: []string{"body", field}, Message: msg, Type: serde.TypeValue})
+}
+
+// MaxJSONBody is the largest JSON request body accepted.
+const MaxJSONBody = 2 << 20
+
+// ReadBody reads a JSON request body, answering 413 past MaxJSONBody. A
+// missing body reads as "{}", as the daemon treats it.
+func ReadBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
+	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxJSONBody))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			Fail(w, http.StatusRequestEntityTooLarge, "Request body too large", nil)
+		} else {
+			Fail(w, http.StatusBadRequest, "Could not read the request body", nil)
+		}
+		return nil, false
+	}
+	if len(strings.TrimSpace(string(b))) == 0 {
+		b = []byte("{}")
+	}
+	return b, true
+}
+
+// Body reads the request body into the struct v points to (see
+// serde.DecodeInto for the tags). On failure it has already answered
+// (413 or 422) and returns false.
+func Body(w http.ResponseWriter, r *http.Request, v any) bool {
+	b, ok := ReadBody(w, r)
+	if !ok {
+		return false
+	}
+	if err := serde.DecodeInto(b, v); err != nil {
+		Invalid(w, err)
+		return false
+	}
+	return true
+}
+
+// Query decodes the URL query into the struct v points to. On failure it
+// has already answered 422 and returns false.
+func Query(w http.ResponseWriter, r *http.Request, v any) bool {
+	if err := serde.DecodeQueryInto(r.URL.RawQuery, v); err != nil {
+		Invalid(w, err)
+		return false
+	}
+	return true
+}
+
+// Reply is an answer as a client decodes it: the envelope with data left
+// raw, or the 422 body with its errors. Clients and tests use it.
+type Reply struct {
+	Success bool            `json:"success"`
+	Message string          `json:"message"`
+	Data    json.RawMessage `json:"data"`
+	Hint    *string         `json:"hint"`
+	Errors  []struct {
+		Location []string `json:"location"`
+		Message  string   `json:"message"`
+		Type     string   `json:"type"`
+	} `json:"errors"`
+}
+
+// Error is a plane's refusal: a client-facing message (never Go error
+// text or a secret), an optional hint, for a field error the body field
+// it is about, and its Kind, one of the plane's sentinel errors, which
+// the plane maps to an HTTP status (match it with errors.Is).
+type Error struct {
+	Kind    error
+	Message string
+	Hint    string
+	Field   string
+}
+
+func (e *Error) Error() string { return e.Message }
+
+// Unwrap returns the kind, so errors.Is(err, plane.ErrNotFound) works.
+func (e *Error) Unwrap() error { return e.Kind }
+
+// MessageOf is the client-facing text and hint of err: an [*Error]'s,
+// and a generic phrase for anything else (never Go's error text).
+func MessageOf(err error) (msg, hint string) {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Message, e.Hint
+	}
+	return "Internal error", ""
+}

@@ -1,0 +1,101 @@
+package aiod
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os/exec"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/a2c-smcp/a2c-go/aiod/internal/serde"
+)
+
+// pythonList prints name==version for every installed distribution,
+// without needing pip.
+const pythonList = `import importlib.metadata as m
+seen = set()
+for d in m.distributions():
+    n = d.metadata["Name"]
+    if n and n.lower() not in seen:
+        seen.add(n.lower())
+        print(n + "==" + d.version)`
+
+// packages is GET /v2/sandbox/packages?lang=python|nodejs: the installed
+// packages as "  - name==version" lines.
+func (d *Daemon) packages(w http.ResponseWriter, r *http.Request) {
+	q, verr := serde.DecodeQuery(r.URL.Query(), []serde.Field{{Name: "lang", Kind: serde.String, Required: true}})
+	if verr != nil {
+		Invalid(w, verr)
+		return
+	}
+	d.listPackages(w, r, q["lang"].(string))
+}
+
+// packagesV1 is GET /v1/sandbox/packages/{python|nodejs}.
+func (d *Daemon) packagesV1(w http.ResponseWriter, r *http.Request) {
+	d.listPackages(w, r, r.PathValue("lang"))
+}
+
+func (d *Daemon) listPackages(w http.ResponseWriter, r *http.Request, lang string) {
+	ctx, cancel := context.WithTimeout(r.Context(), 20*time.Second)
+	defer cancel()
+	var names []string
+	switch lang {
+	case "python":
+		py, err := findBinary("python3", "/usr/bin/python3", "python")
+		if err != nil {
+			Fail(w, http.StatusServiceUnavailable, "python is not available", nil, "looked for python3 and python on PATH and /usr/bin/python3")
+			return
+		}
+		out, err := exec.CommandContext(ctx, py, "-c", pythonList).Output()
+		if err != nil {
+			Fail(w, http.StatusInternalServerError, "listing python packages failed", nil)
+			return
+		}
+		names = strings.Fields(string(out))
+	case "nodejs":
+		npm, err := findBinary("npm")
+		if err != nil {
+			Fail(w, http.StatusServiceUnavailable, "nodejs is not available", nil, "looked for npm on PATH")
+			return
+		}
+		out, _ := exec.CommandContext(ctx, npm, "ls", "-g", "--depth=0", "--json").Output()
+		var tree struct {
+			Dependencies map[string]struct {
+				Version string `json:"version"`
+			} `json:"dependencies"`
+		}
+		if err := json.Unmarshal(out, &tree); err != nil {
+			Fail(w, http.StatusInternalServerError, "listing nodejs packages failed", nil)
+			return
+		}
+		for n, dep := range tree.Dependencies {
+			names = append(names, n+"@"+dep.Version)
+		}
+	default:
+		Fail(w, http.StatusBadRequest, fmt.Sprintf("unknown lang %q: expected python or nodejs", lang), nil)
+		return
+	}
+	sort.Slice(names, func(i, j int) bool { return strings.ToLower(names[i]) < strings.ToLower(names[j]) })
+	var b strings.Builder
+	if lang == "nodejs" {
+		b.WriteString("Node.js Packages:\n")
+	}
+	for _, n := range names {
+		b.WriteString("  - " + n + "\n")
+	}
+	OK(w, b.String())
+}
+
+// findBinary returns the first of names found on PATH (or as a path).
+func findBinary(names ...string) (string, error) {
+	for _, n := range names {
+		if p, err := exec.LookPath(n); err == nil {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("none of %v found", names)
+}

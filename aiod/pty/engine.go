@@ -1,0 +1,507 @@
+package pty
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/a2c-smcp/a2c-go/aiod/internal/account"
+
+	"github.com/a2c-smcp/a2c-go/aiod/internal/fserr"
+)
+
+// Defaults of [Config] and the engine's fixed limits.
+const (
+	DefaultMaxSessions     = 20
+	DefaultSessionIdle     = 3600 * time.Second
+	DefaultNoChangeTimeout = 120 * time.Second
+	DefaultCols            = 120
+	DefaultRows            = 24
+	// MaxReplayBytes is the output a terminal retains (and the largest
+	// restore); MinReplayBytes the smallest restore a client can ask for.
+	MaxReplayBytes = 10 << 20
+	MinReplayBytes = 256 << 10
+	maxConsole     = 100 // console records kept per session
+	readyWait      = 5 * time.Second
+)
+
+// Retention values: persistent sessions live until closed; expiring ones
+// are also reclaimed when idle, and evicted at the cap.
+const (
+	RetentionPersistent = "persistent"
+	RetentionExpiring   = "expiring"
+)
+
+// Config configures a [Plane] and its [Engine].
+type Config struct {
+	// Workspace is where shells start when no cwd is given, and what a
+	// relative cwd resolves against. Default the current directory.
+	Workspace string
+	// Logger receives the plane's logs. Default: discarded.
+	Logger *slog.Logger
+	// MaxSessions bounds live terminals (AIO_SHELL_MAX_SESSIONS).
+	// Default 20.
+	MaxSessions int
+	// SessionIdle is how long an idle expiring terminal lives
+	// (AIO_SHELL_SESSION_TIMEOUT_SECS). Default 3600 s.
+	SessionIdle time.Duration
+	// DefaultUser is the account shells run as when the request names
+	// none (AIO_DEFAULT_USER). Default the daemon's account.
+	DefaultUser string
+	// Shell is the shell to start (AIO_BASH_BIN). Default bash, else sh.
+	Shell string
+	// HideEnv names variables of the daemon's environment that shells
+	// must not inherit, on top of AIO_API_KEY and SANDBOX_API_KEY.
+	HideEnv []string
+}
+
+// Engine owns the terminal sessions. It is safe for concurrent use.
+type Engine struct {
+	workspace   string
+	log         *slog.Logger
+	maxSessions int
+	idle        time.Duration
+	defaultUser string
+	shell       string
+	baseEnv     []string
+
+	// Limits, lowered by tests.
+	interruptWait time.Duration // how long a timed-out call waits for the prompt
+	wsQueue       int           // output chunks a socket may fall behind by
+
+	mu       sync.Mutex
+	sessions map[string]*session
+	closed   bool
+	live     sync.WaitGroup // one per session not yet fully ended
+}
+
+func newEngine(cfg Config) *Engine {
+	if cfg.Workspace == "" {
+		cfg.Workspace, _ = os.Getwd()
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.MaxSessions <= 0 {
+		cfg.MaxSessions = DefaultMaxSessions
+	}
+	if cfg.SessionIdle <= 0 {
+		cfg.SessionIdle = DefaultSessionIdle
+	}
+	hide := map[string]bool{"AIO_API_KEY": true, "SANDBOX_API_KEY": true, "PS0": true, "PS1": true,
+		"PROMPT_COMMAND": true, "BASH_ENV": true, "ENV": true, "TERM": true}
+	for _, k := range cfg.HideEnv {
+		hide[k] = true
+	}
+	var env []string
+	for _, kv := range os.Environ() {
+		if k, _, _ := strings.Cut(kv, "="); !hide[k] {
+			env = append(env, kv)
+		}
+	}
+	return &Engine{workspace: cfg.Workspace, log: cfg.Logger, maxSessions: cfg.MaxSessions, idle: cfg.SessionIdle,
+		defaultUser: cfg.DefaultUser, shell: cfg.Shell, baseEnv: append(env, "TERM=xterm-256color"),
+		interruptWait: 3 * time.Second, wsQueue: 1024, sessions: map[string]*session{}}
+}
+
+// Options creates a terminal. All fields are optional.
+type Options struct {
+	// ID names the session; "" generates one. An existing id is returned
+	// as it is (a different User is ErrInvalid).
+	ID string
+	// Cwd is where the shell starts, relative to the workspace.
+	Cwd string
+	// Cols and Rows size the terminal (both or neither; default 120×24).
+	Cols, Rows int
+	// Retention is RetentionPersistent ("" too) or RetentionExpiring.
+	Retention string
+	// User is the account the shell runs as, for the session's life.
+	User string
+	// NoChangeTimeout is the session's default for sync exec (0: 120 s;
+	// negative: never, what a client's 0 asks for).
+	NoChangeTimeout time.Duration
+	// PreserveSymlinks reports the cwd as given instead of resolved.
+	PreserveSymlinks bool
+	// Env is not implemented: a non-nil map is ErrInvalid.
+	Env map[string]string
+
+	throwaway bool // the /v2/pty/ws shell: never listed, dies with its socket
+}
+
+// Info describes a terminal; its JSON is the published ShellSessionInfo.
+type Info struct {
+	WorkingDir     string  `json:"working_dir"`
+	CreatedAt      string  `json:"created_at"`
+	LastUsedAt     string  `json:"last_used_at"`
+	AgeSeconds     int64   `json:"age_seconds"`
+	Status         string  `json:"status"`
+	CurrentCommand *string `json:"current_command"`
+}
+
+// Stats is the published ShellSessionStats.
+type Stats struct {
+	TotalSessions  int     `json:"total_sessions"`
+	ActiveSessions int     `json:"active_sessions"`
+	IdleSessions   int     `json:"idle_sessions"`
+	MaxSessions    int     `json:"max_sessions"`
+	SessionTimeout int64   `json:"session_timeout"`
+	UsageRatio     float64 `json:"usage_ratio"`
+}
+
+// Created is the published ShellCreateSessionResponse.
+type Created struct {
+	SessionID  string `json:"session_id"`
+	WorkingDir string `json:"working_dir"`
+}
+
+func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
+
+func newID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	h := hex.EncodeToString(b[:])
+	return h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
+}
+
+// Create starts a terminal, or returns the live one with that id.
+func (e *Engine) Create(o Options) (Created, error) {
+	s, err := e.create(o)
+	if err != nil {
+		return Created{}, err
+	}
+	return Created{SessionID: s.id, WorkingDir: s.cwd}, nil
+}
+
+func (e *Engine) create(o Options) (*session, error) {
+	if o.Env != nil {
+		return nil, newErr(ErrInvalid, "env is not implemented for terminals", "set variables with export in the terminal")
+	}
+	if (o.Cols == 0) != (o.Rows == 0) {
+		return nil, invalid("cols and rows must be given together")
+	}
+	if o.Cols == 0 {
+		o.Cols, o.Rows = DefaultCols, DefaultRows
+	}
+	switch o.Retention {
+	case "":
+		o.Retention = RetentionPersistent
+	case RetentionPersistent, RetentionExpiring:
+	default:
+		return nil, invalid(fmt.Sprintf("unknown retention %q: expected persistent or expiring", o.Retention))
+	}
+	cwd, err := e.resolveCwd(o.Cwd, o.PreserveSymlinks)
+	if err != nil {
+		return nil, err
+	}
+	if o.ID != "" {
+		if s, err := e.existing(o.ID, o.User); !isNotFound(err) {
+			return s, err
+		}
+	}
+	name, fromDefault := o.User, false
+	if name == "" && e.defaultUser != "" {
+		name, fromDefault = e.defaultUser, true
+	}
+	var id *identity
+	if name != "" {
+		if id, err = lookupIdentity(name); err != nil {
+			if fromDefault {
+				return nil, newErr(ErrUnavailable, "AIO_DEFAULT_USER cannot be used: "+err.Error(), "fix the daemon's AIO_DEFAULT_USER, or pass user")
+			}
+			return nil, err
+		}
+	}
+	shell, kind, err := e.shellPath()
+	if err != nil {
+		return nil, err
+	}
+	if o.ID == "" {
+		o.ID = newID()
+	}
+	if err := e.reserve(o.ID); err != nil {
+		return nil, err
+	}
+	s, err := e.start(o, shell, kind, cwd, id)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if err != nil || e.closed {
+		delete(e.sessions, o.ID)
+		if err == nil {
+			s.kill()
+			err = newErr(ErrUnavailable, "aiod is shutting down", "")
+		}
+		return nil, err
+	}
+	e.sessions[o.ID] = s
+	return s, nil
+}
+
+// reserve holds a slot (and the id) for a session being started,
+// evicting the least recently used reclaimable terminal at the cap.
+func (e *Engine) reserve(id string) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return newErr(ErrUnavailable, "aiod is shutting down", "")
+	}
+	if _, taken := e.sessions[id]; taken {
+		return invalid("Session " + id + " is being created")
+	}
+	if len(e.sessions) >= e.maxSessions {
+		var lru *session
+		for _, s := range e.sessions {
+			if s != nil && s.reclaimable() && (lru == nil || s.lastUse().Before(lru.lastUse())) {
+				lru = s
+			}
+		}
+		if lru == nil {
+			return newErr(ErrInvalid, fmt.Sprintf("Maximum number of terminal sessions (%d) reached", e.maxSessions),
+				"close a terminal (DELETE /v2/pty/sessions/{id}) or create expiring ones")
+		}
+		delete(e.sessions, lru.id)
+		lru.kill() // its reaper retires it
+		e.log.Debug("pty: evicted idle session", "session_id", lru.id)
+	}
+	e.sessions[id] = nil // reserved
+	return nil
+}
+
+// lookup finds a live session.
+func (e *Engine) lookup(id string) (*session, error) {
+	e.mu.Lock()
+	s := e.sessions[id]
+	e.mu.Unlock()
+	if s == nil {
+		return nil, notFound(id)
+	}
+	return s, nil
+}
+
+// existing finds a live session for a request naming user (which must
+// be the session's when given).
+func (e *Engine) existing(id, user string) (*session, error) {
+	s, err := e.lookup(id)
+	if err != nil {
+		return nil, err
+	}
+	if user != "" && user != s.user {
+		return nil, newErr(ErrInvalid, fmt.Sprintf("session %s runs as %s; it cannot switch to %s", s.id, s.userName(), user),
+			"use a new session for a different user")
+	}
+	s.touch()
+	return s, nil
+}
+
+// forget removes s from the table (when its shell has ended).
+func (e *Engine) forget(s *session) {
+	e.mu.Lock()
+	if e.sessions[s.id] == s {
+		delete(e.sessions, s.id)
+	}
+	e.mu.Unlock()
+}
+
+// list returns the live, listed sessions.
+func (e *Engine) list() []*session {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	out := make([]*session, 0, len(e.sessions))
+	for _, s := range e.sessions {
+		if s != nil && !s.throwaway {
+			out = append(out, s)
+		}
+	}
+	slices.SortFunc(out, func(a, b *session) int { return a.created.Compare(b.created) })
+	return out
+}
+
+// Session describes one terminal, or ErrNotFound.
+func (e *Engine) Session(id string) (Info, error) {
+	s, err := e.lookup(id)
+	if err != nil {
+		return Info{}, err
+	}
+	return s.info(), nil
+}
+
+// Sessions describes every listed terminal, by id.
+func (e *Engine) Sessions() map[string]Info {
+	out := map[string]Info{}
+	for _, s := range e.list() {
+		out[s.id] = s.info()
+	}
+	return out
+}
+
+// Stats describes the pool.
+func (e *Engine) Stats() Stats {
+	ss := e.list()
+	st := Stats{TotalSessions: len(ss), MaxSessions: e.maxSessions, SessionTimeout: int64(e.idle.Seconds()),
+		UsageRatio: float64(len(ss)) / float64(e.maxSessions)}
+	for _, s := range ss {
+		if s.running() {
+			st.ActiveSessions++
+		}
+	}
+	st.IdleSessions = st.TotalSessions - st.ActiveSessions
+	return st
+}
+
+// CloseSession kills a terminal's session and waits (bounded by ctx)
+// for it to end. ErrNotFound for an unknown id.
+func (e *Engine) CloseSession(ctx context.Context, id string) error {
+	s, err := e.lookup(id)
+	if err != nil {
+		return err
+	}
+	e.forget(s)
+	s.kill()
+	return s.wait(ctx)
+}
+
+// CloseAll closes every listed terminal.
+func (e *Engine) CloseAll(ctx context.Context) error {
+	var errs []error
+	for _, s := range e.list() {
+		e.forget(s)
+		s.kill()
+		errs = append(errs, s.wait(ctx))
+	}
+	return errors.Join(errs...)
+}
+
+// Close refuses new terminals, kills every one and waits (bounded by
+// ctx) for their shells and readers to end.
+func (e *Engine) Close(ctx context.Context) error {
+	e.mu.Lock()
+	e.closed = true
+	all := make([]*session, 0, len(e.sessions))
+	for _, s := range e.sessions {
+		if s != nil {
+			all = append(all, s)
+		}
+	}
+	clear(e.sessions)
+	e.mu.Unlock()
+	for _, s := range all {
+		s.kill()
+	}
+	done := make(chan struct{})
+	go func() { e.live.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("pty: sessions still ending: %w", ctx.Err())
+	}
+}
+
+// reclaim closes the expiring terminals idle since before now minus the
+// idle limit.
+func (e *Engine) reclaim(now time.Time) {
+	for _, s := range e.list() {
+		if s.reclaimable() && now.Sub(s.lastUse()) >= e.idle {
+			e.forget(s)
+			s.kill()
+			e.log.Debug("pty: reclaimed idle session", "session_id", s.id)
+		}
+	}
+}
+
+// resolveCwd makes a requested directory absolute and checks it.
+func (e *Engine) resolveCwd(cwd string, preserve bool) (string, error) {
+	if cwd == "" {
+		cwd = e.workspace
+	} else if !filepath.IsAbs(cwd) {
+		cwd = filepath.Join(e.workspace, cwd)
+	}
+	fi, err := os.Stat(cwd)
+	if err == nil && !fi.IsDir() {
+		err = syscall.ENOTDIR
+	}
+	if err != nil {
+		return "", invalid(fmt.Sprintf("cannot use cwd %s: %s", cwd, fserr.Text(err)))
+	}
+	if !preserve {
+		if real, err := filepath.EvalSymlinks(cwd); err == nil {
+			cwd = real
+		}
+	}
+	return cwd, nil
+}
+
+// Shell kinds: how exec finds a command's output and exit status.
+type shellKind int
+
+const (
+	kindOther shellKind = iota // no exec (501)
+	kindBash                   // PS0 and PROMPT_COMMAND markers
+	kindSh                     // markers printed by the typed line
+)
+
+func kindOf(path string) shellKind {
+	switch filepath.Base(path) {
+	case "bash":
+		return kindBash
+	case "sh", "dash", "ash":
+		return kindSh
+	}
+	return kindOther
+}
+
+func (e *Engine) shellPath() (string, shellKind, error) {
+	cands := []string{"/bin/bash", "/usr/bin/bash", "/bin/sh", "/usr/bin/sh"}
+	if e.shell != "" {
+		cands = []string{e.shell}
+	}
+	for _, p := range cands {
+		if !strings.Contains(p, "/") {
+			if lp, err := exec.LookPath(p); err == nil {
+				p = lp
+			}
+		}
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0 {
+			return p, kindOf(p), nil
+		}
+	}
+	return "", 0, newErr(ErrUnavailable, "no shell for terminals: none of "+strings.Join(cands, ", ")+" was found", "install bash, or set AIO_BASH_BIN")
+}
+
+// identity is a resolved account; cred is nil when no switch is needed.
+type identity struct {
+	name string
+	cred *syscall.Credential
+	env  []string // HOME, USER, LOGNAME
+}
+
+// lookupIdentity resolves an account to run a shell as: the daemon's
+// own needs no switch; any other needs a root daemon.
+func lookupIdentity(name string) (*identity, error) {
+	a, err := account.Lookup(name)
+	if err != nil {
+		return nil, invalid(err.Error())
+	}
+	return &identity{name: name, cred: a.Credential(), env: a.Env()}, nil
+}
+
+// noChangeOption is a client's no_change_timeout as an Options value: 0
+// means never there, as on exec and PATCH.
+func noChangeOption(d time.Duration) time.Duration {
+	if d <= 0 {
+		return -1
+	}
+	return d
+}

@@ -1,0 +1,400 @@
+package pty
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/a2c-smcp/a2c-go/aiod/internal/child"
+
+	"github.com/creack/pty"
+	"golang.org/x/sys/unix"
+
+	"github.com/a2c-smcp/a2c-go/aiod/internal/fserr"
+)
+
+// session is one terminal: a shell on a PTY, its retained output and its
+// exec state.
+type session struct {
+	id        string
+	e         *Engine
+	kind      shellKind
+	shell     string
+	nonce     string
+	user      string // as requested; "" the default account
+	cwd       string
+	retention string
+	throwaway bool
+	created   time.Time
+	cmd       *exec.Cmd
+	pid       int
+	master    *os.File
+	wmu       sync.Mutex    // serializes writes to the PTY
+	readDone  chan struct{} // the reader has stopped
+	done      chan struct{} // shell reaped, reader stopped, PTY closed
+
+	mu         sync.Mutex
+	used       time.Time
+	noChange   time.Duration
+	out        ring
+	filt       filter
+	atPrompt   bool  // the shell has reached its prompt
+	promptAt   int64 // output offset of the last end marker
+	cur        *run  // the running or last exec'd command
+	console    []ConsoleRecord
+	notify     chan struct{} // closed and replaced on every change
+	sock       *socket       // the attached WebSocket
+	hadSocket  bool
+	detachedAt int64 // output offset when the last socket left
+	reaped     bool  // the shell has been waited for
+	killed     bool
+	ended      bool
+	exitCode   *int
+}
+
+// promptCommand reports $? as an end marker at each prompt; the first
+// time it also stops history expansion (so "!" types as itself), keeps
+// the markers' variables out of child shells and reports the shell's
+// own exit status from the EXIT trap.
+func promptCommand(nonce string) string {
+	mark := `printf '\033]6973;` + nonce + `;%s;%d\007'`
+	return `__aio_rc=$?; if [ -z "$__aio_init" ]; then __aio_init=1; set +H; export -n PS0 PS1 PROMPT_COMMAND; ` +
+		`trap '__aio_rc=$?; ` + strings.ReplaceAll(mark, `'`, `'\''`) + ` X "$__aio_rc"' EXIT; fi; ` + mark + ` E "$__aio_rc"`
+}
+
+// start spawns the shell in a session of its own, with the PTY as its
+// controlling terminal, and the goroutines that read and reap it.
+func (e *Engine) start(o Options, shell string, kind shellKind, cwd string, id *identity) (*session, error) {
+	now := time.Now()
+	s := &session{id: o.ID, e: e, kind: kind, shell: shell, nonce: newID()[:8], user: o.User, cwd: cwd,
+		retention: o.Retention, throwaway: o.throwaway, created: now, used: now, noChange: o.NoChangeTimeout,
+		out: ring{max: MaxReplayBytes}, notify: make(chan struct{}), readDone: make(chan struct{}), done: make(chan struct{}),
+		atPrompt: kind != kindBash}
+	switch {
+	case s.noChange == 0:
+		s.noChange = DefaultNoChangeTimeout
+	case s.noChange < 0:
+		s.noChange = 0 // never, as 0 means on exec and PATCH
+	}
+	s.filt.prefix = []byte(markerOSC + s.nonce + ";")
+	env := append(slices.Clone(e.baseEnv), tagVar+"="+s.nonce)
+	if !hasLocale(env) {
+		env = append(env, "LC_CTYPE=C.UTF-8")
+	}
+	args := []string{shell}
+	switch kind {
+	case kindBash:
+		args = append(args, "--noprofile", "--norc", "-i")
+		env = append(env, `PS1=\w $ `, `PS0=\e]6973;`+s.nonce+`;S\a`, "PROMPT_COMMAND="+promptCommand(s.nonce))
+	case kindSh:
+		args = append(args, "-i")
+		env = append(env, "PS1=$ ")
+	}
+	attrs := &syscall.SysProcAttr{Setsid: true, Setctty: true}
+	if id != nil {
+		env = append(env, id.env...)
+		attrs.Credential = id.cred
+	}
+	s.cmd = &exec.Cmd{Path: shell, Args: args, Dir: cwd, Env: env}
+	var m *os.File
+	err := child.Start(s.cmd, func() (err error) {
+		m, err = pty.StartWithAttrs(s.cmd, &pty.Winsize{Cols: uint16(o.Cols), Rows: uint16(o.Rows)}, attrs)
+		return err
+	})
+	if err != nil {
+		return nil, newErr(ErrUnavailable, "cannot start the terminal's shell "+shell+": "+fserr.Text(err), "")
+	}
+	s.pid = s.cmd.Process.Pid
+	if s.master, err = pollable(m); err != nil {
+		killSession(s.pid, s.nonce)
+		_ = s.cmd.Wait()
+		child.Forget(s.pid)
+		return nil, newErr(ErrUnavailable, "cannot start a terminal: "+fserr.Text(err), "")
+	}
+	e.live.Add(1)
+	go s.read()
+	go s.reap()
+	s.waitFor(context.Background(), readyWait, s.readyLocked) // the first prompt
+	return s, nil
+}
+
+// readyLocked: the shell reads a command line. Bash is once readline
+// has begun drawing the prompt that follows the end marker (typeahead
+// sent earlier may be flushed). Guarded by s.mu.
+func (s *session) readyLocked() bool {
+	return s.atPrompt && (s.kind != kindBash || s.out.end > s.promptAt)
+}
+
+func hasLocale(env []string) bool {
+	for _, kv := range env {
+		if k, v, _ := strings.Cut(kv, "="); v != "" && (k == "LANG" || k == "LC_ALL" || k == "LC_CTYPE") {
+			return true
+		}
+	}
+	return false
+}
+
+// pollable turns creack/pty's master (left in blocking mode by its
+// ioctls) into a non-blocking, poller-backed file: reads and writes take
+// deadlines, and Close interrupts a pending Read.
+func pollable(m *os.File) (*os.File, error) {
+	defer m.Close()
+	fd, err := unix.FcntlInt(m.Fd(), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("dup pty master: %w", err)
+	}
+	if err := unix.SetNonblock(fd, true); err != nil {
+		unix.Close(fd)
+		return nil, fmt.Errorf("pty master nonblocking: %w", err)
+	}
+	return os.NewFile(uintptr(fd), "/dev/ptmx"), nil
+}
+
+// flushAfter is how long a byte held back by the filter waits for the
+// rest of its marker or character.
+const flushAfter = 20 * time.Millisecond
+
+// read copies the PTY's output into the ring, the exec capture and the
+// attached socket until the PTY closes.
+func (s *session) read() {
+	defer close(s.readDone)
+	buf := make([]byte, 32<<10)
+	for {
+		var deadline time.Time
+		if len(s.filt.hold) > 0 {
+			deadline = time.Now().Add(flushAfter)
+		}
+		_ = s.master.SetReadDeadline(deadline)
+		n, err := s.master.Read(buf)
+		s.mu.Lock()
+		if n > 0 {
+			s.filt.feed(buf[:n], s.onData, s.onMark)
+		}
+		if err != nil {
+			s.filt.flush(s.onData)
+		}
+		s.mu.Unlock()
+		if err != nil && !errors.Is(err, os.ErrDeadlineExceeded) {
+			return
+		}
+	}
+}
+
+// onData takes plain output. Guarded by s.mu.
+func (s *session) onData(b []byte) {
+	s.out.write(b)
+	if r := s.cur; r != nil && r.status == StatusRunning && r.written {
+		r.lastOutput = time.Now()
+		r.capture(b)
+	}
+	if s.sock != nil && !s.sock.send(b) {
+		s.e.log.Debug("pty: socket fell behind; closing it", "session_id", s.id)
+		s.detachLocked(s.sock, int64(len(b)))
+	}
+	s.bumpLocked()
+}
+
+// onMark takes a marker. Guarded by s.mu.
+func (s *session) onMark(kind byte, code int) {
+	r := s.cur
+	live := r != nil && r.status == StatusRunning && r.written
+	switch kind {
+	case markStart:
+		s.atPrompt = false
+		if live && !r.started {
+			r.started = true
+		}
+	case markEnd:
+		s.atPrompt, s.promptAt = true, s.out.end
+		if live {
+			s.finishLocked(r, StatusCompleted, &code)
+		}
+	case markExit:
+		s.exitCode = &code
+		if live {
+			s.finishLocked(r, StatusCompleted, &code)
+		}
+	}
+	s.bumpLocked()
+}
+
+func (s *session) bumpLocked() {
+	close(s.notify)
+	s.notify = make(chan struct{})
+}
+
+// reap waits for the shell, ends what it left in its terminal session,
+// drains the PTY and retires the session.
+func (s *session) reap() {
+	defer s.e.live.Done()
+	err := s.cmd.Wait()
+	child.Forget(s.pid)
+	var code *int
+	if st := s.cmd.ProcessState; st != nil {
+		c := st.ExitCode()
+		if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			c = -int(ws.Signal())
+		}
+		code = &c
+	} else if err != nil {
+		s.e.log.Debug("pty: shell already reaped elsewhere", "session_id", s.id)
+	}
+	s.mu.Lock()
+	s.reaped = true
+	s.mu.Unlock()
+	killSession(s.pid, s.nonce)
+	select {
+	case <-s.readDone:
+	case <-time.After(2 * time.Second): // something outside the session holds the terminal
+	}
+	_ = s.master.Close()
+	<-s.readDone
+	s.mu.Lock()
+	s.ended = true
+	if s.exitCode == nil || s.killed {
+		s.exitCode = code
+	}
+	if r := s.cur; r != nil && r.status == StatusRunning {
+		st := StatusCompleted
+		if s.killed {
+			st = StatusTerminated
+		}
+		s.finishLocked(r, st, s.exitCode)
+	}
+	if s.sock != nil {
+		s.sock.kick(frameError("Session closed"))
+		s.sock = nil
+	}
+	s.bumpLocked()
+	s.mu.Unlock()
+	s.e.forget(s)
+	close(s.done)
+}
+
+// kill SIGKILLs the terminal's whole session (once its shell is reaped,
+// the reaper has done so).
+func (s *session) kill() {
+	s.mu.Lock()
+	s.killed = true
+	reaped := s.reaped
+	s.mu.Unlock()
+	if !reaped {
+		killSession(s.pid, s.nonce)
+	}
+}
+
+// wait waits, bounded by ctx, for the session to end.
+func (s *session) wait(ctx context.Context) error {
+	select {
+	case <-s.done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("pty: session %s still ending: %w", s.id, ctx.Err())
+	}
+}
+
+// waitFor waits until cond (checked under s.mu) holds, the session ends,
+// d passes or ctx ends; it reports cond.
+func (s *session) waitFor(ctx context.Context, d time.Duration, cond func() bool) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	for {
+		s.mu.Lock()
+		ok, ended, ch := cond(), s.ended, s.notify
+		s.mu.Unlock()
+		if ok || ended {
+			return ok
+		}
+		select {
+		case <-ch:
+		case <-t.C:
+			return false
+		case <-ctx.Done():
+			return false
+		}
+	}
+}
+
+// write types p into the terminal.
+func (s *session) write(p []byte) error {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	_ = s.master.SetWriteDeadline(time.Now().Add(5 * time.Second))
+	if _, err := s.master.Write(p); err != nil {
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			return newErr(ErrUnavailable, "the terminal is not reading its input", "")
+		}
+		return notFound(s.id)
+	}
+	s.touch()
+	return nil
+}
+
+// resize sets the terminal's size; the kernel tells the foreground job.
+func (s *session) resize(cols, rows int) error {
+	if cols <= 0 || rows <= 0 || cols > 0xffff || rows > 0xffff {
+		return invalid("cols and rows must be between 1 and 65535")
+	}
+	rc, err := s.master.SyscallConn()
+	if err == nil {
+		cerr := rc.Control(func(fd uintptr) {
+			err = unix.IoctlSetWinsize(int(fd), unix.TIOCSWINSZ, &unix.Winsize{Col: uint16(cols), Row: uint16(rows)})
+		})
+		err = errors.Join(cerr, err)
+	}
+	if err != nil {
+		return notFound(s.id)
+	}
+	s.touch()
+	return nil
+}
+
+func (s *session) touch() {
+	s.mu.Lock()
+	s.used = time.Now()
+	s.mu.Unlock()
+}
+
+func (s *session) lastUse() time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.used
+}
+
+func (s *session) running() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cur != nil && s.cur.status == StatusRunning
+}
+
+// reclaimable: expiring, with nothing running and no socket attached.
+func (s *session) reclaimable() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.retention == RetentionExpiring && s.sock == nil && (s.cur == nil || s.cur.status != StatusRunning)
+}
+
+func (s *session) userName() string {
+	if s.user == "" {
+		return "the default account"
+	}
+	return s.user
+}
+
+func (s *session) info() Info {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	in := Info{WorkingDir: s.cwd, CreatedAt: stamp(s.created), LastUsedAt: stamp(s.used),
+		AgeSeconds: int64(time.Since(s.created).Seconds()), Status: "idle"}
+	if r := s.cur; r != nil && r.status == StatusRunning {
+		in.Status, in.CurrentCommand = "active", &r.command
+	}
+	return in
+}

@@ -1,0 +1,409 @@
+// Command load benchmarks the signalling server's relay against a
+// reference relay on Node's official socket.io server, in one run:
+//
+//	go run ./bench/a2c/load [-targets ours,node] [-agents 1,10,100] [-duration 5s] [-idle 1000,10000]
+//
+// For each target it starts the server as a separate process, then for
+// each level A it connects A offices of one Agent and one Computer (the
+// Computer answers at once), lets every Agent call client:tool_call in a
+// loop, and reports round-trip p50/p99, calls/s and the server's CPU time
+// per call (user+sys from /proc). It then measures the server's RSS with
+// N idle joined connections (a fresh process per N). A baseline of two
+// loopback WebSocket hops (a plain Go forwarder between a client and an
+// echo peer, the relay's topology without Socket.IO) is measured in the
+// same run. It prints a Markdown report with ratios ours/reference.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"runtime/pprof"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/a2c-smcp/a2c-go/bench/internal/procs"
+	"github.com/a2c-smcp/a2c-go/internal/sio"
+	"github.com/a2c-smcp/a2c-go/smcp"
+)
+
+func main() {
+	if len(os.Args) > 1 && os.Args[1] == "forwarder" {
+		runForwarder()
+		return
+	}
+	targets := flag.String("targets", "ours,node", "servers to measure: ours, node")
+	agents := flag.String("agents", "1,10,100", "concurrent Agents (one office each)")
+	dur := flag.Duration("duration", 5*time.Second, "measured time per level")
+	warm := flag.Duration("warmup", time.Second, "unmeasured time before each level")
+	idle := flag.String("idle", "1000,10000", "idle joined connections for the RSS measurement")
+	rounds := flag.Int("rounds", 3, "repetitions of every measurement; figures are medians")
+	cpuProfile := flag.String("cpuprofile", "", "write the load client's own CPU profile here")
+	flag.Parse()
+	raiseNoFile()
+	// The load client's own garbage collection is noise in the latencies
+	// it measures; give it room (it holds little).
+	debug.SetGCPercent(800)
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		check(err)
+		check(pprof.StartCPUProfile(f))
+		defer pprof.StopCPUProfile()
+	}
+
+	root, err := procs.ModuleRoot()
+	check(err)
+	tmp, err := os.MkdirTemp("", "a2c-bench-")
+	check(err)
+	defer os.RemoveAll(tmp)
+	bin, err := procs.BuildA2C(root, tmp)
+	check(err)
+
+	// The machine's noise drifts, so targets take turns within each round
+	// and every figure is the median over the rounds.
+	r := report{dur: *dur, cpus: runtime.NumCPU(), rounds: *rounds}
+	names := strings.Split(*targets, ",")
+	results := make([]targetResult, len(names))
+	for i, t := range names {
+		results[i].name = t
+	}
+	var base []levelResult
+	for _, a := range ints(*agents) {
+		per := make([][]levelResult, len(names))
+		for round := 0; round < *rounds; round++ {
+			if a == 1 {
+				fmt.Fprintf(os.Stderr, "round %d: baseline, two loopback WebSocket hops\n", round+1)
+				base = append(base, measureBaseline(*warm, *dur))
+			}
+			for i, t := range names {
+				fmt.Fprintf(os.Stderr, "round %d: %s, %d agents\n", round+1, t, a)
+				srv := start(t, root, bin)
+				per[i] = append(per[i], measureLoad(srv, a, *warm, *dur))
+				srv.stop()
+			}
+		}
+		for i := range names {
+			results[i].levels = append(results[i].levels, medianLevel(per[i]))
+		}
+	}
+	if len(base) > 0 {
+		r.baseline = medianLevel(base)
+	}
+	for _, n := range ints(*idle) {
+		per := make([][]idleResult, len(names))
+		for round := 0; round < *rounds; round++ {
+			for i, t := range names {
+				fmt.Fprintf(os.Stderr, "round %d: %s, %d idle connections\n", round+1, t, n)
+				srv := start(t, root, bin)
+				per[i] = append(per[i], measureIdle(srv, n))
+				srv.stop()
+			}
+		}
+		for i := range names {
+			results[i].idle = append(results[i].idle, medianIdle(per[i]))
+		}
+	}
+	r.targets = results
+	r.print(os.Stdout)
+}
+
+func check(err error) {
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "load:", err)
+		os.Exit(1)
+	}
+}
+
+func ints(s string) []int {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		n, err := strconv.Atoi(f)
+		check(err)
+		out = append(out, n)
+	}
+	return out
+}
+
+func raiseNoFile() {
+	var l syscall.Rlimit
+	if syscall.Getrlimit(syscall.RLIMIT_NOFILE, &l) == nil && l.Cur < l.Max {
+		l.Cur = l.Max
+		_ = syscall.Setrlimit(syscall.RLIMIT_NOFILE, &l)
+	}
+}
+
+// server is a server process under test.
+type server struct {
+	url string
+	cmd *exec.Cmd
+}
+
+func start(target, root, bin string) *server {
+	// "ours:NAME=VALUE,..." is our server with extra environment, for A/B
+	// runs of an internal setting.
+	var extraEnv []string
+	if name, env, ok := strings.Cut(target, ":"); ok {
+		target = name
+		extraEnv = strings.Split(env, "+")
+	}
+	var cmd *exec.Cmd
+	switch target {
+	case "ours":
+		cmd = exec.Command(bin, "server", "--listen", "127.0.0.1:0", "--log-level", "warn")
+		if p := os.Getenv("A2C_BENCH_CPUPROFILE"); p != "" {
+			cmd.Args = append(cmd.Args, "--cpu-profile", p)
+		}
+		if p := os.Getenv("A2C_BENCH_GOMAXPROCS"); p != "" {
+			extraEnv = append(extraEnv, "GOMAXPROCS="+p)
+		}
+		if len(extraEnv) > 0 {
+			cmd.Env = append(os.Environ(), extraEnv...)
+		}
+	case "node":
+		cmd = exec.Command("node", "relay.js", "--port", "0")
+		cmd.Dir = filepath.Join(root, "bench", "a2c", "reference")
+	default:
+		check(fmt.Errorf("unknown target %q", target))
+	}
+	url, err := procs.Start(cmd)
+	check(err)
+	time.Sleep(200 * time.Millisecond)
+	return &server{url: url, cmd: cmd}
+}
+
+func (s *server) stop() { procs.Stop(s.cmd) }
+
+// cpuTicks is the process's user+sys time in clock ticks (1/100 s).
+func (s *server) cpuTicks() int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", s.cmd.Process.Pid))
+	check(err)
+	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+2:]))
+	u, _ := strconv.ParseInt(f[11], 10, 64)
+	k, _ := strconv.ParseInt(f[12], 10, 64)
+	return u + k
+}
+
+// rssKiB is the process's resident set in KiB.
+func (s *server) rssKiB() int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", s.cmd.Process.Pid))
+	check(err)
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(line, "VmRSS:") {
+			n, _ := strconv.ParseInt(strings.Fields(line)[1], 10, 64)
+			return n
+		}
+	}
+	return 0
+}
+
+// peer answers the server's requests like a Computer that does nothing.
+type peer struct{}
+
+var toolResult = []json.RawMessage{json.RawMessage(`{"content":[{"type":"text","text":"ok"}],"isError":false}`)}
+
+func (peer) Event(_ *sio.Socket, e *sio.Event) { _ = e.Ack(sio.Message{Args: toolResult}) }
+func (peer) Disconnect(*sio.Socket, string)    {}
+
+func dial(ctx context.Context, srvURL string, h sio.ClientHandler) (*sio.Socket, error) {
+	return sio.Dial(ctx, srvURL, sio.ClientOptions{
+		Namespace: smcp.Namespace,
+		Query:     url.Values{smcp.QueryVersion: {smcp.ProtocolVersion}},
+		Transport: sio.WebSocketOnly,
+		Handler:   h,
+	})
+}
+
+func join(s *sio.Socket, role smcp.Role, name, office string) error {
+	b, _ := json.Marshal(smcp.EnterOfficeReq{Role: role, Name: name, OfficeID: office})
+	done := make(chan error, 1)
+	s.Request(smcp.EventJoinOffice, sio.Message{Args: []json.RawMessage{b}}, 30*time.Second, func(m sio.Message, err error) {
+		if err == nil && (len(m.Args) == 0 || string(m.Args[0]) != "true") {
+			err = fmt.Errorf("join refused: %q", m.Args)
+		}
+		done <- err
+	})
+	return <-done
+}
+
+type levelResult struct {
+	agents      int
+	calls       int
+	seconds     float64
+	p50, p99    time.Duration
+	cpuPerCall  time.Duration
+	clientError int64
+}
+
+func measureLoad(srv *server, agents int, warm, dur time.Duration) levelResult {
+	ctx := context.Background()
+	type pair struct{ agent, comp *sio.Socket }
+	pairs := make([]pair, agents)
+	for i := range pairs {
+		office := fmt.Sprintf("bench-%d-%d", i, time.Now().UnixNano())
+		c, err := dial(ctx, srv.url, peer{})
+		check(err)
+		check(join(c, smcp.RoleComputer, "c", office))
+		a, err := dial(ctx, srv.url, nil)
+		check(err)
+		check(join(a, smcp.RoleAgent, "a", office))
+		pairs[i] = pair{a, c}
+	}
+	var (
+		measuring atomic.Bool
+		stop      atomic.Bool
+		errs      atomic.Int64
+		wg        sync.WaitGroup
+		lat       = make([][]time.Duration, agents)
+	)
+	// Each Agent sends its next call from the callback of the previous
+	// answer, on the client's reader goroutine: no goroutine hand-off on
+	// the client side, as in the baseline's synchronous loop.
+	for i, p := range pairs {
+		wg.Add(1)
+		n := 0
+		var fire func()
+		fire = func() {
+			if stop.Load() {
+				wg.Done()
+				return
+			}
+			n++
+			// The payload of smcp.ToolCallReq, built without reflection so
+			// that the load client spends as little as it can.
+			b := fmt.Appendf(nil, `{"agent":"a","req_id":"%d-%d","computer":"c","tool_name":"b__echo","params":{"text":"hello"},"timeout":30}`, i, n)
+			t0 := time.Now()
+			p.agent.RequestDirect(smcp.EventToolCall, sio.Message{Args: []json.RawMessage{b}}, 40*time.Second, func(m sio.Message, err error) {
+				if err == nil && (len(m.Args) == 0 || !strings.Contains(string(m.Args[0]), `"isError":false`)) {
+					err = fmt.Errorf("bad answer %q", m.Args)
+				}
+				if err != nil {
+					errs.Add(1)
+				} else if measuring.Load() {
+					lat[i] = append(lat[i], time.Since(t0))
+				}
+				fire()
+			})
+		}
+		fire()
+	}
+	time.Sleep(warm)
+	c0 := srv.cpuTicks()
+	t0 := time.Now()
+	measuring.Store(true)
+	time.Sleep(dur)
+	measuring.Store(false)
+	elapsed := time.Since(t0)
+	c1 := srv.cpuTicks()
+	stop.Store(true)
+	wg.Wait()
+	for _, p := range pairs {
+		p.agent.Disconnect()
+		p.comp.Disconnect()
+	}
+	var all []time.Duration
+	for _, l := range lat {
+		all = append(all, l...)
+	}
+	slices.Sort(all)
+	r := levelResult{agents: agents, calls: len(all), seconds: elapsed.Seconds(), clientError: errs.Load()}
+	if len(all) > 0 {
+		r.p50 = all[len(all)/2]
+		r.p99 = all[len(all)*99/100]
+		r.cpuPerCall = time.Duration(float64(c1-c0) * float64(10*time.Millisecond) / float64(len(all)))
+	}
+	return r
+}
+
+type idleResult struct {
+	conns          int
+	baseKiB, kib   int64
+	perConnKiB     float64
+	connectSeconds float64
+}
+
+func measureIdle(srv *server, n int) idleResult {
+	time.Sleep(500 * time.Millisecond)
+	base := srv.rssKiB()
+	socks := make([]*sio.Socket, n)
+	t0 := time.Now()
+	var wg sync.WaitGroup
+	next := atomic.Int64{}
+	for w := 0; w < 32; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= n {
+					return
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				s, err := dial(ctx, srv.url, peer{})
+				cancel()
+				check(err)
+				check(join(s, smcp.RoleComputer, "c", fmt.Sprintf("idle-%d", i)))
+				socks[i] = s
+			}
+		}()
+	}
+	wg.Wait()
+	connect := time.Since(t0)
+	time.Sleep(3 * time.Second)
+	rss := srv.rssKiB()
+	for _, s := range socks {
+		s.Disconnect()
+	}
+	return idleResult{conns: n, baseKiB: base, kib: rss, perConnKiB: float64(rss-base) / float64(n), connectSeconds: connect.Seconds()}
+}
+
+// medianLevel takes each figure's median over rounds.
+func medianLevel(rs []levelResult) levelResult {
+	pick := func(f func(levelResult) float64) float64 {
+		v := make([]float64, len(rs))
+		for i, r := range rs {
+			v[i] = f(r)
+		}
+		slices.Sort(v)
+		return v[len(v)/2]
+	}
+	out := rs[0]
+	out.seconds = 1
+	out.calls = int(pick(func(r levelResult) float64 { return float64(r.calls) / r.seconds }))
+	out.p50 = time.Duration(pick(func(r levelResult) float64 { return float64(r.p50) }))
+	out.p99 = time.Duration(pick(func(r levelResult) float64 { return float64(r.p99) }))
+	out.cpuPerCall = time.Duration(pick(func(r levelResult) float64 { return float64(r.cpuPerCall) }))
+	var errs int64
+	for _, r := range rs {
+		errs += r.clientError
+	}
+	out.clientError = errs
+	return out
+}
+
+func medianIdle(rs []idleResult) idleResult {
+	slices.SortFunc(rs, func(a, b idleResult) int {
+		switch {
+		case a.perConnKiB < b.perConnKiB:
+			return -1
+		case a.perConnKiB > b.perConnKiB:
+			return 1
+		}
+		return 0
+	})
+	return rs[len(rs)/2]
+}

@@ -1,6 +1,0 @@
-//go:build !linux
-
-package aiodcli
-
-// hideSelf has nothing to do where /proc does not expose the daemon.
-func hideSelf() error { return nil }

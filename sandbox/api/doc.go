@@ -1,6 +1,0 @@
-// Package api holds what every aiod plane answers with: the
-// {success, message, data, hint} envelope, the 422 validation body in the
-// daemon's serde wording, the 2 MiB JSON body limit, and body and query
-// decoding into request structs. Planes (sandbox/commands, sandbox/files,
-// ...) import it; package sandbox mounts them.
-package api
