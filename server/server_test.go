@@ -20,7 +20,7 @@ import (
 // peer is a test client: it records what it receives and answers
 // client:* requests with answer (or never, when answer is nil).
 type peer struct {
-	t      *testing.T
+	t      testing.TB
 	sock   *sio.Socket
 	answer func(e *sio.Event) any
 
@@ -55,7 +55,7 @@ func (p *peer) got(name string) []string {
 	return out
 }
 
-func newTestServer(t *testing.T, cfg Config) (*Server, string) {
+func newTestServer(t testing.TB, cfg Config) (*Server, string) {
 	t.Helper()
 	s, err := New(cfg)
 	if err != nil {
@@ -71,7 +71,7 @@ func newTestServer(t *testing.T, cfg Config) (*Server, string) {
 	return s, ts.URL
 }
 
-func connect(t *testing.T, url string, answer func(*sio.Event) any) *peer {
+func connect(t testing.TB, url string, answer func(*sio.Event) any) *peer {
 	t.Helper()
 	p := &peer{t: t, answer: answer}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
