@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"path"
 	"runtime"
 	"runtime/debug"
 	"strconv"
@@ -261,14 +262,42 @@ func timezone() string {
 	return z
 }
 
-// publicRoute reports whether a path is served without the key: the
-// listed prefixes, and "/" only by itself.
-func publicRoute(path string) bool {
-	if path == "/" {
+// publicRoutes are served without the key: each by itself or as a
+// prefix followed by "/" ("/health/x" is public, "/healthcheck" is not).
+// "/" is public only by itself.
+var publicRoutes = []string{"/health", "/v1/ping", "/v1/openapi.json", "/v2/openapi.json", "/internal/auth"}
+
+// publicRoute reports whether a request path, as sent on the wire
+// (still percent-encoded; a query or fragment is ignored), names a public
+// route. It is the one rule both the middleware and /internal/auth (for a
+// gateway's X-Original-URI) apply.
+//
+// The path is decoded once and cleaned before it is matched, so that
+// "/health/../v2/commands" is judged as "/v2/commands". Anything a
+// gateway or a backend might read differently from us is never public:
+// a path that does not decode, that still holds a percent sign after
+// decoding (double encoding such as %252e), a backslash, a semicolon
+// (path parameters), a control character, or that is not absolute.
+// Refusing such a path only means the key is asked for.
+func publicRoute(raw string) bool {
+	if i := strings.IndexAny(raw, "?#"); i >= 0 {
+		raw = raw[:i]
+	}
+	p, err := url.PathUnescape(raw)
+	if err != nil || !strings.HasPrefix(p, "/") {
+		return false
+	}
+	for i := 0; i < len(p); i++ {
+		if c := p[i]; c == '%' || c == '\\' || c == ';' || c < 0x20 || c == 0x7f {
+			return false
+		}
+	}
+	p = path.Clean(p)
+	if p == "/" {
 		return true
 	}
-	for _, p := range []string{"/health", "/v1/ping", "/v1/openapi.json", "/v2/openapi.json", "/internal/auth"} {
-		if strings.HasPrefix(path, p) {
+	for _, r := range publicRoutes {
+		if p == r || strings.HasPrefix(p, r+"/") {
 			return true
 		}
 	}
@@ -303,7 +332,7 @@ func (d *Daemon) keyOK(r *http.Request) bool {
 // WebSocket upgrade).
 func (d *Daemon) auth(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if d.cfg.APIKey == "" || publicRoute(r.URL.Path) || d.keyOK(r) {
+		if d.cfg.APIKey == "" || publicRoute(r.URL.EscapedPath()) || d.keyOK(r) {
 			next.ServeHTTP(w, r)
 			return
 		}
@@ -315,12 +344,7 @@ func (d *Daemon) auth(next http.Handler) http.Handler {
 // URI is public, no key is set, or the key is right; 401 otherwise. Never
 // a body.
 func (d *Daemon) internalAuth(w http.ResponseWriter, r *http.Request) {
-	orig := r.Header.Get("X-Original-URI")
-	path := orig
-	if u, err := url.Parse(orig); err == nil {
-		path = u.Path
-	}
-	if d.cfg.APIKey == "" || publicRoute(path) || d.keyOK(r) {
+	if d.cfg.APIKey == "" || publicRoute(r.Header.Get("X-Original-URI")) || d.keyOK(r) {
 		w.WriteHeader(http.StatusNoContent)
 		return
 	}
