@@ -90,32 +90,37 @@ const MaxJSONBody = 2 << 20
 // ReadBody reads a JSON request body, answering 413 past MaxJSONBody. A
 // missing body reads as "{}", as the daemon treats it.
 func ReadBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
+	b, err := readBody(w, r)
+	if err != nil {
+		WriteError(w, err)
+		return nil, false
+	}
+	return b, true
+}
+
+// readBody is ReadBody's reading: an ErrTooLarge past MaxJSONBody, an
+// ErrInvalid when the body cannot be read.
+func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxJSONBody))
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
-			Fail(w, http.StatusRequestEntityTooLarge, "Request body too large", nil)
-		} else {
-			Fail(w, http.StatusBadRequest, "Could not read the request body", nil)
+			return nil, NewError(ErrTooLarge, "Request body too large")
 		}
-		return nil, false
+		return nil, NewError(ErrInvalid, "Could not read the request body")
 	}
 	if len(strings.TrimSpace(string(b))) == 0 {
 		b = []byte("{}")
 	}
-	return b, true
+	return b, nil
 }
 
 // Body reads the request body into the struct v points to (see
 // serde.DecodeInto for the tags). On failure it has already answered
 // (413 or 422) and returns false.
 func Body(w http.ResponseWriter, r *http.Request, v any) bool {
-	b, ok := ReadBody(w, r)
-	if !ok {
-		return false
-	}
-	if err := serde.DecodeInto(b, v); err != nil {
-		Invalid(w, err)
+	if err := DecodeBody(w, r, v, nil); err != nil {
+		WriteError(w, err)
 		return false
 	}
 	return true
@@ -124,8 +129,8 @@ func Body(w http.ResponseWriter, r *http.Request, v any) bool {
 // Query decodes the URL query into the struct v points to. On failure it
 // has already answered 422 and returns false.
 func Query(w http.ResponseWriter, r *http.Request, v any) bool {
-	if err := serde.DecodeQueryInto(r.URL.RawQuery, v); err != nil {
-		Invalid(w, err)
+	if err := DecodeQuery(r, v); err != nil {
+		WriteError(w, err)
 		return false
 	}
 	return true
@@ -143,30 +148,4 @@ type Reply struct {
 		Message  string   `json:"message"`
 		Type     string   `json:"type"`
 	} `json:"errors"`
-}
-
-// Error is a plane's refusal: a client-facing message (never Go error
-// text or a secret), an optional hint, for a field error the body field
-// it is about, and its Kind, one of the plane's sentinel errors, which
-// the plane maps to an HTTP status (match it with errors.Is).
-type Error struct {
-	Kind    error
-	Message string
-	Hint    string
-	Field   string
-}
-
-func (e *Error) Error() string { return e.Message }
-
-// Unwrap returns the kind, so errors.Is(err, plane.ErrNotFound) works.
-func (e *Error) Unwrap() error { return e.Kind }
-
-// MessageOf is the client-facing text and hint of err: an [*Error]'s,
-// and a generic phrase for anything else (never Go's error text).
-func MessageOf(err error) (msg, hint string) {
-	var e *Error
-	if errors.As(err, &e) {
-		return e.Message, e.Hint
-	}
-	return "Internal error", ""
 }

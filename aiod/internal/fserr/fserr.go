@@ -41,35 +41,71 @@ type Error struct {
 	Operation     string  `json:"operation"`
 	Path          string  `json:"path"`
 	Retryable     bool    `json:"retryable"`
+
+	kind error // set by WithKind
 }
 
 func (e *Error) Error() string { return e.Message }
 
-// Status is the /v2/fs HTTP status for the error's type.
-func (e *Error) Status() int {
-	switch e.ErrorType {
-	case NotFound:
-		return http.StatusNotFound
-	case PermissionDenied:
-		return http.StatusForbidden
-	case AlreadyExists:
-		return http.StatusConflict
-	case BadRequest, InvalidPath, InvalidTarget:
-		return http.StatusBadRequest
-	case DecodeError:
-		return http.StatusUnprocessableEntity
-	case NoSpaceLeft:
-		return http.StatusInsufficientStorage
+// kinds is the error_type → kind table; with api's kind → status table
+// it gives the /v2/fs status of each type: not_found 404,
+// permission_denied 403, already_exists 409, bad_request, invalid_path
+// and invalid_target 400, decode_error 422, no_space_left 507. The
+// rest (io_error, read_only_filesystem, busy) is ErrInternal, 500, as the
+// published API answers them; busy says it is worth retrying through
+// retryable, not through its status.
+var kinds = map[string]error{
+	NotFound:         api.ErrNotFound,
+	PermissionDenied: api.ErrForbidden,
+	AlreadyExists:    api.ErrConflict,
+	BadRequest:       api.ErrInvalid,
+	InvalidPath:      api.ErrInvalid,
+	InvalidTarget:    api.ErrInvalid,
+	DecodeError:      api.ErrUnprocessable,
+	NoSpaceLeft:      api.ErrNoSpace,
+}
+
+// Unwrap returns the error's kind (see [Error.Kind]), so
+// errors.Is(err, api.ErrNotFound) holds for a not_found error.
+func (e *Error) Unwrap() error { return e.Kind() }
+
+// Kind is the api kind of the error: the one [Error.WithKind] set, else
+// the one its error_type stands for.
+func (e *Error) Kind() error {
+	if e.kind != nil {
+		return e.kind
 	}
-	return http.StatusInternalServerError
+	if k, ok := kinds[e.ErrorType]; ok {
+		return k
+	}
+	return api.ErrInternal
+}
+
+// WithKind sets a kind that outranks the error_type's (a transfer past
+// its limit is an io_error answered 413: api.ErrTooLarge) and returns e.
+func (e *Error) WithKind(kind error) *Error { e.kind = kind; return e }
+
+// Answer is the envelope the error answers with: its message, and the
+// error object itself as data.
+func (e *Error) Answer() *api.Error { return &api.Error{Kind: e.Kind(), Message: e.Message, Data: e} }
+
+// Status is the /v2/fs HTTP status of the error (api's table).
+func (e *Error) Status() int { return api.Status(e) }
+
+// Failed200 is the override of the v1 routes (/v1/file, v1 watchers):
+// a file error answers 200 with success false, but one past a transfer
+// limit keeps its 413.
+func Failed200(err error) (int, bool) {
+	var fe *Error
+	return http.StatusOK, errors.As(err, &fe) && !errors.Is(err, api.ErrTooLarge)
 }
 
 // WriteV2 answers the error on a /v2/fs route: the status of its type,
 // the message, and the error object as data.
-func WriteV2(w http.ResponseWriter, e *Error) { api.Fail(w, e.Status(), e.Message, e) }
+func WriteV2(w http.ResponseWriter, e *Error) { api.WriteError(w, e) }
 
 // WriteV1 answers the error on a /v1/file route: 200 with success false.
-func WriteV1(w http.ResponseWriter, e *Error) { api.Fail(w, http.StatusOK, e.Message, e) }
+func WriteV1(w http.ResponseWriter, e *Error) { api.WriteError(w, e, Failed200) }
 
 // verbs is the phrase after "Failed to " for each operation. "search" is
 // /v1/file/search, a regexp over one file; "find" is the name search of
