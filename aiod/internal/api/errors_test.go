@@ -85,7 +85,9 @@ type in struct {
 
 func TestRoute(t *testing.T) {
 	notFound := api.Route[in, int]{
-		Op:       func(_ *http.Request, v in) (int, error) { return 0, api.NewError(api.ErrNotFound, fmt.Sprint("no ", v.N)) },
+		Op: func(_ *http.Request, v in) (int, error) {
+			return 0, api.NewError(api.ErrNotFound, fmt.Sprint("no ", v.N))
+		},
 		// every refusal of the operation answers 200
 		Override: []api.Override{func(error) (int, bool) { return http.StatusOK, true }},
 	}
