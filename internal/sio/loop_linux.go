@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"golang.org/x/sys/unix"
 )
@@ -74,6 +75,10 @@ type loop struct {
 
 	buf    []byte // read buffer, loop goroutine only
 	events []unix.EpollEvent
+
+	// iterations counts returns from epoll_wait that carried events, so
+	// tests can see whether the loop idles (see also LoopStats).
+	iterations atomic.Uint64
 }
 
 func newLoop(o Options) (*loop, error) {
@@ -113,7 +118,14 @@ func (l *loop) run() {
 			l.opts.Logger.Error("sio: epoll_wait failed", "err", err)
 			break
 		}
-		if n > 0 && l.dispatch(n) {
+		if n <= 0 {
+			continue
+		}
+		start := time.Now()
+		stop := l.dispatch(n)
+		l.iterations.Add(1)
+		countIteration(time.Since(start))
+		if stop {
 			break
 		}
 	}
@@ -163,11 +175,11 @@ func (l *loop) readable(p *loopPeer) {
 		return
 	}
 	if err != nil || n <= 0 {
-		l.release(p, "transport close")
+		l.release(p, reasonTransportClose)
 		return
 	}
-	if !p.ingest(l.buf[:n]) {
-		l.release(p, "transport error")
+	if end := p.ingest(l.buf[:n]); end != "" {
+		l.release(p, end)
 	}
 }
 
@@ -261,20 +273,22 @@ func (ls *loopSet) accept(w http.ResponseWriter, r *http.Request, c *econn, bind
 	l := ls.loops[int(ls.next.Add(1))%len(ls.loops)]
 	p := &loopPeer{c: c, l: l, fd: fd, max: c.srv.opts.MaxPayload, maxOut: c.srv.opts.MaxBuffered}
 	bind(p)
-	if len(early) > 0 && !p.ingest(early) {
-		p.mu.Lock()
-		p.dead, p.closed = true, true
-		p.mu.Unlock()
-		unix.Close(fd)
-		c.wsClosed(p, "transport error")
-		return p
+	if len(early) > 0 {
+		if end := p.ingest(early); end != "" {
+			p.mu.Lock()
+			p.dead, p.closed = true, true
+			p.mu.Unlock()
+			unix.Close(fd)
+			c.wsClosed(p, end)
+			return p
+		}
 	}
 	if err := l.add(p); err != nil {
 		p.mu.Lock()
 		p.dead, p.closed = true, true
 		p.mu.Unlock()
 		unix.Close(fd)
-		c.wsClosed(p, "transport close")
+		c.wsClosed(p, reasonTransportClose)
 	}
 	return p
 }
@@ -330,7 +344,14 @@ type loopPeer struct {
 
 	// Read state, used only by the loop goroutine (or by accept before the
 	// peer is registered).
-	rbuf   []byte // an incomplete frame carried to the next read
+	//
+	// rbuf holds the start of a frame whose end has not arrived. It grows
+	// by append (geometrically), and bytes once in it are moved again only
+	// when a frame completes and the tail after it is shifted to the
+	// front, so a frame of n bytes arriving in k reads costs O(n) copying,
+	// not O(n*k). It is nil whenever no partial frame is pending, so an
+	// idle connection holds no read buffer.
+	rbuf   []byte
 	frag   []byte // a fragmented message being assembled
 	fragOp byte
 
@@ -342,9 +363,13 @@ type loopPeer struct {
 	dead       bool // descriptor released
 }
 
+// interestLocked is the epoll interest of the peer. Write readiness is
+// asked for only while a backlog waits and writing is still allowed: a
+// socket whose sending side is shut (or broken) is writable for ever, and
+// asking for EPOLLOUT on it would wake the loop on every epoll_wait.
 func (p *loopPeer) interestLocked() uint32 {
 	ev := uint32(unix.EPOLLIN | unix.EPOLLRDHUP)
-	if len(p.out) > 0 {
+	if len(p.out) > 0 && !p.closed {
 		ev |= unix.EPOLLOUT
 	}
 	return ev
@@ -417,8 +442,7 @@ func (p *loopPeer) flushOut() {
 	}
 	n, err := writeAll(p.fd, p.out)
 	if err != nil {
-		p.out = nil
-		p.shutdownLocked()
+		p.shutdownLocked() // drops the backlog and disarms EPOLLOUT
 		return
 	}
 	p.out = p.out[n:]
@@ -449,11 +473,19 @@ func (p *loopPeer) close(graceful bool) {
 // shutdownLocked sends FIN after what the kernel holds; if the peer does
 // not close its side within two seconds, reading is shut too, so that the
 // loop releases the descriptor.
+//
+// Invariant: once closed, the peer has no backlog and no EPOLLOUT
+// interest. Nothing can be written after SHUT_WR, and the kernel reports
+// such a socket as always writable, so a backlog kept here would make
+// every epoll_wait return at once and spin the loop thread until the
+// descriptor is released.
 func (p *loopPeer) shutdownLocked() {
 	if p.closed || p.dead {
 		return
 	}
 	p.closed = true
+	p.out = nil
+	p.rearmLocked()
 	_ = unix.Shutdown(p.fd, unix.SHUT_WR)
 	time.AfterFunc(2*time.Second, func() {
 		p.mu.Lock()
@@ -465,86 +497,119 @@ func (p *loopPeer) shutdownLocked() {
 }
 
 // ingest parses the frames in data (after any carried partial frame) and
-// delivers them. It reports false when the connection must end.
-func (p *loopPeer) ingest(data []byte) bool {
-	if len(p.rbuf) > 0 {
+// delivers them. It returns "" to go on reading, or the reason the
+// connection ends with: reasonTransportClose after a clean close frame,
+// reasonTransportError after a protocol violation (a close frame has been
+// sent then).
+func (p *loopPeer) ingest(data []byte) string {
+	carried := len(p.rbuf) > 0
+	if carried {
 		p.rbuf = append(p.rbuf, data...)
 		data = p.rbuf
 	}
 	for len(data) > 0 {
 		fin, op, payload, n, code := parseWSFrame(data, p.max)
 		if code != 0 {
-			p.fail(code)
-			return false
+			p.rbuf = nil
+			return p.fail(code)
 		}
 		if n == 0 {
 			break // incomplete
 		}
 		data = data[n:]
-		if !p.onWSFrame(fin, op, payload) {
+		if end := p.onWSFrame(fin, op, payload); end != "" {
 			p.rbuf = nil
-			return false
+			return end
 		}
 	}
-	if len(data) > 0 {
-		p.rbuf = append([]byte(nil), data...)
-	} else {
-		p.rbuf = nil
-	}
-	return true
+	p.carry(data, carried)
+	return ""
 }
 
-func (p *loopPeer) onWSFrame(fin bool, op byte, payload []byte) bool {
+// carry keeps rest, the incomplete frame left at the end of a read, for
+// the next one. When carried, rest is the tail of p.rbuf.
+func (p *loopPeer) carry(rest []byte, carried bool) {
+	switch {
+	case len(rest) == 0:
+		p.rbuf = nil // an idle connection keeps no buffer
+	case !carried:
+		// rest is in the loop's read buffer, which the next read reuses.
+		p.rbuf = append(make([]byte, 0, max(2*len(rest), 512)), rest...)
+	case len(rest) == len(p.rbuf):
+		// No frame completed: the partial frame stays where it is and
+		// the next read appends to it.
+	case cap(p.rbuf) > 64<<10 && len(rest) < cap(p.rbuf)/4:
+		p.rbuf = append([]byte(nil), rest...) // let a large buffer go
+	default:
+		p.rbuf = p.rbuf[:copy(p.rbuf, rest)] // shift the tail to the front
+	}
+}
+
+// onWSFrame handles one parsed frame; it returns what ingest returns.
+// Text is checked for UTF-8 as a whole message (after reassembly), since
+// a fragment boundary may split a character.
+func (p *loopPeer) onWSFrame(fin bool, op byte, payload []byte) string {
 	switch op {
 	case opText, opBinary:
 		if p.fragOp != 0 {
-			p.fail(1002)
-			return false
+			return p.fail(closeProtocolError)
 		}
 		if !fin {
 			p.fragOp, p.frag = op, payload
-			return true
+			return ""
 		}
-		return p.c.wsFrame(p, frame{data: payload, binary: op == opBinary})
+		return p.deliver(op, payload)
 	case opCont:
 		if p.fragOp == 0 {
-			p.fail(1002)
-			return false
+			return p.fail(closeProtocolError)
 		}
 		if int64(len(p.frag)+len(payload)) > p.max {
-			p.fail(1009)
-			return false
+			return p.fail(closeTooBig)
 		}
 		p.frag = append(p.frag, payload...)
 		if !fin {
-			return true
+			return ""
 		}
-		f := frame{data: p.frag, binary: p.fragOp == opBinary}
+		op, msg := p.fragOp, p.frag
 		p.frag, p.fragOp = nil, 0
-		return p.c.wsFrame(p, f)
+		return p.deliver(op, msg)
 	case opPing:
 		_ = p.send([]frame{{data: payload, op: opPong}}, true)
-		return true
+		return ""
 	case opPong:
-		return true
+		return ""
 	case opClose:
-		code := []byte{0x03, 0xe8} // 1000
-		if len(payload) >= 2 {
-			code = payload[:2]
-		}
-		_ = p.send([]frame{{data: code, op: opClose}}, true)
+		// A valid close is echoed and ends the connection cleanly; an
+		// invalid one is answered with the error, never echoed.
+		reply, clean := closeReply(payload)
+		_ = p.send([]frame{{data: closePayload(reply), op: opClose}}, true)
 		p.close(true)
-		return false
+		if clean {
+			return reasonTransportClose
+		}
+		return reasonTransportError
 	}
-	p.fail(1002)
-	return false
+	return p.fail(closeProtocolError)
 }
 
-// fail closes the WebSocket with a close code (1002 protocol error, 1009
-// message too big).
-func (p *loopPeer) fail(code uint16) {
-	_ = p.send([]frame{{data: []byte{byte(code >> 8), byte(code)}, op: opClose}}, true)
+// deliver hands a complete message to the connection.
+func (p *loopPeer) deliver(op byte, msg []byte) string {
+	if op == opText && !utf8.Valid(msg) {
+		return p.fail(closeInvalidPayload)
+	}
+	if !p.c.wsFrame(p, frame{data: msg, binary: op == opBinary}) {
+		return reasonTransportError // the connection has ended or refused the probe
+	}
+	return ""
+}
+
+// fail closes the WebSocket with a close code (1002 protocol error, 1007
+// text that is not UTF-8, 1009 message too big) and returns the reason the
+// connection ends with.
+func (p *loopPeer) fail(code uint16) string {
+	_ = p.send([]frame{{data: closePayload(code), op: opClose}}, true)
 	p.close(true)
+	return reasonTransportError
 }
 
 // parseWSFrame reads one client frame from b. n is 0 when b holds an

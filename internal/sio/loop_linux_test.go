@@ -26,13 +26,24 @@ type rawWS struct {
 
 func dialRaw(t *testing.T, url string) *rawWS {
 	t.Helper()
+	ws := dialRawAt(t, url, "/socket.io/?EIO=4&transport=websocket")
+	if op, msg := ws.read(); op != opText || msg[0] != eOpen {
+		t.Fatalf("first frame %d %q", op, msg)
+	}
+	return ws
+}
+
+// dialRawAt opens a WebSocket on target (a path and query) of the server
+// at url and returns before reading anything.
+func dialRawAt(t *testing.T, url, target string) *rawWS {
+	t.Helper()
 	conn, err := net.Dial("tcp", strings.TrimPrefix(url, "http://"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { conn.Close() })
 	_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
-	req := "GET /socket.io/?EIO=4&transport=websocket HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n" +
+	req := "GET " + target + " HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n" +
 		"Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n"
 	if _, err := conn.Write([]byte(req)); err != nil {
 		t.Fatal(err)
@@ -42,11 +53,7 @@ func dialRaw(t *testing.T, url string) *rawWS {
 	if err != nil || resp.StatusCode != 101 || resp.Header.Get("Sec-WebSocket-Accept") != "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=" {
 		t.Fatalf("handshake: %v %v", err, resp)
 	}
-	ws := &rawWS{t: t, conn: conn, r: r}
-	if op, msg := ws.read(); op != opText || msg[0] != eOpen {
-		t.Fatalf("first frame %d %q", op, msg)
-	}
-	return ws
+	return &rawWS{t: t, conn: conn, r: r}
 }
 
 func (w *rawWS) frame(fin bool, op byte, payload []byte, masked bool) {
@@ -255,20 +262,28 @@ func FuzzLoopIngest(f *testing.F) {
 	f.Add(append(mask(`451-/smcp,2["echo",{"_placeholder":true,"num":0}]`), 0x82, 0x82, 0, 0, 0, 0, 1, 2), 9)
 	f.Add([]byte{0x01, 0x83, 0, 0, 0, 0, '4', '0', '/', 0x80, 0x80, 0, 0, 0, 0}, 7)
 	f.Fuzz(func(t *testing.T, b []byte, cut int) {
-		srv := NewServer(Options{MaxPayload: 1 << 12})
-		srv.Handle("/smcp", &echoHandler{})
-		c := &econn{srv: srv, id: "x", poke: make(chan struct{}, 1), state: stWebSocket}
-		p := &loopPeer{c: c, fd: -1, max: 1 << 12, maxOut: 1 << 16}
-		c.ws = p
+		p := detachedPeer(1 << 12)
 		if cut < 0 {
 			cut = -cut
 		}
 		cut %= len(b) + 1
-		if p.ingest(b[:cut]) {
+		if p.ingest(b[:cut]) == "" {
 			p.ingest(b[cut:])
 		}
 		if len(p.rbuf) > 1<<12+14 {
 			t.Fatalf("carried %d bytes of an incomplete frame", len(p.rbuf))
 		}
 	})
+}
+
+// detachedPeer is a loop peer with no socket (writes fail and are
+// dropped) attached to a WebSocket connection of an echo server, for
+// driving ingest directly.
+func detachedPeer(max int64) *loopPeer {
+	srv := NewServer(Options{MaxPayload: max})
+	srv.Handle("/smcp", &echoHandler{})
+	c := &econn{srv: srv, id: "x", poke: make(chan struct{}, 1), state: stWebSocket}
+	p := &loopPeer{c: c, fd: -1, max: max, maxOut: 1 << 16}
+	c.ws = p
+	return p
 }

@@ -1,9 +1,12 @@
 package sio
 
 import (
+	"errors"
+	"net"
 	"net/http"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/gorilla/websocket"
 )
@@ -16,6 +19,12 @@ type gorillaPeer struct {
 	ws      *websocket.Conn
 	timeout time.Duration
 	max     int
+	// idle bounds the wait for the next message: the heartbeat makes a
+	// live peer send a pong every PingInterval, so one silent for
+	// PingInterval+PingTimeout is gone. It is what ends the reader of a
+	// socket the connection never took (a probe bound too late).
+	idle     time.Duration
+	readNext time.Time // when the reader next moves the read deadline
 
 	mu         sync.Mutex
 	queue      []frame
@@ -38,24 +47,61 @@ func acceptGorilla(s *Server, w http.ResponseWriter, r *http.Request, c *econn, 
 		return nil // the upgrader has answered
 	}
 	ws.SetReadLimit(s.opts.MaxPayload)
-	p := &gorillaPeer{c: c, ws: ws, timeout: s.opts.WriteTimeout, max: s.opts.MaxBuffered}
+	p := &gorillaPeer{c: c, ws: ws, timeout: s.opts.WriteTimeout, max: s.opts.MaxBuffered,
+		idle: s.opts.PingInterval + s.opts.PingTimeout}
 	bind(p)
 	go p.readLoop()
 	return p
 }
 
+// readLoop is the peer's reader goroutine. It owns the end of the socket:
+// whatever way it returns, the socket has been closed, so neither the
+// goroutine nor the descriptor outlives the WebSocket. gorilla/websocket
+// answers pings, echoes valid close frames and answers protocol errors
+// (1002, including invalid close codes) and oversized messages (1009)
+// itself; UTF-8 in text messages is checked here.
 func (p *gorillaPeer) readLoop() {
 	for {
+		// The deadline moves when half of it has passed, as in write.
+		if now := time.Now(); now.After(p.readNext) {
+			_ = p.ws.SetReadDeadline(now.Add(p.idle))
+			p.readNext = now.Add(p.idle / 2)
+		}
 		typ, msg, err := p.ws.ReadMessage()
 		if err != nil {
 			p.close(false)
-			p.c.wsClosed(p, "transport close")
+			p.c.wsClosed(p, readEndReason(err))
+			return
+		}
+		if typ == websocket.TextMessage && !utf8.Valid(msg) {
+			_ = p.ws.WriteControl(websocket.CloseMessage, closePayload(closeInvalidPayload), time.Now().Add(p.timeout))
+			p.close(false)
+			p.c.wsClosed(p, reasonTransportError)
 			return
 		}
 		if !p.c.wsFrame(p, frame{data: msg, binary: typ == websocket.BinaryMessage}) {
+			// The connection has ended or refused this socket (a probe
+			// that did not match): close it, or it stays open with no
+			// reader.
+			p.close(false)
 			return
 		}
 	}
+}
+
+// readEndReason names the end of a WebSocket from the error that ended
+// its reading: a close frame from the peer (gorilla returns a
+// *websocket.CloseError only for a valid one) or a network end is a
+// clean "transport close"; a protocol violation or an oversized message,
+// which gorilla has answered with a close code, is a "transport error".
+func readEndReason(err error) string {
+	var ce *websocket.CloseError
+	var ne net.Error
+	switch {
+	case errors.As(err, &ce), errors.As(err, &ne), errors.Is(err, net.ErrClosed):
+		return reasonTransportClose
+	}
+	return reasonTransportError
 }
 
 func (p *gorillaPeer) send(fs []frame, direct bool) error {
