@@ -70,6 +70,9 @@ type Config struct {
 	// (AIO_PYTHON_BIN, AIO_NODE_BIN); empty = looked up (python3 with
 	// ipykernel, node).
 	PythonBin, NodeBin string
+	// BodyIdle cuts a request body that makes no progress for this long
+	// (headers sent, body stalled). Default [DefaultBodyIdle].
+	BodyIdle time.Duration
 	// CDPEndpoint is where the browser's DevTools protocol is probed.
 	// Default http://127.0.0.1:9222.
 	CDPEndpoint string
@@ -118,6 +121,9 @@ func New(cfg Config) (*Daemon, error) {
 	if cfg.CDPEndpoint == "" {
 		cfg.CDPEndpoint = "http://127.0.0.1:9222"
 	}
+	if cfg.BodyIdle <= 0 {
+		cfg.BodyIdle = DefaultBodyIdle
+	}
 	if cfg.Revision == "" {
 		cfg.Revision = "dev"
 	}
@@ -165,7 +171,7 @@ func New(cfg Config) (*Daemon, error) {
 	for _, p := range d.planes {
 		p.Mount(mux)
 	}
-	d.handler = d.instrument(mux, requestID(cors(d.auth(limitJSON(envelopeErrors(mux))))))
+	d.handler = bodyProgress(cfg.BodyIdle, d.instrument(mux, requestID(cors(d.auth(limitJSON(envelopeErrors(mux)))))))
 	return d, nil
 }
 

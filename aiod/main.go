@@ -41,6 +41,18 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
+// ReadHeaderTimeout bounds how long a client may take to send a
+// request's headers; the body is bounded by progress instead (see
+// [Config.BodyIdle]).
+const ReadHeaderTimeout = 10 * time.Second
+
+// newServer is the daemon's HTTP server. It has no ReadTimeout or
+// WriteTimeout, which would cut long uploads, downloads, streams and
+// WebSockets by their total time.
+func newServer(h http.Handler) *http.Server {
+	return &http.Server{Handler: h, ReadHeaderTimeout: ReadHeaderTimeout, IdleTimeout: 120 * time.Second}
+}
+
 type usageError string
 
 func (e usageError) Error() string { return string(e) }
@@ -136,7 +148,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	log.Log(ctx, max(slog.LevelInfo, level), "aiod listening", "addr", ln.Addr().String(), "url", "http://"+ln.Addr().String(),
 		"version", Version, "auth", *apiKey != "")
-	hs := &http.Server{Handler: d.Handler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 120 * time.Second}
+	hs := newServer(d.Handler())
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	select {
