@@ -9,6 +9,10 @@
 //   A2C_AUTH_URL           server that requires A2C_TOKEN_VALUE (x-api-key)
 //   A2C_TOKEN_VALUE        the token A2C_AUTH_URL expects
 //   A2C_RELAY_TIMEOUT_URL  server started with --relay-timeout 1s (optional)
+//   A2C_TRANSPORTS         transports of every client that does not name its
+//                          own, comma-separated: "polling,websocket" (the
+//                          default: open on polling, then upgrade), "polling"
+//                          or "websocket"
 //   A2C_VERBOSE=1          per-scenario durations on stderr
 //   A2C_TRACE=1            per-request latencies on stderr
 //
@@ -33,6 +37,12 @@ const URL_PLAIN = trimSlash(process.env.A2C_URL || "");
 const URL_AUTH = trimSlash(process.env.A2C_AUTH_URL || "");
 const TOKEN = process.env.A2C_TOKEN_VALUE || "";
 const URL_RELAY = trimSlash(process.env.A2C_RELAY_TIMEOUT_URL || "");
+// Scenarios about one transport name theirs; all others use these, so that
+// the same scenarios run over polling only, WebSocket only and the upgrade.
+const TRANSPORTS = (process.env.A2C_TRANSPORTS || "polling,websocket")
+  .split(",")
+  .map((t) => t.trim())
+  .filter((t) => t !== "");
 
 function trimSlash(u) {
   return u.replace(/\/+$/, "");
@@ -115,7 +125,7 @@ class Ctx {
       reconnection: false,
       forceNew: true,
       timeout: 5000,
-      transports: opts.transports || ["polling", "websocket"],
+      transports: opts.transports || TRANSPORTS,
     };
     if (opts.version !== null) o.query = { a2c_version: opts.version || PROTOCOL };
     if (opts.auth !== undefined) o.auth = opts.auth;
@@ -886,6 +896,10 @@ async function main() {
     console.log("FAIL setup: A2C_URL is not set");
     console.log("0 passed, 1 failed");
     return 1;
+  }
+  if (!["polling,websocket", "polling", "websocket"].includes(TRANSPORTS.join(","))) {
+    console.error(`A2C_TRANSPORTS=${JSON.stringify(TRANSPORTS.join(","))}: want polling,websocket, polling or websocket`);
+    return 2;
   }
   let list = scenarios;
   if (only) {

@@ -13,6 +13,10 @@ with the environment:
                             (auth field / header x-api-key, or Authorization: Bearer)
     A2C_TOKEN_VALUE         that token
     A2C_RELAY_TIMEOUT_URL   optional: server started with --relay-timeout 1s
+    A2C_TRANSPORTS          optional: the transports of every client that does not
+                            name its own, comma-separated: "polling,websocket"
+                            (the default: open on polling, then upgrade), "polling"
+                            or "websocket"
 
 Output: one line "PASS <name>" or "FAIL <name>: <reason>" per scenario, then
 "N passed, M failed". Exit status 0 iff nothing failed. Scenarios whose
@@ -41,6 +45,9 @@ URL = os.environ.get("A2C_URL", "").rstrip("/")
 AUTH_URL = os.environ.get("A2C_AUTH_URL", "").rstrip("/")
 TOKEN = os.environ.get("A2C_TOKEN_VALUE", "")
 RELAY_TIMEOUT_URL = os.environ.get("A2C_RELAY_TIMEOUT_URL", "").rstrip("/")
+# Scenarios about one transport name theirs; all others use these, so that
+# the same scenarios run over polling only, WebSocket only and the upgrade.
+TRANSPORTS = tuple(t.strip() for t in os.environ.get("A2C_TRANSPORTS", "polling,websocket").split(",") if t.strip())
 
 NOTIFY_EVENTS = [
     "notify:enter_office",
@@ -231,7 +238,7 @@ class Peer:
         return h
 
     # -- connection
-    def connect(self, url=None, transports=("polling", "websocket"), version=VERSION,
+    def connect(self, url=None, transports=TRANSPORTS, version=VERSION,
                 auth=None, headers=None, wait_timeout=5):
         url = url or URL
         full = f"{url}?a2c_version={version}" if version is not None else url
@@ -976,6 +983,9 @@ def main():
         return 2
     if not URL:
         print("A2C_URL is not set", file=sys.stderr)
+        return 2
+    if TRANSPORTS not in (("polling", "websocket"), ("polling",), ("websocket",)):
+        print(f"A2C_TRANSPORTS={','.join(TRANSPORTS)!r}: want polling,websocket, polling or websocket", file=sys.stderr)
         return 2
     env = {"A2C_URL": URL, "A2C_AUTH_URL": AUTH_URL, "A2C_TOKEN_VALUE": TOKEN,
            "A2C_RELAY_TIMEOUT_URL": RELAY_TIMEOUT_URL}
