@@ -58,8 +58,12 @@ type Options struct {
 	// with client:get_blob. Default 256 KiB.
 	InlineBudget int
 	// Blobs configures the blob store.
-	Blobs  blob.Options
-	Logger *slog.Logger
+	Blobs blob.Options
+	// Supervisor is passed to every upstream as [mcphost.Options.Supervisor]:
+	// the binary that keeps a stdio server's process tree from outliving
+	// this Computer.
+	Supervisor string
+	Logger     *slog.Logger
 }
 
 // Computer hosts MCP servers and serves their tools to the Agent of one
@@ -162,7 +166,8 @@ func (c *Computer) apply(ctx context.Context, cfg *config.File) error {
 				c.mu.Unlock()
 				return fmt.Errorf("server %q: %w", s.BundleID, err)
 			}
-			h.up = mcphost.Start(UpstreamSpec(rendered), mcphost.Options{OnChange: c.markChanged, OnResources: c.resourcesChanged, Logger: c.log})
+			h.up = mcphost.Start(UpstreamSpec(rendered), mcphost.Options{OnChange: c.markChanged, OnResources: c.resourcesChanged,
+				Supervisor: c.opts.Supervisor, Logger: c.log})
 		}
 		next[s.BundleID] = h
 	}

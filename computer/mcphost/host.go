@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"os"
-	"os/exec"
 	"sync"
 	"time"
 
@@ -42,7 +40,13 @@ type Options struct {
 	MinBackoff, MaxBackoff time.Duration
 	// ConnectTimeout bounds one connect and initialize. Default 30s.
 	ConnectTimeout time.Duration
-	Logger         *slog.Logger
+	// Supervisor is the path of a binary that runs [Supervise] when its
+	// first argument is [SupervisorArg] (the a2c binary itself). On Linux
+	// every stdio server then runs under such a supervisor, so that its
+	// whole process tree ends with the Computer, even after a SIGKILL.
+	// Empty means no supervisor: see the process-tree notes in proc.go.
+	Supervisor string
+	Logger     *slog.Logger
 }
 
 // ResourceChange says what changed: the list (URI empty) or one resource.
@@ -367,10 +371,13 @@ func (u *Upstream) session1(ctx context.Context) error {
 			}
 		},
 	})
-	t, err := u.transport()
+	t, cleanup, err := u.transport()
 	if err != nil {
 		return err
 	}
+	// Runs after the session's transport has closed (deferred first, so
+	// last): whatever is left of a stdio server's process group goes.
+	defer cleanup()
 	// The connect context lives as long as the session: the SSE transport
 	// keeps its event stream on it. A watchdog bounds the handshake.
 	sctx, cancel := context.WithCancel(ctx)
@@ -448,23 +455,22 @@ func listTools(ctx context.Context, s *mcp.ClientSession) ([]*mcp.Tool, error) {
 	return out, nil
 }
 
-func (u *Upstream) transport() (mcp.Transport, error) {
+// transport is how one session reaches the server; cleanup, to be called
+// once the session is over, ends what a stdio server left running.
+func (u *Upstream) transport() (t mcp.Transport, cleanup func(), err error) {
 	switch u.spec.Type {
 	case "stdio":
-		cmd := exec.Command(u.spec.Command, u.spec.Args...)
-		cmd.Dir = u.spec.Cwd
-		cmd.Env = os.Environ()
-		for k, v := range u.spec.Env {
-			cmd.Env = append(cmd.Env, k+"="+v)
+		cmd, cleanup, err := stdioCommand(u.spec, u.opts.Supervisor, &logWriter{log: u.opts.Logger, bundle: u.spec.BundleID})
+		if err != nil {
+			return nil, nil, err
 		}
-		cmd.Stderr = &logWriter{log: u.opts.Logger, bundle: u.spec.BundleID}
-		return &mcp.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}, nil
+		return &mcp.CommandTransport{Command: cmd, TerminateDuration: stdioTerminate}, cleanup, nil
 	case "sse":
-		return &mcp.SSEClientTransport{Endpoint: u.spec.URL, HTTPClient: u.httpClient()}, nil
+		return &mcp.SSEClientTransport{Endpoint: u.spec.URL, HTTPClient: u.httpClient()}, func() {}, nil
 	case "streamable":
-		return &mcp.StreamableClientTransport{Endpoint: u.spec.URL, HTTPClient: u.httpClient(), MaxRetries: -1}, nil
+		return &mcp.StreamableClientTransport{Endpoint: u.spec.URL, HTTPClient: u.httpClient(), MaxRetries: -1}, func() {}, nil
 	}
-	return nil, fmt.Errorf("unknown server type %q", u.spec.Type)
+	return nil, nil, fmt.Errorf("unknown server type %q", u.spec.Type)
 }
 
 func (u *Upstream) httpClient() *http.Client {

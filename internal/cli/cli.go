@@ -11,6 +11,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/a2c-smcp/a2c-go/computer/mcphost"
 	"github.com/a2c-smcp/a2c-go/smcp"
 )
 
@@ -20,6 +21,11 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		usage(stderr)
 		return 2
+	}
+	if args[0] == mcphost.SupervisorArg {
+		// Not a user command: "a2c computer" re-executes itself this way to
+		// hold each stdio server's process tree (see mcphost.Supervise).
+		return mcphost.Supervise(args[1:])
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

@@ -69,7 +69,8 @@ func runComputer(ctx context.Context, e *env, args []string) error {
 		*token = os.Getenv("A2C_TOKEN")
 	}
 	o := computer.Options{Server: *server, Path: *path, Office: *office, Name: *name, Config: cfg, Approval: policy, Logger: log,
-		Resolver: &config.Resolver{Inputs: cfg.Inputs, Prompt: terminalPrompt(e), Run: runCommandInput}}
+		Resolver:   &config.Resolver{Inputs: cfg.Inputs, Prompt: terminalPrompt(e), Run: runCommandInput},
+		Supervisor: supervisor()}
 	if *token != "" {
 		o.Auth = map[string]any{*authField: *token}
 	}
@@ -101,6 +102,16 @@ func runComputer(ctx context.Context, e *env, args []string) error {
 		log.Info("management plane listening", "admin", "http://"+ln.Addr().String())
 	}
 	return c.Run(ctx)
+}
+
+// supervisor is this binary, which runs mcphost.Supervise when called
+// with mcphost.SupervisorArg; empty (no supervision) if it cannot be found.
+func supervisor() string {
+	exe, err := os.Executable()
+	if err != nil {
+		return ""
+	}
+	return exe
 }
 
 // runComputerHistory prints the last tool calls of a running Computer,
@@ -254,7 +265,7 @@ func runComputerCheck(ctx context.Context, e *env, args []string) error {
 				r.State, r.Error = "error", err.Error()
 				return
 			}
-			up := mcphost.Start(computer.UpstreamSpec(rendered), mcphost.Options{})
+			up := mcphost.Start(computer.UpstreamSpec(rendered), mcphost.Options{Supervisor: supervisor()})
 			defer up.Close()
 			deadline := time.Now().Add(*wait)
 			for time.Now().Before(deadline) && ctx.Err() == nil {
