@@ -6,6 +6,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/a2c-smcp/a2c-go/internal/sio"
 	"github.com/a2c-smcp/a2c-go/smcp"
 )
 
@@ -68,6 +69,17 @@ func newMetrics() *metrics {
 	}
 	m.reg.MustRegister(m.connections, m.offices, m.members, m.relayed, m.latency, m.handshakes, m.inFlight,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	// The WebSocket event loops count their own work (process-wide, as
+	// the loops serve every sio.Server in the process); read at scrape.
+	m.reg.MustRegister(
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "a2c_sio_loop_iterations_total",
+			Help: "WebSocket event-loop iterations (wake-ups with events to handle).",
+		}, func() float64 { return float64(sio.ReadLoopStats().Iterations) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "a2c_sio_loop_slow_iterations_total",
+			Help: "WebSocket event-loop iterations that took longer than 10ms; every WebSocket on that loop waited meanwhile.",
+		}, func() float64 { return float64(sio.ReadLoopStats().SlowIterations) }))
 	for _, ev := range smcp.ClientEvents() {
 		em := &eventMetrics{outcome: make(map[string]prometheus.Counter), latency: m.latency.WithLabelValues(ev)}
 		for _, o := range []string{outcomeOK, outcomeTimeout, outcomeGone, outcomeRefused, outcomeDropped} {

@@ -110,7 +110,6 @@ func TestWSRefusals(t *testing.T) {
 	for _, mode := range modes {
 		opts := mode.opts
 		opts.MaxPayload = max
-		url, h, _ := wsServer(t, opts)
 		for _, tc := range []struct {
 			name string
 			send func(w *rawWS)
@@ -137,6 +136,7 @@ func TestWSRefusals(t *testing.T) {
 			}, closeProtocolError},
 		} {
 			t.Run(mode.name+"/"+tc.name, func(t *testing.T) {
+				url, h, _ := wsServer(t, opts)
 				w := joined(t, url)
 				tc.send(w)
 				if b := w.closed(); len(b) < 2 || binary.BigEndian.Uint16(b) != tc.code {
@@ -157,7 +157,6 @@ func TestWSCloseCodes(t *testing.T) {
 	code := func(c uint16, reason string) []byte { return append(closePayload(c), reason...) }
 	for _, mode := range modes {
 		gorilla := mode.opts.GoroutinePerConn
-		url, h, _ := wsServer(t, mode.opts)
 		for _, tc := range []struct {
 			name    string
 			payload []byte
@@ -200,6 +199,7 @@ func TestWSCloseCodes(t *testing.T) {
 						want = code(closeProtocolError, "") // gorilla answers 1002
 					}
 				}
+				url, h, _ := wsServer(t, mode.opts)
 				w := joined(t, url)
 				w.frame(true, opClose, tc.payload, true)
 				got := w.closed()
@@ -320,9 +320,18 @@ func TestWSLoopSlowIterationCounted(t *testing.T) {
 	if got := w.next(); got != `43/smcp,1[1]` {
 		t.Fatalf("echo = %q", got)
 	}
-	after := ReadLoopStats()
-	if after.Iterations <= before.Iterations || after.SlowIterations <= before.SlowIterations {
-		t.Fatalf("counters did not move: %+v then %+v", before, after)
+	// The loop counts an iteration when it ends, which may be after the
+	// echo it wrote has arrived here.
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		after := ReadLoopStats()
+		if after.Iterations > before.Iterations && after.SlowIterations > before.SlowIterations {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("counters did not move: %+v then %+v", before, after)
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
 
