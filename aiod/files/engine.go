@@ -28,14 +28,15 @@ type Engine struct {
 }
 
 // NewEngine returns an engine that resolves relative paths against
-// workspace (made absolute; the current directory when empty) and, when a
-// request names no owner, makes defaultUser (may be empty: the daemon's
-// own account) the owner of what it creates.
-func NewEngine(workspace, defaultUser string) *Engine {
+// cfg.Workspace (made absolute; the current directory when empty) and,
+// when a request names no owner, makes cfg.DefaultUser (may be empty: the
+// daemon's own account) the owner of what it creates.
+func NewEngine(cfg Config) *Engine {
+	workspace := cfg.Workspace
 	if abs, err := filepath.Abs(workspace); err == nil {
 		workspace = abs
 	}
-	return &Engine{workspace: workspace, defaultUser: defaultUser, hist: newHistory()}
+	return &Engine{workspace: workspace, defaultUser: cfg.DefaultUser, hist: newHistory()}
 }
 
 // Ownership names the account that owns the files and directories an

@@ -15,7 +15,7 @@ func FuzzResolve(f *testing.F) {
 	for _, s := range []string{"", "a", "/abs", "../up", "a\x00b", "./x/../y", "//double"} {
 		f.Add(s)
 	}
-	e := NewEngine("/work/space", "")
+	e := NewEngine(Config{Workspace: "/work/space"})
 	f.Fuzz(func(t *testing.T, p string) {
 		abs, ferr := e.Resolve("read", p)
 		if bad := p == "" || strings.ContainsRune(p, 0); bad != (ferr != nil) {
@@ -41,7 +41,7 @@ func FuzzEdit(f *testing.F) {
 	f.Add("x", "", "y", "ALL")
 	f.Add("héllo\r\n", "é", "e", "first")
 	dir := f.TempDir()
-	e := NewEngine(dir, "")
+	e := NewEngine(Config{Workspace: dir})
 	p := filepath.Join(dir, "f.txt")
 	f.Fuzz(func(t *testing.T, content, old, repl, mode string) {
 		if !utf8.ValidString(content + old + repl) {

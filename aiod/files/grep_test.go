@@ -44,7 +44,7 @@ type hit struct {
 
 func TestGrep(t *testing.T) {
 	dir := grepTree(t)
-	e := NewEngine(dir, "")
+	e := NewEngine(Config{Workspace: dir})
 	u := func(v uint64) *uint64 { return &v }
 	s := func(v string) *string { return &v }
 	tests := []struct {
@@ -177,7 +177,7 @@ func BenchmarkGrep(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	e := NewEngine(dir, "")
+	e := NewEngine(Config{Workspace: dir})
 	for _, tc := range []struct {
 		name string
 		req  FileGrepRequest

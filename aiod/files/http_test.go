@@ -344,10 +344,8 @@ func TestPermissionDeniedMapping(t *testing.T) {
 	}
 	p := New(Config{})
 	mux := http.NewServeMux()
-	mux.Handle("GET /v2/fs/stat", route[FsStatQuery, FsStatQuery, *FileStatResult]{p: p, query: true,
-		adapt: func(in FsStatQuery, _ string) FsStatQuery { return in }, op: deny})
-	mux.Handle("POST /v1/file/stat", route[FsStatQuery, FsStatQuery, *FileStatResult]{p: p, v1: true,
-		adapt: func(in FsStatQuery, _ string) FsStatQuery { return in }, op: deny})
+	mux.Handle("GET /v2/fs/stat", v2(p, true, nil, deny))
+	mux.Handle("POST /v1/file/stat", v1(p, nil, same[FsStatQuery], deny))
 	f := &fixture{t: t, mux: mux}
 	e2 := f.do("GET", "/v2/fs/stat?path=%2Fsecret", nil)
 	e1 := f.do("POST", "/v1/file/stat", map[string]any{"path": "/secret"})

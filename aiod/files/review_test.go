@@ -152,7 +152,7 @@ func TestNonRegularNeverBlocks(t *testing.T) {
 // TestCharDeviceWrites: writing or appending to an existing character
 // device is allowed and writes in place; reading one is refused.
 func TestCharDeviceWrites(t *testing.T) {
-	e := NewEngine(t.TempDir(), "")
+	e := NewEngine(Config{Workspace: t.TempDir()})
 	ctx := context.Background()
 	for _, app := range []bool{false, true} {
 		res, ferr := e.Write(ctx, FsWriteRequest{Path: "/dev/null", Content: "discarded", Append: app})
@@ -179,7 +179,7 @@ func TestCharDeviceWrites(t *testing.T) {
 // whether the final target exists or not, and the links stay links.
 func TestWriteThroughSymlinks(t *testing.T) {
 	dir := t.TempDir()
-	e := NewEngine(dir, "")
+	e := NewEngine(Config{Workspace: dir})
 	ctx := context.Background()
 	symlink := func(target, name string) {
 		t.Helper()
@@ -291,7 +291,7 @@ func TestWriteThroughSymlinks(t *testing.T) {
 // the written name gets a new inode, the hard link keeps the old content.
 func TestWriteBreaksHardLink(t *testing.T) {
 	dir := t.TempDir()
-	e := NewEngine(dir, "")
+	e := NewEngine(Config{Workspace: dir})
 	a, b := filepath.Join(dir, "a"), filepath.Join(dir, "b")
 	if err := os.WriteFile(a, []byte("old"), 0o644); err != nil {
 		t.Fatal(err)
@@ -380,7 +380,7 @@ func TestGrepMaxResultsZeroAndBinary(t *testing.T) {
 	write("many.txt", strings.Repeat("hit\n", 600))
 	write("bin.dat", "hit\x00\x01\nhit\n")
 	write("text.txt", "plain\n")
-	e := NewEngine(dir, "")
+	e := NewEngine(Config{Workspace: dir})
 	ctx := context.Background()
 	zero := uint64(0)
 	r, ferr := e.Grep(ctx, FileGrepRequest{Path: dir, Pattern: "hit", MaxResults: &zero})

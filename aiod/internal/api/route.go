@@ -54,7 +54,9 @@ type Route[In, Out any] struct {
 	Reply func(w http.ResponseWriter, r *http.Request, out Out)
 	// Override holds the route's exceptions to the status table.
 	Override []Override
-	// Log receives the refusals answered 5xx (default: discarded).
+	// Log receives the refusals that are the daemon's fault, those whose
+	// kind is 5xx by the table whatever the route answers (default:
+	// discarded).
 	Log *slog.Logger
 }
 
@@ -74,8 +76,7 @@ func (rt Route[In, Out]) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case errors.Is(err, context.Canceled) && r.Context().Err() != nil:
 		// the client left; nobody reads an answer
 	default:
-		status := StatusFor(err, rt.Override...)
-		if status >= 500 && rt.Log != nil {
+		if status := Status(err); status >= 500 && rt.Log != nil {
 			rt.Log.Warn("request failed", "route", r.Pattern, "status", status, "error", err.Error())
 		}
 		WriteError(w, err, rt.Override...)

@@ -17,7 +17,7 @@ import (
 	"github.com/a2c-smcp/a2c-go/aiod/internal/serde"
 )
 
-// Config configures a [Plane].
+// Config configures a [Plane] and its [Engine].
 type Config struct {
 	// Workspace is where relative paths resolve (default: the current
 	// directory).
@@ -41,7 +41,7 @@ func New(cfg Config) *Plane {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Plane{eng: NewEngine(cfg.Workspace, cfg.DefaultUser), log: cfg.Logger}
+	return &Plane{eng: NewEngine(cfg), log: cfg.Logger}
 }
 
 // Engine is the engine behind the routes, for other callers (MCP tools).
@@ -99,51 +99,9 @@ func (e *Engine) editV2(ctx context.Context, req FsEditRequest) (*StrReplaceEdit
 	return e.Edit(ctx, req)
 }
 
-// check is a body check serde's decoder has no model for; it gets the
-// body and the decoder's verdict and returns the error to answer, if any.
-type check func(body []byte, err *serde.Error) *serde.Error
-
-// route is one files route: decode the wire form W, adapt it to the
-// engine's request T (with the v2 ?user=), run the operation, answer.
-type route[W, T, R any] struct {
-	p     *Plane
-	v1    bool // v1: JSON body, failures 200 success:false; v2: ?user=, failures by status
-	query bool // v2 GET: the fields are in the query string
-	check check
-	adapt func(W, string) T
-	op    func(context.Context, T) (R, *fserr.Error)
-}
-
 // userQuery is the ?user= every v2 files route takes.
 type userQuery struct {
 	User string `json:"user"`
-}
-
-func (rt route[W, T, R]) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	var uq userQuery
-	if !rt.v1 && !api.Query(w, r, &uq) {
-		return
-	}
-	var in W
-	if rt.query {
-		if !api.Query(w, r, &in) {
-			return
-		}
-	} else if !decodeBody(w, r, &in, rt.check) {
-		return
-	}
-	res, ferr := rt.op(r.Context(), rt.adapt(in, uq.User))
-	switch {
-	case ferr == nil:
-		api.OK(w, res)
-	case rt.v1:
-		fserr.WriteV1(w, ferr)
-	default:
-		fserr.WriteV2(w, ferr)
-	}
-	if ferr != nil && ferr.Status() >= 500 {
-		rt.p.log.Warn("file operation failed", "route", r.URL.Path, "operation", ferr.Operation, "error_type", ferr.ErrorType, "errno", ferr.ErrnoName)
-	}
 }
 
 // ownable is a request with an Ownership to set.
@@ -152,39 +110,52 @@ type ownable[T any] interface {
 	setUser(string)
 }
 
-// v2 is a /v2/fs route whose wire form is the engine's request.
-func v2[T any, PT ownable[T], R any](p *Plane, query bool, c check, op func(context.Context, T) (R, *fserr.Error)) http.Handler {
-	return route[T, T, R]{p: p, query: query, check: c, op: op, adapt: func(in T, user string) T {
-		PT(&in).setUser(user)
-		return in
-	}}
+// engineOp is an engine operation as a route runs it.
+type engineOp[T, R any] func(context.Context, T) (R, *fserr.Error)
+
+// run calls op, returning a nil error (not a nil *fserr.Error) on success.
+func (op engineOp[T, R]) run(r *http.Request, in T) (R, error) {
+	res, ferr := op(r.Context(), in)
+	if ferr != nil {
+		return res, ferr
+	}
+	return res, nil
 }
 
-// v1 is a /v1/file route: a JSON body adapted to the engine's request.
-func v1[W, T, R any](p *Plane, c check, adapt func(W) T, op func(context.Context, T) (R, *fserr.Error)) http.Handler {
-	return route[W, T, R]{p: p, v1: true, check: c, op: op, adapt: func(in W, _ string) T { return adapt(in) }}
+// v2 is a /v2/fs route whose wire form is the engine's request, in the
+// query (query) or the body, with the owner from ?user= (decoded first,
+// as the daemon does). File errors answer with their type's status.
+func v2[T any, PT ownable[T], R any](p *Plane, query bool, c api.Check, op engineOp[T, R]) http.Handler {
+	return api.Route[T, R]{
+		Decode: func(w http.ResponseWriter, r *http.Request, in *T) error {
+			var uq userQuery
+			if err := api.DecodeQuery(r, &uq); err != nil {
+				return err
+			}
+			PT(in).setUser(uq.User)
+			if query {
+				return api.DecodeQuery(r, in)
+			}
+			return api.DecodeBody(w, r, in, c)
+		},
+		Op:  op.run,
+		Log: p.log,
+	}
+}
+
+// v1 is a /v1/file route: a JSON body adapted to the engine's request;
+// file errors answer 200 with success false.
+func v1[W, T, R any](p *Plane, c api.Check, adapt func(W) T, op engineOp[T, R]) http.Handler {
+	return api.Route[W, R]{
+		Check:    c,
+		Op:       func(r *http.Request, in W) (R, error) { return op.run(r, adapt(in)) },
+		Override: []api.Override{fserr.Failed200},
+		Log:      p.log,
+	}
 }
 
 // same is the adapter of a v1 route whose body is the engine's request.
 func same[T any](in T) T { return in }
-
-// decodeBody decodes the JSON body into v with serde's rules plus c,
-// answering 413 or 422 itself on failure.
-func decodeBody(w http.ResponseWriter, r *http.Request, v any, c check) bool {
-	b, ok := api.ReadBody(w, r)
-	if !ok {
-		return false
-	}
-	err := serde.DecodeInto(b, v)
-	if c != nil {
-		err = c(b, err)
-	}
-	if err != nil {
-		api.Invalid(w, err)
-		return false
-	}
-	return true
-}
 
 // member is one top-level member of a JSON object body: its key, the
 // offsets just past the key and past the value, and the value.
@@ -261,7 +232,7 @@ func oneOf(names []string) string {
 // serdeChecks builds a check refusing unknown top-level fields (when
 // known is non-nil, as #[serde(deny_unknown_fields)] does) and unknown
 // variants of the enum fields, reporting whichever serde meets first.
-func serdeChecks(known []string, enums map[string][]string) check {
+func serdeChecks(known []string, enums map[string][]string) api.Check {
 	return func(body []byte, err *serde.Error) *serde.Error {
 		ms, ok := members(body)
 		if !ok {
