@@ -57,6 +57,9 @@ type Config struct {
 	// CommandSessionIdle closes command sessions idle this long (default
 	// one hour).
 	CommandSessionIdle time.Duration
+	// CommandKillGrace is how long a killed command's tree has after
+	// SIGTERM before SIGKILL (default 2 s, at most 10 s).
+	CommandKillGrace time.Duration
 	// MaxTerminals caps terminals (default 20); TerminalIdle reclaims
 	// expiring ones idle this long (default one hour).
 	MaxTerminals int
@@ -139,7 +142,7 @@ func New(cfg Config) (*Daemon, error) {
 
 	d.planes = []plane{
 		commands.New(commands.Config{Workspace: cfg.Workspace, Logger: cfg.Logger, MaxSessions: cfg.MaxCommandSessions,
-			SessionIdle: cfg.CommandSessionIdle, DefaultUser: cfg.DefaultUser, BashBin: os.Getenv("AIO_BASH_BIN"),
+			SessionIdle: cfg.CommandSessionIdle, KillGrace: cfg.CommandKillGrace, DefaultUser: cfg.DefaultUser, BashBin: os.Getenv("AIO_BASH_BIN"),
 			Registerer: d.reg}),
 		files.New(files.Config{Workspace: cfg.Workspace, DefaultUser: cfg.DefaultUser, Logger: cfg.Logger}),
 		transfer.New(transfer.Config{Workspace: cfg.Workspace, DefaultUser: cfg.DefaultUser, Logger: cfg.Logger}),

@@ -117,6 +117,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	killGrace, err := envInt("AIO_BASH_KILL_GRACE_SECS", 2)
+	if err != nil {
+		return err
+	}
+	if killGrace > 10 {
+		return usageError(fmt.Sprintf("AIO_BASH_KILL_GRACE_SECS must be at most 10, got %d", killGrace))
+	}
 	maxTerms, err := envInt("AIO_SHELL_MAX_SESSIONS", 20)
 	if err != nil {
 		return err
@@ -137,8 +144,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	d, err := New(Config{MaxTerminals: maxTerms, TerminalIdle: time.Duration(termIdle) * time.Second,
 		MaxKernels: lim[0], MaxCodeSessions: lim[1], KernelIdle: time.Duration(lim[2]) * time.Second, CodeIdle: time.Duration(lim[3]) * time.Second, Workspace: *workspace, APIKey: *apiKey, Logger: log,
 		DefaultUser: os.Getenv("AIO_DEFAULT_USER"), MaxCommandSessions: maxSessions,
-		CommandSessionIdle: time.Duration(idleSecs) * time.Second,
-		PythonBin:          os.Getenv("AIO_PYTHON_BIN"), NodeBin: os.Getenv("AIO_NODE_BIN")})
+		CommandSessionIdle: time.Duration(idleSecs) * time.Second, CommandKillGrace: time.Duration(killGrace) * time.Second,
+		PythonBin: os.Getenv("AIO_PYTHON_BIN"), NodeBin: os.Getenv("AIO_NODE_BIN")})
 	if err != nil {
 		return err
 	}

@@ -22,12 +22,15 @@ import (
 	"github.com/a2c-smcp/a2c-go/aiod/internal/fserr"
 )
 
-// Command statuses. Pending and killed are in the published enum but no
-// request produces them.
+// Command statuses. Pending is in the published enum but no request
+// produces it.
 const (
 	StatusRunning   = "running"
 	StatusCompleted = "completed"
 	StatusTimedOut  = "timed_out"
+	// StatusKilled: the command was ended by a kill (a route's, or its
+	// client leaving a sync or streamed run); its exit code is -1.
+	StatusKilled = "killed"
 )
 
 // Defaults of [Config] and of the engine's limits.
@@ -38,6 +41,7 @@ const (
 	maxCommandsPerSession    = 100
 	defaultDrainGrace        = 200 * time.Millisecond
 	defaultKillGrace         = 2 * time.Second
+	maxKillGrace             = 10 * time.Second
 	defaultStdinWriteTimeout = 10 * time.Second
 	trackEvery               = time.Second // how often the janitor records process trees
 )
@@ -66,6 +70,10 @@ type Config struct {
 	// AIO_API_KEY and SANDBOX_API_KEY, which are always removed. A
 	// request's or a session's env may still set them.
 	HideEnv []string
+	// KillGrace is how long a kill with SIGTERM or SIGINT (and a session
+	// close, and Close) gives a process tree before SIGKILL ends what is
+	// left of it. Default 2 s, at most 10 s.
+	KillGrace time.Duration
 	// Registerer, when set, gets the plane's metrics:
 	// command_exec_total{status} (the final status, or "error" for a
 	// command that could not be started), command_exec_duration_seconds
@@ -126,6 +134,11 @@ type Engine struct {
 	closed    bool
 	shutdown  chan struct{}  // closed by Close: streams end with an error frame
 	live      sync.WaitGroup // one per running command's supervisor
+	// background counts the goroutines that end process trees off the
+	// request path (kill escalations, evicted sessions' leftovers). They
+	// are added only under mu while !closed, and end at once when
+	// shutdown is closed, so Close can wait for them.
+	background sync.WaitGroup
 }
 
 func newEngine(cfg Config) *Engine {
@@ -141,12 +154,15 @@ func newEngine(cfg Config) *Engine {
 	if cfg.SessionIdle <= 0 {
 		cfg.SessionIdle = DefaultSessionIdle
 	}
+	if cfg.KillGrace <= 0 {
+		cfg.KillGrace = defaultKillGrace
+	}
 	return &Engine{
 		workspace: cfg.Workspace, log: cfg.Logger, maxSessions: cfg.MaxSessions, idle: cfg.SessionIdle,
 		defaultUser: cfg.DefaultUser, bashBin: cfg.BashBin, baseEnv: childEnv(os.Environ(), cfg.HideEnv),
 		metrics:   newMetrics(cfg.Registerer, cfg.Logger),
 		retainMax: defaultRetainMax, retainTrim: defaultRetainTrim, maxCommands: maxCommandsPerSession,
-		drainGrace: defaultDrainGrace, killGrace: defaultKillGrace, pingEvery: 30 * time.Second,
+		drainGrace: defaultDrainGrace, killGrace: min(cfg.KillGrace, maxKillGrace), pingEvery: 30 * time.Second,
 		stdinTimeout: defaultStdinWriteTimeout,
 		sessions:     map[string]*session{}, commands: map[string]*Command{}, running: map[*Command]struct{}{},
 		lingering: map[*Command]struct{}{}, shutdown: make(chan struct{}),
@@ -226,8 +242,8 @@ type Output struct {
 	StdoutStart, StderrStart int64
 	// StdoutGap and StderrGap report an offset before the retained start.
 	StdoutGap, StderrGap bool
-	// Status is running, completed or timed_out; ExitCode is nil while
-	// running and -1 after a kill or a hard timeout.
+	// Status is running, completed, killed or timed_out; ExitCode is nil
+	// while running and -1 after a kill or a hard timeout.
 	Status   string
 	ExitCode *int
 }
@@ -449,16 +465,17 @@ func (c *Command) supervise(cmd *exec.Cmd, outR, errR *os.File, hard time.Durati
 	case c.timedOut:
 		code, c.status = -1, StatusTimedOut
 	case c.killed:
-		code, c.status = -1, StatusCompleted
+		code, c.status = -1, StatusKilled
 	default:
 		c.status = StatusCompleted
 	}
 	c.exitCode = &code
-	status := c.status
+	// Counted before anyone can see the exit: a client that has read it
+	// finds it in the metrics too.
+	c.e.metrics.ended(c.status, time.Since(c.started))
 	close(c.done)
 	c.changedLocked()
 	c.mu.Unlock()
-	c.e.metrics.ended(status, time.Since(c.started))
 }
 
 func exitCode(ps *os.ProcessState, err error) int {
@@ -549,6 +566,13 @@ func (c *Command) waitFor(ctx context.Context, d time.Duration, outFrom, errFrom
 	}
 }
 
+// ends returns each stream's end (every byte produced so far).
+func (c *Command) ends() (stdout, stderr int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.stdout.end(), c.stderr.end()
+}
+
 // Read returns both streams from the given offsets and the state.
 func (c *Command) Read(stdoutFrom, stderrFrom int64) Output {
 	c.mu.Lock()
@@ -599,13 +623,79 @@ func (c *Command) WriteStdin(ctx context.Context, p []byte) error {
 }
 
 // Kill sends sig to the command's whole process tree. The command ends
-// completed with exit code -1; ErrNotRunning when it has already ended.
+// killed with exit code -1. A SIGTERM or SIGINT that leaves anything of
+// the tree alive is followed by SIGKILL after the kill grace period, so a
+// child that ignores the signal does not outlive the kill. A command
+// that has ended but left processes behind (background children, or
+// what a first kill did not end) is still signalled; ErrNotRunning when
+// nothing of it is left.
 func (c *Command) Kill(sig syscall.Signal) error {
-	if !c.signal(sig, false) {
+	if !c.mark(false) && !c.e.treeLive(c) {
 		return notRunning(c.ID)
+	}
+	c.e.signalTrees([]*Command{c}, sig, false)
+	if sig != syscall.SIGKILL {
+		c.e.escalate(c)
 	}
 	c.e.touch(c.sess)
 	return nil
+}
+
+// treeLive reports whether any process of c's tree (or carrying its id)
+// still runs.
+func (e *Engine) treeLive(c *Command) bool {
+	t := scanProcs()
+	return liveIn(c.track(t)) || liveIn(taggedTrees(t, []*Command{c}))
+}
+
+// escalate sends SIGKILL to what is left of c's tree once the kill grace
+// period has passed. The goroutine is the engine's: Close ends it (and
+// ends every tree itself).
+func (e *Engine) escalate(c *Command) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return
+	}
+	e.background.Add(1)
+	go func() {
+		defer e.background.Done()
+		t := time.NewTimer(e.killGrace)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-e.shutdown:
+			return
+		}
+		if e.treeLive(c) {
+			e.log.Debug("commands: escalating a kill to SIGKILL", "command_id", c.ID)
+			e.signalTrees([]*Command{c}, syscall.SIGKILL, false)
+		}
+	}()
+}
+
+// endInBackground ends the trees of an evicted or reclaimed session's
+// commands (see terminate) off the request path. Called with e.mu held.
+func (e *Engine) endInBackgroundLocked(live, ended []*Command) {
+	if e.closed || (len(live) == 0 && len(ended) == 0) {
+		return
+	}
+	e.background.Add(1)
+	go func() {
+		defer e.background.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), 3*e.killGrace)
+		defer cancel()
+		go func() {
+			select {
+			case <-e.shutdown:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+		if err := e.terminate(ctx, live, ended, false); err != nil {
+			e.log.Warn("commands: processes of a dropped session outlived it", "error", err.Error())
+		}
+	}()
 }
 
 // signal marks the command killed (or timed out) and signals its tree;
@@ -783,7 +873,7 @@ func (e *Engine) Close(ctx context.Context) error {
 	e.mu.Unlock()
 	err := e.terminate(ctx, cmds, lingering, true)
 	reaped := make(chan struct{})
-	go func() { e.live.Wait(); close(reaped) }()
+	go func() { e.live.Wait(); e.background.Wait(); close(reaped) }()
 	select {
 	case <-reaped:
 	case <-ctx.Done():

@@ -174,3 +174,47 @@ func closePlane(t testing.TB, p *Plane) {
 		t.Errorf("Close: %v", err)
 	}
 }
+
+// disconnectedAfter is the event a "was not killed" check waits for: it
+// streams a sync command, disconnects, and waits until that command has
+// been killed for it. A disconnect made before this call has been acted
+// on by then too (the server notices each on its connection at once;
+// this one's kill has a command start and a tree signal more to do).
+func (h *harness) disconnectedAfter() {
+	h.t.Helper()
+	var started map[string]any
+	h.stream(map[string]any{"command": "sleep 31"}, func(f map[string]any) bool { started = f; return false })
+	if o := h.waitDone(started["command_id"].(string)); o.Command.Status != StatusKilled {
+		h.t.Fatalf("the reference disconnect did not kill: %+v", o.Command)
+	}
+}
+
+// waitProc waits until a live process runs exactly argv, and returns it.
+func waitProc(t testing.TB, args ...string) procInfo {
+	t.Helper()
+	var p procInfo
+	eventually(t, 10*time.Second, strings.Join(args, " ")+" to run", func() bool {
+		ps := procsWithArgv(args...)
+		if len(ps) > 0 {
+			p = ps[0]
+		}
+		return len(ps) > 0
+	})
+	return p
+}
+
+// noneRunning waits until no live process runs argv, looking again a few
+// times after the first empty look (a process being forked may not be
+// visible yet at one instant).
+func noneRunning(t testing.TB, args ...string) {
+	t.Helper()
+	clean := 0
+	eventually(t, 10*time.Second, "no "+strings.Join(args, " ")+" left", func() bool {
+		if len(procsWithArgv(args...)) > 0 {
+			clean = 0
+			return false
+		}
+		clean++
+		return clean >= 5
+	})
+}

@@ -205,7 +205,7 @@ func execResultOf(c *Command, o execOpts) execResult {
 // body fields of the same names).
 type readQuery struct {
 	Offset       uint64   `json:"offset"`
-	StderrOffset uint64   `json:"stderr_offset"`
+	StderrOffset *uint64  `json:"stderr_offset"`
 	Wait         bool     `json:"wait"`
 	WaitTimeout  *float64 `json:"wait_timeout"`
 }
@@ -235,13 +235,25 @@ func offset(u uint64) int64 { return int64(min(u, math.MaxInt64)) }
 
 // output answers a read of c (nil: a session without commands) from the
 // query's offsets, long-polling when it asks to.
+//
+// A wait ends at the command's exit, at the wait bound, or with output
+// past the offsets the client follows. stdout is always followed (its
+// offset defaults to 0). A client that sends no stderr_offset does not
+// follow stderr: it is still answered stderr from 0, but only stderr
+// written during the wait ends it. Otherwise a program that prompts on
+// stderr (python3 -i writes ">>> " there) would end every wait of a
+// client reading stdout at once, with nothing new, and such a client's
+// bounded loop of waits could run out before the output it waits for.
 func (p *Plane) output(w http.ResponseWriter, r *http.Request, sessionID string, c *Command, q readQuery) {
 	res := outputResult{SessionID: sessionID, Stdout: "", Stderr: ""}
 	if c == nil {
 		api.OK(w, res)
 		return
 	}
-	from, errFrom := offset(q.Offset), offset(q.StderrOffset)
+	from, errFrom := offset(q.Offset), int64(0)
+	if q.StderrOffset != nil {
+		errFrom = offset(*q.StderrOffset)
+	}
 	if q.Wait {
 		d := 30 * time.Second
 		if q.WaitTimeout != nil {
@@ -251,7 +263,12 @@ func (p *Plane) output(w http.ResponseWriter, r *http.Request, sessionID string,
 				return
 			}
 		}
-		c.WaitOutput(r.Context(), from, errFrom, d)
+		errWake := errFrom
+		if q.StderrOffset == nil {
+			_, errEnd := c.ends()
+			errWake = max(errFrom, errEnd)
+		}
+		c.WaitOutput(r.Context(), from, errWake, d)
 	}
 	out := c.Read(from, errFrom)
 	res.Stdout, res.Stderr = string(out.Stdout), string(out.Stderr)

@@ -308,7 +308,8 @@ func TestMetrics(t *testing.T) {
 		labels []string
 		want   float64
 	}{
-		{"command_exec_total", []string{"status", "completed"}, 3},
+		{"command_exec_total", []string{"status", "completed"}, 2},
+		{"command_exec_total", []string{"status", "killed"}, 1},
 		{"command_exec_total", []string{"status", "timed_out"}, 1},
 		{"command_exec_total", []string{"status", "error"}, 2},
 		{"command_exec_duration_seconds", nil, 4},
@@ -329,7 +330,7 @@ func TestMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, 5*time.Second, "the second plane's count", func() bool {
-		return metricValue(t, reg, "command_exec_total", "status", "completed") == 4
+		return metricValue(t, reg, "command_exec_total", "status", "completed") == 3
 	})
 }
 
@@ -355,13 +356,14 @@ func TestSyncClientGoneKills(t *testing.T) {
 				return false
 			}
 			st, ec := c.State()
-			return st == StatusCompleted && ec != nil && *ec == -1
+			return st == StatusKilled && ec != nil && *ec == -1
 		})
 	}
-	// Returned as running by timeout, or async: the client may go.
+	// Returned as running by timeout, or async: the client may go. By
+	// the time a later disconnect has been acted on, theirs have been.
 	d := h.run(map[string]any{"command": "sleep 30", "timeout": 0.1})
 	a := h.run(map[string]any{"command": "sleep 30", "mode": "async"})
-	time.Sleep(200 * time.Millisecond)
+	h.disconnectedAfter()
 	for _, id := range []string{d.CommandID, a.CommandID} {
 		var o outputData
 		h.OK("GET", "/v2/commands/"+id, nil, &o)

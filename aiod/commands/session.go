@@ -26,6 +26,10 @@ type session struct {
 	cmds     []*Command // the last maxCommands, oldest first
 	running  int
 	closed   bool
+	// anon: created for a request that named no session. Nobody can
+	// close it, so what its commands leave behind ends when it is
+	// evicted or reclaimed.
+	anon bool
 }
 
 // Session statuses.
@@ -158,9 +162,10 @@ func (e *Engine) newSessionLocked(id string) (*session, error) {
 		}
 		if lru == nil {
 			return nil, invalid(fmt.Sprintf("Maximum number of sessions (%d) reached and all are busy", e.maxSessions),
-				"close a session (DELETE /v2/commands/sessions/{id}) or wait for a command to finish")
+				fmt.Sprintf("every one of the AIO_BASH_MAX_SESSIONS=%d sessions is running a command: close one "+
+					"(DELETE /v2/commands/sessions/{id}), wait for a command to finish, or raise AIO_BASH_MAX_SESSIONS", e.maxSessions))
 		}
-		e.dropLocked(lru)
+		e.retireLocked(lru)
 		e.log.Debug("commands: evicted idle session", "session_id", lru.id)
 	}
 	if id == "" {
@@ -171,6 +176,38 @@ func (e *Engine) newSessionLocked(id string) (*session, error) {
 	e.sessions[id] = s
 	e.metrics.setSessions(len(e.sessions))
 	return s, nil
+}
+
+// closeLocked drops s and returns what ending it must end: its running
+// commands, and its ended ones, each a candidate for leftovers (what one
+// left behind may carry its id without having been seen).
+func (e *Engine) closeLocked(s *session) (live, ended []*Command) {
+	live = e.dropLocked(s)
+	ended = e.lingeringLocked(s)
+	for _, c := range s.cmds {
+		if !slices.Contains(live, c) && !slices.Contains(ended, c) {
+			ended = append(ended, c)
+		}
+	}
+	return live, ended
+}
+
+// retireLocked drops an idle session that is evicted or reclaimed. An
+// anonymous one takes what its commands left behind with it (ended off
+// the request path); a named one leaves it running, for its owner to
+// end with DELETE or for Close.
+func (e *Engine) retireLocked(s *session) {
+	if !s.anon {
+		e.dropLocked(s)
+		return
+	}
+	if len(e.lingering) == 0 && !daemonHasOrphans() {
+		// Nothing any command left behind runs: no leftovers to look for
+		// (and no /proc scan on every eviction of a busy daemon).
+		e.dropLocked(s)
+		return
+	}
+	e.endInBackgroundLocked(e.closeLocked(s))
 }
 
 // dropLocked removes a session and its command ids; it returns the
@@ -235,6 +272,7 @@ func (e *Engine) reserve(req Request) (*session, *identity, error) {
 		if s, err = e.newSessionLocked(req.Session); err != nil {
 			return nil, nil, err
 		}
+		s.anon = req.Session == ""
 	}
 	if err := s.claimUser(req.User); err != nil {
 		return nil, nil, err
@@ -299,7 +337,8 @@ func (e *Engine) Sessions() []SessionInfo {
 // background children its commands left behind (SIGTERM, then SIGKILL
 // after a grace period bounded by ctx). ErrNotFound for an unknown id.
 // Sessions evicted at the limit or reclaimed when idle had nothing
-// running; their background children live on until Close.
+// running; the background children of a named one live on until Close,
+// those of an anonymous one end with it.
 func (e *Engine) CloseSession(ctx context.Context, id string) (SessionInfo, error) {
 	e.mu.Lock()
 	s, err := e.sessionLocked(id)
@@ -307,15 +346,7 @@ func (e *Engine) CloseSession(ctx context.Context, id string) (SessionInfo, erro
 		e.mu.Unlock()
 		return SessionInfo{}, err
 	}
-	live := e.dropLocked(s)
-	// Every ended command of the session is a candidate: what one left
-	// behind may carry its id without having been seen.
-	ended := e.lingeringLocked(s)
-	for _, c := range s.cmds {
-		if !slices.Contains(live, c) && !slices.Contains(ended, c) {
-			ended = append(ended, c)
-		}
-	}
+	live, ended := e.closeLocked(s)
 	info := s.infoLocked()
 	e.mu.Unlock()
 	return info, e.terminate(ctx, live, ended, false)
@@ -340,13 +371,13 @@ func (e *Engine) Latest(sessionID string, running bool) (*Command, error) {
 }
 
 // reclaim drops the sessions idle since before now minus the idle limit
-// (their background children live on).
+// (see retireLocked for their background children).
 func (e *Engine) reclaim(now time.Time) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	for _, s := range e.sessions {
 		if s.running == 0 && now.Sub(s.lastUsed) >= e.idle {
-			e.dropLocked(s)
+			e.retireLocked(s)
 			e.log.Debug("commands: reclaimed idle session", "session_id", s.id)
 		}
 	}

@@ -63,7 +63,7 @@ type bashOutputBody struct {
 	SessionID    string   `json:"session_id" serde:"required"`
 	CommandID    string   `json:"command_id"`
 	Offset       uint64   `json:"offset"`
-	StderrOffset uint64   `json:"stderr_offset"`
+	StderrOffset *uint64  `json:"stderr_offset"`
 	Wait         bool     `json:"wait"`
 	WaitTimeout  *float64 `json:"wait_timeout"`
 }
