@@ -3,6 +3,7 @@ package pty
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -57,6 +58,7 @@ type KillResult struct {
 
 // run is one exec'd command. Guarded by its session's mu.
 type run struct {
+	id         string // unique in its session: its markers carry it
 	command    string
 	status     string
 	written    bool // typed into the terminal
@@ -175,7 +177,8 @@ func (e *Engine) Exec(ctx context.Context, id string, req ExecRequest) (Result, 
 		s.mu.Unlock()
 		return Result{}, errBusy
 	}
-	r := &run{command: req.Command, status: StatusRunning, lastOutput: time.Now()}
+	s.execs++
+	r := &run{id: strconv.FormatUint(s.execs, 10), command: req.Command, status: StatusRunning, lastOutput: time.Now()}
 	s.cur, s.used = r, time.Now()
 	quiet := s.noChange
 	s.mu.Unlock()
@@ -187,7 +190,7 @@ func (e *Engine) Exec(ctx context.Context, id string, req ExecRequest) (Result, 
 	s.mu.Lock()
 	r.written = true
 	s.mu.Unlock()
-	if err := s.write(s.typed(req.Command, req.Cwd)); err != nil {
+	if err := s.write(s.typed(r.id, req.Command, req.Cwd)); err != nil {
 		s.mu.Lock()
 		s.finishLocked(r, StatusTerminated, nil)
 		s.mu.Unlock()
@@ -369,13 +372,21 @@ func (e *Engine) SetNoChangeTimeout(id string, d time.Duration) error {
 	return nil
 }
 
-// typed is the line that runs command (after cd to cwd when set): as it
-// is when it types cleanly, else through eval of a quoted copy; for sh,
-// wrapped in the markers bash prints by itself.
-func (s *session) typed(command, cwd string) []byte {
+// typed is what exec types to run command as exec id (after cd to cwd
+// when set): the command as it is when it types cleanly, else through
+// eval of a quoted copy. For bash it is preceded by the line that makes
+// the shell's own markers of the command's line carry id (see
+// promptCommand); for sh the command's line prints the markers, with id,
+// around the command. Either way the markers come from the shell running
+// the line, never from the terminal's echo of it (which shows
+// "\033", not ESC).
+func (s *session) typed(id, command, cwd string) []byte {
 	var b strings.Builder
-	if s.kind == kindSh {
-		fmt.Fprintf(&b, `printf '\033]6973;%s;S\007'; `, s.nonce)
+	switch s.kind {
+	case kindBash:
+		b.WriteString("__aio_exec " + id + "\r")
+	case kindSh:
+		fmt.Fprintf(&b, `printf '\033]6973;%s;S;%s\007'; `, s.nonce, id)
 	}
 	if cwd != "" {
 		b.WriteString("cd -- " + s.quote(cwd) + " && ")
@@ -387,7 +398,7 @@ func (s *session) typed(command, cwd string) []byte {
 		b.WriteString("eval " + s.quote(command))
 	}
 	if s.kind == kindSh {
-		fmt.Fprintf(&b, `; printf '\033]6973;%s;E;%%d\007' $?`, s.nonce)
+		fmt.Fprintf(&b, `; printf '\033]6973;%s;E;%%d;%s\007' $?`, s.nonce, id)
 	}
 	b.WriteByte('\r')
 	return []byte(b.String())

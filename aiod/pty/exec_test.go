@@ -1,7 +1,14 @@
 package pty
 
 import (
+	"context"
+	"fmt"
+	"os/exec"
+	"runtime"
 	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -18,6 +25,10 @@ func TestExecBasics(t *testing.T) {
 	}
 	if r = h.exec(id, map[string]any{"command": "false"}); r.Status != StatusCompleted || code(r.ExitCode) != "1" || r.Output != "" {
 		t.Fatalf("%+v", r)
+	}
+	// $? is the previous command's status, as when a user types the line.
+	if r = h.exec(id, map[string]any{"command": "echo $?"}); r.Output != "1" {
+		t.Fatalf("$? after false: %+v", r)
 	}
 	if r = h.exec(id, map[string]any{"command": "printf shell-doc-ok"}); r.Output != "shell-doc-ok" {
 		t.Fatalf("%+v", r)
@@ -98,4 +109,83 @@ func TestExecSh(t *testing.T) {
 		o.OK("GET", "/v2/pty/sessions/"+oid+"/screen", nil, &r)
 		return strings.Count(r.Output, "typed") == 2 // the tty's echo, then cat's
 	})
+}
+
+// TestExecIgnoresEarlierLine: a line typed just before an exec, which
+// the shell has not read yet when the exec types its own, is not taken
+// for the exec's command: its output and its end marker belong to that
+// earlier line. The shell is stopped so that the exec surely finds it
+// "at the prompt" with the earlier line still unread.
+func TestExecIgnoresEarlierLine(t *testing.T) {
+	h := newHarness(t, Config{}, nil)
+	id := h.session(nil)
+	s, err := h.p.e.lookup(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(s.pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	cont := sync.OnceFunc(func() { _ = syscall.Kill(s.pid, syscall.SIGCONT) })
+	t.Cleanup(cont)
+	if _, err := h.p.e.Input(id, "sleep 0.2; echo typed-before", true); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan Result, 1)
+	go func() {
+		r, err := h.p.e.Exec(context.Background(), id, ExecRequest{Command: "echo mine-$((40+2))", Timeout: 20 * time.Second})
+		if err != nil {
+			r.Status = err.Error()
+		}
+		done <- r
+	}()
+	eventually(t, "the exec never typed its line", func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return s.cur != nil && s.cur.written
+	})
+	cont()
+	r := <-done
+	if r.Status != StatusCompleted || r.Output != "mine-42" || code(r.ExitCode) != "0" {
+		t.Fatalf("%+v", r)
+	}
+}
+
+// TestExecUnderLoad: with every core busy and a line typed just before
+// each exec, every exec answers its own output, many times over.
+func TestExecUnderLoad(t *testing.T) {
+	if testing.Short() {
+		t.Skip("load test")
+	}
+	var stop atomic.Bool
+	var spin sync.WaitGroup
+	for range runtime.NumCPU() {
+		spin.Go(func() {
+			for !stop.Load() { // busy on purpose
+			}
+		})
+	}
+	t.Cleanup(func() { stop.Store(true); spin.Wait() })
+	for range runtime.NumCPU() {
+		burn := exec.Command("/bin/sh", "-c", "while :; do :; done")
+		if err := burn.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = burn.Process.Kill(); _ = burn.Wait() })
+	}
+	h := newHarness(t, Config{}, nil)
+	e := h.p.e
+	id := h.session(nil)
+	for i := range 40 {
+		if _, err := e.Input(id, fmt.Sprintf("echo typed-%d", i), true); err != nil {
+			t.Fatal(err)
+		}
+		r, err := e.Exec(context.Background(), id, ExecRequest{Command: fmt.Sprintf("echo mine-%d", i), Timeout: 20 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := fmt.Sprintf("mine-%d", i); r.Status != StatusCompleted || r.Output != want || code(r.ExitCode) != "0" {
+			t.Fatalf("exec %d: %+v", i, r)
+		}
+	}
 }

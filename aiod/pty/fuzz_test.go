@@ -40,12 +40,13 @@ func FuzzDecodeFrame(f *testing.F) {
 func FuzzFilter(f *testing.F) {
 	f.Add([]byte("a\x1b]6973;n0nce;E;0\x07b"), uint8(3))
 	f.Add([]byte("\x1b]6973;n0nce;S\x07\xc3\xa9\x1b[0m"), uint8(1))
+	f.Add([]byte("x\x1b]6973;n0nce;S;12\x07y\x1b]6973;n0nce;E;-1;12\x07\x1b]6973;n0nce;E;0;\x07"), uint8(5))
 	f.Fuzz(func(t *testing.T, in []byte, cut uint8) {
 		fl := filter{prefix: []byte(markerOSC + "n0nce;")}
 		var out []byte
 		marks := 0
 		data := func(b []byte) { out = append(out, b...) }
-		mark := func(byte, int) { marks++ }
+		mark := func(byte, int, string) { marks++ }
 		step := int(cut%16) + 1
 		for i := 0; i < len(in); i += step {
 			fl.feed(in[i:min(i+step, len(in))], data, mark)
@@ -54,7 +55,7 @@ func FuzzFilter(f *testing.F) {
 		whole := filter{prefix: fl.prefix}
 		var want []byte
 		wantMarks := 0
-		whole.feed(in, func(b []byte) { want = append(want, b...) }, func(byte, int) { wantMarks++ })
+		whole.feed(in, func(b []byte) { want = append(want, b...) }, func(byte, int, string) { wantMarks++ })
 		whole.flush(func(b []byte) { want = append(want, b...) })
 		if !bytes.Equal(out, want) || marks != wantMarks {
 			t.Fatalf("split %d: %q (%d marks), whole: %q (%d)", step, out, marks, want, wantMarks)

@@ -50,10 +50,13 @@ func (r *ring) since(off int64, limit int) []byte {
 	return out
 }
 
-// Marker kinds the shell prints, inside "ESC ] 6973 ; nonce ; kind [; n] BEL".
+// Marker kinds the shell prints, inside
+// "ESC ] 6973 ; nonce ; kind [; n] [; exec id] BEL". The exec id names
+// the exec whose command line the marker belongs to (empty, or absent,
+// for a line typed by anyone else); see [session.typed].
 const (
-	markStart = 'S' // PS0: the command line was read; its output follows
-	markEnd   = 'E' // PROMPT_COMMAND: back at the prompt, with $?
+	markStart = 'S' // the command line was read; its output follows
+	markEnd   = 'E' // back at the prompt, with $?
 	markExit  = 'X' // the EXIT trap: the shell is exiting, with its status
 )
 
@@ -69,11 +72,12 @@ type filter struct {
 	hold   []byte
 }
 
-// maxMarkerBody bounds a marker's body; a longer run is not a marker.
-const maxMarkerBody = 24
+// maxMarkerBody bounds a marker's body ("E;" a status, ";" an exec id
+// of at most 20 digits); a longer run is not a marker.
+const maxMarkerBody = 48
 
 // feed passes p's plain bytes to data and its markers to mark, in order.
-func (f *filter) feed(p []byte, data func([]byte), mark func(kind byte, code int)) {
+func (f *filter) feed(p []byte, data func([]byte), mark func(kind byte, code int, exec string)) {
 	buf := p
 	if len(f.hold) > 0 {
 		buf = append(f.hold, p...)
@@ -101,9 +105,9 @@ func (f *filter) feed(p []byte, data func([]byte), mark func(kind byte, code int
 				return
 			}
 			if end > 0 {
-				if kind, code, ok := parseMarker(body[:end]); ok {
+				if kind, code, exec, ok := parseMarker(body[:end]); ok {
 					f.emit(buf[from:j], data)
-					mark(kind, code)
+					mark(kind, code, exec)
 					from = j + len(f.prefix) + end + 1
 					i = from
 					continue
@@ -133,19 +137,45 @@ func (f *filter) emit(b []byte, data func([]byte)) {
 	}
 }
 
-// parseMarker reads "S", "E;n" or "X;n".
-func parseMarker(b []byte) (kind byte, code int, ok bool) {
+// parseMarker reads "S", "E;n" or "X;n", each optionally followed by
+// ";" and an exec id (digits, possibly none).
+func parseMarker(b []byte) (kind byte, code int, exec string, ok bool) {
 	if len(b) == 0 {
-		return 0, 0, false
+		return 0, 0, "", false
 	}
-	switch kind = b[0]; {
-	case kind == markStart && len(b) == 1:
-		return kind, 0, true
-	case (kind == markEnd || kind == markExit) && len(b) > 2 && b[1] == ';':
-		n, err := strconv.Atoi(string(b[2:]))
-		return kind, n, err == nil
+	kind, rest := b[0], b[1:]
+	switch kind {
+	case markStart:
+	case markEnd, markExit:
+		if len(rest) < 2 || rest[0] != ';' {
+			return 0, 0, "", false
+		}
+		num := rest[1:]
+		if i := bytes.IndexByte(num, ';'); i >= 0 {
+			num, rest = num[:i], num[i:]
+		} else {
+			rest = nil
+		}
+		n, err := strconv.Atoi(string(num))
+		if err != nil {
+			return 0, 0, "", false
+		}
+		code = n
+	default:
+		return 0, 0, "", false
 	}
-	return 0, 0, false
+	if len(rest) > 0 {
+		if rest[0] != ';' {
+			return 0, 0, "", false
+		}
+		for _, c := range rest[1:] {
+			if c < '0' || c > '9' {
+				return 0, 0, "", false
+			}
+		}
+		exec = string(rest[1:])
+	}
+	return kind, code, exec, true
 }
 
 // incompleteUTF8 is how many bytes at the end of b begin a UTF-8

@@ -45,9 +45,10 @@ type session struct {
 	noChange   time.Duration
 	out        ring
 	filt       filter
-	atPrompt   bool  // the shell has reached its prompt
-	promptAt   int64 // output offset of the last end marker
-	cur        *run  // the running or last exec'd command
+	atPrompt   bool   // the shell has reached its prompt
+	promptAt   int64  // output offset of the last end marker
+	cur        *run   // the running or last exec'd command
+	execs      uint64 // exec ids handed out
 	console    []ConsoleRecord
 	notify     chan struct{} // closed and replaced on every change
 	sock       *socket       // the attached WebSocket
@@ -61,12 +62,27 @@ type session struct {
 
 // promptCommand reports $? as an end marker at each prompt; the first
 // time it also stops history expansion (so "!" types as itself), keeps
-// the markers' variables out of child shells and reports the shell's
-// own exit status from the EXIT trap.
+// the markers' variables out of child shells, defines __aio_exec and
+// reports the shell's own exit status from the EXIT trap.
+//
+// Exec ids. Every marker of a line that exec typed carries that exec's
+// id, so an exec never takes another line's output or end for its own
+// (a line typed over the WebSocket or /input just before it, or the
+// late end of an exec that timed out). Exec types two lines: first
+// "__aio_exec ID", which only records ID as the id of the next line (and
+// leaves $? as it was), then its command. The end marker of the
+// "__aio_exec" line still carries the previous id (__aio_cur); then
+// __aio_cur becomes ID, so PS0 (the start marker) and the end marker of
+// the command's line carry ID, and the end marker after it clears it.
+// A line whose parse fails prints no start marker but still its end
+// marker, with its id. The ids are printed by the shell as it runs the
+// lines, never echoed from what was typed, so timing cannot mix them up.
 func promptCommand(nonce string) string {
-	mark := `printf '\033]6973;` + nonce + `;%s;%d\007'`
+	mark := `printf '\033]6973;` + nonce + `;%s;%d;%s\007'`
 	return `__aio_rc=$?; if [ -z "$__aio_init" ]; then __aio_init=1; set +H; export -n PS0 PS1 PROMPT_COMMAND; ` +
-		`trap '__aio_rc=$?; ` + strings.ReplaceAll(mark, `'`, `'\''`) + ` X "$__aio_rc"' EXIT; fi; ` + mark + ` E "$__aio_rc"`
+		`__aio_exec() { __aio_next=$1; return "$__aio_rc"; }; ` +
+		`trap '__aio_rc=$?; ` + strings.ReplaceAll(mark, `'`, `'\''`) + ` X "$__aio_rc" ""' EXIT; fi; ` +
+		mark + ` E "$__aio_rc" "$__aio_cur"; __aio_cur=$__aio_next; __aio_next=`
 }
 
 // start spawns the shell in a session of its own, with the PTY as its
@@ -92,7 +108,7 @@ func (e *Engine) start(o Options, shell string, kind shellKind, cwd string, id *
 	switch kind {
 	case kindBash:
 		args = append(args, "--noprofile", "--norc", "-i")
-		env = append(env, `PS1=\w $ `, `PS0=\e]6973;`+s.nonce+`;S\a`, "PROMPT_COMMAND="+promptCommand(s.nonce))
+		env = append(env, `PS1=\w $ `, `PS0=\e]6973;`+s.nonce+`;S;${__aio_cur}\a`, "PROMPT_COMMAND="+promptCommand(s.nonce))
 	case kindSh:
 		args = append(args, "-i")
 		env = append(env, "PS1=$ ")
@@ -201,20 +217,29 @@ func (s *session) onData(b []byte) {
 	s.bumpLocked()
 }
 
-// onMark takes a marker. Guarded by s.mu.
-func (s *session) onMark(kind byte, code int) {
+// onMark takes a marker, of the line exec typed for exec id (see
+// promptCommand). Only the markers carrying the running exec's id start
+// and end it; an end marker of an earlier line before it starts also
+// discards what was captured so far (that line's echo and output). The
+// exit marker ends whatever runs: the shell is going away. Guarded by
+// s.mu.
+func (s *session) onMark(kind byte, code int, exec string) {
 	r := s.cur
 	live := r != nil && r.status == StatusRunning && r.written
+	mine := live && exec == r.id
 	switch kind {
 	case markStart:
 		s.atPrompt = false
-		if live && !r.started {
+		if mine {
 			r.started = true
 		}
 	case markEnd:
 		s.atPrompt, s.promptAt = true, s.out.end
-		if live {
+		switch {
+		case mine:
 			s.finishLocked(r, StatusCompleted, &code)
+		case live && !r.started:
+			r.pre = r.pre[:0]
 		}
 	case markExit:
 		s.exitCode = &code
