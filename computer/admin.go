@@ -30,7 +30,7 @@ type Status struct {
 func (c *Computer) Status() Status {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	st := Status{Name: c.opts.Name, Office: c.opts.Office, Joined: c.sock != nil}
+	st := Status{Name: c.opts.Name, Office: c.opts.Office, Joined: c.sock != nil, Servers: []ServerStatus{}}
 	for _, s := range c.cfg.Servers {
 		ss := ServerStatus{BundleID: s.BundleID, Name: s.Name, Type: s.Type, Disabled: s.Disabled, State: "disabled"}
 		if h := c.servers[s.BundleID]; h != nil && h.up != nil {

@@ -242,6 +242,7 @@ func (c *Computer) runTool(req smcp.ToolCallReq, rec *Record) smcp.CallToolResul
 		}
 		return smcp.ToolErrorResult(smcp.CodeToolRequiresConfirmation, "tool call needs a confirmation that was not given")
 	}
+	c.log.Debug("tool call dispatched", "req_id", req.ReqID, "tool", req.ToolName, "bundle_id", r.server.cfg.BundleID)
 	var args any = map[string]any{}
 	if len(req.Params) > 0 && string(req.Params) != "null" {
 		args = req.Params

@@ -33,6 +33,12 @@ func terminalPrompt(e *env) func(ctx context.Context, in smcp.MCPServerInput) (s
 		if desc == "" {
 			desc = in.ID
 		}
+		// Echo goes off before the question is shown: whoever answers as
+		// soon as they see it must not have the first keys echoed.
+		if in.Password != nil && *in.Password {
+			stty(tty, "-echo")
+			defer func() { stty(tty, "echo"); fmt.Fprintln(tty) }()
+		}
 		switch in.Type {
 		case smcp.InputPickString:
 			fmt.Fprintf(tty, "%s\n", desc)
@@ -42,11 +48,6 @@ func terminalPrompt(e *env) func(ctx context.Context, in smcp.MCPServerInput) (s
 			fmt.Fprint(tty, "choice: ")
 		default:
 			fmt.Fprintf(tty, "%s: ", desc)
-		}
-		secret := in.Password != nil && *in.Password
-		if secret {
-			stty(tty, "-echo")
-			defer func() { stty(tty, "echo"); fmt.Fprintln(tty) }()
 		}
 		answer := make(chan string, 1)
 		go func() {
