@@ -9,8 +9,8 @@
 //	PUT      /v2/fs/tree                        a tar body extracted in-process
 //
 // The same engine serves every caller: the HTTP handlers, the MCP tools
-// and the A2C Computer call [Plane.Upload], [Plane.Open],
-// [Plane.ExportTree] and [Plane.ImportTree]. Failures are *fserr.Error
+// and the A2C Computer call [Engine.Upload], [Engine.Open],
+// [Engine.ExportTree] and [Engine.ImportTree]. Failures are *fserr.Error
 // values naming the path as the caller wrote it; the handlers only choose
 // how to answer them (status-mapped on /v2, 200 with success false on
 // /v1, a bare status on downloads).

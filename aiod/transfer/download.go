@@ -4,15 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"mime"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
 
-	"github.com/a2c-smcp/a2c-go/aiod/internal/api"
 	"github.com/a2c-smcp/a2c-go/aiod/internal/fserr"
 )
 
@@ -36,8 +33,8 @@ type Source struct {
 // Open opens path (relative paths resolve against the workspace) for
 // download. A directory or another non-regular file is invalid_target.
 // Errors are *fserr.Error with operation "download".
-func (p *Plane) Open(path string) (*Source, error) {
-	abs, err := p.resolve("download", path)
+func (e *Engine) Open(path string) (*Source, error) {
+	abs, err := e.resolve("download", path)
 	if err != nil {
 		return nil, err
 	}
@@ -123,60 +120,6 @@ func (g *pinned) Read(b []byte) (int, error) {
 }
 
 func (g *pinned) Seek(off int64, whence int) (int64, error) { return g.s.File.Seek(off, whence) }
-
-// download serves GET and HEAD on /v2/fs/download and /v1/file/download:
-// the raw bytes with Content-Type (by extension), Content-Disposition,
-// ETag, Last-Modified and Accept-Ranges; Range, If-Range, If-Match,
-// If-None-Match and If-Modified-Since as net/http's ServeContent honours
-// them (206, 416 with "bytes */size", 304, 412). A failure is a bare
-// status: 404 missing, 400 directory or other non-regular file; so are
-// ServeContent's own failures (416 keeps its "Content-Range: bytes
-// */size", 412 and a read error's 500 carry nothing). change_policy=abort answers 409 when
-// the client's If-Range or If-Match validator names an older state, and
-// aborts the connection when the file changes while it streams.
-func (p *Plane) download(w http.ResponseWriter, r *http.Request) {
-	var q pathQuery
-	if !api.Query(w, r, &q) {
-		return
-	}
-	abort := q.ChangePolicy != nil && *q.ChangePolicy == "abort"
-	src, err := p.Open(q.Path)
-	if err != nil {
-		w.WriteHeader(fserr.From("download", q.Path, err).Status())
-		return
-	}
-	defer src.Close()
-	if abort && src.stale(r.Header) {
-		w.WriteHeader(http.StatusConflict)
-		return
-	}
-	h := w.Header()
-	ct := mime.TypeByExtension(filepath.Ext(src.Name))
-	if ct == "" {
-		ct = "application/octet-stream"
-	}
-	h.Set("Content-Type", ct)
-	cd := mime.FormatMediaType("attachment", map[string]string{"filename": src.Name})
-	if cd == "" {
-		cd = "attachment"
-	}
-	h.Set("Content-Disposition", cd)
-	h.Set("Etag", src.ETag)
-	h.Set("Accept-Ranges", "bytes")
-	bw := &bareErrors{ResponseWriter: w}
-	if !abort {
-		// The *os.File reaches the ResponseWriter's ReadFrom: sendfile.
-		http.ServeContent(bw, r, src.Name, src.ModTime, src.File)
-		return
-	}
-	g := &pinned{s: src}
-	http.ServeContent(bw, r, src.Name, src.ModTime, g)
-	if g.changed {
-		// The deliberate way to cut a response net/http offers: the
-		// client sees the transfer fail rather than end short but clean.
-		panic(http.ErrAbortHandler)
-	}
-}
 
 // bareErrors is the ResponseWriter ServeContent answers through: an error
 // status (416 for a range that cannot be served, 412, 500) goes out as a

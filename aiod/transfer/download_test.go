@@ -196,7 +196,7 @@ func TestDownloadAbortCutsMidStream(t *testing.T) {
 
 func TestOpenEngine(t *testing.T) {
 	f, _ := downloadFixture(t)
-	src, err := f.p.Open("notes.txt")
+	src, err := f.p.Engine().Open("notes.txt")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -35,7 +35,7 @@ func FuzzTreeImport(f *testing.F) {
 			if merge {
 				_ = os.MkdirAll(dest, 0o755)
 			}
-			_, _ = p.ImportTree(t.Context(), dest, "", bytes.NewReader(data))
+			_, _ = p.Engine().ImportTree(t.Context(), dest, "", bytes.NewReader(data))
 			checkConfined(t, box, dest)
 		}
 	})

@@ -1,267 +1,196 @@
 package transfer
 
 import (
+	"bufio"
 	"context"
-	"crypto/rand"
 	"errors"
-	"fmt"
-	"io"
-	"io/fs"
 	"log/slog"
+	"mime"
+	"mime/multipart"
 	"net/http"
 	"os"
 	"path/filepath"
-	"sync"
-	"syscall"
-
-	"github.com/a2c-smcp/a2c-go/aiod/internal/account"
 
 	"github.com/a2c-smcp/a2c-go/aiod/internal/api"
 	"github.com/a2c-smcp/a2c-go/aiod/internal/fserr"
+	"github.com/a2c-smcp/a2c-go/aiod/internal/serde"
 )
 
-// Default limits of a tar import, as aiod documents them.
-const (
-	DefaultMaxTreeBody    = 4 << 30
-	DefaultMaxTreeBytes   = 4 << 30
-	DefaultMaxTreeEntries = 100_000
-)
-
-// Config configures a [Plane]. The zero value is usable.
-type Config struct {
-	// Workspace is the directory relative paths resolve against.
-	// Default: the current directory.
-	Workspace string
-	// DefaultUser owns what a request creates when it names no user
-	// (aiod's AIO_DEFAULT_USER). Empty: the daemon's own account, and
-	// nothing is chowned.
-	DefaultUser string
-	// Logger receives the plane's diagnostics. Default: discarded.
-	Logger *slog.Logger
-	// MaxTreeBody caps the bytes of a tar body. Default 4 GiB.
-	MaxTreeBody int64
-	// MaxTreeBytes caps the file bytes one archive extracts. Default 4 GiB.
-	MaxTreeBytes int64
-	// MaxTreeEntries caps the members of one archive. Default 100,000.
-	MaxTreeEntries int64
-}
-
-// Plane is the transfer engine and its HTTP handlers. It is safe for
-// concurrent use. Staged files of transfers in flight are tracked so that
-// [Plane.Close] can remove them.
+// Plane serves the transfer routes over one [Engine].
 type Plane struct {
-	cfg Config
+	e   *Engine
 	log *slog.Logger
-
-	mu     sync.Mutex
-	staged map[string]struct{}
 }
 
-// New returns a plane with cfg's zero fields set to their defaults.
+// New returns a plane ready to [Plane.Mount], with cfg's zero fields set
+// to their defaults.
 func New(cfg Config) *Plane {
-	if cfg.Workspace == "" {
-		cfg.Workspace, _ = os.Getwd()
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.DiscardHandler)
-	}
-	if cfg.MaxTreeBody <= 0 {
-		cfg.MaxTreeBody = DefaultMaxTreeBody
-	}
-	if cfg.MaxTreeBytes <= 0 {
-		cfg.MaxTreeBytes = DefaultMaxTreeBytes
-	}
-	if cfg.MaxTreeEntries <= 0 {
-		cfg.MaxTreeEntries = DefaultMaxTreeEntries
-	}
-	return &Plane{cfg: cfg, log: cfg.Logger, staged: map[string]struct{}{}}
+	e := NewEngine(cfg)
+	return &Plane{e: e, log: e.log}
 }
+
+// Engine is the engine behind the routes, for other callers (MCP tools).
+func (p *Plane) Engine() *Engine { return p.e }
+
+// Close removes the staged files of transfers in flight (see
+// [Engine.Close]).
+func (p *Plane) Close(ctx context.Context) error { return p.e.Close(ctx) }
 
 // Mount registers the plane's routes on mux. A GET pattern also serves
 // HEAD.
 func (p *Plane) Mount(mux *http.ServeMux) {
-	mux.HandleFunc("POST /v2/fs/upload", p.upload(fserr.WriteV2))
-	mux.HandleFunc("POST /v1/file/upload", p.upload(fserr.WriteV1))
-	mux.HandleFunc("GET /v2/fs/download", p.download)
-	mux.HandleFunc("GET /v1/file/download", p.download)
-	mux.HandleFunc("GET /v2/fs/tree", p.getTree)
-	mux.HandleFunc("PUT /v2/fs/tree", p.putTree)
+	mux.Handle("POST /v2/fs/upload", p.upload())
+	mux.Handle("POST /v1/file/upload", p.upload(fserr.Failed200))
+	download := api.Route[pathQuery, opened]{From: api.FromQuery, Op: p.open, Reply: p.serve, Fail: bareStatus}
+	mux.Handle("GET /v2/fs/download", download)
+	mux.Handle("GET /v1/file/download", download)
+	mux.Handle("GET /v2/fs/tree", api.Route[pathQuery, tree]{From: api.FromQuery, Op: p.openTree, Reply: p.writeTree, Log: p.log})
+	mux.Handle("PUT /v2/fs/tree", api.Route[pathQuery, *TreeResult]{From: api.FromQuery, Op: p.importTree, Log: p.log})
 }
 
-// Close removes the staged files and directories of transfers still in
-// flight; those transfers then fail. It does not wait for them.
-func (p *Plane) Close(ctx context.Context) error {
-	p.mu.Lock()
-	names := make([]string, 0, len(p.staged))
-	for n := range p.staged {
-		names = append(names, n)
-	}
-	clear(p.staged)
-	p.mu.Unlock()
-	var errs []error
-	for _, n := range names {
-		if err := ctx.Err(); err != nil {
-			return fmt.Errorf("transfer: close: %w", err)
-		}
-		if err := os.RemoveAll(n); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	return errors.Join(errs...)
-}
-
-// track records a staged path for Close.
-func (p *Plane) track(name string) {
-	p.mu.Lock()
-	p.staged[name] = struct{}{}
-	p.mu.Unlock()
-}
-
-// discard removes a staged path (if still there) and forgets it.
-func (p *Plane) discard(name string) {
-	p.mu.Lock()
-	delete(p.staged, name)
-	p.mu.Unlock()
-	if err := os.RemoveAll(name); err != nil {
-		p.log.Warn("transfer: removing a staged file", "path", name, "err", err)
-	}
-}
-
-// forget stops tracking a staged path that has been renamed into place.
-func (p *Plane) forget(name string) {
-	p.mu.Lock()
-	delete(p.staged, name)
-	p.mu.Unlock()
-}
-
-// resolve turns a client path into an absolute one: absolute paths as
-// given, relative ones against the workspace. Empty and NUL-containing
-// paths are invalid_path.
-func (p *Plane) resolve(op, path string) (string, error) {
-	abs, ferr := fserr.Resolve(op, p.cfg.Workspace, path)
-	if ferr != nil {
-		return "", ferr
-	}
-	return filepath.Clean(abs), nil
-}
-
-// pathQuery is the query of the download and tree routes; each reads the
-// fields it takes.
-type pathQuery struct {
-	Path         string  `json:"path" serde:"required"`
-	User         *string `json:"user"`
-	ChangePolicy *string `json:"change_policy" serde:"enum=ignore|abort"`
-}
-
-// owner is the account that owns what a request creates; nil means the
-// daemon's own, and nothing is chowned.
-type owner struct{ uid, gid int }
-
-// owner resolves a request's user (or the default one). Unknown accounts
-// and, for a daemon not running as root, other accounts are bad_request.
-func (p *Plane) owner(op, path, name string) (*owner, error) {
-	if name == "" {
-		name = p.cfg.DefaultUser
-	}
-	if name == "" {
-		return nil, nil
-	}
-	a, err := account.Lookup(name)
-	switch {
-	case err != nil:
-		return nil, fserr.New(op, path, fserr.BadRequest, err.Error())
-	case a.Self:
-		return nil, nil
-	}
-	return &owner{uid: int(a.UID), gid: int(a.GID)}, nil
-}
-
-// lchown gives name to the owner; a nil owner does nothing.
-func (o *owner) lchown(name string) error {
-	if o == nil {
-		return nil
-	}
-	return os.Lchown(name, o.uid, o.gid)
-}
-
-// mkdirAll creates dir and its missing parents (0755), each owned by o.
-// A parent that is not a directory fails with ENOTDIR.
-func mkdirAll(dir string, o *owner) error {
-	fi, err := os.Stat(dir)
-	if err == nil {
-		if fi.IsDir() {
-			return nil
-		}
-		return &fs.PathError{Op: "mkdir", Path: dir, Err: syscall.ENOTDIR}
-	}
-	if !errors.Is(err, fs.ErrNotExist) {
-		return err
-	}
-	if parent := filepath.Dir(dir); parent != dir {
-		if err := mkdirAll(parent, o); err != nil {
-			return err
-		}
-	}
-	if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
-		return err
-	}
-	return o.lchown(dir)
-}
-
-// stageName is a staging name: prefix, a random UUID, ".part".
-func stageName(prefix string) string {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	return fmt.Sprintf("%s%x-%x-%x-%x-%x.part", prefix, b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
-}
-
-// bufSize is the copy buffer of uploads and extraction: large writes keep
-// the syscall count low.
-const bufSize = 1 << 20
-
-var bufPool = sync.Pool{New: func() any { b := make([]byte, bufSize); return &b }}
-
-// copyFull copies src to dst in writes of up to bufSize bytes, checking
-// ctx between writes. It returns the bytes written.
-func copyFull(ctx context.Context, dst io.Writer, src io.Reader) (int64, error) {
-	bp := bufPool.Get().(*[]byte)
-	defer bufPool.Put(bp)
-	buf := *bp
-	var total int64
-	for {
-		n, rerr := 0, error(nil)
-		for n < len(buf) && rerr == nil {
-			var k int
-			k, rerr = src.Read(buf[n:])
-			n += k
-		}
-		if n > 0 {
-			if _, err := dst.Write(buf[:n]); err != nil {
-				return total, err
+// upload serves POST /v2/fs/upload and /v1/file/upload: a multipart body
+// with a "file" part and the target in a "path" field (or ?path=),
+// answered with the [UploadResult]; over holds the route's exceptions
+// to the status table (v1: file errors answer 200).
+func (p *Plane) upload(over ...api.Override) http.Handler {
+	return api.Route[uploadQuery, *UploadResult]{From: api.FromQuery, Override: over, Log: p.log,
+		Op: func(r *http.Request, q uploadQuery) (*UploadResult, error) {
+			path, user := deref(q.Path), deref(q.User)
+			mr, err := multipartReader(r)
+			if err != nil {
+				return nil, fserr.New("upload", path, fserr.BadRequest, fserr.Phrase("upload")+": "+err.Error())
 			}
-			total += int64(n)
-		}
-		if rerr == io.EOF {
-			return total, nil
-		}
-		if rerr != nil {
-			return total, rerr
-		}
-		if err := ctx.Err(); err != nil {
-			return total, err
-		}
-	}
+			res, err := p.e.receive(r.Context(), mr, path, user)
+			switch {
+			case errors.Is(err, errNoFile):
+				return nil, &serde.Error{Location: []string{"body", "file"}, Message: "missing field `file`", Type: serde.TypeMissing}
+			case err != nil:
+				return nil, fserr.From("upload", path, err)
+			}
+			return res, nil
+		}}
 }
 
-// answer writes err as a /v2 (or /v1, per fail) file error; a limit
-// failure is 413 on either.
-func answer(w http.ResponseWriter, fail func(http.ResponseWriter, *fserr.Error), op, path string, err error) {
-	fe := fserr.From(op, path, err)
-	if errors.Is(err, ErrTooLarge) {
-		api.Fail(w, http.StatusRequestEntityTooLarge, fe.Message, fe)
+// multipartReader is r.MultipartReader over a large read buffer, so the
+// parser's small reads do not each become a socket read.
+func multipartReader(r *http.Request) (*multipart.Reader, error) {
+	ct := r.Header.Get("Content-Type")
+	if ct == "" {
+		return nil, http.ErrNotMultipart
+	}
+	mt, params, err := mime.ParseMediaType(ct)
+	if err != nil || (mt != "multipart/form-data" && mt != "multipart/mixed") {
+		return nil, http.ErrNotMultipart
+	}
+	if params["boundary"] == "" {
+		return nil, http.ErrMissingBoundary
+	}
+	return multipart.NewReader(bufio.NewReaderSize(r.Body, 256<<10), params["boundary"]), nil
+}
+
+// opened is a download ready to stream.
+type opened struct {
+	src   *Source
+	abort bool // change_policy=abort
+}
+
+// open opens a download. change_policy=abort refuses (409) a client
+// whose If-Range or If-Match validator names an older state.
+func (p *Plane) open(r *http.Request, q pathQuery) (opened, error) {
+	src, err := p.e.Open(q.Path)
+	if err != nil {
+		return opened{}, fserr.From("download", q.Path, err)
+	}
+	abort := q.ChangePolicy != nil && *q.ChangePolicy == "abort"
+	if abort && src.stale(r.Header) {
+		src.Close()
+		return opened{}, api.NewError(api.ErrConflict, "file changed since the client's validator")
+	}
+	return opened{src: src, abort: abort}, nil
+}
+
+// bareStatus answers a download failure: the bare status of its kind
+// (404 missing, 400 directory or other non-regular file, 409 stale).
+func bareStatus(w http.ResponseWriter, _ *http.Request, err error) { w.WriteHeader(api.Status(err)) }
+
+// serve streams a download on GET and HEAD (/v2/fs/download,
+// /v1/file/download): the raw bytes with Content-Type (by extension),
+// Content-Disposition, ETag, Last-Modified and Accept-Ranges; Range,
+// If-Range, If-Match, If-None-Match and If-Modified-Since as net/http's
+// ServeContent honours them (206, 416 with "bytes */size", 304, 412).
+// ServeContent's own failures are bare statuses too (416 keeps its
+// "Content-Range: bytes */size", 412 and a read error's 500 carry
+// nothing). With change_policy=abort the connection is aborted when the
+// file changes while it streams.
+func (p *Plane) serve(w http.ResponseWriter, r *http.Request, o opened) {
+	src := o.src
+	defer src.Close()
+	h := w.Header()
+	ct := mime.TypeByExtension(filepath.Ext(src.Name))
+	if ct == "" {
+		ct = "application/octet-stream"
+	}
+	h.Set("Content-Type", ct)
+	cd := mime.FormatMediaType("attachment", map[string]string{"filename": src.Name})
+	if cd == "" {
+		cd = "attachment"
+	}
+	h.Set("Content-Disposition", cd)
+	h.Set("Etag", src.ETag)
+	h.Set("Accept-Ranges", "bytes")
+	bw := &bareErrors{ResponseWriter: w}
+	if !o.abort {
+		// The *os.File reaches the ResponseWriter's ReadFrom: sendfile.
+		http.ServeContent(bw, r, src.Name, src.ModTime, src.File)
 		return
 	}
-	fail(w, fe)
+	g := &pinned{s: src}
+	http.ServeContent(bw, r, src.Name, src.ModTime, g)
+	if g.changed {
+		// The deliberate way to cut a response net/http offers: the
+		// client sees the transfer fail rather than end short but clean.
+		panic(http.ErrAbortHandler)
+	}
+}
+
+// tree is a directory open for export.
+type tree struct {
+	root *os.Root
+	path string // as the client wrote it
+}
+
+func (p *Plane) openTree(_ *http.Request, q pathQuery) (tree, error) {
+	root, err := p.e.openTree(q.Path)
+	if err != nil {
+		return tree{}, fserr.From("tree", q.Path, err)
+	}
+	return tree{root: root, path: q.Path}, nil
+}
+
+// writeTree serves GET /v2/fs/tree: the directory as application/x-tar.
+// A failure after the stream started aborts the connection, so the
+// client never mistakes a cut archive for a whole one.
+func (p *Plane) writeTree(w http.ResponseWriter, r *http.Request, t tree) {
+	defer t.root.Close()
+	w.Header().Set("Content-Type", "application/x-tar")
+	if r.Method == http.MethodHead {
+		return
+	}
+	if err := writeTree(r.Context(), t.root, w); err != nil {
+		p.log.Warn("transfer: tree export cut", "path", t.path, "err", err)
+		panic(http.ErrAbortHandler)
+	}
+}
+
+// importTree serves PUT /v2/fs/tree: extracts the tar body and answers
+// the [TreeResult]; a body past the limit is 413.
+func (p *Plane) importTree(r *http.Request, q pathQuery) (*TreeResult, error) {
+	if r.ContentLength > p.e.cfg.MaxTreeBody {
+		return nil, limitf(q.Path, "archive is larger than %d bytes", p.e.cfg.MaxTreeBody)
+	}
+	res, err := p.e.ImportTree(r.Context(), q.Path, deref(q.User), r.Body)
+	if err != nil {
+		return nil, fserr.From("tree", q.Path, err)
+	}
+	return res, nil
 }

@@ -116,7 +116,7 @@ func TestDownloadNonRegular(t *testing.T) {
 		case <-time.After(5 * time.Second):
 			t.Fatalf("%s: download blocked", p)
 		}
-		_, err := f.p.Open(p)
+		_, err := f.p.Engine().Open(p)
 		if err == nil || err.Error() != "Failed to download file: not a regular file" {
 			t.Errorf("%s: Open: %v", p, err)
 		}
@@ -127,7 +127,7 @@ func TestDownloadNonRegular(t *testing.T) {
 	done := make(chan []string, 1)
 	go func() {
 		var buf bytes.Buffer
-		if err := f.p.ExportTree(t.Context(), f.work, &buf); err != nil {
+		if err := f.p.Engine().ExportTree(t.Context(), f.work, &buf); err != nil {
 			t.Error(err)
 		}
 		var names []string

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"net/http"
 	"os"
 	"path"
 	"path/filepath"
@@ -18,18 +17,14 @@ import (
 	"github.com/a2c-smcp/a2c-go/aiod/internal/fserr"
 )
 
-// ErrTooLarge is in the chain of an error from a transfer past one of the
-// plane's limits (tar body, extracted bytes, entries); HTTP answers it
-// with 413. Such an error is also an *fserr.Error (bad_request, EFBIG).
-var ErrTooLarge = errors.New("transfer limit exceeded")
-
-type tooLarge struct{ fe *fserr.Error }
-
-func (e *tooLarge) Error() string   { return e.fe.Message }
-func (e *tooLarge) Unwrap() []error { return []error{e.fe, ErrTooLarge} }
+// ErrTooLarge is the kind of an error from a transfer past one of the
+// engine's limits (tar body, extracted bytes, entries): an *fserr.Error
+// (bad_request, EFBIG) whose kind is this sub-kind of api.ErrTooLarge,
+// so HTTP answers it 413, on v1 too.
+var ErrTooLarge = api.NewKind("transfer limit exceeded", api.ErrTooLarge)
 
 func limitf(path, format string, args ...any) error {
-	return &tooLarge{fserr.WithErrno("tree", path, fserr.Phrase("tree")+": "+fmt.Sprintf(format, args...), syscall.EFBIG)}
+	return fserr.WithErrno("tree", path, fserr.Phrase("tree")+": "+fmt.Sprintf(format, args...), syscall.EFBIG).WithKind(ErrTooLarge)
 }
 
 // classify is err as an *fserr.Error, keeping an error that already
@@ -63,8 +58,8 @@ type TreeResult struct {
 // files, directories and symlinks (as links), named relative to the
 // directory; devices, FIFOs and sockets are left out. Errors before the
 // first byte are *fserr.Error with operation "tree".
-func (p *Plane) ExportTree(ctx context.Context, path string, w io.Writer) error {
-	root, err := p.openTree(path)
+func (e *Engine) ExportTree(ctx context.Context, path string, w io.Writer) error {
+	root, err := e.openTree(path)
 	if err != nil {
 		return err
 	}
@@ -72,8 +67,8 @@ func (p *Plane) ExportTree(ctx context.Context, path string, w io.Writer) error 
 	return writeTree(ctx, root, w)
 }
 
-func (p *Plane) openTree(path string) (*os.Root, error) {
-	abs, err := p.resolve("tree", path)
+func (e *Engine) openTree(path string) (*os.Root, error) {
+	abs, err := e.resolve("tree", path)
 	if err != nil {
 		return nil, err
 	}
@@ -161,12 +156,12 @@ func writeTree(ctx context.Context, root *os.Root, w io.Writer) error {
 // 0755 when the archive sets an execute bit; directories 0755. Errors are
 // *fserr.Error with operation "tree"; a bad archive is bad_request, and
 // one past a limit also matches [ErrTooLarge].
-func (p *Plane) ImportTree(ctx context.Context, path, user string, body io.Reader) (*TreeResult, error) {
-	o, err := p.owner("tree", path, user)
+func (e *Engine) ImportTree(ctx context.Context, path, user string, body io.Reader) (*TreeResult, error) {
+	o, err := e.owner("tree", path, user)
 	if err != nil {
 		return nil, err
 	}
-	dest, err := p.resolve("tree", path)
+	dest, err := e.resolve("tree", path)
 	if err != nil {
 		return nil, err
 	}
@@ -176,7 +171,7 @@ func (p *Plane) ImportTree(ctx context.Context, path, user string, body io.Reade
 	case err == nil && !fi.IsDir():
 		return nil, fserr.Errno("tree", path, syscall.ENOTDIR)
 	case err == nil:
-		if res.Entries, err = p.extract(ctx, dest, path, o, body); err != nil {
+		if res.Entries, err = e.extract(ctx, dest, path, o, body); err != nil {
 			return nil, err
 		}
 		return res, nil
@@ -192,12 +187,12 @@ func (p *Plane) ImportTree(ctx context.Context, path, user string, body io.Reade
 	if err := os.Mkdir(stage, 0o755); err != nil {
 		return nil, fserr.From("tree", path, err)
 	}
-	p.track(stage)
-	defer p.discard(stage)
+	e.track(stage)
+	defer e.discard(stage)
 	if err := errors.Join(os.Chmod(stage, 0o755), o.lchown(stage)); err != nil {
 		return nil, fserr.From("tree", path, err)
 	}
-	if res.Entries, err = p.extract(ctx, stage, path, o, body); err != nil {
+	if res.Entries, err = e.extract(ctx, stage, path, o, body); err != nil {
 		return nil, err
 	}
 	if err := os.Rename(stage, dest); err != nil {
@@ -226,7 +221,7 @@ func (c *capped) Read(b []byte) (int, error) {
 // extractor writes archive members under root, never outside it.
 type extractor struct {
 	ctx   context.Context
-	p     *Plane
+	p     *Engine
 	root  *os.Root
 	dir   string // root's absolute path
 	path  string // the destination as the client wrote it
@@ -235,14 +230,14 @@ type extractor struct {
 	bytes int64
 }
 
-func (p *Plane) extract(ctx context.Context, dir, path string, o *owner, body io.Reader) (int64, error) {
+func (e *Engine) extract(ctx context.Context, dir, path string, o *owner, body io.Reader) (int64, error) {
 	root, err := os.OpenRoot(dir)
 	if err != nil {
 		return 0, fserr.From("tree", path, err)
 	}
 	defer root.Close()
-	x := &extractor{ctx: ctx, p: p, root: root, dir: dir, path: path, o: o, dirs: map[string]bool{}}
-	in := &capped{r: io.LimitReader(body, p.cfg.MaxTreeBody+1), max: p.cfg.MaxTreeBody}
+	x := &extractor{ctx: ctx, p: e, root: root, dir: dir, path: path, o: o, dirs: map[string]bool{}}
+	in := &capped{r: io.LimitReader(body, e.cfg.MaxTreeBody+1), max: e.cfg.MaxTreeBody}
 	tr := tar.NewReader(in)
 	var seen, written int64
 	for {
@@ -251,16 +246,16 @@ func (p *Plane) extract(ctx context.Context, dir, path string, o *owner, body io
 		case err == io.EOF:
 			return written, nil
 		case in.over:
-			return written, limitf(path, "archive is larger than %d bytes", p.cfg.MaxTreeBody)
+			return written, limitf(path, "archive is larger than %d bytes", e.cfg.MaxTreeBody)
 		case err != nil:
 			return written, badf(path, "invalid tar archive: %v", err)
 		}
-		if seen++; seen > p.cfg.MaxTreeEntries {
-			return written, limitf(path, "archive has more than %d entries", p.cfg.MaxTreeEntries)
+		if seen++; seen > e.cfg.MaxTreeEntries {
+			return written, limitf(path, "archive has more than %d entries", e.cfg.MaxTreeEntries)
 		}
 		ok, err := x.member(hdr, tr)
 		if in.over {
-			return written, limitf(path, "archive is larger than %d bytes", p.cfg.MaxTreeBody)
+			return written, limitf(path, "archive is larger than %d bytes", e.cfg.MaxTreeBody)
 		}
 		if err != nil {
 			return written, classify("tree", path, err)
@@ -453,47 +448,4 @@ func (x *extractor) replace(name string, create func(tmp string) error) error {
 	}
 	x.p.forget(abs)
 	return err
-}
-
-// getTree serves GET /v2/fs/tree: the directory as application/x-tar. A
-// failure after the stream started aborts the connection, so the client
-// never mistakes a cut archive for a whole one.
-func (p *Plane) getTree(w http.ResponseWriter, r *http.Request) {
-	var q pathQuery
-	if !api.Query(w, r, &q) {
-		return
-	}
-	root, err := p.openTree(q.Path)
-	if err != nil {
-		answer(w, fserr.WriteV2, "tree", q.Path, err)
-		return
-	}
-	defer root.Close()
-	w.Header().Set("Content-Type", "application/x-tar")
-	if r.Method == http.MethodHead {
-		return
-	}
-	if err := writeTree(r.Context(), root, w); err != nil {
-		p.log.Warn("transfer: tree export cut", "path", q.Path, "err", err)
-		panic(http.ErrAbortHandler)
-	}
-}
-
-// putTree serves PUT /v2/fs/tree: extracts the tar body and answers the
-// [TreeResult]; a body past the limit is 413.
-func (p *Plane) putTree(w http.ResponseWriter, r *http.Request) {
-	var q pathQuery
-	if !api.Query(w, r, &q) {
-		return
-	}
-	if r.ContentLength > p.cfg.MaxTreeBody {
-		answer(w, fserr.WriteV2, "tree", q.Path, limitf(q.Path, "archive is larger than %d bytes", p.cfg.MaxTreeBody))
-		return
-	}
-	res, err := p.ImportTree(r.Context(), q.Path, deref(q.User), r.Body)
-	if err != nil {
-		answer(w, fserr.WriteV2, "tree", q.Path, err)
-		return
-	}
-	api.OK(w, res)
 }

@@ -243,7 +243,7 @@ func TestTreeLimits(t *testing.T) {
 		t.Fatalf("declared: %d %s", w.Code, w.Body)
 	}
 	// The engine reports the limit as ErrTooLarge.
-	_, err := f.p.ImportTree(t.Context(), "engine", "", bytes.NewReader(cases[0].body))
+	_, err := f.p.Engine().ImportTree(t.Context(), "engine", "", bytes.NewReader(cases[0].body))
 	var fe *fserr.Error
 	if !errors.Is(err, ErrTooLarge) || !errors.As(err, &fe) || fe.Operation != "tree" {
 		t.Fatalf("engine: %v", err)

@@ -1,22 +1,17 @@
 package transfer
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"io"
 	"io/fs"
-	"mime"
 	"mime/multipart"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
 
-	"github.com/a2c-smcp/a2c-go/aiod/internal/api"
 	"github.com/a2c-smcp/a2c-go/aiod/internal/fserr"
-	"github.com/a2c-smcp/a2c-go/aiod/internal/serde"
 )
 
 // UploadResult is the data of a successful upload.
@@ -38,16 +33,16 @@ type UploadResult struct {
 // over the target, which keeps its mode (and, under root with no user, its
 // owner). On any failure the .part file is removed and an existing target
 // is left untouched. Errors are *fserr.Error with operation "upload".
-func (p *Plane) Upload(ctx context.Context, path, user string, src io.Reader) (*UploadResult, error) {
-	o, err := p.owner("upload", path, user)
+func (e *Engine) Upload(ctx context.Context, path, user string, src io.Reader) (*UploadResult, error) {
+	o, err := e.owner("upload", path, user)
 	if err != nil {
 		return nil, err
 	}
-	target, err := p.target(path, "")
+	target, err := e.target(path, "")
 	if err != nil {
 		return nil, err
 	}
-	return p.store(ctx, path, target, o, src)
+	return e.store(ctx, path, target, o, src)
 }
 
 // spool is a file staged under a .part name.
@@ -58,13 +53,13 @@ type spool struct {
 
 // spoolIn writes src to a new .part file in dir and syncs it. On failure
 // nothing is left behind.
-func (p *Plane) spoolIn(ctx context.Context, dir string, src io.Reader) (*spool, error) {
+func (e *Engine) spoolIn(ctx context.Context, dir string, src io.Reader) (*spool, error) {
 	name := filepath.Join(dir, stageName(".aiod-upload-"))
 	f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return nil, err
 	}
-	p.track(name)
+	e.track(name)
 	// The anonymous struct hides File.ReadFrom, whose generic fallback
 	// would write in the reader's small chunks.
 	n, err := copyFull(ctx, struct{ io.Writer }{f}, src)
@@ -75,7 +70,7 @@ func (p *Plane) spoolIn(ctx context.Context, dir string, src io.Reader) (*spool,
 		err = cerr
 	}
 	if err != nil {
-		p.discard(name)
+		e.discard(name)
 		return nil, err
 	}
 	return &spool{name: name, size: n}, nil
@@ -85,24 +80,24 @@ func (p *Plane) spoolIn(ctx context.Context, dir string, src io.Reader) (*spool,
 // root the owner) of the file it replaces. A spool staged on another
 // filesystem is first copied next to the target. On failure the spool is
 // removed.
-func (p *Plane) commit(ctx context.Context, sp *spool, target string, o *owner) error {
-	err := p.place(sp, target, o)
+func (e *Engine) commit(ctx context.Context, sp *spool, target string, o *owner) error {
+	err := e.place(sp, target, o)
 	if errors.Is(err, syscall.EXDEV) {
 		var moved *spool
-		if moved, err = p.respool(ctx, sp, filepath.Dir(target)); err == nil {
+		if moved, err = e.respool(ctx, sp, filepath.Dir(target)); err == nil {
 			sp = moved
-			err = p.place(sp, target, o)
+			err = e.place(sp, target, o)
 		}
 	}
 	if err != nil {
-		p.discard(sp.name)
+		e.discard(sp.name)
 		return err
 	}
-	p.forget(sp.name)
+	e.forget(sp.name)
 	return nil
 }
 
-func (p *Plane) place(sp *spool, target string, o *owner) error {
+func (e *Engine) place(sp *spool, target string, o *owner) error {
 	if fi, err := os.Stat(target); err == nil {
 		if fi.IsDir() {
 			return &fs.PathError{Op: "rename", Path: target, Err: syscall.EISDIR}
@@ -121,21 +116,21 @@ func (p *Plane) place(sp *spool, target string, o *owner) error {
 }
 
 // respool copies a spool into dir and removes the original.
-func (p *Plane) respool(ctx context.Context, sp *spool, dir string) (*spool, error) {
+func (e *Engine) respool(ctx context.Context, sp *spool, dir string) (*spool, error) {
 	f, err := os.Open(sp.name)
 	if err != nil {
 		return nil, err
 	}
-	defer p.discard(sp.name)
+	defer e.discard(sp.name)
 	defer f.Close()
-	return p.spoolIn(ctx, dir, f)
+	return e.spoolIn(ctx, dir, f)
 }
 
 // store spools src next to target and commits it.
-func (p *Plane) store(ctx context.Context, path, target string, o *owner, src io.Reader) (*UploadResult, error) {
-	sp, err := p.spoolIn(ctx, filepath.Dir(target), src)
+func (e *Engine) store(ctx context.Context, path, target string, o *owner, src io.Reader) (*UploadResult, error) {
+	sp, err := e.spoolIn(ctx, filepath.Dir(target), src)
 	if err == nil {
-		err = p.commit(ctx, sp, target, o)
+		err = e.commit(ctx, sp, target, o)
 	}
 	if err != nil {
 		return nil, fserr.From("upload", path, err)
@@ -147,12 +142,12 @@ func (p *Plane) store(ctx context.Context, path, target string, o *owner, src io
 // the directory path names (with a trailing slash, or an existing
 // directory), or in the workspace when path is empty. The directory it
 // lands in must exist (see destDir); none is created.
-func (p *Plane) target(path, filename string) (string, error) {
+func (e *Engine) target(path, filename string) (string, error) {
 	name := path
 	if name == "" {
 		name = filename
 	}
-	abs, err := p.resolve("upload", name)
+	abs, err := e.resolve("upload", name)
 	if err != nil {
 		return "", err
 	}
@@ -196,57 +191,12 @@ var errNoFile = errors.New("no file part")
 // maxPathField caps the path form field.
 const maxPathField = 4096
 
-// upload serves POST /v2/fs/upload and /v1/file/upload: a multipart body
-// with a "file" part and the target in a "path" field (or ?path=),
-// answered with the [UploadResult]; fail writes file errors in the
-// route's style.
-func (p *Plane) upload(fail func(http.ResponseWriter, *fserr.Error)) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		var q uploadQuery
-		if !api.Query(w, r, &q) {
-			return
-		}
-		path, user := deref(q.Path), deref(q.User)
-		mr, err := multipartReader(r)
-		if err != nil {
-			fail(w, fserr.New("upload", path, fserr.BadRequest, fserr.Phrase("upload")+": "+err.Error()))
-			return
-		}
-		res, err := p.receive(r.Context(), mr, path, user)
-		switch {
-		case errors.Is(err, errNoFile):
-			api.Invalid(w, &serde.Error{Location: []string{"body", "file"}, Message: "missing field `file`", Type: serde.TypeMissing})
-		case err != nil:
-			answer(w, fail, "upload", path, err)
-		default:
-			api.OK(w, res)
-		}
-	}
-}
-
-// multipartReader is r.MultipartReader over a large read buffer, so the
-// parser's small reads do not each become a socket read.
-func multipartReader(r *http.Request) (*multipart.Reader, error) {
-	ct := r.Header.Get("Content-Type")
-	if ct == "" {
-		return nil, http.ErrNotMultipart
-	}
-	mt, params, err := mime.ParseMediaType(ct)
-	if err != nil || (mt != "multipart/form-data" && mt != "multipart/mixed") {
-		return nil, http.ErrNotMultipart
-	}
-	if params["boundary"] == "" {
-		return nil, http.ErrMissingBoundary
-	}
-	return multipart.NewReader(bufio.NewReaderSize(r.Body, 256<<10), params["boundary"]), nil
-}
-
 // receive reads the form. A file part that comes after the path (or with
 // ?path=) streams straight next to its target; one that comes first is
 // staged in the workspace until the path is known, and the destination
 // directory is checked then, with the same rule (it must exist).
-func (p *Plane) receive(ctx context.Context, mr *multipart.Reader, path, user string) (*UploadResult, error) {
-	o, err := p.owner("upload", path, user)
+func (e *Engine) receive(ctx context.Context, mr *multipart.Reader, path, user string) (*UploadResult, error) {
+	o, err := e.owner("upload", path, user)
 	if err != nil {
 		return nil, err
 	}
@@ -254,7 +204,7 @@ func (p *Plane) receive(ctx context.Context, mr *multipart.Reader, path, user st
 	var filename string
 	defer func() {
 		if early != nil {
-			p.discard(early.name)
+			e.discard(early.name)
 		}
 	}()
 	for {
@@ -281,13 +231,13 @@ func (p *Plane) receive(ctx context.Context, mr *multipart.Reader, path, user st
 			}
 			filename = part.FileName()
 			if path != "" {
-				target, err := p.target(path, filename)
+				target, err := e.target(path, filename)
 				if err != nil {
 					return nil, err
 				}
-				return p.store(ctx, path, target, o, part)
+				return e.store(ctx, path, target, o, part)
 			}
-			if early, err = p.spoolIn(ctx, p.cfg.Workspace, part); err != nil {
+			if early, err = e.spoolIn(ctx, e.cfg.Workspace, part); err != nil {
 				return nil, fserr.From("upload", path, err)
 			}
 		}
@@ -295,13 +245,13 @@ func (p *Plane) receive(ctx context.Context, mr *multipart.Reader, path, user st
 	if early == nil {
 		return nil, errNoFile
 	}
-	target, err := p.target(path, filename)
+	target, err := e.target(path, filename)
 	if err != nil {
 		return nil, err
 	}
 	sp := early
 	early = nil
-	if err := p.commit(ctx, sp, target, o); err != nil {
+	if err := e.commit(ctx, sp, target, o); err != nil {
 		return nil, fserr.From("upload", path, err)
 	}
 	return &UploadResult{FilePath: target, FileSize: sp.size, Success: true}, nil

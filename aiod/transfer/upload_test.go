@@ -202,11 +202,11 @@ func TestUploadEngine(t *testing.T) {
 	if err := os.Mkdir(filepath.Join(f.work, "e"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	res, err := f.p.Upload(t.Context(), "e/n.txt", "", strings.NewReader("engine"))
+	res, err := f.p.Engine().Upload(t.Context(), "e/n.txt", "", strings.NewReader("engine"))
 	if err != nil || res.FilePath != filepath.Join(f.work, "e/n.txt") || res.FileSize != 6 || !res.Success {
 		t.Fatalf("%+v %v", res, err)
 	}
-	_, err = f.p.Upload(t.Context(), "", "", strings.NewReader("x"))
+	_, err = f.p.Engine().Upload(t.Context(), "", "", strings.NewReader("x"))
 	if fe, ok := err.(*fserr.Error); !ok || fe.ErrorType != fserr.InvalidPath {
 		t.Fatalf("empty path: %v", err)
 	}
@@ -216,7 +216,7 @@ func TestCloseRemovesStaged(t *testing.T) {
 	f := newFixture(t, Config{})
 	name := filepath.Join(f.work, stageName(".aiod-upload-"))
 	writeFile(t, name, "x", 0o644)
-	f.p.track(name)
+	f.p.Engine().track(name)
 	if err := f.p.Close(t.Context()); err != nil {
 		t.Fatal(err)
 	}
@@ -294,7 +294,7 @@ func TestUploadMissingDestinationDir(t *testing.T) {
 	if s := staged(t, f.work); len(s) != 0 {
 		t.Fatalf("leftovers %v", s)
 	}
-	_, err := f.p.Upload(t.Context(), "gone/n.txt", "", strings.NewReader("x"))
+	_, err := f.p.Engine().Upload(t.Context(), "gone/n.txt", "", strings.NewReader("x"))
 	if fe, ok := err.(*fserr.Error); !ok || fe.ErrorType != fserr.NotFound || fe.Message != msg {
 		t.Fatalf("engine: %v", err)
 	}

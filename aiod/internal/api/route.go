@@ -52,6 +52,9 @@ type Route[In, Out any] struct {
 	// Reply answers a success (a stream, a custom message); nil answers
 	// [OK] with out as data.
 	Reply func(w http.ResponseWriter, r *http.Request, out Out)
+	// Fail, when set, answers a refusal of Op in the route's own form (a
+	// download's bare status); nil answers [WriteError] with Override.
+	Fail func(w http.ResponseWriter, r *http.Request, err error)
 	// Override holds the route's exceptions to the status table.
 	Override []Override
 	// Log receives the refusals that are the daemon's fault, those whose
@@ -78,6 +81,10 @@ func (rt Route[In, Out]) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	default:
 		if status := Status(err); status >= 500 && rt.Log != nil {
 			rt.Log.Warn("request failed", "route", r.Pattern, "status", status, "error", err.Error())
+		}
+		if rt.Fail != nil {
+			rt.Fail(w, r, err)
+			return
 		}
 		WriteError(w, err, rt.Override...)
 	}
