@@ -225,36 +225,53 @@ func (l *loop) release(p *loopPeer, reason string) {
 }
 
 // accept performs the WebSocket handshake itself, takes the socket away
-// from net/http and the Go poller, and hands it to a loop.
+// from net/http and the Go poller, and hands it to a loop; where a loop
+// cannot serve the request (TLS, a ResponseWriter that cannot be
+// hijacked) gorilla/websocket does.
 func (ls *loopSet) accept(w http.ResponseWriter, r *http.Request, c *econn, bind func(wsPeer)) wsPeer {
-	if r.TLS != nil {
-		// A TLS connection cannot be read from its descriptor.
+	p, ok := ls.acceptFor(w, r, c, c.srv.opts.MaxPayload, c.srv.opts.MaxBuffered, func(p *loopPeer) { bind(p) })
+	switch {
+	case !ok:
 		return acceptGorilla(c.srv, w, r, c, bind)
+	case p == nil:
+		return nil // not a wsPeer holding a nil *loopPeer
+	}
+	return p
+}
+
+// acceptFor serves the WebSocket request r from a loop, for owner, with
+// maxMsg as the largest message and maxOut as the largest backlog. bind
+// sees the peer before anything is read from it. ok is false, with
+// nothing answered, when a loop cannot serve r; p is nil when the
+// handshake failed (answered, or the connection closed).
+func (ls *loopSet) acceptFor(w http.ResponseWriter, r *http.Request, owner wsOwner, maxMsg int64, maxOut int, bind func(*loopPeer)) (p *loopPeer, ok bool) {
+	if r.TLS != nil {
+		return nil, false // a TLS connection cannot be read from its descriptor
+	}
+	hj, ok := w.(http.Hijacker)
+	if !ok {
+		return nil, false
 	}
 	key, ok := checkUpgrade(r)
 	if !ok {
 		w.Header().Set("Sec-WebSocket-Version", "13")
 		http.Error(w, "Bad Request", http.StatusBadRequest)
-		return nil
-	}
-	hj, ok := w.(http.Hijacker)
-	if !ok {
-		return acceptGorilla(c.srv, w, r, c, bind)
+		return nil, true
 	}
 	conn, brw, err := hj.Hijack()
 	if err != nil {
-		return nil
+		return nil, true
 	}
 	sc, ok := conn.(syscall.Conn)
 	if !ok {
 		conn.Close()
-		return nil
+		return nil, true
 	}
 	_ = conn.SetWriteDeadline(time.Now().Add(10 * time.Second))
 	if _, err := conn.Write([]byte("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: " +
 		acceptKey(key) + "\r\n\r\n")); err != nil {
 		conn.Close()
-		return nil
+		return nil, true
 	}
 	var early []byte
 	if n := brw.Reader.Buffered(); n > 0 {
@@ -268,10 +285,10 @@ func (ls *loopSet) accept(w http.ResponseWriter, r *http.Request, c *econn, bind
 	}
 	conn.Close() // the duplicate keeps the socket; Go's poller lets go of it
 	if err != nil || fd < 0 {
-		return nil
+		return nil, true
 	}
 	l := ls.loops[int(ls.next.Add(1))%len(ls.loops)]
-	p := &loopPeer{c: c, l: l, fd: fd, max: c.srv.opts.MaxPayload, maxOut: c.srv.opts.MaxBuffered}
+	p = &loopPeer{c: owner, l: l, fd: fd, max: maxMsg, maxOut: maxOut}
 	bind(p)
 	if len(early) > 0 {
 		if end := p.ingest(early); end != "" {
@@ -279,8 +296,8 @@ func (ls *loopSet) accept(w http.ResponseWriter, r *http.Request, c *econn, bind
 			p.dead, p.closed = true, true
 			p.mu.Unlock()
 			unix.Close(fd)
-			c.wsClosed(p, end)
-			return p
+			owner.wsClosed(p, end)
+			return p, true
 		}
 	}
 	if err := l.add(p); err != nil {
@@ -288,9 +305,9 @@ func (ls *loopSet) accept(w http.ResponseWriter, r *http.Request, c *econn, bind
 		p.dead, p.closed = true, true
 		p.mu.Unlock()
 		unix.Close(fd)
-		c.wsClosed(p, reasonTransportClose)
+		owner.wsClosed(p, reasonTransportClose)
 	}
-	return p
+	return p, true
 }
 
 // checkUpgrade validates an RFC 6455 opening handshake and returns the
@@ -335,7 +352,7 @@ const (
 
 // loopPeer is one WebSocket served by a loop.
 type loopPeer struct {
-	c      *econn
+	c      wsOwner
 	l      *loop
 	fd     int
 	gen    uint32

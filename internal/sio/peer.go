@@ -15,7 +15,7 @@ import (
 // goroutine, and writes that go out on the caller's goroutine when the
 // connection is idle (direct) or through a short-lived flusher otherwise.
 type gorillaPeer struct {
-	c       *econn
+	c       wsOwner
 	ws      *websocket.Conn
 	timeout time.Duration
 	max     int
@@ -41,7 +41,10 @@ var upgrader = websocket.Upgrader{
 	CheckOrigin:     func(*http.Request) bool { return true },
 }
 
-func acceptGorilla(s *Server, w http.ResponseWriter, r *http.Request, c *econn, bind func(wsPeer)) wsPeer {
+// acceptGorilla upgrades r with gorilla/websocket, with s's limits, and
+// starts the reader goroutine that hands c what arrives; bind sees the
+// peer first. It returns nil when the upgrade failed (and was answered).
+func acceptGorilla(s *Server, w http.ResponseWriter, r *http.Request, c wsOwner, bind func(wsPeer)) wsPeer {
 	ws, err := upgrader.Upgrade(w, r, nil)
 	if err != nil {
 		return nil // the upgrader has answered
