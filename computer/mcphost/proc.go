@@ -1,8 +1,11 @@
 package mcphost
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -59,6 +62,17 @@ func stdioCommand(spec Spec, supervisor string, stderr *logWriter) (cmd *exec.Cm
 	server := exec.Command(spec.Command, spec.Args...)
 	if server.Err != nil {
 		return nil, nil, server.Err // the command is not found: report it as exec does
+	}
+	// A command given as a path is not looked up; check it here, where the
+	// error can still be reported, rather than in the supervisor.
+	if strings.ContainsRune(spec.Command, filepath.Separator) {
+		p := spec.Command
+		if !filepath.IsAbs(p) && spec.Cwd != "" {
+			p = filepath.Join(spec.Cwd, p)
+		}
+		if _, err := os.Stat(p); err != nil {
+			return nil, nil, fmt.Errorf("exec: %w", err)
+		}
 	}
 	env := os.Environ()
 	for k, v := range spec.Env {

@@ -77,6 +77,18 @@ func runComputer(ctx context.Context, e *env, args []string) error {
 	if policy == computer.ApproveAsk {
 		o.Confirm = terminalConfirm(e)
 	}
+	// The management plane's address is checked before any server starts.
+	var ln net.Listener
+	if *admin != "" {
+		var err error
+		if ln, err = net.Listen("tcp", *admin); err != nil {
+			return fmt.Errorf("admin: %w", err)
+		}
+		defer ln.Close()
+		if ip := ln.Addr().(*net.TCPAddr).IP; !ip.IsLoopback() {
+			return usageError{"--admin must be a loopback address"}
+		}
+	}
 	c, err := computer.New(o)
 	if err != nil {
 		return err
@@ -85,17 +97,14 @@ func runComputer(ctx context.Context, e *env, args []string) error {
 	log.Log(ctx, max(slog.LevelInfo, level), "a2c computer starting", "server", *server, "office", *office, "name", *name,
 		"servers", len(cfg.Servers))
 	if *cfgPath != "" {
-		go watchConfig(ctx, *cfgPath, c, log)
+		// SIGHUP is caught from here on (before the office can see this
+		// Computer), so a reload request never meets its default action.
+		hup := make(chan os.Signal, 1)
+		signal.Notify(hup, syscall.SIGHUP)
+		defer signal.Stop(hup)
+		go watchConfig(ctx, *cfgPath, hup, c, log)
 	}
-	if *admin != "" {
-		ln, err := net.Listen("tcp", *admin)
-		if err != nil {
-			return fmt.Errorf("admin: %w", err)
-		}
-		if ip := ln.Addr().(*net.TCPAddr).IP; !ip.IsLoopback() {
-			ln.Close()
-			return usageError{"--admin must be a loopback address"}
-		}
+	if ln != nil {
 		hs := &http.Server{Handler: c.AdminHandler(), ReadHeaderTimeout: 5 * time.Second}
 		go func() { _ = hs.Serve(ln) }()
 		defer hs.Close()
@@ -155,12 +164,10 @@ func runComputerHistory(ctx context.Context, e *env, args []string) error {
 	return tw.Flush()
 }
 
-// watchConfig reloads the configuration when the file changes or on
-// SIGHUP, without leaving the office.
-func watchConfig(ctx context.Context, path string, c *computer.Computer, log *slog.Logger) {
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
+// watchConfig reloads the configuration when the file changes or a
+// signal arrives on hup (SIGHUP), without leaving the office, until ctx
+// ends.
+func watchConfig(ctx context.Context, path string, hup <-chan os.Signal, c *computer.Computer, log *slog.Logger) {
 	stat := func() time.Time {
 		if fi, err := os.Stat(path); err == nil {
 			return fi.ModTime()
