@@ -8,9 +8,10 @@
 // request and result types carry the names of the published OpenAPI
 // schemas, and their JSON tags are the wire contract.
 //
-// The [Plane] adapts HTTP to the engine: v2 failures answer the status of
-// their error_type (fserr.WriteV2), v1 failures answer 200 with
-// success:false (fserr.WriteV1), and malformed input is a serde-worded 422
+// The [Plane] adapts HTTP to the engine with a table of api.Route
+// values: v2 failures answer the status of their error_type (api's one
+// kind → status table), v1 failures answer 200 with success:false (the
+// fserr.Failed200 override), and malformed input is a serde-worded 422
 // on both. Upload, download and tar trees live in aiod/transfer.
 //
 // Paths: an absolute path is used as given (the workspace is not a

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -15,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/a2c-smcp/a2c-go/aiod/internal/api"
 	"github.com/a2c-smcp/a2c-go/aiod/internal/fserr"
 )
 
@@ -62,17 +62,12 @@ type Config struct {
 	MaxWatchDirs int
 }
 
-// Error is a refusal with the HTTP status it answers: 400 (a value out
-// of range), 404 (unknown watcher), 429 (watcher cap), 501 (no inotify),
-// 503 (a wait that timed out, or the engine closed). Path problems are
-// *fserr.Error instead.
-type Error struct {
-	Status  int
-	Message string
-	Hint    string
-}
-
-func (e *Error) Error() string { return e.Message }
+// Error is the engine's refusal (see [api.Error]): ErrInvalid (a value
+// out of range, 400), ErrNotFound (unknown watcher), ErrLimit (watcher
+// cap), ErrNotImplemented (no inotify), ErrUnavailable (a wait that
+// timed out, or the engine closed). Path problems are *fserr.Error
+// instead.
+type Error = api.Error
 
 // errClosed is the notifier's answer once closed.
 var errClosed = errors.New("watch: closed")
@@ -89,13 +84,13 @@ var errDirLimit = errors.New("watch: directory limit reached")
 var errNoWatches = errors.New("watch: no inotify watches left (fs.inotify.max_user_watches)")
 
 // errShutdown answers what comes after Close.
-var errShutdown = &Error{Status: http.StatusServiceUnavailable, Message: "file watching is shutting down"}
+var errShutdown = &Error{Kind: api.ErrUnavailable, Message: "file watching is shutting down"}
 
 // ErrTimeout is the answer of a [Engine.Wait] that saw no matching event.
-var ErrTimeout = &Error{Status: http.StatusServiceUnavailable, Message: "timed out waiting for file event"}
+var ErrTimeout = &Error{Kind: api.ErrUnavailable, Message: "timed out waiting for file event"}
 
 func notFound(id string) error {
-	return &Error{Status: http.StatusNotFound, Message: "Watcher not found: " + id}
+	return &Error{Kind: api.ErrNotFound, Message: "Watcher not found: " + id}
 }
 
 // Engine runs the watchers. Every method is safe for concurrent use.
@@ -149,9 +144,9 @@ func (e *Engine) notifierLocked() (*notifier, error) {
 		if err != nil {
 			e.log.Error("watch: cannot open inotify", "error", err.Error())
 			if errors.Is(err, errUnsupported) {
-				return nil, &Error{Status: http.StatusNotImplemented, Message: "file watching is not implemented on this system"}
+				return nil, &Error{Kind: api.ErrNotImplemented, Message: "file watching is not implemented on this system"}
 			}
-			return nil, &Error{Status: http.StatusServiceUnavailable, Message: "file watching is unavailable",
+			return nil, &Error{Kind: api.ErrUnavailable, Message: "file watching is unavailable",
 				Hint: "raise fs.inotify.max_user_instances or stop other inotify users"}
 		}
 		e.ino = ino
@@ -175,7 +170,7 @@ func (e *Engine) Create(ctx context.Context, req CreateWatchRequest) (*WatcherCr
 	}
 	if len(e.byID)+e.reserved >= e.cfg.MaxWatchers {
 		e.mu.Unlock()
-		return nil, &Error{Status: http.StatusTooManyRequests, Message: fmt.Sprintf("Too many watchers: the limit is %d", e.cfg.MaxWatchers),
+		return nil, &Error{Kind: api.ErrLimit, Message: fmt.Sprintf("Too many watchers: the limit is %d", e.cfg.MaxWatchers),
 			Hint: "stop a watcher you no longer need (DELETE /v2/watch/{watcher_id})"}
 	}
 	ino, err := e.notifierLocked()
@@ -222,7 +217,7 @@ func (e *Engine) spec(req CreateWatchRequest) (spec, error) {
 	debounce := DefaultDebounce
 	if req.Debounce != nil {
 		if *req.Debounce < MinDebounceMS || *req.Debounce > MaxDebounceMS {
-			return spec{}, &Error{Status: http.StatusBadRequest,
+			return spec{}, &Error{Kind: api.ErrInvalid,
 				Message: fmt.Sprintf("debounce must be between %d and %d ms", MinDebounceMS, MaxDebounceMS)}
 		}
 		debounce = time.Duration(*req.Debounce) * time.Millisecond
@@ -234,10 +229,10 @@ func (e *Engine) spec(req CreateWatchRequest) (spec, error) {
 	s := spec{recursive: req.Recursive == nil || *req.Recursive, debounce: debounce}
 	var err error
 	if s.exclude, err = compileGlobs("exclude", exclude); err != nil {
-		return spec{}, &Error{Status: http.StatusBadRequest, Message: err.Error()}
+		return spec{}, &Error{Kind: api.ErrInvalid, Message: err.Error()}
 	}
 	if s.include, err = compileGlobs("include_patterns", req.IncludePatterns); err != nil {
-		return spec{}, &Error{Status: http.StatusBadRequest, Message: err.Error()}
+		return spec{}, &Error{Kind: api.ErrInvalid, Message: err.Error()}
 	}
 	if err := e.locate(&s, req.Path, false); err != nil {
 		return spec{}, err
@@ -333,12 +328,12 @@ func (e *Engine) Poll(ctx context.Context, id string, req PollWatchRequest) (*Po
 		limit = *req.Limit
 	}
 	if limit < 1 || limit > MaxPollLimit {
-		return nil, &Error{Status: http.StatusBadRequest, Message: fmt.Sprintf("limit must be between 1 and %d", MaxPollLimit)}
+		return nil, &Error{Kind: api.ErrInvalid, Message: fmt.Sprintf("limit must be between 1 and %d", MaxPollLimit)}
 	}
 	var timeout time.Duration
 	if req.Timeout != nil {
 		if *req.Timeout > uint64(MaxPollTimeout/time.Second) {
-			return nil, &Error{Status: http.StatusBadRequest,
+			return nil, &Error{Kind: api.ErrInvalid,
 				Message: fmt.Sprintf("timeout must be between 0 and %d seconds", MaxPollTimeout/time.Second)}
 		}
 		timeout = time.Duration(*req.Timeout) * time.Second
@@ -399,7 +394,7 @@ func (e *Engine) Stop(id string) (*WatcherStoppedResult, error) {
 func (e *Engine) Wait(ctx context.Context, req WaitWatchRequest) (*WaitWatchResult, error) {
 	for _, t := range req.EventTypes {
 		if !slices.Contains(eventTypes, t) {
-			return nil, &Error{Status: http.StatusBadRequest, Message: fmt.Sprintf("unknown event type %q", t)}
+			return nil, &Error{Kind: api.ErrInvalid, Message: fmt.Sprintf("unknown event type %q", t)}
 		}
 	}
 	timeout := DefaultWaitTimeout

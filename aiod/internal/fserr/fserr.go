@@ -100,13 +100,6 @@ func Failed200(err error) (int, bool) {
 	return http.StatusOK, errors.As(err, &fe) && !errors.Is(err, api.ErrTooLarge)
 }
 
-// WriteV2 answers the error on a /v2/fs route: the status of its type,
-// the message, and the error object as data.
-func WriteV2(w http.ResponseWriter, e *Error) { api.WriteError(w, e) }
-
-// WriteV1 answers the error on a /v1/file route: 200 with success false.
-func WriteV1(w http.ResponseWriter, e *Error) { api.WriteError(w, e, Failed200) }
-
 // verbs is the phrase after "Failed to " for each operation. "search" is
 // /v1/file/search, a regexp over one file; "find" is the name search of
 // /v2/fs/search and /v1/file/find.

@@ -15,6 +15,7 @@ import (
 
 	"github.com/a2c-smcp/a2c-go/aiod/internal/api"
 	"github.com/a2c-smcp/a2c-go/aiod/internal/fserr"
+	"github.com/a2c-smcp/a2c-go/aiod/internal/serde"
 )
 
 // Plane serves the watch routes over one [Engine].
@@ -41,94 +42,67 @@ func (p *Plane) Close(ctx context.Context) error { return p.e.Close(ctx) }
 // /v2/watch/{watcher_id}, and their v1 twins POST|GET /v1/file/watch,
 // POST /v1/file/watch/{watcher_id}/poll (JSON body), GET
 // /v1/file/watch/{watcher_id}/events, DELETE /v1/file/watch/{watcher_id},
-// plus POST /v1/file/watch/wait.
+// plus POST /v1/file/watch/wait. A path problem answers as the files
+// plane does (v2 by its type's status, v1 200 with success false); the
+// engine's own refusals answer their kind's status on both.
 func (p *Plane) Mount(mux *http.ServeMux) {
+	v1 := []api.Override{fserr.Failed200}
 	for _, r := range []struct {
 		prefix string
-		v1     bool
-	}{{"/v2/watch", false}, {"/v1/file/watch", true}} {
-		mux.HandleFunc("POST "+r.prefix, p.create(r.v1))
-		mux.HandleFunc("GET "+r.prefix, p.list)
-		mux.HandleFunc("GET "+r.prefix+"/{watcher_id}/events", p.events)
-		mux.HandleFunc("DELETE "+r.prefix+"/{watcher_id}", p.stop(r.v1))
+		over   []api.Override
+	}{{"/v2/watch", nil}, {"/v1/file/watch", v1}} {
+		mux.Handle("POST "+r.prefix, api.Route[CreateWatchRequest, *WatcherCreatedResult]{
+			Op: p.create, Reply: created, Override: r.over, Log: p.log})
+		mux.Handle("GET "+r.prefix, api.Route[struct{}, []WatcherInfo]{From: api.FromNothing, Op: p.list})
+		mux.Handle("GET "+r.prefix+"/{watcher_id}/events", api.Route[streamQuery, stream]{
+			From: api.FromQuery, Op: p.stream, Reply: p.events, Log: p.log})
+		mux.Handle("DELETE "+r.prefix+"/{watcher_id}", api.Route[struct{}, *WatcherStoppedResult]{
+			From: api.FromNothing, Op: p.stop, Override: r.over, Log: p.log})
 	}
-	mux.HandleFunc("GET /v2/watch/{watcher_id}/poll", p.poll(false))
-	mux.HandleFunc("POST /v1/file/watch/{watcher_id}/poll", p.poll(true))
-	mux.HandleFunc("POST /v1/file/watch/wait", p.wait)
+	mux.Handle("GET /v2/watch/{watcher_id}/poll", api.Route[PollWatchRequest, *PollWatchResult]{
+		From: api.FromQuery, Op: p.poll, Log: p.log})
+	mux.Handle("POST /v1/file/watch/{watcher_id}/poll", api.Route[PollWatchRequest, *PollWatchResult]{
+		Op: p.poll, Override: v1, Log: p.log})
+	mux.Handle("POST /v1/file/watch/wait", api.Route[WaitWatchRequest, *WaitWatchResult]{
+		Op: p.wait, Override: v1, Log: p.log})
 }
 
-// reply answers an engine result: data on success; a path problem as
-// the files plane does (v2 by status, v1 200 with success false); a
-// refusal with its status.
-func reply[T any](p *Plane, w http.ResponseWriter, r *http.Request, v1 bool, res T, err error) {
-	var fe *fserr.Error
-	var we *Error
-	switch {
-	case err == nil:
-		api.OK(w, res)
-	case errors.As(err, &fe) && v1:
-		fserr.WriteV1(w, fe)
-	case errors.As(err, &fe):
-		fserr.WriteV2(w, fe)
-	case errors.As(err, &we):
-		api.Fail(w, we.Status, we.Message, nil, we.Hint)
-	case errors.Is(err, context.Canceled):
-		// the client left; nobody reads an answer
-	default:
-		p.log.Error("watch: request failed", "route", r.URL.Path, "error", err.Error())
-		api.Fail(w, http.StatusInternalServerError, "Internal error", nil)
-	}
+func (p *Plane) create(r *http.Request, req CreateWatchRequest) (*WatcherCreatedResult, error) {
+	return p.e.Create(r.Context(), req)
 }
 
-func (p *Plane) create(v1 bool) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		var req CreateWatchRequest
-		if api.Body(w, r, &req) {
-			res, err := p.e.Create(r.Context(), req)
-			if err == nil && res.warning != "" {
-				api.OKMessage(w, res.warning, res)
-				return
-			}
-			reply(p, w, r, v1, res, err)
-		}
+// created answers a create; a warning (the watcher does not cover its
+// whole tree) is the envelope's message.
+func created(w http.ResponseWriter, _ *http.Request, res *WatcherCreatedResult) {
+	if res.warning != "" {
+		api.OKMessage(w, res.warning, res)
+		return
 	}
+	api.OK(w, res)
 }
 
-func (p *Plane) list(w http.ResponseWriter, _ *http.Request) { api.OK(w, p.e.List()) }
+func (p *Plane) list(*http.Request, struct{}) ([]WatcherInfo, error) { return p.e.List(), nil }
 
 // poll is GET /v2/watch/{id}/poll (query) and POST /v1/file/watch/{id}/poll
 // (body).
-func (p *Plane) poll(v1 bool) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		var req PollWatchRequest
-		if (v1 && api.Body(w, r, &req)) || (!v1 && api.Query(w, r, &req)) {
-			res, err := p.e.Poll(r.Context(), r.PathValue("watcher_id"), req)
-			reply(p, w, r, v1, res, err)
-		}
-	}
+func (p *Plane) poll(r *http.Request, req PollWatchRequest) (*PollWatchResult, error) {
+	return p.e.Poll(r.Context(), r.PathValue("watcher_id"), req)
 }
 
-func (p *Plane) stop(v1 bool) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		res, err := p.e.Stop(r.PathValue("watcher_id"))
-		reply(p, w, r, v1, res, err)
-	}
+func (p *Plane) stop(r *http.Request, _ struct{}) (*WatcherStoppedResult, error) {
+	return p.e.Stop(r.PathValue("watcher_id"))
 }
 
-// wait is POST /v1/file/watch/wait.
-func (p *Plane) wait(w http.ResponseWriter, r *http.Request) {
-	var req WaitWatchRequest
-	if !api.Body(w, r, &req) {
-		return
-	}
+// wait is POST /v1/file/watch/wait; an unknown event type is a 422 of
+// the body field, in serde's words.
+func (p *Plane) wait(r *http.Request, req WaitWatchRequest) (*WaitWatchResult, error) {
 	for _, t := range req.EventTypes {
 		if !slices.Contains(eventTypes, t) {
-			api.InvalidField(w, "event_types", fmt.Sprintf("unknown variant `%s`, expected one of `%s`", t, strings.Join(eventTypes, "`, `")))
-			return
+			return nil, &serde.Error{Location: []string{"body", "event_types"}, Type: serde.TypeValue,
+				Message: fmt.Sprintf("unknown variant `%s`, expected one of `%s`", t, strings.Join(eventTypes, "`, `"))}
 		}
 	}
-	res, err := p.e.Wait(r.Context(), req)
-	reply(p, w, r, true, res, err)
+	return p.e.Wait(r.Context(), req)
 }
 
 // streamQuery is the query of an event stream.
@@ -136,17 +110,21 @@ type streamQuery struct {
 	Cursor *uint64 `json:"cursor"`
 }
 
-// events is the SSE stream of a watcher (v1 and v2 alike).
-func (p *Plane) events(w http.ResponseWriter, r *http.Request) {
+// stream is an event stream about to start: its watcher and the cursor
+// it starts after.
+type stream struct {
+	id     string
+	wt     *watcher
+	cursor uint64
+}
+
+// stream finds the watcher of an event stream (404 when unknown) and the
+// cursor to start after: Last-Event-ID's, else ?cursor=, clamped.
+func (p *Plane) stream(r *http.Request, q streamQuery) (stream, error) {
 	id := r.PathValue("watcher_id")
-	var q streamQuery
-	if !api.Query(w, r, &q) {
-		return
-	}
 	wt := p.e.get(id)
 	if wt == nil {
-		reply[any](p, w, r, false, nil, notFound(id))
-		return
+		return stream{}, notFound(id)
 	}
 	var cursor uint64
 	if q.Cursor != nil {
@@ -155,7 +133,15 @@ func (p *Plane) events(w http.ResponseWriter, r *http.Request) {
 	if seq, ok := parseEventID(r.Header.Get("Last-Event-ID"), id); ok {
 		cursor = seq
 	}
-	cursor = wt.clamp(cursor) // once: a stale high cursor must not skip what comes next
+	// once: a stale high cursor must not skip what comes next
+	return stream{id: id, wt: wt, cursor: wt.clamp(cursor)}, nil
+}
+
+// events is the SSE stream of a watcher (v1 and v2 alike). It ends with
+// a watch_stopped event when the watcher stops, and when the client
+// leaves or a write fails.
+func (p *Plane) events(w http.ResponseWriter, r *http.Request, st stream) {
+	id, wt, cursor := st.id, st.wt, st.cursor
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
