@@ -29,6 +29,10 @@ func (s *Server) relay(m *member, e *sio.Event) {
 		s.refuse(e, err)
 		return
 	}
+	if msg := checkNames(payload(e), req.Target()); msg != "" {
+		s.refuse(e, smcp.NewError(smcp.CodeBadRequest, msg))
+		return
+	}
 	s.mu.RLock()
 	target, perr := s.routeLocked(m, req.Target())
 	draining := s.draining

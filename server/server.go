@@ -83,6 +83,7 @@ type member struct {
 	name    string
 	role    smcp.Role
 	office  *office
+	gone    bool // its socket has disconnected: it may join nothing
 }
 
 type office struct {
@@ -241,6 +242,7 @@ func (h *nsHandler) Disconnect(sock *sio.Socket, reason string) {
 	}
 	s.metrics.connections.Dec()
 	s.mu.Lock()
+	m.gone = true
 	if m.office != nil {
 		s.leaveLocked(m)
 	}
@@ -380,10 +382,21 @@ func (s *Server) join(m *member, e *sio.Event) {
 		ackTuple(e, false, errMessage(err))
 		return
 	}
+	if msg := checkNames(payload(e), req.Name, req.OfficeID); msg != "" {
+		ackTuple(e, false, msg)
+		return
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.draining {
 		ackTuple(e, false, "Server is shutting down")
+		return
+	}
+	if m.gone || m.sock.Closed() {
+		// The socket left while its join was on the way: a member added
+		// now would never be removed (a ghost that holds its name, or its
+		// office's Agent seat, until restart).
+		ackTuple(e, false, "Connection closed")
 		return
 	}
 	if m.role != "" && m.role != req.Role {

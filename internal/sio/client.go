@@ -3,6 +3,7 @@ package sio
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -71,6 +72,11 @@ type CloseError struct {
 
 func (e *CloseError) Error() string { return fmt.Sprintf("sio: closed with code %d", e.Code) }
 
+// ErrTooLarge means a message does not fit the server's maxPayload (as its
+// handshake announced it): one WebSocket message, or one polling POST,
+// larger than that would make the server close the connection.
+var ErrTooLarge = errors.New("sio: message exceeds the server's maxPayload")
+
 // cconn is the client side of one Engine.IO connection.
 type cconn struct {
 	o        ClientOptions
@@ -78,7 +84,10 @@ type cconn struct {
 	sid      string
 	interval time.Duration
 	timeout  time.Duration
+	maxLoad  int64 // the server's maxPayload; 0 when it announced none
 	hc       *http.Client
+
+	postMu sync.Mutex // one POST at a time, as the server requires
 
 	wmu         sync.Mutex // serialises writes to ws
 	refresh     time.Time  // guarded by wmu: when to move the write deadline
@@ -216,6 +225,7 @@ func (c *cconn) readOpen(f frame) error {
 	c.sid = op.SID
 	c.interval = time.Duration(op.PingInterval) * time.Millisecond
 	c.timeout = time.Duration(op.PingTimeout) * time.Millisecond
+	c.maxLoad = op.MaxPayload
 	if c.interval <= 0 {
 		c.interval = 25 * time.Second
 	}
@@ -357,6 +367,14 @@ func (c *cconn) write(fs []frame) error {
 		c.mu.Unlock()
 		return ErrClosed
 	}
+	if c.maxLoad > 0 {
+		for _, f := range fs {
+			if int64(frameSize(f, c.ws == nil)) > c.maxLoad {
+				c.mu.Unlock()
+				return ErrTooLarge
+			}
+		}
+	}
 	if c.ws == nil || c.flushing || len(c.queue) > 0 {
 		c.mu.Unlock()
 		return c.push(fs...)
@@ -431,7 +449,11 @@ func (c *cconn) flush() {
 		if ws != nil {
 			err = c.writeWS(ws, fs)
 		} else {
-			err = c.post(fs)
+			for len(fs) > 0 && err == nil {
+				n := c.batch(fs)
+				err = c.post(fs[:n])
+				fs = fs[n:]
+			}
 		}
 		if err != nil {
 			c.mu.Lock()
@@ -443,7 +465,42 @@ func (c *cconn) flush() {
 	}
 }
 
+// frameSize is what f takes in a polling payload (polling) or as one
+// WebSocket message.
+func frameSize(f frame, polling bool) int {
+	if !polling {
+		return len(f.data)
+	}
+	if f.binary {
+		return 1 + base64.StdEncoding.EncodedLen(len(f.data))
+	}
+	return len(f.data)
+}
+
+// batch returns how many of fs (at least one) fit one POST under the
+// server's maxPayload.
+func (c *cconn) batch(fs []frame) int {
+	if c.maxLoad <= 0 {
+		return len(fs)
+	}
+	n, size := 0, 0
+	for _, f := range fs {
+		add := frameSize(f, true)
+		if n > 0 {
+			add++ // the record separator
+		}
+		if n > 0 && int64(size+add) > c.maxLoad {
+			break
+		}
+		size += add
+		n++
+	}
+	return n
+}
+
 func (c *cconn) post(fs []frame) error {
+	c.postMu.Lock()
+	defer c.postMu.Unlock()
 	ctx, cancel := context.WithTimeout(c.ctx, 30*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.engineURL("polling"), bytes.NewReader(encodePayload(fs)))
@@ -573,6 +630,12 @@ func (c *cconn) deliver(p packet, att [][]byte) {
 	name, args, err := splitArgs(p.data, isEvent)
 	if err != nil {
 		return
+	}
+	if p.typ == pBinaryEvent || p.typ == pBinaryAck {
+		if checkPlaceholders(args, len(att)) != nil {
+			c.terminate("parse error")
+			return
+		}
 	}
 	m := Message{Args: args, Attachments: att}
 	if !isEvent {

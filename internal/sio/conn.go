@@ -39,30 +39,51 @@ type econn struct {
 	hs   Handshake
 	poke chan struct{} // wakes a waiting long-poll GET
 
-	mu       sync.Mutex
-	state    int32
-	ws       wsPeer  // set in stWebSocket
-	probe    wsPeer  // the WebSocket being probed in stUpgrading
-	queue    []frame // frames waiting for a long-poll GET (or the upgrade)
-	polling  bool    // a long-poll GET is waiting
-	closing  bool    // a close packet is queued; end after it is written
-	sockets  []*Socket
-	timer    *time.Timer
-	awaiting bool // a ping is out and no pong has come back
+	mu    sync.Mutex
+	state int32
+	// ws is the attached WebSocket in stWebSocket. It is nil there only
+	// while a direct WebSocket handshake is still binding its peer: frames
+	// sent meanwhile wait in queue and go out behind the open packet.
+	ws          wsPeer
+	probe       wsPeer  // the WebSocket being probed in stUpgrading
+	queue       []frame // frames waiting for a long-poll GET (or the upgrade)
+	queued      int     // bytes in queue, bounded by Options.MaxBuffered
+	polling     bool    // a long-poll GET is waiting
+	posting     bool    // a POST is being read and dispatched
+	closing     bool    // a close packet is queued; end after it is written
+	closeReason string  // why shutdown queued the close packet
+	sockets     []*Socket
+	timer       *time.Timer
+	awaiting    bool // a ping is out and no pong has come back
 
-	// dispatch orders incoming frames: across concurrent POSTs, and while
-	// a namespace connect runs (frames that arrive meanwhile are held).
+	// dispatch orders everything the namespace handlers hear of this
+	// connection: incoming frames (across concurrent POSTs, and while a
+	// namespace connect runs: frames that arrive meanwhile are held), and
+	// the Disconnect reports, which run under it too (see later). So a
+	// handler never sees an Event during or after its socket's Disconnect.
 	dispatch   sync.Mutex
 	connecting bool
 	held       []frame
+	heldBytes  int // bytes in held
 	partial    *partialPacket
 }
 
 // partialPacket is a binary packet still waiting for its attachments.
+// When discard is set the packet is for a namespace the peer has not
+// joined: its attachments are counted off, never kept.
 type partialPacket struct {
-	p   packet
-	att [][]byte
+	p       packet
+	att     [][]byte
+	n       int // attachments received
+	bytes   int // bytes in att
+	discard bool
 }
+
+// pendingLimit is what one connection may keep in memory on its way in:
+// the frames held while a namespace connect is decided plus the
+// attachments of the binary packet being assembled. Two messages' worth:
+// a peer cannot make the server hold more by announcing attachments.
+func (c *econn) pendingLimit() int { return int(2 * c.srv.opts.MaxPayload) }
 
 // push sends frames without blocking: straight to the WebSocket, or into
 // the queue for the next long-poll GET.
@@ -74,15 +95,41 @@ func (c *econn) send(fs []frame, direct bool) error {
 		c.mu.Unlock()
 		return ErrClosed
 	}
-	if c.state == stWebSocket {
+	if c.state == stWebSocket && c.ws != nil {
 		ws := c.ws
 		c.mu.Unlock()
 		return ws.send(fs, direct)
+	}
+	for _, f := range fs {
+		c.queued += len(f.data)
+	}
+	if c.queued > c.srv.opts.MaxBuffered {
+		// A polling peer that never comes for its packets: drop them and
+		// end the connection rather than grow without bound.
+		c.queue, c.queued = nil, 0
+		c.mu.Unlock()
+		c.srv.opts.Logger.Debug("sio: send queue over its limit", "sid", c.id)
+		c.finish("transport error")
+		return ErrClosed
 	}
 	c.queue = append(c.queue, fs...)
 	c.mu.Unlock()
 	c.wake()
 	return nil
+}
+
+// later runs f under c.dispatch on its own goroutine. It is how the
+// namespace handlers hear of a disconnect: never while an event of the
+// connection is being handled (an event being delivered finishes first),
+// and never inline under whatever locks the closing caller holds (a
+// sender over its queue limit may hold a lock the handler takes). The
+// goroutine ends as soon as f returns.
+func (c *econn) later(f func()) {
+	go func() {
+		c.dispatch.Lock()
+		defer c.dispatch.Unlock()
+		f()
+	}()
 }
 
 func (c *econn) wake() {
@@ -105,7 +152,7 @@ func (c *econn) disconnect(s *Socket) {
 	c.dropLocked(s)
 	empty := len(c.sockets) == 0
 	c.mu.Unlock()
-	c.srv.nsps[s.nsp].Disconnect(s, "server namespace disconnect")
+	c.later(func() { c.srv.nsps[s.nsp].Disconnect(s, "server namespace disconnect") })
 	if empty {
 		c.shutdown("server namespace disconnect")
 	}
@@ -129,7 +176,8 @@ func (c *econn) shutdown(reason string) {
 		c.mu.Unlock()
 		return
 	}
-	if c.state == stWebSocket {
+	c.closeReason = reason
+	if c.state == stWebSocket && c.ws != nil {
 		ws := c.ws
 		c.mu.Unlock()
 		_ = ws.send([]frame{frameClose}, false)
@@ -138,6 +186,8 @@ func (c *econn) shutdown(reason string) {
 		c.mu.Unlock()
 		ws.close(true)
 	} else {
+		// Polling, or a direct WebSocket still binding its peer (which
+		// sends the queue, then closes, when it binds).
 		c.queue = append(c.queue, frameClose)
 		c.closing = true
 		c.mu.Unlock()
@@ -146,7 +196,10 @@ func (c *econn) shutdown(reason string) {
 	time.AfterFunc(time.Second, func() { c.finish(reason) })
 }
 
-// finish closes the connection at once. It is idempotent.
+// finish closes the connection at once. It is idempotent, takes no lock
+// but the connection's own, and may be called from anywhere: the sockets
+// leave the connection now (so no event is delivered to them from here
+// on), and their handlers hear of it under c.dispatch (see later).
 func (c *econn) finish(reason string) {
 	c.mu.Lock()
 	if c.state == stClosed {
@@ -157,7 +210,7 @@ func (c *econn) finish(reason string) {
 	ws, probe := c.ws, c.probe
 	sockets := c.sockets
 	c.sockets = nil
-	c.queue = nil
+	c.queue, c.queued = nil, 0
 	if c.timer != nil {
 		c.timer.Stop()
 	}
@@ -170,13 +223,16 @@ func (c *econn) finish(reason string) {
 		probe.close(false)
 	}
 	c.srv.remove(c)
-	for _, s := range sockets {
-		if s.markClosed() {
-			if h := c.srv.nsps[s.nsp]; h != nil {
-				h.Disconnect(s, reason)
+	c.later(func() {
+		c.held, c.heldBytes, c.partial = nil, 0, nil
+		for _, s := range sockets {
+			if s.markClosed() {
+				if h := c.srv.nsps[s.nsp]; h != nil {
+					h.Disconnect(s, reason)
+				}
 			}
 		}
-	}
+	})
 }
 
 // startHeartbeat sends a ping every PingInterval and closes the connection
@@ -258,25 +314,49 @@ func (c *econn) poll(w http.ResponseWriter, r *http.Request) {
 	var fs []frame
 	if c.state != stWebSocket {
 		fs = c.queue
-		c.queue = nil
+		c.queue, c.queued = nil, 0
 	} else {
 		fs = []frame{frameNoop}
 	}
 	c.polling = false
 	closing := c.closing || c.state == stClosed
+	reason := c.closeReason
 	c.mu.Unlock()
 	if len(fs) == 0 {
 		fs = []frame{frameClose}
 	}
-	writePayload(w, fs)
+	if err := c.srv.writePayload(w, fs); err != nil {
+		c.finish("transport error") // a peer that does not read its answer
+		return
+	}
 	if closing {
-		c.finish("server namespace disconnect")
+		c.finish(reason)
 	}
 }
 
-// post serves a long-polling POST carrying one or more packets.
+// post serves a long-polling POST carrying one or more packets. One POST
+// at a time, as in the reference server: a second one while the first is
+// read is a transport error. After the upgrade a POST is refused (400)
+// and the connection goes on over its WebSocket.
 func (c *econn) post(w http.ResponseWriter, r *http.Request) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, c.srv.opts.MaxPayload))
+	c.mu.Lock()
+	if c.state == stWebSocket || c.state == stClosed || c.posting {
+		overlap := c.posting
+		c.mu.Unlock()
+		engineError(w, http.StatusBadRequest, 3, "Bad request")
+		if overlap {
+			c.finish("transport error")
+		}
+		return
+	}
+	c.posting = true
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		c.posting = false
+		c.mu.Unlock()
+	}()
+	body, err := c.srv.readBody(w, r)
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
@@ -376,13 +456,23 @@ func (c *econn) wsFrame(p wsPeer, f frame) bool {
 		c.probe = nil
 		c.ws = p
 		c.state = stWebSocket
-		queued := c.queue
-		c.queue = nil
-		c.mu.Unlock()
-		c.wake() // a GET still parked must not hang
+		// What polling had queued goes out first, while c.mu is held: a
+		// sender that sees stWebSocket writes straight to p, so releasing
+		// the lock before this send would let it overtake the queue.
+		// p.send without direct only queues (or writes non-blocking), so
+		// it is safe under c.mu.
+		queued := c.queue[:0]
+		for _, f := range c.queue {
+			if !(len(f.data) == 1 && f.data[0] == eNoop && !f.binary) {
+				queued = append(queued, f)
+			}
+		}
+		c.queue, c.queued = nil, 0
 		if len(queued) > 0 {
 			_ = p.send(queued, false)
 		}
+		c.mu.Unlock()
+		c.wake() // a GET still parked must not hang
 		return true
 	}
 	p.close(false)
@@ -409,7 +499,8 @@ func (c *econn) input(f frame) bool {
 	c.dispatch.Lock()
 	defer c.dispatch.Unlock()
 	if c.connecting {
-		if len(c.held) >= maxHeld {
+		c.heldBytes += len(f.data)
+		if len(c.held) >= maxHeld || c.heldBytes+c.partialBytes() > c.pendingLimit() {
 			c.finish("parse error") // flooding while its connect is decided
 			return false
 		}
@@ -417,6 +508,13 @@ func (c *econn) input(f frame) bool {
 		return true
 	}
 	return c.onFrame(f)
+}
+
+func (c *econn) partialBytes() int {
+	if c.partial == nil {
+		return 0
+	}
+	return c.partial.bytes
 }
 
 // maxHeld bounds the packets kept while a namespace connect is decided.
@@ -450,17 +548,31 @@ func (c *econn) onFrame(f frame) bool {
 	return true
 }
 
+// onBinary takes one attachment of the packet being assembled. What is
+// kept counts against pendingLimit with the held frames; attachments of a
+// packet for a namespace the peer has not joined are counted, not kept.
 func (c *econn) onBinary(b []byte) bool {
 	pp := c.partial
 	if pp == nil {
 		c.finish("parse error")
 		return false
 	}
-	pp.att = append(pp.att, b)
-	if len(pp.att) < pp.p.attachments {
+	pp.n++
+	if !pp.discard {
+		pp.bytes += len(b)
+		if pp.bytes+c.heldBytes > c.pendingLimit() {
+			c.finish("parse error")
+			return false
+		}
+		pp.att = append(pp.att, b)
+	}
+	if pp.n < pp.p.attachments {
 		return true
 	}
 	c.partial = nil
+	if pp.discard {
+		return true
+	}
 	return c.deliver(pp.p, pp.att)
 }
 
@@ -504,7 +616,7 @@ func (c *econn) onPacket(b []byte) bool {
 		if p.attachments == 0 {
 			return c.deliver(p, nil)
 		}
-		c.partial = &partialPacket{p: p}
+		c.partial = &partialPacket{p: p, discard: c.socket(p.nsp) == nil}
 	default:
 		c.finish("parse error")
 		return false
@@ -538,12 +650,13 @@ func (c *econn) connect(p packet) {
 		for len(c.held) > 0 && !c.connecting {
 			f := c.held[0]
 			c.held = c.held[1:]
+			c.heldBytes -= len(f.data)
 			if !c.onFrame(f) {
-				c.held = nil
+				c.held, c.heldBytes = nil, 0
 			}
 		}
 		if len(c.held) == 0 {
-			c.held = nil
+			c.held, c.heldBytes = nil, 0
 		}
 		c.dispatch.Unlock()
 	}()
@@ -594,7 +707,11 @@ func (c *econn) deliver(p packet, att [][]byte) bool {
 	}
 	isEvent := p.typ == pEvent || p.typ == pBinaryEvent
 	name, args, err := splitArgs(p.data, isEvent)
+	if err == nil && (p.typ == pBinaryEvent || p.typ == pBinaryAck) {
+		err = checkPlaceholders(args, len(att))
+	}
 	if err != nil {
+		c.srv.opts.Logger.Debug("sio: bad packet", "err", err)
 		c.finish("parse error")
 		return false
 	}

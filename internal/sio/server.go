@@ -2,8 +2,10 @@ package sio
 
 import (
 	"encoding/json"
+	"io"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"sync"
 	"time"
 )
@@ -39,10 +41,21 @@ type Options struct {
 	// MaxPayload caps one message (WebSocket) or one POST body (polling),
 	// in bytes; larger input closes the connection. Default 1,000,000.
 	MaxPayload int64
-	// WriteTimeout bounds one write to a WebSocket peer. Default 10s.
+	// WriteTimeout bounds one write to a WebSocket peer, and the writing
+	// of one long-polling response (handshake or GET), so a peer that
+	// never reads holds nothing for longer. Default 10s.
 	WriteTimeout time.Duration
-	// MaxBuffered caps what may wait in memory for a WebSocket peer that
-	// does not read; past it the connection is closed. Default 16 MiB.
+	// BodyIdleTimeout cuts a long-polling POST whose body makes no
+	// progress for this long (headers sent, body never finished): the
+	// request fails and the connection closes. Progress, not total time,
+	// counts: a slow body that keeps arriving is read. Default 30s.
+	BodyIdleTimeout time.Duration
+	// MaxBuffered caps what may wait in memory for a peer that does not
+	// read: the WebSocket backlog, or the packets queued for a polling
+	// peer's next GET. Past it the connection is closed. Default 16 MiB.
+	// What a peer may make the server hold on the way in (frames held
+	// while a namespace connect is decided, attachments of a binary
+	// packet) is bounded separately, by twice MaxPayload.
 	MaxBuffered int
 	// GoroutinePerConn serves each WebSocket with a reader goroutine (and
 	// gorilla/websocket) instead of the event loop. It is the only mode on
@@ -69,6 +82,9 @@ func (o *Options) defaults() {
 	}
 	if o.WriteTimeout <= 0 {
 		o.WriteTimeout = 10 * time.Second
+	}
+	if o.BodyIdleTimeout <= 0 {
+		o.BodyIdleTimeout = 30 * time.Second
 	}
 	if o.ConnectTimeout <= 0 {
 		o.ConnectTimeout = 45 * time.Second
@@ -200,7 +216,9 @@ func (s *Server) handshake(w http.ResponseWriter, r *http.Request, transport str
 	}
 	if transport == "websocket" {
 		// A direct WebSocket: the peer is attached from the start and the
-		// open packet is its first frame.
+		// open packet is its first frame. Until bind runs, c is in
+		// stWebSocket with no ws: whatever is sent (or a shutdown's close
+		// packet) waits in c.queue and goes out behind the open packet.
 		c.state = stWebSocket
 		if !s.add(c) {
 			engineError(w, http.StatusServiceUnavailable, 0, "Server is shutting down")
@@ -209,9 +227,18 @@ func (s *Server) handshake(w http.ResponseWriter, r *http.Request, transport str
 		open := openFrame(c.id, []string{}, s.opts.PingInterval, s.opts.PingTimeout, s.opts.MaxPayload)
 		p := s.acceptWS(w, r, c, func(p wsPeer) {
 			c.mu.Lock()
+			defer c.mu.Unlock()
+			if c.state == stClosed {
+				p.close(false)
+				return
+			}
 			c.ws = p
-			c.mu.Unlock()
-			_ = p.send([]frame{open}, true)
+			fs := append([]frame{open}, c.queue...)
+			c.queue, c.queued = nil, 0
+			_ = p.send(fs, false) // only queues or writes non-blocking: safe under c.mu
+			if c.closing {
+				p.close(true)
+			}
 		})
 		if p == nil {
 			s.remove(c)
@@ -225,7 +252,9 @@ func (s *Server) handshake(w http.ResponseWriter, r *http.Request, transport str
 		return
 	}
 	c.startHeartbeat()
-	writePayload(w, []frame{openFrame(c.id, []string{"websocket"}, s.opts.PingInterval, s.opts.PingTimeout, s.opts.MaxPayload)})
+	if err := s.writePayload(w, []frame{openFrame(c.id, []string{"websocket"}, s.opts.PingInterval, s.opts.PingTimeout, s.opts.MaxPayload)}); err != nil {
+		c.finish("transport error")
+	}
 }
 
 // acceptWS completes a WebSocket upgrade for c, calls bind with the new
@@ -272,8 +301,59 @@ func (s *Server) remove(c *econn) {
 	s.mu.Unlock()
 }
 
-func writePayload(w http.ResponseWriter, fs []frame) {
-	w.Header().Set("Content-Type", "text/plain; charset=UTF-8")
-	w.Header().Set("Cache-Control", "no-store")
-	_, _ = w.Write(encodePayload(fs))
+// writePayload answers a long-polling request with frames. The response
+// is written and flushed under a write deadline of WriteTimeout, which is
+// then cleared (net/http keeps a deadline for the next request on the same
+// connection otherwise), so a peer that never reads cannot hold the
+// handler, or the frames, beyond it.
+func (s *Server) writePayload(w http.ResponseWriter, fs []frame) error {
+	body := encodePayload(fs)
+	h := w.Header()
+	h.Set("Content-Type", "text/plain; charset=UTF-8")
+	h.Set("Cache-Control", "no-store")
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	rc := http.NewResponseController(w)
+	bounded := rc.SetWriteDeadline(time.Now().Add(s.opts.WriteTimeout)) == nil
+	_, err := w.Write(body)
+	if err == nil {
+		err = rc.Flush()
+	}
+	if bounded {
+		_ = rc.SetWriteDeadline(time.Time{})
+	}
+	return err
+}
+
+// readBody reads a POST body of at most MaxPayload bytes. Each read must
+// make progress within BodyIdleTimeout (a read deadline moved before every
+// read), so a body that stalls is cut instead of holding the request and
+// its descriptor forever.
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	rc := http.NewResponseController(w)
+	body := http.MaxBytesReader(w, r.Body, s.opts.MaxPayload)
+	pr := &progressReader{r: body, rc: rc, idle: s.opts.BodyIdleTimeout}
+	b, err := io.ReadAll(pr)
+	if err != nil {
+		// The rest of the body is not worth waiting for: without this,
+		// net/http would try to read it before answering.
+		w.Header().Set("Connection", "close")
+	} else if pr.bounded {
+		_ = rc.SetReadDeadline(time.Time{})
+	}
+	return b, err
+}
+
+// progressReader moves the connection's read deadline before each read.
+type progressReader struct {
+	r       io.Reader
+	rc      *http.ResponseController
+	idle    time.Duration
+	bounded bool // the deadline could be set (not on every ResponseWriter)
+}
+
+func (p *progressReader) Read(b []byte) (int, error) {
+	if p.rc.SetReadDeadline(time.Now().Add(p.idle)) == nil {
+		p.bounded = true
+	}
+	return p.r.Read(b)
 }

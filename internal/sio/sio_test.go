@@ -3,6 +3,7 @@ package sio
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -165,18 +166,25 @@ func TestServerDisconnectFailsPending(t *testing.T) {
 	defer ts.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	c, err := Dial(ctx, ts.URL, ClientOptions{Namespace: "/smcp"})
+	c, err := Dial(ctx, ts.URL, ClientOptions{Namespace: "/smcp", Handler: clientHandler{}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ss := <-h.socks
+	// The server asks something the client never answers (clientHandler
+	// ignores "x"), with an ack timeout far beyond the test's wait, then
+	// the client leaves: the request must fail with ErrClosed, never time
+	// out.
 	got := make(chan error, 1)
-	// The client has no handler, so it acks with nothing; use an event the
-	// client never answers: a request to a closed client.
+	ss.Request("x", Message{}, time.Minute, func(_ Message, err error) { got <- err })
 	c.Disconnect()
-	ss.Request("x", Message{}, time.Second, func(_ Message, err error) { got <- err })
-	if err := <-got; err != ErrClosed && err != ErrAckTimeout {
-		t.Fatalf("err = %v", err)
+	select {
+	case err := <-got:
+		if !errors.Is(err, ErrClosed) {
+			t.Fatalf("err = %v, want ErrClosed", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the pending request was not failed by the disconnect")
 	}
 }
 
