@@ -5,11 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"net/http"
 	"net/http/httptest"
 	"os"
 	"syscall"
 	"testing"
+
+	"github.com/a2c-smcp/a2c-go/aiod/internal/api"
 )
 
 func TestTaxonomy(t *testing.T) {
@@ -62,14 +63,39 @@ func TestWireShape(t *testing.T) {
 	e := From("read", "/definitely/not/here", err)
 	want := `{"success":false,"message":"Failed to read file: No such file or directory (os error 2)","data":{"errno":2,"errno_name":"ENOENT","error_type":"not_found","exception_type":"FileNotFoundError","message":"Failed to read file: No such file or directory (os error 2)","operation":"read","path":"/definitely/not/here","retryable":false},"hint":null}` + "\n"
 	for _, c := range []struct {
-		write  func(http.ResponseWriter, *Error)
+		over   []api.Override
 		status int
-	}{{WriteV1, 200}, {WriteV2, 404}} {
+	}{{[]api.Override{Failed200}, 200}, {nil, 404}} {
 		rec := httptest.NewRecorder()
-		c.write(rec, e)
+		api.WriteError(rec, e, c.over...)
 		if rec.Code != c.status || rec.Body.String() != want {
 			t.Errorf("%d %s", rec.Code, rec.Body.String())
 		}
+	}
+}
+
+// TestStatusTable pins each error_type's /v2/fs status (through api's
+// table) and the v1 override, which a transfer limit escapes.
+func TestStatusTable(t *testing.T) {
+	for typ, want := range map[string]int{NotFound: 404, PermissionDenied: 403, AlreadyExists: 409, BadRequest: 400,
+		InvalidPath: 400, InvalidTarget: 400, DecodeError: 422, NoSpaceLeft: 507, ReadOnlyFilesystem: 500, IOError: 500, Busy: 500} {
+		e := New("read", "/p", typ, "m")
+		if e.Status() != want {
+			t.Errorf("%s: %d, want %d", typ, e.Status(), want)
+		}
+		if s, ok := Failed200(e); !ok || s != 200 {
+			t.Errorf("%s on v1: %d %v", typ, s, ok)
+		}
+	}
+	limit := New("tree", "/p", BadRequest, "too big").WithKind(api.ErrTooLarge)
+	if limit.Status() != 413 || !errors.Is(limit, api.ErrTooLarge) || errors.Is(limit, api.ErrInvalid) {
+		t.Errorf("a kind set by WithKind outranks the type's: %d", limit.Status())
+	}
+	if _, ok := Failed200(limit); ok {
+		t.Error("a limit keeps its 413 on v1")
+	}
+	if _, ok := Failed200(api.NewError(api.ErrNotFound, "watcher")); ok {
+		t.Error("Failed200 covers file errors only")
 	}
 }
 
