@@ -2,6 +2,7 @@ package pty
 
 import (
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -131,6 +132,29 @@ func until(t testing.TB, c *websocket.Conn, want string, d time.Duration) []wsFr
 	}
 	t.Fatalf("no %q within %v; got %q", want, d, all.String())
 	return nil
+}
+
+// ends reads until the socket ends and checks how: a close frame with
+// code want, or want = websocket.CloseAbnormalClosure for the connection
+// dropped without one (EOF). With skip, frames before the end are read
+// past; without, the next message must be the end. A read timeout (d)
+// is a failure: a socket that went quiet has not closed.
+func ends(t testing.TB, c *websocket.Conn, want int, skip bool, d time.Duration) {
+	t.Helper()
+	_ = c.SetReadDeadline(time.Now().Add(d))
+	for {
+		mt, msg, err := c.ReadMessage()
+		if err == nil {
+			if skip {
+				continue
+			}
+			t.Fatalf("a frame (%d) %q where the socket should end with %d", mt, msg, want)
+		}
+		if ce := (*websocket.CloseError)(nil); !errors.As(err, &ce) || ce.Code != want {
+			t.Fatalf("the socket did not end with %d: %v", want, err)
+		}
+		return
+	}
 }
 
 // send writes a JSON client frame.

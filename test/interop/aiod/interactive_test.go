@@ -1,11 +1,11 @@
 package aiod
 
 import (
-	"github.com/a2c-smcp/a2c-go/test/interop/internal/harness"
-
 	"bufio"
+	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+
+	"github.com/a2c-smcp/a2c-go/test/interop/internal/harness"
 )
 
 // tinyPNG is a 1x1 PNG.
@@ -214,6 +216,33 @@ func readUntil(t *testing.T, c *websocket.Conn, d time.Duration, pred func(f map
 	}
 }
 
+// wsEnds reads the next message and checks that it is the end of the
+// stream: a close frame with code want. Another frame, or a read timeout
+// (d), is a failure: a socket that merely went quiet has not closed.
+func wsEnds(t *testing.T, c *websocket.Conn, want int, d time.Duration) {
+	t.Helper()
+	_ = c.SetReadDeadline(time.Now().Add(d))
+	mt, msg, err := c.ReadMessage()
+	var ce *websocket.CloseError
+	switch {
+	case err == nil:
+		t.Errorf("a frame (%d) %q where the socket should close with %d", mt, msg, want)
+	case errors.As(err, &ce) && ce.Code == want:
+	default:
+		t.Errorf("the socket did not close with %d: %v", want, err)
+	}
+}
+
+// waitUntil polls cond until it holds, failing after d.
+func waitUntil(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(d); !cond(); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("after %v: %s", d, what)
+		}
+	}
+}
+
 // TestAiodTerminal drives a PTY over a real WebSocket: echo, resize and
 // tput cols, Ctrl-C, a durable reconnect with replay, and the failure
 // shapes (unknown session, bad key).
@@ -249,10 +278,7 @@ func TestAiodTerminal(t *testing.T) {
 	c.WriteJSON(map[string]any{"type": "input", "data": "tput cols\n"})
 	collect("97")
 	c.WriteJSON(map[string]any{"type": "input", "data": "sleep 88.4242\n"})
-	time.Sleep(300 * time.Millisecond)
-	if len(processesWith("88.4242")) == 0 {
-		t.Error("sleep is not running")
-	}
+	waitUntil(t, 10*time.Second, "sleep is not running", func() bool { return len(processesWith("88.4242")) > 0 })
 	c.WriteJSON(map[string]any{"type": "input", "data": "\u0003"})
 	noneLeft(t, "88.4242")
 	c.WriteJSON(map[string]any{"type": "ping", "timestamp": 12345})
@@ -277,6 +303,7 @@ func TestAiodTerminal(t *testing.T) {
 		t.Errorf("replay lacks the earlier output: %q", replay)
 	}
 	readUntil(t, c, 5*time.Second, func(f map[string]any) bool { return f["type"] == "relay_replaced" })
+	wsEnds(t, c, websocket.CloseNormalClosure, 5*time.Second)
 	c.Close()
 
 	// Unknown session: 101, then the error frame, then close.
@@ -289,9 +316,7 @@ func TestAiodTerminal(t *testing.T) {
 	if err != nil || string(msg) != `{"type":"error","data":"Session not found"}` {
 		t.Errorf("unknown session frame: %q %v", msg, err)
 	}
-	if _, _, err := c3.ReadMessage(); err == nil {
-		t.Error("the socket stayed open after the error frame")
-	}
+	wsEnds(t, c3, websocket.ClosePolicyViolation, 5*time.Second)
 	c3.Close()
 
 	// Bad key: 401 before any upgrade.
@@ -332,39 +357,42 @@ func TestAiodWatch(t *testing.T) {
 	}
 	id := m["watcher_id"].(string)
 
-	// SSE reader in the background.
+	// SSE reader in the background: it sends each frame, then how the
+	// stream ended (nil: at its end, EOF), and stops when the test does.
 	req, _ := http.NewRequest("GET", d.URL+"/v2/watch/"+id+"/events", nil)
 	req.Header.Set("Accept", "text/event-stream")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil || resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
 		t.Fatalf("events: %v %v", err, resp)
 	}
-	defer resp.Body.Close()
-	sse := make(chan [2]string, 100)
+	type sseFrame struct{ event, id, data string }
+	sse, sseEnd, quit := make(chan sseFrame), make(chan error, 1), make(chan struct{})
+	reader := make(chan struct{})
 	go func() {
+		defer close(reader)
 		sc := bufio.NewScanner(resp.Body)
-		var ev, id string
+		var f sseFrame
 		for sc.Scan() {
 			line := sc.Text()
 			switch {
 			case strings.HasPrefix(line, "event:"):
-				ev = strings.TrimSpace(line[6:])
+				f.event = strings.TrimSpace(line[6:])
 			case strings.HasPrefix(line, "id:"):
-				id = strings.TrimSpace(line[3:])
+				f.id = strings.TrimSpace(line[3:])
 			case strings.HasPrefix(line, "data:"):
-				sse <- [2]string{ev, id + " " + strings.TrimSpace(line[5:])}
+				f.data = strings.TrimSpace(line[5:])
+			case line == "" && f.event != "":
+				select {
+				case sse <- f:
+				case <-quit:
+					return
+				}
+				f = sseFrame{}
 			}
 		}
-		close(sse)
+		sseEnd <- sc.Err()
 	}()
-
-	step := func(f func()) { f(); time.Sleep(250 * time.Millisecond) }
-	step(func() { os.WriteFile(filepath.Join(dir, "a.txt"), []byte("1"), 0o644) })
-	step(func() { os.WriteFile(filepath.Join(dir, "a.txt"), []byte("22"), 0o644) })
-	step(func() { os.Rename(filepath.Join(dir, "a.txt"), filepath.Join(dir, "b.txt")) })
-	step(func() { os.Mkdir(filepath.Join(dir, "sub"), 0o755) })
-	step(func() { os.WriteFile(filepath.Join(dir, "sub", "c.txt"), []byte("3"), 0o644) })
-	step(func() { os.Remove(filepath.Join(dir, "b.txt")) })
+	defer func() { close(quit); resp.Body.Close(); <-reader }()
 
 	type ev struct {
 		Seq          int    `json:"seq"`
@@ -373,6 +401,48 @@ func TestAiodWatch(t *testing.T) {
 		OldPath      string `json:"old_path"`
 		IsDir        bool   `json:"is_dir"`
 	}
+	var streamed []sseFrame
+	// nextFrame reads one frame, within its own deadline; the stream
+	// ending or going quiet is a failure.
+	nextFrame := func(what string) sseFrame {
+		t.Helper()
+		select {
+		case f := <-sse:
+			streamed = append(streamed, f)
+			return f
+		case err := <-sseEnd:
+			t.Fatalf("stream ended (%v) while waiting for %s; frames %v", err, what, streamed)
+		case <-time.After(10 * time.Second):
+			t.Fatalf("no %s within 10 s; frames %v", what, streamed)
+		}
+		return sseFrame{}
+	}
+	if f := nextFrame("watch_started"); f.event != "watch_started" {
+		t.Fatalf("first frame %+v", f)
+	}
+	// Each step waits for its last event on the stream before the next:
+	// a write is one event once the debounce has passed, and a new
+	// directory is watched before its create is reported.
+	step := func(do func() error, want string) {
+		t.Helper()
+		if err := do(); err != nil {
+			t.Fatal(err)
+		}
+		for {
+			f := nextFrame(want)
+			var x ev
+			if f.event == "file_change" && json.Unmarshal([]byte(f.data), &x) == nil && x.Type+" "+x.RelativePath == want {
+				return
+			}
+		}
+	}
+	step(func() error { return os.WriteFile(filepath.Join(dir, "a.txt"), []byte("1"), 0o644) }, "write a.txt")
+	step(func() error { return os.WriteFile(filepath.Join(dir, "a.txt"), []byte("22"), 0o644) }, "write a.txt")
+	step(func() error { return os.Rename(filepath.Join(dir, "a.txt"), filepath.Join(dir, "b.txt")) }, "rename b.txt")
+	step(func() error { return os.Mkdir(filepath.Join(dir, "sub"), 0o755) }, "create sub")
+	step(func() error { return os.WriteFile(filepath.Join(dir, "sub", "c.txt"), []byte("3"), 0o644) }, "write sub/c.txt")
+	step(func() error { return os.Remove(filepath.Join(dir, "b.txt")) }, "remove b.txt")
+
 	code, e = a.call("GET", "/v2/watch/{watcher_id}/poll", "/v2/watch/"+id+"/poll?cursor=0&timeout=2", nil)
 	var polled struct {
 		Events []ev `json:"events"`
@@ -391,8 +461,9 @@ func TestAiodWatch(t *testing.T) {
 	want := []string{"create a.txt", "write a.txt", "write a.txt", "rename b.txt", "create sub", "create sub/c.txt", "write sub/c.txt", "remove b.txt"}
 	joined := strings.Join(got, ", ")
 	// Overwriting a file is one write (truncate and write coalesced by
-	// the debounce) or two; every other event exactly once, in order.
-	if j := strings.Replace(joined, "write a.txt, write a.txt", "write a.txt", 1); j != strings.Replace(strings.Join(want, ", "), "write a.txt, write a.txt", "write a.txt", 1) {
+	// the debounce) or, rarely, two; every other event exactly once, in
+	// order.
+	if strings.Replace(joined, "write a.txt, write a.txt, write a.txt", "write a.txt, write a.txt", 1) != strings.Join(want, ", ") {
 		t.Errorf("poll: %d events %s", len(got), joined)
 	}
 	for _, x := range polled.Events {
@@ -400,28 +471,14 @@ func TestAiodWatch(t *testing.T) {
 			t.Errorf("rename without old_path: %+v", x)
 		}
 	}
-	var streamed []string
-	timeout := time.After(5 * time.Second)
-	for len(streamed) < len(polled.Events)+1 {
-		select {
-		case f, ok := <-sse:
-			if !ok {
-				t.Fatal("stream ended")
-			}
-			streamed = append(streamed, f[0]+" "+f[1])
-		case <-timeout:
-			t.Fatalf("SSE: %d frames: %v", len(streamed), streamed)
-		}
-	}
-	if !strings.HasPrefix(streamed[0], "watch_started") || !strings.HasPrefix(streamed[1], "file_change "+id+":1 ") {
+	if streamed[1].id != id+":1" || streamed[1].event != "file_change" {
 		t.Errorf("SSE frames: %v", streamed)
 	}
 	var overSSE []string
 	for _, f := range streamed[1:] {
 		var x ev
-		_, data, _ := strings.Cut(f, "{")
-		if err := json.Unmarshal([]byte("{"+data), &x); err != nil {
-			t.Fatalf("SSE data %q: %v", f, err)
+		if err := json.Unmarshal([]byte(f.data), &x); err != nil {
+			t.Fatalf("SSE data %+v: %v", f, err)
 		}
 		overSSE = append(overSSE, x.Type+" "+x.RelativePath)
 	}
@@ -436,6 +493,21 @@ func TestAiodWatch(t *testing.T) {
 	}
 	if code, e := a.call("DELETE", "/v2/watch/{watcher_id}", "/v2/watch/"+id, nil); code != 200 || !e.Success {
 		t.Errorf("delete: %d %s", code, e.raw)
+	}
+	// Deleting the watcher ends the stream: watch_stopped, then the end
+	// of the response (EOF), each within its own deadline.
+	if f := nextFrame("watch_stopped"); f.event != "watch_stopped" {
+		t.Errorf("after delete: %+v", f)
+	}
+	select {
+	case err := <-sseEnd:
+		if err != nil {
+			t.Errorf("stream failed instead of ending: %v", err)
+		}
+	case f := <-sse:
+		t.Errorf("a frame after watch_stopped: %+v", f)
+	case <-time.After(10 * time.Second):
+		t.Error("the stream did not end within 10 s of the delete")
 	}
 }
 
@@ -499,10 +571,11 @@ func TestAiodInteractiveSweep(t *testing.T) {
 		t.Errorf("patch: %d %s", code, e.raw)
 	}
 	ok("POST", "/v2/pty/sessions/{id}/input", "/v2/pty/sessions/sw/input", map[string]any{"input": "echo typed\n"})
-	time.Sleep(300 * time.Millisecond)
-	if m := ok("GET", "/v2/pty/sessions/{id}/screen", "/v2/pty/sessions/sw/screen", nil); !strings.Contains(fmt.Sprint(m["output"]), "typed") {
-		t.Errorf("screen: %v", m)
-	}
+	var screen map[string]any
+	waitUntil(t, 10*time.Second, fmt.Sprintf("screen without the typed line's output: %v", screen), func() bool {
+		screen = ok("GET", "/v2/pty/sessions/{id}/screen", "/v2/pty/sessions/sw/screen", nil)
+		return strings.Count(fmt.Sprint(screen["output"]), "typed") >= 2 // the echo, then echo's output
+	})
 	ok("DELETE", "/v2/pty/sessions/{id}", "/v2/pty/sessions/sw", nil)
 	c, _, err := websocket.DefaultDialer.Dial(wsURL(d.URL, "/v2/pty/ws"), nil)
 	if err != nil {
@@ -537,15 +610,18 @@ func TestAiodInteractiveSweep(t *testing.T) {
 		t.Errorf("v1 poll: %v", m)
 	}
 	for _, u := range []string{"/v1/file/watch/" + id + "/events", "/v2/watch/" + id + "/events"} {
-		req, _ := http.NewRequest("GET", d.URL+u, nil)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		req, _ := http.NewRequestWithContext(ctx, "GET", d.URL+u, nil)
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil || resp.StatusCode != 200 {
+			cancel()
 			t.Fatalf("%s: %v %v", u, err, resp)
 		}
-		line, _ := bufio.NewReader(resp.Body).ReadString('\n')
+		line, err := bufio.NewReader(resp.Body).ReadString('\n')
 		resp.Body.Close()
-		if !strings.HasPrefix(line, "event: watch_started") && !strings.HasPrefix(line, "id:") && !strings.HasPrefix(line, ":") {
-			t.Errorf("%s first line %q", u, line)
+		cancel()
+		if err != nil || !strings.HasPrefix(line, "event: watch_started") && !strings.HasPrefix(line, "id:") && !strings.HasPrefix(line, ":") {
+			t.Errorf("%s first line %q: %v", u, line, err)
 		}
 	}
 	a.covered("GET", "/v1/file/watch/{watcher_id}/events")
@@ -555,11 +631,27 @@ func TestAiodInteractiveSweep(t *testing.T) {
 	if code != 503 || e.Message != "timed out waiting for file event" || time.Since(start) > 5*time.Second {
 		t.Errorf("wait timeout: %d %s", code, e.raw)
 	}
+	// Nothing says when the wait has taken hold, so the file is written
+	// until the wait answers (each write is an event it may take).
+	answered := make(chan struct{})
+	writer := make(chan struct{})
 	go func() {
-		time.Sleep(300 * time.Millisecond)
-		os.WriteFile(filepath.Join(dir, "soon"), []byte("s"), 0o644)
+		defer close(writer)
+		tick := time.NewTicker(100 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			os.WriteFile(filepath.Join(dir, "soon"), []byte("s"), 0o644)
+			select {
+			case <-answered:
+				return
+			case <-tick.C:
+			}
+		}
 	}()
-	if m := ok("POST", "/v1/file/watch/wait", "/v1/file/watch/wait", map[string]any{"path": filepath.Join(dir, "soon"), "timeout": 5}); m["event"] == nil {
+	m = ok("POST", "/v1/file/watch/wait", "/v1/file/watch/wait", map[string]any{"path": filepath.Join(dir, "soon"), "timeout": 10})
+	close(answered)
+	<-writer
+	if m["event"] == nil {
 		t.Errorf("wait: %v", m)
 	}
 	ok("DELETE", "/v1/file/watch/{watcher_id}", "/v1/file/watch/"+id, nil)
