@@ -9,9 +9,10 @@
 // loop, and reports round-trip p50/p99, calls/s and the server's CPU time
 // per call (user+sys from /proc). It then measures the server's RSS with
 // N idle joined connections (a fresh process per N). A baseline of two
-// loopback WebSocket hops (a plain Go forwarder between a client and an
-// echo peer, the relay's topology without Socket.IO) is measured in the
-// same run. It prints a Markdown report with ratios ours/reference.
+// loopback WebSocket hops (a plain Go forwarder between A clients and A
+// echo peers, the relay's topology without Socket.IO) is measured at each
+// level in the same run: its CPU per round trip is the floor. It prints a
+// Markdown report with ratios ours/reference and ours/raw forwarder.
 package main
 
 import (
@@ -79,14 +80,12 @@ func main() {
 	for i, t := range names {
 		results[i].name = t
 	}
-	var base []levelResult
 	for _, a := range ints(*agents) {
 		per := make([][]levelResult, len(names))
+		var base []levelResult
 		for round := 0; round < *rounds; round++ {
-			if a == 1 {
-				fmt.Fprintf(os.Stderr, "round %d: baseline, two loopback WebSocket hops\n", round+1)
-				base = append(base, measureBaseline(*warm, *dur))
-			}
+			fmt.Fprintf(os.Stderr, "round %d: baseline, raw WebSocket forwarder, %d agents\n", round+1, a)
+			base = append(base, measureBaseline(a, *warm, *dur))
 			for i, t := range names {
 				fmt.Fprintf(os.Stderr, "round %d: %s, %d agents\n", round+1, t, a)
 				srv := start(t, root, bin)
@@ -97,9 +96,7 @@ func main() {
 		for i := range names {
 			results[i].levels = append(results[i].levels, medianLevel(per[i]))
 		}
-	}
-	if len(base) > 0 {
-		r.baseline = medianLevel(base)
+		r.baseline = append(r.baseline, medianLevel(base))
 	}
 	for _, n := range ints(*idle) {
 		per := make([][]idleResult, len(names))
