@@ -164,6 +164,30 @@ func TestCallToolErrors(t *testing.T) {
 	}
 }
 
+// TestCallToolTypedNilParams: a nil map is no arguments, sent as {}.
+func TestCallToolTypedNilParams(t *testing.T) {
+	f, url := startFake(t, func(e *sio.Event) []json.RawMessage {
+		if e.Name == smcp.EventJoinOffice {
+			return raw("true", "null")
+		}
+		return raw(`{"content":[],"isError":false}`)
+	})
+	c := dial(t, url, Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := c.Join(ctx, "o"); err != nil {
+		t.Fatal(err)
+	}
+	var none map[string]any
+	if _, err := c.CallTool(ctx, Call{Computer: "c", Tool: "b__t", Params: none, ReqID: "r-nil"}); err != nil {
+		t.Fatal(err)
+	}
+	got := f.events(smcp.EventToolCall)
+	if len(got) != 1 || !strings.Contains(got[0], `"params":{}`) {
+		t.Fatalf("sent %q", got)
+	}
+}
+
 func TestBlob(t *testing.T) {
 	data := []byte(strings.Repeat("blob-data-", 100))
 	sum := sha256.Sum256(data)

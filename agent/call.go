@@ -24,7 +24,8 @@ type Call struct {
 	Computer string
 	// Tool is the exposed name, {bundle_id}__{name}, as listed by Tools.
 	Tool string
-	// Params is the argument object; nil means {}.
+	// Params is the argument object; nil (also a nil map or pointer)
+	// means {}.
 	Params any
 	// Timeout is the call's budget, rounded up to whole seconds. Default
 	// 60s.
@@ -54,6 +55,9 @@ func (c *Client) CallTool(ctx context.Context, call Call) (*smcp.CallToolResult,
 		b, err := json.Marshal(call.Params)
 		if err != nil {
 			return nil, fmt.Errorf("a2c: encode params: %w", err)
+		}
+		if string(b) == "null" {
+			b = params // a typed nil (a nil map or pointer) is nil too
 		}
 		if len(b) == 0 || b[0] != '{' {
 			return nil, errors.New("a2c: params must be a JSON object")
