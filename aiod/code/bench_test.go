@@ -10,7 +10,7 @@ import (
 // BenchmarkPrint1 runs print(1) on a warm kernel through the engine and
 // reports the median latency.
 func BenchmarkPrint1(b *testing.B) {
-	e := newEngine(Config{Workspace: b.TempDir()})
+	e := NewEngine(Config{Workspace: b.TempDir()})
 	defer e.Close(context.Background())
 	req := Request{Language: Python, Code: "print(1)", SessionID: "bench"}
 	if r, err := e.Execute(context.Background(), req); err != nil || r.Stdout != "1\n" {

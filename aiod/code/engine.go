@@ -214,7 +214,7 @@ var errQueueDeadline = errors.New("deadline passed while queued")
 
 // lock takes the session's run slot. It waits until ctx ends or the
 // deadline (zero: none) passes, and at most [MaxQueued] requests wait
-// at once (more: ErrLimit). A request whose context ended (an
+// at once (more: ErrBusy). A request whose context ended (an
 // ErrUnavailable wrapping ctx's error) or whose deadline passed
 // (errQueueDeadline) by the time the slot is free does not take it.
 // queued reports whether it had to wait.
@@ -240,7 +240,7 @@ func (s *session) lock(ctx context.Context, deadline time.Time) (queued bool, er
 	s.mu.Lock()
 	if s.waiting >= MaxQueued {
 		s.mu.Unlock()
-		return false, &Error{Kind: ErrLimit, Message: "Session busy: too many queued executions"}
+		return false, &Error{Kind: ErrBusy, Message: "Session busy: too many queued executions"}
 	}
 	s.waiting++
 	s.mu.Unlock()
@@ -303,7 +303,10 @@ type Engine struct {
 	bg       sync.WaitGroup // one-off runtimes being killed
 }
 
-func newEngine(cfg Config) *Engine {
+// NewEngine returns an engine with cfg's zero fields set to their
+// defaults. Interpreters are probed on first need; reclaiming idle
+// sessions is the owner's (the [Plane] runs it on a janitor).
+func NewEngine(cfg Config) *Engine {
 	cfg.defaults()
 	return &Engine{cfg: cfg, log: cfg.Logger, baseEnv: childEnv(os.Environ(), cfg.HideEnv),
 		sessions: map[sessionKey]*session{}, oneOffs: map[runtime]struct{}{}}
@@ -725,19 +728,19 @@ func (e *Engine) Session(lang, id string) (SessionInfo, error) {
 	return e.info(s), nil
 }
 
-// DeleteSession ends session id of lang ("" for every language) and
+// CloseSession ends session id of lang ("" for every language) and
 // reports whether there was one.
-func (e *Engine) DeleteSession(lang, id string) bool {
-	return e.deleteWhere(func(k sessionKey) bool { return k.id == id && (lang == "" || k.lang == lang) }) > 0
+func (e *Engine) CloseSession(lang, id string) bool {
+	return e.closeWhere(func(k sessionKey) bool { return k.id == id && (lang == "" || k.lang == lang) }) > 0
 }
 
-// DeleteSessions ends every session of lang ("" for all) and returns
+// CloseSessions ends every session of lang ("" for all) and returns
 // how many there were.
-func (e *Engine) DeleteSessions(lang string) int {
-	return e.deleteWhere(func(k sessionKey) bool { return lang == "" || k.lang == lang })
+func (e *Engine) CloseSessions(lang string) int {
+	return e.closeWhere(func(k sessionKey) bool { return lang == "" || k.lang == lang })
 }
 
-func (e *Engine) deleteWhere(match func(sessionKey) bool) int {
+func (e *Engine) closeWhere(match func(sessionKey) bool) int {
 	e.mu.Lock()
 	var ss []*session
 	for k, s := range e.sessions {
@@ -817,7 +820,7 @@ func (e *Engine) Close(ctx context.Context) error {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		e.DeleteSessions("")
+		e.CloseSessions("")
 		for _, rt := range rts {
 			rt.kill()
 		}

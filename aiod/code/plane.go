@@ -11,7 +11,6 @@ import (
 	"github.com/a2c-smcp/a2c-go/aiod/internal/janitor"
 
 	"github.com/a2c-smcp/a2c-go/aiod/internal/api"
-	"github.com/a2c-smcp/a2c-go/aiod/internal/serde"
 )
 
 // Plane is the code plane's HTTP surface over one [Engine]. It owns the
@@ -24,7 +23,7 @@ type Plane struct {
 // New returns a plane with its engine and a running janitor; stop both
 // with [Plane.Close]. Interpreters are probed on first need.
 func New(cfg Config) *Plane {
-	e := newEngine(cfg)
+	e := NewEngine(cfg)
 	every := max(min(e.cfg.KernelIdle, e.cfg.SessionIdle)/4, 100*time.Millisecond)
 	return &Plane{e: e, janitor: janitor.Start(janitor.Every(every, func(time.Time) { e.reclaim() }))}
 }
@@ -45,29 +44,14 @@ func (p *Plane) Close(ctx context.Context) error {
 
 // Mount registers the v2 routes and the v1 compatibility routes.
 func (p *Plane) Mount(mux *http.ServeMux) {
-	mux.HandleFunc("POST /v2/code/execute", p.execute)
-	mux.HandleFunc("GET /v2/code/info", p.info)
-	mux.HandleFunc("POST /v2/code/sessions", p.createSession)
-	mux.HandleFunc("GET /v2/code/sessions", p.listSessions)
-	mux.HandleFunc("DELETE /v2/code/sessions", p.deleteSessions(""))
-	mux.HandleFunc("GET /v2/code/sessions/{session_id}", p.getSession(""))
-	mux.HandleFunc("DELETE /v2/code/sessions/{session_id}", p.deleteSession)
+	mux.Handle("POST /v2/code/execute", api.Route[executeBody, *Result]{Op: p.execute, Reply: runReply(func(r *Result) any { return r })})
+	mux.Handle("GET /v2/code/info", api.Route[struct{}, Info]{From: api.FromNothing, Op: p.info})
+	mux.Handle("POST /v2/code/sessions", api.Route[sessionBody, SessionInfo]{Op: p.createSession})
+	mux.Handle("GET /v2/code/sessions", api.Route[struct{}, sessionList]{From: api.FromNothing, Op: p.listSessions("")})
+	mux.Handle("DELETE /v2/code/sessions", api.Route[struct{}, cleaned]{From: api.FromNothing, Op: p.closeSessions("")})
+	mux.Handle("GET /v2/code/sessions/{session_id}", api.Route[struct{}, SessionInfo]{From: api.FromNothing, Op: p.getSession("")})
+	mux.Handle("DELETE /v2/code/sessions/{session_id}", api.Route[struct{}, closed]{From: api.FromNothing, Op: p.closeSession})
 	p.mountV1(mux)
-}
-
-// fail answers an engine error: on v1 a field refusal is a 422 errors[]
-// entry (type enum for the language), on v2 its message.
-func fail(w http.ResponseWriter, err error, v1 bool) {
-	e := asError(err)
-	if v1 && errors.Is(err, ErrInvalid) {
-		typ := serde.TypeValue
-		if e.Field == "language" {
-			typ = "enum"
-		}
-		api.Invalid(w, &serde.Error{Location: []string{"body", e.Field}, Message: e.Message, Type: typ})
-		return
-	}
-	api.Fail(w, statusOf(err), e.Message, nil, e.Hint)
 }
 
 // seconds converts an optional timeout in seconds (0: the default).
@@ -99,39 +83,33 @@ func (b executeBody) request() (Request, error) {
 		Cwd: b.Cwd, User: b.User}, err
 }
 
-// run executes req, having answered on failure.
-func (p *Plane) run(w http.ResponseWriter, r *http.Request, req Request, err error, v1 bool) (*Result, bool) {
-	var res *Result
-	if err == nil {
-		res, err = p.e.Execute(r.Context(), req)
-	}
+// run checks a request's fields (err: the first refusal) and runs it.
+func (p *Plane) run(r *http.Request, req Request, err error) (*Result, error) {
 	if err != nil {
-		fail(w, err, v1)
-		return nil, false
+		return nil, err
 	}
-	return res, true
+	return p.e.Execute(r.Context(), req)
 }
 
-// result answers a run: success follows its status.
-func result(w http.ResponseWriter, res *Result, data any) {
-	msg := map[string]string{StatusOK: "ok", StatusError: "Code execution failed", StatusTimeout: "Code execution timed out"}[res.Status]
-	api.JSON(w, http.StatusOK, api.Envelope{Success: res.Status == StatusOK, Message: msg, Data: data})
+// messages are the envelope messages of a run by its status.
+var messages = map[string]string{StatusOK: "ok", StatusError: "Code execution failed", StatusTimeout: "Code execution timed out"}
+
+// runReply answers a run with the data a route shapes from it; success
+// follows the run's status.
+func runReply(data func(*Result) any) func(http.ResponseWriter, *http.Request, *Result) {
+	return func(w http.ResponseWriter, _ *http.Request, res *Result) {
+		api.JSON(w, http.StatusOK, api.Envelope{Success: res.Status == StatusOK, Message: messages[res.Status], Data: data(res)})
+	}
 }
 
-func (p *Plane) execute(w http.ResponseWriter, r *http.Request) {
-	var b executeBody
-	if !api.Body(w, r, &b) {
-		return
-	}
+func (p *Plane) execute(r *http.Request, b executeBody) (*Result, error) {
 	req, err := b.request()
 	if _, ok := ParseLanguage(b.Language); !ok {
 		err = invalid("language", UnsupportedLanguage(b.Language))
 	} else if err == nil && b.Code == "" {
 		err = invalid("code", "code must not be empty")
 	}
-	if res, ok := p.run(w, r, req, err, false); ok {
-		result(w, res, res)
-	}
+	return p.run(r, req, err)
 }
 
 // RuntimeInfo is an interpreter's availability.
@@ -184,7 +162,7 @@ func (e *Engine) Info() Info {
 	return in
 }
 
-func (p *Plane) info(w http.ResponseWriter, _ *http.Request) { api.OK(w, p.e.Info()) }
+func (p *Plane) info(*http.Request, struct{}) (Info, error) { return p.e.Info(), nil }
 
 // sessionBody is POST /v2/code/sessions.
 type sessionBody struct {
@@ -194,17 +172,9 @@ type sessionBody struct {
 	User      string `json:"user"`
 }
 
-func (p *Plane) createSession(w http.ResponseWriter, r *http.Request) {
-	var b sessionBody
-	if !api.Body(w, r, &b) {
-		return
-	}
+func (p *Plane) createSession(r *http.Request, b sessionBody) (SessionInfo, error) {
 	info, _, err := p.e.CreateSession(r.Context(), SessionOptions(b))
-	if err != nil {
-		fail(w, err, false)
-		return
-	}
-	api.OK(w, info)
+	return info, err
 }
 
 // sessionMap keys sessions by id; a javascript session sharing its id
@@ -221,35 +191,44 @@ func sessionMap(list []SessionInfo) map[string]SessionInfo {
 	return m
 }
 
-// listSessions answers {sessions: {id: session}} for lang ("" all).
-func (p *Plane) listSessionsOf(lang string) http.HandlerFunc {
-	return func(w http.ResponseWriter, _ *http.Request) {
-		api.OK(w, map[string]any{"sessions": sessionMap(p.e.Sessions(lang))})
+// sessionList is {sessions: {id: session}}.
+type sessionList struct {
+	Sessions map[string]SessionInfo `json:"sessions"`
+}
+
+// listSessions lists the sessions of lang ("" all).
+func (p *Plane) listSessions(lang string) func(*http.Request, struct{}) (sessionList, error) {
+	return func(*http.Request, struct{}) (sessionList, error) {
+		return sessionList{Sessions: sessionMap(p.e.Sessions(lang))}, nil
 	}
 }
 
-func (p *Plane) listSessions(w http.ResponseWriter, r *http.Request) { p.listSessionsOf("")(w, r) }
-
-// getSession answers one session of lang ("" any), 404 when unknown.
-func (p *Plane) getSession(lang string) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		info, err := p.e.Session(lang, r.PathValue("session_id"))
-		if err != nil {
-			fail(w, err, false)
-			return
-		}
-		api.OK(w, info)
+// getSession describes one session of lang ("" any), 404 when unknown.
+func (p *Plane) getSession(lang string) func(*http.Request, struct{}) (SessionInfo, error) {
+	return func(r *http.Request, _ struct{}) (SessionInfo, error) {
+		return p.e.Session(lang, r.PathValue("session_id"))
 	}
 }
 
-func (p *Plane) deleteSession(w http.ResponseWriter, r *http.Request) {
+// closed answers DELETE /v2/code/sessions/{session_id}.
+type closed struct {
+	SessionID string `json:"session_id"`
+	Deleted   bool   `json:"deleted"`
+}
+
+func (p *Plane) closeSession(r *http.Request, _ struct{}) (closed, error) {
 	id := r.PathValue("session_id")
-	api.OK(w, map[string]any{"session_id": id, "deleted": p.e.DeleteSession("", id)})
+	return closed{SessionID: id, Deleted: p.e.CloseSession("", id)}, nil
 }
 
-// deleteSessions ends every session of lang ("" all).
-func (p *Plane) deleteSessions(lang string) http.HandlerFunc {
-	return func(w http.ResponseWriter, _ *http.Request) {
-		api.OK(w, map[string]int{"cleaned_sessions": p.e.DeleteSessions(lang)})
+// cleaned answers DELETE of a session list.
+type cleaned struct {
+	CleanedSessions int `json:"cleaned_sessions"`
+}
+
+// closeSessions ends every session of lang ("" all).
+func (p *Plane) closeSessions(lang string) func(*http.Request, struct{}) (cleaned, error) {
+	return func(*http.Request, struct{}) (cleaned, error) {
+		return cleaned{CleanedSessions: p.e.CloseSessions(lang)}, nil
 	}
 }

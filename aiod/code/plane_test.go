@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/a2c-smcp/a2c-go/aiod/internal/api"
 )
 
 func TestValidation(t *testing.T) {
@@ -43,7 +45,7 @@ func TestValidation(t *testing.T) {
 // TestDefaultCaps checks the default caps' messages without starting
 // processes: sessions are created lazily, so filling the table is cheap.
 func TestDefaultCaps(t *testing.T) {
-	e := newEngine(Config{})
+	e := NewEngine(Config{})
 	for _, c := range []struct {
 		lang string
 		n    int
@@ -54,7 +56,7 @@ func TestDefaultCaps(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if _, err := e.session(c.lang, "one-more", "/", nil); err == nil || err.Error() != c.msg || statusOf(err) != http.StatusTooManyRequests {
+		if _, err := e.session(c.lang, "one-more", "/", nil); err == nil || err.Error() != c.msg || api.Status(err) != http.StatusTooManyRequests {
 			t.Errorf("%s: %v", c.lang, err)
 		}
 		if _, err := e.session(c.lang, "a", "/", nil); err != nil {

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/a2c-smcp/a2c-go/aiod/internal/api"
 )
 
 // post sends a v2 execute under ctx and returns its status (0 when the
@@ -148,7 +150,7 @@ func TestQueueBound(t *testing.T) {
 	if rp.Message != "Session busy: too many queued executions" {
 		t.Errorf("%s", rp.raw)
 	}
-	if _, err := s.lock(t.Context(), time.Time{}); !errors.Is(err, ErrLimit) || statusOf(err) != http.StatusTooManyRequests {
+	if _, err := s.lock(t.Context(), time.Time{}); !errors.Is(err, ErrBusy) || api.Status(err) != http.StatusTooManyRequests {
 		t.Errorf("engine: %v", err)
 	}
 	cancel()

@@ -13,7 +13,7 @@ import (
 // its first run is dropped, so it does not hold a slot under the cap.
 func TestStartFailureFreesSlot(t *testing.T) {
 	t.Run("node with a cwd that is gone", func(t *testing.T) {
-		e := newEngine(Config{Workspace: t.TempDir(), MaxSessions: 1})
+		e := NewEngine(Config{Workspace: t.TempDir(), MaxSessions: 1})
 		defer e.Close(t.Context())
 		s, err := e.session(JavaScript, "bad", filepath.Join(t.TempDir(), "removed"), nil)
 		if err != nil {
@@ -65,7 +65,7 @@ func TestStartFailureFreesSlot(t *testing.T) {
 
 // TestAgeSeconds counts from the session's creation, not its last use.
 func TestAgeSeconds(t *testing.T) {
-	e := newEngine(Config{Workspace: t.TempDir()})
+	e := NewEngine(Config{Workspace: t.TempDir()})
 	s, err := e.session(JavaScript, "old", e.cfg.Workspace, nil)
 	if err != nil {
 		t.Fatal(err)

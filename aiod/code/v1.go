@@ -1,41 +1,63 @@
 package code
 
 import (
+	"errors"
 	"net/http"
 
 	"github.com/a2c-smcp/a2c-go/aiod/internal/api"
+	"github.com/a2c-smcp/a2c-go/aiod/internal/serde"
 )
 
 // mountV1 registers the 1.x compatibility routes: /v1/code, /v1/jupyter
 // (python on the kernel) and /v1/nodejs, adapted onto the same engine.
+// A field refusal answers as the validation body ([fieldFail]).
 func (p *Plane) mountV1(mux *http.ServeMux) {
-	mux.HandleFunc("POST /v1/code/execute", p.codeExecuteV1)
-	mux.HandleFunc("GET /v1/code/info", p.info)
+	mux.Handle("POST /v1/code/execute", api.Route[executeBody, *Result]{Op: p.codeExecuteV1, Reply: runReply(codeResultV1Of), Fail: fieldFail})
+	mux.Handle("GET /v1/code/info", api.Route[struct{}, Info]{From: api.FromNothing, Op: p.info})
 
-	mux.HandleFunc("POST /v1/jupyter/execute", p.jupyter(p.jupyterExecute))
-	mux.HandleFunc("GET /v1/jupyter/info", p.jupyter(p.jupyterInfo))
-	mux.HandleFunc("GET /v1/jupyter/sessions", p.jupyter(p.listSessionsOf(Python)))
-	mux.HandleFunc("DELETE /v1/jupyter/sessions", p.jupyter(p.deleteSessions(Python)))
-	mux.HandleFunc("POST /v1/jupyter/sessions/create", p.jupyter(p.jupyterCreate))
-	mux.HandleFunc("GET /v1/jupyter/sessions/{session_id}", p.jupyter(p.getSession(Python)))
-	mux.HandleFunc("DELETE /v1/jupyter/sessions/{session_id}", p.jupyter(p.jupyterDelete))
-	mux.HandleFunc("POST /v1/jupyter/sessions/{session_id}/interrupt", notImplemented(
+	mux.Handle("POST /v1/jupyter/execute", p.jupyter(api.Route[jupyterBody, *Result]{Op: p.jupyterExecute, Reply: runReply(jupyterResultOf), Fail: fieldFail}))
+	mux.Handle("GET /v1/jupyter/info", p.jupyter(api.Route[struct{}, map[string]any]{From: api.FromNothing, Op: p.jupyterInfo}))
+	mux.Handle("GET /v1/jupyter/sessions", p.jupyter(api.Route[struct{}, sessionList]{From: api.FromNothing, Op: p.listSessions(Python)}))
+	mux.Handle("DELETE /v1/jupyter/sessions", p.jupyter(api.Route[struct{}, cleaned]{From: api.FromNothing, Op: p.closeSessions(Python)}))
+	mux.Handle("POST /v1/jupyter/sessions/create", p.jupyter(api.Route[jupyterCreateBody, map[string]string]{Op: p.jupyterCreate, Fail: fieldFail}))
+	mux.Handle("GET /v1/jupyter/sessions/{session_id}", p.jupyter(api.Route[struct{}, SessionInfo]{From: api.FromNothing, Op: p.getSession(Python)}))
+	mux.Handle("DELETE /v1/jupyter/sessions/{session_id}", p.jupyter(api.Route[struct{}, string]{From: api.FromNothing, Op: p.jupyterDelete,
+		Reply: func(w http.ResponseWriter, _ *http.Request, msg string) { api.OKMessage(w, msg, nil) },
+		// the published 1.x answer to an unknown session
+		Override: []api.Override{api.AsStatus(ErrNotFound, http.StatusOK)}}))
+	mux.Handle("POST /v1/jupyter/sessions/{session_id}/interrupt", notImplemented(
 		"Session interrupt is not supported: a cell past its timeout is interrupted on its own"))
-	mux.HandleFunc("POST /v1/jupyter/sessions/{session_id}/restart", notImplemented(
+	mux.Handle("POST /v1/jupyter/sessions/{session_id}/restart", notImplemented(
 		"Session restart is not supported: delete the session and run in a new one"))
 
-	mux.HandleFunc("POST /v1/nodejs/execute", p.nodeExecute)
-	mux.HandleFunc("GET /v1/nodejs/info", p.nodeInfo)
-	mux.HandleFunc("GET /v1/nodejs/sessions", p.listSessionsOf(JavaScript))
-	mux.HandleFunc("POST /v1/nodejs/sessions", p.nodeCreate)
-	mux.HandleFunc("DELETE /v1/nodejs/sessions", p.deleteSessions(JavaScript))
-	mux.HandleFunc("GET /v1/nodejs/sessions/{session_id}", p.nodeSession)
-	mux.HandleFunc("DELETE /v1/nodejs/sessions/{session_id}", p.nodeDelete)
+	mux.Handle("POST /v1/nodejs/execute", api.Route[nodeBody, *Result]{Op: p.nodeExecute, Reply: runReply(nodeResultOf), Fail: fieldFail})
+	mux.Handle("GET /v1/nodejs/info", api.Route[struct{}, map[string]any]{From: api.FromNothing, Op: p.nodeInfo})
+	mux.Handle("GET /v1/nodejs/sessions", api.Route[struct{}, sessionList]{From: api.FromNothing, Op: p.listSessions(JavaScript)})
+	mux.Handle("POST /v1/nodejs/sessions", api.Route[nodeCreateBody, map[string]any]{Op: p.nodeCreate, Fail: fieldFail})
+	mux.Handle("DELETE /v1/nodejs/sessions", api.Route[struct{}, cleaned]{From: api.FromNothing, Op: p.closeSessions(JavaScript)})
+	mux.Handle("GET /v1/nodejs/sessions/{session_id}", api.Route[struct{}, map[string]any]{From: api.FromNothing, Op: p.nodeSession, Fail: fieldFail})
+	mux.Handle("DELETE /v1/nodejs/sessions/{session_id}", api.Route[struct{}, map[string]bool]{From: api.FromNothing, Op: p.nodeDelete})
+}
+
+// fieldFail answers a v1 refusal: a field refusal (ErrInvalid) as a 422
+// errors[] entry (type enum for the language), anything else by its
+// kind.
+func fieldFail(w http.ResponseWriter, _ *http.Request, err error) {
+	if errors.Is(err, ErrInvalid) {
+		e := api.Refusal(err)
+		typ := serde.TypeValue
+		if e.Field == "language" {
+			typ = "enum"
+		}
+		api.Invalid(w, &serde.Error{Location: []string{"body", e.Field}, Message: e.Message, Type: typ})
+		return
+	}
+	api.WriteError(w, err)
 }
 
 func notImplemented(msg string) http.HandlerFunc {
 	return func(w http.ResponseWriter, _ *http.Request) {
-		api.Fail(w, http.StatusNotImplemented, msg, nil, "")
+		api.WriteError(w, api.NewError(ErrNotImplemented, msg))
 	}
 }
 
@@ -71,16 +93,13 @@ type codeResultV1 struct {
 	SessionID      *string    `json:"session_id"`
 }
 
-func (p *Plane) codeExecuteV1(w http.ResponseWriter, r *http.Request) {
-	var b executeBody
-	if !api.Body(w, r, &b) {
-		return
-	}
+func (p *Plane) codeExecuteV1(r *http.Request, b executeBody) (*Result, error) {
 	req, err := b.request()
-	res, ok := p.run(w, r, req, err, true)
-	if !ok {
-		return
-	}
+	return p.run(r, req, err)
+}
+
+// codeResultV1Of is /v1/code/execute's data.
+func codeResultV1Of(res *Result) any {
 	d := codeResultV1{Code: res.Code, Language: res.Language, Status: res.Status, ExecutionCount: res.ExecutionCount,
 		ExitCode: res.ExitCode, Outputs: v1Outputs(res.Outputs), Stdout: nullable(res.Stdout), Stderr: nullable(res.Stderr),
 		SessionID: res.SessionID}
@@ -89,19 +108,19 @@ func (p *Plane) codeExecuteV1(w http.ResponseWriter, r *http.Request) {
 			d.Traceback = o.traceback()
 		}
 	}
-	result(w, res, d)
+	return d
 }
 
 // jupyter guards a /v1/jupyter route: without a kernel interpreter the
 // plane is not implemented here (501, with what to install).
-func (p *Plane) jupyter(h http.HandlerFunc) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
+func (p *Plane) jupyter(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if py := p.e.pythonProbe(); !py.ok {
-			api.Fail(w, http.StatusNotImplemented, "Jupyter is not available on this daemon: "+py.err.Message, nil, py.err.Hint)
+			api.WriteError(w, api.NewError(ErrNotImplemented, "Jupyter is not available on this daemon: "+py.err.Message).WithHint(py.err.Hint))
 			return
 		}
-		h(w, r)
-	}
+		h.ServeHTTP(w, r)
+	})
 }
 
 // checkKernel refuses a kernel_name other than the one served.
@@ -133,11 +152,7 @@ type jupyterResult struct {
 	MsgID          *string    `json:"msg_id"`
 }
 
-func (p *Plane) jupyterExecute(w http.ResponseWriter, r *http.Request) {
-	var b jupyterBody
-	if !api.Body(w, r, &b) {
-		return
-	}
+func (p *Plane) jupyterExecute(r *http.Request, b jupyterBody) (*Result, error) {
 	d, err := seconds(b.Timeout)
 	if err == nil {
 		err = checkKernel(b.KernelName)
@@ -145,27 +160,27 @@ func (p *Plane) jupyterExecute(w http.ResponseWriter, r *http.Request) {
 	req := Request{Language: Python, Code: b.Code, SessionID: b.SessionID, Stateful: b.Stateful, Timeout: d, Cwd: b.Cwd}
 	if err == nil {
 		if _, cerr := p.e.cwd(b.Cwd); cerr != nil { // a run-time failure on this route, not a refusal
-			res := p.e.finish(&Result{Code: b.Code, Language: Python},
-				outcome{Status: StatusError, Outputs: []Output{errorOutput("DirectoryError", "cwd is not a directory: "+b.Cwd)}}, nil)
-			result(w, res, jupyterResult{KernelName: KernelName, Status: res.Status, Outputs: v1Outputs(res.Outputs), Code: b.Code})
-			return
+			return p.e.finish(&Result{Code: b.Code, Language: Python},
+				outcome{Status: StatusError, Outputs: []Output{errorOutput("DirectoryError", "cwd is not a directory: "+b.Cwd)}}, nil), nil
 		}
 	}
-	res, ok := p.run(w, r, req, err, true)
-	if ok {
-		result(w, res, jupyterResult{KernelName: KernelName, SessionID: res.SessionID, Status: res.Status,
-			ExecutionCount: res.ExecutionCount, Outputs: v1Outputs(res.Outputs), Code: res.Code, MsgID: nullable(res.MsgID)})
-	}
+	return p.run(r, req, err)
 }
 
-func (p *Plane) jupyterInfo(w http.ResponseWriter, _ *http.Request) {
-	api.OK(w, map[string]any{
+// jupyterResultOf is /v1/jupyter/execute's data.
+func jupyterResultOf(res *Result) any {
+	return jupyterResult{KernelName: KernelName, SessionID: res.SessionID, Status: res.Status,
+		ExecutionCount: res.ExecutionCount, Outputs: v1Outputs(res.Outputs), Code: res.Code, MsgID: nullable(res.MsgID)}
+}
+
+func (p *Plane) jupyterInfo(*http.Request, struct{}) (map[string]any, error) {
+	return map[string]any{
 		"default_kernel": KernelName, "available_kernels": []string{KernelName},
 		"active_sessions":         len(p.e.Sessions(Python)),
 		"session_timeout_seconds": int(p.e.cfg.KernelIdle.Seconds()), "max_sessions": p.e.cfg.MaxKernelSessions,
 		"description":      "Python " + p.e.pythonProbe().version + " on an embedded ipykernel (" + p.e.pythonProbe().path + ")",
 		"kernel_detection": "probed: the daemon's python imports ipykernel",
-	})
+	}, nil
 }
 
 // jupyterCreateBody is the published JupyterCreateSessionRequest.
@@ -175,21 +190,15 @@ type jupyterCreateBody struct {
 	Cwd        string `json:"cwd"`
 }
 
-func (p *Plane) jupyterCreate(w http.ResponseWriter, r *http.Request) {
-	var b jupyterCreateBody
-	if !api.Body(w, r, &b) {
-		return
-	}
+func (p *Plane) jupyterCreate(r *http.Request, b jupyterCreateBody) (map[string]string, error) {
 	if err := checkKernel(b.KernelName); err != nil {
-		fail(w, err, true)
-		return
+		return nil, err
 	}
 	info, created, err := p.e.CreateSession(r.Context(), SessionOptions{Language: Python, SessionID: b.SessionID, Cwd: b.Cwd})
 	if err != nil {
-		fail(w, err, true)
-		return
+		return nil, err
 	}
-	api.OK(w, map[string]string{"session_id": info.SessionID, "kernel_name": KernelName, "message": createdMessage(created)})
+	return map[string]string{"session_id": info.SessionID, "kernel_name": KernelName, "message": createdMessage(created)}, nil
 }
 
 func createdMessage(created bool) string {
@@ -199,13 +208,14 @@ func createdMessage(created bool) string {
 	return "Session already exists"
 }
 
-func (p *Plane) jupyterDelete(w http.ResponseWriter, r *http.Request) {
+// jupyterDelete answers the route's own message; an unknown session is
+// a not-found refusal, which this route answers 200.
+func (p *Plane) jupyterDelete(r *http.Request, _ struct{}) (string, error) {
 	id := r.PathValue("session_id")
-	if !p.e.DeleteSession(Python, id) {
-		api.Fail(w, http.StatusOK, "Session not found: "+id, nil)
-		return
+	if !p.e.CloseSession(Python, id) {
+		return "", api.NewError(ErrNotFound, "Session not found: "+id)
 	}
-	api.OKMessage(w, "Session "+id+" deleted", nil)
+	return "Session " + id + " deleted", nil
 }
 
 // nodeBody is the published NodeJSExecuteRequest; stdin, files and
@@ -233,32 +243,30 @@ type nodeResult struct {
 	SessionID      *string    `json:"session_id"`
 }
 
-func (p *Plane) nodeExecute(w http.ResponseWriter, r *http.Request) {
-	var b nodeBody
-	if !api.Body(w, r, &b) {
-		return
-	}
+func (p *Plane) nodeExecute(r *http.Request, b nodeBody) (*Result, error) {
 	req, err := executeBody{Language: JavaScript, Code: b.Code, SessionID: b.SessionID, Stateful: b.Stateful,
 		Timeout: b.Timeout, Cwd: b.Cwd, User: b.User}.request()
-	if res, ok := p.run(w, r, req, err, true); ok {
-		result(w, res, nodeResult{Language: JavaScript, Status: res.Status, ExecutionCount: res.ExecutionCount,
-			Outputs: v1Outputs(res.Outputs), Code: res.Code, Stdout: res.Stdout, Stderr: res.Stderr, ExitCode: res.ExitCode,
-			SessionID: res.SessionID})
-	}
+	return p.run(r, req, err)
 }
 
-func (p *Plane) nodeInfo(w http.ResponseWriter, _ *http.Request) {
+// nodeResultOf is /v1/nodejs/execute's data.
+func nodeResultOf(res *Result) any {
+	return nodeResult{Language: JavaScript, Status: res.Status, ExecutionCount: res.ExecutionCount,
+		Outputs: v1Outputs(res.Outputs), Code: res.Code, Stdout: res.Stdout, Stderr: res.Stderr, ExitCode: res.ExitCode,
+		SessionID: res.SessionID}
+}
+
+func (p *Plane) nodeInfo(*http.Request, struct{}) (map[string]any, error) {
 	n := p.e.nodeProbe()
 	if !n.ok {
-		fail(w, n.err, true)
-		return
+		return nil, n.err
 	}
-	api.OK(w, map[string]any{
+	return map[string]any{
 		"node_version": "v" + n.version, "npm_version": p.e.npmVersion(), "supported_languages": []string{JavaScript},
 		"description":       "JavaScript on a persistent node REPL per session (" + n.path + ")",
 		"runtime_directory": nil, "global_npm_directory": nil, "runtime_packages": []any{}, "global_packages": []any{},
 		"error": nil, "available_versions": []string{}, "current_version": "v" + n.version,
-	})
+	}, nil
 }
 
 // nodeCreateBody is the published NodeJSCreateSessionRequest;
@@ -269,28 +277,22 @@ type nodeCreateBody struct {
 	User      string `json:"user"`
 }
 
-func (p *Plane) nodeCreate(w http.ResponseWriter, r *http.Request) {
-	var b nodeCreateBody
-	if !api.Body(w, r, &b) {
-		return
-	}
+func (p *Plane) nodeCreate(r *http.Request, b nodeCreateBody) (map[string]any, error) {
 	info, created, err := p.e.CreateSession(r.Context(), SessionOptions{Language: JavaScript, SessionID: b.SessionID, Cwd: b.Cwd, User: b.User})
 	if err != nil {
-		fail(w, err, true)
-		return
+		return nil, err
 	}
-	api.OK(w, map[string]any{"session_id": info.SessionID, "created": created, "message": createdMessage(created), "session": info})
+	return map[string]any{"session_id": info.SessionID, "created": created, "message": createdMessage(created), "session": info}, nil
 }
 
-func (p *Plane) nodeSession(w http.ResponseWriter, r *http.Request) {
+func (p *Plane) nodeSession(r *http.Request, _ struct{}) (map[string]any, error) {
 	info, err := p.e.Session(JavaScript, r.PathValue("session_id"))
 	if err != nil {
-		fail(w, err, true)
-		return
+		return nil, err
 	}
-	api.OK(w, map[string]any{"session": info})
+	return map[string]any{"session": info}, nil
 }
 
-func (p *Plane) nodeDelete(w http.ResponseWriter, r *http.Request) {
-	api.OK(w, map[string]bool{"deleted": p.e.DeleteSession(JavaScript, r.PathValue("session_id"))})
+func (p *Plane) nodeDelete(r *http.Request, _ struct{}) (map[string]bool, error) {
+	return map[string]bool{"deleted": p.e.CloseSession(JavaScript, r.PathValue("session_id"))}, nil
 }
