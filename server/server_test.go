@@ -73,15 +73,25 @@ func newTestServer(t testing.TB, cfg Config) (*Server, string) {
 
 func connect(t testing.TB, url string, answer func(*sio.Event) any) *peer {
 	t.Helper()
+	return connectWith(t, url, nil, answer)
+}
+
+// connectWith is connect with options adjusted by opt (when not nil).
+func connectWith(t testing.TB, url string, opt func(*sio.ClientOptions), answer func(*sio.Event) any) *peer {
+	t.Helper()
 	p := &peer{t: t, answer: answer}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	s, err := sio.Dial(ctx, url, sio.ClientOptions{
+	o := sio.ClientOptions{
 		Namespace: smcp.Namespace,
 		Query:     map[string][]string{smcp.QueryVersion: {smcp.ProtocolVersion}},
 		Transport: sio.WebSocketOnly,
 		Handler:   p,
-	})
+	}
+	if opt != nil {
+		opt(&o)
+	}
+	s, err := sio.Dial(ctx, url, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -240,18 +250,32 @@ func TestRelayErrors(t *testing.T) {
 	}
 }
 
+// TestRelayDeadlines checks both sides of each relay deadline: no answer
+// before it (RelayTimeout; the tool call's timeout plus ToolCallSlack),
+// and the timeout answer within a bound after it.
 func TestRelayDeadlines(t *testing.T) {
-	_, url := newTestServer(t, Config{RelayTimeout: 50 * time.Millisecond, ToolCallSlack: 10 * time.Millisecond})
+	const relay, slack, late = 150 * time.Millisecond, 150 * time.Millisecond, 2 * time.Second
+	_, url := newTestServer(t, Config{RelayTimeout: relay, ToolCallSlack: slack})
 	never := connect(t, url, func(*sio.Event) any { return nil })
 	never.join(smcp.RoleComputer, "c", "o")
 	a := connect(t, url, nil)
 	a.join(smcp.RoleAgent, "a", "o")
+	within := func(what string, start time.Time, deadline time.Duration) {
+		t.Helper()
+		if d := time.Since(start); d < deadline || d > deadline+late {
+			t.Errorf("%s answered after %v, want between %v and %v", what, d, deadline, deadline+late)
+		}
+	}
 
+	start := time.Now()
 	got := a.call(smcp.EventGetTools, smcp.GetToolsReq{Agent: "a", ReqID: "r1", Computer: "c"})
+	within("get_tools", start, relay)
 	if e, ok := smcp.DecodeError([]byte(got[0])); !ok || e.Code != 408 {
 		t.Errorf("get_tools deadline = %s", got)
 	}
+	start = time.Now()
 	got = a.call(smcp.EventToolCall, smcp.ToolCallReq{Agent: "a", ReqID: "r2", Computer: "c", ToolName: "b__t", Timeout: 1})
+	within("tool_call", start, time.Second+slack)
 	var r smcp.CallToolResult
 	if err := json.Unmarshal([]byte(got[0]), &r); err != nil || !r.IsError || !r.Timeout() {
 		t.Errorf("tool_call deadline = %s", got)
