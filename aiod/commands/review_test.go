@@ -97,16 +97,20 @@ func gone(t *testing.T, p procInfo) {
 }
 
 // noOrphanZombies waits until no zombie reparented to the test process
-// is left unreaped.
+// is left unreaped, in several looks in a row (one look may fall between
+// a death and its SIGCHLD).
 func noOrphanZombies(t *testing.T) {
 	t.Helper()
+	clean := 0
 	eventually(t, 5*time.Second, "orphaned zombies to be reaped", func() bool {
 		for _, p := range scanProcs().Procs {
 			if p.State == 'Z' && p.PPID == selfPid && p.PGID != selfPgid {
+				clean = 0
 				return false
 			}
 		}
-		return true
+		clean++
+		return clean >= 5
 	})
 }
 
@@ -178,18 +182,39 @@ func TestDetachedChildKilled(t *testing.T) {
 	noOrphanZombies(t)
 }
 
+// TestOrphanZombiesReaped: processes a command detached (double fork,
+// setsid) are reparented to the daemon, a subreaper; when they die the
+// daemon reaps them. Each is seen alive first, then killed by the test,
+// and must vanish from /proc: an unreaped zombie stays there.
 func TestOrphanZombiesReaped(t *testing.T) {
 	if _, err := os.Stat("/proc/self/stat"); err != nil {
 		t.Skip("needs /proc")
 	}
 	h := newHarness(t, Config{}, nil)
-	// Each subshell exits at once; its child is reparented to the daemon
-	// and exits after it.
-	d := h.run(map[string]any{"command": "for i in 1 2 3; do (setsid sleep 0.2 &); (sleep 0.3 &); done"})
+	t.Cleanup(func() { closePlane(t, h.p) })
+	d := h.run(map[string]any{"command": "for i in 1 2 3; do (setsid sleep 1000.5$i &); (sleep 1000.6$i &); done"})
 	if code(d.ExitCode) != "0" {
 		t.Fatalf("%+v", d)
 	}
-	time.Sleep(400 * time.Millisecond)
+	var orphans []procInfo
+	for _, i := range []string{"1", "2", "3"} {
+		for _, arg := range []string{"1000.5" + i, "1000.6" + i} {
+			p := waitProc(t, "sleep", arg)
+			eventually(t, 10*time.Second, "sleep "+arg+" to be reparented to the daemon", func() bool {
+				q, ok := child.ReadProc(p.PID)
+				return ok && q.Start == p.Start && q.PPID == selfPid
+			})
+			orphans = append(orphans, p)
+		}
+	}
+	for _, p := range orphans {
+		if err := syscall.Kill(p.PID, syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, p := range orphans {
+		gone(t, p)
+	}
 	noOrphanZombies(t)
 }
 

@@ -14,7 +14,7 @@ func TestOwnedNeverReaped(t *testing.T) {
 	if err := Start(cmd, cmd.Start); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(100 * time.Millisecond) // a zombie by now
+	waitZombie(t, cmd.Process.Pid)
 	Reap([]int{cmd.Process.Pid})
 	err := cmd.Wait()
 	Forget(cmd.Process.Pid)
@@ -29,10 +29,26 @@ func TestUnownedReaped(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(100 * time.Millisecond)
+	waitZombie(t, cmd.Process.Pid)
 	Reap([]int{cmd.Process.Pid})
 	if err := cmd.Wait(); err == nil {
 		t.Fatal("the zombie was not reaped (Wait still saw it)")
+	}
+}
+
+// waitZombie waits until pid has exited and awaits its parent.
+func waitZombie(t *testing.T, pid int) {
+	t.Helper()
+	if _, err := os.Stat("/proc/self/stat"); err != nil {
+		t.Skip("needs /proc")
+	}
+	for end := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if p, ok := ReadProc(pid); ok && p.State == 'Z' {
+			return
+		}
+		if time.Now().After(end) {
+			t.Fatalf("pid %d did not become a zombie", pid)
+		}
 	}
 }
 
