@@ -14,6 +14,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 )
 
 // rawWS is a hand-made WebSocket client, so tests can send frames no
@@ -273,8 +274,35 @@ func FuzzLoopIngest(f *testing.F) {
 		if len(p.rbuf) > 1<<12+14 {
 			t.Fatalf("carried %d bytes of an incomplete frame", len(p.rbuf))
 		}
+		// Where the reads split the input must not matter: read whole or
+		// in chunks of 1 to 13 bytes, the same messages, all within the
+		// limit and text all UTF-8, and the same end.
+		one, two := &wsRecorder{}, &wsRecorder{}
+		endOne := (&loopPeer{c: one, fd: -1, max: 1 << 12, maxOut: 1 << 16}).ingest(b)
+		p2 := &loopPeer{c: two, fd: -1, max: 1 << 12, maxOut: 1 << 16}
+		chunk, endTwo := 1+cut%13, ""
+		for i := 0; i < len(b) && endTwo == ""; i += chunk {
+			endTwo = p2.ingest(b[i:min(i+chunk, len(b))])
+		}
+		if endOne != endTwo || len(one.got) != len(two.got) {
+			t.Fatalf("one read: %d messages, end %q; in %d-byte reads: %d messages, end %q", len(one.got), endOne, chunk, len(two.got), endTwo)
+		}
+		for i, f := range one.got {
+			if f.binary != two.got[i].binary || !bytes.Equal(f.data, two.got[i].data) {
+				t.Fatalf("message %d differs in %d-byte reads", i, chunk)
+			}
+			if len(f.data) > 1<<12 || (!f.binary && !utf8.Valid(f.data)) {
+				t.Fatalf("delivered %d bytes, binary %v, UTF-8 %v", len(f.data), f.binary, utf8.Valid(f.data))
+			}
+		}
 	})
 }
+
+// wsRecorder is a wsOwner that keeps every message.
+type wsRecorder struct{ got []frame }
+
+func (r *wsRecorder) wsFrame(_ wsPeer, f frame) bool { r.got = append(r.got, f); return true }
+func (r *wsRecorder) wsClosed(wsPeer, string)        {}
 
 // detachedPeer is a loop peer with no socket (writes fail and are
 // dropped) attached to a WebSocket connection of an echo server, for
