@@ -54,8 +54,7 @@ func TestComputerDesktopAndBlob(t *testing.T) {
 	office := agent.NewReqID()
 	startComputer(t, srv.URL, office, "pc", cfg)
 	a := dialAgent(t, srv.URL, "agent", agent.Options{})
-	ctx := ctx10(t)
-	if err := a.Join(ctx, office); err != nil {
+	if err := a.Join(ctx10(t), office); err != nil {
 		t.Fatal(err)
 	}
 	waitTools(t, a, "pc", "ext__screenshot")
@@ -64,7 +63,7 @@ func TestComputerDesktopAndBlob(t *testing.T) {
 	var got []string
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
 		var err error
-		if got, err = a.Desktop(ctx, "pc", nil, ""); err == nil && slices.Equal(got, want) {
+		if got, err = a.Desktop(ctx10(t), "pc", nil, ""); err == nil && slices.Equal(got, want) {
 			break
 		}
 	}
@@ -72,7 +71,7 @@ func TestComputerDesktopAndBlob(t *testing.T) {
 		t.Fatalf("desktop = %q, want %q", got, want)
 	}
 
-	res, err := a.CallTool(ctx, agent.Call{Computer: "pc", Tool: "ext__screenshot", Timeout: 20 * time.Second})
+	res, err := a.CallTool(ctx10(t), agent.Call{Computer: "pc", Tool: "ext__screenshot", Timeout: 20 * time.Second})
 	if err != nil || res.IsError || len(res.Content) != 1 {
 		t.Fatalf("result = %+v, %v", res, err)
 	}
@@ -85,7 +84,7 @@ func TestComputerDesktopAndBlob(t *testing.T) {
 	if item.Data != "" || handle == "" || item.Meta[smcp.MetaTotalSize] != float64(len(image)) {
 		t.Fatalf("item = %s", res.Content[0])
 	}
-	data, meta, err := a.Blob(ctx, "pc", handle, 0)
+	data, meta, err := a.Blob(ctx10(t), "pc", handle, 0)
 	if err != nil || !bytes.Equal(data, image) || meta.SHA256 != item.Meta[smcp.MetaSHA256] {
 		t.Fatalf("blob: %d bytes, %v", len(data), err)
 	}

@@ -110,9 +110,20 @@ func treeConfig(t *testing.T, entry, mark string) string {
 	return cfg
 }
 
-func hasCmd(ps []treeProc, prefix string) bool {
+// program is the base name of the process's executable as its argv[0]
+// names it ("node", "sleep", "a2c").
+func (p treeProc) program() string {
+	f := strings.Fields(p.Cmdline)
+	if len(f) == 0 {
+		return ""
+	}
+	return filepath.Base(f[0])
+}
+
+// hasProgram reports whether one of ps runs program.
+func hasProgram(ps []treeProc, program string) bool {
 	for _, p := range ps {
-		if strings.HasPrefix(p.Cmdline, prefix) {
+		if p.program() == program {
 			return true
 		}
 	}
@@ -168,7 +179,7 @@ func TestComputerKilledLeavesNoProcess(t *testing.T) {
 		<-waited
 	})
 	waitProcs(t, mark, "the server and its grandchild to run", 30*time.Second, func(ps []treeProc) bool {
-		return hasCmd(ps, "node ") && hasCmd(ps, "sleep 1000")
+		return hasProgram(ps, "node") && hasProgram(ps, "sleep")
 	})
 	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)

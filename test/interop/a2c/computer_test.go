@@ -127,20 +127,24 @@ func TestComputerHostsEverything(t *testing.T) {
 	srv := startServer(t)
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "servers.json")
+	// The stdio server's processes carry this mark in their environment,
+	// so the test finds (and kills) exactly them.
+	mark := agent.NewReqID()
+	killLeftovers(t, mark)
 	write := func(extra string) {
 		doc := fmt.Sprintf(`{"servers": {
-  "ev-stdio": {"name": "ev-stdio", "type": "stdio", "server_parameters": {"command": "node", "args": [%q, "stdio"]},
+  "ev-stdio": {"name": "ev-stdio", "type": "stdio", "server_parameters": {"command": "node", "args": [%q, "stdio"], "env": {%q: %q}},
                "forbidden_tools": ["get-env"], "tool_meta": {"echo": {"alias": "say"}}},
   "ev-sse": {"name": "ev-sse", "type": "sse", "server_parameters": {"url": %q}},
   "ev-http": {"name": "ev-http", "type": "streamable", "server_parameters": {"url": %q}}%s
-}}`, entry, sseURL, httpURL, extra)
+}}`, entry, markEnv, mark, sseURL, httpURL, extra)
 		if err := os.WriteFile(cfg, []byte(doc), 0o600); err != nil {
 			t.Fatal(err)
 		}
 	}
 	write("")
 	office := agent.NewReqID()
-	comp := startComputer(t, srv.URL, office, "pc", cfg)
+	comp := startComputer(t, srv.URL, office, "pc", cfg, "--log-level", "debug")
 
 	var mu sync.Mutex
 	var notes []agent.Notification
@@ -149,8 +153,7 @@ func TestComputerHostsEverything(t *testing.T) {
 		notes = append(notes, n)
 		mu.Unlock()
 	}})
-	ctx := ctx10(t)
-	if err := a.Join(ctx, office); err != nil {
+	if err := a.Join(ctx10(t), office); err != nil {
 		t.Fatal(err)
 	}
 	tools := waitTools(t, a, "pc", "ev-stdio__say", "ev-sse__echo", "ev-http__echo", "ev-stdio__get-sum")
@@ -169,6 +172,7 @@ func TestComputerHostsEverything(t *testing.T) {
 	})
 	for _, tool := range []string{"ev-stdio__say", "ev-sse__echo", "ev-http__echo"} {
 		t.Run("call-"+tool, func(t *testing.T) {
+			ctx := ctx10(t)
 			res, err := a.CallTool(ctx, agent.Call{Computer: "pc", Tool: tool, Params: map[string]any{"message": "hi"}, Timeout: 20 * time.Second})
 			if err != nil || res.IsError || text(res) != "Echo: hi" {
 				t.Fatalf("result = %+v, %v", res, err)
@@ -176,12 +180,14 @@ func TestComputerHostsEverything(t *testing.T) {
 		})
 	}
 	t.Run("get-sum", func(t *testing.T) {
+		ctx := ctx10(t)
 		res, err := a.CallTool(ctx, agent.Call{Computer: "pc", Tool: "ev-http__get-sum", Params: map[string]any{"a": 2, "b": 40}, Timeout: 20 * time.Second})
 		if err != nil || res.IsError || !strings.Contains(text(res), "42") {
 			t.Fatalf("result = %+v, %v", res, err)
 		}
 	})
 	t.Run("unknown-and-forbidden-4001", func(t *testing.T) {
+		ctx := ctx10(t)
 		for _, tool := range []string{"ev-stdio__nope", "ev-stdio__get-env"} {
 			res, err := a.CallTool(ctx, agent.Call{Computer: "pc", Tool: tool, Timeout: 5 * time.Second})
 			if err != nil || !res.IsError || res.ErrorCode() != smcp.CodeToolNotFound {
@@ -190,6 +196,7 @@ func TestComputerHostsEverything(t *testing.T) {
 		}
 	})
 	t.Run("timeout", func(t *testing.T) {
+		ctx := ctx10(t)
 		res, err := a.CallTool(ctx, agent.Call{Computer: "pc", Tool: "ev-stdio__trigger-long-running-operation",
 			Params: map[string]any{"duration": 10, "steps": 10}, Timeout: time.Second})
 		if err != nil || !res.IsError || !res.Timeout() {
@@ -197,6 +204,7 @@ func TestComputerHostsEverything(t *testing.T) {
 		}
 	})
 	t.Run("cancel", func(t *testing.T) {
+		ctx := ctx10(t)
 		done := make(chan *smcp.CallToolResult, 1)
 		go func() {
 			res, err := a.CallTool(ctx, agent.Call{Computer: "pc", Tool: "ev-http__trigger-long-running-operation",
@@ -206,7 +214,9 @@ func TestComputerHostsEverything(t *testing.T) {
 			}
 			done <- res
 		}()
-		time.Sleep(500 * time.Millisecond)
+		// Cancel once the Computer has the call upstream (its debug log
+		// says so), not after a guessed delay.
+		waitLog(t, comp, `msg="tool call dispatched" req_id=cancel-me`)
 		if err := a.Cancel(ctx, "cancel-me"); err != nil {
 			t.Fatal(err)
 		}
@@ -220,6 +230,7 @@ func TestComputerHostsEverything(t *testing.T) {
 		}
 	})
 	t.Run("resources", func(t *testing.T) {
+		ctx := ctx10(t)
 		page, err := a.Resources(ctx, "pc", "ev-http", nil)
 		if err != nil || len(page.Resources) == 0 {
 			t.Fatalf("page = %+v, %v", page, err)
@@ -237,6 +248,7 @@ func TestComputerHostsEverything(t *testing.T) {
 		}
 	})
 	t.Run("config-redacted", func(t *testing.T) {
+		ctx := ctx10(t)
 		cfgRet, err := a.Config(ctx, "pc")
 		if err != nil || len(cfgRet.Servers) != 3 || cfgRet.Servers["ev-sse"] == nil {
 			t.Fatalf("config = %+v, %v", cfgRet, err)
@@ -261,25 +273,38 @@ func TestComputerHostsEverything(t *testing.T) {
 		})
 	})
 	t.Run("upstream-killed", func(t *testing.T) {
-		// Kill the stdio server's process: the Computer restarts it.
-		out, _ := exec.Command("pkill", "-f", entry+" stdio").CombinedOutput()
-		_ = out
-		time.Sleep(300 * time.Millisecond)
-		waitTools(t, a, "pc", "ev-stdio__say")
-		var res *smcp.CallToolResult
-		var err error
-		for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
-			res, err = a.CallTool(ctx, agent.Call{Computer: "pc", Tool: "ev-stdio__say", Params: map[string]any{"message": "back"}, Timeout: 5 * time.Second})
-			if err == nil && !res.IsError {
-				break
+		// Kill the stdio server's process; the kill must really end it, and
+		// the Computer must start a new one whose tools answer.
+		var old int
+		for _, p := range waitProcs(t, mark, "the stdio server", 10*time.Second, func(ps []treeProc) bool { return hasProgram(ps, "node") }) {
+			if p.program() == "node" {
+				old = p.PID
 			}
 		}
+		if err := syscall.Kill(old, syscall.SIGKILL); err != nil {
+			t.Fatalf("kill %d: %v", old, err)
+		}
+		waitProcs(t, mark, "the killed server to be gone and a new one to run", 30*time.Second, func(ps []treeProc) bool {
+			if alive(old) {
+				return false
+			}
+			for _, p := range ps {
+				if p.program() == "node" && p.PID != old {
+					return true
+				}
+			}
+			return false
+		})
+		waitTools(t, a, "pc", "ev-stdio__say")
+		res, err := a.CallTool(ctx10(t), agent.Call{Computer: "pc", Tool: "ev-stdio__say", Params: map[string]any{"message": "back"}, Timeout: 15 * time.Second})
 		if err != nil || res.IsError || text(res) != "Echo: back" {
 			t.Fatalf("after restart: %+v, %v\n%s", res, err, comp.Logs())
 		}
 	})
 	if resp, err := http.Get(srv.URL + "/healthz"); err != nil || resp.StatusCode != 200 {
 		t.Errorf("server health: %v", err)
+	} else {
+		resp.Body.Close()
 	}
 }
 
@@ -353,5 +378,15 @@ func TestComputerReconnectAndHistory(t *testing.T) {
 	call(b, "after restart")
 	if !strings.Contains(comp.Logs(), "joined office") {
 		t.Errorf("computer logs:\n%s", comp.Logs())
+	}
+}
+
+// waitLog waits (up to 20 s) until the process's logs contain want.
+func waitLog(t *testing.T, p *harness.Proc, want string) {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); !strings.Contains(p.Logs(), want); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %q in the logs:\n%s", want, p.Logs())
+		}
 	}
 }

@@ -99,6 +99,9 @@ func dialAgent(t *testing.T, serverURL, name string, o agent.Options) *agent.Cli
 	return a
 }
 
+// ctx10 is the deadline of one step (20 s, cancelled when t ends). Take
+// a fresh one per step: a context shared by a whole test lets one slow
+// step starve the steps after it.
 func ctx10(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	t.Cleanup(cancel)
@@ -154,18 +157,19 @@ func TestGoAgent(t *testing.T) {
 
 	var notes sync.Map
 	a := dialAgent(t, srv.URL, "agent-1", agent.Options{OnNotify: func(n agent.Notification) { notes.Store(n.Event+":"+n.Computer, n) }})
-	ctx := ctx10(t)
 
 	t.Run("not-in-office-4103", func(t *testing.T) {
+		ctx := ctx10(t)
 		_, err := a.Tools(ctx, "c1")
 		if !errors.Is(err, &smcp.Error{Code: smcp.CodeNotInRoom}) {
 			t.Fatalf("err = %v", err)
 		}
 	})
-	if err := a.Join(ctx, office); err != nil {
+	if err := a.Join(ctx10(t), office); err != nil {
 		t.Fatal(err)
 	}
 	t.Run("second-agent-refused", func(t *testing.T) {
+		ctx := ctx10(t)
 		b := dialAgent(t, srv.URL, "agent-2", agent.Options{})
 		var je *agent.JoinError
 		if err := b.Join(ctx, office); !errors.As(err, &je) || je.Message != "Room already has an agent" {
@@ -173,6 +177,7 @@ func TestGoAgent(t *testing.T) {
 		}
 	})
 	t.Run("tool-call-relayed", func(t *testing.T) {
+		ctx := ctx10(t)
 		res, err := a.CallTool(ctx, agent.Call{Computer: "c1", Tool: "b__echo", Params: map[string]any{"x": 1}, Timeout: 5 * time.Second})
 		if err != nil {
 			t.Fatal(err)
@@ -188,6 +193,7 @@ func TestGoAgent(t *testing.T) {
 		}
 	})
 	t.Run("get-routes", func(t *testing.T) {
+		ctx := ctx10(t)
 		tools, err := a.Tools(ctx, "c1")
 		if err != nil || len(tools) != 1 || tools[0].Name != "b__echo" || tools[0].BundleID != "b" {
 			t.Fatalf("tools = %+v, %v", tools, err)
@@ -222,12 +228,14 @@ func TestGoAgent(t *testing.T) {
 		}
 	})
 	t.Run("unknown-computer-404", func(t *testing.T) {
+		ctx := ctx10(t)
 		_, err := a.Tools(ctx, "nobody")
 		if !errors.Is(err, &smcp.Error{Code: smcp.CodeNotFound}) {
 			t.Fatalf("err = %v", err)
 		}
 	})
 	t.Run("cross-office-4104", func(t *testing.T) {
+		ctx := ctx10(t)
 		dialComputer(t, srv.URL, agent.NewReqID(), "elsewhere", nil)
 		_, err := a.Tools(ctx, "elsewhere")
 		if !errors.Is(err, &smcp.Error{Code: smcp.CodeCrossRoom}) {
@@ -235,6 +243,7 @@ func TestGoAgent(t *testing.T) {
 		}
 	})
 	t.Run("list-room", func(t *testing.T) {
+		ctx := ctx10(t)
 		ss, err := a.ListRoom(ctx)
 		if err != nil || len(ss) != 2 || ss[0].Name != "agent-1" || ss[0].Role != smcp.RoleAgent || ss[1].Name != "c1" ||
 			ss[1].OfficeID != office || ss[1].A2CVersion != smcp.ProtocolVersion {
@@ -243,37 +252,33 @@ func TestGoAgent(t *testing.T) {
 	})
 	t.Run("notify-enter", func(t *testing.T) {
 		dialComputer(t, srv.URL, office, "c2", nil)
-		deadline := time.Now().Add(5 * time.Second)
-		for time.Now().Before(deadline) {
-			if v, ok := notes.Load(smcp.NotifyEnterOffice + ":c2"); ok {
-				if n := v.(agent.Notification); n.OfficeID != office {
-					t.Fatalf("notification %+v", n)
-				}
-				return
-			}
-			time.Sleep(10 * time.Millisecond)
+		waitFor(t, "notify:enter_office for c2", func() bool {
+			_, ok := notes.Load(smcp.NotifyEnterOffice + ":c2")
+			return ok
+		})
+		if v, _ := notes.Load(smcp.NotifyEnterOffice + ":c2"); v.(agent.Notification).OfficeID != office {
+			t.Fatalf("notification %+v", v)
 		}
-		t.Fatal("no notify:enter_office for c2")
 	})
 	t.Run("cancel-via-context", func(t *testing.T) {
+		ctx := ctx10(t)
 		cctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
 		defer cancel()
 		_, err := a.CallTool(cctx, agent.Call{Computer: "c1", Tool: "b__never", Timeout: 30 * time.Second, ReqID: "req-cancel-1"})
 		if !errors.Is(err, context.DeadlineExceeded) {
 			t.Fatalf("err = %v", err)
 		}
-		deadline := time.Now().Add(5 * time.Second)
-		for time.Now().Before(deadline) {
+		waitFor(t, "notify:tool_call_cancel at the computer", func() bool {
 			for _, e := range comp.received(smcp.NotifyCancelToolCall) {
 				if string(e.Args[0]) == `{"agent":"agent-1","req_id":"req-cancel-1"}` {
-					return
+					return true
 				}
 			}
-			time.Sleep(10 * time.Millisecond)
-		}
-		t.Fatal("computer saw no notify:tool_call_cancel")
+			return false
+		})
 	})
 	t.Run("server-deadline", func(t *testing.T) {
+		ctx := ctx10(t)
 		res, err := a.CallTool(ctx, agent.Call{Computer: "c1", Tool: "b__never", Timeout: time.Second})
 		if err != nil || !res.IsError || !res.Timeout() {
 			t.Fatalf("result = %+v, %v", res, err)
@@ -294,8 +299,7 @@ func TestGoAgentVersionAndAuth(t *testing.T) {
 		}
 	}
 	auth := startServer(t, "--token", "tok")
-	ctx := ctx10(t)
-	_, err := agent.Dial(ctx, auth.URL, agent.Options{Name: "a"})
+	_, err := agent.Dial(ctx10(t), auth.URL, agent.Options{Name: "a"})
 	var ce *agent.ConnectError
 	if !errors.As(err, &ce) || ce.Message != "unauthorized" {
 		t.Fatalf("no token: err = %#v", err)
@@ -307,11 +311,11 @@ func TestGoAgentVersionAndAuth(t *testing.T) {
 		t.Fatalf("the secret reached the log:\n%s", auth.Logs())
 	}
 	a := dialAgent(t, auth.URL, "a", agent.Options{Auth: map[string]any{"x-api-key": "tok"}})
-	if err := a.Join(ctx, "o"); err != nil {
+	if err := a.Join(ctx10(t), "o"); err != nil {
 		t.Fatal(err)
 	}
 	b := dialAgent(t, auth.URL, "b", agent.Options{Header: map[string][]string{"Authorization": {"Bearer tok"}}})
-	if err := b.Join(ctx, "o2"); err != nil {
+	if err := b.Join(ctx10(t), "o2"); err != nil {
 		t.Fatal(err)
 	}
 }
