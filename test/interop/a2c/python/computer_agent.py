@@ -81,9 +81,13 @@ def main():
                                       "tool_name": "ev__trigger-long-running-operation",
                                       "params": {"duration": 10, "steps": 10}, "timeout": 30},
                  namespace=NS, callback=on_ack)
-        time.sleep(0.5)
-        call(sio, "server:tool_call_cancel", {"agent": "py-agent", "req_id": rid}, timeout=5)
-        done.wait(8)
+        # The cancel may overtake the call on its way to the Computer (which
+        # ignores a cancel for an unknown req_id): repeat it until the call's
+        # own ack arrives, rather than guessing a delay.
+        deadline = time.time() + 15
+        while not done.is_set() and time.time() < deadline:
+            call(sio, "server:tool_call_cancel", {"agent": "py-agent", "req_id": rid}, timeout=5)
+            done.wait(1)
         res = box.get("res") or {}
         check("tool_call_cancel", res.get("isError") is True and res.get("meta", {}).get("a2c_cancelled") is True
               and res.get("meta", {}).get("a2c_cancel_reason") == "agent_requested", res)
