@@ -14,6 +14,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/a2c-smcp/a2c-go/aiod/internal/interp"
 )
 
 // Status of a probed plane.
@@ -187,24 +189,6 @@ func look(names ...string) *string {
 	return nil
 }
 
-// version runs bin with args and returns the first version-looking word of
-// its output.
-func version(ctx context.Context, bin string, args ...string) *string {
-	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, bin, args...).CombinedOutput()
-	if err != nil {
-		return nil
-	}
-	for _, f := range strings.Fields(string(out)) {
-		f = strings.TrimPrefix(f, "v")
-		if len(f) > 0 && f[0] >= '0' && f[0] <= '9' && strings.Contains(f, ".") {
-			return &f
-		}
-	}
-	return nil
-}
-
 // probe looks at the machine: shells, interpreters, kernels, browser.
 func probe(ctx context.Context, cdp, pinPython, pinNode string) *Capabilities {
 	c := &Capabilities{Schema: capabilitiesSchema, Files: map[string]bool{}}
@@ -218,7 +202,7 @@ func probe(ctx context.Context, cdp, pinPython, pinNode string) *Capabilities {
 
 	var wg sync.WaitGroup
 	wg.Add(3)
-	go func() { defer wg.Done(); c.CodeInterpreter, c.runtime = probeCode(ctx, pinPython, pinNode) }()
+	go func() { defer wg.Done(); c.CodeInterpreter, c.runtime = probeCode(pinPython, pinNode) }()
 	go func() { defer wg.Done(); c.Browser = probeBrowser(ctx, cdp) }()
 	go func() { defer wg.Done(); c.utils = probeUtils() }()
 	wg.Wait()
@@ -229,37 +213,18 @@ func probe(ctx context.Context, cdp, pinPython, pinNode string) *Capabilities {
 	return c
 }
 
-// hasKernel reports whether py can import ipykernel.
-func hasKernel(ctx context.Context, py string) bool {
-	kctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	return exec.CommandContext(kctx, py, "-c", "import ipykernel").Run() == nil
-}
-
-// probeCode finds the interpreters as the code plane does: the pinned
-// ones when set, else a python3 that imports ipykernel (Debian's first),
-// and node.
-func probeCode(ctx context.Context, pinPython, pinNode string) (codeCaps, runtimeEnv) {
+// probeCode reports the interpreters the code plane runs: the daemon's
+// one discovery (aiod/internal/interp) for the same pins, so the
+// snapshot and the plane never disagree.
+func probeCode(pinPython, pinNode string) (codeCaps, runtimeEnv) {
 	cc := codeCaps{Status: statusAbsent, Kinds: []string{}, PythonKernels: []string{}, Missing: []string{}, Warnings: []string{}}
 	rt := runtimeEnv{Python: []toolSpec{}, Nodejs: []toolSpec{}}
-	py, node := look(pinPython), look(pinNode)
-	kernel := false
-	switch {
-	case pinPython != "":
-		kernel = py != nil && hasKernel(ctx, *py)
-	case hasKernel(ctx, "/usr/bin/python3"):
-		py, kernel = strp("/usr/bin/python3"), true
-	default:
-		py = look("python3", "python")
-		kernel = py != nil && hasKernel(ctx, *py)
-	}
-	if pinNode == "" {
-		node = look("node", "nodejs")
-	}
-	if py != nil {
-		cc.DefaultPython = py
-		rt.Python = append(rt.Python, toolSpec{Ver: version(ctx, *py, "--version"), Bin: py, Alias: []string{"python3", "python"}})
-		if kernel {
+	f := interp.Shared(interp.Pins{Python: pinPython, Node: pinNode})
+	py, node := f.Python(), f.Node()
+	if py.Path != "" {
+		cc.DefaultPython = strp(py.Path)
+		rt.Python = append(rt.Python, toolSpec{Ver: nonEmpty(py.Version), Bin: strp(py.Path), Alias: []string{"python3", "python"}})
+		if py.OK {
 			cc.Backend, cc.JupyterBackend = strp("kernel"), strp("kernel")
 			cc.PythonKernels = []string{"python3"}
 			cc.Kinds = append(cc.Kinds, "code")
@@ -270,9 +235,9 @@ func probeCode(ctx context.Context, pinPython, pinNode string) (codeCaps, runtim
 	} else {
 		cc.Missing = append(cc.Missing, "python3")
 	}
-	if node != nil {
-		cc.DefaultNode = node
-		rt.Nodejs = append(rt.Nodejs, toolSpec{Ver: version(ctx, *node, "--version"), Bin: node, Alias: []string{"node", "nodejs"}})
+	if node.OK {
+		cc.DefaultNode = strp(node.Path)
+		rt.Nodejs = append(rt.Nodejs, toolSpec{Ver: nonEmpty(node.Version), Bin: strp(node.Path), Alias: []string{"node", "nodejs"}})
 		cc.JavascriptBackend = strp("native")
 		if cc.Backend == nil {
 			cc.Kinds = append(cc.Kinds, "code")
@@ -284,10 +249,18 @@ func probeCode(ctx context.Context, pinPython, pinNode string) (codeCaps, runtim
 	if cc.JupyterBackend != nil {
 		cc.Kinds = append(cc.Kinds, "jupyter")
 	}
-	if cc.Backend != nil || node != nil {
+	if cc.Backend != nil || node.OK {
 		cc.Status = statusReady
 	}
 	return cc, rt
+}
+
+// nonEmpty is &s, or nil for "".
+func nonEmpty(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
 }
 
 // wellKnownBrowsers are where Debian and Chrome packages install.

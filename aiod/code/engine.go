@@ -12,6 +12,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/a2c-smcp/a2c-go/aiod/internal/interp"
 )
 
 // Languages, as results name them.
@@ -74,8 +76,9 @@ type Config struct {
 	// DefaultUser is the account runs use when a request names none
 	// (AIO_DEFAULT_USER). Default: the daemon's own.
 	DefaultUser string
-	// Python is the interpreter kernels run on. Default /usr/bin/python3
-	// when it imports ipykernel, else python3 on PATH.
+	// Python is the interpreter kernels run on. Default: the first of
+	// /usr/bin/python3, python3 and python on PATH that imports ipykernel
+	// (aiod/internal/interp, which /v1/capabilities asks too).
 	Python string
 	// Node is the node binary. Default node (else nodejs) on PATH.
 	Node string
@@ -294,7 +297,7 @@ type Engine struct {
 	log     *slog.Logger
 	baseEnv []string
 
-	probes probes
+	interp *interp.Finder
 
 	mu       sync.Mutex
 	sessions map[sessionKey]*session
@@ -309,7 +312,8 @@ type Engine struct {
 func NewEngine(cfg Config) *Engine {
 	cfg.defaults()
 	return &Engine{cfg: cfg, log: cfg.Logger, baseEnv: childEnv(os.Environ(), cfg.HideEnv),
-		sessions: map[sessionKey]*session{}, oneOffs: map[runtime]struct{}{}}
+		sessions: map[sessionKey]*session{}, oneOffs: map[runtime]struct{}{},
+		interp: interp.Shared(interp.Pins{Python: cfg.Python, Node: cfg.Node})}
 }
 
 // childEnv is environ without the daemon's secrets and hidden names.

@@ -1,0 +1,171 @@
+// Package interp is the daemon's one discovery of the code interpreters:
+// a python that imports ipykernel (the kernel backend) and node. Both
+// GET /v1/capabilities and the code plane ask it, through [Shared], so
+// the two can never disagree: each set of pins is probed once per
+// process and its answer kept (install ipykernel or node before the
+// daemon starts).
+//
+// Python: the pinned interpreter when one is set (a path or a name on
+// PATH), else the first of /usr/bin/python3 (Debian's), python3 and
+// python on PATH that imports ipykernel; when none does, the first that
+// exists is reported without the kernel. Node: the pinned binary, else
+// node or nodejs on PATH, usable when `--version` answers.
+package interp
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Pins name the interpreters to use instead of looking for them; empty
+// fields are looked for.
+type Pins struct {
+	Python string
+	Node   string
+}
+
+// Interpreter is what discovery found for one language.
+type Interpreter struct {
+	// Path is the binary; "" when none was found.
+	Path string
+	// Version is its version without a leading "v" ("3.11.2", "20.19.2").
+	Version string
+	// OK reports it is usable: for python, it imports ipykernel.
+	OK bool
+	// Problem and Hint say why it is not usable and what to install
+	// (client-facing text); empty when OK.
+	Problem, Hint string
+}
+
+// Finder probes the interpreters for one set of pins, each on first
+// need, and keeps the answers. It is safe for concurrent use.
+type Finder struct {
+	pins                      Pins
+	pyOnce, nodeOnce, npmOnce sync.Once
+	python, node              Interpreter
+	npm                       string
+}
+
+var (
+	mu      sync.Mutex
+	finders = map[Pins]*Finder{}
+)
+
+// Shared returns the process's finder for pins: every caller with the
+// same pins gets the same answers.
+func Shared(pins Pins) *Finder {
+	mu.Lock()
+	defer mu.Unlock()
+	f := finders[pins]
+	if f == nil {
+		f = &Finder{pins: pins}
+		finders[pins] = f
+	}
+	return f
+}
+
+// probeTimeout bounds each probe command; a hung interpreter counts as
+// absent.
+const probeTimeout = 20 * time.Second
+
+// output runs a probe command and returns its trimmed stdout.
+func output(name string, args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), probeTimeout)
+	defer cancel()
+	b, err := exec.CommandContext(ctx, name, args...).Output()
+	if err != nil {
+		return "", fmt.Errorf("interp: probe %s: %w", name, err)
+	}
+	return strings.TrimSpace(string(b)), nil
+}
+
+const (
+	importKernel = "import ipykernel, platform; print(platform.python_version())"
+	pyVersion    = "import platform; print(platform.python_version())"
+)
+
+// pythonCandidates lists the pythons to try, in order, as found on this
+// machine (duplicates dropped).
+func (f *Finder) pythonCandidates() (found, looked []string) {
+	looked = []string{f.pins.Python}
+	if f.pins.Python == "" {
+		looked = []string{"/usr/bin/python3", "python3", "python"}
+	}
+	seen := map[string]bool{}
+	for _, c := range looked {
+		p, err := exec.LookPath(c)
+		if err != nil {
+			continue
+		}
+		if fi, err := os.Stat(p); err != nil || fi.IsDir() || seen[p] {
+			continue
+		}
+		seen[p] = true
+		found = append(found, p)
+	}
+	return found, looked
+}
+
+// Python is the kernel interpreter (see the package doc).
+func (f *Finder) Python() Interpreter {
+	f.pyOnce.Do(func() {
+		found, looked := f.pythonCandidates()
+		py := Interpreter{}
+		for _, c := range found {
+			if v, err := output(c, "-c", importKernel); err == nil {
+				py = Interpreter{Path: c, Version: v, OK: true}
+				break
+			}
+			if py.Path == "" {
+				py.Path = c
+				py.Version, _ = output(c, "-c", pyVersion)
+			}
+		}
+		switch {
+		case py.Path == "":
+			py.Problem = "No python interpreter found (looked for " + strings.Join(looked, ", ") + ")"
+			py.Hint = "install python3 and python3-ipykernel (or pip install ipykernel)"
+		case !py.OK:
+			py.Problem = "ipykernel is not importable by " + py.Path
+			py.Hint = "install python3-ipykernel (or pip install ipykernel) for " + py.Path
+		}
+		f.python = py
+	})
+	return f.python
+}
+
+// Node is the node binary (see the package doc).
+func (f *Finder) Node() Interpreter {
+	f.nodeOnce.Do(func() {
+		looked := []string{f.pins.Node}
+		if f.pins.Node == "" {
+			looked = []string{"node", "nodejs"}
+		}
+		n := Interpreter{}
+		for _, c := range looked {
+			if p, err := exec.LookPath(c); err == nil {
+				if v, err := output(p, "--version"); err == nil {
+					n = Interpreter{Path: p, Version: strings.TrimPrefix(v, "v"), OK: true}
+					break
+				}
+			}
+		}
+		if !n.OK {
+			n.Problem = "No node interpreter found (looked for " + strings.Join(looked, ", ") + ")"
+			n.Hint = "install nodejs"
+		}
+		f.node = n
+	})
+	return f.node
+}
+
+// NPM is npm's version, or "" without npm.
+func (f *Finder) NPM() string {
+	f.npmOnce.Do(func() { f.npm, _ = output("npm", "--version") })
+	return f.npm
+}
