@@ -43,16 +43,31 @@ func processesWith(marker string) []int {
 	return pids
 }
 
-// noneLeft waits up to 5 s for every process carrying marker to go.
+// noneLeft waits up to 10 s for every process carrying marker to go,
+// and for several looks in a row to find none (one look may fall
+// between a fork and the child's exec).
 func noneLeft(t *testing.T, marker string) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for len(processesWith(marker)) > 0 {
+	deadline := time.Now().Add(10 * time.Second)
+	for clean := 0; clean < 5; time.Sleep(20 * time.Millisecond) {
+		clean++
+		if len(processesWith(marker)) > 0 {
+			clean = 0
+		}
 		if time.Now().After(deadline) {
 			t.Errorf("processes with %q left behind: %v", marker, processesWith(marker))
 			return
 		}
-		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// running waits up to 10 s until at least n processes carry marker.
+func running(t *testing.T, marker string, n int) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); len(processesWith(marker)) < n; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d processes with %q, want %d", len(processesWith(marker)), marker, n)
+		}
 	}
 }
 
@@ -155,11 +170,12 @@ func TestAiodCommands(t *testing.T) {
 			t.Fatalf("async: %s", e.raw)
 		}
 		id := m["command_id"].(string)
+		running(t, marker, 2)
 		code, e := a.call("POST", "/v2/commands/{command_id}/kill", "/v2/commands/"+id+"/kill", map[string]any{"signal": "SIGKILL"})
 		if code != 200 || !e.Success {
 			t.Errorf("kill: %d %s", code, e.raw)
 		}
-		if got, _, _ := waitDone(t, a, id); got["command"].(map[string]any)["status"] != "completed" || got["command"].(map[string]any)["exit_code"] != -1.0 {
+		if got, _, _ := waitDone(t, a, id); got["command"].(map[string]any)["status"] != "killed" || got["command"].(map[string]any)["exit_code"] != -1.0 {
 			t.Errorf("after kill: %v", got)
 		}
 		noneLeft(t, marker)
@@ -466,10 +482,13 @@ func TestAiodSessionLimits(t *testing.T) {
 			t.Fatalf("busy %s: %d %s", id, code, e.raw)
 		}
 	}
-	if code, e := a.call("POST", "/v2/commands/sessions", "/v2/commands/sessions", map[string]any{"id": "d"}); code != 400 || e.Success {
+	full := `{"success":false,"message":"Maximum number of sessions (2) reached and all are busy","data":null,` +
+		`"hint":"every one of the AIO_BASH_MAX_SESSIONS=2 sessions is running a command: close one ` +
+		`(DELETE /v2/commands/sessions/{id}), wait for a command to finish, or raise AIO_BASH_MAX_SESSIONS"}`
+	if code, e := a.call("POST", "/v2/commands/sessions", "/v2/commands/sessions", map[string]any{"id": "d"}); code != 400 || strings.TrimSpace(string(e.raw)) != full {
 		t.Errorf("all busy: %d %s", code, e.raw)
 	}
-	if code, e := a.call("POST", "/v2/commands", "/v2/commands", map[string]any{"command": "true"}); code != 400 || e.Success {
+	if code, e := a.call("POST", "/v2/commands", "/v2/commands", map[string]any{"command": "true"}); code != 400 || strings.TrimSpace(string(e.raw)) != full {
 		t.Errorf("anonymous session while all are busy: %d %s", code, e.raw)
 	}
 	for _, id := range []string{"a", "c"} {
@@ -557,9 +576,7 @@ func TestAiodCommandIsolation(t *testing.T) {
 	marker := "92.4242"
 	_, e = a.call("POST", "/v2/commands", "/v2/commands", map[string]any{"command": "setsid sleep " + marker + " & sleep " + marker, "mode": "async"})
 	id := e.obj()["command_id"].(string)
-	for deadline := time.Now().Add(5 * time.Second); len(processesWith(marker)) < 2 && time.Now().Before(deadline); {
-		time.Sleep(20 * time.Millisecond)
-	}
+	running(t, marker, 2)
 	a.call("POST", "/v2/commands/{command_id}/kill", "/v2/commands/"+id+"/kill", map[string]any{"signal": "SIGKILL"})
 	noneLeft(t, marker)
 
@@ -572,9 +589,31 @@ func TestAiodCommandIsolation(t *testing.T) {
 
 	marker = "90.4242"
 	a.call("POST", "/v2/commands", "/v2/commands", map[string]any{"command": "setsid sleep " + marker + " & sleep " + marker, "mode": "async"})
-	for deadline := time.Now().Add(5 * time.Second); len(processesWith(marker)) < 2 && time.Now().Before(deadline); {
-		time.Sleep(20 * time.Millisecond)
-	}
+	running(t, marker, 2)
 	d.Stop(t)
 	noneLeft(t, marker)
+}
+
+// TestAiodCommandsKillEscalates: on the real binary, a SIGTERM kill of
+// a tree that ignores SIGTERM (the shell, a subshell, a setsid child)
+// ends it with SIGKILL after AIO_BASH_KILL_GRACE_SECS, the command reads
+// killed, and a second kill reaches what a first one left.
+func TestAiodCommandsKillEscalates(t *testing.T) {
+	d := startAiod(t, []string{"AIO_BASH_KILL_GRACE_SECS=1"}, "--workspace", t.TempDir())
+	a := &aio{t: t, base: d.URL}
+	marker := "89.4243"
+	_, e := a.call("POST", "/v2/commands", "/v2/commands", map[string]any{"mode": "async",
+		"command": "trap '' TERM; (trap '' TERM; sleep " + marker + ") & setsid bash -c \"trap '' TERM; sleep " + marker + "\" & sleep " + marker})
+	id := e.obj()["command_id"].(string)
+	running(t, marker, 3)
+	if code, e := a.call("POST", "/v2/commands/{command_id}/kill", "/v2/commands/"+id+"/kill", map[string]any{"signal": "SIGTERM"}); code != 200 || !e.Success {
+		t.Fatalf("kill: %d %s", code, e.raw)
+	}
+	if got, _, _ := waitDone(t, a, id); got["command"].(map[string]any)["status"] != "killed" || got["command"].(map[string]any)["exit_code"] != -1.0 {
+		t.Errorf("after kill: %v", got)
+	}
+	noneLeft(t, marker)
+	if code, e := a.call("POST", "/v2/commands/{command_id}/kill", "/v2/commands/"+id+"/kill", nil); code != 400 || e.Success {
+		t.Errorf("kill with nothing left: %d %s", code, e.raw)
+	}
 }

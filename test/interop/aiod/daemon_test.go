@@ -97,6 +97,19 @@ func TestAiodAuth(t *testing.T) {
 		{"/v2/fs/list", []string{"Authorization", "Bearer k3y"}, 204},
 		{"/health", nil, 204},
 		{"/v2/openapi.json?x=1", nil, 204},
+		// Hostile forms: cleaned, decoded once, matched at a "/" boundary.
+		{"/health/../v2/commands", nil, 401},
+		{"/health/%2e%2e/vnc/", nil, 401},
+		{"/health/%252e%252e/v2/commands", nil, 401},
+		{"/health%2f..%2fmetrics", nil, 401},
+		{"/health/..\\metrics", nil, 401},
+		{"/health;/../metrics", nil, 401},
+		{"//health/../../metrics", nil, 401},
+		{"/healthcheck-admin", nil, 401},
+		{"/internal/authz/x", nil, 401},
+		{"/metrics#/health", nil, 401},
+		{"/health/x", nil, 204},
+		{"/health/../v2/commands", []string{"X-API-Key", "k3y"}, 204},
 	} {
 		code, body := get(t, d.URL+"/internal/auth", append([]string{"X-Original-URI", c.uri}, c.hdr...)...)
 		if code != c.status || body != "" {
