@@ -1,0 +1,96 @@
+package mcphost
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"runtime"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestMain lets the test binary be its own supervisor, as the a2c binary
+// is: "<test binary> __supervise ..." runs Supervise.
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == SupervisorArg {
+		os.Exit(Supervise(os.Args[2:]))
+	}
+	os.Exit(m.Run())
+}
+
+// marked returns the live (not zombie) processes whose environment holds
+// TREE_MARK=mark.
+func marked(t *testing.T, mark string) []int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []int
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		env, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
+		if err != nil || !bytes.Contains(env, []byte("TREE_MARK="+mark+"\x00")) {
+			continue
+		}
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if i := bytes.LastIndexByte(stat, ')'); err == nil && i >= 0 && i+2 < len(stat) && stat[i+2] != 'Z' {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+func waitMarked(t *testing.T, mark, what string, cond func(n int) bool) {
+	t.Helper()
+	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		n := len(marked(t, mark))
+		if cond(n) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s (%d processes left)", what, n)
+		}
+	}
+}
+
+// TestCloseEndsProcessTree: a stdio "server" that is a shell with a
+// grandchild (it never answers initialize, so Close meets it mid-connect)
+// leaves no process behind after Close, with and without a supervisor.
+func TestCloseEndsProcessTree(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("reads /proc")
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, supervisor := range map[string]string{"supervised": exe, "own-group": ""} {
+		t.Run(name, func(t *testing.T) {
+			b := make([]byte, 8)
+			_, _ = rand.Read(b)
+			mark := hex.EncodeToString(b)
+			t.Cleanup(func() {
+				for _, pid := range marked(t, mark) {
+					_ = syscall.Kill(pid, syscall.SIGKILL)
+				}
+			})
+			u := Start(Spec{BundleID: "tree", Type: "stdio", Command: "sh", Args: []string{"-c", "sleep 1000 & exec sleep 1001"},
+				Env: map[string]string{"TREE_MARK": mark}}, Options{Supervisor: supervisor})
+			want := 2 // the shell's two sleeps
+			if supervisor != "" {
+				want = 3 // and the supervisor
+			}
+			waitMarked(t, mark, "the tree to start", func(n int) bool { return n == want })
+			u.Close()
+			waitMarked(t, mark, "the tree to end", func(n int) bool { return n == 0 })
+		})
+	}
+}
