@@ -15,17 +15,9 @@
 // shell itself reports where the command's output begins (PS0) and
 // where it ends, with its exit status (PROMPT_COMMAND), as private OSC
 // escape sequences carrying a per-session nonce; with sh the typed line
-// prints the same sequences around the command. Each exec's sequences
-// also carry an id unique to that exec, so a line typed by someone else
-// just before it (over the WebSocket or /input), or the late end of an
-// exec that timed out, is never taken for its command. The plane strips
-// them from the stream before anything else sees it. Other shells can be
+// prints the same sequences around the command. The plane strips them
+// from the stream before anything else sees it. Other shells can be
 // attached to but not exec'd into (501).
-//
-// A terminal's env (on create) is added to its shell's environment; the
-// daemon's secrets (AIO_API_KEY, SANDBOX_API_KEY) never reach a shell,
-// and an env naming them, or the variables the markers and cleanup rely
-// on, is refused.
 //
 // Closing a session, signalling it, or [Plane.Close] SIGKILLs the whole
 // terminal session: every process of the shell's session id, and

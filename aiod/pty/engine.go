@@ -133,9 +133,7 @@ type Options struct {
 	NoChangeTimeout time.Duration
 	// PreserveSymlinks reports the cwd as given instead of resolved.
 	PreserveSymlinks bool
-	// Env sets variables in the shell's environment, over the daemon's
-	// and the account's. The daemon's secrets and the variables exec and
-	// cleanup rely on cannot be set (ErrInvalid; see [reservedEnv]).
+	// Env is not implemented: a non-nil map is ErrInvalid.
 	Env map[string]string
 
 	throwaway bool // the /v2/pty/ws shell: never listed, dies with its socket
@@ -188,8 +186,8 @@ func (e *Engine) Create(o Options) (Created, error) {
 }
 
 func (e *Engine) create(o Options) (*session, error) {
-	if err := checkEnv(o.Env); err != nil {
-		return nil, err
+	if o.Env != nil {
+		return nil, newErr(ErrInvalid, "env is not implemented for terminals", "set variables with export in the terminal")
 	}
 	if (o.Cols == 0) != (o.Rows == 0) {
 		return nil, invalid("cols and rows must be given together")
@@ -443,26 +441,6 @@ func (e *Engine) resolveCwd(cwd string, preserve bool) (string, error) {
 		}
 	}
 	return cwd, nil
-}
-
-// reservedEnv are the names a terminal's env may not set: the daemon's
-// secrets, which never reach a shell whoever names them, and the
-// variables exec's markers and session cleanup depend on.
-var reservedEnv = map[string]bool{"AIO_API_KEY": true, "SANDBOX_API_KEY": true,
-	"PS0": true, "PROMPT_COMMAND": true, tagVar: true}
-
-// checkEnv validates a terminal's env: names that can be set (not
-// empty, no "=" or NUL, not reserved) and values without NUL.
-func checkEnv(env map[string]string) error {
-	for k, v := range env {
-		if k == "" || strings.ContainsAny(k, "=\x00") || strings.ContainsRune(v, 0) {
-			return invalid(fmt.Sprintf("invalid environment variable %q", k))
-		}
-		if reservedEnv[k] {
-			return newErr(ErrInvalid, fmt.Sprintf("environment variable %s cannot be set in a terminal", k), "")
-		}
-	}
-	return nil
 }
 
 // Shell kinds: how exec finds a command's output and exit status.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"os"
 	"os/exec"
 	"slices"
@@ -101,20 +100,10 @@ func (e *Engine) start(o Options, shell string, kind shellKind, cwd string, id *
 		s.noChange = 0 // never, as 0 means on exec and PATCH
 	}
 	s.filt.prefix = []byte(markerOSC + s.nonce + ";")
-	// Later entries win: the daemon's, the account's, the request's;
-	// then what the terminal itself needs (checkEnv keeps the request
-	// from naming those).
-	env := slices.Clone(e.baseEnv)
-	if id != nil {
-		env = append(env, id.env...)
-	}
-	for _, k := range slices.Sorted(maps.Keys(o.Env)) {
-		env = append(env, k+"="+o.Env[k])
-	}
+	env := append(slices.Clone(e.baseEnv), tagVar+"="+s.nonce)
 	if !hasLocale(env) {
 		env = append(env, "LC_CTYPE=C.UTF-8")
 	}
-	env = append(env, tagVar+"="+s.nonce)
 	args := []string{shell}
 	switch kind {
 	case kindBash:
@@ -126,6 +115,7 @@ func (e *Engine) start(o Options, shell string, kind shellKind, cwd string, id *
 	}
 	attrs := &syscall.SysProcAttr{Setsid: true, Setctty: true}
 	if id != nil {
+		env = append(env, id.env...)
 		attrs.Credential = id.cred
 	}
 	s.cmd = &exec.Cmd{Path: shell, Args: args, Dir: cwd, Env: env}

@@ -63,11 +63,7 @@ func TestLifecycle(t *testing.T) {
 	}
 	h.OK("POST", "/v2/pty/sessions", map[string]any{"id": "t1"}, &c) // idempotent
 	for _, bad := range []map[string]any{
-		{"env": map[string]string{"AIO_API_KEY": "b"}},
-		{"env": map[string]string{"SANDBOX_API_KEY": "b"}},
-		{"env": map[string]string{"PROMPT_COMMAND": "b"}},
-		{"env": map[string]string{"A=B": "b"}},
-		{"env": map[string]string{"A": "b\x00"}},
+		{"env": map[string]string{"A": "b"}},
 		{"cols": 80},
 		{"cwd": "/nonexistent"},
 		{"user": "no-such-user-xyz"},
@@ -177,25 +173,6 @@ func TestEnvHidden(t *testing.T) {
 	h := newHarness(t, Config{HideEnv: []string{"AIOD_TEST_HIDDEN"}}, nil)
 	r := h.exec(h.session(nil), map[string]any{"command": "env"})
 	if strings.Contains(r.Output, "secret-") || !strings.Contains(r.Output, "TERM=xterm-256color") || !strings.Contains(r.Output, tagVar+"=") {
-		t.Fatal(r.Output)
-	}
-}
-
-// TestCreateEnv: a terminal's env reaches its shell (over the daemon's
-// variables); the daemon's secrets still do not.
-func TestCreateEnv(t *testing.T) {
-	t.Setenv("AIO_API_KEY", "secret-1")
-	t.Setenv("SANDBOX_API_KEY", "secret-2")
-	t.Setenv("AIOD_TEST_OVER", "daemon")
-	h := newHarness(t, Config{}, nil)
-	id := h.session(map[string]any{"env": map[string]string{"GREETING": "hi there", "AIOD_TEST_OVER": "request", "TERM": "dumb"}})
-	r := h.exec(id, map[string]any{"command": `echo "$GREETING/$AIOD_TEST_OVER/$TERM"`})
-	if r.Output != "hi there/request/dumb" {
-		t.Fatalf("%+v", r)
-	}
-	// Child processes inherit them too; the secrets are nowhere.
-	r = h.exec(id, map[string]any{"command": "env"})
-	if !strings.Contains(r.Output, "GREETING=hi there") || strings.Contains(r.Output, "secret-") {
 		t.Fatal(r.Output)
 	}
 }
