@@ -124,6 +124,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if killGrace > 10 {
 		return usageError(fmt.Sprintf("AIO_BASH_KILL_GRACE_SECS must be at most 10, got %d", killGrace))
 	}
+	bodyIdle, err := envInt("AIO_BODY_IDLE_TIMEOUT_SECS", int(DefaultBodyIdle/time.Second))
+	if err != nil {
+		return err
+	}
 	maxTerms, err := envInt("AIO_SHELL_MAX_SESSIONS", 20)
 	if err != nil {
 		return err
@@ -145,6 +149,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		MaxKernels: lim[0], MaxCodeSessions: lim[1], KernelIdle: time.Duration(lim[2]) * time.Second, CodeIdle: time.Duration(lim[3]) * time.Second, Workspace: *workspace, APIKey: *apiKey, Logger: log,
 		DefaultUser: os.Getenv("AIO_DEFAULT_USER"), MaxCommandSessions: maxSessions,
 		CommandSessionIdle: time.Duration(idleSecs) * time.Second, CommandKillGrace: time.Duration(killGrace) * time.Second,
+		BodyIdle:  time.Duration(bodyIdle) * time.Second,
 		PythonBin: os.Getenv("AIO_PYTHON_BIN"), NodeBin: os.Getenv("AIO_NODE_BIN")})
 	if err != nil {
 		return err

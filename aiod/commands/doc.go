@@ -15,7 +15,12 @@
 // that left the group (setsid) and, the daemon being a child subreaper
 // on Linux, those whose parent has exited, which each command remembers
 // (its tree is recorded while it runs and when it exits). The zombies
-// reparented to the daemon are reaped, pid by pid. Commands do not
+// reparented to the daemon are reaped, pid by pid. A kill with SIGTERM
+// or SIGINT is followed by SIGKILL to whatever of the tree is left after
+// [Config.KillGrace], and the command reads killed; a kill of a command
+// that has ended still reaches the processes it left behind. What the
+// commands of an anonymous session left behind ends when the session is
+// evicted at the limit or reclaimed when idle. Commands do not
 // inherit the daemon's secrets (AIO_API_KEY, SANDBOX_API_KEY and
 // [Config.HideEnv]).
 package commands

@@ -3,12 +3,15 @@ package aiod
 import (
 	"github.com/a2c-smcp/a2c-go/test/interop/internal/harness"
 
+	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os/exec"
 	"strings"
 	"testing"
+	"time"
 )
 
 // startAiod runs the real aiod binary on a random loopback port.
@@ -55,6 +58,25 @@ func TestAiodDaemon(t *testing.T) {
 	}
 	if !strings.Contains(d.Logs(), fmt.Sprintf("addr=%s", d.Addr)) {
 		t.Errorf("first line does not say where it listens:\n%s", d.Logs())
+	}
+}
+
+// TestAiodDaemonStalledBody: on the real binary, a client that sends its
+// headers and half a body, then nothing, loses its connection once the
+// body has made no progress for AIO_BODY_IDLE_TIMEOUT_SECS.
+func TestAiodDaemonStalledBody(t *testing.T) {
+	d := startAiod(t, []string{"AIO_BODY_IDLE_TIMEOUT_SECS=1"})
+	c, err := net.DialTimeout("tcp", d.Addr, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(15 * time.Second)) // the failure bound
+	fmt.Fprintf(c, "POST /v2/commands HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{\"command\":\"echo ")
+	_, err = io.Copy(io.Discard, c)
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		t.Fatal("the stalled body's connection is still open after 15 s")
 	}
 }
 
