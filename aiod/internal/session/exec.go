@@ -1,0 +1,139 @@
+package session
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/a2c-smcp/a2c-go/aiod/internal/account"
+)
+
+// Secrets are the daemon's variables no child process inherits.
+var Secrets = []string{"AIO_API_KEY", "SANDBOX_API_KEY"}
+
+// Exec is a plane's execution context: where runs start, who they run
+// as by default and the environment they inherit. It is immutable and
+// safe for concurrent use.
+type Exec struct {
+	workspace   string
+	defaultUser string
+	env         []string
+}
+
+// NewExec returns the context for a plane: relative directories resolve
+// against workspace (the current directory when empty), a request
+// naming no user runs as defaultUser (empty: the daemon's own account),
+// and children inherit environ without [Secrets] and the names in hide.
+func NewExec(workspace, defaultUser string, environ, hide []string) *Exec {
+	if workspace == "" {
+		workspace, _ = os.Getwd()
+	}
+	drop := map[string]bool{}
+	for _, k := range append(append([]string(nil), Secrets...), hide...) {
+		drop[k] = true
+	}
+	var env []string
+	for _, kv := range environ {
+		if k, _, _ := strings.Cut(kv, "="); !drop[k] {
+			env = append(env, kv)
+		}
+	}
+	return &Exec{workspace: workspace, defaultUser: defaultUser, env: env}
+}
+
+// Workspace is where runs start by default.
+func (x *Exec) Workspace() string { return x.workspace }
+
+// DirError is a working directory that cannot be used: Path as resolved,
+// and the cause (an *os.PathError with its errno, or ENOTDIR for a file).
+type DirError struct {
+	Path string
+	Err  error
+}
+
+func (e *DirError) Error() string { return fmt.Sprintf("session: cwd %s: %v", e.Path, e.Err) }
+func (e *DirError) Unwrap() error { return e.Err }
+
+// Dir resolves dir against base (the workspace when base is empty); ""
+// is base itself, unchecked. The result must be a directory, else a
+// *DirError.
+func (x *Exec) Dir(base, dir string) (string, error) {
+	if base == "" {
+		base = x.workspace
+	}
+	if dir == "" {
+		return base, nil
+	}
+	if !filepath.IsAbs(dir) {
+		dir = filepath.Join(base, dir)
+	}
+	fi, err := os.Stat(dir)
+	switch {
+	case err != nil:
+		return "", &DirError{Path: dir, Err: err}
+	case !fi.IsDir():
+		return "", &DirError{Path: dir, Err: &os.PathError{Op: "chdir", Path: dir, Err: syscall.ENOTDIR}}
+	}
+	return dir, nil
+}
+
+// Identity is the account a run uses; a nil *Identity is the daemon's
+// own, with its environment as it is.
+type Identity struct {
+	// Name is the login as resolved.
+	Name string
+	// Cred is what a process started as the account needs.
+	Cred *syscall.Credential
+	// Env is the account's HOME, USER and LOGNAME.
+	Env []string
+}
+
+// Account resolves name, or the default user when name is empty; nil
+// when neither names anyone. The daemon's own account has no Cred (no
+// switch) but its Env; any other needs root. The error is
+// account.Lookup's client-facing sentence.
+func (x *Exec) Account(name string) (*Identity, error) {
+	if name == "" {
+		name = x.defaultUser
+	}
+	if name == "" {
+		return nil, nil
+	}
+	a, err := account.Lookup(name)
+	if err != nil {
+		return nil, err
+	}
+	return &Identity{Name: name, Cred: a.Credential(), Env: a.Env()}, nil
+}
+
+// Env is the environment of a child run as who (nil: the daemon's own
+// account) with extra appended (later entries win for the exec'd
+// program). The result is a fresh slice.
+func (x *Exec) Env(who *Identity, extra ...string) []string {
+	out := make([]string, 0, len(x.env)+3+len(extra))
+	out = append(out, x.env...)
+	if who != nil {
+		out = append(out, who.Env...)
+	}
+	return append(out, extra...)
+}
+
+// ErrTimeout is the cause of a timeout out of its range.
+var ErrTimeout = errors.New("timeout out of range")
+
+// Seconds converts an optional timeout in seconds: absent is def; a
+// present value must be a number in [min, max] (else ErrTimeout).
+func Seconds(f *float64, def, min, max time.Duration) (time.Duration, error) {
+	if f == nil {
+		return def, nil
+	}
+	if math.IsNaN(*f) || *f < min.Seconds() || *f > max.Seconds() {
+		return 0, ErrTimeout
+	}
+	return time.Duration(*f * float64(time.Second)), nil
+}
