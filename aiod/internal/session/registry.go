@@ -127,7 +127,7 @@ func (r *Registry[S]) Open(tier, id string, newS func() S) (s S, created bool, e
 	if err := r.room(tier); err != nil {
 		return s, false, err
 	}
-	defer r.mu.Unlock() // held by room
+	defer r.mu.Unlock()                  // held by room
 	if e, ok := r.m[key{tier, id}]; ok { // another request created it meanwhile
 		return e.s, false, nil
 	}
