@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/a2c-smcp/a2c-go/internal/openapi"
 )
@@ -70,6 +71,11 @@ func (e envelope) obj() map[string]any {
 	return m
 }
 
+// httpClient bounds every request of the suite, so a daemon that never
+// answers fails the step instead of hanging the run (the longest route,
+// a code cell, waits at most a few minutes).
+var httpClient = &http.Client{Timeout: 5 * time.Minute}
+
 // contracted records, per route ("METHOD /template"), whether an answer
 // was held to a schema of the OpenAPI documents (true) or was only seen
 // without one (false). The coverage gate in TestMain reads it.
@@ -118,7 +124,7 @@ func (a *aio) raw(method, path string, body any, hdr ...string) (*http.Response,
 	for i := 0; i+1 < len(hdr); i += 2 {
 		req.Header.Set(hdr[i], hdr[i+1])
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := httpClient.Do(req)
 	if err != nil {
 		a.t.Fatal(err)
 	}
