@@ -44,7 +44,10 @@ func lifeline() (*os.File, error) {
 // gives it its own process group (and the parent-death signal) otherwise.
 func platformCommand(server *exec.Cmd, supervisor string) (*exec.Cmd, func()) {
 	if supervisor != "" {
-		if r, err := lifeline(); err == nil {
+		// A supervisor binary that is gone (deleted by an upgrade, say)
+		// falls back to the unsupervised group rather than to no server.
+		_, serr := os.Stat(supervisor)
+		if r, err := lifeline(); err == nil && serr == nil {
 			args := append([]string{SupervisorArg, "--grace", groupGrace.String(), "--", server.Path}, server.Args[1:]...)
 			cmd := exec.Command(supervisor, args...)
 			cmd.ExtraFiles = []*os.File{r}
