@@ -21,8 +21,9 @@ type gorillaPeer struct {
 	max     int
 	// idle bounds the wait for the next message: the heartbeat makes a
 	// live peer send a pong every PingInterval, so one silent for
-	// PingInterval+PingTimeout is gone. It is what ends the reader of a
-	// socket the connection never took (a probe bound too late).
+	// PingInterval+PingTimeout is gone (the connection's heartbeat ends
+	// it first). It is what ends the reader of a socket the connection
+	// never took (a probe bound too late).
 	idle     time.Duration
 	readNext time.Time // when the reader next moves the read deadline
 
@@ -65,10 +66,12 @@ func acceptGorilla(s *Server, w http.ResponseWriter, r *http.Request, c wsOwner,
 // itself; UTF-8 in text messages is checked here.
 func (p *gorillaPeer) readLoop() {
 	for {
-		// The deadline moves when half of it has passed, as in write.
+		// The deadline is set 2*idle ahead and moved only once idle has
+		// passed, which saves a timer update per message and still leaves
+		// at least idle after every message.
 		if now := time.Now(); now.After(p.readNext) {
-			_ = p.ws.SetReadDeadline(now.Add(p.idle))
-			p.readNext = now.Add(p.idle / 2)
+			_ = p.ws.SetReadDeadline(now.Add(2 * p.idle))
+			p.readNext = now.Add(p.idle)
 		}
 		typ, msg, err := p.ws.ReadMessage()
 		if err != nil {

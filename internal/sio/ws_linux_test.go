@@ -377,3 +377,30 @@ func TestGorillaRefusedSocketEnds(t *testing.T) {
 		})
 	}
 }
+
+// TestGorillaHeartbeatKeepsReading checks that the goroutine-mode read
+// deadline never ends a peer that answers the heartbeat: it lives through
+// many deadline periods and still echoes.
+func TestGorillaHeartbeatKeepsReading(t *testing.T) {
+	url, h, _ := wsServer(t, Options{GoroutinePerConn: true, PingInterval: 30 * time.Millisecond, PingTimeout: 30 * time.Millisecond})
+	w := joined(t, url)
+	_ = w.conn.SetDeadline(time.Now().Add(10 * time.Second))
+	for pings := 0; pings < 20; {
+		switch op, b := w.read(); {
+		case op == opText && string(b) == "2":
+			w.text("3")
+			pings++
+		case op == opClose:
+			t.Fatalf("closed after %d pings: %v", pings, b)
+		}
+	}
+	w.text(`42/smcp,1["echo",1]`)
+	if got := w.next(); got != `43/smcp,1[1]` {
+		t.Fatalf("echo = %q", got)
+	}
+	select {
+	case r := <-h.gone:
+		t.Fatalf("disconnected: %s", r)
+	default:
+	}
+}
