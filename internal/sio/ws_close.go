@@ -75,14 +75,3 @@ func closeReply(payload []byte) (reply uint16, clean bool) {
 
 // closePayload is the body of a close frame carrying code and no reason.
 func closePayload(code uint16) []byte { return binary.BigEndian.AppendUint16(nil, code) }
-
-// wsOwner receives what a WebSocket peer (the event loop's or gorilla's)
-// reads: the Engine.IO connection, or in tests a bare echo. wsFrame gets
-// every complete message in order and returns false when the peer must
-// stop reading (it then closes the socket); wsClosed is called once when
-// the WebSocket has ended, with reasonTransportClose or
-// reasonTransportError.
-type wsOwner interface {
-	wsFrame(p wsPeer, f frame) bool
-	wsClosed(p wsPeer, reason string)
-}
