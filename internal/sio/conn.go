@@ -472,6 +472,9 @@ func (c *econn) wsFrame(p wsPeer, f frame) bool {
 			_ = p.send(queued, false)
 		}
 		c.mu.Unlock()
+		if hook := c.srv.upgradeHook.Load(); hook != nil {
+			(*hook)()
+		}
 		c.wake() // a GET still parked must not hang
 		return true
 	}

@@ -189,7 +189,11 @@ func TestAttachmentsBounded(t *testing.T) {
 			r = dialEngineWS(t, url, "")
 			_ = r.text("40/smcp,")
 			r.expect("40/smcp,")
-			_ = r.text(`4510-/smcp,["x",{"_placeholder":true,"num":0}]`)
+			ph := make([]string, 10)
+			for i := range ph {
+				ph[i] = fmt.Sprintf(`{"_placeholder":true,"num":%d}`, i)
+			}
+			_ = r.text(`4510-/smcp,["x",` + strings.Join(ph, ",") + `]`)
 			for i := 0; i < 10; i++ {
 				if r.bin(chunk) != nil {
 					break
@@ -358,7 +362,7 @@ func (p *pollClient) post(body string) int {
 func TestUpgradeKeepsOrder(t *testing.T) {
 	for _, mode := range modes {
 		t.Run(mode.name, func(t *testing.T) {
-			for round := 0; round < 15; round++ {
+			for round := 0; round < 3; round++ {
 				upgradeOrder(t, mode.opts)
 			}
 		})
@@ -387,7 +391,7 @@ func upgradeOrder(t *testing.T, o Options) {
 				return
 			default:
 			}
-			if s.Emit("n", Message{Args: []json.RawMessage{json.RawMessage(strconv.Itoa(i))}}) != nil {
+			if i == 5000 || s.Emit("n", Message{Args: []json.RawMessage{json.RawMessage(strconv.Itoa(i))}}) != nil {
 				return
 			}
 			i++
@@ -435,7 +439,7 @@ func upgradeOrder(t *testing.T, o Options) {
 		take(d)
 	}
 	_ = ws.text("5")
-	for len(got) < 2000 {
+	for len(got) < 1000 {
 		m, err := ws.next()
 		if err != nil {
 			t.Fatalf("after %d events: %v", len(got), err)
@@ -448,6 +452,52 @@ func upgradeOrder(t *testing.T, o Options) {
 		if n != i {
 			t.Fatalf("event %d is number %d: order broken across the upgrade", i, n)
 		}
+	}
+}
+
+// TestUpgradeQueueFirst checks the invariant behind the order: once a
+// sender can see the connection switched to WebSocket, what polling had
+// queued is already on the WebSocket, so a send right after the switch
+// (made from upgradeHook) comes after it.
+func TestUpgradeQueueFirst(t *testing.T) {
+	for _, mode := range modes {
+		t.Run(mode.name, func(t *testing.T) {
+			h := &recorder{}
+			srv, url := startServer(t, mode.opts, h)
+			p := openPolling(t, url)
+			p.post("40/smcp,")
+			waitFor(t, "the socket", func() bool { h.mu.Lock(); defer h.mu.Unlock(); return len(h.socks) == 1 })
+			h.mu.Lock()
+			s := h.socks[0]
+			h.mu.Unlock()
+			fs, err := p.get() // the CONNECT answer
+			if err != nil || len(fs) != 1 {
+				t.Fatalf("GET: %v %v", fs, err)
+			}
+			ws := dialEngineWS(t, url, p.sid)
+			_ = ws.text("2probe")
+			ws.expect("3probe")
+			emit := func(i int) {
+				if err := s.Emit("n", Message{Args: []json.RawMessage{json.RawMessage(strconv.Itoa(i))}}); err != nil {
+					t.Error(err)
+				}
+			}
+			for i := 0; i < 100; i++ {
+				emit(i) // queued: the connection is upgrading
+			}
+			hook := func() {
+				for i := 100; i < 110; i++ {
+					emit(i)
+				}
+			}
+			srv.upgradeHook.Store(&hook)
+			_ = ws.text("5")
+			for i := 0; i < 110; i++ {
+				if m := ws.expect(`42/smcp,["n",`); m != `42/smcp,["n",`+strconv.Itoa(i)+`]` {
+					t.Fatalf("message %d is %s", i, m)
+				}
+			}
+		})
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -108,6 +109,10 @@ type Server struct {
 	conns  map[string]*econn
 	closed bool
 	loops  *loopSet // nil until the first WebSocket, or with GoroutinePerConn
+
+	// upgradeHook, when a test sets it, runs right after a connection has
+	// switched to WebSocket: its sends are the first that see the switch.
+	upgradeHook atomic.Pointer[func()]
 }
 
 // NewServer returns a server with no namespaces; add them with Handle
