@@ -6,14 +6,12 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"path/filepath"
-	"sort"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
 
 	"github.com/a2c-smcp/a2c-go/aiod/internal/interp"
+	"github.com/a2c-smcp/a2c-go/aiod/internal/sessions"
 )
 
 // Languages, as results name them.
@@ -194,7 +192,7 @@ type runtime interface {
 // session is a named, persistent runtime.
 type session struct {
 	id, lang, cwd string
-	who           *identity
+	who           *sessions.Identity
 	created       time.Time
 	// run is a one-slot semaphore: one run at a time, held while the
 	// runtime starts. Waiting for it honours the request's context and
@@ -288,22 +286,57 @@ func (s *session) tryLock() bool {
 // unlock frees the run slot.
 func (s *session) unlock() { <-s.run }
 
-type sessionKey struct{ lang, id string }
+// LastUsed is when the session's last run ended (its creation before).
+func (s *session) LastUsed() time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.lastUsed
+}
+
+// Expire ends the session when no run holds or is starting it and it
+// has been idle at least idle (sessions.Session): the run slot is held
+// while it looks and ends, so a run that takes the slot first wins.
+func (s *session) Expire(idle time.Duration) bool {
+	if !s.tryLock() {
+		return false // running or starting
+	}
+	defer s.unlock()
+	if time.Since(s.LastUsed()) < idle {
+		return false
+	}
+	s.end()
+	return true
+}
+
+// end marks the session gone and kills its runtime (a running cell
+// ends with it); forgetting it is the registry's.
+func (s *session) end() {
+	s.mu.Lock()
+	rt := s.rt
+	s.rt, s.gone = nil, true
+	s.mu.Unlock()
+	if rt != nil {
+		rt.kill()
+	}
+}
 
 // Engine runs code in kernels and node harnesses, one-off or in
 // sessions. It is safe for concurrent use.
 type Engine struct {
-	cfg     Config
-	log     *slog.Logger
-	baseEnv []string
+	cfg  Config
+	log  *slog.Logger
+	exec *sessions.Exec // cwd, account and environment of runs
 
 	interp *interp.Finder
 
-	mu       sync.Mutex
-	sessions map[sessionKey]*session
-	oneOffs  map[runtime]struct{}
-	closed   bool
-	bg       sync.WaitGroup // one-off runtimes being killed
+	// reg holds the sessions in two tiers, [Python] (kernels) and
+	// [JavaScript] (native), each with its cap and idle limit.
+	reg *sessions.Registry[*session]
+
+	mu      sync.Mutex
+	oneOffs map[runtime]struct{}
+	closed  bool
+	bg      sync.WaitGroup // one-off runtimes being killed
 }
 
 // NewEngine returns an engine with cfg's zero fields set to their
@@ -311,38 +344,26 @@ type Engine struct {
 // sessions is the owner's (the [Plane] runs it on a janitor).
 func NewEngine(cfg Config) *Engine {
 	cfg.defaults()
-	return &Engine{cfg: cfg, log: cfg.Logger, baseEnv: childEnv(os.Environ(), cfg.HideEnv),
-		sessions: map[sessionKey]*session{}, oneOffs: map[runtime]struct{}{},
-		interp: interp.Shared(interp.Pins{Python: cfg.Python, Node: cfg.Node})}
+	return &Engine{cfg: cfg, log: cfg.Logger, exec: sessions.NewExec(cfg.Workspace, cfg.DefaultUser, os.Environ(), cfg.HideEnv),
+		reg: sessions.NewRegistry[*session](map[string]sessions.Tier{
+			Python: {Max: cfg.MaxKernelSessions, Idle: cfg.KernelIdle,
+				Full: &Error{Kind: ErrLimit, Message: fmt.Sprintf("Maximum number of kernel sessions (%d) reached", cfg.MaxKernelSessions)}},
+			JavaScript: {Max: cfg.MaxSessions, Idle: cfg.SessionIdle,
+				Full: &Error{Kind: ErrLimit, Message: fmt.Sprintf("Maximum number of sessions (%d) reached", cfg.MaxSessions)}},
+		}),
+		oneOffs: map[runtime]struct{}{},
+		interp:  interp.Shared(interp.Pins{Python: cfg.Python, Node: cfg.Node})}
 }
 
-// childEnv is environ without the daemon's secrets and hidden names.
-func childEnv(environ, hide []string) []string {
-	drop := map[string]bool{"AIO_API_KEY": true, "SANDBOX_API_KEY": true}
-	for _, k := range hide {
-		drop[k] = true
-	}
-	var out []string
-	for _, kv := range environ {
-		if k, _, _ := strings.Cut(kv, "="); !drop[k] {
-			out = append(out, kv)
-		}
-	}
-	return out
-}
-
-// cwd resolves and checks a working directory.
+// cwd resolves and checks a working directory (relative to the
+// workspace; "" is the workspace).
 func (e *Engine) cwd(dir string) (string, error) {
-	if dir == "" {
-		return e.cfg.Workspace, nil
+	d, err := e.exec.Dir("", dir)
+	var de *sessions.DirError
+	if errors.As(err, &de) {
+		return "", invalid("cwd", "cwd is not a directory: "+de.Path)
 	}
-	if !filepath.IsAbs(dir) {
-		dir = filepath.Join(e.cfg.Workspace, dir)
-	}
-	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
-		return "", invalid("cwd", "cwd is not a directory: "+dir)
-	}
-	return dir, nil
+	return d, err
 }
 
 // checkTimeout validates a timeout; 0 is the default.
@@ -386,7 +407,7 @@ func (e *Engine) Execute(ctx context.Context, req Request) (*Result, error) {
 	if req.Code == "" { // an empty cell runs nowhere and answers ok
 		return e.finish(res, outcome{Status: StatusOK}, nil), nil
 	}
-	who, err := e.identity(req.User)
+	who, err := e.exec.Account(req.User)
 	if err != nil {
 		return e.finish(res, outcome{Status: StatusError, Outputs: []Output{errorOutput("ProcessError", err.Error())}}, nil), nil
 	}
@@ -401,7 +422,7 @@ func (e *Engine) Execute(ctx context.Context, req Request) (*Result, error) {
 }
 
 // oneOff runs in a throwaway runtime, killed in the background after.
-func (e *Engine) oneOff(ctx context.Context, res *Result, lang, dir string, who *identity, timeout time.Duration) (*Result, error) {
+func (e *Engine) oneOff(ctx context.Context, res *Result, lang, dir string, who *sessions.Identity, timeout time.Duration) (*Result, error) {
 	rt, err := e.start(ctx, lang, dir, who)
 	if err != nil {
 		return e.startFailed(res, lang), nil
@@ -460,34 +481,21 @@ func (e *Engine) finish(res *Result, out outcome, count *int) *Result {
 	return res
 }
 
-// session returns the session (lang, id), creating it under the tier's
-// cap. A new session's runtime starts on its first run.
-func (e *Engine) session(lang, id, dir string, who *identity) (*session, error) {
+// session returns the session (lang, id), creating it under the
+// tier's cap. A new session's runtime starts on its first run. e.mu is
+// held across the registry's Open so that Close, which sets closed
+// under it, never misses a session created as it runs.
+func (e *Engine) session(lang, id, dir string, who *sessions.Identity) (*session, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.closed {
 		return nil, unavailable("The code plane is shutting down", "")
 	}
-	k := sessionKey{lang, id}
-	if s := e.sessions[k]; s != nil {
-		return s, nil
-	}
-	n := 0
-	for k := range e.sessions {
-		if k.lang == lang {
-			n++
-		}
-	}
-	if lang == Python && n >= e.cfg.MaxKernelSessions {
-		return nil, &Error{Kind: ErrLimit, Message: fmt.Sprintf("Maximum number of kernel sessions (%d) reached", e.cfg.MaxKernelSessions)}
-	}
-	if lang == JavaScript && n >= e.cfg.MaxSessions {
-		return nil, &Error{Kind: ErrLimit, Message: fmt.Sprintf("Maximum number of sessions (%d) reached", e.cfg.MaxSessions)}
-	}
-	now := time.Now()
-	s := &session{id: id, lang: lang, cwd: dir, who: who, created: now, lastUsed: now, run: make(chan struct{}, 1)}
-	e.sessions[k] = s
-	return s, nil
+	s, _, err := e.reg.Open(lang, id, func() *session {
+		now := time.Now()
+		return &session{id: id, lang: lang, cwd: dir, who: who, created: now, lastUsed: now, run: make(chan struct{}, 1)}
+	})
+	return s, err
 }
 
 // ensure starts the session's runtime when it has none (or it died);
@@ -587,21 +595,20 @@ func (e *Engine) runIn(ctx context.Context, s *session, res *Result, timeout tim
 }
 
 // start starts a runtime for lang.
-func (e *Engine) start(ctx context.Context, lang, dir string, who *identity) (runtime, error) {
-	env := e.baseEnv
+func (e *Engine) start(ctx context.Context, lang, dir string, who *sessions.Identity) (runtime, error) {
 	var cred *syscall.Credential
 	if who != nil {
-		env, cred = append(append([]string(nil), env...), who.env...), who.cred
+		cred = who.Cred
 	}
 	if lang == JavaScript {
-		p, err := startNode(nodeSpec{node: e.nodeProbe().path, cwd: dir, cred: cred, env: env, grace: e.cfg.NodeGrace, log: e.log})
+		p, err := startNode(nodeSpec{node: e.nodeProbe().path, cwd: dir, cred: cred, env: e.exec.Env(who), grace: e.cfg.NodeGrace, log: e.log})
 		if err != nil {
 			e.log.Warn("code: node did not start", "error", err.Error())
 			return nil, err
 		}
 		return p, nil
 	}
-	env = append(append([]string(nil), env...), "PYDEVD_DISABLE_FILE_VALIDATION=1")
+	env := e.exec.Env(who, "PYDEVD_DISABLE_FILE_VALIDATION=1")
 	k, err := startKernel(ctx, kernelSpec{python: e.pythonProbe().path, cwd: dir, cred: cred, env: env,
 		startTimeout: e.cfg.KernelStartTimeout, grace: e.cfg.InterruptGrace, log: e.log})
 	if err != nil {
@@ -666,7 +673,7 @@ func (e *Engine) CreateSession(ctx context.Context, o SessionOptions) (SessionIn
 	if err := e.available(ctx, lang); err != nil {
 		return SessionInfo{}, false, err
 	}
-	who, err := e.identity(o.User)
+	who, err := e.exec.Account(o.User)
 	if err != nil {
 		return SessionInfo{}, false, &Error{Kind: ErrInvalid, Field: "user", Message: err.Error()}
 	}
@@ -674,9 +681,9 @@ func (e *Engine) CreateSession(ctx context.Context, o SessionOptions) (SessionIn
 		o.SessionID = newID()
 	}
 	e.mu.Lock()
-	existing := e.sessions[sessionKey{lang, o.SessionID}]
+	existing, ok := e.reg.Get(lang, o.SessionID)
 	e.mu.Unlock()
-	if existing != nil {
+	if ok {
 		return e.info(existing), false, nil
 	}
 	s, err := e.session(lang, o.SessionID, dir, who)
@@ -699,15 +706,7 @@ func (e *Engine) CreateSession(ctx context.Context, o SessionOptions) (SessionIn
 
 // Sessions lists the sessions of lang ("" for all), oldest first.
 func (e *Engine) Sessions(lang string) []SessionInfo {
-	e.mu.Lock()
-	ss := make([]*session, 0, len(e.sessions))
-	for k, s := range e.sessions {
-		if lang == "" || k.lang == lang {
-			ss = append(ss, s)
-		}
-	}
-	e.mu.Unlock()
-	sort.Slice(ss, func(i, j int) bool { return ss[i].created.Before(ss[j].created) })
+	ss := e.reg.List(lang)
 	out := make([]SessionInfo, len(ss))
 	for i, s := range ss {
 		out[i] = e.info(s)
@@ -718,89 +717,54 @@ func (e *Engine) Sessions(lang string) []SessionInfo {
 // Session describes session id of lang ("" looks in python first);
 // unknown is ErrNotFound.
 func (e *Engine) Session(lang, id string) (SessionInfo, error) {
-	e.mu.Lock()
-	var s *session
 	for _, l := range []string{Python, JavaScript} {
-		if s == nil && (lang == "" || lang == l) {
-			s = e.sessions[sessionKey{l, id}]
+		if lang == "" || lang == l {
+			if s, ok := e.reg.Get(l, id); ok {
+				return e.info(s), nil
+			}
 		}
 	}
-	e.mu.Unlock()
-	if s == nil {
-		return SessionInfo{}, &Error{Kind: ErrNotFound, Message: "Session not found: " + id}
-	}
-	return e.info(s), nil
+	return SessionInfo{}, &Error{Kind: ErrNotFound, Message: "Session not found: " + id}
 }
 
 // CloseSession ends session id of lang ("" for every language) and
 // reports whether there was one.
 func (e *Engine) CloseSession(lang, id string) bool {
-	return e.closeWhere(func(k sessionKey) bool { return k.id == id && (lang == "" || k.lang == lang) }) > 0
+	return e.closeAll(e.reg.Take(lang, func(x string) bool { return x == id })) > 0
 }
 
 // CloseSessions ends every session of lang ("" for all) and returns
 // how many there were.
-func (e *Engine) CloseSessions(lang string) int {
-	return e.closeWhere(func(k sessionKey) bool { return lang == "" || k.lang == lang })
-}
+func (e *Engine) CloseSessions(lang string) int { return e.closeAll(e.reg.Take(lang, nil)) }
 
-func (e *Engine) closeWhere(match func(sessionKey) bool) int {
-	e.mu.Lock()
-	var ss []*session
-	for k, s := range e.sessions {
-		if match(k) {
-			ss = append(ss, s)
-		}
-	}
-	e.mu.Unlock()
+func (e *Engine) closeAll(ss []*session) int {
 	for _, s := range ss {
-		e.drop(s)
+		s.end()
 	}
 	return len(ss)
 }
 
-// drop removes s and kills its runtime (a running cell ends with it).
+// drop forgets s and ends it.
 func (e *Engine) drop(s *session) {
-	e.mu.Lock()
-	if e.sessions[sessionKey{s.lang, s.id}] == s {
-		delete(e.sessions, sessionKey{s.lang, s.id})
-	}
-	e.mu.Unlock()
-	s.mu.Lock()
-	rt := s.rt
-	s.rt, s.gone = nil, true
-	s.mu.Unlock()
-	if rt != nil {
-		rt.kill()
-	}
+	e.reg.Remove(s.lang, s.id, s)
+	s.end()
 }
 
-// reclaim closes sessions idle past their tier's limit and kernels that
-// fail a heartbeat (their session restarts on its next run).
+// reclaim ends sessions idle past their tier's limit (the registry asks
+// each, holding its run slot) and restarts kernels that fail a
+// heartbeat (their session restarts on its next run).
 func (e *Engine) reclaim() {
-	e.mu.Lock()
-	ss := make([]*session, 0, len(e.sessions))
-	for _, s := range e.sessions {
-		ss = append(ss, s)
+	for _, s := range e.reg.Reclaim() {
+		e.log.Info("code: closed an idle session", "session_id", s.id, "language", s.lang)
 	}
-	e.mu.Unlock()
-	for _, s := range ss {
+	for _, s := range e.reg.List(Python) {
 		if !s.tryLock() {
 			continue // running or starting
 		}
-		idle := e.cfg.SessionIdle
-		if s.lang == Python {
-			idle = e.cfg.KernelIdle
-		}
 		s.mu.Lock()
-		expired := time.Since(s.lastUsed) >= idle
 		k, _ := s.rt.(*kernel)
 		s.mu.Unlock()
-		switch {
-		case expired:
-			e.log.Info("code: closing an idle session", "session_id", s.id, "language", s.lang)
-			e.drop(s)
-		case k != nil && !k.alive(2*time.Second):
+		if k != nil && !k.alive(2*time.Second) {
 			e.log.Warn("code: kernel failed its heartbeat; it restarts on the next run", "session_id", s.id)
 			s.mu.Lock()
 			s.rt, s.count = nil, 0

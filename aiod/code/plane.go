@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"net/http"
 	"time"
 
 	"github.com/a2c-smcp/a2c-go/aiod/internal/janitor"
+	"github.com/a2c-smcp/a2c-go/aiod/internal/sessions"
 
 	"github.com/a2c-smcp/a2c-go/aiod/internal/api"
 )
@@ -54,15 +54,14 @@ func (p *Plane) Mount(mux *http.ServeMux) {
 	p.mountV1(mux)
 }
 
-// seconds converts an optional timeout in seconds (0: the default).
+// seconds converts an optional timeout in seconds (absent: 0, the
+// engine's default).
 func seconds(f *float64) (time.Duration, error) {
-	if f == nil {
-		return 0, nil
-	}
-	if math.IsNaN(*f) || *f < 1 || *f > MaxTimeout.Seconds() {
+	d, err := sessions.Seconds(f, 0, time.Second, MaxTimeout)
+	if err != nil {
 		return 0, invalid("timeout", "timeout must be between 1 and 900 seconds")
 	}
-	return time.Duration(*f * float64(time.Second)), nil
+	return d, nil
 }
 
 // executeBody is POST /v2/code/execute and /v1/code/execute.

@@ -2,9 +2,7 @@ package code
 
 import (
 	"context"
-	"syscall"
 
-	"github.com/a2c-smcp/a2c-go/aiod/internal/account"
 	"github.com/a2c-smcp/a2c-go/aiod/internal/interp"
 )
 
@@ -46,27 +44,4 @@ func (e *Engine) available(_ context.Context, lang string) error {
 		return i.err
 	}
 	return nil
-}
-
-// identity is an account a run switches to; nil is the daemon's own.
-type identity struct {
-	cred *syscall.Credential
-	env  []string // HOME, USER, LOGNAME
-}
-
-// identity resolves name (or the default user). The daemon's own
-// account needs no switch; any other needs root. The error text is for
-// the client (a ProcessError output).
-func (e *Engine) identity(name string) (*identity, error) {
-	if name == "" {
-		name = e.cfg.DefaultUser
-	}
-	if name == "" {
-		return nil, nil
-	}
-	a, err := account.Lookup(name)
-	if err != nil {
-		return nil, err
-	}
-	return &identity{cred: a.Credential(), env: a.Env()}, nil
 }

@@ -178,7 +178,8 @@ func TestPython(t *testing.T) {
 		if s.KernelName != KernelName || s.MaxIdleTime != nil || s.State != "idle" || s.Language != Python {
 			t.Errorf("%s", rp.raw)
 		}
-		k := h.p.e.sessions[sessionKey{Python, "b"}].rt.(*kernel)
+		sb, _ := h.p.e.reg.Get(Python, "b")
+		k := sb.rt.(*kernel)
 		if !k.alive(2 * time.Second) {
 			t.Error("heartbeat unanswered")
 		}

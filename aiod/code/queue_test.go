@@ -67,7 +67,7 @@ func TestQueueCancelled(t *testing.T) {
 	if d := time.Since(start); d > time.Second {
 		t.Errorf("the client waited %v", d)
 	}
-	s := h.p.e.sessions[sessionKey{JavaScript, "q"}]
+	s, _ := h.p.e.reg.Get(JavaScript, "q")
 	waitFor(t, "the cancelled request to leave the queue", func() bool { return s.queued() == 0 })
 	wg.Wait()
 	r, _ := h.exec("javascript", "q", "order.join(',')")

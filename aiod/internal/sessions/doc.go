@@ -1,4 +1,4 @@
-// Package session is the planes' one execution context and one session
+// Package sessions is the planes' one execution context and one session
 // registry.
 //
 // # Execution context
@@ -40,4 +40,4 @@
 // their session types implement [Session] (Expire holding their run
 // lock, as the code plane's does), and CloseSession removes from the
 // registry and then ends the process outside its lock.
-package session
+package sessions
