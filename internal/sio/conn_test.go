@@ -758,3 +758,34 @@ func (h *orderChecker) Disconnect(s *Socket, _ string) {
 	h.gone[s] = true
 	h.mu.Unlock()
 }
+
+// TestPollWriteBounded checks that a long-poll GET whose peer never reads
+// the answer does not hold the handler (and the queued packets) forever:
+// the write fails after WriteTimeout and the connection ends.
+func TestPollWriteBounded(t *testing.T) {
+	h := &recorder{}
+	srv, url := startServer(t, Options{WriteTimeout: 200 * time.Millisecond, MaxBuffered: 64 << 20}, h)
+	p := openPolling(t, url)
+	p.post("40/smcp,")
+	waitFor(t, "the socket", func() bool { h.mu.Lock(); defer h.mu.Unlock(); return len(h.socks) == 1 })
+	h.mu.Lock()
+	s := h.socks[0]
+	h.mu.Unlock()
+	arg := json.RawMessage(`"` + strings.Repeat("x", 1<<20) + `"`)
+	for i := 0; i < 32; i++ { // more than loopback socket buffers take
+		if err := s.Emit("x", Message{Args: []json.RawMessage{arg}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	conn, err := net.Dial("tcp", strings.TrimPrefix(url, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if tc, ok := conn.(*net.TCPConn); ok {
+		_ = tc.SetReadBuffer(4096)
+	}
+	fmt.Fprintf(conn, "GET /socket.io/?EIO=4&transport=polling&sid=%s HTTP/1.1\r\nHost: x\r\n\r\n", p.sid)
+	// Never read.
+	waitFor(t, "the connection to end", func() bool { return srv.Conns() == 0 })
+}

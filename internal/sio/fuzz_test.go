@@ -27,6 +27,7 @@ func FuzzDecodePacket(f *testing.F) {
 			if err != nil {
 				return
 			}
+			_ = checkPlaceholders(args, p.attachments) // never panics
 			att := make([][]byte, p.attachments)
 			out := encodeEvent(nil, p.nsp, p.id, name, Message{Args: args, Attachments: att})
 			q, err := decodePacket(out)
