@@ -58,8 +58,15 @@ func TestQueueCancelled(t *testing.T) {
 		s, err := h.p.e.Session(JavaScript, "q")
 		return err == nil && s.State == "executing"
 	})
-	ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
+	s, _ := h.p.e.reg.Get(JavaScript, "q")
+	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
+	go func() { // the client gives up once its request waits in the queue
+		for deadline := time.Now().Add(5 * time.Second); s.queued() == 0 && time.Now().Before(deadline); {
+			time.Sleep(5 * time.Millisecond)
+		}
+		cancel()
+	}()
 	start := time.Now()
 	if st := h.post(ctx, map[string]any{"language": "javascript", "session_id": "q", "code": "order.push('second')"}); st != 0 {
 		t.Errorf("status %d for a request the client gave up on", st)
@@ -67,7 +74,6 @@ func TestQueueCancelled(t *testing.T) {
 	if d := time.Since(start); d > time.Second {
 		t.Errorf("the client waited %v", d)
 	}
-	s, _ := h.p.e.reg.Get(JavaScript, "q")
 	waitFor(t, "the cancelled request to leave the queue", func() bool { return s.queued() == 0 })
 	wg.Wait()
 	r, _ := h.exec("javascript", "q", "order.join(',')")

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/a2c-smcp/a2c-go/aiod/internal/api"
@@ -107,6 +108,10 @@ type Engine struct {
 	closed   bool
 
 	mounts mountTable // which devices are pseudo filesystems
+
+	// waiting counts the long polls and waits blocked on their watcher
+	// now: what a test waits on before it makes the event they wait for.
+	waiting atomic.Int64
 }
 
 // NewEngine returns an engine with cfg's defaults filled in. The inotify
@@ -349,6 +354,10 @@ func (e *Engine) Poll(ctx context.Context, id string, req PollWatchRequest) (*Po
 	cursor = w.clamp(cursor) // once: a stale high cursor must not skip what comes next
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
+	if timeout > 0 {
+		e.waiting.Add(1)
+		defer e.waiting.Add(-1)
+	}
 	for {
 		evs, next, overflow, changed, stopped := w.since(cursor, int(limit))
 		if len(evs) > 0 || overflow || stopped || timeout == 0 {
@@ -427,6 +436,8 @@ func (e *Engine) Wait(ctx context.Context, req WaitWatchRequest) (*WaitWatchResu
 	}
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
+	e.waiting.Add(1)
+	defer e.waiting.Add(-1)
 	var cursor uint64
 	for {
 		evs, next, _, changed, stopped := w.since(cursor, MaxPollLimit)

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -192,5 +193,59 @@ func (s *sse) change(t *testing.T, id, want string) {
 	}
 	if f.id != id || (want != "" && line(ev) != want) {
 		t.Fatalf("frame %s %s, want %s %s", f.id, line(ev), id, want)
+	}
+}
+
+// until waits for cond, checked every few milliseconds, failing the test
+// after 10 s: how a test waits on an event it cannot subscribe to.
+func (e *env) until(what string, cond func() bool) {
+	e.t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			e.t.Fatalf("timed out waiting for %s", what)
+		}
+	}
+}
+
+// waiting waits until n long polls or waits block on their watcher.
+func (e *env) waiting(n int64) {
+	e.t.Helper()
+	if !e.waitingFor(n) {
+		e.t.Fatalf("timed out waiting for %d waiting requests", n)
+	}
+}
+
+// waitingFor is waiting for a goroutine other than the test's: it
+// reports whether n requests came to wait within 10 s.
+func (e *env) waitingFor(n int64) bool {
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		if e.plane.e.waiting.Load() >= n {
+			return true
+		}
+	}
+	return false
+}
+
+// end checks that the stream has ended: the server closed it (EOF), not
+// a read that timed out or failed otherwise.
+func (s *sse) end(t *testing.T) {
+	t.Helper()
+	f, err := s.next(t)
+	if err != io.EOF {
+		t.Fatalf("stream not ended: frame %+v, error %v", f, err)
+	}
+}
+
+// keepAlive reads the stream's raw lines until a keep-alive comment.
+func (s *sse) keepAlive(t *testing.T) {
+	t.Helper()
+	for {
+		l, err := s.rd.ReadString('\n')
+		if err != nil {
+			t.Fatalf("stream ended before a keep-alive: %v", err)
+		}
+		if l == ": keep-alive\n" {
+			return
+		}
 	}
 }

@@ -120,7 +120,8 @@ func TestIncludePatterns(t *testing.T) {
 	e := newEnv(t, Config{})
 	id := e.create(map[string]any{"include_patterns": []string{"*.py", "docs/**/*.md"}}).WatcherID
 	e.mkdir("docs/x")
-	time.Sleep(100 * time.Millisecond)
+	w := e.plane.e.get(id)
+	e.until("docs/x to be watched", func() bool { return e.plane.e.ino.count(w) == 3 })
 	e.write("a.py", "")
 	e.write("b.txt", "")
 	e.write("docs/x/r.md", "")
@@ -270,7 +271,7 @@ func TestStream(t *testing.T) {
 	s.change(t, id+":2", "write a")
 	e.mv(e.path("a"), e.path("b"))
 	s.change(t, id+":3", "rename "+e.path("a")+" -> b")
-	time.Sleep(250 * time.Millisecond) // keep-alive comments are skipped by the reader
+	s.keepAlive(t) // a comment between frames, which must skips
 
 	// resume after seq 1 on the v1 route: 2 and 3 are replayed
 	r := e.stream("/v1/file/watch/"+id+"/events", map[string]string{"Last-Event-ID": id + ":1"})
@@ -284,9 +285,7 @@ func TestStream(t *testing.T) {
 		if f := st.must(t); f.event != "watch_stopped" {
 			t.Fatalf("final frame %+v", f)
 		}
-		if _, err := st.next(t); err == nil {
-			t.Fatal("stream still open")
-		}
+		st.end(t)
 	}
 }
 
@@ -311,13 +310,14 @@ func TestCloseEndsStreams(t *testing.T) {
 		code, _ := e.call("GET", fmt.Sprintf("/v2/watch/%s/poll?timeout=30", id), nil)
 		done <- code
 	}()
-	time.Sleep(100 * time.Millisecond)
+	e.waiting(1) // the long poll
 	if err := e.plane.Close(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	if f := s.must(t); f.event != "watch_stopped" {
 		t.Fatalf("frame %+v", f)
 	}
+	s.end(t)
 	select {
 	case <-done:
 	case <-time.After(5 * time.Second):
@@ -384,12 +384,12 @@ func TestHistoryHoles(t *testing.T) {
 
 func TestWaitV1(t *testing.T) {
 	e := newEnv(t, Config{})
+	e.mkdir("dir")
 	go func() {
-		time.Sleep(300 * time.Millisecond)
+		e.waitingFor(1) // the wait's watcher watches
 		e.write("dir/other", "")
 		e.write("dir/target", "x")
 	}()
-	e.mkdir("dir")
 	var res WaitWatchResult
 	e.OK("POST", "/v1/file/watch/wait", map[string]any{"path": e.path("dir/target"), "timeout": 10, "event_types": []string{"write"}}, &res)
 	if res.Event.Type != TypeWrite || res.Event.Path != e.path("dir/target") {
@@ -397,7 +397,7 @@ func TestWaitV1(t *testing.T) {
 	}
 	// a directory: any entry
 	go func() {
-		time.Sleep(300 * time.Millisecond)
+		e.waitingFor(1)
 		e.write("dir/third", "")
 	}()
 	e.OK("POST", "/v1/file/watch/wait", map[string]any{"path": "dir"}, &res)
