@@ -404,3 +404,40 @@ func TestGorillaHeartbeatKeepsReading(t *testing.T) {
 	default:
 	}
 }
+
+// blockingHandler is an echo handler whose "block" event holds the
+// reader (on the event loop, the loop itself) for twice the slow-iteration
+// threshold, as a handler that breaks the no-blocking rule would.
+type blockingHandler struct{ echoHandler }
+
+func (h *blockingHandler) Event(s *Socket, e *Event) {
+	if e.Name == "block" {
+		time.Sleep(2 * SlowLoopIteration) // the workload, not a synchronisation
+		_ = e.Ack(Message{})
+		return
+	}
+	h.echoHandler.Event(s, e)
+}
+
+// TestWSLoopBlockedHandlerCounted checks that an iteration held up by a
+// blocking handler is counted as slow, at the real threshold.
+func TestWSLoopBlockedHandlerCounted(t *testing.T) {
+	srv := NewServer(Options{})
+	srv.Handle("/smcp", &blockingHandler{})
+	ts := httptest.NewServer(srv)
+	defer ts.Close()
+	defer srv.Close()
+	w := joined(t, ts.URL)
+	before := ReadLoopStats()
+	w.text(`42/smcp,1["block"]`)
+	if got := w.next(); got != `43/smcp,1[]` {
+		t.Fatalf("ack = %q", got)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for ReadLoopStats().SlowIterations <= before.SlowIterations {
+		if time.Now().After(deadline) {
+			t.Fatalf("no slow iteration counted: %+v then %+v", before, ReadLoopStats())
+		}
+		time.Sleep(time.Millisecond)
+	}
+}

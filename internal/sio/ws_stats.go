@@ -8,10 +8,11 @@ import (
 // LoopStats counts the work of the WebSocket event loops of every Server
 // in the process (all zero where there is no event loop, or with
 // GoroutinePerConn). An iteration is one return from epoll_wait and the
-// handling of the events it reported. The loop runs no handlers, so a slow
-// iteration means the loop thread itself was starved or overloaded (large
-// frames, a huge backlog, CPU contention); every other WebSocket on that
-// loop waited that long.
+// handling of the events it reported: reading, frame parsing, and the
+// namespace handlers' Event calls, which run on the loop. A slow iteration
+// means a handler blocked (which the Handler contract forbids) or the loop
+// was overloaded or starved of CPU; every other WebSocket on that loop
+// waited that long.
 type LoopStats struct {
 	Iterations     uint64 // loop iterations since the process started
 	SlowIterations uint64 // iterations that took longer than SlowLoopIteration
