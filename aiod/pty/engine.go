@@ -86,7 +86,10 @@ type Engine struct {
 	live     sync.WaitGroup // one per session not yet fully ended
 }
 
-func newEngine(cfg Config) *Engine {
+// NewEngine returns an engine with cfg's zero fields set to their
+// defaults. Reclaiming idle terminals is the owner's (the [Plane] runs
+// it on a janitor).
+func NewEngine(cfg Config) *Engine {
 	if cfg.Workspace == "" {
 		cfg.Workspace, _ = os.Getwd()
 	}
@@ -268,7 +271,7 @@ func (e *Engine) reserve(id string) error {
 			}
 		}
 		if lru == nil {
-			return newErr(ErrInvalid, fmt.Sprintf("Maximum number of terminal sessions (%d) reached", e.maxSessions),
+			return newErr(ErrLimit, fmt.Sprintf("Maximum number of terminal sessions (%d) reached", e.maxSessions),
 				"close a terminal (DELETE /v2/pty/sessions/{id}) or create expiring ones")
 		}
 		delete(e.sessions, lru.id)
@@ -372,8 +375,10 @@ func (e *Engine) CloseSession(ctx context.Context, id string) error {
 	return s.wait(ctx)
 }
 
-// CloseAll closes every listed terminal.
-func (e *Engine) CloseAll(ctx context.Context) error {
+// CloseSessions closes every listed terminal (not the shells of
+// anonymous /v2/pty/ws sockets, which die with their socket) and waits,
+// bounded by ctx, for them to end.
+func (e *Engine) CloseSessions(ctx context.Context) error {
 	var errs []error
 	for _, s := range e.list() {
 		e.forget(s)

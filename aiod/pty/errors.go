@@ -1,23 +1,28 @@
 package pty
 
 import (
-	"errors"
 	"net/http"
 
 	"github.com/a2c-smcp/a2c-go/aiod/internal/api"
 )
 
-// Kinds of [Error]; match them with errors.Is.
+// Kinds of [Error], the shared api kinds under the plane's names; match
+// them with errors.Is. Their statuses are api's table ([api.Status]).
 var (
-	// ErrNotFound: an unknown or closed session. HTTP 404.
-	ErrNotFound = errors.New("not found")
+	// ErrNotFound: an unknown or closed session. HTTP 404 (a DELETE of
+	// one answers 200 with success false).
+	ErrNotFound = api.ErrNotFound
 	// ErrInvalid: a value or an operation the engine refuses. HTTP 400.
-	ErrInvalid = errors.New("invalid request")
+	ErrInvalid = api.ErrInvalid
+	// ErrLimit: every terminal slot is taken and none can be evicted.
+	// HTTP 400 on the routes that create terminals, as the published API
+	// answers it ([capacity400]).
+	ErrLimit = api.ErrLimit
 	// ErrNotImplemented: exec in a shell that is not bash or sh. HTTP 501.
-	ErrNotImplemented = errors.New("not implemented")
+	ErrNotImplemented = api.ErrNotImplemented
 	// ErrUnavailable: no shell, an unusable default user, or an engine
 	// that is shutting down. HTTP 503.
-	ErrUnavailable = errors.New("unavailable")
+	ErrUnavailable = api.ErrUnavailable
 )
 
 // Error is the plane's refusal (see [api.Error]); its Kind is one of
@@ -31,17 +36,12 @@ func notFound(id string) error                  { return newErr(ErrNotFound, "Se
 // errBusy is the answer to a second exec while one runs.
 var errBusy = invalid("Session already has a running command")
 
-// statusOf maps an engine error to its HTTP status.
-func statusOf(err error) int {
-	switch {
-	case errors.Is(err, ErrNotFound):
-		return http.StatusNotFound
-	case errors.Is(err, ErrInvalid):
-		return http.StatusBadRequest
-	case errors.Is(err, ErrNotImplemented):
-		return http.StatusNotImplemented
-	case errors.Is(err, ErrUnavailable):
-		return http.StatusServiceUnavailable
-	}
-	return http.StatusInternalServerError
-}
+// The published API's exceptions to api's status table, by route.
+var (
+	// capacity400: a full terminal table is a 400 where terminals are
+	// created (evict-or-400, as for command sessions).
+	capacity400 = api.AsStatus(ErrLimit, http.StatusBadRequest)
+	// gone200: closing a terminal that is already gone answers 200 with
+	// success false.
+	gone200 = api.AsStatus(ErrNotFound, http.StatusOK)
+)

@@ -23,7 +23,7 @@ type Plane struct {
 // New returns a plane with its engine and a running janitor; stop both
 // with [Plane.Close].
 func New(cfg Config) *Plane {
-	e := newEngine(cfg)
+	e := NewEngine(cfg)
 	return &Plane{e: e, janitor: janitor.Start(janitor.Every(e.idle/4, e.reclaim))}
 }
 
@@ -41,38 +41,30 @@ func (p *Plane) Close(ctx context.Context) error {
 	return err
 }
 
-// Mount registers the v2 routes and the v1 compatibility routes.
+// Mount registers the v2 routes and the v1 compatibility routes. Every
+// refusal answers api's status of its kind, except where the published
+// API differs: a full table is a 400 on the routes that create
+// terminals, and a DELETE of a gone terminal a 200 with success false.
+// The WebSocket routes keep plain handlers (they answer after the
+// upgrade in frames).
 func (p *Plane) Mount(mux *http.ServeMux) {
-	mux.HandleFunc("POST /v2/pty/sessions", p.create)
-	mux.HandleFunc("GET /v2/pty/sessions", p.list)
-	mux.HandleFunc("GET /v2/pty/sessions/{id}", p.get)
-	mux.HandleFunc("PATCH /v2/pty/sessions/{id}", p.patch)
-	mux.HandleFunc("DELETE /v2/pty/sessions/{id}", p.remove)
-	mux.HandleFunc("POST /v2/pty/sessions/{id}/exec", p.exec)
-	mux.HandleFunc("GET /v2/pty/sessions/{id}/screen", p.screen)
-	mux.HandleFunc("POST /v2/pty/sessions/{id}/input", p.input)
-	mux.HandleFunc("POST /v2/pty/sessions/{id}/signal", p.signal)
+	log := p.e.log
+	mux.Handle("POST /v2/pty/sessions", api.Route[createBody, Created]{Op: p.create, Override: []api.Override{capacity400}, Log: log})
+	mux.Handle("GET /v2/pty/sessions", api.Route[struct{}, listResult]{From: api.FromNothing, Op: p.list})
+	mux.Handle("GET /v2/pty/sessions/{id}", api.Route[struct{}, Info]{From: api.FromNothing, Op: p.get})
+	mux.Handle("PATCH /v2/pty/sessions/{id}", api.Route[patchBody, *sizeResult]{Op: p.patch, Log: log})
+	mux.Handle("DELETE /v2/pty/sessions/{id}", p.removeRoute())
+	mux.Handle("POST /v2/pty/sessions/{id}/exec", api.Route[execBody, Result]{Op: p.exec, Reply: executed, Log: log})
+	mux.Handle("GET /v2/pty/sessions/{id}/screen", api.Route[struct{}, Result]{From: api.FromNothing, Op: p.screen})
+	mux.Handle("POST /v2/pty/sessions/{id}/input", api.Route[inputBody, statusResult]{Op: p.input, Log: log})
+	mux.Handle("POST /v2/pty/sessions/{id}/signal", api.Route[struct{}, KillResult]{From: api.FromNothing,
+		Op: func(r *http.Request, _ struct{}) (KillResult, error) { return p.signal(r, r.PathValue("id")) }})
 	mux.HandleFunc("GET /v2/pty/sessions/{id}/ws", p.attachWS)
 	mux.HandleFunc("GET /v2/pty/ws", func(w http.ResponseWriter, r *http.Request) { p.anonymousWS(w, r, false) })
 	p.mountV1(mux)
 }
 
-// fail answers an engine error with its status, message and hint.
-func fail(w http.ResponseWriter, err error) {
-	msg, hint := api.MessageOf(err)
-	api.Fail(w, statusOf(err), msg, nil, hint)
-}
-
 func isNotFound(err error) bool { return errors.Is(err, ErrNotFound) }
-
-// answer writes data or the error.
-func answer[T any](w http.ResponseWriter, data T, err error) {
-	if err != nil {
-		fail(w, err)
-		return
-	}
-	api.OK(w, data)
-}
 
 // seconds converts an optional seconds field; absent is 0 (no bound).
 func seconds(f *float64) (time.Duration, error) {
@@ -122,15 +114,10 @@ func size(cols, rows *uint32) (int, int, error) {
 	return int(*cols), int(*rows), nil
 }
 
-func (p *Plane) create(w http.ResponseWriter, r *http.Request) {
-	var b createBody
-	if !api.Body(w, r, &b) {
-		return
-	}
+func (p *Plane) create(_ *http.Request, b createBody) (Created, error) {
 	cols, rows, err := size(b.Cols, b.Rows)
 	if err != nil {
-		fail(w, err)
-		return
+		return Created{}, err
 	}
 	o := Options{ID: b.ID, Cwd: b.Cwd, Cols: cols, Rows: rows, User: b.User, Env: b.Env}
 	if b.Retention != nil {
@@ -139,8 +126,7 @@ func (p *Plane) create(w http.ResponseWriter, r *http.Request) {
 	if d := wholeSeconds(b.NoChangeTimeout); d != nil {
 		o.NoChangeTimeout = noChangeOption(*d)
 	}
-	c, err := p.e.Create(o)
-	answer(w, c, err)
+	return p.e.Create(o)
 }
 
 // listResult is the published PtySessionsResult.
@@ -149,14 +135,11 @@ type listResult struct {
 	Stats    Stats           `json:"stats"`
 }
 
-func (p *Plane) list(w http.ResponseWriter, _ *http.Request) {
-	api.OK(w, listResult{Sessions: p.e.Sessions(), Stats: p.e.Stats()})
+func (p *Plane) list(*http.Request, struct{}) (listResult, error) {
+	return listResult{Sessions: p.e.Sessions(), Stats: p.e.Stats()}, nil
 }
 
-func (p *Plane) get(w http.ResponseWriter, r *http.Request) {
-	info, err := p.e.Session(r.PathValue("id"))
-	answer(w, info, err)
-}
+func (p *Plane) get(r *http.Request, _ struct{}) (Info, error) { return p.e.Session(r.PathValue("id")) }
 
 // patchBody is the published PtyPatchRequest.
 type patchBody struct {
@@ -173,11 +156,9 @@ type sizeResult struct {
 	Status    string `json:"status"`
 }
 
-func (p *Plane) patch(w http.ResponseWriter, r *http.Request) {
-	var b patchBody
-	if !api.Body(w, r, &b) {
-		return
-	}
+// patch sets the no_change_timeout and resizes; data is null when it
+// did not resize.
+func (p *Plane) patch(r *http.Request, b patchBody) (*sizeResult, error) {
 	id := r.PathValue("id")
 	cols, rows, err := size(b.Cols, b.Rows)
 	if err == nil {
@@ -187,28 +168,28 @@ func (p *Plane) patch(w http.ResponseWriter, r *http.Request) {
 		err = p.e.SetNoChangeTimeout(id, *wholeSeconds(b.NoChangeTimeout))
 	}
 	if err != nil || cols == 0 {
-		answer[any](w, nil, err)
-		return
+		return nil, err
 	}
 	if err := p.e.Resize(id, cols, rows); err != nil {
-		fail(w, err)
-		return
+		return nil, err
 	}
 	st, _ := p.e.Wait(r.Context(), id, 0)
-	api.OK(w, sizeResult{SessionID: id, Cols: cols, Rows: rows, Status: st})
+	return &sizeResult{SessionID: id, Cols: cols, Rows: rows, Status: st}, nil
 }
 
-// remove closes a terminal; one already gone is a 200 with success
-// false.
-func (p *Plane) remove(w http.ResponseWriter, r *http.Request) {
-	ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
-	defer cancel()
-	if err := p.e.CloseSession(ctx, r.PathValue("id")); isNotFound(err) {
-		msg, _ := api.MessageOf(err)
-		api.Fail(w, http.StatusOK, msg, nil)
-		return
-	}
-	api.OK(w, nil)
+// removeRoute closes a terminal (DELETE /v2/pty/sessions/{id} and
+// /v1/shell/sessions/{id}); one already gone is a 200 with success
+// false. A shell slow to die has been killed: that is a success.
+func (p *Plane) removeRoute() api.Route[struct{}, any] {
+	return api.Route[struct{}, any]{From: api.FromNothing, Override: []api.Override{gone200},
+		Op: func(r *http.Request, _ struct{}) (any, error) {
+			ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
+			defer cancel()
+			if err := p.e.CloseSession(ctx, r.PathValue("id")); isNotFound(err) {
+				return nil, err
+			}
+			return nil, nil
+		}}
 }
 
 // execBody is the published PtyExecRequest.
@@ -220,35 +201,30 @@ type execBody struct {
 	NoChangeTimeout *uint64  `json:"no_change_timeout"`
 }
 
-// runExec fills req's timeouts and runs it, answering the result.
-func (p *Plane) runExec(w http.ResponseWriter, r *http.Request, id string, req ExecRequest, timeout, hard *float64) {
+// runExec fills req's timeouts and runs it.
+func (p *Plane) runExec(r *http.Request, id string, req ExecRequest, timeout, hard *float64) (Result, error) {
 	var err error
 	if req.Timeout, err = seconds(timeout); err == nil {
 		req.HardTimeout, err = seconds(hard)
 	}
-	var res Result
-	if err == nil {
-		res, err = p.e.Exec(r.Context(), id, req)
-	}
 	if err != nil {
-		fail(w, err)
-		return
+		return Result{}, err
 	}
+	return p.e.Exec(r.Context(), id, req)
+}
+
+// executed answers an exec with its own success message.
+func executed(w http.ResponseWriter, _ *http.Request, res Result) {
 	api.OKMessage(w, "Command executed", res)
 }
 
-func (p *Plane) exec(w http.ResponseWriter, r *http.Request) {
-	var b execBody
-	if !api.Body(w, r, &b) {
-		return
-	}
+func (p *Plane) exec(r *http.Request, b execBody) (Result, error) {
 	req := ExecRequest{Command: b.Command, Async: b.Async, NoChangeTimeout: wholeSeconds(b.NoChangeTimeout)}
-	p.runExec(w, r, r.PathValue("id"), req, b.Timeout, b.HardTimeout)
+	return p.runExec(r, r.PathValue("id"), req, b.Timeout, b.HardTimeout)
 }
 
-func (p *Plane) screen(w http.ResponseWriter, r *http.Request) {
-	res, err := p.e.Screen(r.PathValue("id"))
-	answer(w, res, err)
+func (p *Plane) screen(r *http.Request, _ struct{}) (Result, error) {
+	return p.e.Screen(r.PathValue("id"))
 }
 
 // inputBody is the published PtyInputRequest (v2: press_enter off).
@@ -261,20 +237,17 @@ type statusResult struct {
 	Status string `json:"status"`
 }
 
-func (p *Plane) input(w http.ResponseWriter, r *http.Request) {
-	var b inputBody
-	if !api.Body(w, r, &b) {
-		return
-	}
+func (p *Plane) input(r *http.Request, b inputBody) (statusResult, error) {
 	st, err := p.e.Input(r.PathValue("id"), b.Input, b.PressEnter)
-	answer(w, statusResult{st}, err)
+	return statusResult{st}, err
 }
 
-func (p *Plane) signal(w http.ResponseWriter, r *http.Request) {
-	res, err := p.e.Signal(r.Context(), r.PathValue("id"))
+// signal kills terminal id; only an unknown id is refused (a shell slow
+// to die is still signalled).
+func (p *Plane) signal(r *http.Request, id string) (KillResult, error) {
+	res, err := p.e.Signal(r.Context(), id)
 	if isNotFound(err) {
-		fail(w, err)
-		return
+		return KillResult{}, err
 	}
-	api.OK(w, res) // a shell slow to die is still signalled
+	return res, nil
 }

@@ -10,20 +10,28 @@ import (
 )
 
 // mountV1 registers the 1.x compatibility routes /v1/shell/*, adapting
-// their field names onto the same engine.
+// their field names onto the same engine. They answer as the v2 routes
+// do: the status of the refusal's kind, 400 for a full table where a
+// terminal is created, 200 with success false for a DELETE of a gone
+// terminal.
 func (p *Plane) mountV1(mux *http.ServeMux) {
-	mux.HandleFunc("POST /v1/shell/exec", p.v1Exec)
-	mux.HandleFunc("POST /v1/shell/view", p.v1View)
-	mux.HandleFunc("POST /v1/shell/wait", p.v1Wait)
-	mux.HandleFunc("POST /v1/shell/write", p.v1Write)
-	mux.HandleFunc("POST /v1/shell/kill", p.v1Kill)
-	mux.HandleFunc("GET /v1/shell/sessions", p.v1Sessions)
-	mux.HandleFunc("POST /v1/shell/sessions/create", p.v1Create)
-	mux.HandleFunc("POST /v1/shell/sessions/update", p.v1Update)
-	mux.HandleFunc("GET /v1/shell/sessions/stats", func(w http.ResponseWriter, _ *http.Request) { api.OK(w, p.e.Stats()) })
-	mux.HandleFunc("DELETE /v1/shell/sessions/{id}", p.remove)
-	mux.HandleFunc("DELETE /v1/shell/sessions", p.v1CloseAll)
-	mux.HandleFunc("GET /v1/shell/terminal-url", p.v1TerminalURL)
+	log := p.e.log
+	full := []api.Override{capacity400}
+	mux.Handle("POST /v1/shell/exec", api.Route[v1ExecBody, Result]{Op: p.v1Exec, Reply: executed, Override: full, Log: log})
+	mux.Handle("POST /v1/shell/view", api.Route[v1IDBody, Result]{Op: p.v1View})
+	mux.Handle("POST /v1/shell/wait", api.Route[v1WaitBody, statusResult]{Op: p.v1Wait})
+	mux.Handle("POST /v1/shell/write", api.Route[v1WriteBody, statusResult]{Op: p.v1Write, Log: log})
+	mux.Handle("POST /v1/shell/kill", api.Route[v1IDBody, KillResult]{
+		Op: func(r *http.Request, b v1IDBody) (KillResult, error) { return p.signal(r, b.ID) }})
+	mux.Handle("GET /v1/shell/sessions", api.Route[struct{}, v1SessionList]{From: api.FromNothing, Op: p.v1Sessions})
+	mux.Handle("POST /v1/shell/sessions/create", api.Route[v1CreateBody, Created]{Op: p.v1Create, Override: full, Log: log})
+	mux.Handle("POST /v1/shell/sessions/update", api.Route[v1UpdateBody, v1UpdateResult]{Op: p.v1Update})
+	mux.Handle("GET /v1/shell/sessions/stats", api.Route[struct{}, Stats]{From: api.FromNothing,
+		Op: func(*http.Request, struct{}) (Stats, error) { return p.e.Stats(), nil }})
+	mux.Handle("DELETE /v1/shell/sessions/{id}", p.removeRoute())
+	mux.Handle("DELETE /v1/shell/sessions", api.Route[struct{}, any]{From: api.FromNothing, Op: p.v1CloseAll})
+	mux.Handle("GET /v1/shell/terminal-url", api.Route[terminalURLQuery, string]{From: api.FromQuery, Op: p.v1TerminalURL,
+		Override: full, Log: log})
 	mux.HandleFunc("GET /v1/shell/ws", func(w http.ResponseWriter, r *http.Request) { p.anonymousWS(w, r, true) })
 }
 
@@ -46,17 +54,12 @@ type v1ExecBody struct {
 // expiring one; exec_dir is the new session's directory, or where an
 // existing one moves first. Without strict an unusable exec_dir is
 // ignored.
-func (p *Plane) v1Exec(w http.ResponseWriter, r *http.Request) {
-	var b v1ExecBody
-	if !api.Body(w, r, &b) {
-		return
-	}
+func (p *Plane) v1Exec(r *http.Request, b v1ExecBody) (Result, error) {
 	dir := b.ExecDir
 	if dir != "" {
 		var err error
 		if dir, err = p.e.resolveCwd(dir, b.PreserveSymlinks); err != nil && b.Strict {
-			fail(w, err)
-			return
+			return Result{}, err
 		}
 	}
 	req := ExecRequest{Command: b.Command, Async: b.AsyncMode, NoChangeTimeout: wholeSeconds(b.NoChangeTimeout),
@@ -70,10 +73,9 @@ func (p *Plane) v1Exec(w http.ResponseWriter, r *http.Request) {
 		s, err = p.e.create(Options{Cwd: dir, User: b.User, Retention: RetentionExpiring, PreserveSymlinks: b.PreserveSymlinks})
 	}
 	if err != nil {
-		fail(w, err)
-		return
+		return Result{}, err
 	}
-	p.runExec(w, r, s.id, req, b.Timeout, b.HardTimeout)
+	return p.runExec(r, s.id, req, b.Timeout, b.HardTimeout)
 }
 
 // v1IDBody is the published v1 ShellViewRequest and ShellKillProcessRequest.
@@ -81,14 +83,7 @@ type v1IDBody struct {
 	ID string `json:"id" serde:"required"`
 }
 
-func (p *Plane) v1View(w http.ResponseWriter, r *http.Request) {
-	var b v1IDBody
-	if !api.Body(w, r, &b) {
-		return
-	}
-	res, err := p.e.Screen(b.ID)
-	answer(w, res, err)
-}
+func (p *Plane) v1View(_ *http.Request, b v1IDBody) (Result, error) { return p.e.Screen(b.ID) }
 
 // v1WaitBody is the published v1 ShellWaitRequest.
 type v1WaitBody struct {
@@ -103,11 +98,7 @@ const (
 	v1WaitMin     = 5 * time.Second
 )
 
-func (p *Plane) v1Wait(w http.ResponseWriter, r *http.Request) {
-	var b v1WaitBody
-	if !api.Body(w, r, &b) {
-		return
-	}
+func (p *Plane) v1Wait(r *http.Request, b v1WaitBody) (statusResult, error) {
 	d := v1WaitDefault
 	if s := wholeSeconds(b.Seconds); s != nil {
 		d = *s
@@ -116,7 +107,7 @@ func (p *Plane) v1Wait(w http.ResponseWriter, r *http.Request) {
 		d = min(d, *m)
 	}
 	st, err := p.e.Wait(r.Context(), b.ID, max(d, v1WaitMin))
-	answer(w, statusResult{st}, err)
+	return statusResult{st}, err
 }
 
 // v1WriteBody is the published v1 ShellWriteToProcessRequest (v1:
@@ -127,26 +118,18 @@ type v1WriteBody struct {
 	PressEnter *bool  `json:"press_enter"`
 }
 
-func (p *Plane) v1Write(w http.ResponseWriter, r *http.Request) {
-	var b v1WriteBody
-	if !api.Body(w, r, &b) {
-		return
-	}
+func (p *Plane) v1Write(_ *http.Request, b v1WriteBody) (statusResult, error) {
 	st, err := p.e.Input(b.ID, b.Input, b.PressEnter == nil || *b.PressEnter)
-	answer(w, statusResult{st}, err)
+	return statusResult{st}, err
 }
 
-func (p *Plane) v1Kill(w http.ResponseWriter, r *http.Request) {
-	var b v1IDBody
-	if !api.Body(w, r, &b) {
-		return
-	}
-	r.SetPathValue("id", b.ID)
-	p.signal(w, r)
+// v1SessionList is GET /v1/shell/sessions: {sessions: {id: info}}.
+type v1SessionList struct {
+	Sessions map[string]Info `json:"sessions"`
 }
 
-func (p *Plane) v1Sessions(w http.ResponseWriter, _ *http.Request) {
-	api.OK(w, map[string]any{"sessions": p.e.Sessions()})
+func (p *Plane) v1Sessions(*http.Request, struct{}) (v1SessionList, error) {
+	return v1SessionList{Sessions: p.e.Sessions()}, nil
 }
 
 // v1CreateBody is the published v1 ShellCreateSessionRequest.
@@ -158,17 +141,12 @@ type v1CreateBody struct {
 	User             string  `json:"user"`
 }
 
-func (p *Plane) v1Create(w http.ResponseWriter, r *http.Request) {
-	var b v1CreateBody
-	if !api.Body(w, r, &b) {
-		return
-	}
+func (p *Plane) v1Create(_ *http.Request, b v1CreateBody) (Created, error) {
 	o := Options{ID: b.ID, Cwd: b.ExecDir, User: b.User, PreserveSymlinks: b.PreserveSymlinks}
 	if d := wholeSeconds(b.NoChangeTimeout); d != nil {
 		o.NoChangeTimeout = noChangeOption(*d)
 	}
-	c, err := p.e.Create(o)
-	answer(w, c, err)
+	return p.e.Create(o)
 }
 
 // v1UpdateBody is the published v1 ShellUpdateSessionRequest.
@@ -182,36 +160,33 @@ type v1UpdateResult struct {
 	NoChangeTimeout *uint64 `json:"no_change_timeout"`
 }
 
-func (p *Plane) v1Update(w http.ResponseWriter, r *http.Request) {
-	var b v1UpdateBody
-	if !api.Body(w, r, &b) {
-		return
-	}
+func (p *Plane) v1Update(_ *http.Request, b v1UpdateBody) (v1UpdateResult, error) {
 	var err error
 	if d := wholeSeconds(b.NoChangeTimeout); d != nil {
 		err = p.e.SetNoChangeTimeout(b.ID, *d)
 	} else {
 		_, err = p.e.Session(b.ID)
 	}
-	answer(w, v1UpdateResult{SessionID: b.ID, NoChangeTimeout: b.NoChangeTimeout}, err)
+	return v1UpdateResult{SessionID: b.ID, NoChangeTimeout: b.NoChangeTimeout}, err
 }
 
-func (p *Plane) v1CloseAll(w http.ResponseWriter, r *http.Request) {
+// v1CloseAll closes every listed terminal; what is still dying has been
+// killed, so it answers success whatever the wait found.
+func (p *Plane) v1CloseAll(r *http.Request, _ struct{}) (any, error) {
 	ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
 	defer cancel()
-	_ = p.e.CloseAll(ctx) // what is still dying has been killed
-	api.OK(w, nil)
+	_ = p.e.CloseSessions(ctx)
+	return nil, nil
+}
+
+// terminalURLQuery is GET /v1/shell/terminal-url's query.
+type terminalURLQuery struct {
+	SessionID string `json:"session_id"`
 }
 
 // v1TerminalURL is the WebShell page's address for a session (unknown:
 // 404), or for a new expiring one.
-func (p *Plane) v1TerminalURL(w http.ResponseWriter, r *http.Request) {
-	var q struct {
-		SessionID string `json:"session_id"`
-	}
-	if !api.Query(w, r, &q) {
-		return
-	}
+func (p *Plane) v1TerminalURL(r *http.Request, q terminalURLQuery) (string, error) {
 	id := q.SessionID
 	var err error
 	if id != "" {
@@ -222,8 +197,7 @@ func (p *Plane) v1TerminalURL(w http.ResponseWriter, r *http.Request) {
 		id = c.SessionID
 	}
 	if err != nil {
-		fail(w, err)
-		return
+		return "", err
 	}
 	scheme := "http"
 	if r.TLS != nil {
@@ -233,5 +207,5 @@ func (p *Plane) v1TerminalURL(w http.ResponseWriter, r *http.Request) {
 		scheme = fp
 	}
 	u := url.URL{Scheme: scheme, Host: r.Host, Path: "/terminal", RawQuery: url.Values{"session_id": {id}}.Encode()}
-	api.OK(w, u.String())
+	return u.String(), nil
 }

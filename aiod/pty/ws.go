@@ -325,9 +325,9 @@ type wsQuery struct {
 	SessionID   string  `json:"session_id"` // v1
 }
 
-// options validates the query before the upgrade; false when it has
-// answered.
-func (q wsQuery) options(w http.ResponseWriter, anonymous bool) (attachOptions, bool) {
+// options validates the query before the upgrade (a refusal is
+// ErrInvalid, answered as JSON before any upgrade).
+func (q wsQuery) options(anonymous bool) (attachOptions, error) {
 	o := attachOptions{durable: q.Durable, restore: q.Restore, replay: MaxReplayBytes}
 	if q.Protocol != nil {
 		switch *q.Protocol {
@@ -335,8 +335,7 @@ func (q wsQuery) options(w http.ResponseWriter, anonymous bool) (attachOptions, 
 		case "binary":
 			o.binary = true
 		default:
-			api.Fail(w, http.StatusBadRequest, "protocol must be json or binary", nil)
-			return o, false
+			return o, invalid("protocol must be json or binary")
 		}
 	}
 	if q.ReplayBytes != nil {
@@ -344,14 +343,12 @@ func (q wsQuery) options(w http.ResponseWriter, anonymous bool) (attachOptions, 
 	}
 	switch {
 	case anonymous && (q.Durable || q.Restore):
-		api.Fail(w, http.StatusBadRequest, "durable and restore need an explicit session", nil,
+		return o, newErr(ErrInvalid, "durable and restore need an explicit session",
 			"create the session first (POST /v2/pty/sessions) and attach to /v2/pty/sessions/{id}/ws")
-		return o, false
 	case q.Restore && !q.Durable:
-		api.Fail(w, http.StatusBadRequest, "restore needs durable=true", nil)
-		return o, false
+		return o, invalid("restore needs durable=true")
 	}
-	return o, true
+	return o, nil
 }
 
 // attachWS is GET /v2/pty/sessions/{id}/ws.
@@ -366,8 +363,9 @@ func (p *Plane) attachByID(w http.ResponseWriter, r *http.Request, id string) {
 	if !api.Query(w, r, &q) {
 		return
 	}
-	o, ok := q.options(w, false)
-	if !ok {
+	o, err := q.options(false)
+	if err != nil {
+		api.WriteError(w, err)
 		return
 	}
 	c, ok := upgrade(w, r)
@@ -394,13 +392,14 @@ func (p *Plane) anonymousWS(w http.ResponseWriter, r *http.Request, v1 bool) {
 		p.attachByID(w, r, q.SessionID)
 		return
 	}
-	o, ok := q.options(w, true)
-	if !ok {
+	o, err := q.options(true)
+	if err != nil {
+		api.WriteError(w, err)
 		return
 	}
 	s, err := p.e.create(Options{Retention: RetentionExpiring, throwaway: !v1})
 	if err != nil {
-		fail(w, err)
+		api.WriteError(w, err, capacity400)
 		return
 	}
 	c, ok := upgrade(w, r)
