@@ -25,7 +25,9 @@ import (
 // [Options.Supervisor]). The supervisor starts the server as a group
 // leader, reaps what it leaves behind (it is a child subreaper), and ends
 // the group — SIGTERM, then SIGKILL after a grace — when the server exits,
-// when it is told to stop (SIGTERM), and when the Computer dies. It learns
+// when it is told to stop (SIGTERM), and when the Computer dies; then it
+// kills any descendant that had left the group (setsid), which as an
+// orphan has become its own child. It learns
 // of the Computer's death from a lifeline: the read end of a pipe whose
 // write end only the Computer holds. The kernel closes that end when the
 // Computer's process ends for any reason, so the supervisor reads EOF.

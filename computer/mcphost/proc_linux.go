@@ -1,6 +1,7 @@
 package mcphost
 
 import (
+	"bytes"
 	"errors"
 	"flag"
 	"fmt"
@@ -9,8 +10,11 @@ import (
 	"os/exec"
 	"os/signal"
 	"runtime"
+	"strconv"
+	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -70,7 +74,8 @@ func platformCommand(server *exec.Cmd, supervisor string) (*exec.Cmd, func()) {
 //
 // The server inherits stdin, stdout and stderr (nothing is copied), runs
 // as the leader of a new process group with the parent-death signal
-// SIGKILL, and the supervisor ends its whole group when:
+// SIGKILL, and the supervisor ends its whole tree (the group, then any
+// descendant that left it; see endTree) when:
 //   - the server exits (leftover descendants would otherwise linger);
 //   - the supervisor gets SIGTERM (a normal shutdown by the Computer);
 //   - the lifeline on fd 3 reads EOF (the Computer is gone).
@@ -132,18 +137,70 @@ func Supervise(args []string) int {
 	for {
 		select {
 		case ws := <-leader:
-			endGroup(pid, *grace)
+			endTree(pid, *grace)
 			return exitCode(ws)
 		case <-lost:
-			endGroup(pid, *grace)
+			endTree(pid, *grace)
 			return 1
 		case s := <-sigs:
 			if s == syscall.SIGTERM {
-				endGroup(pid, *grace)
+				endTree(pid, *grace)
 				return 128 + int(syscall.SIGTERM)
 			}
 		}
 	}
+}
+
+// endTree ends the server's process group, then whatever of its tree
+// left the group (a daemon that called setsid, say). As a child subreaper
+// the supervisor inherits every orphan of the tree, so once the group is
+// gone its remaining children are exactly the tree's remainder; killing
+// one may orphan more to it, hence the loop (bounded by 2 s).
+func endTree(pgid int, grace time.Duration) {
+	endGroup(pgid, grace)
+	self := os.Getpid()
+	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		kids := liveChildren(self)
+		if len(kids) == 0 {
+			return
+		}
+		for _, k := range kids {
+			_ = syscall.Kill(k, syscall.SIGKILL)
+		}
+	}
+}
+
+// liveChildren lists the processes whose parent is ppid and that have not
+// yet ended (zombies are left to reapAll), from /proc.
+func liveChildren(ppid int) []int {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	var out []int
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		// "pid (comm) state ppid ...": comm may hold spaces and ')'.
+		i := bytes.LastIndexByte(stat, ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(string(stat[i+1:]))
+		if len(f) < 2 || f[0] == "Z" {
+			continue
+		}
+		if p, err := strconv.Atoi(f[1]); err == nil && p == ppid {
+			out = append(out, pid)
+		}
+	}
+	return out
 }
 
 // reapAll reaps every child of the supervisor (the server and any

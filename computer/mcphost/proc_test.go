@@ -82,12 +82,14 @@ func TestCloseEndsProcessTree(t *testing.T) {
 					_ = syscall.Kill(pid, syscall.SIGKILL)
 				}
 			})
-			u := Start(Spec{BundleID: "tree", Type: "stdio", Command: "sh", Args: []string{"-c", "sleep 1000 & exec sleep 1001"},
-				Env: map[string]string{"TREE_MARK": mark}}, Options{Supervisor: supervisor})
-			want := 2 // the shell's two sleeps
+			script, want := "sleep 1000 & exec sleep 1001", 2 // the shell's two sleeps
 			if supervisor != "" {
-				want = 3 // and the supervisor
+				// Under a supervisor even a descendant that left the group
+				// (setsid) must go; and the supervisor itself is marked.
+				script, want = "setsid sleep 1002 & sleep 1000 & exec sleep 1001", 4
 			}
+			u := Start(Spec{BundleID: "tree", Type: "stdio", Command: "sh", Args: []string{"-c", script},
+				Env: map[string]string{"TREE_MARK": mark}}, Options{Supervisor: supervisor})
 			waitMarked(t, mark, "the tree to start", func(n int) bool { return n == want })
 			u.Close()
 			waitMarked(t, mark, "the tree to end", func(n int) bool { return n == 0 })
