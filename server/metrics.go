@@ -71,15 +71,13 @@ func newMetrics() *metrics {
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	// The WebSocket event loops count their own work (process-wide, as
 	// the loops serve every sio.Server in the process); read at scrape.
-	m.reg.MustRegister(
-		prometheus.NewCounterFunc(prometheus.CounterOpts{
-			Name: "a2c_sio_loop_iterations_total",
-			Help: "WebSocket event-loop iterations (wake-ups with events to handle).",
-		}, func() float64 { return float64(sio.ReadLoopStats().Iterations) }),
-		prometheus.NewCounterFunc(prometheus.CounterOpts{
-			Name: "a2c_sio_loop_slow_iterations_total",
-			Help: "WebSocket event-loop iterations that took longer than 10ms; every WebSocket on that loop waited meanwhile.",
-		}, func() float64 { return float64(sio.ReadLoopStats().SlowIterations) }))
+	m.reg.MustRegister(loopCollector{
+		duration: prometheus.NewDesc("a2c_sio_loop_iteration_duration_seconds",
+			"Time the WebSocket event loop took per iteration (one wake-up and the events it handled).", nil, nil),
+	}, prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "a2c_sio_loop_slow_iterations_total",
+		Help: "WebSocket event-loop iterations that took longer than 10ms; every WebSocket on that loop waited meanwhile.",
+	}, func() float64 { return float64(sio.ReadLoopStats().SlowIterations) }))
 	for _, ev := range smcp.ClientEvents() {
 		em := &eventMetrics{outcome: make(map[string]prometheus.Counter), latency: m.latency.WithLabelValues(ev)}
 		for _, o := range []string{outcomeOK, outcomeTimeout, outcomeGone, outcomeRefused, outcomeDropped} {
@@ -102,3 +100,22 @@ func (m *metrics) relayDone(event, outcome string, start time.Time) {
 }
 
 func (m *metrics) rejected(reason string) { m.handshakes.WithLabelValues(reason).Inc() }
+
+// loopCollector exposes sio's event-loop iteration durations as a
+// histogram, built at scrape time from the counters sio keeps (sio does
+// not import Prometheus).
+type loopCollector struct{ duration *prometheus.Desc }
+
+func (c loopCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.duration }
+
+func (c loopCollector) Collect(ch chan<- prometheus.Metric) {
+	st := sio.ReadLoopStats()
+	buckets := make(map[float64]uint64, len(sio.LoopIterationBuckets))
+	var n uint64
+	for i, le := range sio.LoopIterationBuckets {
+		n += st.Durations[i]
+		buckets[le.Seconds()] = n
+	}
+	n += st.Durations[len(sio.LoopIterationBuckets)]
+	ch <- prometheus.MustNewConstHistogram(c.duration, n, st.Total.Seconds(), buckets)
+}

@@ -434,10 +434,14 @@ func TestWSLoopBlockedHandlerCounted(t *testing.T) {
 		t.Fatalf("ack = %q", got)
 	}
 	deadline := time.Now().Add(5 * time.Second)
-	for ReadLoopStats().SlowIterations <= before.SlowIterations {
+	// Counted as slow, and in the duration bucket above the threshold.
+	for ReadLoopStats().SlowIterations <= before.SlowIterations || ReadLoopStats().Durations[3] <= before.Durations[3] {
 		if time.Now().After(deadline) {
 			t.Fatalf("no slow iteration counted: %+v then %+v", before, ReadLoopStats())
 		}
 		time.Sleep(time.Millisecond)
+	}
+	if LoopIterationBuckets[2] != SlowLoopIteration {
+		t.Fatal("bucket 3 is no longer the one above SlowLoopIteration")
 	}
 }
