@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"os"
+	"os/exec"
 	"runtime"
 	"strconv"
 	"syscall"
@@ -95,4 +96,51 @@ func TestCloseEndsProcessTree(t *testing.T) {
 			waitMarked(t, mark, "the tree to end", func(n int) bool { return n == 0 })
 		})
 	}
+}
+
+// TestSuperviseLifeline: when the lifeline's write end closes (what the
+// kernel does when the Computer dies, however), the supervisor ends the
+// server's tree and exits.
+func TestSuperviseLifeline(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("Linux only")
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := make([]byte, 8)
+	_, _ = rand.Read(b)
+	mark := hex.EncodeToString(b)
+	t.Cleanup(func() {
+		for _, pid := range marked(t, mark) {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	})
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(exe, SupervisorArg, "--grace", "200ms", "--", "sh", "-c", "sleep 1000 & exec sleep 1001")
+	cmd.Env = append(os.Environ(), "TREE_MARK="+mark)
+	cmd.ExtraFiles = []*os.File{r}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	r.Close()
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	waitMarked(t, mark, "the tree to start", func(n int) bool { return n == 3 })
+	w.Close()
+	select {
+	case err := <-exited:
+		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 {
+			t.Fatalf("supervisor ended with %v, want exit status 1", err)
+		}
+	case <-time.After(15 * time.Second):
+		_ = cmd.Process.Kill()
+		<-exited
+		t.Fatal("the supervisor did not end when its lifeline closed")
+	}
+	waitMarked(t, mark, "the tree to end", func(n int) bool { return n == 0 })
 }
