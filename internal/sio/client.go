@@ -88,6 +88,10 @@ type cconn struct {
 	hc       *http.Client
 
 	postMu sync.Mutex // one POST at a time, as the server requires
+	// dispatch is held while a received frame is handled and while the
+	// handler hears of the disconnect, so Disconnect never runs during an
+	// Event and no Event follows it.
+	dispatch sync.Mutex
 
 	wmu         sync.Mutex // serialises writes to ws
 	refresh     time.Time  // guarded by wmu: when to move the write deadline
@@ -243,6 +247,8 @@ func (c *cconn) openPolling(ctx context.Context) error {
 	if err := c.readOpen(fs[0]); err != nil {
 		return err
 	}
+	c.dispatch.Lock()
+	defer c.dispatch.Unlock()
 	for _, f := range fs[1:] {
 		c.onFrame(f)
 	}
@@ -530,7 +536,10 @@ func (c *cconn) readLoop(ws *websocket.Conn) {
 			c.terminate("transport close")
 			return
 		}
-		if !c.onFrame(frame{data: msg, binary: typ == websocket.BinaryMessage}) {
+		c.dispatch.Lock()
+		ok := c.onFrame(frame{data: msg, binary: typ == websocket.BinaryMessage})
+		c.dispatch.Unlock()
+		if !ok {
 			return
 		}
 	}
@@ -545,10 +554,16 @@ func (c *cconn) pollLoop() {
 			c.terminate("transport close")
 			return
 		}
+		c.dispatch.Lock()
+		ok := true
 		for _, f := range fs {
-			if !c.onFrame(f) {
-				return
+			if ok = c.onFrame(f); !ok {
+				break
 			}
+		}
+		c.dispatch.Unlock()
+		if !ok {
+			return
 		}
 	}
 }
@@ -642,6 +657,9 @@ func (c *cconn) deliver(p packet, att [][]byte) {
 		c.sock.onAck(p.id, m)
 		return
 	}
+	if c.sock.Closed() {
+		return // the handler has heard (or is about to hear) of the end
+	}
 	if c.o.Handler != nil {
 		c.o.Handler.Event(c.sock, &Event{Name: name, Message: m, sock: c.sock, ackID: p.id})
 	} else if p.id >= 0 {
@@ -665,9 +683,21 @@ func (c *cconn) terminate(reason string) {
 		_ = ws.Close()
 	}
 	c.signalConnected(errors.New("sio: connection closed: " + reason))
-	// The handler hears only of sockets that Dial returned.
+	// The handler hears only of sockets that Dial returned, under
+	// dispatch: at once when no frame is being handled, else (a frame's
+	// handler is running, possibly the very one that called us) on a
+	// goroutine that waits for it to end.
 	if s := c.sock; s != nil && s.markClosed() && established && c.o.Handler != nil {
-		c.o.Handler.Disconnect(s, reason)
+		if c.dispatch.TryLock() {
+			defer c.dispatch.Unlock()
+			c.o.Handler.Disconnect(s, reason)
+			return
+		}
+		go func() {
+			c.dispatch.Lock()
+			defer c.dispatch.Unlock()
+			c.o.Handler.Disconnect(s, reason)
+		}()
 	}
 }
 
