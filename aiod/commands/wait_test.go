@@ -87,7 +87,7 @@ func replayInteractive(t *testing.T, h *harness, py, input string, run int) {
 		var o outputData
 		h.OK("GET", fmt.Sprintf("/v2/commands/%s?wait=true&wait_timeout=2&offset=%d", d.CommandID, len(out)), nil, &o)
 		out += o.Stdout
-		if strings.Contains(out, "42") {
+		if strings.Contains(out, "42\n") { // print writes "42" and "\n" apart under -u
 			break
 		}
 	}

@@ -163,7 +163,7 @@ def commands_interactive_v2():
     for _ in range(20):
         got = data_of("GET", "/v2/commands/%s?wait=true&wait_timeout=2&offset=%d" % (cid, len(out.encode())))
         out += got["stdout"]
-        if "42" in out:
+        if "42\n" in out:  # print writes "42" and "\n" apart under -u
             break
     check(out == "42\n", out)
     data_of("POST", "/v2/commands/%s/stdin" % cid, {"input": "exit()\n"})
