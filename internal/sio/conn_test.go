@@ -789,3 +789,50 @@ func TestPollWriteBounded(t *testing.T) {
 	// Never read.
 	waitFor(t, "the connection to end", func() bool { return srv.Conns() == 0 })
 }
+
+// blockingClient holds its first event until release is closed.
+type blockingClient struct {
+	entered, release chan struct{}
+	inEvent          atomic.Bool
+	overlap          atomic.Bool
+	gone             atomic.Bool
+}
+
+func (h *blockingClient) Event(*Socket, *Event) {
+	h.inEvent.Store(true)
+	close(h.entered)
+	<-h.release
+	h.inEvent.Store(false)
+}
+
+func (h *blockingClient) Disconnect(*Socket, string) {
+	if h.inEvent.Load() {
+		h.overlap.Store(true)
+	}
+	h.gone.Store(true)
+}
+
+// TestClientDisconnectWaitsForEvent checks the client side of the order:
+// a Disconnect while an event's handler runs is reported after it ends.
+func TestClientDisconnectWaitsForEvent(t *testing.T) {
+	h := &recorder{}
+	_, url := startServer(t, Options{}, h)
+	ch := &blockingClient{entered: make(chan struct{}), release: make(chan struct{})}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	c, err := Dial(ctx, url, ClientOptions{Namespace: "/smcp", Transport: WebSocketOnly, Handler: ch})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the socket", func() bool { h.mu.Lock(); defer h.mu.Unlock(); return len(h.socks) == 1 })
+	h.mu.Lock()
+	_ = h.socks[0].Emit("hold", Message{})
+	h.mu.Unlock()
+	<-ch.entered
+	c.Disconnect()
+	close(ch.release)
+	waitFor(t, "the client's Disconnect", ch.gone.Load)
+	if ch.overlap.Load() {
+		t.Error("Disconnect ran while an Event was being handled")
+	}
+}
