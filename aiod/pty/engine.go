@@ -13,12 +13,10 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
-	"github.com/a2c-smcp/a2c-go/aiod/internal/account"
-
 	"github.com/a2c-smcp/a2c-go/aiod/internal/fserr"
+	"github.com/a2c-smcp/a2c-go/aiod/internal/sessions"
 )
 
 // Defaults of [Config] and the engine's fixed limits.
@@ -66,15 +64,21 @@ type Config struct {
 	HideEnv []string
 }
 
+// hiddenEnv are the daemon's variables a shell must not inherit on top
+// of sessions.Secrets and Config.HideEnv: the prompt and startup
+// variables the exec markers are built on (see promptCommand), and TERM,
+// which every terminal sets itself.
+var hiddenEnv = []string{"PS0", "PS1", "PROMPT_COMMAND", "BASH_ENV", "ENV", "TERM"}
+
 // Engine owns the terminal sessions. It is safe for concurrent use.
 type Engine struct {
-	workspace   string
 	log         *slog.Logger
 	maxSessions int
 	idle        time.Duration
-	defaultUser string
 	shell       string
-	baseEnv     []string
+	// exec resolves accounts, working directories and the environment
+	// shells inherit, as every plane does.
+	exec *sessions.Exec
 
 	// Limits, lowered by tests.
 	interruptWait time.Duration // how long a timed-out call waits for the prompt
@@ -90,9 +94,6 @@ type Engine struct {
 // defaults. Reclaiming idle terminals is the owner's (the [Plane] runs
 // it on a janitor).
 func NewEngine(cfg Config) *Engine {
-	if cfg.Workspace == "" {
-		cfg.Workspace, _ = os.Getwd()
-	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -102,19 +103,8 @@ func NewEngine(cfg Config) *Engine {
 	if cfg.SessionIdle <= 0 {
 		cfg.SessionIdle = DefaultSessionIdle
 	}
-	hide := map[string]bool{"AIO_API_KEY": true, "SANDBOX_API_KEY": true, "PS0": true, "PS1": true,
-		"PROMPT_COMMAND": true, "BASH_ENV": true, "ENV": true, "TERM": true}
-	for _, k := range cfg.HideEnv {
-		hide[k] = true
-	}
-	var env []string
-	for _, kv := range os.Environ() {
-		if k, _, _ := strings.Cut(kv, "="); !hide[k] {
-			env = append(env, kv)
-		}
-	}
-	return &Engine{workspace: cfg.Workspace, log: cfg.Logger, maxSessions: cfg.MaxSessions, idle: cfg.SessionIdle,
-		defaultUser: cfg.DefaultUser, shell: cfg.Shell, baseEnv: append(env, "TERM=xterm-256color"),
+	return &Engine{log: cfg.Logger, maxSessions: cfg.MaxSessions, idle: cfg.SessionIdle, shell: cfg.Shell,
+		exec:          sessions.NewExec(cfg.Workspace, cfg.DefaultUser, os.Environ(), append(slices.Clone(hiddenEnv), cfg.HideEnv...)),
 		interruptWait: 3 * time.Second, wsQueue: 1024, sessions: map[string]*session{}}
 }
 
@@ -214,18 +204,12 @@ func (e *Engine) create(o Options) (*session, error) {
 			return s, err
 		}
 	}
-	name, fromDefault := o.User, false
-	if name == "" && e.defaultUser != "" {
-		name, fromDefault = e.defaultUser, true
-	}
-	var id *identity
-	if name != "" {
-		if id, err = lookupIdentity(name); err != nil {
-			if fromDefault {
-				return nil, newErr(ErrUnavailable, "AIO_DEFAULT_USER cannot be used: "+err.Error(), "fix the daemon's AIO_DEFAULT_USER, or pass user")
-			}
-			return nil, err
+	who, err := e.exec.Account(o.User)
+	if err != nil {
+		if o.User == "" { // the daemon's AIO_DEFAULT_USER
+			return nil, newErr(ErrUnavailable, "AIO_DEFAULT_USER cannot be used: "+err.Error(), "fix the daemon's AIO_DEFAULT_USER, or pass user")
 		}
+		return nil, invalid(err.Error())
 	}
 	shell, kind, err := e.shellPath()
 	if err != nil {
@@ -237,7 +221,7 @@ func (e *Engine) create(o Options) (*session, error) {
 	if err := e.reserve(o.ID); err != nil {
 		return nil, err
 	}
-	s, err := e.start(o, shell, kind, cwd, id)
+	s, err := e.start(o, shell, kind, cwd, who)
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if err != nil || e.closed {
@@ -426,26 +410,26 @@ func (e *Engine) reclaim(now time.Time) {
 	}
 }
 
-// resolveCwd makes a requested directory absolute and checks it.
+// resolveCwd makes a requested directory absolute (relative to the
+// workspace) and checks it; "" is the workspace, checked too.
 func (e *Engine) resolveCwd(cwd string, preserve bool) (string, error) {
 	if cwd == "" {
-		cwd = e.workspace
-	} else if !filepath.IsAbs(cwd) {
-		cwd = filepath.Join(e.workspace, cwd)
+		cwd = e.exec.Workspace()
 	}
-	fi, err := os.Stat(cwd)
-	if err == nil && !fi.IsDir() {
-		err = syscall.ENOTDIR
-	}
+	dir, err := e.exec.Dir("", cwd)
 	if err != nil {
-		return "", invalid(fmt.Sprintf("cannot use cwd %s: %s", cwd, fserr.Text(err)))
+		var de *sessions.DirError
+		if errors.As(err, &de) {
+			return "", invalid(fmt.Sprintf("cannot use cwd %s: %s", de.Path, fserr.Text(de.Err)))
+		}
+		return "", err
 	}
 	if !preserve {
-		if real, err := filepath.EvalSymlinks(cwd); err == nil {
-			cwd = real
+		if real, err := filepath.EvalSymlinks(dir); err == nil {
+			dir = real
 		}
 	}
-	return cwd, nil
+	return dir, nil
 }
 
 // Shell kinds: how exec finds a command's output and exit status.
@@ -483,23 +467,6 @@ func (e *Engine) shellPath() (string, shellKind, error) {
 		}
 	}
 	return "", 0, newErr(ErrUnavailable, "no shell for terminals: none of "+strings.Join(cands, ", ")+" was found", "install bash, or set AIO_BASH_BIN")
-}
-
-// identity is a resolved account; cred is nil when no switch is needed.
-type identity struct {
-	name string
-	cred *syscall.Credential
-	env  []string // HOME, USER, LOGNAME
-}
-
-// lookupIdentity resolves an account to run a shell as: the daemon's
-// own needs no switch; any other needs a root daemon.
-func lookupIdentity(name string) (*identity, error) {
-	a, err := account.Lookup(name)
-	if err != nil {
-		return nil, invalid(err.Error())
-	}
-	return &identity{name: name, cred: a.Credential(), env: a.Env()}, nil
 }
 
 // noChangeOption is a client's no_change_timeout as an Options value: 0

@@ -6,18 +6,17 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"slices"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
 
-	"github.com/a2c-smcp/a2c-go/aiod/internal/child"
-
 	"github.com/creack/pty"
 	"golang.org/x/sys/unix"
 
+	"github.com/a2c-smcp/a2c-go/aiod/internal/child"
 	"github.com/a2c-smcp/a2c-go/aiod/internal/fserr"
+	"github.com/a2c-smcp/a2c-go/aiod/internal/sessions"
 )
 
 // session is one terminal: a shell on a PTY, its retained output and its
@@ -87,7 +86,7 @@ func promptCommand(nonce string) string {
 
 // start spawns the shell in a session of its own, with the PTY as its
 // controlling terminal, and the goroutines that read and reap it.
-func (e *Engine) start(o Options, shell string, kind shellKind, cwd string, id *identity) (*session, error) {
+func (e *Engine) start(o Options, shell string, kind shellKind, cwd string, who *sessions.Identity) (*session, error) {
 	now := time.Now()
 	s := &session{id: o.ID, e: e, kind: kind, shell: shell, nonce: newID()[:8], user: o.User, cwd: cwd,
 		retention: o.Retention, throwaway: o.throwaway, created: now, used: now, noChange: o.NoChangeTimeout,
@@ -100,7 +99,9 @@ func (e *Engine) start(o Options, shell string, kind shellKind, cwd string, id *
 		s.noChange = 0 // never, as 0 means on exec and PATCH
 	}
 	s.filt.prefix = []byte(markerOSC + s.nonce + ";")
-	env := append(slices.Clone(e.baseEnv), tagVar+"="+s.nonce)
+	// The daemon's environment without its secrets, the account's HOME,
+	// USER and LOGNAME, then the terminal's own variables.
+	env := e.exec.Env(who, "TERM=xterm-256color", tagVar+"="+s.nonce)
 	if !hasLocale(env) {
 		env = append(env, "LC_CTYPE=C.UTF-8")
 	}
@@ -114,9 +115,8 @@ func (e *Engine) start(o Options, shell string, kind shellKind, cwd string, id *
 		env = append(env, "PS1=$ ")
 	}
 	attrs := &syscall.SysProcAttr{Setsid: true, Setctty: true}
-	if id != nil {
-		env = append(env, id.env...)
-		attrs.Credential = id.cred
+	if who != nil {
+		attrs.Credential = who.Cred
 	}
 	s.cmd = &exec.Cmd{Path: shell, Args: args, Dir: cwd, Env: env}
 	var m *os.File

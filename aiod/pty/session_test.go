@@ -165,15 +165,31 @@ func TestIdleReclaimAndClose(t *testing.T) {
 	}
 }
 
-// TestEnvHidden: shells do not inherit the daemon's secrets; they carry
+// TestEnvHidden: shells do not inherit the daemon's secrets, the
+// variables the exec markers are built on, or Config.HideEnv; they carry
 // the session tag, the terminal type and a UTF-8 locale.
 func TestEnvHidden(t *testing.T) {
 	t.Setenv("AIO_API_KEY", "secret-1")
-	t.Setenv("AIOD_TEST_HIDDEN", "secret-2")
+	t.Setenv("SANDBOX_API_KEY", "secret-2")
+	t.Setenv("AIOD_TEST_HIDDEN", "secret-3")
+	t.Setenv("BASH_ENV", "/secret-4")
 	h := newHarness(t, Config{HideEnv: []string{"AIOD_TEST_HIDDEN"}}, nil)
 	r := h.exec(h.session(nil), map[string]any{"command": "env"})
 	if strings.Contains(r.Output, "secret-") || !strings.Contains(r.Output, "TERM=xterm-256color") || !strings.Contains(r.Output, tagVar+"=") {
 		t.Fatal(r.Output)
+	}
+}
+
+// TestDefaultUserUnusable: a default user (AIO_DEFAULT_USER) that does
+// not resolve is the daemon's fault (503, naming the variable); a
+// requested user that does not resolve is the client's (400).
+func TestDefaultUserUnusable(t *testing.T) {
+	h := newHarness(t, Config{DefaultUser: "no-such-user-xyz"}, nil)
+	if msg := h.Fails(503, "POST", "/v2/pty/sessions", nil); msg != "AIO_DEFAULT_USER cannot be used: no such user: no-such-user-xyz" {
+		t.Fatal(msg)
+	}
+	if msg := h.Fails(400, "POST", "/v2/pty/sessions", map[string]any{"user": "no-such-user-abc"}); msg != "no such user: no-such-user-abc" {
+		t.Fatal(msg)
 	}
 }
 
