@@ -193,6 +193,7 @@ type runtime interface {
 type session struct {
 	id, lang, cwd string
 	who           *sessions.Identity
+	maxIdle       time.Duration // the session's own idle limit (v1 max_idle_time); 0: its tier's
 	created       time.Time
 	// run is a one-slot semaphore: one run at a time, held while the
 	// runtime starts. Waiting for it honours the request's context and
@@ -301,6 +302,9 @@ func (s *session) Expire(idle time.Duration) bool {
 		return false // running or starting
 	}
 	defer s.unlock()
+	if s.maxIdle > 0 {
+		idle = s.maxIdle // the session's own limit replaces its tier's
+	}
 	if time.Since(s.LastUsed()) < idle {
 		return false
 	}
@@ -414,7 +418,7 @@ func (e *Engine) Execute(ctx context.Context, req Request) (*Result, error) {
 	if id == "" {
 		return e.oneOff(ctx, res, lang, dir, who, timeout)
 	}
-	s, err := e.session(lang, id, dir, who)
+	s, err := e.session(lang, id, dir, who, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -485,7 +489,7 @@ func (e *Engine) finish(res *Result, out outcome, count *int) *Result {
 // tier's cap. A new session's runtime starts on its first run. e.mu is
 // held across the registry's Open so that Close, which sets closed
 // under it, never misses a session created as it runs.
-func (e *Engine) session(lang, id, dir string, who *sessions.Identity) (*session, error) {
+func (e *Engine) session(lang, id, dir string, who *sessions.Identity, maxIdle time.Duration) (*session, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.closed {
@@ -493,7 +497,7 @@ func (e *Engine) session(lang, id, dir string, who *sessions.Identity) (*session
 	}
 	s, _, err := e.reg.Open(lang, id, func() *session {
 		now := time.Now()
-		return &session{id: id, lang: lang, cwd: dir, who: who, created: now, lastUsed: now, run: make(chan struct{}, 1)}
+		return &session{id: id, lang: lang, cwd: dir, who: who, maxIdle: maxIdle, created: now, lastUsed: now, run: make(chan struct{}, 1)}
 	})
 	return s, err
 }
@@ -643,6 +647,9 @@ func (e *Engine) info(s *session) SessionInfo {
 		i.KernelName = KernelName
 	} else {
 		ms := e.cfg.SessionIdle.Milliseconds()
+		if s.maxIdle > 0 {
+			ms = s.maxIdle.Milliseconds()
+		}
 		i.MaxIdleTime = &ms
 	}
 	return i
@@ -653,6 +660,10 @@ type SessionOptions struct {
 	Language  string // python or javascript (or an alias); "" is python
 	SessionID string // "" generates one
 	Cwd, User string
+	// MaxIdle replaces the tier's idle limit for this session (v1
+	// max_idle_time); 0 keeps the tier's. It applies to a session this
+	// call creates; reclaim runs on the plane's janitor period.
+	MaxIdle time.Duration
 }
 
 // CreateSession opens a session and starts its runtime; an existing id
@@ -686,7 +697,7 @@ func (e *Engine) CreateSession(ctx context.Context, o SessionOptions) (SessionIn
 	if ok {
 		return e.info(existing), false, nil
 	}
-	s, err := e.session(lang, o.SessionID, dir, who)
+	s, err := e.session(lang, o.SessionID, dir, who, o.MaxIdle)
 	if err != nil {
 		return SessionInfo{}, false, err
 	}
@@ -742,6 +753,44 @@ func (e *Engine) closeAll(ss []*session) int {
 		s.end()
 	}
 	return len(ss)
+}
+
+// InterruptSession interrupts the cell running in kernel session id
+// (SIGINT to the kernel, which raises KeyboardInterrupt in the cell; the
+// run answers with that error and the session keeps its state). It
+// reports whether a cell was running; unknown is ErrNotFound.
+func (e *Engine) InterruptSession(id string) (bool, error) {
+	s, ok := e.reg.Get(Python, id)
+	if !ok {
+		return false, &Error{Kind: ErrNotFound, Message: "Session not found: " + id}
+	}
+	s.mu.Lock()
+	k, _ := s.rt.(*kernel)
+	running := s.executing && k != nil
+	s.mu.Unlock()
+	if running {
+		k.sigint()
+	}
+	return running, nil
+}
+
+// RestartSession discards kernel session id's kernel, and with it the
+// session's variables; the id stays and the next run starts a fresh
+// kernel (a cell running now ends with the kernel). Unknown is
+// ErrNotFound.
+func (e *Engine) RestartSession(id string) error {
+	s, ok := e.reg.Get(Python, id)
+	if !ok {
+		return &Error{Kind: ErrNotFound, Message: "Session not found: " + id}
+	}
+	s.mu.Lock()
+	rt := s.rt
+	s.rt, s.count = nil, 0
+	s.mu.Unlock()
+	if rt != nil {
+		rt.kill()
+	}
+	return nil
 }
 
 // drop forgets s and ends it.

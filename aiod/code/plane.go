@@ -172,7 +172,7 @@ type sessionBody struct {
 }
 
 func (p *Plane) createSession(r *http.Request, b sessionBody) (SessionInfo, error) {
-	info, _, err := p.e.CreateSession(r.Context(), SessionOptions(b))
+	info, _, err := p.e.CreateSession(r.Context(), SessionOptions{Language: b.Language, SessionID: b.SessionID, Cwd: b.Cwd, User: b.User})
 	return info, err
 }
 

@@ -52,14 +52,14 @@ func TestDefaultCaps(t *testing.T) {
 		msg  string
 	}{{Python, 5, "Maximum number of kernel sessions (5) reached"}, {JavaScript, 20, "Maximum number of sessions (20) reached"}} {
 		for i := range c.n {
-			if _, err := e.session(c.lang, string(rune('a'+i)), "/", nil); err != nil {
+			if _, err := e.session(c.lang, string(rune('a'+i)), "/", nil, 0); err != nil {
 				t.Fatal(err)
 			}
 		}
-		if _, err := e.session(c.lang, "one-more", "/", nil); err == nil || err.Error() != c.msg || api.Status(err) != http.StatusTooManyRequests {
+		if _, err := e.session(c.lang, "one-more", "/", nil, 0); err == nil || err.Error() != c.msg || api.Status(err) != http.StatusTooManyRequests {
 			t.Errorf("%s: %v", c.lang, err)
 		}
-		if _, err := e.session(c.lang, "a", "/", nil); err != nil {
+		if _, err := e.session(c.lang, "a", "/", nil, 0); err != nil {
 			t.Errorf("existing session refused: %v", err)
 		}
 	}

@@ -117,9 +117,6 @@ func TestPython(t *testing.T) {
 			rp.Errors[0].Message != "unknown kernel 'ir'; available: python3" {
 			t.Errorf("kernel_name: %s", rp.raw)
 		}
-		if rp = h.do("POST", "/v1/jupyter/sessions/a/restart", nil); rp.status != http.StatusNotImplemented {
-			t.Errorf("restart: %d", rp.status)
-		}
 		if rp = h.do("GET", "/v1/jupyter/sessions", nil); !strings.Contains(rp.raw, `"a":{`) {
 			t.Errorf("jupyter sessions: %s", rp.raw)
 		}

@@ -136,7 +136,7 @@ func TestQueueDeadline(t *testing.T) {
 // next is refused with 429. Nothing starts: the test holds the slot.
 func TestQueueBound(t *testing.T) {
 	h := newHarness(t, Config{})
-	s, err := h.p.e.session(JavaScript, "full", h.p.e.cfg.Workspace, nil)
+	s, err := h.p.e.session(JavaScript, "full", h.p.e.cfg.Workspace, nil, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,7 +15,7 @@ func TestStartFailureFreesSlot(t *testing.T) {
 	t.Run("node with a cwd that is gone", func(t *testing.T) {
 		e := NewEngine(Config{Workspace: t.TempDir(), MaxSessions: 1})
 		defer e.Close(t.Context())
-		s, err := e.session(JavaScript, "bad", filepath.Join(t.TempDir(), "removed"), nil)
+		s, err := e.session(JavaScript, "bad", filepath.Join(t.TempDir(), "removed"), nil, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -27,7 +27,7 @@ func TestStartFailureFreesSlot(t *testing.T) {
 		if ss := e.Sessions(""); len(ss) != 0 {
 			t.Errorf("sessions after a failed start: %+v", ss)
 		}
-		if _, err := e.session(JavaScript, "good", e.cfg.Workspace, nil); err != nil {
+		if _, err := e.session(JavaScript, "good", e.cfg.Workspace, nil, 0); err != nil {
 			t.Errorf("the slot was not freed: %v", err)
 		}
 		// a run queued behind the failed start gets the same answer
@@ -66,7 +66,7 @@ func TestStartFailureFreesSlot(t *testing.T) {
 // TestAgeSeconds counts from the session's creation, not its last use.
 func TestAgeSeconds(t *testing.T) {
 	e := NewEngine(Config{Workspace: t.TempDir()})
-	s, err := e.session(JavaScript, "old", e.cfg.Workspace, nil)
+	s, err := e.session(JavaScript, "old", e.cfg.Workspace, nil, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

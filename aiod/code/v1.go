@@ -2,7 +2,9 @@ package code
 
 import (
 	"errors"
+	"math"
 	"net/http"
+	"time"
 
 	"github.com/a2c-smcp/a2c-go/aiod/internal/api"
 	"github.com/a2c-smcp/a2c-go/aiod/internal/serde"
@@ -25,10 +27,10 @@ func (p *Plane) mountV1(mux *http.ServeMux) {
 		Reply: func(w http.ResponseWriter, _ *http.Request, msg string) { api.OKMessage(w, msg, nil) },
 		// the published 1.x answer to an unknown session
 		Override: []api.Override{api.AsStatus(ErrNotFound, http.StatusOK)}}))
-	mux.Handle("POST /v1/jupyter/sessions/{session_id}/interrupt", notImplemented(
-		"Session interrupt is not supported: a cell past its timeout is interrupted on its own"))
-	mux.Handle("POST /v1/jupyter/sessions/{session_id}/restart", notImplemented(
-		"Session restart is not supported: delete the session and run in a new one"))
+	mux.Handle("POST /v1/jupyter/sessions/{session_id}/interrupt", p.jupyter(api.Route[struct{}, map[string]any]{
+		From: api.FromNothing, Op: p.jupyterInterrupt}))
+	mux.Handle("POST /v1/jupyter/sessions/{session_id}/restart", p.jupyter(api.Route[struct{}, map[string]string]{
+		From: api.FromNothing, Op: p.jupyterRestart}))
 
 	mux.Handle("POST /v1/nodejs/execute", api.Route[nodeBody, *Result]{Op: p.nodeExecute, Reply: runReply(nodeResultOf), Fail: fieldFail})
 	mux.Handle("GET /v1/nodejs/info", api.Route[struct{}, map[string]any]{From: api.FromNothing, Op: p.nodeInfo})
@@ -53,12 +55,6 @@ func fieldFail(w http.ResponseWriter, _ *http.Request, err error) {
 		return
 	}
 	api.WriteError(w, err)
-}
-
-func notImplemented(msg string) http.HandlerFunc {
-	return func(w http.ResponseWriter, _ *http.Request) {
-		api.WriteError(w, api.NewError(ErrNotImplemented, msg))
-	}
 }
 
 // v1Outputs converts outputs to their all-keys form.
@@ -218,6 +214,29 @@ func (p *Plane) jupyterDelete(r *http.Request, _ struct{}) (string, error) {
 	return "Session " + id + " deleted", nil
 }
 
+// jupyterInterrupt interrupts the session's running cell, if any.
+func (p *Plane) jupyterInterrupt(r *http.Request, _ struct{}) (map[string]any, error) {
+	id := r.PathValue("session_id")
+	running, err := p.e.InterruptSession(id)
+	if err != nil {
+		return nil, err
+	}
+	msg := "No execution running"
+	if running {
+		msg = "Execution interrupted"
+	}
+	return map[string]any{"session_id": id, "kernel_name": KernelName, "interrupted": running, "message": msg}, nil
+}
+
+// jupyterRestart gives the session a fresh kernel, keeping its id.
+func (p *Plane) jupyterRestart(r *http.Request, _ struct{}) (map[string]string, error) {
+	id := r.PathValue("session_id")
+	if err := p.e.RestartSession(id); err != nil {
+		return nil, err
+	}
+	return map[string]string{"session_id": id, "kernel_name": KernelName, "message": "Session restarted"}, nil
+}
+
 // nodeBody is the published NodeJSExecuteRequest; stdin, files and
 // version are accepted and ignored.
 type nodeBody struct {
@@ -270,15 +289,20 @@ func (p *Plane) nodeInfo(*http.Request, struct{}) (map[string]any, error) {
 }
 
 // nodeCreateBody is the published NodeJSCreateSessionRequest;
-// max_idle_time is accepted and ignored (the plane's idle limit holds).
+// max_idle_time (ms) replaces the plane's idle limit for the session.
 type nodeCreateBody struct {
-	SessionID string `json:"session_id"`
-	Cwd       string `json:"cwd"`
-	User      string `json:"user"`
+	SessionID   string  `json:"session_id"`
+	Cwd         string  `json:"cwd"`
+	User        string  `json:"user"`
+	MaxIdleTime *uint64 `json:"max_idle_time"`
 }
 
 func (p *Plane) nodeCreate(r *http.Request, b nodeCreateBody) (map[string]any, error) {
-	info, created, err := p.e.CreateSession(r.Context(), SessionOptions{Language: JavaScript, SessionID: b.SessionID, Cwd: b.Cwd, User: b.User})
+	o := SessionOptions{Language: JavaScript, SessionID: b.SessionID, Cwd: b.Cwd, User: b.User}
+	if b.MaxIdleTime != nil {
+		o.MaxIdle = time.Duration(min(*b.MaxIdleTime, uint64(math.MaxInt64/time.Millisecond))) * time.Millisecond
+	}
+	info, created, err := p.e.CreateSession(r.Context(), o)
 	if err != nil {
 		return nil, err
 	}
