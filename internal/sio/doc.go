@@ -23,6 +23,18 @@
 // (gorilla/websocket) with the same semantics. Long-polling connections
 // hold no goroutine between requests.
 //
+// What a peer can make the server hold is bounded: frames held while a
+// namespace connect is decided plus the attachments of the binary packet
+// being assembled (twice [Options.MaxPayload]; attachments for a namespace
+// the peer has not joined are counted off, never kept), what waits for a
+// peer that does not read ([Options.MaxBuffered], polling queue and
+// WebSocket backlog alike), a POST body that stops arriving
+// ([Options.BodyIdleTimeout]) and a polling answer the peer does not read
+// ([Options.WriteTimeout]). Binary placeholders are checked against the
+// attachments before a packet is delivered. Frames queued for a polling
+// peer go out on the WebSocket, in order, before anything sent after the
+// upgrade.
+//
 // The client (used by the Go Agent SDK, the Computer and the load tools)
 // connects polling-first and upgrades, as the A2C-SMCP specification asks
 // of SDKs, or straight over WebSocket.

@@ -13,7 +13,9 @@ import (
 
 // Handler serves one namespace on a [Server]. Its methods for one socket
 // are called one at a time, in order: Connect, then Event for each event,
-// then Disconnect once.
+// then Disconnect once. Disconnect never overlaps an Event of the same
+// connection and no Event follows it (it is reported under the
+// connection's dispatch lock, possibly on a goroutine of its own).
 type Handler interface {
 	// Connect admits or refuses a socket. A non-nil error refuses it: the
 	// peer receives CONNECT_ERROR with the error's text as message and,
