@@ -2,8 +2,8 @@
 // kernels and javascript cells on a node REPL harness, one-off or in
 // sessions, answering notebook-shaped outputs.
 //
-// It owns the [Engine] (interpreter probes, sessions and their caps,
-// idle reclaim, timeouts, the output cap) and the HTTP surface mounted
+// It owns the [Engine] (sessions and their caps, idle reclaim, timeouts,
+// the output cap) and the HTTP surface mounted
 // by [Plane]: /v2/code/* and the v1 twins /v1/code/*, /v1/jupyter/* and
 // /v1/nodejs/*, which adapt their field names and output shapes onto the
 // same engine.
@@ -25,6 +25,22 @@
 // context has ended, and the wait counts against its timeout: one whose
 // deadline passes while it waits answers status timeout unrun. A session
 // whose runtime cannot start is dropped, freeing its slot.
+//
+// The daemon's shared kit does the rest: interpreters come from the one
+// discovery (aiod/internal/interp, which /v1/capabilities asks too);
+// sessions live in a registry with two tiers, kernel and native, each
+// with its cap and idle limit, and runs resolve their cwd, account,
+// environment and timeout in the shared execution context
+// (aiod/internal/sessions); refusals are api kinds answered by the
+// routes' one table (aiod/internal/api). Sessions end with
+// [Engine.CloseSession], the verb every plane uses.
+//
+// On the v1 routes, POST /v1/jupyter/sessions/{id}/interrupt sends the
+// kernel SIGINT (the running cell ends with KeyboardInterrupt, the
+// session keeps its state) and .../restart gives the session a fresh
+// kernel under the same id; a v1 node session's max_idle_time (ms)
+// replaces the idle limit of the session it creates. The v1 node
+// stdin, files and version fields are accepted and ignored.
 //
 // A run that fails inside the code (an exception, a timeout, a user the
 // daemon cannot become) is a 200 with success false; only bad requests
