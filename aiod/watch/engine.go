@@ -17,6 +17,7 @@ import (
 
 	"github.com/a2c-smcp/a2c-go/aiod/internal/api"
 	"github.com/a2c-smcp/a2c-go/aiod/internal/fserr"
+	"github.com/a2c-smcp/a2c-go/aiod/internal/sessions"
 )
 
 // Limits and defaults of the published API.
@@ -99,13 +100,16 @@ type Engine struct {
 	cfg Config
 	log *slog.Logger
 
-	mu       sync.Mutex
-	ino      *notifier
-	byID     map[string]*watcher
-	byKey    map[string]*watcher
-	private  map[*watcher]struct{} // the watchers behind waits
-	reserved int                   // creates under way
-	closed   bool
+	// reg holds the running watchers by id under MaxWatchers; a create
+	// reserves its slot before it walks the tree. Waits' watchers are
+	// not in it (private).
+	reg *sessions.Registry[*watcher]
+
+	mu      sync.Mutex
+	ino     *notifier
+	byKey   map[string]*watcher   // the running watchers by configuration
+	private map[*watcher]struct{} // the watchers behind waits
+	closed  bool
 
 	mounts mountTable // which devices are pseudo filesystems
 
@@ -135,8 +139,10 @@ func NewEngine(cfg Config) *Engine {
 	if cfg.MaxWatchDirs <= 0 {
 		cfg.MaxWatchDirs = DefaultMaxWatchDirs
 	}
-	return &Engine{cfg: cfg, log: cfg.Logger, byID: map[string]*watcher{}, byKey: map[string]*watcher{},
-		private: map[*watcher]struct{}{}}
+	full := &Error{Kind: api.ErrLimit, Message: fmt.Sprintf("Too many watchers: the limit is %d", cfg.MaxWatchers),
+		Hint: "stop a watcher you no longer need (DELETE /v2/watch/{watcher_id})"}
+	return &Engine{cfg: cfg, log: cfg.Logger, byKey: map[string]*watcher{}, private: map[*watcher]struct{}{},
+		reg: sessions.NewRegistry[*watcher](map[string]sessions.Tier{"": {Max: cfg.MaxWatchers, Full: full}})}
 }
 
 // notifierLocked opens the shared inotify instance once; e.mu is held.
@@ -173,24 +179,23 @@ func (e *Engine) Create(ctx context.Context, req CreateWatchRequest) (*WatcherCr
 		defer e.mu.Unlock()
 		return w.share(), nil
 	}
-	if len(e.byID)+e.reserved >= e.cfg.MaxWatchers {
+	slot, err := e.reg.Reserve("") // the cap's 429, counting creates under way
+	if err != nil {
 		e.mu.Unlock()
-		return nil, &Error{Kind: api.ErrLimit, Message: fmt.Sprintf("Too many watchers: the limit is %d", e.cfg.MaxWatchers),
-			Hint: "stop a watcher you no longer need (DELETE /v2/watch/{watcher_id})"}
+		return nil, err
 	}
+	defer slot.Release() // unless filled
 	ino, err := e.notifierLocked()
 	if err != nil {
 		e.mu.Unlock()
 		return nil, err
 	}
-	e.reserved++
 	e.mu.Unlock()
 
 	w := newWatcher(e, ino, s, newID())
 	err = w.start() // walks the tree: outside the lock
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	e.reserved--
 	switch {
 	case errors.Is(err, errClosed):
 		return nil, errShutdown
@@ -203,7 +208,8 @@ func (e *Engine) Create(ctx context.Context, req CreateWatchRequest) (*WatcherCr
 		w.halt()
 		return e.byKey[s.key].share(), nil
 	}
-	e.byID[w.id], e.byKey[s.key] = w, w
+	slot.Fill(w.id, w) // ids are random: never taken
+	e.byKey[s.key] = w
 	return &WatcherCreatedResult{WatcherID: w.id, Path: w.path(), Status: StatusActive, CreatedAt: unixSeconds(w.created),
 		warning: w.warning()}, nil
 }
@@ -302,12 +308,7 @@ func (e *Engine) workspace() string {
 
 // List answers every running watcher, oldest first.
 func (e *Engine) List() []WatcherInfo {
-	e.mu.Lock()
-	ws := make([]*watcher, 0, len(e.byID))
-	for _, w := range e.byID {
-		ws = append(ws, w)
-	}
-	e.mu.Unlock()
+	ws := e.reg.List("")
 	slices.SortFunc(ws, func(a, b *watcher) int { return a.created.Compare(b.created) })
 	out := make([]WatcherInfo, 0, len(ws))
 	for _, w := range ws {
@@ -317,9 +318,8 @@ func (e *Engine) List() []WatcherInfo {
 }
 
 func (e *Engine) get(id string) *watcher {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.byID[id]
+	w, _ := e.reg.Get("", id)
+	return w
 }
 
 // Poll answers the events after req.Cursor (a cursor past the latest
@@ -376,8 +376,8 @@ func (e *Engine) Poll(ctx context.Context, id string, req PollWatchRequest) (*Po
 // Stop releases one subscriber of the watcher; the last one stops it.
 func (e *Engine) Stop(id string) (*WatcherStoppedResult, error) {
 	e.mu.Lock()
-	w := e.byID[id]
-	if w == nil {
+	w, ok := e.reg.Get("", id)
+	if !ok {
 		e.mu.Unlock()
 		return nil, notFound(id)
 	}
@@ -389,7 +389,7 @@ func (e *Engine) Stop(id string) (*WatcherStoppedResult, error) {
 		e.mu.Unlock()
 		return &WatcherStoppedResult{WatcherID: id, Status: StatusReleased}, nil
 	}
-	delete(e.byID, id)
+	e.reg.Remove("", id, w)
 	delete(e.byKey, w.key)
 	e.mu.Unlock()
 	w.halt()
@@ -466,14 +466,10 @@ func (e *Engine) Wait(ctx context.Context, req WaitWatchRequest) (*WaitWatchResu
 func (e *Engine) Close(ctx context.Context) error {
 	e.mu.Lock()
 	e.closed = true
-	ws := make([]*watcher, 0, len(e.byID)+len(e.private))
-	for _, w := range e.byID {
-		ws = append(ws, w)
-	}
+	ws := e.reg.Take("", nil)
 	for w := range e.private {
 		ws = append(ws, w)
 	}
-	clear(e.byID)
 	clear(e.byKey)
 	ino := e.ino
 	e.mu.Unlock()

@@ -523,3 +523,10 @@ func joinPath(dir, name string) string {
 	}
 	return dir + "/" + name
 }
+
+// LastUsed is when the watcher was created (sessions.Session).
+func (w *watcher) LastUsed() time.Time { return w.created }
+
+// Expire never ends a watcher (sessions.Session): it lives until its
+// last subscriber stops it or the engine closes.
+func (w *watcher) Expire(time.Duration) bool { return false }
