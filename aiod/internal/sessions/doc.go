@@ -30,7 +30,10 @@
 //
 // # Adoption
 //
-// The code plane uses both. Commands and terminals adopt them in two
+// The code plane uses both (two tiers, kernel and native); the watch
+// plane keeps its running watchers in a one-tier registry capped at
+// MaxWatchers, a create reserving its slot while it walks the tree
+// (watchers never expire: their Expire says no). Commands and terminals adopt them in two
 // steps, each keeping their answers: (1) their cwd checks, environment
 // filtering and account lookups call [Exec] (commands keeps its
 // "cannot use cwd" wording around [DirError]); (2) their session maps
