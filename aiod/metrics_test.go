@@ -76,7 +76,7 @@ func TestMetricsMove(t *testing.T) {
 	id := body[strings.Index(body, `"command_id":"`)+len(`"command_id":"`):]
 	id = id[:strings.IndexByte(id, '"')]
 	do(t, "POST", base+"/v2/commands/"+id+"/kill", `{}`, json)
-	moved(t, base, before, `command_exec_total{status="killed"}`, 1)
+	moved(t, base, before, `command_exec_total{status="completed"}`, 1)
 
 	before = scrape(t, base)
 	do(t, "POST", base+"/v2/commands/sessions", `{"id":"m1"}`, json)

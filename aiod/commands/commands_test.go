@@ -150,7 +150,7 @@ func TestKillEachSignal(t *testing.T) {
 		}
 		h.OK("POST", "/v2/commands/"+d.CommandID+"/kill", body, nil)
 		o := h.waitDone(d.CommandID)
-		if o.Command.Status != StatusKilled || code(o.Command.ExitCode) != "-1" {
+		if o.Command.Status != StatusCompleted || code(o.Command.ExitCode) != "-1" {
 			t.Fatalf("%s: %+v", sig, o.Command)
 		}
 		h.Fails(400, "POST", "/v2/commands/"+d.CommandID+"/kill", body)
@@ -301,7 +301,7 @@ func TestStreamDisconnectKillsSync(t *testing.T) {
 	h := newHarness(t, Config{}, nil)
 	var started map[string]any
 	h.stream(map[string]any{"command": "sleep 30"}, func(f map[string]any) bool { started = f; return false })
-	if o := h.waitDone(started["command_id"].(string)); o.Command.Status != StatusKilled || code(o.Command.ExitCode) != "-1" {
+	if o := h.waitDone(started["command_id"].(string)); o.Command.Status != StatusCompleted || code(o.Command.ExitCode) != "-1" {
 		t.Fatalf("%+v", o.Command)
 	}
 	// An async command outlives its stream: a later sync stream's

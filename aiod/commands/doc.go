@@ -17,7 +17,8 @@
 // (its tree is recorded while it runs and when it exits). The zombies
 // reparented to the daemon are reaped, pid by pid. A kill with SIGTERM
 // or SIGINT is followed by SIGKILL to whatever of the tree is left after
-// [Config.KillGrace], and the command reads killed; a kill of a command
+// [Config.KillGrace], and the command reads completed with exit code -1 (the
+// published API has no killed status in use); a kill of a command
 // that has ended still reaches the processes it left behind. What the
 // commands of an anonymous session left behind ends when the session is
 // evicted at the limit or reclaimed when idle. Commands do not

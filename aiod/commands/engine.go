@@ -22,15 +22,14 @@ import (
 	"github.com/a2c-smcp/a2c-go/aiod/internal/fserr"
 )
 
-// Command statuses. Pending is in the published enum but no request
-// produces it.
+// Command statuses. Pending and killed are in the published enum but, as
+// in the published daemon, no request produces them: a killed command
+// (a route's kill, or its client leaving a sync or streamed run) reads
+// completed with exit code -1.
 const (
 	StatusRunning   = "running"
 	StatusCompleted = "completed"
 	StatusTimedOut  = "timed_out"
-	// StatusKilled: the command was ended by a kill (a route's, or its
-	// client leaving a sync or streamed run); its exit code is -1.
-	StatusKilled = "killed"
 )
 
 // Defaults of [Config] and of the engine's limits.
@@ -242,7 +241,8 @@ type Output struct {
 	StdoutStart, StderrStart int64
 	// StdoutGap and StderrGap report an offset before the retained start.
 	StdoutGap, StderrGap bool
-	// Status is running, completed, killed or timed_out; ExitCode is nil
+	// Status is running, completed or timed_out (a killed command is
+	// completed with exit code -1); ExitCode is nil
 	// while running and -1 after a kill or a hard timeout.
 	Status   string
 	ExitCode *int
@@ -465,7 +465,7 @@ func (c *Command) supervise(cmd *exec.Cmd, outR, errR *os.File, hard time.Durati
 	case c.timedOut:
 		code, c.status = -1, StatusTimedOut
 	case c.killed:
-		code, c.status = -1, StatusKilled
+		code, c.status = -1, StatusCompleted
 	default:
 		c.status = StatusCompleted
 	}
@@ -623,7 +623,7 @@ func (c *Command) WriteStdin(ctx context.Context, p []byte) error {
 }
 
 // Kill sends sig to the command's whole process tree. The command ends
-// killed with exit code -1. A SIGTERM or SIGINT that leaves anything of
+// completed with exit code -1, as the published API says. A SIGTERM or SIGINT that leaves anything of
 // the tree alive is followed by SIGKILL after the kill grace period, so a
 // child that ignores the signal does not outlive the kill. A command
 // that has ended but left processes behind (background children, or

@@ -184,7 +184,7 @@ func (h *harness) disconnectedAfter() {
 	h.t.Helper()
 	var started map[string]any
 	h.stream(map[string]any{"command": "sleep 31"}, func(f map[string]any) bool { started = f; return false })
-	if o := h.waitDone(started["command_id"].(string)); o.Command.Status != StatusKilled {
+	if o := h.waitDone(started["command_id"].(string)); o.Command.Status != StatusCompleted {
 		h.t.Fatalf("the reference disconnect did not kill: %+v", o.Command)
 	}
 }

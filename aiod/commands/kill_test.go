@@ -21,7 +21,7 @@ func killHarness(t *testing.T, grace time.Duration, cfg Config) *harness {
 // TestKillEscalates: a SIGTERM kill of a tree that ignores SIGTERM ends
 // it with SIGKILL after the grace period, wherever the ignoring process
 // sits (the shell itself, a subshell, a child that left with setsid),
-// and the command reads killed.
+// and the command reads completed with exit code -1.
 func TestKillEscalates(t *testing.T) {
 	h := killHarness(t, 500*time.Millisecond, Config{})
 	for _, tc := range []struct {
@@ -40,7 +40,7 @@ func TestKillEscalates(t *testing.T) {
 				waitProc(t, p...)
 			}
 			h.OK("POST", "/v2/commands/"+d.CommandID+"/kill", map[string]any{"signal": "SIGTERM"}, nil)
-			if o := h.waitDone(d.CommandID); o.Command.Status != StatusKilled || code(o.Command.ExitCode) != "-1" {
+			if o := h.waitDone(d.CommandID); o.Command.Status != StatusCompleted || code(o.Command.ExitCode) != "-1" {
 				t.Fatalf("%+v", o.Command)
 			}
 			for _, p := range tc.procs {
@@ -61,7 +61,7 @@ func TestSecondKillReachesLeftovers(t *testing.T) {
 	left := waitProc(t, "sleep", "1000.21")
 	waitProc(t, "sleep", "1000.22")
 	h.OK("POST", "/v2/commands/"+d.CommandID+"/kill", map[string]any{"signal": "SIGTERM"}, nil)
-	if o := h.waitDone(d.CommandID); o.Command.Status != StatusKilled {
+	if o := h.waitDone(d.CommandID); o.Command.Status != StatusCompleted {
 		t.Fatalf("%+v", o.Command)
 	}
 	if ps := procsWithArgv("sleep", "1000.21"); len(ps) != 1 || ps[0].PID != left.PID {

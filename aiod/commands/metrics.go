@@ -27,7 +27,7 @@ func newMetrics(reg prometheus.Registerer, log *slog.Logger) *metrics {
 	return &metrics{
 		exec: register(reg, log, prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "command_exec_total",
-			Help: "Commands run, by final status (completed, killed, timed_out), or error when the process could not be started.",
+			Help: "Commands run, by final status (completed, timed_out; a killed command is completed), or error when the process could not be started.",
 		}, []string{"status"})),
 		duration: register(reg, log, prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "command_exec_duration_seconds",

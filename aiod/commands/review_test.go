@@ -333,8 +333,7 @@ func TestMetrics(t *testing.T) {
 		labels []string
 		want   float64
 	}{
-		{"command_exec_total", []string{"status", "completed"}, 2},
-		{"command_exec_total", []string{"status", "killed"}, 1},
+		{"command_exec_total", []string{"status", "completed"}, 3}, // exit 3, true, and the kill
 		{"command_exec_total", []string{"status", "timed_out"}, 1},
 		{"command_exec_total", []string{"status", "error"}, 2},
 		{"command_exec_duration_seconds", nil, 4},
@@ -355,7 +354,7 @@ func TestMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, 5*time.Second, "the second plane's count", func() bool {
-		return metricValue(t, reg, "command_exec_total", "status", "completed") == 3
+		return metricValue(t, reg, "command_exec_total", "status", "completed") == 4
 	})
 }
 
@@ -381,7 +380,7 @@ func TestSyncClientGoneKills(t *testing.T) {
 				return false
 			}
 			st, ec := c.State()
-			return st == StatusKilled && ec != nil && *ec == -1
+			return st == StatusCompleted && ec != nil && *ec == -1
 		})
 	}
 	// Returned as running by timeout, or async: the client may go. By

@@ -70,7 +70,7 @@ func TestSessionCurrentCommandAndDelete(t *testing.T) {
 		t.Fatalf("%+v", list)
 	}
 	h.OK("DELETE", "/v2/commands/sessions/busy", nil, nil)
-	if st, code := c.State(); st != StatusKilled || *code != -1 {
+	if st, code := c.State(); st != StatusCompleted || *code != -1 {
 		t.Fatalf("%s %v", st, code)
 	}
 	eventually(t, 5*time.Second, "the group to end", func() bool { return !groupAlive(c.pgid) })

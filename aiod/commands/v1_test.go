@@ -42,7 +42,7 @@ func TestV1Bash(t *testing.T) {
 	}
 	h.OK("POST", "/v1/bash/kill", map[string]any{"session_id": "b1", "signal": "SIGKILL"}, nil)
 	h.OK("POST", "/v1/bash/output", map[string]any{"session_id": "b1", "command_id": d.CommandID, "offset": 7, "wait": true, "wait_timeout": 5}, &o)
-	if o.Command.Status != StatusKilled || code(o.Command.ExitCode) != "-1" || o.Stdout != "" {
+	if o.Command.Status != StatusCompleted || code(o.Command.ExitCode) != "-1" || o.Stdout != "" {
 		t.Fatalf("%+v %+v", o, o.Command)
 	}
 	h.Fails(400, "POST", "/v1/bash/kill", map[string]any{"session_id": "b1"})

@@ -175,7 +175,7 @@ func TestAiodCommands(t *testing.T) {
 		if code != 200 || !e.Success {
 			t.Errorf("kill: %d %s", code, e.raw)
 		}
-		if got, _, _ := waitDone(t, a, id); got["command"].(map[string]any)["status"] != "killed" || got["command"].(map[string]any)["exit_code"] != -1.0 {
+		if got, _, _ := waitDone(t, a, id); got["command"].(map[string]any)["status"] != "completed" || got["command"].(map[string]any)["exit_code"] != -1.0 {
 			t.Errorf("after kill: %v", got)
 		}
 		noneLeft(t, marker)
@@ -609,7 +609,7 @@ func TestAiodCommandsKillEscalates(t *testing.T) {
 	if code, e := a.call("POST", "/v2/commands/{command_id}/kill", "/v2/commands/"+id+"/kill", map[string]any{"signal": "SIGTERM"}); code != 200 || !e.Success {
 		t.Fatalf("kill: %d %s", code, e.raw)
 	}
-	if got, _, _ := waitDone(t, a, id); got["command"].(map[string]any)["status"] != "killed" || got["command"].(map[string]any)["exit_code"] != -1.0 {
+	if got, _, _ := waitDone(t, a, id); got["command"].(map[string]any)["status"] != "completed" || got["command"].(map[string]any)["exit_code"] != -1.0 {
 		t.Errorf("after kill: %v", got)
 	}
 	noneLeft(t, marker)
