@@ -32,7 +32,7 @@ type Config struct {
 
 // Plane serves the files routes over one [Engine].
 type Plane struct {
-	eng *Engine
+	e   *Engine
 	log *slog.Logger
 }
 
@@ -41,25 +41,25 @@ func New(cfg Config) *Plane {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Plane{eng: NewEngine(cfg), log: cfg.Logger}
+	return &Plane{e: NewEngine(cfg), log: cfg.Logger}
 }
 
 // Engine is the engine behind the routes, for other callers (MCP tools).
-func (p *Plane) Engine() *Engine { return p.eng }
+func (p *Plane) Engine() *Engine { return p.e }
 
 // Close releases what the plane holds (the undo history). It never
 // blocks.
 func (p *Plane) Close(context.Context) error {
-	p.eng.hist.mu.Lock()
-	defer p.eng.hist.mu.Unlock()
-	clear(p.eng.hist.m)
+	p.e.hist.mu.Lock()
+	defer p.e.hist.mu.Unlock()
+	clear(p.e.hist.m)
 	return nil
 }
 
 // Mount registers the /v2/fs and /v1/file routes (upload, download and
 // tree excepted) on mux.
 func (p *Plane) Mount(mux *http.ServeMux) {
-	e := p.eng
+	e := p.e
 	mux.Handle("GET /v2/fs/read", v2(p, true, nil, e.Read))
 	mux.Handle("POST /v2/fs/write", v2(p, false, writeCheckV2, e.Write))
 	mux.Handle("POST /v2/fs/edit", v2(p, false, nil, e.editV2))
