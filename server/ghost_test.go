@@ -62,6 +62,9 @@ func TestNoGhostMembers(t *testing.T) {
 				defer s.mu.RUnlock()
 				return len(s.offices) == 0 && len(s.names) == 0
 			})
+			expect(t, url, `a2c_office_members{role="agent"}`, 0)
+			expect(t, url, `a2c_office_members{role="computer"}`, 0)
+			expect(t, url, "a2c_offices", 0)
 			for i := 0; i < offices; i++ {
 				a := connect(t, url, nil)
 				if got := a.join(smcp.RoleAgent, "a", fmt.Sprintf("o%d", i)); got != "true,null" {

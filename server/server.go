@@ -47,6 +47,9 @@ type Config struct {
 	// PingInterval and PingTimeout are the Engine.IO heartbeat. Defaults
 	// 25s and 20s.
 	PingInterval, PingTimeout time.Duration
+	// BodyIdleTimeout cuts a request body (on any route) that makes no
+	// progress for this long. Default 30s (see [sio.Options]).
+	BodyIdleTimeout time.Duration
 	// GoroutinePerConn serves each WebSocket with a reader goroutine
 	// instead of the Linux epoll event loop (see [sio.Options]). The event
 	// loop is the default; other systems always use goroutines.
@@ -145,6 +148,7 @@ func New(cfg Config) (*Server, error) {
 		PingInterval:     cfg.PingInterval,
 		PingTimeout:      cfg.PingTimeout,
 		MaxPayload:       cfg.MaxPayload,
+		BodyIdleTimeout:  cfg.BodyIdleTimeout,
 		GoroutinePerConn: cfg.GoroutinePerConn,
 		Logger:           cfg.Logger,
 	})
@@ -153,7 +157,7 @@ func New(cfg Config) (*Server, error) {
 	mux.Handle(cfg.Path, s.gate(s.io))
 	mux.HandleFunc("GET /healthz", s.healthz)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{}))
-	s.handler = mux
+	s.handler = s.io.BoundBodies(mux) // a stalled body holds nothing, on any route
 	return s, nil
 }
 

@@ -622,6 +622,20 @@ func TestStalledPostCut(t *testing.T) {
 	}
 	waitFor(t, "the connection to end", func() bool { return srv.Conns() == 0 })
 
+	// A refused POST (no such session, or no session at all) is not held
+	// by its stalled body either.
+	for _, sid := range []string{"nosuchsession", ""} {
+		conn := stalledPost(t, url, sid)
+		defer conn.Close()
+		_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		if err != nil || resp.StatusCode != 400 {
+			t.Fatalf("stalled POST with sid %q: %v %v", sid, resp, err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+
 	// Progress, not total time: 8 pieces 100 ms apart (800 ms in all).
 	p = openPolling(t, url)
 	body := "40/smcp,"

@@ -172,6 +172,7 @@ func engineError(w http.ResponseWriter, status, code int, msg string) {
 
 // ServeHTTP serves the Engine.IO endpoint.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.boundBody(w, r)
 	q := r.URL.Query()
 	if q.Get("EIO") != "4" {
 		engineError(w, http.StatusBadRequest, 5, "Unsupported protocol version")
@@ -329,6 +330,26 @@ func (s *Server) writePayload(w http.ResponseWriter, fs []frame) error {
 		_ = rc.SetWriteDeadline(time.Time{})
 	}
 	return err
+}
+
+// BoundBodies wraps a handler so that a request body that stalls cannot
+// hold a connection: reading it, and net/http's own reading of what a
+// handler left unread before it answers (a refusal, a 404), fails once the
+// body has made no progress for [Options.BodyIdleTimeout]. The Engine.IO
+// endpoint applies it itself; wrap the rest of a mux it is mounted on.
+func (s *Server) BoundBodies(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.boundBody(w, r)
+		next.ServeHTTP(w, r)
+	})
+}
+
+// boundBody sets the first body deadline of a request that has a body
+// (readBody moves it on each read and clears it when the body is done).
+func (s *Server) boundBody(w http.ResponseWriter, r *http.Request) {
+	if r.ContentLength != 0 {
+		_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(s.opts.BodyIdleTimeout))
+	}
 }
 
 // readBody reads a POST body of at most MaxPayload bytes. Each read must
