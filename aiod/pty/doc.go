@@ -19,6 +19,18 @@
 // from the stream before anything else sees it. Other shells can be
 // attached to but not exec'd into (501).
 //
+// It is built on the planes' kit: refusals are the shared api kinds,
+// answered by api's status table (a full table is a 400 where terminals
+// are created, a DELETE of a gone terminal a 200 with success false, as
+// the published API has them); routes are api.Route values; shells run
+// in the shared execution context (account, cwd check, environment
+// without the daemon's secrets) and terminals live in the shared session
+// registry (one tier: the cap, the id held while a shell starts,
+// eviction of the least recently used reclaimable terminal, idle
+// reclaim). A terminal is reclaimable when it is expiring, runs no exec'd
+// command and has no socket attached; it decides so under its own lock
+// (session.Expire), so a command or socket that comes first keeps it.
+//
 // Closing a session, signalling it, or [Plane.Close] SIGKILLs the whole
 // terminal session: every process of the shell's session id, and
 // everything forked below them.

@@ -84,11 +84,19 @@ type Engine struct {
 	interruptWait time.Duration // how long a timed-out call waits for the prompt
 	wsQueue       int           // output chunks a socket may fall behind by
 
-	mu       sync.Mutex
-	sessions map[string]*session
-	closed   bool
-	live     sync.WaitGroup // one per session not yet fully ended
+	// reg holds every terminal (those of anonymous sockets and those
+	// still starting included) in one tier: the cap, the id held while
+	// a shell starts, eviction of the least recently used reclaimable
+	// terminal at the cap, and idle reclaim.
+	reg *sessions.Registry[*session]
+
+	mu     sync.Mutex
+	closed bool           // guarded by mu
+	live   sync.WaitGroup // one per admitted session not yet fully ended
 }
+
+// tier is the registry tier of every terminal.
+const tier = "terminals"
 
 // NewEngine returns an engine with cfg's zero fields set to their
 // defaults. Reclaiming idle terminals is the owner's (the [Plane] runs
@@ -103,9 +111,13 @@ func NewEngine(cfg Config) *Engine {
 	if cfg.SessionIdle <= 0 {
 		cfg.SessionIdle = DefaultSessionIdle
 	}
+	full := newErr(ErrLimit, fmt.Sprintf("Maximum number of terminal sessions (%d) reached", cfg.MaxSessions),
+		"close a terminal (DELETE /v2/pty/sessions/{id}) or create expiring ones")
 	return &Engine{log: cfg.Logger, maxSessions: cfg.MaxSessions, idle: cfg.SessionIdle, shell: cfg.Shell,
-		exec:          sessions.NewExec(cfg.Workspace, cfg.DefaultUser, os.Environ(), append(slices.Clone(hiddenEnv), cfg.HideEnv...)),
-		interruptWait: 3 * time.Second, wsQueue: 1024, sessions: map[string]*session{}}
+		exec: sessions.NewExec(cfg.Workspace, cfg.DefaultUser, os.Environ(), append(slices.Clone(hiddenEnv), cfg.HideEnv...)),
+		reg: sessions.NewRegistry[*session](map[string]sessions.Tier{
+			tier: {Max: cfg.MaxSessions, Idle: cfg.SessionIdle, Evict: true, Full: full}}),
+		interruptWait: 3 * time.Second, wsQueue: 1024}
 }
 
 // Options creates a terminal. All fields are optional.
@@ -218,60 +230,69 @@ func (e *Engine) create(o Options) (*session, error) {
 	if o.ID == "" {
 		o.ID = newID()
 	}
-	if err := e.reserve(o.ID); err != nil {
+	s, err := e.open(o, shell, kind, cwd)
+	if err != nil {
 		return nil, err
 	}
-	s, err := e.start(o, shell, kind, cwd, who)
+	if err := s.start(o.Cols, o.Rows, who); err != nil {
+		e.forget(s)
+		e.live.Done()
+		return nil, err
+	}
+	// From here s's reaper owns its live count. Close may have run while
+	// the shell started: it did not see s (or saw it starting); end it.
 	e.mu.Lock()
-	defer e.mu.Unlock()
-	if err != nil || e.closed {
-		delete(e.sessions, o.ID)
-		if err == nil {
-			s.kill()
-			err = newErr(ErrUnavailable, "aiod is shutting down", "")
-		}
-		return nil, err
+	closed := e.closed
+	e.mu.Unlock()
+	if closed {
+		e.forget(s)
+		s.kill()
+		return nil, newErr(ErrUnavailable, "aiod is shutting down", "")
 	}
-	e.sessions[o.ID] = s
 	return s, nil
 }
 
-// reserve holds a slot (and the id) for a session being started,
-// evicting the least recently used reclaimable terminal at the cap.
-func (e *Engine) reserve(id string) error {
+// open admits a new session and holds its id and slot in the registry
+// (evicting the least recently used reclaimable terminal at the cap)
+// while its shell is not started yet. The session counts in e.live from
+// here; the caller starts it or, on failure, forgets it and calls
+// e.live.Done.
+//
+// Invariant: a session is in the registry from open until it is
+// forgotten; until start has succeeded it is invisible to lookups,
+// listings, eviction and reclaim (visible, Expire), as the id's
+// reservation was before the registry.
+func (e *Engine) open(o Options, shell string, kind shellKind, cwd string) (*session, error) {
 	e.mu.Lock()
-	defer e.mu.Unlock()
 	if e.closed {
-		return newErr(ErrUnavailable, "aiod is shutting down", "")
+		e.mu.Unlock()
+		return nil, newErr(ErrUnavailable, "aiod is shutting down", "")
 	}
-	if _, taken := e.sessions[id]; taken {
-		return invalid("Session " + id + " is being created")
-	}
-	if len(e.sessions) >= e.maxSessions {
-		var lru *session
-		for _, s := range e.sessions {
-			if s != nil && s.reclaimable() && (lru == nil || s.lastUse().Before(lru.lastUse())) {
-				lru = s
-			}
+	e.live.Add(1) // before Close can Wait: it sets closed under e.mu first
+	e.mu.Unlock()
+	for {
+		s, created, err := e.reg.Open(tier, o.ID, func() *session { return e.newSession(o, shell, kind, cwd) })
+		switch {
+		case err != nil:
+			e.live.Done()
+			return nil, err
+		case created:
+			return s, nil
+		case s.gone():
+			// ending (closed, evicted, reclaimed) but not forgotten yet:
+			// it no longer holds the id, as it would not have before
+			e.forget(s)
+			continue
 		}
-		if lru == nil {
-			return newErr(ErrLimit, fmt.Sprintf("Maximum number of terminal sessions (%d) reached", e.maxSessions),
-				"close a terminal (DELETE /v2/pty/sessions/{id}) or create expiring ones")
-		}
-		delete(e.sessions, lru.id)
-		lru.kill() // its reaper retires it
-		e.log.Debug("pty: evicted idle session", "session_id", lru.id)
+		e.live.Done()
+		return nil, invalid("Session " + o.ID + " is being created")
 	}
-	e.sessions[id] = nil // reserved
-	return nil
 }
 
-// lookup finds a live session.
+// lookup finds a live session: started, and not being closed.
 func (e *Engine) lookup(id string) (*session, error) {
-	e.mu.Lock()
-	s := e.sessions[id]
-	e.mu.Unlock()
-	if s == nil {
+	s, ok := e.reg.Get(tier, id)
+	if !ok || !s.visible() {
 		return nil, notFound(id)
 	}
 	return s, nil
@@ -292,26 +313,19 @@ func (e *Engine) existing(id, user string) (*session, error) {
 	return s, nil
 }
 
-// forget removes s from the table (when its shell has ended).
-func (e *Engine) forget(s *session) {
-	e.mu.Lock()
-	if e.sessions[s.id] == s {
-		delete(e.sessions, s.id)
-	}
-	e.mu.Unlock()
-}
+// forget removes s from the registry if it is still there (a later
+// session under its id stays); ending it is the caller's.
+func (e *Engine) forget(s *session) { e.reg.Remove(tier, s.id, s) }
 
-// list returns the live, listed sessions.
+// list returns the live, listed sessions (not those of anonymous
+// sockets), oldest first.
 func (e *Engine) list() []*session {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	out := make([]*session, 0, len(e.sessions))
-	for _, s := range e.sessions {
-		if s != nil && !s.throwaway {
+	var out []*session
+	for _, s := range e.reg.List(tier) {
+		if !s.throwaway && s.visible() {
 			out = append(out, s)
 		}
 	}
-	slices.SortFunc(out, func(a, b *session) int { return a.created.Compare(b.created) })
 	return out
 }
 
@@ -377,15 +391,10 @@ func (e *Engine) CloseSessions(ctx context.Context) error {
 func (e *Engine) Close(ctx context.Context) error {
 	e.mu.Lock()
 	e.closed = true
-	all := make([]*session, 0, len(e.sessions))
-	for _, s := range e.sessions {
-		if s != nil {
-			all = append(all, s)
-		}
-	}
-	clear(e.sessions)
 	e.mu.Unlock()
-	for _, s := range all {
+	// A session still starting is taken too: its kill is remembered, and
+	// create ends it once started (it sees closed).
+	for _, s := range e.reg.Take(tier, nil) {
 		s.kill()
 	}
 	done := make(chan struct{})
@@ -398,15 +407,11 @@ func (e *Engine) Close(ctx context.Context) error {
 	}
 }
 
-// reclaim closes the expiring terminals idle since before now minus the
-// idle limit.
-func (e *Engine) reclaim(now time.Time) {
-	for _, s := range e.list() {
-		if s.reclaimable() && now.Sub(s.lastUse()) >= e.idle {
-			e.forget(s)
-			s.kill()
-			e.log.Debug("pty: reclaimed idle session", "session_id", s.id)
-		}
+// reclaim closes the expiring terminals idle past the limit (each
+// decides under its own lock, see session.Expire).
+func (e *Engine) reclaim(time.Time) {
+	for _, s := range e.reg.Reclaim() {
+		e.log.Debug("pty: reclaimed idle session", "session_id", s.id)
 	}
 }
 

@@ -170,7 +170,7 @@ func (e *Engine) Exec(ctx context.Context, id string, req ExecRequest) (Result, 
 	}
 	s.mu.Lock()
 	switch {
-	case s.ended:
+	case s.ended || s.killed: // killed: closed or expired since the lookup (see session.Expire)
 		s.mu.Unlock()
 		return Result{}, notFound(id)
 	case s.cur != nil && s.cur.status == StatusRunning:

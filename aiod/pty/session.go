@@ -53,8 +53,9 @@ type session struct {
 	sock       *socket       // the attached WebSocket
 	hadSocket  bool
 	detachedAt int64 // output offset when the last socket left
+	started    bool  // the shell runs: cmd, pid and master are set
 	reaped     bool  // the shell has been waited for
-	killed     bool
+	killed     bool  // ending: closed, signalled, evicted or reclaimed
 	ended      bool
 	exitCode   *int
 }
@@ -84,9 +85,9 @@ func promptCommand(nonce string) string {
 		mark + ` E "$__aio_rc" "$__aio_cur"; __aio_cur=$__aio_next; __aio_next=`
 }
 
-// start spawns the shell in a session of its own, with the PTY as its
-// controlling terminal, and the goroutines that read and reap it.
-func (e *Engine) start(o Options, shell string, kind shellKind, cwd string, who *sessions.Identity) (*session, error) {
+// newSession builds a terminal's session, not started yet (the
+// registry holds its id and slot meanwhile; see Engine.open).
+func (e *Engine) newSession(o Options, shell string, kind shellKind, cwd string) *session {
 	now := time.Now()
 	s := &session{id: o.ID, e: e, kind: kind, shell: shell, nonce: newID()[:8], user: o.User, cwd: cwd,
 		retention: o.Retention, throwaway: o.throwaway, created: now, used: now, noChange: o.NoChangeTimeout,
@@ -99,6 +100,16 @@ func (e *Engine) start(o Options, shell string, kind shellKind, cwd string, who 
 		s.noChange = 0 // never, as 0 means on exec and PATCH
 	}
 	s.filt.prefix = []byte(markerOSC + s.nonce + ";")
+	return s
+}
+
+// start spawns the shell in a session of its own, with the PTY as its
+// controlling terminal and a cols×rows size, as who (nil: the daemon's
+// account), and the goroutines that read and reap it; it returns once
+// the shell shows its first prompt (or readyWait passes). On success the
+// reaper owns the session's count in e.live.
+func (s *session) start(cols, rows int, who *sessions.Identity) error {
+	e, shell := s.e, s.shell
 	// The daemon's environment without its secrets, the account's HOME,
 	// USER and LOGNAME, then the terminal's own variables.
 	env := e.exec.Env(who, "TERM=xterm-256color", tagVar+"="+s.nonce)
@@ -106,7 +117,7 @@ func (e *Engine) start(o Options, shell string, kind shellKind, cwd string, who 
 		env = append(env, "LC_CTYPE=C.UTF-8")
 	}
 	args := []string{shell}
-	switch kind {
+	switch s.kind {
 	case kindBash:
 		args = append(args, "--noprofile", "--norc", "-i")
 		env = append(env, `PS1=\w $ `, `PS0=\e]6973;`+s.nonce+`;S;${__aio_cur}\a`, "PROMPT_COMMAND="+promptCommand(s.nonce))
@@ -118,27 +129,31 @@ func (e *Engine) start(o Options, shell string, kind shellKind, cwd string, who 
 	if who != nil {
 		attrs.Credential = who.Cred
 	}
-	s.cmd = &exec.Cmd{Path: shell, Args: args, Dir: cwd, Env: env}
+	s.cmd = &exec.Cmd{Path: shell, Args: args, Dir: s.cwd, Env: env}
 	var m *os.File
 	err := child.Start(s.cmd, func() (err error) {
-		m, err = pty.StartWithAttrs(s.cmd, &pty.Winsize{Cols: uint16(o.Cols), Rows: uint16(o.Rows)}, attrs)
+		m, err = pty.StartWithAttrs(s.cmd, &pty.Winsize{Cols: uint16(cols), Rows: uint16(rows)}, attrs)
 		return err
 	})
 	if err != nil {
-		return nil, newErr(ErrUnavailable, "cannot start the terminal's shell "+shell+": "+fserr.Text(err), "")
+		return newErr(ErrUnavailable, "cannot start the terminal's shell "+shell+": "+fserr.Text(err), "")
 	}
 	s.pid = s.cmd.Process.Pid
 	if s.master, err = pollable(m); err != nil {
 		killSession(s.pid, s.nonce)
 		_ = s.cmd.Wait()
 		child.Forget(s.pid)
-		return nil, newErr(ErrUnavailable, "cannot start a terminal: "+fserr.Text(err), "")
+		return newErr(ErrUnavailable, "cannot start a terminal: "+fserr.Text(err), "")
 	}
-	e.live.Add(1)
+	// cmd, pid and master are written before started is set under s.mu:
+	// whoever sees started (kill, Expire, visible) may read them.
+	s.mu.Lock()
+	s.started = true
+	s.mu.Unlock()
 	go s.read()
 	go s.reap()
 	s.waitFor(context.Background(), readyWait, s.readyLocked) // the first prompt
-	return s, nil
+	return nil
 }
 
 // readyLocked: the shell reads a command line. Bash is once readline
@@ -304,15 +319,56 @@ func (s *session) reap() {
 }
 
 // kill SIGKILLs the terminal's whole session (once its shell is reaped,
-// the reaper has done so).
+// the reaper has done so). A session not started yet only remembers it
+// (see Engine.create, which ends it once started).
 func (s *session) kill() {
 	s.mu.Lock()
 	s.killed = true
-	reaped := s.reaped
+	signal := s.started && !s.reaped
 	s.mu.Unlock()
-	if !reaped {
+	if signal {
 		killSession(s.pid, s.nonce)
 	}
+}
+
+// visible: started and not being closed; lookups and listings see only
+// these.
+func (s *session) visible() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.started && !s.killed
+}
+
+// gone: started and then killed, or its shell ended; it holds its id
+// only until it is forgotten.
+func (s *session) gone() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.started && (s.killed || s.ended)
+}
+
+// Expire ends the session if it is reclaimable (started, expiring,
+// nothing running, no socket attached, not already ending) and idle at
+// least idle (0: eviction at the cap), for the registry
+// (sessions.Session). The check and the kill mark happen under s.mu, and
+// Exec and attach take s.mu to start work, so a command or a socket that
+// comes first keeps the session and one that comes after finds it
+// ending (Exec: not found).
+func (s *session) Expire(idle time.Duration) bool {
+	s.mu.Lock()
+	ok := s.started && !s.killed && s.reclaimableLocked() && time.Since(s.used) >= idle
+	if ok {
+		s.killed = true
+	}
+	signal := ok && !s.reaped
+	s.mu.Unlock()
+	if signal {
+		killSession(s.pid, s.nonce)
+	}
+	if ok && idle == 0 {
+		s.e.log.Debug("pty: evicted idle session", "session_id", s.id)
+	}
+	return ok
 }
 
 // wait waits, bounded by ctx, for the session to end.
@@ -387,7 +443,9 @@ func (s *session) touch() {
 	s.mu.Unlock()
 }
 
-func (s *session) lastUse() time.Time {
+// LastUsed is when the session last had input, output to a command,
+// or a socket (sessions.Session: eviction picks the oldest).
+func (s *session) LastUsed() time.Time {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.used
@@ -399,10 +457,9 @@ func (s *session) running() bool {
 	return s.cur != nil && s.cur.status == StatusRunning
 }
 
-// reclaimable: expiring, with nothing running and no socket attached.
-func (s *session) reclaimable() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+// reclaimableLocked: expiring, with nothing running and no socket
+// attached. Guarded by s.mu.
+func (s *session) reclaimableLocked() bool {
 	return s.retention == RetentionExpiring && s.sock == nil && (s.cur == nil || s.cur.status != StatusRunning)
 }
 

@@ -3,9 +3,12 @@ package pty
 import (
 	"context"
 	"encoding/json"
+	"os"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/a2c-smcp/a2c-go/aiod/internal/child"
 )
 
 func TestCtrlCResizeTruncate(t *testing.T) {
@@ -205,5 +208,82 @@ func TestNoChangeZeroMeansNever(t *testing.T) {
 	h.OK("POST", "/v2/pty/sessions/z0/exec", map[string]any{"command": "sleep 0.3; echo quick"}, &r)
 	if r.Status != StatusCompleted || r.ExitCode == nil || *r.ExitCode != 0 {
 		t.Fatalf("%+v", r)
+	}
+}
+
+// TestEviction: at the cap, a new terminal evicts the least recently
+// used reclaimable one (expiring, nothing running, no socket); a running
+// command or an attached socket keeps an expiring terminal, and with
+// nothing reclaimable the create is refused.
+func TestEviction(t *testing.T) {
+	h := newHarness(t, Config{MaxSessions: 3}, nil)
+	for _, id := range []string{"old", "new", "busy"} {
+		h.session(map[string]any{"id": id, "retention": "expiring"})
+	}
+	h.exec("busy", map[string]any{"command": "sleep 100.125", "async": true})
+	h.OK("GET", "/v2/pty/sessions/old/screen", nil, nil) // old is now the most recently used idle one
+	h.session(map[string]any{"id": "n1"})                // evicts new
+	h.Fails(404, "GET", "/v2/pty/sessions/new", nil)
+	h.OK("GET", "/v2/pty/sessions/old", nil, nil)
+	c, _, err := h.dial("/v2/pty/sessions/old/ws")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if f, err := next(t, c, 5*time.Second); err != nil || f.Type != "ready" {
+		t.Fatalf("%+v %v", f, err)
+	}
+	if msg := h.Fails(400, "POST", "/v2/pty/sessions", map[string]any{"id": "n2"}); msg != "Maximum number of terminal sessions (3) reached" {
+		t.Fatal(msg)
+	}
+	for _, id := range []string{"old", "busy", "n1"} {
+		h.OK("GET", "/v2/pty/sessions/"+id, nil, nil)
+	}
+	h.OK("POST", "/v2/pty/sessions/busy/signal", nil, nil)
+	gone(t, "sleep 100.125")
+}
+
+// TestCreateSameIDConcurrently: requests creating one new id at once
+// start one shell; each gets that terminal or, while it starts, the
+// "being created" refusal.
+func TestCreateSameIDConcurrently(t *testing.T) {
+	h := newHarness(t, Config{}, nil)
+	const n = 6
+	type answer struct {
+		status int
+		msg    string
+		id     string
+	}
+	answers := make(chan answer, n)
+	for range n {
+		go func() {
+			st, r, _ := h.Do("POST", "/v2/pty/sessions", map[string]any{"id": "same"})
+			var c Created
+			_ = json.Unmarshal(r.Data, &c)
+			answers <- answer{st, r.Message, c.SessionID}
+		}()
+	}
+	for range n {
+		a := <-answers
+		if !(a.status == 200 && a.id == "same") && !(a.status == 400 && a.msg == "Session same is being created") {
+			t.Errorf("%+v", a)
+		}
+	}
+	var list listResult
+	h.OK("GET", "/v2/pty/sessions", nil, &list)
+	if len(list.Sessions) != 1 || list.Stats.TotalSessions != 1 {
+		t.Fatalf("%+v", list)
+	}
+	// Shells are this process's children leading their own session; the
+	// package's tests do not run in parallel, and earlier tests' shells
+	// ended with their plane.
+	shells := 0
+	for pid, p := range child.Scan().Procs {
+		if p.PPID == os.Getpid() && p.SID == pid && p.State != 'Z' {
+			shells++
+		}
+	}
+	if shells != 1 {
+		t.Fatalf("%d shells started for one id", shells)
 	}
 }

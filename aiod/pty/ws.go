@@ -127,7 +127,7 @@ type attachOptions struct {
 func (s *session) attach(k *socket, o attachOptions) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.ended {
+	if s.ended || s.killed { // killed: closed or expired since the lookup (see session.Expire)
 		return notFound(s.id)
 	}
 	resumed, from := false, s.detachedAt
