@@ -140,7 +140,10 @@ type Engine struct {
 	background sync.WaitGroup
 }
 
-func newEngine(cfg Config) *Engine {
+// NewEngine returns an engine configured by cfg (zero fields take their
+// defaults). [New] wraps it in a [Plane] that runs its janitor; an
+// engine used alone must have its sessions reclaimed by its owner.
+func NewEngine(cfg Config) *Engine {
 	if cfg.Workspace == "" {
 		cfg.Workspace, _ = os.Getwd()
 	}

@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"syscall"
 	"time"
+
+	"github.com/a2c-smcp/a2c-go/aiod/internal/api"
 )
 
 // frame is one NDJSON line of a streamed run. Fields a frame type does
@@ -57,7 +59,7 @@ func (p *Plane) stream(w http.ResponseWriter, r *http.Request, req Request) {
 	ctx := r.Context()
 	c, err := p.e.Start(ctx, req)
 	if err != nil {
-		fail(w, err)
+		api.WriteError(w, err, sessionsFull...)
 		return
 	}
 	w.Header().Set("Content-Type", "application/x-ndjson")

@@ -36,7 +36,7 @@ var subreaper struct {
 // Close still find them, and where their zombies are reaped.
 func New(cfg Config) *Plane {
 	subreaper.once.Do(func() { subreaper.err = setSubreaper() })
-	p := &Plane{e: newEngine(cfg)}
+	p := &Plane{e: NewEngine(cfg)}
 	if subreaper.err != nil {
 		errno, _ := subreaper.err.(syscall.Errno)
 		p.e.log.Warn("commands: cannot become a child subreaper; detached processes escape kills",
@@ -61,22 +61,18 @@ func (p *Plane) Close(ctx context.Context) error {
 	return err
 }
 
-// Mount registers the v2 routes and the v1 compatibility routes.
+// Mount registers the v2 routes and the v1 compatibility routes. The
+// routes that may create a session answer "all sessions busy" with 400
+// ([sessionsFull]); every other status is api's table.
 func (p *Plane) Mount(mux *http.ServeMux) {
-	mux.HandleFunc("POST /v2/commands", p.run)
-	mux.HandleFunc("GET /v2/commands/{command_id}", p.get)
-	mux.HandleFunc("POST /v2/commands/{command_id}/stdin", p.stdin)
-	mux.HandleFunc("POST /v2/commands/{command_id}/kill", p.kill)
-	mux.HandleFunc("POST /v2/commands/sessions", p.createSession)
-	mux.HandleFunc("GET /v2/commands/sessions", p.listSessions)
-	mux.HandleFunc("DELETE /v2/commands/sessions/{session_id}", p.deleteSession)
+	mux.Handle("POST /v2/commands", api.Route[runBody, ran]{Op: p.run, Reply: p.reply, Override: sessionsFull})
+	mux.Handle("GET /v2/commands/{command_id}", api.Route[readQuery, outputResult]{From: api.FromQuery, Op: p.get})
+	mux.Handle("POST /v2/commands/{command_id}/stdin", api.Route[stdinBody, any]{Op: p.stdin})
+	mux.Handle("POST /v2/commands/{command_id}/kill", api.Route[killBody, any]{Op: p.kill})
+	mux.Handle("POST /v2/commands/sessions", api.Route[sessionBody, SessionInfo]{Op: p.createSession, Override: sessionsFull})
+	mux.Handle("GET /v2/commands/sessions", api.Route[struct{}, []SessionInfo]{From: api.FromNothing, Op: p.listSessions})
+	mux.Handle("DELETE /v2/commands/sessions/{session_id}", api.Route[struct{}, SessionInfo]{From: api.FromNothing, Op: p.deleteSession})
 	p.mountV1(mux)
-}
-
-// fail answers an engine error with its status, message and hint.
-func fail(w http.ResponseWriter, err error) {
-	msg, hint := api.MessageOf(err)
-	api.Fail(w, statusOf(err), msg, nil, hint)
 }
 
 // seconds converts an optional seconds field. Absent is 0 (no bound); a
@@ -131,11 +127,7 @@ func timeouts(req *Request, timeout, hard *float64) error {
 	return err
 }
 
-func (p *Plane) run(w http.ResponseWriter, r *http.Request) {
-	var b runBody
-	if !api.Body(w, r, &b) {
-		return
-	}
+func (p *Plane) run(r *http.Request, b runBody) (ran, error) {
 	shell := ShellAuto
 	if b.Shell != nil {
 		shell = *b.Shell
@@ -143,32 +135,46 @@ func (p *Plane) run(w http.ResponseWriter, r *http.Request) {
 	req := Request{Command: b.Command, Args: b.Args, Shell: shell, Cwd: b.Cwd, Env: b.Env, User: b.User,
 		Session: b.Session, Async: b.Mode != nil && *b.Mode == "async"}
 	if err := timeouts(&req, b.Timeout, b.HardTimeout); err != nil {
-		fail(w, err)
-		return
+		return ran{}, err
 	}
-	p.exec(w, r, req, execOpts{maxOutput: maxOutput(b.MaxOutputLength)})
+	return p.exec(r, req, execOpts{maxOutput: maxOutput(b.MaxOutputLength)})
 }
 
-// exec runs req and answers the BashExecResult, or the NDJSON stream
-// when the client accepts it. A client that goes away while it waits for
-// a sync command (before its exit or its timeout) kills it, as a
-// streamed one does; an async command, or one already answered as
-// running, runs on.
-func (p *Plane) exec(w http.ResponseWriter, r *http.Request, req Request, o execOpts) {
+// ran is what a run route answers: the command and how to word it, or
+// the request to stream.
+type ran struct {
+	c      *Command
+	o      execOpts
+	stream *Request // NDJSON: the reply starts it
+}
+
+// exec runs req, or leaves it to the reply to stream when the client
+// accepts NDJSON. A client that goes away while it waits for a sync
+// command (before its exit or its timeout) kills it, as a streamed one
+// does, and is not answered; an async command, or one already answered
+// as running, runs on.
+func (p *Plane) exec(r *http.Request, req Request, o execOpts) (ran, error) {
 	if strings.Contains(r.Header.Get("Accept"), "application/x-ndjson") {
-		p.stream(w, r, req)
-		return
+		return ran{stream: &req}, nil
 	}
 	c, err := p.e.Start(r.Context(), req)
 	if err != nil {
-		fail(w, err)
-		return
+		return ran{}, err
 	}
 	if !req.Async && c.waitFor(r.Context(), req.Timeout, -1, -1) == waitCanceled {
-		c.Kill(syscall.SIGKILL) //nolint:errcheck // it may have just exited
+		c.Kill(syscall.SIGKILL)        //nolint:errcheck // it may have just exited
+		return ran{}, context.Canceled // the client left: api.Route answers nothing
+	}
+	return ran{c: c, o: o}, nil
+}
+
+// reply answers a run: the BashExecResult, or the NDJSON stream.
+func (p *Plane) reply(w http.ResponseWriter, r *http.Request, out ran) {
+	if out.stream != nil {
+		p.stream(w, r, *out.stream)
 		return
 	}
-	api.OK(w, execResultOf(c, o))
+	api.OK(w, execResultOf(out.c, out.o))
 }
 
 // execResult is the published BashExecResult.
@@ -244,11 +250,10 @@ func offset(u uint64) int64 { return int64(min(u, math.MaxInt64)) }
 // stderr (python3 -i writes ">>> " there) would end every wait of a
 // client reading stdout at once, with nothing new, and such a client's
 // bounded loop of waits could run out before the output it waits for.
-func (p *Plane) output(w http.ResponseWriter, r *http.Request, sessionID string, c *Command, q readQuery) {
+func (p *Plane) output(ctx context.Context, sessionID string, c *Command, q readQuery) (outputResult, error) {
 	res := outputResult{SessionID: sessionID, Stdout: "", Stderr: ""}
 	if c == nil {
-		api.OK(w, res)
-		return
+		return res, nil
 	}
 	from, errFrom := offset(q.Offset), int64(0)
 	if q.StderrOffset != nil {
@@ -259,8 +264,7 @@ func (p *Plane) output(w http.ResponseWriter, r *http.Request, sessionID string,
 		if q.WaitTimeout != nil {
 			var err error
 			if d, err = seconds("wait_timeout", q.WaitTimeout); err != nil {
-				fail(w, err)
-				return
+				return outputResult{}, err
 			}
 		}
 		errWake := errFrom
@@ -268,7 +272,7 @@ func (p *Plane) output(w http.ResponseWriter, r *http.Request, sessionID string,
 			_, errEnd := c.ends()
 			errWake = max(errFrom, errEnd)
 		}
-		c.WaitOutput(r.Context(), from, errWake, d)
+		c.WaitOutput(ctx, from, errWake, d)
 	}
 	out := c.Read(from, errFrom)
 	res.Stdout, res.Stderr = string(out.Stdout), string(out.Stderr)
@@ -276,45 +280,28 @@ func (p *Plane) output(w http.ResponseWriter, r *http.Request, sessionID string,
 	res.StdoutStartOffset, res.StderrStartOffset = out.StdoutStart, out.StderrStart
 	res.StdoutGap, res.StderrGap = out.StdoutGap, out.StderrGap
 	res.Command = &commandInfo{CommandID: c.ID, Command: c.Text, Status: out.Status, ExitCode: out.ExitCode}
-	api.OK(w, res)
+	return res, nil
 }
 
-func (p *Plane) get(w http.ResponseWriter, r *http.Request) {
-	var q readQuery
-	if !api.Query(w, r, &q) {
-		return
-	}
+func (p *Plane) get(r *http.Request, q readQuery) (outputResult, error) {
 	c, err := p.e.Command(r.PathValue("command_id"))
 	if err != nil {
-		fail(w, err)
-		return
+		return outputResult{}, err
 	}
-	p.output(w, r, c.SessionID, c, q)
+	return p.output(r.Context(), c.SessionID, c, q)
 }
 
 type stdinBody struct {
 	Input string `json:"input" serde:"required"`
 }
 
-func (p *Plane) stdin(w http.ResponseWriter, r *http.Request) {
-	var b stdinBody
-	if !api.Body(w, r, &b) {
-		return
-	}
+// stdin writes to a command's stdin; the answer's data is null.
+func (p *Plane) stdin(r *http.Request, b stdinBody) (any, error) {
 	c, err := p.e.Command(r.PathValue("command_id"))
 	if err == nil {
 		err = c.WriteStdin(r.Context(), []byte(b.Input))
 	}
-	done(w, err)
-}
-
-// done answers a data-less operation.
-func done(w http.ResponseWriter, err error) {
-	if err != nil {
-		fail(w, err)
-		return
-	}
-	api.OK(w, nil)
+	return nil, err
 }
 
 type killBody struct {
@@ -335,8 +322,9 @@ func ParseSignal(name string) (syscall.Signal, error) {
 	return 0, invalid(fmt.Sprintf("unknown signal %q: expected SIGTERM, SIGKILL or SIGINT", name), "")
 }
 
-// killCommand signals c (or reports err from finding it).
-func killCommand(w http.ResponseWriter, c *Command, err error, signal string) {
+// killCommand signals c (or returns err from finding it); the answer's
+// data is null.
+func killCommand(c *Command, err error, signal string) (any, error) {
 	var sig syscall.Signal
 	if err == nil {
 		sig, err = ParseSignal(signal)
@@ -344,16 +332,12 @@ func killCommand(w http.ResponseWriter, c *Command, err error, signal string) {
 	if err == nil {
 		err = c.Kill(sig)
 	}
-	done(w, err)
+	return nil, err
 }
 
-func (p *Plane) kill(w http.ResponseWriter, r *http.Request) {
-	var b killBody
-	if !api.Body(w, r, &b) {
-		return
-	}
+func (p *Plane) kill(r *http.Request, b killBody) (any, error) {
 	c, err := p.e.Command(r.PathValue("command_id"))
-	killCommand(w, c, err, b.Signal)
+	return killCommand(c, err, b.Signal)
 }
 
 type sessionBody struct {
@@ -363,27 +347,14 @@ type sessionBody struct {
 	User string            `json:"user"`
 }
 
-func (p *Plane) createSession(w http.ResponseWriter, r *http.Request) {
-	var b sessionBody
-	if !api.Body(w, r, &b) {
-		return
-	}
-	info, err := p.e.CreateSession(SessionOptions{ID: b.ID, Cwd: b.Cwd, Env: b.Env, User: b.User})
-	answer(w, info, err)
+func (p *Plane) createSession(_ *http.Request, b sessionBody) (SessionInfo, error) {
+	return p.e.CreateSession(SessionOptions{ID: b.ID, Cwd: b.Cwd, Env: b.Env, User: b.User})
 }
 
-// answer writes data or the error.
-func answer[T any](w http.ResponseWriter, data T, err error) {
-	if err != nil {
-		fail(w, err)
-		return
-	}
-	api.OK(w, data)
+func (p *Plane) listSessions(*http.Request, struct{}) ([]SessionInfo, error) {
+	return p.e.Sessions(), nil
 }
 
-func (p *Plane) listSessions(w http.ResponseWriter, _ *http.Request) { api.OK(w, p.e.Sessions()) }
-
-func (p *Plane) deleteSession(w http.ResponseWriter, r *http.Request) {
-	info, err := p.e.CloseSession(r.Context(), r.PathValue("session_id"))
-	answer(w, info, err)
+func (p *Plane) deleteSession(r *http.Request, _ struct{}) (SessionInfo, error) {
+	return p.e.CloseSession(r.Context(), r.PathValue("session_id"))
 }

@@ -148,7 +148,7 @@ func (s *session) claimUser(user string) error {
 }
 
 // newSessionLocked adds a session, evicting the least recently used idle
-// one at the limit; with every session busy it is ErrInvalid.
+// one at the limit; with every session busy it is ErrBusy.
 func (e *Engine) newSessionLocked(id string) (*session, error) {
 	if e.closed {
 		return nil, unavailable("aiod is shutting down", "")
@@ -161,9 +161,7 @@ func (e *Engine) newSessionLocked(id string) (*session, error) {
 			}
 		}
 		if lru == nil {
-			return nil, invalid(fmt.Sprintf("Maximum number of sessions (%d) reached and all are busy", e.maxSessions),
-				fmt.Sprintf("every one of the AIO_BASH_MAX_SESSIONS=%d sessions is running a command: close one "+
-					"(DELETE /v2/commands/sessions/{id}), wait for a command to finish, or raise AIO_BASH_MAX_SESSIONS", e.maxSessions))
+			return nil, allBusy(e.maxSessions)
 		}
 		e.retireLocked(lru)
 		e.log.Debug("commands: evicted idle session", "session_id", lru.id)

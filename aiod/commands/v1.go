@@ -9,13 +9,13 @@ import (
 // mountV1 registers the 1.x compatibility routes /v1/bash/* with their
 // v1 field names. /v1/shell/* (terminals) belong to aiod/pty.
 func (p *Plane) mountV1(mux *http.ServeMux) {
-	mux.HandleFunc("POST /v1/bash/exec", p.bashExec)
-	mux.HandleFunc("POST /v1/bash/output", p.bashOutput)
-	mux.HandleFunc("POST /v1/bash/write", p.bashWrite)
-	mux.HandleFunc("POST /v1/bash/kill", p.bashKill)
-	mux.HandleFunc("GET /v1/bash/sessions", p.listSessions)
-	mux.HandleFunc("POST /v1/bash/sessions/create", p.bashCreate)
-	mux.HandleFunc("POST /v1/bash/sessions/{session_id}/close", p.bashClose)
+	mux.Handle("POST /v1/bash/exec", api.Route[bashExecBody, ran]{Op: p.bashExec, Reply: p.reply, Override: sessionsFull})
+	mux.Handle("POST /v1/bash/output", api.Route[bashOutputBody, outputResult]{Op: p.bashOutput})
+	mux.Handle("POST /v1/bash/write", api.Route[bashWriteBody, any]{Op: p.bashWrite})
+	mux.Handle("POST /v1/bash/kill", api.Route[bashKillBody, any]{Op: p.bashKill})
+	mux.Handle("GET /v1/bash/sessions", api.Route[struct{}, []SessionInfo]{From: api.FromNothing, Op: p.listSessions})
+	mux.Handle("POST /v1/bash/sessions/create", api.Route[bashCreateBody, SessionInfo]{Op: p.bashCreate, Override: sessionsFull})
+	mux.Handle("POST /v1/bash/sessions/{session_id}/close", api.Route[struct{}, any]{From: api.FromNothing, Op: p.bashClose})
 }
 
 // bashExecBody is the published v1 BashExecRequest.
@@ -31,18 +31,13 @@ type bashExecBody struct {
 	MaxOutputLength *uint64           `json:"max_output_length"`
 }
 
-func (p *Plane) bashExec(w http.ResponseWriter, r *http.Request) {
-	var b bashExecBody
-	if !api.Body(w, r, &b) {
-		return
-	}
+func (p *Plane) bashExec(r *http.Request, b bashExecBody) (ran, error) {
 	req := Request{Command: b.Command, Cwd: b.ExecDir, Env: b.Env, User: b.User, Session: b.SessionID,
 		CreateSession: true, Async: b.AsyncMode}
 	if err := timeouts(&req, b.Timeout, b.HardTimeout); err != nil {
-		fail(w, err)
-		return
+		return ran{}, err
 	}
-	p.exec(w, r, req, execOpts{maxOutput: maxOutput(b.MaxOutputLength), v1: true})
+	return p.exec(r, req, execOpts{maxOutput: maxOutput(b.MaxOutputLength), v1: true})
 }
 
 // sessionCommand finds the command a v1 call addresses: by id when
@@ -68,17 +63,12 @@ type bashOutputBody struct {
 	WaitTimeout  *float64 `json:"wait_timeout"`
 }
 
-func (p *Plane) bashOutput(w http.ResponseWriter, r *http.Request) {
-	var b bashOutputBody
-	if !api.Body(w, r, &b) {
-		return
-	}
+func (p *Plane) bashOutput(r *http.Request, b bashOutputBody) (outputResult, error) {
 	c, err := p.sessionCommand(b.SessionID, b.CommandID, false)
 	if err != nil {
-		fail(w, err)
-		return
+		return outputResult{}, err
 	}
-	p.output(w, r, b.SessionID, c, readQuery{Offset: b.Offset, StderrOffset: b.StderrOffset, Wait: b.Wait, WaitTimeout: b.WaitTimeout})
+	return p.output(r.Context(), b.SessionID, c, readQuery{Offset: b.Offset, StderrOffset: b.StderrOffset, Wait: b.Wait, WaitTimeout: b.WaitTimeout})
 }
 
 // bashWriteBody is the published v1 BashWriteRequest.
@@ -88,16 +78,12 @@ type bashWriteBody struct {
 	Input     string `json:"input" serde:"required"`
 }
 
-func (p *Plane) bashWrite(w http.ResponseWriter, r *http.Request) {
-	var b bashWriteBody
-	if !api.Body(w, r, &b) {
-		return
-	}
+func (p *Plane) bashWrite(r *http.Request, b bashWriteBody) (any, error) {
 	c, err := p.sessionCommand(b.SessionID, b.CommandID, true)
 	if err == nil {
 		err = c.WriteStdin(r.Context(), []byte(b.Input))
 	}
-	done(w, err)
+	return nil, err
 }
 
 // bashKillBody is the published v1 BashKillRequest.
@@ -107,13 +93,9 @@ type bashKillBody struct {
 	Signal    string `json:"signal"`
 }
 
-func (p *Plane) bashKill(w http.ResponseWriter, r *http.Request) {
-	var b bashKillBody
-	if !api.Body(w, r, &b) {
-		return
-	}
+func (p *Plane) bashKill(_ *http.Request, b bashKillBody) (any, error) {
 	c, err := p.sessionCommand(b.SessionID, b.CommandID, true)
-	killCommand(w, c, err, b.Signal)
+	return killCommand(c, err, b.Signal)
 }
 
 // bashCreateBody is the published v1 BashSessionCreateRequest.
@@ -124,16 +106,13 @@ type bashCreateBody struct {
 	User         string `json:"user"`
 }
 
-func (p *Plane) bashCreate(w http.ResponseWriter, r *http.Request) {
-	var b bashCreateBody
-	if !api.Body(w, r, &b) {
-		return
-	}
-	info, err := p.e.CreateSession(SessionOptions{ID: b.SessionID, Cwd: b.ExecDir, User: b.User, BashEnv: b.SnapshotPath})
-	answer(w, info, err)
+func (p *Plane) bashCreate(_ *http.Request, b bashCreateBody) (SessionInfo, error) {
+	return p.e.CreateSession(SessionOptions{ID: b.SessionID, Cwd: b.ExecDir, User: b.User, BashEnv: b.SnapshotPath})
 }
 
-func (p *Plane) bashClose(w http.ResponseWriter, r *http.Request) {
+// bashClose closes a session; unlike DELETE /v2/commands/sessions/{id}
+// its answer's data is null.
+func (p *Plane) bashClose(r *http.Request, _ struct{}) (any, error) {
 	_, err := p.e.CloseSession(r.Context(), r.PathValue("session_id"))
-	done(w, err)
+	return nil, err
 }
