@@ -245,8 +245,7 @@ func (e *Engine) create(o Options) (*session, error) {
 	closed := e.closed
 	e.mu.Unlock()
 	if closed {
-		e.forget(s)
-		s.kill()
+		e.drop(s)
 		return nil, newErr(ErrUnavailable, "aiod is shutting down", "")
 	}
 	return s, nil
@@ -317,6 +316,13 @@ func (e *Engine) existing(id, user string) (*session, error) {
 // session under its id stays); ending it is the caller's.
 func (e *Engine) forget(s *session) { e.reg.Remove(tier, s.id, s) }
 
+// drop forgets s, then kills its terminal session (outside any lock; the
+// reaper retires it). Lookups fail from the moment it is forgotten.
+func (e *Engine) drop(s *session) {
+	e.forget(s)
+	s.kill()
+}
+
 // list returns the live, listed sessions (not those of anonymous
 // sockets), oldest first.
 func (e *Engine) list() []*session {
@@ -368,8 +374,7 @@ func (e *Engine) CloseSession(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
-	e.forget(s)
-	s.kill()
+	e.drop(s)
 	return s.wait(ctx)
 }
 
@@ -379,8 +384,7 @@ func (e *Engine) CloseSession(ctx context.Context, id string) error {
 func (e *Engine) CloseSessions(ctx context.Context) error {
 	var errs []error
 	for _, s := range e.list() {
-		e.forget(s)
-		s.kill()
+		e.drop(s)
 		errs = append(errs, s.wait(ctx))
 	}
 	return errors.Join(errs...)

@@ -341,8 +341,7 @@ func (e *Engine) Signal(ctx context.Context, id string) (KillResult, error) {
 	if err != nil {
 		return KillResult{}, err
 	}
-	e.forget(s)
-	s.kill()
+	e.drop(s)
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	err = s.wait(ctx)

@@ -204,8 +204,7 @@ func (p *Plane) serve(c *websocket.Conn, s *session, o attachOptions) {
 		}
 		refuse(c, msg)
 		if s.throwaway {
-			p.e.forget(s)
-			s.kill()
+			p.e.drop(s)
 		}
 		return
 	}
@@ -230,8 +229,7 @@ func (p *Plane) serve(c *websocket.Conn, s *session, o attachOptions) {
 	s.mu.Unlock()
 	wg.Wait()
 	if s.throwaway {
-		p.e.forget(s)
-		s.kill()
+		p.e.drop(s)
 	}
 }
 
@@ -404,8 +402,7 @@ func (p *Plane) anonymousWS(w http.ResponseWriter, r *http.Request, v1 bool) {
 	}
 	c, ok := upgrade(w, r)
 	if !ok {
-		p.e.forget(s)
-		s.kill()
+		p.e.drop(s)
 		return
 	}
 	o.announce = v1
