@@ -132,7 +132,7 @@ def commands_background_v2():
     check("Serving HTTP" in log["stdout"] and log["command"]["status"] == "running", log)
     data_of("POST", "/v2/commands/%s/kill" % cid, {"signal": "SIGTERM"})
     done, _, _ = wait_done(cid)
-    check(done["command"]["status"] == "killed" and done["command"]["exit_code"] == -1, done)
+    check(done["command"]["status"] == "completed" and done["command"]["exit_code"] == -1, done)
     data_of("DELETE", "/v2/commands/sessions/%s" % session["session_id"])
     status, _ = request("DELETE", "/v2/commands/sessions/%s" % session["session_id"])
     check(status == 404, "second delete: %d" % status)
