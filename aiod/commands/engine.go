@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/a2c-smcp/a2c-go/aiod/internal/child"
+	"github.com/a2c-smcp/a2c-go/aiod/internal/sessions"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -80,36 +81,15 @@ type Config struct {
 	Registerer prometheus.Registerer
 }
 
-// hiddenEnv are the daemon's variables no command inherits, whatever
-// Config.HideEnv says.
-var hiddenEnv = []string{"AIO_API_KEY", "SANDBOX_API_KEY"}
-
-// childEnv is the daemon's environment without the hidden variables.
-func childEnv(environ, hide []string) []string {
-	drop := map[string]bool{}
-	for _, k := range append(append([]string(nil), hiddenEnv...), hide...) {
-		drop[k] = true
-	}
-	out := make([]string, 0, len(environ))
-	for _, kv := range environ {
-		k, _, _ := strings.Cut(kv, "=")
-		if !drop[k] {
-			out = append(out, kv)
-		}
-	}
-	return out
-}
-
 // Engine runs commands in sessions. It is safe for concurrent use; the
 // HTTP routes, the MCP tool and the Computer share one.
 type Engine struct {
-	workspace   string
+	exec        *sessions.Exec // workspace, accounts, environment without secrets
 	log         *slog.Logger
 	maxSessions int
 	idle        time.Duration
 	defaultUser string
 	bashBin     string
-	baseEnv     []string
 	metrics     *metrics
 
 	// Limits, lowered by tests.
@@ -121,7 +101,7 @@ type Engine struct {
 	startHook             func(*exec.Cmd) // tests: rewrite what is spawned
 
 	shellCache ttlCache[string]
-	userCache  ttlCache[*identity]
+	userCache  ttlCache[*sessions.Identity]
 
 	mu       sync.Mutex
 	sessions map[string]*session
@@ -144,9 +124,6 @@ type Engine struct {
 // defaults). [New] wraps it in a [Plane] that runs its janitor; an
 // engine used alone must have its sessions reclaimed by its owner.
 func NewEngine(cfg Config) *Engine {
-	if cfg.Workspace == "" {
-		cfg.Workspace, _ = os.Getwd()
-	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -160,8 +137,9 @@ func NewEngine(cfg Config) *Engine {
 		cfg.KillGrace = defaultKillGrace
 	}
 	return &Engine{
-		workspace: cfg.Workspace, log: cfg.Logger, maxSessions: cfg.MaxSessions, idle: cfg.SessionIdle,
-		defaultUser: cfg.DefaultUser, bashBin: cfg.BashBin, baseEnv: childEnv(os.Environ(), cfg.HideEnv),
+		exec: sessions.NewExec(cfg.Workspace, cfg.DefaultUser, os.Environ(), cfg.HideEnv),
+		log:  cfg.Logger, maxSessions: cfg.MaxSessions, idle: cfg.SessionIdle,
+		defaultUser: cfg.DefaultUser, bashBin: cfg.BashBin,
 		metrics:   newMetrics(cfg.Registerer, cfg.Logger),
 		retainMax: defaultRetainMax, retainTrim: defaultRetainTrim, maxCommands: maxCommandsPerSession,
 		drainGrace: defaultDrainGrace, killGrace: min(cfg.KillGrace, maxKillGrace), pingEvery: 30 * time.Second,
@@ -306,14 +284,8 @@ func (e *Engine) Start(_ context.Context, req Request) (*Command, error) {
 	if err != nil {
 		return nil, err
 	}
-	cwd := s.cwd
-	if req.Cwd != "" {
-		cwd = req.Cwd
-		if !filepath.IsAbs(cwd) {
-			cwd = filepath.Join(s.cwd, cwd)
-		}
-	}
-	if err := checkCwd(cwd); err != nil {
+	cwd, err := e.dir(s.cwd, req.Cwd)
+	if err != nil {
 		e.release(s)
 		e.live.Done()
 		e.metrics.failed()
@@ -328,11 +300,7 @@ func (e *Engine) Start(_ context.Context, req Request) (*Command, error) {
 	}
 	// Later entries win: the daemon's, the account's, the session's, the
 	// request's.
-	env := append([]string(nil), e.baseEnv...)
-	if id != nil {
-		env = append(env, id.env...)
-	}
-	env = append(env, s.env...)
+	env := e.exec.Env(id, s.env...)
 	if s.bashEnv != "" && sel != ShellSh && sel != ShellPowerShell && sel != ShellNone {
 		env = append(env, "BASH_ENV="+s.bashEnv)
 	}
@@ -341,7 +309,7 @@ func (e *Engine) Start(_ context.Context, req Request) (*Command, error) {
 	}
 	cmd := &exec.Cmd{Path: path, Args: args, Dir: cwd, Env: env, SysProcAttr: &syscall.SysProcAttr{Setpgid: true}}
 	if id != nil {
-		cmd.SysProcAttr.Credential = id.cred
+		cmd.SysProcAttr.Credential = id.Cred
 	}
 	if e.startHook != nil {
 		e.startHook(cmd)
@@ -399,17 +367,34 @@ func (c *Command) spawn(cmd *exec.Cmd) (outR, errR *os.File, err error) {
 	return files[2], files[4], nil
 }
 
-// checkCwd refuses a working directory that is missing or not a
-// directory, before anything is spawned in it.
-func checkCwd(dir string) error {
-	fi, err := os.Stat(dir)
-	if err == nil && !fi.IsDir() {
-		err = syscall.ENOTDIR
+// dir resolves dir against base (the workspace when base is empty)
+// through the shared execution context, which refuses a directory that
+// is missing or not one before anything is spawned in it. Unlike
+// [sessions.Exec.Dir], an empty dir (base itself) is checked too: a
+// session's directory may have gone since the session was made. The
+// refusal keeps the plane's wording.
+func (e *Engine) dir(base, dir string) (string, error) {
+	if dir == "" {
+		if _, err := e.exec.Dir(base, "."); err != nil {
+			return "", cwdRefused(base, err)
+		}
+		return base, nil
 	}
+	d, err := e.exec.Dir(base, dir)
 	if err != nil {
-		return invalid(fmt.Sprintf("cannot use cwd %s: %s", dir, fserr.Text(err)), "")
+		path := dir
+		var de *sessions.DirError
+		if errors.As(err, &de) {
+			path = de.Path
+		}
+		return "", cwdRefused(path, err)
 	}
-	return nil
+	return d, nil
+}
+
+// cwdRefused words an unusable working directory.
+func cwdRefused(path string, err error) error {
+	return invalid(fmt.Sprintf("cannot use cwd %s: %s", path, fserr.Text(err)), "")
 }
 
 // spawnError words a failed spawn in the daemon's (Rust io) terms.

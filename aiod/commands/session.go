@@ -5,11 +5,12 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/a2c-smcp/a2c-go/aiod/internal/sessions"
 )
 
 // session keeps what commands in it share: directory, environment,
@@ -98,13 +99,10 @@ func (e *Engine) CreateSession(opts SessionOptions) (SessionInfo, error) {
 			return SessionInfo{}, err
 		}
 	}
-	cwd := e.workspace
+	cwd := e.exec.Workspace()
 	if opts.Cwd != "" {
-		cwd = opts.Cwd
-		if !filepath.IsAbs(cwd) {
-			cwd = filepath.Join(e.workspace, cwd)
-		}
-		if err := checkCwd(cwd); err != nil {
+		var err error
+		if cwd, err = e.dir("", opts.Cwd); err != nil {
 			return SessionInfo{}, err
 		}
 	}
@@ -170,7 +168,7 @@ func (e *Engine) newSessionLocked(id string) (*session, error) {
 		id = newID()
 	}
 	now := time.Now()
-	s := &session{id: id, cwd: e.workspace, created: now, lastUsed: now}
+	s := &session{id: id, cwd: e.exec.Workspace(), created: now, lastUsed: now}
 	e.sessions[id] = s
 	e.metrics.setSessions(len(e.sessions))
 	return s, nil
@@ -229,7 +227,7 @@ func (e *Engine) dropLocked(s *session) []*Command {
 // reserve finds or creates the request's session, resolves the account
 // to run as, and marks the session busy (and the engine live) until
 // release.
-func (e *Engine) reserve(req Request) (*session, *identity, error) {
+func (e *Engine) reserve(req Request) (*session, *sessions.Identity, error) {
 	e.mu.Lock()
 	s := e.sessions[req.Session]
 	recorded := ""
@@ -247,7 +245,7 @@ func (e *Engine) reserve(req Request) (*session, *identity, error) {
 	if name == "" && e.defaultUser != "" {
 		name, fromDefault = e.defaultUser, true
 	}
-	var id *identity
+	var id *sessions.Identity
 	if name != "" {
 		var err error
 		if id, err = e.lookupIdentity(name); err != nil {

@@ -7,10 +7,9 @@ import (
 	"runtime"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
-	"github.com/a2c-smcp/a2c-go/aiod/internal/account"
+	"github.com/a2c-smcp/a2c-go/aiod/internal/sessions"
 )
 
 // Shell selectors of the v2 shell field.
@@ -120,24 +119,17 @@ func argv(sel, path, script string) []string {
 	return []string{path, "-c", script}
 }
 
-// identity is a resolved account. cred is nil when no switch is needed
-// (the account is the daemon's own).
-type identity struct {
-	name string
-	cred *syscall.Credential
-	env  []string // HOME, USER, LOGNAME of the account
-}
-
-// lookupIdentity resolves an account name to run as. The daemon's own
-// account needs no switch and is accepted (root included, when aiod runs
-// as root); unknown accounts and a non-root daemon asked to switch (to
-// root as to anyone else) are ErrInvalid.
-func (e *Engine) lookupIdentity(name string) (*identity, error) {
-	return e.userCache.get(name, func(name string) (*identity, error) {
-		a, err := account.Lookup(name)
+// lookupIdentity resolves an account name (not empty) to run as,
+// through the shared execution context, cached for lookupTTL. The
+// daemon's own account needs no switch and is accepted (root included,
+// when aiod runs as root); unknown accounts and a non-root daemon asked
+// to switch (to root as to anyone else) are ErrInvalid.
+func (e *Engine) lookupIdentity(name string) (*sessions.Identity, error) {
+	return e.userCache.get(name, func(name string) (*sessions.Identity, error) {
+		id, err := e.exec.Account(name)
 		if err != nil {
 			return nil, invalid(err.Error(), "")
 		}
-		return &identity{name: name, cred: a.Credential(), env: a.Env()}, nil
+		return id, nil
 	})
 }
