@@ -8,6 +8,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/a2c-smcp/a2c-go/aiod/internal/fserr"
 )
 
 func grepTree(t testing.TB) string {
@@ -193,5 +195,98 @@ func BenchmarkGrep(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestSearchFileWording: /v1/file/search is a search in one file.
+func TestSearchFileWording(t *testing.T) {
+	f := newFixture(t)
+	e := f.do("POST", "/v1/file/search", map[string]any{"file": filepath.Join(f.dir, "missing.txt"), "regex": "x"})
+	if fe := fileErr(t, e); fe.Message != "Failed to search file: No such file or directory (os error 2)" || fe.Operation != "search" {
+		t.Errorf("%s", e.Data)
+	}
+	e = f.do("GET", "/v2/fs/search?path="+q(filepath.Join(f.dir, "missing"))+"&pattern=*", nil)
+	if fe := fileErr(t, e); e.status != 404 || fe.Message != "Failed to find files: No such file or directory (os error 2)" || fe.Operation != "find" {
+		t.Errorf("%d %s", e.status, e.Data)
+	}
+}
+
+// TestGrepMaxResultsZeroAndBinary: max_results 0 is the default (500),
+// and binary files are skipped whatever the pattern, the empty one too.
+func TestGrepMaxResultsZeroAndBinary(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, content string) {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("many.txt", strings.Repeat("hit\n", 600))
+	write("bin.dat", "hit\x00\x01\nhit\n")
+	write("text.txt", "plain\n")
+	e := NewEngine(Config{Workspace: dir})
+	ctx := context.Background()
+	zero := uint64(0)
+	r, ferr := e.Grep(ctx, FileGrepRequest{Path: dir, Pattern: "hit", MaxResults: &zero})
+	if ferr != nil || r.MatchCount != DefaultMaxResults || !r.Truncated {
+		t.Fatalf("max_results 0: %v %v", r, ferr)
+	}
+	r, ferr = e.Grep(ctx, FileGrepRequest{Path: filepath.Join(dir, "text.txt"), Pattern: "plain", MaxResults: &zero})
+	if ferr != nil || r.MatchCount != 1 || r.Truncated {
+		t.Fatalf("max_results 0, one match: %v %v", r, ferr)
+	}
+	for _, req := range []FileGrepRequest{
+		{Path: dir, Pattern: ""},
+		{Path: dir, Pattern: "", FixedStrings: true},
+		{Path: dir, Pattern: "", Multiline: true},
+		{Path: dir, Pattern: "hit", Include: []string{"*.dat"}},
+		{Path: filepath.Join(dir, "bin.dat"), Pattern: ""},
+	} {
+		r, ferr := e.Grep(ctx, req)
+		if ferr != nil {
+			t.Fatal(ferr)
+		}
+		for _, m := range r.Matches {
+			if strings.HasSuffix(m.File, "bin.dat") {
+				t.Errorf("%+v matched the binary file: %+v", req, m)
+			}
+		}
+	}
+}
+
+// TestPatternErrorWording: a malformed regex or glob is a bad_request
+// naming the pattern and what is wrong, without Go's "error parsing
+// regexp" text.
+func TestPatternErrorWording(t *testing.T) {
+	f := newFixture(t)
+	f.write("a.txt", "x\n")
+	file := filepath.Join(f.dir, "a.txt")
+	tests := []struct {
+		method, target string
+		body           any
+		msg            string
+	}{
+		{"POST", "/v2/fs/grep", map[string]any{"path": f.dir, "pattern": "(unclosed"},
+			`Failed to grep files: invalid regex "(unclosed": missing closing )`},
+		{"POST", "/v2/fs/grep", map[string]any{"path": f.dir, "pattern": "a)", "case_insensitive": true},
+			`Failed to grep files: invalid regex "a)": unexpected )`},
+		{"POST", "/v2/fs/grep", map[string]any{"path": f.dir, "pattern": `a\q`},
+			"Failed to grep files: invalid regex \"a\\\\q\": invalid escape sequence: `\\q`"},
+		{"POST", "/v1/file/search", map[string]any{"file": file, "regex": "(unclosed"},
+			`Failed to search file: invalid regex "(unclosed": missing closing )`},
+		{"POST", "/v1/file/search", map[string]any{"file": file, "regex": "x{2,1}"},
+			"Failed to search file: invalid regex \"x{2,1}\": invalid repeat count: `{2,1}`"},
+		{"GET", "/v2/fs/search?path=" + q(f.dir) + "&pattern=" + q("[abc"), nil,
+			`Failed to find files: invalid glob "[abc": unclosed character class`},
+		{"POST", "/v1/file/glob", map[string]any{"path": f.dir, "pattern": "{a,b"},
+			`Failed to glob files: invalid glob "{a,b": unclosed alternation`},
+		{"POST", "/v2/fs/grep", map[string]any{"path": f.dir, "pattern": "x", "include": []string{"[z-a]"}},
+			"Failed to grep files: invalid glob \"[z-a]\": invalid character class range: `z-a`"},
+	}
+	for _, tt := range tests {
+		e := f.do(tt.method, tt.target, tt.body)
+		fe := fileErr(t, e)
+		if e.Success || fe.ErrorType != fserr.BadRequest || fe.Message != tt.msg || strings.Contains(fe.Message, "error parsing") {
+			t.Errorf("%s %v: %q, want %q", tt.target, tt.body, fe.Message, tt.msg)
+		}
 	}
 }
