@@ -28,6 +28,7 @@ func runServer(ctx context.Context, e *env, args []string) error {
 	maxPayload := fs.Int64("max-payload", 1<<20, "largest Socket.IO message accepted, in bytes (larger closes the connection)")
 	maxRequest := fs.Int("max-request", 512<<10, "largest request payload accepted, in bytes (larger is answered with a 400)")
 	drain := fs.Duration("shutdown-timeout", 30*time.Second, "on SIGTERM, how long in-flight calls may take to finish")
+	bodyIdle := fs.Duration("body-idle-timeout", 30*time.Second, "cut a request body that makes no progress for this long")
 	wsMode := fs.String("websocket-mode", "loop", "how WebSockets are served: loop (one epoll event loop, Linux) or goroutine (a reader goroutine each)")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	cpuProfile := fs.String("cpu-profile", "", "write a Go CPU profile to this file until shutdown (for benchmarks)")
@@ -70,6 +71,7 @@ func runServer(ctx context.Context, e *env, args []string) error {
 		MaxPayload:       *maxPayload,
 		MaxRequest:       *maxRequest,
 		GoroutinePerConn: *wsMode == "goroutine",
+		BodyIdleTimeout:  *bodyIdle,
 		Logger:           log,
 	}
 	if secret != "" {

@@ -407,7 +407,11 @@ func (c *econn) upgrade(w http.ResponseWriter, r *http.Request) {
 	}
 	time.AfterFunc(c.srv.opts.PingTimeout, func() {
 		c.mu.Lock()
-		stuck := c.probe == p
+		// A probe that has not become the connection's WebSocket by now
+		// is closed, including one whose connection ended while it was
+		// being accepted (bind never recorded it as the probe, so nothing
+		// else would ever close it).
+		stuck := c.ws != p
 		c.mu.Unlock()
 		if stuck {
 			p.close(false)

@@ -37,9 +37,10 @@ type gorillaPeer struct {
 }
 
 var upgrader = websocket.Upgrader{
-	ReadBufferSize:  1024,
-	WriteBufferPool: &sync.Pool{},
-	CheckOrigin:     func(*http.Request) bool { return true },
+	ReadBufferSize:   1024,
+	WriteBufferPool:  &sync.Pool{},
+	HandshakeTimeout: 10 * time.Second, // the 101 answer's write deadline, as the event loop's
+	CheckOrigin:      func(*http.Request) bool { return true },
 }
 
 // acceptGorilla upgrades r with gorilla/websocket, with s's limits, and
