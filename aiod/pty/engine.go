@@ -248,6 +248,9 @@ func (e *Engine) create(o Options) (*session, error) {
 		e.drop(s)
 		return nil, newErr(ErrUnavailable, "aiod is shutting down", "")
 	}
+	s.mu.Lock()
+	s.open = true // from now on lookups find it (as when it entered the table)
+	s.mu.Unlock()
 	return s, nil
 }
 
@@ -258,9 +261,9 @@ func (e *Engine) create(o Options) (*session, error) {
 // e.live.Done.
 //
 // Invariant: a session is in the registry from open until it is
-// forgotten; until start has succeeded it is invisible to lookups,
-// listings, eviction and reclaim (visible, Expire), as the id's
-// reservation was before the registry.
+// forgotten; until create has started it and seen its first prompt it
+// is invisible to lookups, listings, eviction and reclaim (session.open:
+// visible, Expire), as the id's reservation was before the registry.
 func (e *Engine) open(o Options, shell string, kind shellKind, cwd string) (*session, error) {
 	e.mu.Lock()
 	if e.closed {

@@ -198,3 +198,16 @@ func running(t testing.TB, s string, n int) {
 	t.Helper()
 	eventually(t, "not running: "+s, func() bool { return len(procsWith(s)) >= n })
 }
+
+// shells counts the live terminal shells of this test process: its
+// children leading a session of their own. The package's tests do not
+// run in parallel, and a test's shells end with its plane.
+func shells() int {
+	n := 0
+	for pid, p := range child.Scan().Procs {
+		if p.PPID == os.Getpid() && p.SID == pid && p.State != 'Z' {
+			n++
+		}
+	}
+	return n
+}

@@ -54,6 +54,7 @@ type session struct {
 	hadSocket  bool
 	detachedAt int64 // output offset when the last socket left
 	started    bool  // the shell runs: cmd, pid and master are set
+	open       bool  // created (first prompt seen or waited for): lookups, listings, eviction and reclaim see it
 	reaped     bool  // the shell has been waited for
 	killed     bool  // ending: closed, signalled, evicted or reclaimed
 	ended      bool
@@ -149,7 +150,11 @@ func (s *session) start(cols, rows int, who *sessions.Identity) error {
 	// whoever sees started (kill, Expire, visible) may read them.
 	s.mu.Lock()
 	s.started = true
+	killed := s.killed
 	s.mu.Unlock()
+	if killed { // Close took it before it ran: do not wait for its prompt
+		killSession(s.pid, s.nonce)
+	}
 	go s.read()
 	go s.reap()
 	s.waitFor(context.Background(), readyWait, s.readyLocked) // the first prompt
@@ -331,23 +336,23 @@ func (s *session) kill() {
 	}
 }
 
-// visible: started and not being closed; lookups and listings see only
+// visible: created and not being closed; lookups and listings see only
 // these.
 func (s *session) visible() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.started && !s.killed
+	return s.open && !s.killed
 }
 
-// gone: started and then killed, or its shell ended; it holds its id
+// gone: created and then killed, or its shell ended; it holds its id
 // only until it is forgotten.
 func (s *session) gone() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.started && (s.killed || s.ended)
+	return s.open && (s.killed || s.ended)
 }
 
-// Expire ends the session if it is reclaimable (started, expiring,
+// Expire ends the session if it is reclaimable (created, expiring,
 // nothing running, no socket attached, not already ending) and idle at
 // least idle (0: eviction at the cap), for the registry
 // (sessions.Session). The check and the kill mark happen under s.mu, and
@@ -356,7 +361,7 @@ func (s *session) gone() bool {
 // ending (Exec: not found).
 func (s *session) Expire(idle time.Duration) bool {
 	s.mu.Lock()
-	ok := s.started && !s.killed && s.reclaimableLocked() && time.Since(s.used) >= idle
+	ok := s.open && !s.killed && s.reclaimableLocked() && time.Since(s.used) >= idle
 	if ok {
 		s.killed = true
 	}

@@ -3,12 +3,11 @@ package pty
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/a2c-smcp/a2c-go/aiod/internal/child"
 )
 
 func TestCtrlCResizeTruncate(t *testing.T) {
@@ -274,16 +273,42 @@ func TestCreateSameIDConcurrently(t *testing.T) {
 	if len(list.Sessions) != 1 || list.Stats.TotalSessions != 1 {
 		t.Fatalf("%+v", list)
 	}
-	// Shells are this process's children leading their own session; the
-	// package's tests do not run in parallel, and earlier tests' shells
-	// ended with their plane.
-	shells := 0
-	for pid, p := range child.Scan().Procs {
-		if p.PPID == os.Getpid() && p.SID == pid && p.State != 'Z' {
-			shells++
-		}
+	if n := shells(); n != 1 {
+		t.Fatalf("%d shells started for one id", n)
 	}
-	if shells != 1 {
-		t.Fatalf("%d shells started for one id", shells)
+}
+
+// TestCloseWhileStarting: a terminal whose shell is still starting when
+// the engine closes is ended once started: the create is refused (503),
+// Close waits for it, and no process of it is left.
+func TestCloseWhileStarting(t *testing.T) {
+	// A bash that takes a while to start (kindOf goes by the name).
+	slow := t.TempDir() + "/bash"
+	if err := os.WriteFile(slow, []byte("#!/bin/sh\nsleep 0.5 # aiod-slow-start\nexec /bin/bash \"$@\"\n"), 0o755); err != nil {
+		t.Fatal(err)
 	}
+	if _, err := os.Stat("/bin/bash"); err != nil {
+		t.Skip("no /bin/bash")
+	}
+	p := New(Config{Workspace: t.TempDir(), Shell: slow})
+	e := p.Engine()
+	created := make(chan error, 1)
+	go func() {
+		_, err := e.Create(Options{ID: "starting"})
+		created <- err
+	}()
+	eventually(t, "the session never held its id", func() bool { _, ok := e.reg.Get(tier, "starting"); return ok })
+	if _, err := e.Session("starting"); !isNotFound(err) {
+		t.Fatalf("a starting session is visible: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := p.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-created; !errors.Is(err, ErrUnavailable) || err.Error() != "aiod is shutting down" {
+		t.Fatalf("create during Close: %v", err)
+	}
+	gone(t, "aiod-slow-start")
+	eventually(t, "a shell outlived Close", func() bool { return shells() == 0 })
 }
