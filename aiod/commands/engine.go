@@ -86,7 +86,6 @@ type Config struct {
 type Engine struct {
 	exec        *sessions.Exec // workspace, accounts, environment without secrets
 	log         *slog.Logger
-	maxSessions int
 	idle        time.Duration
 	defaultUser string
 	bashBin     string
@@ -103,8 +102,14 @@ type Engine struct {
 	shellCache ttlCache[string]
 	userCache  ttlCache[*sessions.Identity]
 
+	// reg holds the sessions (one tier, capped at Config.MaxSessions,
+	// evicting the least recently used idle one, reclaiming those idle
+	// past Config.SessionIdle). Lock order: mu before reg's own lock;
+	// reg calls a session's methods (which take mu) outside its lock,
+	// so nothing may call reg.Open or reg.Reclaim with mu held.
+	reg *sessions.Registry[*session]
+
 	mu       sync.Mutex
-	sessions map[string]*session
 	commands map[string]*Command
 	running  map[*Command]struct{}
 	// lingering holds the ended commands whose background children
@@ -136,17 +141,21 @@ func NewEngine(cfg Config) *Engine {
 	if cfg.KillGrace <= 0 {
 		cfg.KillGrace = defaultKillGrace
 	}
-	return &Engine{
+	e := &Engine{
 		exec: sessions.NewExec(cfg.Workspace, cfg.DefaultUser, os.Environ(), cfg.HideEnv),
-		log:  cfg.Logger, maxSessions: cfg.MaxSessions, idle: cfg.SessionIdle,
+		log:  cfg.Logger, idle: cfg.SessionIdle,
 		defaultUser: cfg.DefaultUser, bashBin: cfg.BashBin,
 		metrics:   newMetrics(cfg.Registerer, cfg.Logger),
 		retainMax: defaultRetainMax, retainTrim: defaultRetainTrim, maxCommands: maxCommandsPerSession,
 		drainGrace: defaultDrainGrace, killGrace: min(cfg.KillGrace, maxKillGrace), pingEvery: 30 * time.Second,
 		stdinTimeout: defaultStdinWriteTimeout,
-		sessions:     map[string]*session{}, commands: map[string]*Command{}, running: map[*Command]struct{}{},
+		commands:     map[string]*Command{}, running: map[*Command]struct{}{},
 		lingering: map[*Command]struct{}{}, shutdown: make(chan struct{}),
 	}
+	e.reg = sessions.NewRegistry[*session](map[string]sessions.Tier{tier: {
+		Max: cfg.MaxSessions, Idle: cfg.SessionIdle, Evict: true, Full: allBusy(cfg.MaxSessions),
+	}})
+	return e
 }
 
 // Request is one command to run.

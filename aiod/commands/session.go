@@ -13,9 +13,14 @@ import (
 	"github.com/a2c-smcp/a2c-go/aiod/internal/sessions"
 )
 
+// tier is the commands sessions' one tier in the engine's registry.
+const tier = "commands"
+
 // session keeps what commands in it share: directory, environment,
-// account, and its last commands. Guarded by Engine.mu.
+// account, and its last commands. Guarded by Engine.mu. It is a
+// sessions.Session of the engine's registry.
 type session struct {
+	e        *Engine
 	id       string
 	cwd      string
 	env      []string // KEY=VALUE
@@ -111,22 +116,26 @@ func (e *Engine) CreateSession(opts SessionOptions) (SessionInfo, error) {
 			return SessionInfo{}, invalid("snapshot_path is not an existing file: "+opts.BashEnv, "")
 		}
 	}
+	id := opts.ID
+	if id == "" {
+		id = newID()
+	}
+	s, created, err := e.open(id, false, false, func(s *session) {
+		s.cwd, s.user, s.bashEnv = cwd, opts.User, opts.BashEnv
+		for k, v := range opts.Env {
+			s.env = append(s.env, k+"="+v)
+		}
+	})
+	if err != nil {
+		return SessionInfo{}, err
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if s, ok := e.sessions[opts.ID]; ok && opts.ID != "" {
+	if !created {
 		if err := s.claimUser(opts.User); err != nil {
 			return SessionInfo{}, err
 		}
 		s.lastUsed = time.Now()
-		return s.infoLocked(), nil
-	}
-	s, err := e.newSessionLocked(opts.ID)
-	if err != nil {
-		return SessionInfo{}, err
-	}
-	s.cwd, s.user, s.bashEnv = cwd, opts.User, opts.BashEnv
-	for k, v := range opts.Env {
-		s.env = append(s.env, k+"="+v)
 	}
 	return s.infoLocked(), nil
 }
@@ -145,33 +154,101 @@ func (s *session) claimUser(user string) error {
 	return nil
 }
 
-// newSessionLocked adds a session, evicting the least recently used idle
-// one at the limit; with every session busy it is ErrBusy.
-func (e *Engine) newSessionLocked(id string) (*session, error) {
-	if e.closed {
-		return nil, unavailable("aiod is shutting down", "")
-	}
-	if len(e.sessions) >= e.maxSessions {
-		var lru *session
-		for _, s := range e.sessions {
-			if s.running == 0 && (lru == nil || s.lastUsed.Before(lru.lastUsed)) {
-				lru = s
+// open returns session id from the registry (made busy when busy),
+// creating it under the cap (set up by init) when there is none: at the
+// limit the least recently used idle session is evicted, and with every
+// session busy the refusal is ErrBusy; an engine that is shutting down
+// creates none. A session that an eviction, a reclaim or a close has
+// ended but not yet removed is removed here and the lookup repeated, so
+// the session returned is open (a busy one stays open until released).
+func (e *Engine) open(id string, busy, anon bool, init func(*session)) (s *session, created bool, err error) {
+	for {
+		if s, ok := e.reg.Get(tier, id); ok {
+			e.mu.Lock()
+			closed := s.closed
+			if !closed && busy {
+				s.running++
 			}
+			e.mu.Unlock()
+			if !closed {
+				return s, false, nil
+			}
+			e.reg.Remove(tier, id, s)
+			continue
 		}
-		if lru == nil {
-			return nil, allBusy(e.maxSessions)
+		if e.isClosed() {
+			return nil, false, unavailable("aiod is shutting down", "")
 		}
-		e.retireLocked(lru)
-		e.log.Debug("commands: evicted idle session", "session_id", lru.id)
+		s, created, err = e.reg.Open(tier, id, func() *session {
+			now := time.Now()
+			s := &session{e: e, id: id, cwd: e.exec.Workspace(), created: now, lastUsed: now, anon: anon}
+			if busy {
+				s.running = 1 // no eviction can take it before its command is registered
+			}
+			if init != nil {
+				init(s)
+			}
+			return s
+		})
+		if err != nil {
+			return nil, false, err
+		}
+		e.syncSessions()
+		e.mu.Lock()
+		closed := s.closed
+		if !closed && busy && !created {
+			s.running++
+		}
+		e.mu.Unlock()
+		if !closed {
+			return s, created, nil
+		}
+		e.reg.Remove(tier, id, s)
 	}
-	if id == "" {
-		id = newID()
+}
+
+func (e *Engine) isClosed() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.closed
+}
+
+// syncSessions sets the command_sessions gauge to the registry's count;
+// under mu, so the last of concurrent updates reads the latest count.
+func (e *Engine) syncSessions() {
+	e.mu.Lock()
+	e.metrics.setSessions(e.reg.Len(tier))
+	e.mu.Unlock()
+}
+
+// LastUsed is when the session last started or ended a command, or was
+// addressed (sessions.Session: eviction picks the oldest).
+func (s *session) LastUsed() time.Time {
+	s.e.mu.Lock()
+	defer s.e.mu.Unlock()
+	return s.lastUsed
+}
+
+// Expire ends the session when none of its commands runs and it has
+// been idle at least idle (sessions.Session: 0 is an eviction at the
+// limit, else the idle reclaim). The check and the close happen under
+// Engine.mu, where a command marks its session busy, so a command that
+// starts meanwhile wins and one that comes later finds the session
+// closed (see retireLocked for what its commands left behind).
+func (s *session) Expire(idle time.Duration) bool {
+	e := s.e
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if s.closed || s.running > 0 || time.Since(s.lastUsed) < idle {
+		return false
 	}
-	now := time.Now()
-	s := &session{id: id, cwd: e.exec.Workspace(), created: now, lastUsed: now}
-	e.sessions[id] = s
-	e.metrics.setSessions(len(e.sessions))
-	return s, nil
+	e.retireLocked(s)
+	if idle == 0 {
+		e.log.Debug("commands: evicted idle session", "session_id", s.id)
+	} else {
+		e.log.Debug("commands: reclaimed idle session", "session_id", s.id)
+	}
+	return true
 }
 
 // closeLocked drops s and returns what ending it must end: its running
@@ -206,11 +283,11 @@ func (e *Engine) retireLocked(s *session) {
 	e.endInBackgroundLocked(e.closeLocked(s))
 }
 
-// dropLocked removes a session and its command ids; it returns the
-// commands still running, for the caller to end.
+// dropLocked closes a session and forgets its command ids; it returns
+// the commands still running, for the caller to end. Removing it from
+// the registry is the caller's (the registry's, for an eviction or a
+// reclaim).
 func (e *Engine) dropLocked(s *session) []*Command {
-	delete(e.sessions, s.id)
-	e.metrics.setSessions(len(e.sessions))
 	s.closed = true
 	for _, c := range s.cmds {
 		delete(e.commands, c.ID)
@@ -228,15 +305,17 @@ func (e *Engine) dropLocked(s *session) []*Command {
 // to run as, and marks the session busy (and the engine live) until
 // release.
 func (e *Engine) reserve(req Request) (*session, *sessions.Identity, error) {
-	e.mu.Lock()
-	s := e.sessions[req.Session]
 	recorded := ""
-	if s != nil {
-		recorded = s.user
-	}
-	e.mu.Unlock()
-	if req.Session != "" && s == nil && !req.CreateSession {
-		return nil, nil, sessionNotFound(req.Session)
+	if req.Session != "" {
+		s, ok := e.reg.Get(tier, req.Session)
+		if ok {
+			e.mu.Lock()
+			recorded, ok = s.user, !s.closed
+			e.mu.Unlock()
+		}
+		if !ok && !req.CreateSession {
+			return nil, nil, sessionNotFound(req.Session)
+		}
 	}
 	name, fromDefault := req.User, false
 	if name == "" {
@@ -255,28 +334,48 @@ func (e *Engine) reserve(req Request) (*session, *sessions.Identity, error) {
 			return nil, nil, err
 		}
 	}
+	s, err := e.busy(req)
+	if err != nil {
+		return nil, nil, err
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.closed {
+		s.running--
 		return nil, nil, unavailable("aiod is shutting down", "")
 	}
-	if s = e.sessions[req.Session]; s == nil || req.Session == "" {
-		if req.Session != "" && !req.CreateSession {
-			return nil, nil, sessionNotFound(req.Session)
-		}
-		var err error
-		if s, err = e.newSessionLocked(req.Session); err != nil {
-			return nil, nil, err
-		}
-		s.anon = req.Session == ""
-	}
 	if err := s.claimUser(req.User); err != nil {
+		s.running--
 		return nil, nil, err
 	}
-	s.running++
 	s.lastUsed = time.Now()
 	e.live.Add(1)
 	return s, id, nil
+}
+
+// busy returns the request's session marked busy: a new anonymous one
+// when it names none, else the named one, created when the request
+// may (v1) and it does not exist.
+func (e *Engine) busy(req Request) (*session, error) {
+	if req.Session == "" {
+		s, _, err := e.open(newID(), true, true, nil)
+		return s, err
+	}
+	if req.CreateSession {
+		s, _, err := e.open(req.Session, true, false, nil)
+		return s, err
+	}
+	s, ok := e.reg.Get(tier, req.Session)
+	if !ok {
+		return nil, sessionNotFound(req.Session)
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if s.closed {
+		return nil, sessionNotFound(req.Session)
+	}
+	s.running++
+	return s, nil
 }
 
 // release ends one reservation of s.
@@ -293,9 +392,11 @@ func (e *Engine) touch(s *session) {
 	e.mu.Unlock()
 }
 
+// sessionLocked finds an open session; one that is closed but not yet
+// out of the registry is not found.
 func (e *Engine) sessionLocked(id string) (*session, error) {
-	s, ok := e.sessions[id]
-	if !ok {
+	s, ok := e.reg.Get(tier, id)
+	if !ok || s.closed {
 		return nil, sessionNotFound(id)
 	}
 	return s, nil
@@ -314,10 +415,13 @@ func (e *Engine) Session(id string) (SessionInfo, error) {
 
 // Sessions lists the live commands sessions, oldest first.
 func (e *Engine) Sessions() []SessionInfo {
+	list := e.reg.List(tier)
+	out := make([]SessionInfo, 0, len(list))
 	e.mu.Lock()
-	out := make([]SessionInfo, 0, len(e.sessions))
-	for _, s := range e.sessions {
-		out = append(out, s.infoLocked())
+	for _, s := range list {
+		if !s.closed {
+			out = append(out, s.infoLocked())
+		}
 	}
 	e.mu.Unlock()
 	slices.SortFunc(out, func(a, b SessionInfo) int {
@@ -345,6 +449,8 @@ func (e *Engine) CloseSession(ctx context.Context, id string) (SessionInfo, erro
 	live, ended := e.closeLocked(s)
 	info := s.infoLocked()
 	e.mu.Unlock()
+	e.reg.Remove(tier, id, s)
+	e.syncSessions()
 	return info, e.terminate(ctx, live, ended, false)
 }
 
@@ -366,16 +472,11 @@ func (e *Engine) Latest(sessionID string, running bool) (*Command, error) {
 	return nil, nil
 }
 
-// reclaim drops the sessions idle since before now minus the idle limit
-// (see retireLocked for their background children).
-func (e *Engine) reclaim(now time.Time) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	for _, s := range e.sessions {
-		if s.running == 0 && now.Sub(s.lastUsed) >= e.idle {
-			e.retireLocked(s)
-			e.log.Debug("commands: reclaimed idle session", "session_id", s.id)
-		}
+// reclaim ends the sessions idle past the idle limit (see Expire, and
+// retireLocked for their background children).
+func (e *Engine) reclaim() {
+	if len(e.reg.Reclaim()) > 0 {
+		e.syncSessions()
 	}
 }
 
@@ -426,8 +527,8 @@ func (e *Engine) janitor(stop <-chan struct{}) {
 		select {
 		case <-stop:
 			return
-		case now := <-t.C:
-			e.reclaim(now)
+		case <-t.C:
+			e.reclaim()
 		case <-tr.C:
 			e.track()
 		case <-chld:
