@@ -291,7 +291,7 @@ func (e *Engine) open(o Options, shell string, kind shellKind, cwd string) (*ses
 	}
 }
 
-// lookup finds a live session: started, and not being closed.
+// lookup finds a live session: created, and not being closed.
 func (e *Engine) lookup(id string) (*session, error) {
 	s, ok := e.reg.Get(tier, id)
 	if !ok || !s.visible() {

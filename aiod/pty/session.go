@@ -448,8 +448,9 @@ func (s *session) touch() {
 	s.mu.Unlock()
 }
 
-// LastUsed is when the session last had input, output to a command,
-// or a socket (sessions.Session: eviction picks the oldest).
+// LastUsed is when the terminal was last used: input, a resize, a read
+// of its screen, an exec starting or ending, a socket attaching or
+// leaving (sessions.Session: eviction picks the oldest).
 func (s *session) LastUsed() time.Time {
 	s.mu.Lock()
 	defer s.mu.Unlock()
