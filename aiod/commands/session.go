@@ -236,6 +236,11 @@ func (s *session) LastUsed() time.Time {
 // starts meanwhile wins and one that comes later finds the session
 // closed (see retireLocked for what its commands left behind).
 func (s *session) Expire(idle time.Duration) bool {
+	if s == nil {
+		// The registry's eviction may look up a victim another eviction
+		// has just removed, and hand over the zero value: nothing to end.
+		return false
+	}
 	e := s.e
 	e.mu.Lock()
 	defer e.mu.Unlock()

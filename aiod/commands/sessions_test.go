@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -217,4 +219,54 @@ func TestBackgroundChildrenEndWithSessionAndClose(t *testing.T) {
 	}
 	closePlane(t, h.p)
 	eventually(t, 5*time.Second, "Close to end the background child", func() bool { return !groupAlive(groups[1]) })
+}
+
+// The registry holds the cap under concurrent creation, and a command
+// never runs in a session a concurrent creation has evicted (a session
+// made for a command is busy from its creation; one ended before it was
+// made busy is not used). So every run either ends with its own exit
+// code or is refused as all busy; none is killed on the way (exit code
+// -1), and the sessions never exceed the cap.
+func TestSessionCapUnderConcurrentRuns(t *testing.T) {
+	const max = 3
+	h := newHarness(t, Config{MaxSessions: max}, nil)
+	var (
+		wg       sync.WaitGroup
+		mu       sync.Mutex
+		ran, bad []string
+		busy     int
+	)
+	for i := range 24 {
+		wg.Go(func() {
+			body := map[string]any{"command": "sleep 0.05; exit 7"}
+			if i%2 == 1 {
+				body["session"] = "named" + strconv.Itoa(i) // v2 names must exist: refused 404, no session
+			}
+			st, r, raw := h.Do("POST", "/v2/commands", body)
+			n := h.p.e.reg.Len(tier)
+			mu.Lock()
+			defer mu.Unlock()
+			if n > max {
+				bad = append(bad, "sessions over the cap: "+strconv.Itoa(n))
+			}
+			var d execData
+			switch {
+			case i%2 == 1 && st == 404:
+			case st == 200 && json.Unmarshal(r.Data, &d) == nil && code(d.ExitCode) == "7":
+				ran = append(ran, d.SessionID)
+			case st == 400 && strings.HasPrefix(r.Message, "Maximum number of sessions (3) reached"):
+				busy++
+			default:
+				bad = append(bad, strconv.Itoa(st)+" "+string(raw))
+			}
+		})
+	}
+	wg.Wait()
+	if len(bad) > 0 || len(ran) == 0 {
+		t.Fatalf("ran %d, busy %d, wrong: %v", len(ran), busy, bad)
+	}
+	var list []SessionInfo
+	if h.OK("GET", "/v2/commands/sessions", nil, &list); len(list) > max {
+		t.Fatalf("%d sessions listed", len(list))
+	}
 }
