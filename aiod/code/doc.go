@@ -35,10 +35,9 @@
 // routes' one table (aiod/internal/api). Sessions end with
 // [Engine.CloseSession], the verb every plane uses.
 //
-// On the v1 routes, POST /v1/jupyter/sessions/{id}/interrupt sends the
-// kernel SIGINT (the running cell ends with KeyboardInterrupt, the
-// session keeps its state) and .../restart gives the session a fresh
-// kernel under the same id; a v1 node session's max_idle_time (ms)
+// On the v1 routes, POST /v1/jupyter/sessions/{id}/interrupt and
+// .../restart answer 501, as the published daemon does; a v1 node
+// session's max_idle_time (ms)
 // replaces the idle limit of the session it creates. The v1 node
 // stdin, files and version fields are accepted and ignored.
 //

@@ -755,44 +755,6 @@ func (e *Engine) closeAll(ss []*session) int {
 	return len(ss)
 }
 
-// InterruptSession interrupts the cell running in kernel session id
-// (SIGINT to the kernel, which raises KeyboardInterrupt in the cell; the
-// run answers with that error and the session keeps its state). It
-// reports whether a cell was running; unknown is ErrNotFound.
-func (e *Engine) InterruptSession(id string) (bool, error) {
-	s, ok := e.reg.Get(Python, id)
-	if !ok {
-		return false, &Error{Kind: ErrNotFound, Message: "Session not found: " + id}
-	}
-	s.mu.Lock()
-	k, _ := s.rt.(*kernel)
-	running := s.executing && k != nil
-	s.mu.Unlock()
-	if running {
-		k.sigint()
-	}
-	return running, nil
-}
-
-// RestartSession discards kernel session id's kernel, and with it the
-// session's variables; the id stays and the next run starts a fresh
-// kernel (a cell running now ends with the kernel). Unknown is
-// ErrNotFound.
-func (e *Engine) RestartSession(id string) error {
-	s, ok := e.reg.Get(Python, id)
-	if !ok {
-		return &Error{Kind: ErrNotFound, Message: "Session not found: " + id}
-	}
-	s.mu.Lock()
-	rt := s.rt
-	s.rt, s.count = nil, 0
-	s.mu.Unlock()
-	if rt != nil {
-		rt.kill()
-	}
-	return nil
-}
-
 // drop forgets s and ends it.
 func (e *Engine) drop(s *session) {
 	e.reg.Remove(s.lang, s.id, s)

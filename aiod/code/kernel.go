@@ -525,14 +525,6 @@ func (k *kernel) exitedNow() bool {
 
 // kill ends the kernel's process group, closes its sockets, waits for
 // its readers and removes the connection file. It is idempotent.
-// sigint interrupts the running cell: ipykernel turns SIGINT into
-// KeyboardInterrupt while it executes and ignores it when idle.
-func (k *kernel) sigint() {
-	if k.cmd.Process != nil {
-		_ = k.cmd.Process.Signal(syscall.SIGINT)
-	}
-}
-
 func (k *kernel) kill() {
 	k.mu.Lock()
 	if k.dead {

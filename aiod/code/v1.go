@@ -27,10 +27,13 @@ func (p *Plane) mountV1(mux *http.ServeMux) {
 		Reply: func(w http.ResponseWriter, _ *http.Request, msg string) { api.OKMessage(w, msg, nil) },
 		// the published 1.x answer to an unknown session
 		Override: []api.Override{api.AsStatus(ErrNotFound, http.StatusOK)}}))
-	mux.Handle("POST /v1/jupyter/sessions/{session_id}/interrupt", p.jupyter(api.Route[struct{}, map[string]any]{
-		From: api.FromNothing, Op: p.jupyterInterrupt}))
-	mux.Handle("POST /v1/jupyter/sessions/{session_id}/restart", p.jupyter(api.Route[struct{}, map[string]string]{
-		From: api.FromNothing, Op: p.jupyterRestart}))
+	// The published daemon answers 501 to both (kernel interrupt and
+	// restart are not implemented there); clients written for it expect
+	// that answer.
+	mux.Handle("POST /v1/jupyter/sessions/{session_id}/interrupt", notImplemented(
+		"Session interrupt is not supported: a cell past its timeout is interrupted on its own"))
+	mux.Handle("POST /v1/jupyter/sessions/{session_id}/restart", notImplemented(
+		"Session restart is not supported: delete the session and run in a new one"))
 
 	mux.Handle("POST /v1/nodejs/execute", api.Route[nodeBody, *Result]{Op: p.nodeExecute, Reply: runReply(nodeResultOf), Fail: fieldFail})
 	mux.Handle("GET /v1/nodejs/info", api.Route[struct{}, map[string]any]{From: api.FromNothing, Op: p.nodeInfo})
@@ -55,6 +58,12 @@ func fieldFail(w http.ResponseWriter, _ *http.Request, err error) {
 		return
 	}
 	api.WriteError(w, err)
+}
+
+func notImplemented(msg string) http.HandlerFunc {
+	return func(w http.ResponseWriter, _ *http.Request) {
+		api.WriteError(w, api.NewError(ErrNotImplemented, msg))
+	}
 }
 
 // v1Outputs converts outputs to their all-keys form.
@@ -212,29 +221,6 @@ func (p *Plane) jupyterDelete(r *http.Request, _ struct{}) (string, error) {
 		return "", api.NewError(ErrNotFound, "Session not found: "+id)
 	}
 	return "Session " + id + " deleted", nil
-}
-
-// jupyterInterrupt interrupts the session's running cell, if any.
-func (p *Plane) jupyterInterrupt(r *http.Request, _ struct{}) (map[string]any, error) {
-	id := r.PathValue("session_id")
-	running, err := p.e.InterruptSession(id)
-	if err != nil {
-		return nil, err
-	}
-	msg := "No execution running"
-	if running {
-		msg = "Execution interrupted"
-	}
-	return map[string]any{"session_id": id, "kernel_name": KernelName, "interrupted": running, "message": msg}, nil
-}
-
-// jupyterRestart gives the session a fresh kernel, keeping its id.
-func (p *Plane) jupyterRestart(r *http.Request, _ struct{}) (map[string]string, error) {
-	id := r.PathValue("session_id")
-	if err := p.e.RestartSession(id); err != nil {
-		return nil, err
-	}
-	return map[string]string{"session_id": id, "kernel_name": KernelName, "message": "Session restarted"}, nil
 }
 
 // nodeBody is the published NodeJSExecuteRequest; stdin, files and

@@ -550,7 +550,7 @@ func TestAiodInteractiveSweep(t *testing.T) {
 	ok("GET", "/v1/jupyter/sessions", "/v1/jupyter/sessions", nil)
 	ok("GET", "/v1/jupyter/sessions/{session_id}", "/v1/jupyter/sessions/j1", nil)
 	for _, op := range []string{"interrupt", "restart"} {
-		if code, e := a.call("POST", "/v1/jupyter/sessions/{session_id}/"+op, "/v1/jupyter/sessions/j1/"+op, nil); code != 501 {
+		if code, e := a.call("POST", "/v1/jupyter/sessions/{session_id}/"+op, "/v1/jupyter/sessions/j1/"+op, nil); code != 501 || e.Success || !strings.Contains(e.Message, "is not supported") {
 			t.Errorf("jupyter %s: %d %s", op, code, e.raw)
 		}
 	}

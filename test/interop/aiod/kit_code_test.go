@@ -66,28 +66,3 @@ func asStrings(v any) []string {
 	}
 	return out
 }
-
-// TestAiodKitJupyterRestart: the v1 Jupyter restart gives a session a
-// fresh kernel under the same id (it was a 501).
-func TestAiodKitJupyterRestart(t *testing.T) {
-	requireKernel(t)
-	d := startAiod(t, nil, "--workspace", t.TempDir())
-	a := &aio{t: t, base: d.URL}
-	run := func(code string) map[string]any {
-		t.Helper()
-		_, e := a.call("POST", "/v1/jupyter/execute", "/v1/jupyter/execute", map[string]any{"code": code, "session_id": "r"})
-		return e.obj()
-	}
-	run("x = 1")
-	if code, e := a.call("POST", "/v1/jupyter/sessions/{session_id}/restart", "/v1/jupyter/sessions/r/restart", nil); code != 200 || !e.Success {
-		t.Fatalf("restart: %d %s", code, e.raw)
-	}
-	if m := run("x"); m["status"] != "error" || !strings.Contains(string(mustJSON(m["outputs"])), "NameError") {
-		t.Fatalf("state kept across a restart: %v", m)
-	}
-	if code, _ := a.call("POST", "/v1/jupyter/sessions/{session_id}/interrupt", "/v1/jupyter/sessions/nope/interrupt", nil); code != 404 {
-		t.Fatalf("interrupt of an unknown session: %d", code)
-	}
-}
-
-func mustJSON(v any) []byte { b, _ := json.Marshal(v); return b }
