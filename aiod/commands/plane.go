@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/a2c-smcp/a2c-go/aiod/internal/janitor"
+	"github.com/a2c-smcp/a2c-go/aiod/internal/sessions"
 
 	"github.com/a2c-smcp/a2c-go/aiod/internal/api"
 )
@@ -75,18 +76,23 @@ func (p *Plane) Mount(mux *http.ServeMux) {
 	p.mountV1(mux)
 }
 
-// seconds converts an optional seconds field. Absent is 0 (no bound); a
-// present 0 is the shortest bound; negative is ErrInvalid.
+// seconds converts an optional seconds field through the shared
+// parsing (sessions.Seconds), with the commands plane's published
+// reading around it: absent is 0 (no bound); a present 0 is the
+// shortest bound; there is no upper limit (past what a Duration holds
+// it is the longest); negative (or NaN) is ErrInvalid.
 func seconds(field string, f *float64) (time.Duration, error) {
-	switch {
-	case f == nil:
-		return 0, nil
-	case *f < 0 || math.IsNaN(*f):
-		return 0, invalid(field+" must not be negative", "")
-	case *f*1e9 >= math.MaxInt64:
+	if f != nil && *f*1e9 >= math.MaxInt64 {
 		return math.MaxInt64, nil
 	}
-	return max(time.Duration(*f*1e9), 1), nil
+	d, err := sessions.Seconds(f, 0, 0, math.MaxInt64)
+	switch {
+	case err != nil:
+		return 0, invalid(field+" must not be negative", "")
+	case f == nil:
+		return 0, nil
+	}
+	return max(d, 1), nil
 }
 
 // runBody is POST /v2/commands.
