@@ -9,6 +9,20 @@
 // same engine. Terminals (/v2/pty, /v1/shell) are aiod/pty's. Exit codes are data: a command that ran is
 // a 200 with success true whatever its exit code.
 //
+// It is built on the planes' shared kit. Its refusals are the api kinds
+// (aiod/internal/api: ErrNotFound 404, ErrInvalid and its sub-kind
+// ErrNotRunning 400, ErrUnavailable 503), answered by api's one status
+// table; the one exception is "all sessions busy" (ErrBusy, 429 by the
+// table), which the routes that create sessions answer 400 as the
+// published API does. Its routes are api.Route declarations (plane.go,
+// v1.go). Its sessions live in the shared registry (aiod/internal/
+// sessions: one tier capped at [Config.MaxSessions], the least recently
+// used idle session evicted at the cap, idle sessions reclaimed after
+// [Config.SessionIdle]); a session is ended by [Engine.CloseSession].
+// Commands run in the shared execution context (the account, the
+// working directory check, the environment without the daemon's
+// secrets, timeouts in seconds).
+//
 // Every child process is started in its own process group, and a kill, a
 // hard timeout, a session close or [Plane.Close] reaches its whole tree:
 // the group, and every process found below it in /proc, including those
