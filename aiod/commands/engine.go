@@ -126,8 +126,9 @@ type Engine struct {
 }
 
 // NewEngine returns an engine configured by cfg (zero fields take their
-// defaults). [New] wraps it in a [Plane] that runs its janitor; an
-// engine used alone must have its sessions reclaimed by its owner.
+// defaults). [New] wraps it in a [Plane] whose janitor reclaims idle
+// sessions, records process trees and reaps orphans; an engine used
+// alone does none of that.
 func NewEngine(cfg Config) *Engine {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
