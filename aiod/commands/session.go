@@ -120,24 +120,39 @@ func (e *Engine) CreateSession(opts SessionOptions) (SessionInfo, error) {
 	if id == "" {
 		id = newID()
 	}
-	s, created, err := e.open(id, false, false, func(s *session) {
-		s.cwd, s.user, s.bashEnv = cwd, opts.User, opts.BashEnv
-		for k, v := range opts.Env {
-			s.env = append(s.env, k+"="+v)
+	for {
+		s, created, err := e.open(id, false, false, func(s *session) {
+			s.cwd, s.user, s.bashEnv = cwd, opts.User, opts.BashEnv
+			for k, v := range opts.Env {
+				s.env = append(s.env, k+"="+v)
+			}
+		})
+		if err != nil {
+			return SessionInfo{}, err
 		}
-	})
-	if err != nil {
-		return SessionInfo{}, err
+		if info, ok, err := e.claimSession(s, created, opts.User); ok {
+			return info, err
+		}
+		// an eviction or a close ended it meanwhile: look again
 	}
+}
+
+// claimSession answers CreateSession for s: the new one as made, an
+// existing one claimed for user and touched; false when s has been
+// closed since it was found.
+func (e *Engine) claimSession(s *session, created bool, user string) (info SessionInfo, open bool, err error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if !created {
-		if err := s.claimUser(opts.User); err != nil {
-			return SessionInfo{}, err
+	switch {
+	case s.closed:
+		return SessionInfo{}, false, nil
+	case !created:
+		if err := s.claimUser(user); err != nil {
+			return SessionInfo{}, true, err
 		}
 		s.lastUsed = time.Now()
 	}
-	return s.infoLocked(), nil
+	return s.infoLocked(), true, nil
 }
 
 // claimUser fixes the session's account the first time one is named; a
