@@ -89,6 +89,7 @@ func (r *Registry[S]) room(tier string) error {
 			return nil // r.mu stays held for the caller
 		}
 		var victim key
+		var v S
 		var oldest time.Time
 		found := false
 		var cands []entry[S]
@@ -104,11 +105,18 @@ func (r *Registry[S]) room(tier string) error {
 		}
 		for i, e := range cands { // LastUsed outside the lock
 			if lu := e.s.LastUsed(); !found || lu.Before(oldest) {
-				victim, oldest, found = keys[i], lu, true
+				victim, v, oldest, found = keys[i], e.s, lu, true
 			}
 		}
 		tried[victim] = true
-		v, _ := r.Get(victim.tier, victim.id)
+		// Expire the candidate itself, not whatever holds its id now: a
+		// concurrent eviction or close may have removed it (and a new
+		// session may have taken the id) since the snapshot. Expire of a
+		// session that has already ended reports whether it is ended, and
+		// Remove deletes only this very value.
+		if cur, ok := r.Get(victim.tier, victim.id); !ok || any(cur) != any(v) {
+			continue // gone meanwhile: the count is looked at again
+		}
 		if v.Expire(0) {
 			r.Remove(victim.tier, victim.id, v)
 		}

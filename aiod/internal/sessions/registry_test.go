@@ -151,3 +151,38 @@ func TestReclaimEndsIdleOnly(t *testing.T) {
 		t.Fatalf("take: %v", taken)
 	}
 }
+
+// vanishing is a session that a concurrent close removes from the
+// registry while an eviction is choosing its victim (LastUsed runs
+// outside the registry's lock).
+type vanishing struct {
+	fake
+	onLastUsed func()
+}
+
+func (v *vanishing) LastUsed() time.Time {
+	if f := v.onLastUsed; f != nil {
+		v.onLastUsed = nil
+		f()
+	}
+	return v.fake.LastUsed()
+}
+
+// TestEvictionVictimGoneMeanwhile: a victim removed between the
+// snapshot and its expiry is not expired (nor is whatever took its id),
+// and the eviction looks again and makes room.
+func TestEvictionVictimGoneMeanwhile(t *testing.T) {
+	r := NewRegistry[*vanishing](map[string]Tier{"c": {Max: 2, Evict: true, Full: errFull}})
+	now := time.Now()
+	a := &vanishing{fake: fake{id: "a", last: now.Add(-time.Hour)}}
+	b := &vanishing{fake: fake{id: "b", last: now.Add(-time.Minute)}}
+	r.Open("c", "a", func() *vanishing { return a })
+	r.Open("c", "b", func() *vanishing { return b })
+	a.onLastUsed = func() { r.Remove("c", "a", a) } // closed by another request meanwhile
+	if _, created, err := r.Open("c", "new", func() *vanishing { return &vanishing{fake: fake{last: now}} }); err != nil || !created {
+		t.Fatalf("open at the cap: %v", err)
+	}
+	if a.ended || b.ended {
+		t.Fatalf("expired a session that was not the victim: a %v b %v", a.ended, b.ended)
+	}
+}
