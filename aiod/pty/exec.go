@@ -62,6 +62,11 @@ type run struct {
 	command    string
 	status     string
 	written    bool // typed into the terminal
+	// foreign: typed while a program other than the shell held the
+	// terminal (a REPL left in the foreground by an earlier exec), so no
+	// id line was typed (it would reach that program, not the shell) and
+	// the shell's next end marker, whatever its id, ends the run.
+	foreign bool
 	started    bool // the shell began to run it (start marker seen)
 	pre        []byte
 	head, tail []byte
@@ -189,8 +194,9 @@ func (e *Engine) Exec(ctx context.Context, id string, req ExecRequest) (Result, 
 	s.waitFor(ctx, e.interruptWait, s.readyLocked)
 	s.mu.Lock()
 	r.written = true
+	r.foreign = s.kind == kindBash && !s.readyLocked()
 	s.mu.Unlock()
-	if err := s.write(s.typed(r.id, req.Command, req.Cwd)); err != nil {
+	if err := s.write(s.typed(r, req.Command, req.Cwd)); err != nil {
 		s.mu.Lock()
 		s.finishLocked(r, StatusTerminated, nil)
 		s.mu.Unlock()
@@ -371,20 +377,24 @@ func (e *Engine) SetNoChangeTimeout(id string, d time.Duration) error {
 	return nil
 }
 
-// typed is what exec types to run command as exec id (after cd to cwd
+// typed is what exec types to run command as run r (after cd to cwd
 // when set): the command as it is when it types cleanly, else through
-// eval of a quoted copy. For bash it is preceded by the line that makes
-// the shell's own markers of the command's line carry id (see
-// promptCommand); for sh the command's line prints the markers, with id,
+// eval of a quoted copy. For bash at its prompt it is preceded by the
+// line that makes the shell's own markers of the command's line carry
+// r's id (see promptCommand); a foreign run (another program holds the
+// terminal) is typed as it is, for that program to read; for sh the command's line prints the markers, with id,
 // around the command. Either way the markers come from the shell running
 // the line, never from the terminal's echo of it (which shows
 // "\033", not ESC).
-func (s *session) typed(id, command, cwd string) []byte {
+func (s *session) typed(r *run, command, cwd string) []byte {
+	id := r.id
 	var b strings.Builder
-	switch s.kind {
-	case kindBash:
+	switch {
+	case s.kind == kindBash && r.foreign:
+		return []byte(command + "\r") // for the program that reads the terminal; cwd means nothing to it
+	case s.kind == kindBash:
 		b.WriteString("__aio_exec " + id + "\r")
-	case kindSh:
+	case s.kind == kindSh:
 		fmt.Fprintf(&b, `printf '\033]6973;%s;S;%s\007'; `, s.nonce, id)
 	}
 	if cwd != "" {

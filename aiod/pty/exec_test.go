@@ -189,3 +189,26 @@ func TestExecUnderLoad(t *testing.T) {
 		}
 	}
 }
+
+// TestExecIntoForegroundProgram: an exec while a program an earlier exec
+// left in the foreground (a REPL) holds the terminal is typed for that
+// program as it is (no id line reaches it), and the shell's next end
+// marker, when the program exits, ends the exec that made it exit; the
+// shell's own execs work again afterwards.
+func TestExecIntoForegroundProgram(t *testing.T) {
+	h := newHarness(t, Config{}, func(e *Engine) { e.interruptWait = 300 * time.Millisecond })
+	id := h.session(nil)
+	if r := h.exec(id, map[string]any{"command": "python3 -q", "no_change_timeout": 1}); r.Status == StatusCompleted {
+		t.Fatalf("the REPL ended at once: %+v", r)
+	}
+	r := h.exec(id, map[string]any{"command": "print(6*7)", "no_change_timeout": 1})
+	if !strings.Contains(r.Output, "42") || strings.Contains(r.Output, "__aio_exec") || strings.Contains(r.Output, "Error") {
+		t.Fatalf("typed into the REPL: %+v", r)
+	}
+	if r := h.exec(id, map[string]any{"command": "exit()", "no_change_timeout": 5}); r.Status != StatusCompleted || code(r.ExitCode) != "0" {
+		t.Fatalf("exit(): %+v", r)
+	}
+	if r := h.exec(id, map[string]any{"command": "echo back-$((1+1))"}); r.Status != StatusCompleted || r.Output != "back-2" {
+		t.Fatalf("after the REPL: %+v", r)
+	}
+}

@@ -239,14 +239,15 @@ func (s *session) onData(b []byte) {
 
 // onMark takes a marker, of the line exec typed for exec id (see
 // promptCommand). Only the markers carrying the running exec's id start
-// and end it; an end marker of an earlier line before it starts also
+// and end it (a foreign run, typed into a program that held the
+// terminal, ends at the shell's next end marker, whatever its id); an end marker of an earlier line before it starts also
 // discards what was captured so far (that line's echo and output). The
 // exit marker ends whatever runs: the shell is going away. Guarded by
 // s.mu.
 func (s *session) onMark(kind byte, code int, exec string) {
 	r := s.cur
 	live := r != nil && r.status == StatusRunning && r.written
-	mine := live && exec == r.id
+	mine := live && (exec == r.id || r.foreign)
 	switch kind {
 	case markStart:
 		s.atPrompt = false
