@@ -58,15 +58,15 @@ type KillResult struct {
 
 // run is one exec'd command. Guarded by its session's mu.
 type run struct {
-	id         string // unique in its session: its markers carry it
-	command    string
-	status     string
-	written    bool // typed into the terminal
+	id      string // unique in its session: its markers carry it
+	command string
+	status  string
+	written bool // typed into the terminal
 	// foreign: typed while a program other than the shell held the
 	// terminal (a REPL left in the foreground by an earlier exec), so no
 	// id line was typed (it would reach that program, not the shell) and
 	// the shell's next end marker, whatever its id, ends the run.
-	foreign bool
+	foreign    bool
 	started    bool // the shell began to run it (start marker seen)
 	pre        []byte
 	head, tail []byte
