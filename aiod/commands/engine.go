@@ -564,13 +564,6 @@ func (c *Command) waitFor(ctx context.Context, d time.Duration, outFrom, errFrom
 	}
 }
 
-// ends returns each stream's end (every byte produced so far).
-func (c *Command) ends() (stdout, stderr int64) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.stdout.end(), c.stderr.end()
-}
-
 // Read returns both streams from the given offsets and the state.
 func (c *Command) Read(stdoutFrom, stderrFrom int64) Output {
 	c.mu.Lock()

@@ -273,12 +273,10 @@ func (p *Plane) output(ctx context.Context, sessionID string, c *Command, q read
 				return outputResult{}, err
 			}
 		}
-		errWake := errFrom
-		if q.StderrOffset == nil {
-			_, errEnd := c.ends()
-			errWake = max(errFrom, errEnd)
-		}
-		c.WaitOutput(ctx, from, errWake, d)
+		// stderr_offset defaults to 0 (the published rule), so stderr
+		// already written ends a wait that names no stderr_offset: a
+		// client that follows stderr passes its offset.
+		c.WaitOutput(ctx, from, errFrom, d)
 	}
 	out := c.Read(from, errFrom)
 	res.Stdout, res.Stderr = string(out.Stdout), string(out.Stderr)

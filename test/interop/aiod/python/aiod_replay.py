@@ -159,10 +159,14 @@ def commands_interactive_v2():
     repl = data_of("POST", "/v2/commands", {"command": "python3 -u -i -q", "mode": "async"})
     cid = repl["command_id"]
     data_of("POST", "/v2/commands/%s/stdin" % cid, {"input": "x = 6 * 7\nprint(x)\n"})
-    out = ""
+    # Follow both streams: the ">>> " prompts are on stderr, and a read
+    # that names no stderr_offset (default 0) ends at once on them.
+    out, err = "", ""
     for _ in range(20):
-        got = data_of("GET", "/v2/commands/%s?wait=true&wait_timeout=2&offset=%d" % (cid, len(out.encode())))
+        got = data_of("GET", "/v2/commands/%s?wait=true&wait_timeout=2&offset=%d&stderr_offset=%d"
+                      % (cid, len(out.encode()), len(err.encode())))
         out += got["stdout"]
+        err += got["stderr"] or ""
         if "42\n" in out:  # print writes "42" and "\n" apart under -u
             break
     check(out == "42\n", out)
