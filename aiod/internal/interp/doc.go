@@ -1,9 +1,10 @@
 // Package interp is the daemon's one discovery of the code interpreters:
 // a python that imports ipykernel (the kernel backend) and node. Both
 // GET /v1/capabilities and the code plane ask it, through [Shared], so
-// the two can never disagree: each set of pins is probed once per
-// process and its answer kept (install ipykernel or node before the
-// daemon starts).
+// the two can never disagree. A usable interpreter is kept for the life
+// of the process; a missing one is looked for again on the first ask
+// five seconds or more after the last look, so one installed while the
+// daemon runs is found by both at once.
 //
 // Python: the pinned interpreter when one is set (a path or a name on
 // PATH), else the first of /usr/bin/python3 (Debian's), python3 and

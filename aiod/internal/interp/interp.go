@@ -31,12 +31,27 @@ type Interpreter struct {
 }
 
 // Finder probes the interpreters for one set of pins, each on first
-// need, and keeps the answers. It is safe for concurrent use.
+// need, and keeps the answers: a usable interpreter for the life of the
+// process, an unusable one (absent, or python without ipykernel) for
+// five seconds only, so an interpreter installed while the daemon runs is
+// found by every consumer at once. It is safe for concurrent use.
 type Finder struct {
-	pins                      Pins
-	pyOnce, nodeOnce, npmOnce sync.Once
-	python, node              Interpreter
-	npm                       string
+	pins Pins
+
+	mu           sync.Mutex // held while probing: callers wait for one answer
+	python, node Interpreter
+	pyAt, nodeAt time.Time // when each answer was found; zero: never
+	npmOnce      sync.Once
+	npm          string
+}
+
+// recheck is how long an unusable answer is kept before the next ask
+// probes again (a variable for tests).
+var recheck = 5 * time.Second
+
+// stale reports whether an answer found at at must be probed again.
+func stale(i Interpreter, at time.Time) bool {
+	return at.IsZero() || (!i.OK && time.Since(at) >= recheck)
 }
 
 var (
@@ -101,7 +116,9 @@ func (f *Finder) pythonCandidates() (found, looked []string) {
 
 // Python is the kernel interpreter (see the package doc).
 func (f *Finder) Python() Interpreter {
-	f.pyOnce.Do(func() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if stale(f.python, f.pyAt) {
 		found, looked := f.pythonCandidates()
 		py := Interpreter{}
 		for _, c := range found {
@@ -122,14 +139,16 @@ func (f *Finder) Python() Interpreter {
 			py.Problem = "ipykernel is not importable by " + py.Path
 			py.Hint = "install python3-ipykernel (or pip install ipykernel) for " + py.Path
 		}
-		f.python = py
-	})
+		f.python, f.pyAt = py, time.Now()
+	}
 	return f.python
 }
 
 // Node is the node binary (see the package doc).
 func (f *Finder) Node() Interpreter {
-	f.nodeOnce.Do(func() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if stale(f.node, f.nodeAt) {
 		looked := []string{f.pins.Node}
 		if f.pins.Node == "" {
 			looked = []string{"node", "nodejs"}
@@ -147,8 +166,8 @@ func (f *Finder) Node() Interpreter {
 			n.Problem = "No node interpreter found (looked for " + strings.Join(looked, ", ") + ")"
 			n.Hint = "install nodejs"
 		}
-		f.node = n
-	})
+		f.node, f.nodeAt = n, time.Now()
+	}
 	return f.node
 }
 

@@ -1,8 +1,11 @@
 package interp
 
 import (
+	"os"
 	"os/exec"
+	"path/filepath"
 	"testing"
+	"time"
 )
 
 func TestSharedIsOneAnswer(t *testing.T) {
@@ -46,5 +49,40 @@ func TestDiscovery(t *testing.T) {
 	}
 	if py.OK != (exec.Command(py.Path, "-c", "import ipykernel").Run() == nil) {
 		t.Errorf("kernel verdict disagrees with the interpreter: %+v", py)
+	}
+}
+
+// TestInstalledLaterIsFound: an interpreter that was missing is looked
+// for again after the recheck period, so one installed while the daemon
+// runs is found (by every consumer of the shared finder); a usable one
+// is kept.
+func TestInstalledLaterIsFound(t *testing.T) {
+	old := recheck
+	recheck = 50 * time.Millisecond
+	t.Cleanup(func() { recheck = old })
+	bin := filepath.Join(t.TempDir(), "node")
+	f := Shared(Pins{Node: bin})
+	if n := f.Node(); n.OK {
+		t.Fatalf("found before it exists: %+v", n)
+	}
+	if err := os.WriteFile(bin, []byte("#!/bin/sh\necho v99.1.0\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for !f.Node().OK {
+		if time.Now().After(deadline) {
+			t.Fatal("an interpreter installed later is never found")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := Shared(Pins{Node: bin}).Node(); n.Version != "99.1.0" {
+		t.Fatalf("the shared finder answers otherwise: %+v", n)
+	}
+	if err := os.Remove(bin); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2 * recheck) // the usable answer is kept: nothing to wait for
+	if n := f.Node(); !n.OK {
+		t.Fatalf("a usable answer was dropped: %+v", n)
 	}
 }
