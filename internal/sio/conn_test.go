@@ -258,8 +258,8 @@ func TestCheckPlaceholders(t *testing.T) {
 		{`[{"_placeholder":true,"num":"0"}]`, 1, false}, // not a number
 		{`[{"_placeholder":true}]`, 1, false},           // no num
 		{`[{"_placeholder":true,"num":0}]`, 0, false},   // no attachment at all
-		{`[{"x":1}]`, 1, false},                         // an attachment with no placeholder
-		{`[{"_placeholder":true,"num":0}]`, 2, false},   // count does not match
+		{`[{"x":1}]`, 1, true},                          // an attachment with no placeholder: accepted, as the reference does
+		{`[{"_placeholder":true,"num":0}]`, 2, true},    // one of two referred to
 		{`[{"\u005fplaceholder":true,"num":3}]`, 1, false},
 	} {
 		_, args, err := splitArgs([]byte(tc.args), false)

@@ -269,11 +269,11 @@ func skipWS(b []byte, i int) int {
 // checkPlaceholders checks the arguments of a binary packet against its
 // attachments as socket.io-parser reads them: every object whose
 // "_placeholder" is true stands for attachment "num", which must be an
-// integer in [0, n), and every attachment must be referred to. A packet
-// that fails would make a reference client drop its connection, so it is
-// refused here rather than relayed.
+// integer in [0, n). A packet that fails would make a reference client
+// drop its connection ("illegal attachments"), so it is refused here
+// rather than relayed. An attachment no placeholder refers to is
+// accepted, as the reference parser accepts it.
 func checkPlaceholders(args []json.RawMessage, n int) error {
-	seen := make([]bool, n)
 	for _, a := range args {
 		// Only an argument that names a placeholder (possibly through a
 		// \u escape in the key) needs decoding.
@@ -286,23 +286,18 @@ func checkPlaceholders(args []json.RawMessage, n int) error {
 		if err := d.Decode(&v); err != nil {
 			return fmt.Errorf("%w: %v", errMalformed, err)
 		}
-		if err := walkPlaceholders(v, seen); err != nil {
+		if err := walkPlaceholders(v, n); err != nil {
 			return err
-		}
-	}
-	for i, ok := range seen {
-		if !ok {
-			return fmt.Errorf("%w: attachment %d has no placeholder", errMalformed, i)
 		}
 	}
 	return nil
 }
 
-func walkPlaceholders(v any, seen []bool) error {
+func walkPlaceholders(v any, n int) error {
 	switch v := v.(type) {
 	case []any:
 		for _, x := range v {
-			if err := walkPlaceholders(x, seen); err != nil {
+			if err := walkPlaceholders(x, n); err != nil {
 				return err
 			}
 		}
@@ -310,14 +305,13 @@ func walkPlaceholders(v any, seen []bool) error {
 		if v["_placeholder"] == true {
 			num, ok := v["num"].(json.Number)
 			i, err := strconv.ParseInt(string(num), 10, 64)
-			if !ok || err != nil || i < 0 || i >= int64(len(seen)) {
+			if !ok || err != nil || i < 0 || i >= int64(n) {
 				return fmt.Errorf("%w: placeholder out of range", errMalformed)
 			}
-			seen[i] = true
 			return nil
 		}
 		for _, x := range v {
-			if err := walkPlaceholders(x, seen); err != nil {
+			if err := walkPlaceholders(x, n); err != nil {
 				return err
 			}
 		}
