@@ -66,22 +66,6 @@ func reapOrphans() {
 	reapZombies(t)
 }
 
-// daemonHasOrphans reports whether a process reparented to the daemon
-// (see orphan) lives: what a command detached at once, before any
-// tracker saw it, is one. True where the children files are missing.
-func daemonHasOrphans() bool {
-	pids, ok := ownChildren()
-	if !ok {
-		return true
-	}
-	for _, pid := range pids {
-		if p, ok := child.ReadProc(pid); ok && p.State != 'Z' && orphan(p) {
-			return true
-		}
-	}
-	return false
-}
-
 // selfPid and selfPgid are the daemon's: never signalled, whatever a
 // command does to its process group.
 var (
