@@ -1,6 +1,7 @@
 package pty
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"strconv"
@@ -334,10 +335,26 @@ func (e *Engine) Input(id string, data string, enter bool) (string, error) {
 	if enter {
 		data += "\r"
 	}
-	if err := s.write([]byte(data)); err != nil {
+	if err := s.clientWrite([]byte(data)); err != nil {
 		return "", err
 	}
 	return s.status(), nil
+}
+
+// clientWrite types a client's input (REST /input or an attached
+// socket). A Ctrl-C typed while an exec's lines may still wait in the
+// shell's typeahead (written, not started) makes readline discard them,
+// so no marker with the exec's id would ever come: the run turns
+// foreign, and the shell's next end marker ends it.
+func (s *session) clientWrite(b []byte) error {
+	if bytes.IndexByte(b, 3) >= 0 {
+		s.mu.Lock()
+		if r := s.cur; r != nil && r.status == StatusRunning && r.written && !r.started {
+			r.foreign = true
+		}
+		s.mu.Unlock()
+	}
+	return s.write(b)
 }
 
 // Signal SIGKILLs the terminal's session and closes it; a second call is

@@ -241,7 +241,7 @@ func (p *Plane) handleFrame(s *session, k *socket, f clientFrame) bool {
 	case framePing:
 		k.queue(frame(typedFrame{Type: "pong", Timestamp: f.timestamp}))
 	default:
-		if len(f.data) > 0 && s.write(f.data) != nil {
+		if len(f.data) > 0 && s.clientWrite(f.data) != nil {
 			return false
 		}
 	}
