@@ -215,33 +215,3 @@ func TestExecIntoForegroundProgram(t *testing.T) {
 		t.Fatalf("after the REPL: %+v", r)
 	}
 }
-
-// TestCtrlCBeforeExecStarts: a Ctrl-C typed while an exec's lines still
-// wait unread (the shell is stopped) makes the terminal discard them; the
-// exec ends at the shell's next prompt instead of running forever.
-func TestCtrlCBeforeExecStarts(t *testing.T) {
-	h := newHarness(t, Config{}, nil)
-	id := h.session(nil)
-	s, err := h.p.e.lookup(id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := syscall.Kill(s.pid, syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
-	cont := sync.OnceFunc(func() { _ = syscall.Kill(s.pid, syscall.SIGCONT) })
-	t.Cleanup(cont)
-	if r := h.exec(id, map[string]any{"command": "sleep 1000.77", "async": true}); r.Status != StatusRunning {
-		t.Fatalf("%+v", r)
-	}
-	h.OK("POST", "/v2/pty/sessions/"+id+"/input", map[string]any{"input": "\u0003"}, nil)
-	cont()
-	var st struct{ Status string }
-	h.OK("POST", "/v1/shell/wait", map[string]any{"id": id, "seconds": 10}, &st)
-	if st.Status == StatusRunning {
-		t.Fatal("the exec whose lines the Ctrl-C discarded never ended")
-	}
-	if r := h.exec(id, map[string]any{"command": "echo after"}); r.Status != StatusCompleted || r.Output != "after" {
-		t.Fatalf("%+v", r)
-	}
-}
