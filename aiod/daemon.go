@@ -28,6 +28,7 @@ import (
 	"github.com/a2c-smcp/a2c-go/aiod/commands"
 	"github.com/a2c-smcp/a2c-go/aiod/files"
 	"github.com/a2c-smcp/a2c-go/aiod/internal/api"
+	"github.com/a2c-smcp/a2c-go/aiod/mcp"
 	"github.com/a2c-smcp/a2c-go/aiod/pty"
 	"github.com/a2c-smcp/a2c-go/aiod/transfer"
 	"github.com/a2c-smcp/a2c-go/aiod/watch"
@@ -79,6 +80,15 @@ type Config struct {
 	// CDPEndpoint is where the browser's DevTools protocol is probed.
 	// Default http://127.0.0.1:9222.
 	CDPEndpoint string
+	// MCPServers is EXTRA_MCP_SERVERS (--mcp-servers): the loopback MCP
+	// servers whose tools /mcp lists beside the built-in ones.
+	MCPServers string
+	// APISurface is "full" (default: /v1, /v2, /mcp) or "v2" (only /v2,
+	// /mcp and the public routes).
+	APISurface string
+	// SkillsPath is where sandbox_load_skill reads skills
+	// (AIO_SKILLS_PATH).
+	SkillsPath string
 }
 
 // Daemon is the aiod HTTP surface: the envelope, validation, auth and the
@@ -93,6 +103,7 @@ type Daemon struct {
 	probe   *prober
 	stop    context.CancelFunc
 	planes  []plane
+	mcp     *mcp.Server
 	// lastRequest is when the latest request began (Unix ns).
 	lastRequest atomic.Int64
 }
@@ -174,9 +185,15 @@ func New(cfg Config) (*Daemon, error) {
 	for _, p := range d.planes {
 		p.Mount(mux)
 	}
-	d.handler = bodyProgress(cfg.BodyIdle, d.instrument(mux, requestID(cors(d.auth(limitJSON(envelopeErrors(mux)))))))
+	d.mcp = &mcp.Server{}
+	mux.Handle("/mcp", d.mcp)
+	d.handler = bodyProgress(cfg.BodyIdle, d.instrument(mux, requestID(cors(d.auth(limitJSON(envelopeErrors(apiSurface(cfg.APISurface, mux))))))))
 	return d, nil
 }
+
+// MCP is the daemon's MCP server: its /mcp endpoint and, through
+// [mcp.Server.Connect], the same tools for a Computer in this process.
+func (d *Daemon) MCP() *mcp.Server { return d.mcp }
 
 // Handler serves every route.
 func (d *Daemon) Handler() http.Handler { return d.handler }
