@@ -25,13 +25,25 @@ if [ ${#need[@]} -gt 0 ]; then
   as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}"
 fi
 
-# npm packages, pinned by their lock files: the official JavaScript client,
-# and the real MCP servers the Computer's tests host.
+# npm packages, pinned by their lock files: the official JavaScript client;
+# in test/peers the real MCP servers the Computer's tests host, the official
+# MCP conformance suite and the TypeScript MCP SDK client that hold aiod's
+# /mcp to the specification.
 if [ ! -d test/interop/a2c/node/node_modules/socket.io-client ]; then
   say "installing npm packages for test/interop/a2c/node"
   (cd test/interop/a2c/node && npm ci --no-audit --no-fund --loglevel=error)
 fi
-if [ ! -d test/peers/node_modules/@modelcontextprotocol/server-everything ]; then
+# Installed when any pinned dependency is absent or at another version than
+# package.json pins (a machine kept from before a bump); one node start.
+peers_current() {
+  (cd test/peers && node -e '
+    const fs = require("fs");
+    for (const [name, want] of Object.entries(require("./package.json").dependencies)) {
+      const got = JSON.parse(fs.readFileSync("node_modules/" + name + "/package.json", "utf8")).version;
+      if (got !== want) process.exit(1);
+    }' 2>/dev/null)
+}
+if ! peers_current; then
   say "installing npm packages for test/peers"
   (cd test/peers && npm ci --no-audit --no-fund --loglevel=error)
 fi
