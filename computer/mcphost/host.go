@@ -12,11 +12,16 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
+// TypeMemory is the [Spec.Type] of a server that runs in this process and
+// is reached through [Spec.Connect] (for example an in-memory transport
+// pair of the MCP SDK). It is not a configuration-file type.
+const TypeMemory = "memory"
+
 // Spec says how to reach one MCP server. Placeholders are already
 // substituted.
 type Spec struct {
 	BundleID string
-	Type     string // "stdio", "sse" or "streamable"
+	Type     string // "stdio", "sse", "streamable" or [TypeMemory]
 
 	Command string
 	Args    []string
@@ -25,6 +30,13 @@ type Spec struct {
 
 	URL     string
 	Headers map[string]string
+
+	// Connect, for [TypeMemory], returns the client end of a fresh
+	// transport to the server, once per session: after a session ends the
+	// Upstream calls it again (with backoff), as it restarts a stdio
+	// server. ctx lives as long as that session; the server side may stop
+	// serving when it ends.
+	Connect func(ctx context.Context) (mcp.Transport, error)
 }
 
 // Options tune an [Upstream].
@@ -371,16 +383,18 @@ func (u *Upstream) session1(ctx context.Context) error {
 			}
 		},
 	})
-	t, cleanup, err := u.transport()
+	// The session context lives as long as the session: the SSE transport
+	// keeps its event stream on it, and an in-process server serves on it.
+	// A watchdog bounds the handshake.
+	sctx, cancel := context.WithCancel(ctx)
+	t, cleanup, err := u.transport(sctx)
 	if err != nil {
+		cancel()
 		return err
 	}
 	// Runs after the session's transport has closed (deferred first, so
 	// last): whatever is left of a stdio server's process group goes.
 	defer cleanup()
-	// The connect context lives as long as the session: the SSE transport
-	// keeps its event stream on it. A watchdog bounds the handshake.
-	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	watchdog := time.AfterFunc(u.opts.ConnectTimeout, cancel)
 	s, err := client.Connect(sctx, t, nil)
@@ -456,9 +470,19 @@ func listTools(ctx context.Context, s *mcp.ClientSession) ([]*mcp.Tool, error) {
 }
 
 // transport is how one session reaches the server; cleanup, to be called
-// once the session is over, ends what a stdio server left running.
-func (u *Upstream) transport() (t mcp.Transport, cleanup func(), err error) {
+// once the session is over, ends what a stdio server left running. ctx is
+// the session's context.
+func (u *Upstream) transport(ctx context.Context) (t mcp.Transport, cleanup func(), err error) {
 	switch u.spec.Type {
+	case TypeMemory:
+		if u.spec.Connect == nil {
+			return nil, nil, errors.New("memory server without a Connect function")
+		}
+		t, err := u.spec.Connect(ctx)
+		if err != nil {
+			return nil, nil, fmt.Errorf("connect in-process server: %w", err)
+		}
+		return t, func() {}, nil
 	case "stdio":
 		cmd, cleanup, err := stdioCommand(u.spec, u.opts.Supervisor, &logWriter{log: u.opts.Logger, bundle: u.spec.BundleID})
 		if err != nil {
