@@ -1,11 +1,13 @@
 // Command aiod measures the sandbox daemon against bare baselines run in
 // the same command:
 //
-//		go run ./bench/aiod [-calls 1000] [-clients 8] [-duration 5s] [-files 10000]
+//		go run ./bench/aiod [-calls 1000] [-clients 8] [-duration 5s] [-files 10000] [-planes ...]
 //
 //	  - commands: `echo hi` through POST /v2/commands (sync), p50/p99 over
 //	    -calls sequential calls and calls/s with -clients concurrent clients,
 //	    beside a bare fork/exec of `bash -c 'echo hi'` from Go;
+//	  - mcp: the same `echo hi` through POST /mcp (sandbox_execute_bash,
+//	    plain JSON-RPC) beside POST /v2/commands, interleaved in one run;
 //	  - transfer: 1 MiB and 64 MiB multipart uploads and downloads through
 //	    /v2/fs/upload and /v2/fs/download, beside a minimal Go net/http file
 //	    server (this program re-executed with -serve) doing the same;
@@ -60,7 +62,7 @@ func main() {
 	duration := flag.Duration("duration", 5*time.Second, "length of each calls/s run")
 	files := flag.Int("files", 10000, "files in the grep tree")
 	rounds := flag.Int("rounds", 3, "interleaved rounds for transfer and grep (medians)")
-	planes := flag.String("planes", "commands,transfer,grep,code,pty,watch", "which parts to measure")
+	planes := flag.String("planes", "commands,mcp,transfer,grep,code,pty,watch", "which parts to measure")
 	flag.Parse()
 	want := map[string]bool{}
 	for _, p := range strings.Split(*planes, ",") {
@@ -98,6 +100,9 @@ func main() {
 		*calls, *clients, *duration, *files, *rounds, *planes)
 	if want["commands"] {
 		benchCommands(base, *calls, *clients, *duration)
+	}
+	if want["mcp"] {
+		benchMCP(base, *calls)
 	}
 	if want["transfer"] {
 		benchTransfer(base, fbase, ws, *rounds)
