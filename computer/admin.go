@@ -31,7 +31,7 @@ func (c *Computer) Status() Status {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	st := Status{Name: c.opts.Name, Office: c.opts.Office, Joined: c.sock != nil, Servers: []ServerStatus{}}
-	for _, s := range c.cfg.Servers {
+	for _, s := range c.order {
 		ss := ServerStatus{BundleID: s.BundleID, Name: s.Name, Type: s.Type, Disabled: s.Disabled, State: "disabled"}
 		if h := c.servers[s.BundleID]; h != nil && h.up != nil {
 			state, _ := h.up.State()

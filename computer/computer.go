@@ -63,8 +63,41 @@ type Options struct {
 	// the binary that keeps a stdio server's process tree from outliving
 	// this Computer.
 	Supervisor string
-	Logger     *slog.Logger
+	// Local are MCP servers of this process, hosted beside the servers of
+	// Config (see [LocalServer]).
+	Local []LocalServer
+	// OnJoined, if set, is called each time the Computer has joined its
+	// office (after a reconnect too), once its tools are listed there.
+	OnJoined func()
+	Logger   *slog.Logger
 }
+
+// LocalServer is an MCP server that runs in the Computer's own process
+// (aiod's sandbox tools, for one) and is reached through Connect instead
+// of a configuration entry. It is hosted exactly like a configured server:
+// supervised by an [mcphost.Upstream] of type [mcphost.TypeMemory]
+// (Connect is called again for every new session), exposed as
+// <BundleID>__<tool>, listed by client:get_config under its bundle_id with
+// type "memory", and its calls pass the same approval, timeout,
+// cancellation, history and blob handling. A local server stays across
+// [Computer.Reload]; a configuration server with the same bundle_id is
+// not started (the local one keeps the name) and a warning is logged.
+type LocalServer struct {
+	// BundleID names the server's tools; it must be a valid bundle_id.
+	BundleID string
+	// Name is the display name in client:get_config. Default BundleID.
+	Name string
+	// Connect returns the client end of a fresh transport to the server;
+	// see [mcphost.Spec.Connect].
+	Connect func(ctx context.Context) (mcp.Transport, error)
+}
+
+// LocalReadyWait is how long [Computer.Run] waits, before it first joins
+// the office, for the local servers to list their tools, so that an Agent
+// does not meet the Computer without them. In-process servers answer in
+// milliseconds; one that does not is joined without (its tools follow with
+// notify:update_tool_list).
+const LocalReadyWait = 2 * time.Second
 
 // Computer hosts MCP servers and serves their tools to the Agent of one
 // office.
@@ -74,8 +107,11 @@ type Computer struct {
 
 	mu       sync.RWMutex
 	cfg      *config.File
-	servers  map[string]*hosted // by bundle_id
-	routes   map[string]route   // by exposed name
+	local    []config.Server                                         // the Local servers, as configuration entries
+	connect  map[string]func(context.Context) (mcp.Transport, error) // Local Connect by bundle_id
+	order    []config.Server                                         // local then cfg servers, as hosted
+	servers  map[string]*hosted                                      // by bundle_id
+	routes   map[string]route                                        // by exposed name
 	tools    []smcp.SMCPTool
 	sock     *sio.Socket
 	inflight map[string]context.CancelFunc // by req_id
@@ -136,20 +172,60 @@ func New(o Options) (*Computer, error) {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	c := &Computer{opts: o, log: o.Logger, servers: make(map[string]*hosted), inflight: make(map[string]context.CancelFunc),
-		changed: make(chan struct{}, 1), blobs: blob.NewStore(o.Blobs)}
+		changed: make(chan struct{}, 1), blobs: blob.NewStore(o.Blobs), connect: make(map[string]func(context.Context) (mcp.Transport, error))}
+	for _, l := range o.Local {
+		if !smcp.ValidBundleID(l.BundleID) {
+			return nil, fmt.Errorf("computer: local server: invalid bundle_id %q", l.BundleID)
+		}
+		if l.Connect == nil {
+			return nil, fmt.Errorf("computer: local server %q has no Connect", l.BundleID)
+		}
+		if c.connect[l.BundleID] != nil {
+			return nil, fmt.Errorf("computer: two local servers named %q", l.BundleID)
+		}
+		c.connect[l.BundleID] = l.Connect
+		c.local = append(c.local, localEntry(l))
+	}
 	if err := c.apply(context.Background(), o.Config); err != nil {
 		return nil, err
 	}
 	return c, nil
 }
 
-// apply makes the hosted servers match cfg: new ones start, removed ones
-// stop, changed ones are replaced in place.
+// localEntry is a local server as the configuration entry it is hosted
+// and reported (client:get_config) as.
+func localEntry(l LocalServer) config.Server {
+	name := l.Name
+	if name == "" {
+		name = l.BundleID
+	}
+	id := l.BundleID
+	return config.Server{Name: name, BundleID: l.BundleID, Explicit: true, Type: mcphost.TypeMemory,
+		Raw: smcp.MCPServerConfig{Name: name, BundleID: &id, Type: mcphost.TypeMemory, ServerParameters: json.RawMessage("{}")}}
+}
+
+// hostedOrder is what the Computer hosts, in order: the local servers,
+// then the servers of cfg whose bundle_id no local server has taken.
+func (c *Computer) hostedOrder(cfg *config.File) []config.Server {
+	order := append([]config.Server(nil), c.local...)
+	for _, s := range cfg.Servers {
+		if c.connect[s.BundleID] != nil {
+			c.log.Warn("config: server not started: its bundle_id is the one of a built-in server", "bundle_id", s.BundleID, "name", s.Name)
+			continue
+		}
+		order = append(order, s)
+	}
+	return order
+}
+
+// apply makes the hosted servers match cfg (and the local servers): new
+// ones start, removed ones stop, changed ones are replaced in place.
 func (c *Computer) apply(ctx context.Context, cfg *config.File) error {
-	next := make(map[string]*hosted, len(cfg.Servers))
+	order := c.hostedOrder(cfg)
+	next := make(map[string]*hosted, len(order))
 	var stop []*mcphost.Upstream
 	c.mu.Lock()
-	for _, s := range cfg.Servers {
+	for _, s := range order {
 		old := c.servers[s.BundleID]
 		if old != nil && sameServer(old.cfg, s) {
 			old.cfg = s
@@ -160,14 +236,16 @@ func (c *Computer) apply(ctx context.Context, cfg *config.File) error {
 			stop = append(stop, old.up)
 		}
 		h := &hosted{cfg: s}
-		if !s.Disabled {
+		upOpts := mcphost.Options{OnChange: c.markChanged, OnResources: c.resourcesChanged, Supervisor: c.opts.Supervisor, Logger: c.log}
+		if connect := c.connect[s.BundleID]; connect != nil {
+			h.up = mcphost.Start(mcphost.Spec{BundleID: s.BundleID, Type: mcphost.TypeMemory, Connect: connect}, upOpts)
+		} else if !s.Disabled {
 			rendered, err := c.opts.Resolver.Render(ctx, s)
 			if err != nil {
 				c.mu.Unlock()
 				return fmt.Errorf("server %q: %w", s.BundleID, err)
 			}
-			h.up = mcphost.Start(UpstreamSpec(rendered), mcphost.Options{OnChange: c.markChanged, OnResources: c.resourcesChanged,
-				Supervisor: c.opts.Supervisor, Logger: c.log})
+			h.up = mcphost.Start(UpstreamSpec(rendered), upOpts)
 		}
 		next[s.BundleID] = h
 	}
@@ -176,7 +254,7 @@ func (c *Computer) apply(ctx context.Context, cfg *config.File) error {
 			stop = append(stop, old.up)
 		}
 	}
-	c.servers, c.cfg = next, cfg
+	c.servers, c.cfg, c.order = next, cfg, order
 	c.rebuildLocked()
 	c.mu.Unlock()
 	for _, u := range stop {
@@ -230,7 +308,7 @@ func (c *Computer) markChanged() {
 func (c *Computer) rebuildLocked() {
 	routes := make(map[string]route)
 	var tools []smcp.SMCPTool
-	for _, s := range c.cfg.Servers {
+	for _, s := range c.order {
 		h := c.servers[s.BundleID]
 		if h == nil || h.up == nil {
 			continue
@@ -307,6 +385,7 @@ func (c *Computer) Close() {
 // reconnecting with backoff when the connection drops. A protocol version
 // refusal ends it at once.
 func (c *Computer) Run(ctx context.Context) error {
+	c.waitLocal(ctx, LocalReadyWait)
 	go c.publisher(ctx)
 	backoff := 500 * time.Millisecond
 	for {
@@ -365,6 +444,9 @@ func (c *Computer) session(ctx context.Context) error {
 	c.mu.Unlock()
 	c.log.Info("joined office", "office", c.opts.Office, "name", c.opts.Name)
 	c.emit(smcp.EventUpdateToolList) // an Agent already there refreshes
+	if c.opts.OnJoined != nil {
+		c.opts.OnJoined()
+	}
 	defer func() {
 		c.mu.Lock()
 		if c.sock == s {
@@ -378,6 +460,36 @@ func (c *Computer) session(ctx context.Context) error {
 	case reason := <-down:
 		return errors.New(reason)
 	}
+}
+
+// waitLocal waits, at most d or until ctx ends, for every local server to
+// be connected, then rebuilds the tool list so that the first join lists
+// their tools.
+func (c *Computer) waitLocal(ctx context.Context, d time.Duration) {
+	deadline := time.Now().Add(d)
+	for {
+		ready := true
+		c.mu.RLock()
+		for _, l := range c.local {
+			if h := c.servers[l.BundleID]; h != nil && h.up != nil {
+				if st, _ := h.up.State(); st != mcphost.Ready {
+					ready = false
+				}
+			}
+		}
+		c.mu.RUnlock()
+		if ready || time.Now().After(deadline) {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	c.mu.Lock()
+	c.rebuildLocked()
+	c.mu.Unlock()
 }
 
 func authOrNil(a map[string]any) any {

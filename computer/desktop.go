@@ -20,7 +20,7 @@ const maxWindowPages = 100
 func (c *Computer) windows(ctx context.Context) []desktop.Window {
 	c.mu.RLock()
 	var ups []*hosted
-	for _, s := range c.cfg.Servers {
+	for _, s := range c.order {
 		if h := c.servers[s.BundleID]; h != nil && h.up != nil {
 			ups = append(ups, h)
 		}

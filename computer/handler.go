@@ -124,7 +124,7 @@ func (c *Computer) configRet() smcp.GetComputerConfigRet {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	ret := smcp.GetComputerConfigRet{Servers: map[string]json.RawMessage{}}
-	for _, s := range c.cfg.Servers {
+	for _, s := range c.order {
 		b, _ := json.Marshal(s.Redact())
 		ret.Servers[s.BundleID] = b
 	}
