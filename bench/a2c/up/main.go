@@ -1,0 +1,346 @@
+// Command up measures `a2c up`, the one-command setup (hub, in-process
+// aiod and the sandbox Computer in office "default"):
+//
+//	go run ./bench/a2c/up [-calls 1000] [-starts 10] [-block 50]
+//
+// It measures, in one run:
+//
+//   - start to ready over -starts runs: from starting the a2c up process
+//     to the first answer of an Agent's tools list that holds the
+//     sandbox's tools (process start, hub, aiod, Computer join, Agent
+//     connect, join and list all included);
+//   - idle RSS of the a2c up process (VmRSS, and with its child
+//     processes) after ready and a few calls;
+//   - `echo hi` three ways, interleaved in blocks so every path sees the
+//     same machine: POST /v2/commands (sync) and POST /mcp
+//     (sandbox_execute_bash, plain JSON-RPC) on a separate aiod process,
+//     and the whole A2C path (Agent SDK -> a2c server -> Computer ->
+//     in-process sandbox) through a2c up, with p50/p99 and differences.
+//
+// Both binaries are built from this module and run as separate processes
+// on 127.0.0.1. It prints markdown for bench/RESULTS.md.
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/a2c-smcp/a2c-go/agent"
+	"github.com/a2c-smcp/a2c-go/bench/internal/lat"
+	"github.com/a2c-smcp/a2c-go/bench/internal/procs"
+	"github.com/a2c-smcp/a2c-go/smcp"
+)
+
+// bashTool is the sandbox's command tool as a2c up exposes it.
+const bashTool = "sandbox__sandbox_execute_bash"
+
+func check(err error) {
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "up bench:", err)
+		os.Exit(1)
+	}
+}
+
+var client = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 8, DisableCompression: true}, Timeout: time.Minute}
+
+func main() {
+	calls := flag.Int("calls", 1000, "sequential echo calls per path")
+	starts := flag.Int("starts", 10, "a2c up starts timed to ready")
+	block := flag.Int("block", 50, "calls per path per turn of the interleaving")
+	flag.Parse()
+
+	root, err := procs.ModuleRoot()
+	check(err)
+	tmp, err := os.MkdirTemp("", "a2c-bench-up-")
+	check(err)
+	defer os.RemoveAll(tmp)
+	a2c, err := procs.BuildA2C(root, tmp)
+	check(err)
+	aiodBin, err := procs.Build(root, tmp, "aiod")
+	check(err)
+	ctx := context.Background()
+
+	fmt.Printf("## a2c up (`go run ./bench/a2c/up -calls %d -starts %d -block %d`)\n\n", *calls, *starts, *block)
+
+	// Start -> ready, each run on a fresh workspace.
+	var ready []time.Duration
+	for i := range *starts {
+		u, d := startUp(ctx, a2c, filepath.Join(tmp, fmt.Sprintf("ws-start-%d", i)))
+		ready = append(ready, d)
+		u.stop()
+	}
+	slices.Sort(ready)
+	fmt.Printf("### Start to ready (%d runs: process start to the first tools answer holding %s)\n\n", *starts, bashTool)
+	fmt.Println("| min | p50 | max |")
+	fmt.Println("|---:|---:|---:|")
+	fmt.Printf("| %s | %s | %s |\n\n- target < 1 s\n\n", ms(ready[0]), ms(ready[len(ready)/2]), ms(ready[len(ready)-1]))
+
+	// The measured a2c up: ready, a few calls, then idle.
+	u, _ := startUp(ctx, a2c, filepath.Join(tmp, "ws"))
+	defer u.stop()
+	for range 5 {
+		check(u.echo(ctx))
+	}
+	time.Sleep(2 * time.Second)
+	rssIdle, treeIdle := rss(u.cmd.Process.Pid), treeRSS(u.cmd.Process.Pid)
+
+	// The separate aiod for the HTTP plane and /mcp.
+	aws := filepath.Join(tmp, "aiod-ws")
+	check(os.MkdirAll(aws, 0o755))
+	daemon := exec.Command(aiodBin, "--port", "0", "--workspace", aws, "--log-level", "warn")
+	base, err := procs.Start(daemon)
+	check(err)
+	defer procs.Stop(daemon)
+
+	var id atomic.Int64
+	viaHTTP := func() error { return commandsEcho(base) }
+	viaMCP := func() error { return mcpEcho(base, id.Add(1)) }
+	viaA2C := func() error { return u.echo(ctx) }
+	s, err := interleave(*calls, *block, viaHTTP, viaMCP, viaA2C)
+	check(err)
+	h, m, a := s[0], s[1], s[2]
+	fmt.Printf("### `echo hi` three ways (%d calls each, interleaved in blocks of %d)\n\n", *calls, *block)
+	fmt.Println("| path | p50 | p99 |")
+	fmt.Println("|---|---:|---:|")
+	fmt.Printf("| POST /v2/commands (sync), aiod | %s | %s |\n", lat.US(h.p50()), lat.US(h.p99()))
+	fmt.Printf("| POST /mcp sandbox_execute_bash (plain JSON), aiod | %s | %s |\n", lat.US(m.p50()), lat.US(m.p99()))
+	fmt.Printf("| Agent SDK -> a2c server -> Computer -> in-process sandbox (a2c up) | %s | %s |\n", lat.US(a.p50()), lat.US(a.p99()))
+	fmt.Printf("\n- /mcp over the HTTP plane at p50: %s (target <= 300 µs), ratio %.2fx\n", lat.US(m.p50()-h.p50()), float64(m.p50())/float64(h.p50()))
+	fmt.Printf("- A2C path over the HTTP plane at p50: %s (target <= 1 ms), ratio %.2fx; at p99: %s\n\n",
+		lat.US(a.p50()-h.p50()), float64(a.p50())/float64(h.p50()), lat.US(a.p99()-h.p99()))
+
+	time.Sleep(2 * time.Second)
+	fmt.Printf("### Idle RSS of the a2c up process (target < 40 MiB)\n\n")
+	fmt.Printf("- after ready and 5 calls, idle 2 s: %.1f MiB (with child processes %.1f MiB)\n", rssIdle, treeIdle)
+	fmt.Printf("- after the %d calls above, idle 2 s: %.1f MiB (with child processes %.1f MiB)\n\n",
+		*calls+*calls/10, rss(u.cmd.Process.Pid), treeRSS(u.cmd.Process.Pid))
+}
+
+// up is a running `a2c up` with an Agent joined to its office.
+type up struct {
+	cmd      *exec.Cmd
+	agent    *agent.Client
+	computer string
+}
+
+// startUp starts a2c up on a fresh port and workspace and returns it with
+// the time from the process start to the first tools answer that holds
+// the sandbox's command tool.
+func startUp(ctx context.Context, bin, ws string) (*up, time.Duration) {
+	check(os.MkdirAll(ws, 0o755))
+	cmd := exec.Command(bin, "up", "--listen", "127.0.0.1:0", "--workspace", ws, "--log-level", "warn")
+	t0 := time.Now()
+	url, err := procs.Start(cmd)
+	check(err)
+	u := &up{cmd: cmd}
+	for deadline := t0.Add(30 * time.Second); ; time.Sleep(2 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			u.stop()
+			check(fmt.Errorf("a2c up was not ready in 30 s"))
+		}
+		if u.agent == nil {
+			a, err := agent.Dial(ctx, url, agent.Options{Name: "bench"})
+			if err != nil {
+				continue
+			}
+			if err := a.Join(ctx, "default"); err != nil {
+				a.Close()
+				continue
+			}
+			u.agent = a
+		}
+		if u.computer == "" {
+			room, err := u.agent.ListRoom(ctx)
+			if err != nil {
+				continue
+			}
+			for _, s := range room {
+				if s.Role == smcp.RoleComputer {
+					u.computer = s.Name
+				}
+			}
+			if u.computer == "" {
+				continue
+			}
+		}
+		tools, err := u.agent.Tools(ctx, u.computer)
+		if err == nil && slices.ContainsFunc(tools, func(t smcp.SMCPTool) bool { return t.Name == bashTool }) {
+			return u, time.Since(t0)
+		}
+	}
+}
+
+func (u *up) stop() {
+	if u.agent != nil {
+		u.agent.Close()
+	}
+	procs.Stop(u.cmd)
+}
+
+// echo runs `echo hi` through the A2C path.
+func (u *up) echo(ctx context.Context) error {
+	r, err := u.agent.CallTool(ctx, agent.Call{Computer: u.computer, Tool: bashTool, Params: map[string]any{"cmd": "echo hi"}, Timeout: 30 * time.Second})
+	if err != nil {
+		return err
+	}
+	if r.IsError {
+		return fmt.Errorf("a2c up: tool error: %s", r.Text())
+	}
+	return echoText("a2c up", r.Text())
+}
+
+// echoText checks sandbox_execute_bash's result text for `echo hi`.
+func echoText(what, text string) error {
+	var r struct {
+		Status   string `json:"status"`
+		Output   string `json:"output"`
+		ExitCode *int   `json:"exit_code"`
+	}
+	if err := json.Unmarshal([]byte(text), &r); err != nil || r.Status != "completed" || r.ExitCode == nil || *r.ExitCode != 0 || r.Output != "hi\n" {
+		return fmt.Errorf("%s echo hi: %s", what, text)
+	}
+	return nil
+}
+
+// commandsEcho runs `echo hi` through POST /v2/commands (sync).
+func commandsEcho(base string) error {
+	resp, err := client.Post(base+"/v2/commands", "application/json", strings.NewReader(`{"command":"echo hi"}`))
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	var env struct {
+		Success bool `json:"success"`
+		Data    struct {
+			Stdout   string `json:"stdout"`
+			ExitCode *int   `json:"exit_code"`
+		} `json:"data"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&env); err != nil || resp.StatusCode != 200 || !env.Success || env.Data.Stdout != "hi\n" || env.Data.ExitCode == nil || *env.Data.ExitCode != 0 {
+		return fmt.Errorf("/v2/commands: %d %+v %v", resp.StatusCode, env, err)
+	}
+	return nil
+}
+
+// mcpEcho runs `echo hi` through POST /mcp as a plain JSON client.
+func mcpEcho(base string, id int64) error {
+	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "method": "tools/call",
+		"params": map[string]any{"name": "sandbox_execute_bash", "arguments": map[string]any{"cmd": "echo hi"}}})
+	resp, err := client.Post(base+"/mcp", "application/json", bytes.NewReader(b))
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	var r struct {
+		Result struct {
+			Content []struct {
+				Type string `json:"type"`
+				Text string `json:"text"`
+			} `json:"content"`
+			IsError bool `json:"isError"`
+		} `json:"result"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&r); err != nil || resp.StatusCode != 200 || r.Result.IsError || len(r.Result.Content) != 1 {
+		return fmt.Errorf("/mcp: %d %+v %v", resp.StatusCode, r, err)
+	}
+	return echoText("/mcp", r.Result.Content[0].Text)
+}
+
+// samples are the sorted latencies of one path.
+type samples []time.Duration
+
+func (s samples) p50() time.Duration { return s[len(s)/2] }
+func (s samples) p99() time.Duration { return s[len(s)*99/100] }
+
+// interleave runs each f n times, in turns of block calls each (after a
+// warm-up of n/10 calls each), so slow drift of the machine falls on
+// every path alike. It returns each path's sorted latencies and stops at
+// the first error.
+func interleave(n, block int, fs ...func() error) ([]samples, error) {
+	out := make([]samples, len(fs))
+	for i, f := range fs {
+		for range n / 10 {
+			if err := f(); err != nil {
+				return nil, err
+			}
+		}
+		out[i] = make(samples, 0, n)
+	}
+	for len(out[0]) < n {
+		for i, f := range fs {
+			for range min(block, n-len(out[i])) {
+				t0 := time.Now()
+				if err := f(); err != nil {
+					return nil, err
+				}
+				out[i] = append(out[i], time.Since(t0))
+			}
+		}
+	}
+	for _, s := range out {
+		slices.Sort(s)
+	}
+	return out, nil
+}
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.0f ms", float64(d)/float64(time.Millisecond)) }
+
+// rss is VmRSS of pid in MiB (0 when it cannot be read).
+func rss(pid int) float64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "VmRSS:"); ok {
+			kb, _ := strconv.Atoi(strings.Fields(v)[0])
+			return float64(kb) / 1024
+		}
+	}
+	return 0
+}
+
+// treeRSS is the VmRSS of pid and all its descendants in MiB (shared pages
+// counted once per process, as VmRSS does).
+func treeRSS(pid int) float64 {
+	children := map[int][]int{}
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		p, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p))
+		if err != nil {
+			continue
+		}
+		// The fields after the command name (which may hold spaces) start
+		// after the last ')': state, then ppid.
+		s := string(b)
+		f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+		if len(f) > 1 {
+			pp, _ := strconv.Atoi(f[1])
+			children[pp] = append(children[pp], p)
+		}
+	}
+	total := 0.0
+	for todo := []int{pid}; len(todo) > 0; {
+		p := todo[len(todo)-1]
+		todo = todo[:len(todo)-1]
+		total += rss(p)
+		todo = append(todo, children[p]...)
+	}
+	return total
+}
