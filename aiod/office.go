@@ -1,24 +1,127 @@
 package aiod
 
+// This file is aiod's office mode (aiod --office ID --server URL, and the
+// sandbox of "a2c up"): the daemon joins an A2C-SMCP office as a Computer
+// whose tools are its own MCP tools, reached in process.
+
 import (
 	"context"
-	"errors"
+	"fmt"
+	"os"
+
+	"github.com/a2c-smcp/a2c-go/computer"
+	"github.com/a2c-smcp/a2c-go/computer/config"
+	"github.com/a2c-smcp/a2c-go/smcp"
 )
 
+// DefaultOfficeServer is the signalling server an office Computer joins
+// when [OfficeOptions.Server] is empty: "a2c server"'s default address.
+const DefaultOfficeServer = "http://127.0.0.1:8000"
+
+// DefaultSandboxBundleID names the sandbox's tools in an office:
+// sandbox__sandbox_execute_bash and so on.
+const DefaultSandboxBundleID = "sandbox"
+
 // OfficeOptions say which office the daemon joins as a Computer
-// (aiod --office ID --server URL ...). SKELETON: filled in by the office work.
+// (aiod --office ID --server URL ...).
 type OfficeOptions struct {
-	Server, Office, Name, Token string
-	// Approve is the approval policy: "all" (default) or "none".
+	// Server is the signalling server's URL (default
+	// [DefaultOfficeServer]); Office the office to join (required); Name
+	// the Computer's name there (default "aiod-<host name>").
+	Server, Office, Name string
+	// Token, when set, is presented in the connect auth object (and as a
+	// header) under AuthField, as "a2c server --token" expects it.
+	Token string
+	// AuthField names the auth field and header of Token. Default
+	// "x-api-key".
+	AuthField string
+	// Path is the server's Engine.IO path. Default "/socket.io/".
+	Path string
+	// Approve is the approval policy for tools without auto_apply: "all"
+	// (default: run them) or "none" (refuse them with 4005). A daemon has
+	// no terminal to ask on, so "ask" is refused.
 	Approve string
-	// ConfigFile is an optional Computer configuration whose MCP servers
-	// are served beside the sandbox's tools.
+	// ConfigFile is an optional Computer configuration (the format of
+	// "a2c computer --config") whose MCP servers are served beside the
+	// sandbox's tools. Its ${input:...} placeholders must have defaults.
 	ConfigFile string
-	// BundleID names the sandbox's tools (default "sandbox").
+	// BundleID names the sandbox's tools (default
+	// [DefaultSandboxBundleID]); it must be a valid bundle_id.
 	BundleID string
+	// Supervisor is the binary that keeps the process tree of a stdio
+	// server of ConfigFile from outliving the daemon (see
+	// mcphost.Options.Supervisor); empty: no supervisor.
+	Supervisor string
+	// OnJoined, if set, is called each time the Computer has joined the
+	// office with its tools listed (after a reconnect too).
+	OnJoined func()
 }
 
-// JoinOffice serves the daemon's tools to an office until ctx ends.
+// JoinOffice serves the daemon's tools to an office as a Computer until
+// ctx ends, then leaves it. The sandbox's tools (the ones /mcp serves)
+// are exposed as <BundleID>__<tool>, reached through [mcp.Server.Connect]
+// in this process; a call's cancel (server:tool_call_cancel) or timeout
+// cancels the MCP call, which ends the command's process tree. Bad
+// options and an unreadable or invalid ConfigFile are returned before any
+// connection is made; a lost connection is retried with backoff; a
+// protocol version refusal ends JoinOffice with an error.
 func (d *Daemon) JoinOffice(ctx context.Context, o OfficeOptions) error {
-	return errors.New("aiod: --office not implemented")
+	c, err := d.officeComputer(o)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	return c.Run(ctx)
+}
+
+// officeComputer validates o and builds the Computer JoinOffice runs.
+func (d *Daemon) officeComputer(o OfficeOptions) (*computer.Computer, error) {
+	if o.Office == "" {
+		return nil, usageError("an office is required to join one")
+	}
+	if o.Server == "" {
+		o.Server = DefaultOfficeServer
+	}
+	if o.Name == "" {
+		host, _ := os.Hostname()
+		o.Name = "aiod-" + host
+	}
+	if o.AuthField == "" {
+		o.AuthField = "x-api-key"
+	}
+	policy := computer.ApproveAll
+	switch o.Approve {
+	case "", "all":
+	case "none":
+		policy = computer.ApproveNone
+	default:
+		return nil, usageError(fmt.Sprintf("--approve must be all or none, got %q", o.Approve))
+	}
+	if o.BundleID == "" {
+		o.BundleID = DefaultSandboxBundleID
+	}
+	if !smcp.ValidBundleID(o.BundleID) {
+		return nil, usageError(fmt.Sprintf("--bundle-id %q is not a valid bundle_id ([A-Za-z0-9_-], no \"__\")", o.BundleID))
+	}
+	cfg := &config.File{}
+	if o.ConfigFile != "" {
+		var err error
+		if cfg, err = config.Load(o.ConfigFile); err != nil {
+			return nil, fmt.Errorf("office config: %w", err)
+		}
+		for _, diag := range cfg.Diagnostics {
+			d.log.Warn("office config", "problem", diag.String())
+		}
+	}
+	co := computer.Options{Server: o.Server, Path: o.Path, Office: o.Office, Name: o.Name, Config: cfg, Approval: policy,
+		Supervisor: o.Supervisor, OnJoined: o.OnJoined, Logger: d.log,
+		Local: []computer.LocalServer{{BundleID: o.BundleID, Name: "aiod sandbox", Connect: d.MCP().Connect}}}
+	if o.Token != "" {
+		co.Auth = map[string]any{o.AuthField: o.Token}
+	}
+	c, err := computer.New(co)
+	if err != nil {
+		return nil, fmt.Errorf("office: %w", err)
+	}
+	return c, nil
 }

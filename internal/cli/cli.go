@@ -36,6 +36,8 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		err = runServer(ctx, env, args[1:])
 	case "computer":
 		err = runComputer(ctx, env, args[1:])
+	case "up":
+		err = runUp(ctx, env, args[1:])
 	case "room":
 		err = runRoom(ctx, env, args[1:])
 	case "tools":
@@ -82,6 +84,7 @@ func usage(w io.Writer) {
 	fmt.Fprint(w, `a2c: A2C-SMCP signalling server and agent tools
 
 Usage:
+  a2c up     [--listen HOST:PORT] [--sandbox-listen HOST:PORT] [--workspace DIR] [--config FILE] [--token T]
   a2c server [--listen HOST:PORT] [--path /socket.io/] [--token T | --token-file F]
   a2c computer --config FILE [--server URL] [--office ID] [--name NAME] [--token T] [--approve all|none|ask] [--admin HOST:PORT]
   a2c computer check --config FILE [--json]

@@ -1,0 +1,204 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/a2c-smcp/a2c-go/aiod"
+	"github.com/a2c-smcp/a2c-go/computer/config"
+	"github.com/a2c-smcp/a2c-go/server"
+)
+
+// upStopTimeout bounds each step of a2c up's shutdown: the Computer's
+// leave, the sandbox's processes, the hub's in-flight calls.
+const upStopTimeout = 10 * time.Second
+
+// runUp is "a2c up": the signalling hub, the sandbox daemon's HTTP API and
+// the sandbox as a Computer in one office of that hub, in this process,
+// with no configuration.
+func runUp(ctx context.Context, e *env, args []string) error {
+	start := time.Now()
+	fs := newFlags(e, "up")
+	listen := fs.String("listen", "127.0.0.1:8000", "the hub's address, HOST:PORT (port 0 picks a free one)")
+	sandboxListen := fs.String("sandbox-listen", "127.0.0.1:18091", "the sandbox HTTP API's address, HOST:PORT (port 0 picks a free one)")
+	workspace := fs.String("workspace", "./workspace", "the sandbox's working directory (created if missing)")
+	cfgPath := fs.String("config", "", "MCP server configuration file (JSON or YAML) whose servers the Computer serves beside the sandbox")
+	token := fs.String("token", "", "shared secret for the hub and the sandbox API (default $A2C_TOKEN)")
+	office := fs.String("office", "default", "the office the sandbox Computer joins")
+	name := fs.String("name", "sandbox", "the sandbox Computer's name in the office")
+	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	if err := e.parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usageError{"unexpected argument " + fs.Arg(0)}
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
+		return usageError{"bad --log-level " + *logLevel}
+	}
+	log := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: level}))
+	secret, tokenFromEnv := *token, false
+	if secret == "" {
+		secret, tokenFromEnv = os.Getenv("A2C_TOKEN"), true
+	}
+
+	// Everything that can be wrong with the command line is found before
+	// anything listens or starts.
+	dcfg, err := aiod.ConfigFromEnv()
+	if err != nil {
+		return fmt.Errorf("sandbox environment: %w", err)
+	}
+	if *cfgPath != "" {
+		if _, err := config.Load(*cfgPath); err != nil {
+			return err
+		}
+	}
+	ws, err := filepath.Abs(*workspace)
+	if err != nil {
+		return fmt.Errorf("workspace: %w", err)
+	}
+	if err := os.MkdirAll(ws, 0o755); err != nil {
+		return fmt.Errorf("workspace: %w", err)
+	}
+	if err := hideSelf(); err != nil {
+		log.Warn("cannot make the process non-dumpable; commands running as its account can read its environment", "err", err)
+	}
+	hubLn, err := net.Listen("tcp", *listen)
+	if err != nil {
+		return fmt.Errorf("hub: listen: %w", err)
+	}
+	defer hubLn.Close()
+	boxLn, err := net.Listen("tcp", *sandboxListen)
+	if err != nil {
+		return fmt.Errorf("sandbox API: listen: %w", err)
+	}
+	defer boxLn.Close()
+
+	scfg := server.Config{Logger: log}
+	if secret != "" {
+		scfg.Auth = server.TokenAuth(secret, "x-api-key")
+	}
+	hub, err := server.New(scfg)
+	if err != nil {
+		return err
+	}
+	dcfg.Workspace, dcfg.APIKey, dcfg.Logger = ws, secret, log
+	d, err := aiod.New(dcfg)
+	if err != nil {
+		return fmt.Errorf("sandbox: %w", err)
+	}
+
+	hubURL, boxURL := "http://"+hubLn.Addr().String(), "http://"+boxLn.Addr().String()
+	printUpBanner(e, upBanner{hubAddr: hubLn.Addr().String(), boxAddr: boxLn.Addr().String(), office: *office, name: *name,
+		workspace: ws, config: *cfgPath, auth: secret != "", token: secret, tokenFromEnv: tokenFromEnv})
+
+	hubSrv := &http.Server{Handler: hub.Handler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 120 * time.Second, MaxHeaderBytes: 64 << 10}
+	boxSrv := &http.Server{Handler: d.Handler(), ReadHeaderTimeout: aiod.ReadHeaderTimeout, IdleTimeout: 120 * time.Second}
+	errc := make(chan error, 3)
+	go func() { errc <- fmt.Errorf("hub: %w", hubSrv.Serve(hubLn)) }()
+	go func() { errc <- fmt.Errorf("sandbox API: %w", boxSrv.Serve(boxLn)) }()
+
+	cctx, stopComputer := context.WithCancel(ctx)
+	defer stopComputer()
+	var once sync.Once
+	joined := func() {
+		once.Do(func() {
+			fmt.Fprintf(e.stderr, "a2c up: ready in %s: Computer %q joined office %q\n", time.Since(start).Round(time.Millisecond), *name, *office)
+		})
+	}
+	computerDone := make(chan error, 1)
+	go func() {
+		computerDone <- d.JoinOffice(cctx, aiod.OfficeOptions{Server: hubURL, Office: *office, Name: *name, Token: secret,
+			ConfigFile: *cfgPath, Supervisor: supervisor(), OnJoined: joined})
+	}()
+
+	var runErr error
+	select {
+	case <-ctx.Done():
+	case runErr = <-errc:
+	case runErr = <-computerDone:
+		computerDone <- nil
+		if runErr == nil {
+			runErr = errors.New("the sandbox Computer stopped")
+		}
+		runErr = fmt.Errorf("sandbox Computer: %w", runErr)
+	}
+	log.Info("stopping", "hub", hubURL, "sandbox", boxURL)
+	// The Computer first (it cancels its calls and leaves the office),
+	// then the sandbox's processes, then the two HTTP servers.
+	stopComputer()
+	select {
+	case <-computerDone:
+	case <-time.After(upStopTimeout):
+		log.Warn("the sandbox Computer did not stop in time")
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), upStopTimeout)
+	defer cancel()
+	if err := d.Shutdown(sctx); err != nil {
+		log.Warn("sandbox shutdown", "err", err)
+	}
+	if err := hub.Shutdown(sctx); err != nil {
+		log.Warn("hub shutdown", "err", err)
+	}
+	_ = hubSrv.Shutdown(sctx)
+	_ = boxSrv.Shutdown(sctx)
+	if runErr != nil {
+		return runErr
+	}
+	log.Info("stopped")
+	return nil
+}
+
+// upBanner is what a2c up's first lines say.
+type upBanner struct {
+	hubAddr, boxAddr, office, name, workspace, config string
+	auth, tokenFromEnv                                bool
+	token                                             string
+}
+
+// printUpBanner writes a2c up's first lines to stderr: where the hub and
+// the sandbox API listen (as addr= and sandbox_addr=, for scripts), the
+// office and workspace, and a command to try with the flags it needs.
+func printUpBanner(e *env, b upBanner) {
+	w := e.stderr
+	fmt.Fprintf(w, "a2c up: hub listening addr=%s url=http://%s office=%s auth=%t\n", b.hubAddr, b.hubAddr, b.office, b.auth)
+	fmt.Fprintf(w, "a2c up: sandbox API listening sandbox_addr=%s url=http://%s workspace=%s\n", b.boxAddr, b.boxAddr, b.workspace)
+	cfg := "none"
+	if b.config != "" {
+		cfg = b.config
+	}
+	fmt.Fprintf(w, "a2c up: Computer name=%s office=%s tools=%s__* config=%s\n", b.name, b.office, aiod.DefaultSandboxBundleID, cfg)
+	var flags []string
+	if b.hubAddr != "127.0.0.1:8000" {
+		flags = append(flags, "--server http://"+b.hubAddr)
+	}
+	if b.office != "default" {
+		flags = append(flags, "--office "+shellQuote(b.office))
+	}
+	if b.auth && !b.tokenFromEnv {
+		flags = append(flags, "--token "+shellQuote(b.token))
+	}
+	try := "a2c call " + aiod.DefaultSandboxBundleID + "__sandbox_execute_bash --args '{\"cmd\":\"echo hi\"}'"
+	if len(flags) > 0 {
+		try += " " + strings.Join(flags, " ")
+	}
+	fmt.Fprintf(w, "a2c up: try: %s\n", try)
+}
+
+// shellQuote quotes s for a POSIX shell when it needs it.
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.:/@%+=,") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
