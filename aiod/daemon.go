@@ -151,18 +151,21 @@ func New(cfg Config) (*Daemon, error) {
 		Buckets: prometheus.DefBuckets}, []string{"route"})
 	d.reg.MustRegister(d.reqs, d.dur, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
+	cmdPlane := commands.New(commands.Config{Workspace: cfg.Workspace, Logger: cfg.Logger, MaxSessions: cfg.MaxCommandSessions,
+		SessionIdle: cfg.CommandSessionIdle, KillGrace: cfg.CommandKillGrace, DefaultUser: cfg.DefaultUser, BashBin: os.Getenv("AIO_BASH_BIN"),
+		Registerer: d.reg})
+	filePlane := files.New(files.Config{Workspace: cfg.Workspace, DefaultUser: cfg.DefaultUser, Logger: cfg.Logger})
+	codePlane := code.New(code.Config{Workspace: cfg.Workspace, Logger: cfg.Logger, DefaultUser: cfg.DefaultUser,
+		Python: cfg.PythonBin, Node: cfg.NodeBin, MaxKernelSessions: cfg.MaxKernels, MaxSessions: cfg.MaxCodeSessions,
+		KernelIdle: cfg.KernelIdle, SessionIdle: cfg.CodeIdle})
 	d.planes = []plane{
-		commands.New(commands.Config{Workspace: cfg.Workspace, Logger: cfg.Logger, MaxSessions: cfg.MaxCommandSessions,
-			SessionIdle: cfg.CommandSessionIdle, KillGrace: cfg.CommandKillGrace, DefaultUser: cfg.DefaultUser, BashBin: os.Getenv("AIO_BASH_BIN"),
-			Registerer: d.reg}),
-		files.New(files.Config{Workspace: cfg.Workspace, DefaultUser: cfg.DefaultUser, Logger: cfg.Logger}),
+		cmdPlane,
+		filePlane,
 		transfer.New(transfer.Config{Workspace: cfg.Workspace, DefaultUser: cfg.DefaultUser, Logger: cfg.Logger}),
 		watch.New(watch.Config{Workspace: cfg.Workspace, Logger: cfg.Logger}),
 		pty.New(pty.Config{Workspace: cfg.Workspace, Logger: cfg.Logger, DefaultUser: cfg.DefaultUser,
 			MaxSessions: cfg.MaxTerminals, SessionIdle: cfg.TerminalIdle, Shell: os.Getenv("AIO_BASH_BIN")}),
-		code.New(code.Config{Workspace: cfg.Workspace, Logger: cfg.Logger, DefaultUser: cfg.DefaultUser,
-			Python: cfg.PythonBin, Node: cfg.NodeBin, MaxKernelSessions: cfg.MaxKernels, MaxSessions: cfg.MaxCodeSessions,
-			KernelIdle: cfg.KernelIdle, SessionIdle: cfg.CodeIdle}),
+		codePlane,
 	}
 	ctx, stop := context.WithCancel(context.Background())
 	d.stop = stop
@@ -185,7 +188,11 @@ func New(cfg Config) (*Daemon, error) {
 	for _, p := range d.planes {
 		p.Mount(mux)
 	}
-	d.mcp = &mcp.Server{}
+	// The MCP tools drive the planes' own engines: a tool and its route
+	// share sessions, processes and files.
+	d.mcp = mcp.New(mcp.Config{Commands: cmdPlane.Engine(), Files: filePlane.Engine(), Code: codePlane.Engine(),
+		Context: d.sandboxContext, Packages: d.packageList, SkillsPath: cfg.SkillsPath, Upstreams: cfg.MCPServers,
+		Version: Version, Logger: cfg.Logger, Registerer: d.reg})
 	mux.Handle("/mcp", d.mcp)
 	d.handler = bodyProgress(cfg.BodyIdle, d.instrument(mux, requestID(cors(d.auth(limitJSON(envelopeErrors(apiSurface(cfg.APISurface, mux))))))))
 	return d, nil
@@ -194,6 +201,15 @@ func New(cfg Config) (*Daemon, error) {
 // MCP is the daemon's MCP server: its /mcp endpoint and, through
 // [mcp.Server.Connect], the same tools for a Computer in this process.
 func (d *Daemon) MCP() *mcp.Server { return d.mcp }
+
+// sandboxContext is what the MCP tool sandbox_get_context reports: the
+// version, the workspace (the account's home, as home_dir too) and the
+// environment GET /v2/sandbox describes.
+func (d *Daemon) sandboxContext(ctx context.Context) (any, error) {
+	c := d.probe.get(ctx, false)
+	return map[string]any{"version": Version, "home_dir": d.cfg.Workspace, "workspace_dir": d.cfg.Workspace,
+		"detail": d.environment(c)}, nil
+}
 
 // Handler serves every route.
 func (d *Daemon) Handler() http.Handler { return d.handler }
@@ -457,6 +473,9 @@ func readFrom(w http.ResponseWriter, r io.Reader) (int64, error) {
 func (d *Daemon) Shutdown(ctx context.Context) error {
 	d.stop()
 	var first error
+	if err := d.mcp.Close(ctx); err != nil {
+		first = err
+	}
 	for _, p := range d.planes {
 		if err := p.Close(ctx); err != nil && first == nil {
 			first = err

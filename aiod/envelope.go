@@ -20,10 +20,11 @@ var (
 )
 
 // limitJSON refuses a JSON body whose declared length is over the limit
-// before a handler reads it.
+// before a handler reads it. /mcp has its own, larger limit
+// (mcp.MaxBody, 8 MiB), which it enforces itself.
 func limitJSON(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.ContentLength > api.MaxJSONBody && strings.HasPrefix(r.Header.Get("Content-Type"), "application/json") {
+		if r.ContentLength > api.MaxJSONBody && strings.HasPrefix(r.Header.Get("Content-Type"), "application/json") && r.URL.Path != "/mcp" {
 			Fail(w, http.StatusRequestEntityTooLarge, "Request body too large", nil)
 			return
 		}

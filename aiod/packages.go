@@ -3,6 +3,7 @@ package aiod
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"os/exec"
@@ -40,27 +41,52 @@ func (d *Daemon) packagesV1(w http.ResponseWriter, r *http.Request) {
 }
 
 func (d *Daemon) listPackages(w http.ResponseWriter, r *http.Request, lang string) {
-	ctx, cancel := context.WithTimeout(r.Context(), 20*time.Second)
+	text, err := d.packageList(r.Context(), lang)
+	if err != nil {
+		var pe *packageError
+		if errors.As(err, &pe) {
+			Fail(w, pe.status, pe.msg, nil, pe.hint)
+			return
+		}
+		Fail(w, http.StatusInternalServerError, "listing packages failed", nil)
+		return
+	}
+	OK(w, text)
+}
+
+// packageError is a listing that could not be made: its status on the
+// HTTP routes and the daemon's wording (the MCP tool sandbox_get_packages
+// shows the wording).
+type packageError struct {
+	status    int
+	msg, hint string
+}
+
+func (e *packageError) Error() string { return e.msg }
+
+// packageList is the listing both the routes and sandbox_get_packages
+// answer: "  - name==version" lines for python, a "Node.js Packages:"
+// header and "  - name@version" lines for nodejs. Its errors are
+// *packageError.
+func (d *Daemon) packageList(ctx context.Context, lang string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
 	var names []string
 	switch lang {
 	case "python":
 		py, err := findBinary("python3", "/usr/bin/python3", "python")
 		if err != nil {
-			Fail(w, http.StatusServiceUnavailable, "python is not available", nil, "looked for python3 and python on PATH and /usr/bin/python3")
-			return
+			return "", &packageError{http.StatusServiceUnavailable, "python is not available", "looked for python3 and python on PATH and /usr/bin/python3"}
 		}
 		out, err := exec.CommandContext(ctx, py, "-c", pythonList).Output()
 		if err != nil {
-			Fail(w, http.StatusInternalServerError, "listing python packages failed", nil)
-			return
+			return "", &packageError{status: http.StatusInternalServerError, msg: "listing python packages failed"}
 		}
 		names = strings.Fields(string(out))
 	case "nodejs":
 		npm, err := findBinary("npm")
 		if err != nil {
-			Fail(w, http.StatusServiceUnavailable, "nodejs is not available", nil, "looked for npm on PATH")
-			return
+			return "", &packageError{http.StatusServiceUnavailable, "nodejs is not available", "looked for npm on PATH"}
 		}
 		out, _ := exec.CommandContext(ctx, npm, "ls", "-g", "--depth=0", "--json").Output()
 		var tree struct {
@@ -69,15 +95,13 @@ func (d *Daemon) listPackages(w http.ResponseWriter, r *http.Request, lang strin
 			} `json:"dependencies"`
 		}
 		if err := json.Unmarshal(out, &tree); err != nil {
-			Fail(w, http.StatusInternalServerError, "listing nodejs packages failed", nil)
-			return
+			return "", &packageError{status: http.StatusInternalServerError, msg: "listing nodejs packages failed"}
 		}
 		for n, dep := range tree.Dependencies {
 			names = append(names, n+"@"+dep.Version)
 		}
 	default:
-		Fail(w, http.StatusBadRequest, fmt.Sprintf("unknown lang %q: expected python or nodejs", lang), nil)
-		return
+		return "", &packageError{status: http.StatusBadRequest, msg: fmt.Sprintf("unknown lang %q: expected python or nodejs", lang)}
 	}
 	sort.Slice(names, func(i, j int) bool { return strings.ToLower(names[i]) < strings.ToLower(names[j]) })
 	var b strings.Builder
@@ -87,7 +111,7 @@ func (d *Daemon) listPackages(w http.ResponseWriter, r *http.Request, lang strin
 	for _, n := range names {
 		b.WriteString("  - " + n + "\n")
 	}
-	OK(w, b.String())
+	return b.String(), nil
 }
 
 // findBinary returns the first of names found on PATH (or as a path).

@@ -2,25 +2,383 @@ package mcp
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"io"
+	"log/slog"
+	"mime"
 	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/a2c-smcp/a2c-go/aiod/code"
+	"github.com/a2c-smcp/a2c-go/aiod/commands"
+	"github.com/a2c-smcp/a2c-go/aiod/files"
 )
 
-// Server serves the sandbox's tools. SKELETON: replaced by the MCP work.
-type Server struct{}
+// MaxBody is the largest POST body /mcp reads (the daemon's other JSON
+// routes stop at 2 MiB). A larger one is answered 413 before any of it
+// is decoded.
+const MaxBody = 8 << 20
 
-// ServeHTTP answers /mcp.
-func (s *Server) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
-	http.Error(w, "not implemented", http.StatusNotImplemented)
+// SessionIdle closes a streamable-HTTP session that has seen no request
+// for this long.
+const SessionIdle = 30 * time.Minute
+
+// statelessProtocol is the first MCP revision without the initialize
+// handshake (SEP-2575). /mcp speaks the handshake-era revisions only: its
+// plain path is stateless by construction and needs none of the new
+// per-request metadata, and the SDK's session handler refuses the new
+// revision anyway, so a client asking for it is answered with the newest
+// handshake-era revision and negotiates down.
+const statelessProtocol = "2026-07-28"
+
+// protocolVersions are the revisions /mcp negotiates, newest first: those
+// the Go SDK supports, up to (not including) [statelessProtocol].
+var protocolVersions = slices.DeleteFunc(sdk.SupportedProtocolVersions(), func(v string) bool { return v >= statelessProtocol })
+
+// Browser is what the three browser tools drive. A daemon without a
+// browser plane leaves it nil and the tools answer isError.
+type Browser interface {
+	// Info describes the browser (user agent, CDP url, viewport).
+	Info(ctx context.Context) (any, error)
+	// Screenshot returns an image of the display and its MIME type.
+	Screenshot(ctx context.Context) ([]byte, string, error)
+	// Action performs one GUI action (the tool's "action" object).
+	Action(ctx context.Context, action json.RawMessage) (any, error)
 }
 
-// Connect returns the client end of an in-memory transport whose other end
-// is served by s, for a Computer in the same process.
+// Config configures a [Server]. The engines are the ones the HTTP planes
+// serve, so a tool and its route share sessions, processes and files.
+type Config struct {
+	// Commands runs sandbox_execute_bash.
+	Commands *commands.Engine
+	// Files runs sandbox_file_operations and sandbox_str_replace_editor.
+	Files *files.Engine
+	// Code runs sandbox_execute_code.
+	Code *code.Engine
+	// Context is what sandbox_get_context reports (GET /v2/sandbox's
+	// facts); nil answers isError.
+	Context func(ctx context.Context) (any, error)
+	// Packages lists the installed packages of a language (python or
+	// nodejs) as GET /v2/sandbox/packages words them; nil answers isError.
+	Packages func(ctx context.Context, lang string) (string, error)
+	// Browser drives the browser tools; nil: they answer isError.
+	Browser Browser
+	// SkillsPath is where sandbox_load_skill finds skills
+	// (AIO_SKILLS_PATH): a directory holding SKILL.md, or a tree of them.
+	SkillsPath string
+	// Upstreams is EXTRA_MCP_SERVERS: a JSON object of loopback MCP
+	// servers whose tools are listed beside the built-in ones.
+	Upstreams string
+	// AllowedHosts are host names accepted in Host and Origin on top of
+	// the loopback names, for a daemon on loopback behind a gateway that
+	// passes its public host name on.
+	AllowedHosts []string
+	// Version is the serverInfo version (aiod.Version).
+	Version string
+	// Logger receives the endpoint's logs (default: discarded).
+	Logger *slog.Logger
+	// Registerer, when set, gets mcp_tool_calls_total{tool,outcome} and
+	// mcp_tool_call_duration_seconds{tool}.
+	Registerer prometheus.Registerer
+}
+
+// Server is aiod's MCP endpoint: the built-in tools and the upstreams of
+// [Config.Upstreams] behind one dispatcher, reached over POST /mcp (plain
+// stateless JSON-RPC, or the streamable-HTTP transport with sessions) and
+// over [Server.Connect] in the same process. Make one with [New]; it is
+// safe for concurrent use.
+type Server struct {
+	cfg       Config
+	log       *slog.Logger
+	tools     []*tool // built-ins, in the published order
+	byName    map[string]*tool
+	upstreams []*upstream
+	warnings  []string
+	client    *http.Client // to the upstreams
+	metrics   *metrics
+	bash      bashState
+
+	sdk    *sdk.Server
+	stream *sdk.StreamableHTTPHandler
+
+	// ctx ends at Close: calls in flight on the plain path and every
+	// in-memory session end with it.
+	ctx  context.Context
+	stop context.CancelFunc
+
+	mu       sync.Mutex
+	inflight map[string]map[*context.CancelFunc]struct{} // plain-path calls by id
+}
+
+// New returns a server for cfg. Entries of cfg.Upstreams that cannot be
+// used (remote URLs, stdio commands, malformed entries) are skipped with
+// a warning, logged here and kept for [Server.Warnings]; New never fails.
+func New(cfg Config) *Server {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Version == "" {
+		cfg.Version = "dev"
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	s := &Server{cfg: cfg, log: cfg.Logger, ctx: ctx, stop: stop, inflight: map[string]map[*context.CancelFunc]struct{}{},
+		metrics: newMetrics(cfg.Registerer), client: upstreamClient()}
+	s.tools = s.builtins()
+	s.byName = make(map[string]*tool, len(s.tools))
+	for _, t := range s.tools {
+		s.byName[t.name] = t
+	}
+	s.upstreams, s.warnings = parseUpstreams(cfg.Upstreams)
+	for _, w := range s.warnings {
+		s.log.Warn("EXTRA_MCP_SERVERS entry skipped", "reason", w)
+	}
+	for _, u := range s.upstreams {
+		s.log.Info("MCP upstream registered", "name", u.name, "url", u.display, "prefix", u.prefix)
+	}
+
+	s.sdk = sdk.NewServer(&sdk.Implementation{Name: "aiod", Version: cfg.Version}, &sdk.ServerOptions{
+		Logger:                    cfg.Logger,
+		Capabilities:              &sdk.ServerCapabilities{Tools: &sdk.ToolCapabilities{ListChanged: false}},
+		SupportedProtocolVersions: protocolVersions,
+	})
+	s.sdk.AddReceivingMiddleware(s.toolsMiddleware)
+	s.stream = sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s.sdk }, &sdk.StreamableHTTPOptions{
+		Logger:              cfg.Logger,
+		SessionTimeout:      SessionIdle,
+		MaxRequestBodyBytes: MaxBody,
+		// Host and Origin are checked in ServeHTTP for both paths.
+		DisableLocalhostProtection: true,
+	})
+	return s
+}
+
+// Warnings lists the EXTRA_MCP_SERVERS entries New skipped and why.
+func (s *Server) Warnings() []string { return slices.Clone(s.warnings) }
+
+// Close ends the endpoint's state: every streamable-HTTP and in-memory
+// session and every call in flight (whose commands end with their whole
+// process trees). Later requests are still answered. It does not block.
+func (s *Server) Close(context.Context) error {
+	s.stop()
+	for ss := range s.sdk.Sessions() {
+		_ = ss.Close()
+	}
+	return nil
+}
+
+// Connect returns the client end of an in-memory transport whose server
+// end is served by s (the same tools, the same dispatcher) until ctx ends,
+// the client closes, or s is closed. A Computer in the same process uses
+// it instead of HTTP; cancelling a call's context on the client sends
+// notifications/cancelled, which ends the call as on /mcp.
 func (s *Server) Connect(ctx context.Context) (sdk.Transport, error) {
-	return nil, errors.New("mcp: not implemented")
+	ct, st := sdk.NewInMemoryTransports()
+	ss, err := s.sdk.Connect(ctx, st, nil)
+	if err != nil {
+		return nil, err
+	}
+	// The session ends with ctx or with s; the watcher below ends with
+	// the session, so nothing outlives it.
+	stopCtx := context.AfterFunc(ctx, func() { _ = ss.Close() })
+	stopS := context.AfterFunc(s.ctx, func() { _ = ss.Close() })
+	go func() {
+		_ = ss.Wait()
+		stopCtx()
+		stopS()
+	}()
+	return ct, nil
 }
 
-// Warnings lists what was rejected at start (EXTRA_MCP_SERVERS entries).
-func (s *Server) Warnings() []string { return nil }
+// ServeHTTP answers /mcp. Host and Origin are checked first (see
+// [Server.refuseRebinding]). A request that belongs to the
+// streamable-HTTP transport (one carrying Mcp-Session-Id, a GET or a
+// DELETE, or a POST whose Accept lists text/event-stream) goes to the
+// SDK's session handler; every other POST is plain stateless JSON-RPC.
+// Both reach the same tools through the same dispatcher.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if s.refuseRebinding(w, r) {
+		return
+	}
+	switch {
+	case r.Header.Get("Mcp-Session-Id") != "" || r.Method == http.MethodGet || r.Method == http.MethodDelete ||
+		(r.Method == http.MethodPost && acceptsEventStream(r)):
+		s.stream.ServeHTTP(w, r)
+	case r.Method == http.MethodPost:
+		s.servePlain(w, r)
+	default:
+		w.Header().Set("Allow", "GET, POST, DELETE")
+		writeJSON(w, http.StatusMethodNotAllowed, response{JSONRPC: "2.0", ID: nullID,
+			Error: &rpcError{Code: codeInvalidRequest, Message: "Method Not Allowed: /mcp takes POST (and GET and DELETE for streamable-HTTP sessions)"}})
+	}
+}
+
+// acceptsEventStream reports whether any Accept value names
+// text/event-stream (a streamable-HTTP client always sends it).
+func acceptsEventStream(r *http.Request) bool {
+	for _, v := range r.Header.Values("Accept") {
+		for part := range strings.SplitSeq(v, ",") {
+			if mt, _, err := mime.ParseMediaType(strings.TrimSpace(part)); err == nil && mt == "text/event-stream" {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// servePlain is the stateless path: one POST, one JSON answer (or 202 for
+// a body of notifications only). No session, no handshake required.
+func (s *Server) servePlain(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBody))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			writeJSON(w, http.StatusRequestEntityTooLarge, response{JSONRPC: "2.0", ID: nullID,
+				Error: &rpcError{Code: codeInvalidRequest, Message: "Request body too large: /mcp accepts at most 8 MiB"}})
+			return
+		}
+		// The client went away or stalled: nobody to answer.
+		return
+	}
+	msgs, batch, perr := parseBody(body)
+	if perr != nil {
+		writeJSON(w, http.StatusOK, response{JSONRPC: "2.0", ID: nullID, Error: perr})
+		return
+	}
+	var out []response
+	for i := range msgs {
+		if resp, ok := s.handle(r.Context(), &msgs[i]); ok {
+			out = append(out, resp)
+		}
+	}
+	switch {
+	case len(out) == 0:
+		w.WriteHeader(http.StatusAccepted)
+	case batch:
+		writeJSON(w, http.StatusOK, out)
+	default:
+		writeJSON(w, http.StatusOK, out[0])
+	}
+}
+
+// handle answers one message of the plain path; ok is false when there
+// is nothing to answer (a notification, a client's response).
+func (s *Server) handle(ctx context.Context, m *message) (resp response, ok bool) {
+	resp = response{JSONRPC: "2.0", ID: m.ID}
+	switch {
+	case m.Invalid != nil:
+		resp.Error = m.Invalid
+		return resp, true
+	case m.Response:
+		return resp, false
+	case !m.isCall():
+		if m.Method == "notifications/cancelled" {
+			s.cancelPlain(m.Params)
+		}
+		return resp, false
+	}
+	switch m.Method {
+	case "initialize":
+		resp.Result = marshal(s.initializeResult(m.Params))
+	case "ping":
+		resp.Result = json.RawMessage(`{}`)
+	case "tools/list":
+		resp.Result = s.listJSON(ctx)
+	case "tools/call":
+		var p struct {
+			Name      json.RawMessage `json:"name"`
+			Arguments json.RawMessage `json:"arguments"`
+		}
+		_ = json.Unmarshal(m.Params, &p) // an array or a bad name reads as no name
+		name := ""
+		if len(p.Name) > 0 && json.Unmarshal(p.Name, &name) != nil {
+			name = string(compact(p.Name))
+		}
+		ctx, done := s.track(ctx, m.ID)
+		defer done()
+		resp.Result, resp.Error = s.call(ctx, name, p.Arguments)
+	default:
+		resp.Error = &rpcError{Code: codeMethodNotFound, Message: "Method not found: " + m.Method}
+	}
+	return resp, true
+}
+
+// initializeResult answers initialize: the client's protocolVersion when
+// /mcp speaks it, else the newest one it does.
+func (s *Server) initializeResult(params json.RawMessage) any {
+	var p struct {
+		ProtocolVersion string `json:"protocolVersion"`
+	}
+	_ = json.Unmarshal(params, &p)
+	v := protocolVersions[0]
+	if slices.Contains(protocolVersions, p.ProtocolVersion) {
+		v = p.ProtocolVersion
+	}
+	return map[string]any{
+		"protocolVersion": v,
+		"capabilities":    map[string]any{"tools": map[string]any{"listChanged": false}},
+		"serverInfo":      map[string]any{"name": "aiod", "version": s.cfg.Version},
+	}
+}
+
+// track registers a plain-path call under its id so that a
+// notifications/cancelled naming that id ends it; the context also ends
+// with the HTTP request (the client went away) and with Close.
+func (s *Server) track(parent context.Context, id json.RawMessage) (context.Context, func()) {
+	ctx, cancel := context.WithCancel(parent)
+	stop := context.AfterFunc(s.ctx, cancel)
+	key := idKey(id)
+	s.mu.Lock()
+	if s.inflight[key] == nil {
+		s.inflight[key] = map[*context.CancelFunc]struct{}{}
+	}
+	s.inflight[key][&cancel] = struct{}{}
+	s.mu.Unlock()
+	return ctx, func() {
+		s.mu.Lock()
+		delete(s.inflight[key], &cancel)
+		if len(s.inflight[key]) == 0 {
+			delete(s.inflight, key)
+		}
+		s.mu.Unlock()
+		stop()
+		cancel()
+	}
+}
+
+// cancelPlain ends the plain-path calls in flight under the requestId of
+// a notifications/cancelled. Ids are not scoped to a client (the plain
+// path has no session): every call in flight under that id ends.
+func (s *Server) cancelPlain(params json.RawMessage) {
+	var p struct {
+		RequestID json.RawMessage `json:"requestId"`
+	}
+	if json.Unmarshal(params, &p) != nil || len(p.RequestID) == 0 {
+		return
+	}
+	key := idKey(p.RequestID)
+	s.mu.Lock()
+	var cancels []context.CancelFunc
+	for c := range s.inflight[key] {
+		cancels = append(cancels, *c)
+	}
+	s.mu.Unlock()
+	for _, c := range cancels {
+		c()
+	}
+	if len(cancels) > 0 {
+		s.log.Info("MCP call cancelled", "id", key)
+	}
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(marshal(v))
+}

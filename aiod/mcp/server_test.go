@@ -1,0 +1,211 @@
+package mcp
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// TestPlainProtocol holds every protocol answer of the plain path to its
+// exact bytes.
+func TestPlainProtocol(t *testing.T) {
+	f := newFixture(t, nil)
+	cases := []struct {
+		name   string
+		body   string
+		status int
+		want   string
+	}{
+		{"not JSON", `{"jsonrpc":`, 200, `{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error: the body is not valid JSON"}}`},
+		{"empty body", ``, 200, `{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error: the body is not valid JSON"}}`},
+		{"unknown method", `{"jsonrpc":"2.0","id":1,"method":"resources/list"}`, 200,
+			`{"jsonrpc":"2.0","id":1,"error":{"code":-32601,"message":"Method not found: resources/list"}}`},
+		{"unknown tool", `{"jsonrpc":"2.0","id":"a","method":"tools/call","params":{"name":"sandbox_execute","arguments":{}}}`, 200,
+			`{"jsonrpc":"2.0","id":"a","error":{"code":-32602,"message":"unknown tool: sandbox_execute"}}`},
+		{"missing tool name", `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"arguments":{}}}`, 200,
+			`{"jsonrpc":"2.0","id":2,"error":{"code":-32602,"message":"unknown tool: "}}`},
+		{"no params", `{"jsonrpc":"2.0","id":3,"method":"tools/call"}`, 200,
+			`{"jsonrpc":"2.0","id":3,"error":{"code":-32602,"message":"unknown tool: "}}`},
+		{"name not a string", `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":5}}`, 200,
+			`{"jsonrpc":"2.0","id":3,"error":{"code":-32602,"message":"unknown tool: 5"}}`},
+		{"wrong jsonrpc", `{"jsonrpc":"1.0","id":4,"method":"ping"}`, 200,
+			`{"jsonrpc":"2.0","id":4,"error":{"code":-32600,"message":"Invalid Request: jsonrpc must be \"2.0\""}}`},
+		{"null id", `{"jsonrpc":"2.0","id":null,"method":"ping"}`, 200,
+			`{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid Request: id must be a string or a number"}}`},
+		{"object id", `{"jsonrpc":"2.0","id":{},"method":"ping"}`, 200,
+			`{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid Request: id must be a string or a number"}}`},
+		{"method not a string", `{"jsonrpc":"2.0","id":5,"method":7}`, 200,
+			`{"jsonrpc":"2.0","id":5,"error":{"code":-32600,"message":"Invalid Request: method must be a string"}}`},
+		{"no method", `{"jsonrpc":"2.0","id":5}`, 200,
+			`{"jsonrpc":"2.0","id":5,"error":{"code":-32600,"message":"Invalid Request: method is missing"}}`},
+		{"params a string", `{"jsonrpc":"2.0","id":6,"method":"ping","params":"x"}`, 200,
+			`{"jsonrpc":"2.0","id":6,"error":{"code":-32600,"message":"Invalid Request: params must be an object or an array"}}`},
+		{"not an object", `42`, 200, `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid Request: not a JSON-RPC object"}}`},
+		{"ping", `{"jsonrpc":"2.0","id":7,"method":"ping"}`, 200, `{"jsonrpc":"2.0","id":7,"result":{}}`},
+		{"ping, id kept as sent", `{"jsonrpc":"2.0","id": 1.50 ,"method":"ping"}`, 200, `{"jsonrpc":"2.0","id":1.50,"result":{}}`},
+		{"initialize, known version", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-03-26","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}`, 200,
+			`{"jsonrpc":"2.0","id":1,"result":{"capabilities":{"tools":{"listChanged":false}},"protocolVersion":"2025-03-26","serverInfo":{"name":"aiod","version":"9.9.9"}}}`},
+		{"initialize, unknown version", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"1999-01-01"}}`, 200,
+			`{"jsonrpc":"2.0","id":1,"result":{"capabilities":{"tools":{"listChanged":false}},"protocolVersion":"2025-11-25","serverInfo":{"name":"aiod","version":"9.9.9"}}}`},
+		{"initialize, stateless revision", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2026-07-28"}}`, 200,
+			`{"jsonrpc":"2.0","id":1,"result":{"capabilities":{"tools":{"listChanged":false}},"protocolVersion":"2025-11-25","serverInfo":{"name":"aiod","version":"9.9.9"}}}`},
+		{"notification", `{"jsonrpc":"2.0","method":"notifications/initialized"}`, 202, ``},
+		{"cancellation of nothing", `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":99}}`, 202, ``},
+		{"a client's response", `{"jsonrpc":"2.0","id":9,"result":{}}`, 202, ``},
+		{"batch", `[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","method":"notifications/initialized"},{"jsonrpc":"2.0","id":2,"method":"nope"}]`, 200,
+			`[{"jsonrpc":"2.0","id":1,"result":{}},{"jsonrpc":"2.0","id":2,"error":{"code":-32601,"message":"Method not found: nope"}}]`},
+		{"batch of notifications", `[{"jsonrpc":"2.0","method":"notifications/initialized"}]`, 202, ``},
+		{"empty batch", `[]`, 200, `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid Request: empty batch"}}`},
+		{"batch with a bad element", `[1,{"jsonrpc":"2.0","id":1,"method":"ping"}]`, 200,
+			`[{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid Request: not a JSON-RPC object"}},{"jsonrpc":"2.0","id":1,"result":{}}]`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			status, body := post(t, f.url, c.body)
+			if status != c.status || body != c.want {
+				t.Errorf("got %d %s\nwant %d %s", status, body, c.status, c.want)
+			}
+		})
+	}
+}
+
+// TestBodyLimit: /mcp reads up to 8 MiB; more is 413 before decoding.
+func TestBodyLimit(t *testing.T) {
+	f := newFixture(t, nil)
+	pad := strings.Repeat(" ", 3<<20) // over the daemon's 2 MiB, under 8 MiB
+	if status, body := post(t, f.url, `{"jsonrpc":"2.0","id":1,"method":"ping"}`+pad); status != 200 || body != `{"jsonrpc":"2.0","id":1,"result":{}}` {
+		t.Errorf("3 MiB: %d %s", status, body)
+	}
+	status, body := post(t, f.url, `{"jsonrpc":"2.0","id":1,"method":"ping"}`+strings.Repeat(" ", MaxBody))
+	if status != 413 || body != `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Request body too large: /mcp accepts at most 8 MiB"}}` {
+		t.Errorf("over 8 MiB: %d %s", status, body)
+	}
+}
+
+// TestToolsList: the ten built-ins in their order, each described, each
+// with an object schema that decodes.
+func TestToolsList(t *testing.T) {
+	f := newFixture(t, nil)
+	status, body := post(t, f.url, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
+	if status != 200 {
+		t.Fatalf("%d %s", status, body)
+	}
+	var r struct {
+		Result struct {
+			Tools []struct {
+				Name        string          `json:"name"`
+				Description string          `json:"description"`
+				InputSchema json.RawMessage `json:"inputSchema"`
+			} `json:"tools"`
+			NextCursor *string `json:"nextCursor"`
+		} `json:"result"`
+	}
+	if err := json.Unmarshal([]byte(body), &r); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"sandbox_execute_bash", "sandbox_execute_code", "sandbox_file_operations", "sandbox_str_replace_editor",
+		"sandbox_get_context", "sandbox_get_packages", "sandbox_load_skill", "browser_get_info", "browser_gui_screenshot",
+		"browser_gui_execute_action"}
+	if len(r.Result.Tools) != len(want) || r.Result.NextCursor != nil {
+		t.Fatalf("got %d tools (cursor %v), want %d", len(r.Result.Tools), r.Result.NextCursor, len(want))
+	}
+	for i, tl := range r.Result.Tools {
+		var sch struct {
+			Type       string                     `json:"type"`
+			Properties map[string]json.RawMessage `json:"properties"`
+			Required   []string                   `json:"required"`
+		}
+		if tl.Name != want[i] || tl.Description == "" || json.Unmarshal(tl.InputSchema, &sch) != nil || sch.Type != "object" || sch.Properties == nil {
+			t.Errorf("tool %d: %s %q %s", i, tl.Name, tl.Description, tl.InputSchema)
+		}
+		for _, req := range sch.Required {
+			if _, ok := sch.Properties[req]; !ok {
+				t.Errorf("%s: required %s is not a property", tl.Name, req)
+			}
+		}
+	}
+	if !strings.Contains(body, `"required":["cmd"]`) {
+		t.Errorf("sandbox_execute_bash does not require cmd: %s", body)
+	}
+}
+
+// TestMetrics: calls are counted by tool and outcome.
+func TestMetrics(t *testing.T) {
+	f := newFixture(t, nil)
+	f.callTool(t, "sandbox_get_context", nil)
+	f.callTool(t, "sandbox_execute_bash", map[string]any{})
+	post(t, f.url, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"nope"}}`)
+	for _, c := range []struct {
+		tool, outcome string
+	}{{"sandbox_get_context", "ok"}, {"sandbox_execute_bash", "error"}, {unknownToolLabel, "unknown_tool"}} {
+		if n := counter(t, f.reg, "mcp_tool_calls_total", map[string]string{"tool": c.tool, "outcome": c.outcome}); n != 1 {
+			t.Errorf("%s %s: %v", c.tool, c.outcome, n)
+		}
+	}
+	if n := counter(t, f.reg, "mcp_tool_call_duration_seconds", map[string]string{"tool": "sandbox_get_context"}); n != 1 {
+		t.Errorf("duration count: %v", n)
+	}
+}
+
+// counter reads a counter's value (or a histogram's count) from reg.
+func counter(t *testing.T, reg *prometheus.Registry, name string, labels map[string]string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+	metric:
+		for _, m := range mf.GetMetric() {
+			for _, lp := range m.GetLabel() {
+				if labels[lp.GetName()] != lp.GetValue() {
+					continue metric
+				}
+			}
+			if h := m.GetHistogram(); h != nil {
+				return float64(h.GetSampleCount())
+			}
+			return m.GetCounter().GetValue()
+		}
+	}
+	return 0
+}
+
+// TestRebinding: on loopback, a Host or Origin that is not a loopback
+// name is refused 403 on every path; loopback names are served.
+func TestRebinding(t *testing.T) {
+	f := newFixture(t, func(c *Config) { c.AllowedHosts = []string{"sandbox.example"} })
+	ping := `{"jsonrpc":"2.0","id":1,"method":"ping"}`
+	cases := []struct {
+		name   string
+		hdr    []string
+		status int
+	}{
+		{"evil host", []string{"Host", "evil.example.com"}, 403},
+		{"evil origin", []string{"Origin", "http://evil.example.com"}, 403},
+		{"evil host and origin", []string{"Host", "evil.example.com", "Origin", "http://evil.example.com"}, 403},
+		{"null origin", []string{"Origin", "null"}, 403},
+		{"evil host, session path", []string{"Host", "evil.example.com", "Accept", "application/json, text/event-stream"}, 403},
+		{"localhost", []string{"Host", "localhost", "Origin", "http://localhost"}, 200},
+		{"localhost with port", []string{"Host", "localhost:8080", "Origin", "http://localhost:3000"}, 200},
+		{"127.0.0.1", []string{"Host", "127.0.0.1:9", "Origin", "https://127.0.0.1"}, 200},
+		{"::1", []string{"Host", "[::1]:80", "Origin", "http://[::1]:5173"}, 200},
+		{"allowed host", []string{"Host", "sandbox.example:443", "Origin", "https://sandbox.example"}, 200},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			status, body := post(t, f.url, ping, c.hdr...)
+			if status != c.status {
+				t.Errorf("%d %s", status, body)
+			}
+			if status == 403 && !strings.Contains(body, `"code":-32000`) {
+				t.Errorf("refusal body: %s", body)
+			}
+		})
+	}
+}
