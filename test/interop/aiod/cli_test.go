@@ -9,10 +9,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/a2c-smcp/a2c-go/agent"
 	"github.com/a2c-smcp/a2c-go/test/interop/internal/harness"
 )
 
@@ -234,5 +236,56 @@ func TestAiodHelp(t *testing.T) {
 		if code != 0 || !strings.Contains(out, want) {
 			t.Errorf("--help (exit %d) lacks %q:\n%s", code, want, out)
 		}
+	}
+}
+
+// TestAiodOffice: `aiod --office --server` serves HTTP and joins the
+// office as a Computer: an Agent lists and calls the sandbox's tools
+// there, the token never reaches the log, and SIGTERM ends both.
+func TestAiodOffice(t *testing.T) {
+	srv := harness.Run(t, exec.Command(harness.Bin(t, "a2c"), "server", "--listen", "127.0.0.1:0", "--token", "hub-tok-4242"), true)
+	office := agent.NewReqID()
+	ws := t.TempDir()
+	d := startAiod(t, nil, "--workspace", ws, "--office", office, "--server", srv.URL, "--name", "box", "--token", "hub-tok-4242")
+	if code, body := get(t, d.URL+"/health"); code != 200 {
+		t.Fatalf("health: %d %s", code, body)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	a, err := agent.Dial(ctx, srv.URL, agent.Options{Name: "agent", Auth: map[string]any{"x-api-key": "hub-tok-4242"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	if err := a.Join(ctx, office); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for ctx.Err() == nil && !slices.Contains(names, "sandbox__sandbox_execute_bash") {
+		tctx, tcancel := context.WithTimeout(ctx, 5*time.Second)
+		tools, err := a.Tools(tctx, "box")
+		tcancel()
+		names = names[:0]
+		for _, x := range tools {
+			names = append(names, x.Name)
+		}
+		if err != nil || len(names) == 0 {
+			select {
+			case <-ctx.Done():
+			case <-time.After(200 * time.Millisecond):
+			}
+		}
+	}
+	if !slices.Contains(names, "sandbox__sandbox_execute_bash") {
+		t.Fatalf("the office never listed the sandbox's tools: %v\n%s", names, d.Logs())
+	}
+	res, err := a.CallTool(ctx, agent.Call{Computer: "box", Tool: "sandbox__sandbox_execute_bash",
+		Params: map[string]any{"cmd": "echo office-$((40+2))"}, Timeout: 30 * time.Second})
+	if err != nil || res.IsError || !strings.Contains(res.Text(), "office-42") {
+		t.Errorf("call: %v %+v", err, res)
+	}
+	d.Stop(t)
+	if logs := d.Logs(); strings.Contains(logs, "hub-tok-4242") || !strings.Contains(logs, "joining office") || !strings.Contains(logs, "stopped") {
+		t.Errorf("logs:\n%s", logs)
 	}
 }
