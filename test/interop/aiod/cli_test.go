@@ -289,3 +289,15 @@ func TestAiodOffice(t *testing.T) {
 		t.Errorf("logs:\n%s", logs)
 	}
 }
+
+// TestAiodOfficeUsageError: an office option the office refuses (a
+// bundle id with "__") stops the daemon, already listening, with exit 2
+// and the reason on its last line.
+func TestAiodOfficeUsageError(t *testing.T) {
+	code, _, logs := runAiod(t, nil, "--port", "0", "--workspace", t.TempDir(), "--office", "o1", "--server", "http://127.0.0.1:1", "--bundle-id", "bad__id")
+	lines := strings.Split(strings.TrimSpace(logs), "\n")
+	if code != 2 || !strings.Contains(logs, "aiod listening") ||
+		!strings.HasPrefix(lines[len(lines)-1], `aiod: office: --bundle-id "bad__id" is not a valid bundle_id`) {
+		t.Errorf("exit %d:\n%s", code, logs)
+	}
+}
