@@ -459,3 +459,45 @@ func TestUpPythonAgent(t *testing.T) {
 	harness.RunScenarios(t, []string{"A2C_URL=" + u.URL, "A2C_OFFICE=default", "A2C_COMPUTER=sandbox", "A2C_WORKSPACE=" + u.Workspace},
 		"/usr/bin/python3", "test/interop/a2c/python/up_agent.py")
 }
+
+// TestUpConfig: a2c up --config serves the file's MCP servers beside the
+// sandbox (server-everything over stdio here); a file server that names
+// itself "sandbox" does not displace the sandbox's tools.
+func TestUpConfig(t *testing.T) {
+	entry := everythingEntry(t)
+	cfg := filepath.Join(t.TempDir(), "servers.json")
+	doc := fmt.Sprintf(`[{"name":"ev","type":"stdio","server_parameters":{"command":"node","args":[%q,"stdio"]}},
+		{"name":"sandbox","type":"stdio","server_parameters":{"command":"node","args":[%q,"stdio"]}}]`, entry, entry)
+	if err := os.WriteFile(cfg, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	u := startUp(t, "--config", cfg)
+	if !strings.Contains(u.Logs(), "config="+cfg) {
+		t.Errorf("the banner does not name the config:\n%s", u.Logs())
+	}
+	a := upAgent(t, u, agent.Options{})
+	tools := waitTools(t, a, "sandbox", "ev__echo")
+	var sandbox []string
+	for _, tl := range tools {
+		if tl.BundleID == "sandbox" {
+			sandbox = append(sandbox, tl.Name)
+		}
+	}
+	slices.Sort(sandbox)
+	if !slices.Equal(sandbox, sandboxTools) {
+		t.Fatalf("sandbox tools = %v", sandbox)
+	}
+	ret, err := a.Config(ctx10(t), "sandbox")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var box struct{ Type string }
+	_ = json.Unmarshal(ret.Servers["sandbox"], &box)
+	if len(ret.Servers) != 2 || ret.Servers["ev"] == nil || box.Type != "memory" {
+		t.Fatalf("get_config servers = %v", ret.Servers)
+	}
+	res, err := a.CallTool(ctx10(t), agent.Call{Computer: "sandbox", Tool: "ev__echo", Params: map[string]any{"message": "hi"}, Timeout: 10 * time.Second})
+	if err != nil || res.IsError || toolText(t, res) != "Echo: hi" {
+		t.Fatalf("ev__echo = %+v, %v", res, err)
+	}
+}

@@ -1,0 +1,59 @@
+package cli
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestUpBadCommandLines(t *testing.T) {
+	ws := filepath.Join(t.TempDir(), "ws")
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"up", "--bogus"}, 2, "a2c up: flag provided but not defined: -bogus"},
+		{[]string{"up", "extra"}, 2, "a2c up: unexpected argument extra"},
+		{[]string{"up", "--log-level", "loud"}, 2, "a2c up: bad --log-level loud"},
+		{[]string{"up", "--workspace", ws, "--listen", "127.0.0.1:0", "--sandbox-listen", "127.0.0.1:0", "--config", filepath.Join(ws, "none.json")},
+			1, "a2c up: open " + filepath.Join(ws, "none.json") + ": no such file or directory"},
+	} {
+		code, stdout, stderr := run(tc.args...)
+		if code != tc.code || stderr != tc.want+"\n" || stdout != "" {
+			t.Errorf("%q: exit %d, stderr %q; want %d and %q", tc.args, code, stderr, tc.code, tc.want)
+		}
+	}
+	if _, err := os.Stat(ws); !os.IsNotExist(err) {
+		t.Errorf("a refused a2c up created its workspace (%v)", err)
+	}
+}
+
+func TestUpBanner(t *testing.T) {
+	const try = `a2c up: try: a2c call sandbox__sandbox_execute_bash --args '{"cmd":"echo hi"}'`
+	for _, tc := range []struct {
+		name string
+		b    upBanner
+		want string // the try line
+	}{
+		{"defaults", upBanner{hubAddr: "127.0.0.1:8000", office: "default"}, try},
+		{"port", upBanner{hubAddr: "127.0.0.1:9000", office: "default"}, try + " --server http://127.0.0.1:9000"},
+		{"token-flag", upBanner{hubAddr: "127.0.0.1:8000", office: "default", auth: true, token: "s3cret"}, try + " --token s3cret"},
+		{"token-env", upBanner{hubAddr: "127.0.0.1:8000", office: "default", auth: true, token: "s3cret", tokenFromEnv: true}, try},
+		{"quoted", upBanner{hubAddr: "127.0.0.1:8000", office: "my office", auth: true, token: "it's"}, try + ` --office 'my office' --token 'it'\''s'`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var out bytes.Buffer
+			printUpBanner(&env{stderr: &out}, tc.b)
+			lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+			if len(lines) != 4 || lines[3] != tc.want {
+				t.Fatalf("banner:\n%s\nwant last line %s", out.String(), tc.want)
+			}
+			if !strings.HasPrefix(lines[0], "a2c up: hub listening addr="+tc.b.hubAddr+" ") {
+				t.Errorf("first line %q does not start with the hub's addr=", lines[0])
+			}
+		})
+	}
+}
