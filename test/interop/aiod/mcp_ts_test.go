@@ -139,7 +139,10 @@ func checkTSClient(t *testing.T, d *harness.Proc, ws, key string, out tsOut) {
 		t.Fatalf("health: %s", body)
 	}
 	eq("serverInfo", out.Initialize.ServerInfo, map[string]any{"name": "aiod", "version": health.Version})
-	eq("capabilities", out.Initialize.Capabilities, map[string]any{"tools": map[string]any{"listChanged": false}})
+	// The session transport is the Go SDK's, which leaves a false
+	// listChanged out (absent means false in the MCP schema); the plain
+	// path writes {"tools":{"listChanged":false}}.
+	eq("capabilities", out.Initialize.Capabilities, map[string]any{"tools": map[string]any{}})
 	eq("protocol version (the SDK's latest, echoed)", out.Initialize.ProtocolVersion, out.SDKLatestProtocol)
 	eq("the streamable transport opened a session", out.Initialize.HasSession, true)
 	eq("ping", out.Ping, map[string]any{})
@@ -208,8 +211,9 @@ func checkTSClient(t *testing.T, d *harness.Proc, ws, key string, out tsOut) {
 	if key == "" {
 		return
 	}
+	// The SDK quotes the body as sent: the 401 envelope and its newline.
 	unauth := tsThrown{Thrown: true, Class: "StreamableHTTPError", Code: 401.0,
-		Message: `Streamable HTTP error: Error POSTing to endpoint: {"success":false,"message":"Unauthorized","data":null,"hint":null}`}
+		Message: "Streamable HTTP error: Error POSTing to endpoint: " + `{"success":false,"message":"Unauthorized","data":null,"hint":null}` + "\n"}
 	eq("no key", out.NoKey, unauth)
 	eq("wrong key", out.WrongKey, unauth)
 }
