@@ -229,7 +229,7 @@ func (s *Server) forward(ctx context.Context, u *upstream, name string, args jso
 	ctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
 	params := map[string]any{"name": name}
-	if a := compact(args); len(a) > 0 {
+	if a := compact(args); len(a) > 0 && string(a) != "null" {
 		params["arguments"] = a
 	}
 	res, rerr, err := s.rpc(ctx, u, "tools/call", params)

@@ -1,0 +1,230 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// fakeUpstream is a stateless MCP server for the upstream tests: its
+// tools, and a record of the calls it got. The tool "slow" waits for its
+// request to end and reports that it did on ended. With sse set it
+// answers as an event stream and insists on both media types, as a
+// stateless streamable-HTTP server does.
+type fakeUpstream struct {
+	url   string
+	tools []string
+	sse   bool
+	calls chan string
+	ended chan struct{}
+	lists atomic.Int64
+}
+
+func newFakeUpstream(t *testing.T, sse bool, tools ...string) *fakeUpstream {
+	u := &fakeUpstream{tools: tools, sse: sse, calls: make(chan string, 16), ended: make(chan struct{}, 1)}
+	srv := httptest.NewServer(http.HandlerFunc(u.serve))
+	t.Cleanup(srv.Close)
+	u.url = srv.URL + "/mcp"
+	return u
+}
+
+func (u *fakeUpstream) serve(w http.ResponseWriter, r *http.Request) {
+	if u.sse && !strings.Contains(r.Header.Get("Accept"), "text/event-stream") {
+		http.Error(w, "Accept must contain both", http.StatusBadRequest)
+		return
+	}
+	body, _ := io.ReadAll(r.Body)
+	var req struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+		Params struct {
+			Name      string          `json:"name"`
+			Arguments json.RawMessage `json:"arguments"`
+		} `json:"params"`
+	}
+	_ = json.Unmarshal(body, &req)
+	var result string
+	switch req.Method {
+	case "tools/list":
+		u.lists.Add(1)
+		var ts []string
+		for _, n := range u.tools {
+			ts = append(ts, fmt.Sprintf(`{"name":%q,"description":"from upstream","inputSchema":{"type":"object"},"x-extra":true}`, n))
+		}
+		result = `{"tools":[` + strings.Join(ts, ",") + `]}`
+	case "tools/call":
+		u.calls <- req.Params.Name + " " + string(req.Params.Arguments)
+		switch req.Params.Name {
+		case "slow":
+			<-r.Context().Done()
+			u.ended <- struct{}{}
+			return
+		case "fail":
+			result = ""
+			u.reply(w, req.ID, `"error":{"code":-32602,"message":"unknown tool: fail","data":{"why":"upstream"}}`)
+			return
+		}
+		result = `{"content":[{"type":"text","text":"echo ` + req.Params.Name + `"}],"isError":false,"structuredContent":{"kept":1}}`
+	default:
+		u.reply(w, req.ID, `"error":{"code":-32601,"message":"nope"}`)
+		return
+	}
+	u.reply(w, req.ID, `"result":`+result)
+}
+
+func (u *fakeUpstream) reply(w http.ResponseWriter, id json.RawMessage, member string) {
+	msg := `{"jsonrpc":"2.0","id":` + string(id) + `,` + member + `}`
+	if u.sse {
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprintf(w, "event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{}}\n\nevent: message\ndata: %s\n\n", msg)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = io.WriteString(w, msg)
+}
+
+// TestUpstreamConfig: which EXTRA_MCP_SERVERS entries are used, which
+// are skipped and why.
+func TestUpstreamConfig(t *testing.T) {
+	cases := []struct {
+		raw   string
+		names []string
+		warns []string
+	}{
+		{``, nil, nil},
+		{`{"a":{"url":"http://127.0.0.1:1/mcp","prefix":"p"},"b":{"url":"http://localhost:2/mcp"},"c":{"url":"http://[::1]:3/x"}}`, []string{"a", "b", "c"}, nil},
+		{`{"r":{"url":"http://example.com/mcp"},"s":{"url":"https://127.0.0.1/mcp"},"t":{"url":"http://127.0.0.2/mcp"}}`, nil, []string{
+			`MCP server "r": url "http://example.com/mcp" skipped: only http:// on 127.0.0.1, localhost or [::1] is accepted`,
+			`MCP server "s": url "https://127.0.0.1/mcp" skipped: only http:// on 127.0.0.1, localhost or [::1] is accepted`,
+			`MCP server "t": url "http://127.0.0.2/mcp" skipped: only http:// on 127.0.0.1, localhost or [::1] is accepted`}},
+		{`{"io":{"command":"npx","args":["x"]}}`, nil, []string{`MCP server "io": stdio servers ("command") are not supported; give an http:// url on loopback`}},
+		{`{"n":5,"u":{},"p":{"url":"http://127.0.0.1:1","prefix":3},"":{"url":"http://127.0.0.1:1"}}`, nil, []string{
+			`MCP server "n": the entry is not an object`, `MCP server "u": "url" is missing or not a string`,
+			`MCP server "p": "prefix" is not a string`, `an MCP server entry has an empty name`}},
+		{`{"a":{"url":"http://127.0.0.1:1"},"a":{"url":"http://127.0.0.1:2"}}`, []string{"a"}, []string{`MCP server "a" appears twice; the first entry is kept`}},
+		{`{"secret":{"url":"http://user:pw@example.com/mcp"}}`, nil, []string{`MCP server "secret": url "http://user:xxxxx@example.com/mcp" skipped: only http:// on 127.0.0.1, localhost or [::1] is accepted`}},
+		{`[1]`, nil, []string{`EXTRA_MCP_SERVERS is not a JSON object ({"name": {"url": ..., "prefix": ...}}); no MCP server registered`}},
+		{`{"a":`, nil, []string{`EXTRA_MCP_SERVERS is not valid JSON; no MCP server registered`}},
+	}
+	for _, c := range cases {
+		ups, warns := parseUpstreams(c.raw)
+		var names []string
+		for _, u := range ups {
+			names = append(names, u.name)
+		}
+		if fmt.Sprint(names) != fmt.Sprint(c.names) || fmt.Sprint(warns) != fmt.Sprint(c.warns) {
+			t.Errorf("%s:\n got %v %q\nwant %v %q", c.raw, names, warns, c.names, c.warns)
+		}
+	}
+	s := New(Config{Upstreams: `{"io":{"command":"npx"}}`})
+	if w := s.Warnings(); len(w) != 1 || !strings.Contains(w[0], "stdio") {
+		t.Errorf("Warnings: %q", w)
+	}
+}
+
+// TestUpstreams: the list fans out (prefix added, unprefixed names kept
+// only under their server's name, built-ins and earlier upstreams win),
+// calls are routed by prefix and answered unedited, a dead upstream is
+// left out of the list and its calls are isError, an unknown prefix is
+// -32602, and the caller's cancellation ends the upstream request.
+func TestUpstreams(t *testing.T) {
+	up := newFakeUpstream(t, false, "echo", "slow", "fail", "sandbox_execute_bash")
+	bare := newFakeUpstream(t, true, "bare_one", "other", "up_echo")
+	shadow := newFakeUpstream(t, false, "sandbox_execute_bash", "sandbox_other")
+	later := newFakeUpstream(t, false, "echo", "extra")
+	cfg := fmt.Sprintf(`{"up":{"url":%q,"prefix":"up"},"bare":{"url":%q},"dead":{"url":"http://127.0.0.1:1/mcp","prefix":"dead"},`+
+		`"sandbox":{"url":%q},"later":{"url":%q,"prefix":"up"}}`, up.url, bare.url, shadow.url, later.url)
+	f := newFixture(t, func(c *Config) { c.Upstreams = cfg })
+
+	_, body := post(t, f.url, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
+	var list struct {
+		Result struct {
+			Tools []map[string]any `json:"tools"`
+		} `json:"result"`
+	}
+	_ = json.Unmarshal([]byte(body), &list)
+	var names []string
+	for _, tl := range list.Result.Tools {
+		names = append(names, tl["name"].(string))
+	}
+	want := []string{"sandbox_execute_bash", "sandbox_execute_code", "sandbox_file_operations", "sandbox_str_replace_editor",
+		"sandbox_get_context", "sandbox_get_packages", "sandbox_load_skill", "browser_get_info", "browser_gui_screenshot",
+		"browser_gui_execute_action", "up_echo", "up_slow", "up_fail", "up_sandbox_execute_bash", "bare_one", "sandbox_other", "up_extra"}
+	if fmt.Sprint(names) != fmt.Sprint(want) {
+		t.Fatalf("tools:\n got %v\nwant %v", names, want)
+	}
+	if last := list.Result.Tools[len(want)-2]; last["description"] != "from upstream" || last["x-extra"] != true {
+		t.Errorf("an upstream tool is passed on as listed: %v", last)
+	}
+
+	// Routed by prefix, the prefix stripped; the answer unedited.
+	_, body = post(t, f.url, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"up_echo","arguments":{"a":1}}}`)
+	if want := `{"jsonrpc":"2.0","id":2,"result":{"content":[{"type":"text","text":"echo echo"}],"isError":false,"structuredContent":{"kept":1}}}`; body != want {
+		t.Errorf("forwarded:\n got %s\nwant %s", body, want)
+	}
+	if got := <-up.calls; got != `echo {"a":1}` {
+		t.Errorf("upstream got %q", got)
+	}
+	// Unprefixed, through an event-stream upstream.
+	_, body = post(t, f.url, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"bare_one"}}`)
+	if !strings.Contains(body, `"text":"echo bare_one"`) || <-bare.calls != "bare_one " {
+		t.Errorf("unprefixed: %s", body)
+	}
+	// A built-in name is never forwarded.
+	if text, _ := f.callTool(t, "sandbox_execute_bash", map[string]any{"cmd": "echo local"}); !strings.Contains(text, `"output":"local\n"`) {
+		t.Errorf("built-in: %s", text)
+	}
+	// Routed by prefix in registration order, not by who listed it.
+	if text, _ := f.callTool(t, "up_extra", nil); text != "echo extra" || <-up.calls != "extra " {
+		t.Errorf("up_extra went elsewhere: %s", text)
+	}
+	// An upstream's JSON-RPC error comes back as it was.
+	_, body = post(t, f.url, `{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"up_fail"}}`)
+	if want := `{"jsonrpc":"2.0","id":4,"error":{"code":-32602,"message":"unknown tool: fail","data":{"why":"upstream"}}}`; body != want {
+		t.Errorf("upstream error: %s", body)
+	}
+	<-up.calls
+	// A dead upstream: isError; an unknown prefix: -32602.
+	text, isErr := f.callTool(t, "dead_hello", map[string]any{})
+	if !isErr || text != `MCP server "dead" (http://127.0.0.1:1/mcp) did not answer: connection refused` {
+		t.Errorf("dead: %v %q", isErr, text)
+	}
+	_, body = post(t, f.url, `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"gone_hello"}}`)
+	if body != `{"jsonrpc":"2.0","id":5,"error":{"code":-32602,"message":"unknown tool: gone_hello"}}` {
+		t.Errorf("no prefix: %s", body)
+	}
+
+	// The caller's cancellation (its request ends) ends the upstream's.
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		postCtx(t, ctx, f.url, `{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"up_slow"}}`)
+	}()
+	<-up.calls
+	cancel()
+	select {
+	case <-up.ended:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the upstream request did not end with the caller's")
+	}
+	<-done
+	// So does a notifications/cancelled naming the call.
+	go func() {
+		postCtx(t, context.Background(), f.url, `{"jsonrpc":"2.0","id":"slow-7","method":"tools/call","params":{"name":"up_slow"}}`)
+	}()
+	<-up.calls
+	post(t, f.url, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"slow-7","reason":"test"}}`)
+	select {
+	case <-up.ended:
+	case <-time.After(5 * time.Second):
+		t.Fatal("notifications/cancelled did not end the upstream request")
+	}
+}
