@@ -1,6 +1,7 @@
 package computer
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -15,6 +16,10 @@ import (
 	"github.com/a2c-smcp/a2c-go/computer/config"
 	"github.com/a2c-smcp/a2c-go/smcp"
 )
+
+// localImage is an image over the inline budget TestLocalServer sets
+// (small, so that the race detector under load copes).
+var localImage = bytes.Repeat([]byte{0x89, 'P', 'N', 'G'}, 4<<10)
 
 // localServer is an MCP server of this process, reached through in-memory
 // transports as aiod's sandbox tools are: "add", "wait" (until its context
@@ -46,7 +51,7 @@ func newLocalServer() *localServer {
 		return nil, struct{}{}, ctx.Err()
 	})
 	mcp.AddTool(l.srv, &mcp.Tool{Name: "big-image"}, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, struct{}, error) {
-		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.ImageContent{Data: bigImage, MIMEType: "image/png"}}}, struct{}{}, nil
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.ImageContent{Data: localImage, MIMEType: "image/png"}}}, struct{}{}, nil
 	})
 	return l
 }
@@ -75,7 +80,7 @@ func TestLocalServer(t *testing.T) {
 	cfg := fmt.Sprintf(`{"name":"up","type":"streamable","server_parameters":{"url":%q}}`, up)
 	l := newLocalServer()
 	joined := make(chan struct{}, 4)
-	a, c := localOffice(t, l, cfg, Options{OnJoined: func() { joined <- struct{}{} }})
+	a, c := localOffice(t, l, cfg, Options{InlineBudget: 1 << 10, OnJoined: func() { joined <- struct{}{} }})
 	select {
 	case <-joined:
 	case <-time.After(10 * time.Second):
@@ -177,7 +182,7 @@ func TestLocalServer(t *testing.T) {
 			t.Fatalf("not offloaded: %v", item.Meta)
 		}
 		data, _, err := a.Blob(ctx, "pc", handle, 0)
-		if err != nil || len(data) != len(bigImage) {
+		if err != nil || !bytes.Equal(data, localImage) {
 			t.Fatalf("blob: %d bytes, %v", len(data), err)
 		}
 	})
