@@ -1,0 +1,330 @@
+package aiod
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// POST /mcp answers JSON-RPC, not the envelope, and the published
+// documents declare no schema for it: the contract gate counts it among
+// the implemented routes, as exercised and schema-less, and the tests
+// below hold its answers byte for byte.
+func init() {
+	implemented = append(implemented, "/mcp")
+	schemaless["POST /mcp"] = "JSON-RPC 2.0 answers (not the envelope), no schema published; TestAiodMCP* check them byte for byte"
+}
+
+// rpc posts a raw body to /mcp and returns the status and body; hdr is
+// pairs of header names and values ("Host" sets the request's host).
+func (a *aio) rpc(body string, hdr ...string) (int, string) {
+	a.t.Helper()
+	var host []string
+	for i := 0; i+1 < len(hdr); i += 2 {
+		if hdr[i] == "Host" {
+			host = []string{hdr[i+1]}
+		}
+	}
+	if host != nil {
+		return a.rpcHost(host[0], body, hdr...)
+	}
+	resp, out := a.raw("POST", "/mcp", body, hdr...)
+	a.covered("POST", "/mcp")
+	return resp.StatusCode, string(out)
+}
+
+// rpcHost sends the request with another Host header (net/http takes it
+// from Request.Host, not from the header map).
+func (a *aio) rpcHost(host, body string, hdr ...string) (int, string) {
+	a.t.Helper()
+	req, _ := http.NewRequest("POST", a.base+"/mcp", strings.NewReader(body))
+	req.Host = host
+	req.Header.Set("Content-Type", "application/json")
+	for i := 0; i+1 < len(hdr); i += 2 {
+		if hdr[i] != "Host" {
+			req.Header.Set(hdr[i], hdr[i+1])
+		}
+	}
+	resp, err := httpClient.Do(req)
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	out, _ := io.ReadAll(resp.Body)
+	a.covered("POST", "/mcp")
+	return resp.StatusCode, string(out)
+}
+
+// callText posts a tools/call and returns the result's text and isError.
+func (a *aio) callText(name string, args any) (string, bool) {
+	a.t.Helper()
+	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": map[string]any{"name": name, "arguments": args}})
+	status, out := a.rpc(string(body))
+	var r struct {
+		Result *struct {
+			Content []struct {
+				Type string `json:"type"`
+				Text string `json:"text"`
+			} `json:"content"`
+			IsError bool `json:"isError"`
+		} `json:"result"`
+	}
+	if status != 200 || json.Unmarshal([]byte(out), &r) != nil || r.Result == nil || len(r.Result.Content) != 1 {
+		a.t.Fatalf("%s: %d %s", name, status, out)
+	}
+	return r.Result.Content[0].Text, r.Result.IsError
+}
+
+// TestAiodMCPPlain holds the plain JSON-RPC path of the real binary to
+// the documented answers: every error shape, tool failures as isError,
+// 202, the 8 MiB limit (past the 2 MiB of the other routes), the
+// DNS-rebinding guard and the metrics.
+func TestAiodMCPPlain(t *testing.T) {
+	d := startAiod(t, nil)
+	a := &aio{t: t, base: d.URL}
+	cases := []struct {
+		name, body string
+		status     int
+		want       string
+	}{
+		{"not JSON", `not json`, 200, `{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error: the body is not valid JSON"}}`},
+		{"unknown method", `{"jsonrpc":"2.0","id":1,"method":"prompts/list"}`, 200, `{"jsonrpc":"2.0","id":1,"error":{"code":-32601,"message":"Method not found: prompts/list"}}`},
+		{"unknown tool", `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"sandbox_execute","arguments":{}}}`, 200,
+			`{"jsonrpc":"2.0","id":5,"error":{"code":-32602,"message":"unknown tool: sandbox_execute"}}`},
+		{"missing tool name", `{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{}}`, 200, `{"jsonrpc":"2.0","id":6,"error":{"code":-32602,"message":"unknown tool: "}}`},
+		{"malformed request", `{"jsonrpc":"2.0","id":7,"method":["ping"]}`, 200, `{"jsonrpc":"2.0","id":7,"error":{"code":-32600,"message":"Invalid Request: method must be a string"}}`},
+		{"ping", `{"jsonrpc":"2.0","id":"p","method":"ping"}`, 200, `{"jsonrpc":"2.0","id":"p","result":{}}`},
+		{"initialize", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"curl","version":"0"}}}`, 200,
+			`{"jsonrpc":"2.0","id":1,"result":{"capabilities":{"tools":{"listChanged":false}},"protocolVersion":"2025-06-18","serverInfo":{"name":"aiod","version":"0.9.2"}}}`},
+		{"notification", `{"jsonrpc":"2.0","method":"notifications/initialized"}`, 202, ``},
+		{"batch", `[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","method":"notifications/initialized"}]`, 200, `[{"jsonrpc":"2.0","id":1,"result":{}}]`},
+	}
+	for _, c := range cases {
+		if status, body := a.rpc(c.body); status != c.status || body != c.want {
+			t.Errorf("%s: %d %s\nwant %d %s", c.name, status, body, c.status, c.want)
+		}
+	}
+
+	// Failures inside tools are results.
+	if text, isErr := a.callText("sandbox_execute_bash", map[string]any{}); !isErr || text != "cmd is required" {
+		t.Errorf("no cmd: %v %q", isErr, text)
+	}
+	missing := filepath.Join(t.TempDir(), "agent-missing.txt")
+	want := `{"action":"read","error":{"errno":2,"errno_name":"ENOENT","error_type":"not_found","exception_type":"FileNotFoundError",` +
+		`"message":"Failed to read file: No such file or directory (os error 2)","operation":"read","path":"` + missing + `","retryable":false},` +
+		`"message":"Failed to read file: No such file or directory (os error 2)","path":"` + missing + `","success":false}`
+	if text, isErr := a.callText("sandbox_file_operations", map[string]any{"action": "read", "path": missing}); !isErr || text != want {
+		t.Errorf("missing file:\n got %v %s\nwant %s", isErr, text, want)
+	}
+	if text, isErr := a.callText("browser_get_info", nil); !isErr || !strings.HasPrefix(text, "no browser") {
+		t.Errorf("browser: %v %q", isErr, text)
+	}
+	// The documented workflow's commands, and the cwd handed back.
+	dir := t.TempDir()
+	if text, isErr := a.callText("sandbox_execute_bash", map[string]any{"cmd": "mkdir -p w && cd w && echo hello", "cwd": dir}); isErr ||
+		text != `{"cwd":"`+filepath.Join(dir, "w")+`","exit_code":0,"output":"hello\n","status":"completed"}` {
+		t.Errorf("bash: %v %s", isErr, text)
+	}
+
+	// Bodies: 3 MiB passes (the other routes stop at 2 MiB), past 8 MiB is 413.
+	ping := `{"jsonrpc":"2.0","id":1,"method":"ping"}`
+	if status, body := a.rpc(ping + strings.Repeat(" ", 3<<20)); status != 200 || body != `{"jsonrpc":"2.0","id":1,"result":{}}` {
+		t.Errorf("3 MiB: %d %s", status, body)
+	}
+	if status, body := a.rpc(ping + strings.Repeat(" ", 8<<20)); status != 413 {
+		t.Errorf("over 8 MiB: %d %.200s", status, body)
+	}
+
+	// DNS rebinding: the daemon listens on loopback.
+	for _, c := range []struct {
+		hdr    []string
+		status int
+	}{
+		{[]string{"Host", "evil.example.com", "Origin", "http://evil.example.com"}, 403},
+		{[]string{"Host", "evil.example.com"}, 403},
+		{[]string{"Origin", "http://evil.example.com"}, 403},
+		{[]string{"Host", "evil.example.com", "Accept", "application/json, text/event-stream"}, 403},
+		{[]string{"Host", "localhost", "Origin", "http://localhost"}, 200},
+		{[]string{"Host", "127.0.0.1:18091", "Origin", "http://127.0.0.1:3000"}, 200},
+	} {
+		if status, body := a.rpc(ping, c.hdr...); status != c.status {
+			t.Errorf("%v: %d %s", c.hdr, status, body)
+		}
+	}
+
+	// Calls are counted.
+	if code, body := get(t, d.URL+"/metrics"); code != 200 ||
+		!strings.Contains(body, `mcp_tool_calls_total{outcome="error",tool="sandbox_execute_bash"} 1`) ||
+		!strings.Contains(body, `mcp_tool_calls_total{outcome="unknown_tool",tool="(unknown)"} 2`) {
+		t.Errorf("metrics: %d\n%s", code, grepLines(body, "mcp_tool_calls_total"))
+	}
+}
+
+func grepLines(s, sub string) string {
+	var out []string
+	for l := range strings.SplitSeq(s, "\n") {
+		if strings.Contains(l, sub) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
+// TestAiodMCPKey: with AIO_API_KEY, /mcp without the key is the 401
+// envelope on both paths; with it, it answers.
+func TestAiodMCPKey(t *testing.T) {
+	d := startAiod(t, []string{"AIO_API_KEY=mcp-secret"})
+	a := &aio{t: t, base: d.URL}
+	for _, accept := range []string{"application/json", "application/json, text/event-stream"} {
+		if status, body := a.rpc(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, "Accept", accept); status != 401 ||
+			strings.TrimSpace(body) != `{"success":false,"message":"Unauthorized","data":null,"hint":null}` {
+			t.Errorf("no key (%s): %d %s", accept, status, body)
+		}
+	}
+	a.key = "mcp-secret"
+	if status, body := a.rpc(`{"jsonrpc":"2.0","id":1,"method":"ping"}`); status != 200 || body != `{"jsonrpc":"2.0","id":1,"result":{}}` {
+		t.Errorf("with key: %d %s", status, body)
+	}
+}
+
+// TestAiodMCPGoSDKClient: the official Go SDK's client over streamable
+// HTTP (a session, SSE): the ten tools, a command, the same isError and
+// unknown-tool answers as the plain path.
+func TestAiodMCPGoSDKClient(t *testing.T) {
+	d := startAiod(t, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "interop", Version: "1"}, nil).Connect(ctx, &sdk.StreamableClientTransport{Endpoint: d.URL + "/mcp"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	(&aio{t: t}).covered("POST", "/mcp")
+	if info := cs.InitializeResult(); info.ServerInfo.Name != "aiod" || cs.ID() == "" {
+		t.Errorf("initialize: %+v, session %q", info.ServerInfo, cs.ID())
+	}
+	tools, err := cs.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tl := range tools.Tools {
+		names = append(names, tl.Name)
+	}
+	if fmt.Sprint(names) != fmt.Sprint(mcpBuiltins) {
+		t.Errorf("tools: %v", names)
+	}
+	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "sandbox_execute_bash", Arguments: map[string]any{"cmd": "echo via-sdk"}})
+	if err != nil || res.IsError || !strings.Contains(res.Content[0].(*sdk.TextContent).Text, `"output":"via-sdk\n"`) {
+		t.Errorf("call: %+v %v", res, err)
+	}
+	res, err = cs.CallTool(ctx, &sdk.CallToolParams{Name: "sandbox_execute_bash", Arguments: map[string]any{}})
+	if err != nil || !res.IsError || res.Content[0].(*sdk.TextContent).Text != "cmd is required" {
+		t.Errorf("no cmd: %+v %v", res, err)
+	}
+	_, err = cs.CallTool(ctx, &sdk.CallToolParams{Name: "nope"})
+	var je *jsonrpc.Error
+	if !errors.As(err, &je) || je.Code != -32602 || je.Message != "unknown tool: nope" {
+		t.Errorf("unknown tool: %v", err)
+	}
+}
+
+// TestAiodMCPCancelKillsTree: a plain client that goes away while
+// sandbox_execute_bash runs ends the command's whole tree within a second.
+func TestAiodMCPCancelKillsTree(t *testing.T) {
+	d := startAiod(t, nil)
+	a := &aio{t: t, base: d.URL}
+	marker := "301.734" // a sleep only this test runs
+	body := fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"sandbox_execute_bash","arguments":{"cmd":"sleep %s & sh -c 'sleep %s' & wait","timeout":120}}}`, marker, marker)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		req, _ := http.NewRequestWithContext(ctx, "POST", d.URL+"/mcp", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		if resp, err := httpClient.Do(req); err == nil {
+			resp.Body.Close()
+		}
+	}()
+	running(t, "sleep "+marker, 2)
+	cancel()
+	<-done
+	a.covered("POST", "/mcp")
+	deadline := time.Now().Add(time.Second)
+	for len(processesWith("sleep "+marker)) > 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("still running 1 s after the client left: %v", processesWith("sleep "+marker))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestAiodMCPPeers is the documented aggregation run: a daemon whose
+// EXTRA_MCP_SERVERS names a second daemon (prefix peer) and a dead port
+// (prefix gone) lists 20 tools, forwards peer_ calls, answers isError for
+// gone_ and -32602 for a name no prefix matches; a remote entry is
+// skipped with a warning at start.
+func TestAiodMCPPeers(t *testing.T) {
+	peer := startAiod(t, nil)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := l.Addr().String()
+	l.Close()
+	servers := fmt.Sprintf(`{"peer":{"url":"%s/mcp","prefix":"peer"},"gone":{"url":"http://%s/mcp","prefix":"gone"},"far":{"url":"http://example.com/mcp","prefix":"far"}}`, peer.URL, dead)
+	d := startAiod(t, []string{"EXTRA_MCP_SERVERS=" + servers})
+	a := &aio{t: t, base: d.URL}
+
+	_, body := a.rpc(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
+	var list struct {
+		Result struct {
+			Tools []struct {
+				Name string `json:"name"`
+			} `json:"tools"`
+		} `json:"result"`
+	}
+	_ = json.Unmarshal([]byte(body), &list)
+	var names []string
+	for _, tl := range list.Result.Tools {
+		names = append(names, tl.Name)
+	}
+	want := append([]string{}, mcpBuiltins...)
+	for _, n := range mcpBuiltins {
+		want = append(want, "peer_"+n)
+	}
+	if fmt.Sprint(names) != fmt.Sprint(want) {
+		t.Errorf("tools:\n got %v\nwant %v", names, want)
+	}
+
+	dir := t.TempDir()
+	_ = os.WriteFile(filepath.Join(dir, "peer.txt"), []byte("from the peer\n"), 0o644)
+	if text, isErr := a.callText("peer_sandbox_execute_bash", map[string]any{"cmd": "cat peer.txt", "cwd": dir}); isErr || !strings.Contains(text, `"output":"from the peer\n"`) {
+		t.Errorf("peer call: %v %s", isErr, text)
+	}
+	if text, isErr := a.callText("peer_sandbox_execute_bash", map[string]any{}); !isErr || text != "cmd is required" {
+		t.Errorf("peer isError passed back: %v %s", isErr, text)
+	}
+	if text, isErr := a.callText("gone_hello", map[string]any{}); !isErr || !strings.Contains(text, `"gone"`) || !strings.Contains(text, "connection refused") {
+		t.Errorf("dead upstream: %v %s", isErr, text)
+	}
+	if status, body := a.rpc(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"nowhere_hello","arguments":{}}}`); status != 200 ||
+		body != `{"jsonrpc":"2.0","id":3,"error":{"code":-32602,"message":"unknown tool: nowhere_hello"}}` {
+		t.Errorf("no prefix: %d %s", status, body)
+	}
+	if logs := d.Logs(); !strings.Contains(logs, "EXTRA_MCP_SERVERS entry skipped") || !strings.Contains(logs, `MCP server \"far\"`) {
+		t.Errorf("no warning for the remote entry:\n%s", logs)
+	}
+}
