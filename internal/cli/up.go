@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -99,7 +100,13 @@ func runUp(ctx context.Context, e *env, args []string) error {
 	}
 
 	hubURL, boxURL := "http://"+hubLn.Addr().String(), "http://"+boxLn.Addr().String()
-	printUpBanner(e, upBanner{hubAddr: hubLn.Addr().String(), boxAddr: boxLn.Addr().String(), office: *office, name: *name,
+	// The Computer dials the hub on loopback when it listens on every
+	// address (0.0.0.0 or ::).
+	dial := hubURL
+	if a := hubLn.Addr().(*net.TCPAddr); a.IP.IsUnspecified() {
+		dial = "http://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(a.Port))
+	}
+	printUpBanner(e, upBanner{hubAddr: hubLn.Addr().String(), server: dial, boxAddr: boxLn.Addr().String(), office: *office, name: *name,
 		workspace: ws, config: *cfgPath, auth: secret != "", token: secret, tokenFromEnv: tokenFromEnv})
 
 	hubSrv := &http.Server{Handler: hub.Handler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 120 * time.Second, MaxHeaderBytes: 64 << 10}
@@ -118,7 +125,7 @@ func runUp(ctx context.Context, e *env, args []string) error {
 	}
 	computerDone := make(chan error, 1)
 	go func() {
-		computerDone <- d.JoinOffice(cctx, aiod.OfficeOptions{Server: hubURL, Office: *office, Name: *name, Token: secret,
+		computerDone <- d.JoinOffice(cctx, aiod.OfficeOptions{Server: dial, Office: *office, Name: *name, Token: secret,
 			ConfigFile: *cfgPath, Supervisor: supervisor(), OnJoined: joined})
 	}()
 
@@ -161,6 +168,8 @@ func runUp(ctx context.Context, e *env, args []string) error {
 
 // upBanner is what a2c up's first lines say.
 type upBanner struct {
+	// server is the hub's URL for clients on this machine.
+	server                                            string
 	hubAddr, boxAddr, office, name, workspace, config string
 	auth, tokenFromEnv                                bool
 	token                                             string
@@ -179,8 +188,8 @@ func printUpBanner(e *env, b upBanner) {
 	}
 	fmt.Fprintf(w, "a2c up: Computer name=%s office=%s tools=%s__* config=%s\n", b.name, b.office, aiod.DefaultSandboxBundleID, cfg)
 	var flags []string
-	if b.hubAddr != "127.0.0.1:8000" {
-		flags = append(flags, "--server http://"+b.hubAddr)
+	if b.server != "http://127.0.0.1:8000" {
+		flags = append(flags, "--server "+b.server)
 	}
 	if b.office != "default" {
 		flags = append(flags, "--office "+shellQuote(b.office))

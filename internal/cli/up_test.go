@@ -38,11 +38,12 @@ func TestUpBanner(t *testing.T) {
 		b    upBanner
 		want string // the try line
 	}{
-		{"defaults", upBanner{hubAddr: "127.0.0.1:8000", office: "default"}, try},
-		{"port", upBanner{hubAddr: "127.0.0.1:9000", office: "default"}, try + " --server http://127.0.0.1:9000"},
-		{"token-flag", upBanner{hubAddr: "127.0.0.1:8000", office: "default", auth: true, token: "s3cret"}, try + " --token s3cret"},
-		{"token-env", upBanner{hubAddr: "127.0.0.1:8000", office: "default", auth: true, token: "s3cret", tokenFromEnv: true}, try},
-		{"quoted", upBanner{hubAddr: "127.0.0.1:8000", office: "my office", auth: true, token: "it's"}, try + ` --office 'my office' --token 'it'\''s'`},
+		{"defaults", upBanner{hubAddr: "127.0.0.1:8000", server: "http://127.0.0.1:8000", office: "default"}, try},
+		{"port", upBanner{hubAddr: "127.0.0.1:9000", server: "http://127.0.0.1:9000", office: "default"}, try + " --server http://127.0.0.1:9000"},
+		{"any-address", upBanner{hubAddr: "[::]:8000", server: "http://127.0.0.1:8000", office: "default"}, try},
+		{"token-flag", upBanner{hubAddr: "127.0.0.1:8000", server: "http://127.0.0.1:8000", office: "default", auth: true, token: "s3cret"}, try + " --token s3cret"},
+		{"token-env", upBanner{hubAddr: "127.0.0.1:8000", server: "http://127.0.0.1:8000", office: "default", auth: true, token: "s3cret", tokenFromEnv: true}, try},
+		{"quoted", upBanner{hubAddr: "127.0.0.1:8000", server: "http://127.0.0.1:8000", office: "my office", auth: true, token: "it's"}, try + ` --office 'my office' --token 'it'\''s'`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var out bytes.Buffer
