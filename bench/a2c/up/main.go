@@ -11,17 +11,19 @@
 //     connect, join and list all included);
 //   - idle RSS of the a2c up process (VmRSS, and with its child
 //     processes) after ready and a few calls;
-//   - `echo hi` three ways, interleaved in blocks so every path sees the
-//     same machine: POST /v2/commands (sync) and POST /mcp
-//     (sandbox_execute_bash, plain JSON-RPC) on a separate aiod process,
-//     and the whole A2C path (Agent SDK -> a2c server -> Computer ->
-//     in-process sandbox) through a2c up, with p50/p99 and differences.
+//   - `echo hi` three ways into the same a2c up process, interleaved in
+//     blocks so every path sees the same machine: POST /v2/commands (sync)
+//     and POST /mcp (sandbox_execute_bash, plain JSON-RPC) on its sandbox
+//     API (--sandbox-listen), and the whole A2C path (Agent SDK -> a2c
+//     server -> Computer -> in-process sandbox) through its hub, with
+//     p50/p99 and the differences.
 //
-// Both binaries are built from this module and run as separate processes
-// on 127.0.0.1. It prints markdown for bench/RESULTS.md.
+// a2c is built from this module and runs as a separate process on
+// 127.0.0.1. It prints markdown for bench/RESULTS.md.
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -31,6 +33,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -68,8 +71,6 @@ func main() {
 	defer os.RemoveAll(tmp)
 	a2c, err := procs.BuildA2C(root, tmp)
 	check(err)
-	aiodBin, err := procs.Build(root, tmp, "aiod")
-	check(err)
 	ctx := context.Background()
 
 	fmt.Printf("## a2c up (`go run ./bench/a2c/up -calls %d -starts %d -block %d`)\n\n", *calls, *starts, *block)
@@ -96,30 +97,24 @@ func main() {
 	time.Sleep(2 * time.Second)
 	rssIdle, treeIdle := rss(u.cmd.Process.Pid), treeRSS(u.cmd.Process.Pid)
 
-	// The separate aiod for the HTTP plane and /mcp.
-	aws := filepath.Join(tmp, "aiod-ws")
-	check(os.MkdirAll(aws, 0o755))
-	daemon := exec.Command(aiodBin, "--port", "0", "--workspace", aws, "--log-level", "warn")
-	base, err := procs.Start(daemon)
-	check(err)
-	defer procs.Stop(daemon)
-
 	var id atomic.Int64
-	viaHTTP := func() error { return commandsEcho(base) }
-	viaMCP := func() error { return mcpEcho(base, id.Add(1)) }
+	viaHTTP := func() error { return commandsEcho(u.sandbox) }
+	viaMCP := func() error { return mcpEcho(u.sandbox, id.Add(1)) }
 	viaA2C := func() error { return u.echo(ctx) }
 	s, err := interleave(*calls, *block, viaHTTP, viaMCP, viaA2C)
 	check(err)
 	h, m, a := s[0], s[1], s[2]
-	fmt.Printf("### `echo hi` three ways (%d calls each, interleaved in blocks of %d)\n\n", *calls, *block)
+	fmt.Printf("### `echo hi` three ways into one a2c up process (%d calls each, interleaved in blocks of %d)\n\n", *calls, *block)
 	fmt.Println("| path | p50 | p99 |")
 	fmt.Println("|---|---:|---:|")
-	fmt.Printf("| POST /v2/commands (sync), aiod | %s | %s |\n", lat.US(h.p50()), lat.US(h.p99()))
-	fmt.Printf("| POST /mcp sandbox_execute_bash (plain JSON), aiod | %s | %s |\n", lat.US(m.p50()), lat.US(m.p99()))
-	fmt.Printf("| Agent SDK -> a2c server -> Computer -> in-process sandbox (a2c up) | %s | %s |\n", lat.US(a.p50()), lat.US(a.p99()))
+	fmt.Printf("| POST /v2/commands (sync) on the sandbox API | %s | %s |\n", lat.US(h.p50()), lat.US(h.p99()))
+	fmt.Printf("| POST /mcp sandbox_execute_bash (plain JSON) on the sandbox API | %s | %s |\n", lat.US(m.p50()), lat.US(m.p99()))
+	fmt.Printf("| Agent SDK -> a2c server -> Computer -> in-process sandbox | %s | %s |\n", lat.US(a.p50()), lat.US(a.p99()))
 	fmt.Printf("\n- /mcp over the HTTP plane at p50: %s (target <= 300 µs), ratio %.2fx\n", lat.US(m.p50()-h.p50()), float64(m.p50())/float64(h.p50()))
-	fmt.Printf("- A2C path over the HTTP plane at p50: %s (target <= 1 ms), ratio %.2fx; at p99: %s\n\n",
+	fmt.Printf("- A2C path over the HTTP plane at p50: %s (target <= 1 ms), ratio %.2fx; at p99: %s\n",
 		lat.US(a.p50()-h.p50()), float64(a.p50())/float64(h.p50()), lat.US(a.p99()-h.p99()))
+	fmt.Printf("- A2C path over /mcp (the same tool code; what the hub, the Computer and the in-memory MCP session add) at p50: %s\n\n",
+		lat.US(a.p50()-m.p50()))
 
 	time.Sleep(2 * time.Second)
 	fmt.Printf("### Idle RSS of the a2c up process (target < 40 MiB)\n\n")
@@ -130,28 +125,31 @@ func main() {
 
 // up is a running `a2c up` with an Agent joined to its office.
 type up struct {
-	cmd      *exec.Cmd
-	agent    *agent.Client
-	computer string
+	cmd     *exec.Cmd
+	agent   *agent.Client
+	sandbox string // the sandbox API's base URL
 }
 
-// startUp starts a2c up on a fresh port and workspace and returns it with
+// computer is the sandbox Computer's name (a2c up --name).
+const computer = "sandbox"
+
+// startUp starts a2c up on fresh ports and workspace and returns it with
 // the time from the process start to the first tools answer that holds
 // the sandbox's command tool.
 func startUp(ctx context.Context, bin, ws string) (*up, time.Duration) {
 	check(os.MkdirAll(ws, 0o755))
-	cmd := exec.Command(bin, "up", "--listen", "127.0.0.1:0", "--workspace", ws, "--log-level", "warn")
+	cmd := exec.Command(bin, "up", "--listen", "127.0.0.1:0", "--sandbox-listen", "127.0.0.1:0",
+		"--workspace", ws, "--name", computer, "--log-level", "warn")
 	t0 := time.Now()
-	url, err := procs.Start(cmd)
-	check(err)
-	u := &up{cmd: cmd}
+	hub, sandbox := startLogged(cmd)
+	u := &up{cmd: cmd, sandbox: sandbox}
 	for deadline := t0.Add(30 * time.Second); ; time.Sleep(2 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			u.stop()
 			check(fmt.Errorf("a2c up was not ready in 30 s"))
 		}
 		if u.agent == nil {
-			a, err := agent.Dial(ctx, url, agent.Options{Name: "bench"})
+			a, err := agent.Dial(ctx, hub, agent.Options{Name: "bench"})
 			if err != nil {
 				continue
 			}
@@ -161,24 +159,53 @@ func startUp(ctx context.Context, bin, ws string) (*up, time.Duration) {
 			}
 			u.agent = a
 		}
-		if u.computer == "" {
-			room, err := u.agent.ListRoom(ctx)
-			if err != nil {
-				continue
-			}
-			for _, s := range room {
-				if s.Role == smcp.RoleComputer {
-					u.computer = s.Name
-				}
-			}
-			if u.computer == "" {
-				continue
-			}
-		}
-		tools, err := u.agent.Tools(ctx, u.computer)
+		tools, err := u.agent.Tools(ctx, computer)
 		if err == nil && slices.ContainsFunc(tools, func(t smcp.SMCPTool) bool { return t.Name == bashTool }) {
 			return u, time.Since(t0)
 		}
+	}
+}
+
+var (
+	hubRE     = regexp.MustCompile(`hub listening addr=(127\.0\.0\.1:\d+)`)
+	sandboxRE = regexp.MustCompile(`sandbox_addr=(127\.0\.0\.1:\d+)`)
+)
+
+// startLogged starts cmd and waits up to 15 s for the two addresses of a2c
+// up's first log lines: the hub's and the sandbox API's. The rest of its
+// output is read and dropped until it exits.
+func startLogged(cmd *exec.Cmd) (hub, sandbox string) {
+	pr, pw, err := os.Pipe()
+	check(err)
+	cmd.Stdout, cmd.Stderr = pw, pw
+	check(cmd.Start())
+	pw.Close()
+	found := make(chan [2]string, 1)
+	go func() {
+		defer pr.Close()
+		var h, s string
+		sent := false
+		sc := bufio.NewScanner(pr)
+		for sc.Scan() {
+			if m := hubRE.FindStringSubmatch(sc.Text()); m != nil {
+				h = m[1]
+			}
+			if m := sandboxRE.FindStringSubmatch(sc.Text()); m != nil {
+				s = m[1]
+			}
+			if h != "" && s != "" && !sent {
+				found <- [2]string{h, s}
+				sent = true
+			}
+		}
+	}()
+	select {
+	case a := <-found:
+		return "http://" + a[0], "http://" + a[1]
+	case <-time.After(15 * time.Second):
+		procs.Stop(cmd)
+		check(fmt.Errorf("a2c up did not report its addresses"))
+		return "", ""
 	}
 }
 
@@ -191,7 +218,7 @@ func (u *up) stop() {
 
 // echo runs `echo hi` through the A2C path.
 func (u *up) echo(ctx context.Context) error {
-	r, err := u.agent.CallTool(ctx, agent.Call{Computer: u.computer, Tool: bashTool, Params: map[string]any{"cmd": "echo hi"}, Timeout: 30 * time.Second})
+	r, err := u.agent.CallTool(ctx, agent.Call{Computer: computer, Tool: bashTool, Params: map[string]any{"cmd": "echo hi"}, Timeout: 30 * time.Second})
 	if err != nil {
 		return err
 	}
