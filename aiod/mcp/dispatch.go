@@ -100,15 +100,18 @@ func (s *Server) call(ctx context.Context, name string, args json.RawMessage) (j
 	}
 	if u, inner := s.route(name); u != nil {
 		raw, rerr := s.forward(ctx, u, inner, args)
+		// Counted per upstream, not per name: any name under a prefix is
+		// forwarded, so names would let a client grow the metric.
+		label := "upstream:" + u.name
 		switch {
 		case rerr != nil:
-			s.metrics.observe(name, "protocol_error", time.Since(start))
+			s.metrics.observe(label, "protocol_error", time.Since(start))
 		default:
 			var head struct {
 				IsError bool `json:"isError"`
 			}
 			_ = json.Unmarshal(raw, &head)
-			s.metrics.observe(name, outcome(ctx, head.IsError), time.Since(start))
+			s.metrics.observe(label, outcome(ctx, head.IsError), time.Since(start))
 		}
 		return raw, rerr
 	}

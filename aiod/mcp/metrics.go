@@ -14,7 +14,9 @@ const unknownToolLabel = "(unknown)"
 
 // metrics counts tool calls by tool and outcome (ok, error for isError,
 // cancelled, protocol_error for an upstream's JSON-RPC error,
-// unknown_tool) and times them.
+// unknown_tool) and times them. The tool label is a built-in's name,
+// "upstream:<name>" for every call forwarded to that upstream, or
+// [unknownToolLabel].
 type metrics struct {
 	calls *prometheus.CounterVec
 	dur   *prometheus.HistogramVec

@@ -85,7 +85,8 @@ type Config struct {
 	// Logger receives the endpoint's logs (default: discarded).
 	Logger *slog.Logger
 	// Registerer, when set, gets mcp_tool_calls_total{tool,outcome} and
-	// mcp_tool_call_duration_seconds{tool}.
+	// mcp_tool_call_duration_seconds{tool} (tool: a built-in's name,
+	// "upstream:<name>", or "(unknown)").
 	Registerer prometheus.Registerer
 }
 
@@ -164,7 +165,9 @@ func (s *Server) Warnings() []string { return slices.Clone(s.warnings) }
 
 // Close ends the endpoint's state: every streamable-HTTP and in-memory
 // session and every call in flight (whose commands end with their whole
-// process trees). Later requests are still answered. It does not block.
+// process trees). A call that begins after Close is cancelled at once;
+// the protocol answers (initialize, ping, tools/list) still come. It
+// does not block.
 func (s *Server) Close(context.Context) error {
 	s.stop()
 	for ss := range s.sdk.Sessions() {

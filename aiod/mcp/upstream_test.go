@@ -196,6 +196,9 @@ func TestUpstreams(t *testing.T) {
 	if !isErr || text != `MCP server "dead" (http://127.0.0.1:1/mcp) did not answer: connection refused` {
 		t.Errorf("dead: %v %q", isErr, text)
 	}
+	if n := counter(t, f.reg, "mcp_tool_calls_total", map[string]string{"tool": "upstream:dead", "outcome": "error"}); n != 1 {
+		t.Errorf("upstream calls are counted per upstream: %v", n)
+	}
 	_, body = post(t, f.url, `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"gone_hello"}}`)
 	if body != `{"jsonrpc":"2.0","id":5,"error":{"code":-32602,"message":"unknown tool: gone_hello"}}` {
 		t.Errorf("no prefix: %s", body)
