@@ -89,6 +89,11 @@ type Config struct {
 	// SkillsPath is where sandbox_load_skill reads skills
 	// (AIO_SKILLS_PATH).
 	SkillsPath string
+	// MCPAllowedHosts are host names /mcp accepts in Host and Origin on
+	// top of the loopback names when the daemon is reached on loopback
+	// (behind a gateway that passes its public host on); see
+	// mcp.Config.AllowedHosts.
+	MCPAllowedHosts []string
 }
 
 // Daemon is the aiod HTTP surface: the envelope, validation, auth and the
@@ -192,7 +197,7 @@ func New(cfg Config) (*Daemon, error) {
 	// share sessions, processes and files.
 	d.mcp = mcp.New(mcp.Config{Commands: cmdPlane.Engine(), Files: filePlane.Engine(), Code: codePlane.Engine(),
 		Context: d.sandboxContext, Packages: d.packageList, SkillsPath: cfg.SkillsPath, Upstreams: cfg.MCPServers,
-		Version: Version, Logger: cfg.Logger, Registerer: d.reg})
+		AllowedHosts: cfg.MCPAllowedHosts, Version: Version, Logger: cfg.Logger, Registerer: d.reg})
 	mux.Handle("/mcp", d.mcp)
 	d.handler = bodyProgress(cfg.BodyIdle, d.instrument(mux, requestID(cors(d.auth(limitJSON(envelopeErrors(apiSurface(cfg.APISurface, mux))))))))
 	return d, nil
