@@ -12,7 +12,6 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"path"
 	"runtime"
 	"runtime/debug"
 	"strconv"
@@ -94,6 +93,9 @@ type Config struct {
 	// (behind a gateway that passes its public host on); see
 	// mcp.Config.AllowedHosts.
 	MCPAllowedHosts []string
+	// BashBin is the bash that commands and terminals start
+	// (AIO_BASH_BIN); empty = bash on PATH.
+	BashBin string
 }
 
 // Daemon is the aiod HTTP surface: the envelope, validation, auth and the
@@ -157,7 +159,7 @@ func New(cfg Config) (*Daemon, error) {
 	d.reg.MustRegister(d.reqs, d.dur, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
 	cmdPlane := commands.New(commands.Config{Workspace: cfg.Workspace, Logger: cfg.Logger, MaxSessions: cfg.MaxCommandSessions,
-		SessionIdle: cfg.CommandSessionIdle, KillGrace: cfg.CommandKillGrace, DefaultUser: cfg.DefaultUser, BashBin: os.Getenv("AIO_BASH_BIN"),
+		SessionIdle: cfg.CommandSessionIdle, KillGrace: cfg.CommandKillGrace, DefaultUser: cfg.DefaultUser, BashBin: cfg.BashBin,
 		Registerer: d.reg})
 	filePlane := files.New(files.Config{Workspace: cfg.Workspace, DefaultUser: cfg.DefaultUser, Logger: cfg.Logger})
 	codePlane := code.New(code.Config{Workspace: cfg.Workspace, Logger: cfg.Logger, DefaultUser: cfg.DefaultUser,
@@ -169,7 +171,7 @@ func New(cfg Config) (*Daemon, error) {
 		transfer.New(transfer.Config{Workspace: cfg.Workspace, DefaultUser: cfg.DefaultUser, Logger: cfg.Logger}),
 		watch.New(watch.Config{Workspace: cfg.Workspace, Logger: cfg.Logger}),
 		pty.New(pty.Config{Workspace: cfg.Workspace, Logger: cfg.Logger, DefaultUser: cfg.DefaultUser,
-			MaxSessions: cfg.MaxTerminals, SessionIdle: cfg.TerminalIdle, Shell: os.Getenv("AIO_BASH_BIN")}),
+			MaxSessions: cfg.MaxTerminals, SessionIdle: cfg.TerminalIdle, Shell: cfg.BashBin}),
 		codePlane,
 	}
 	ctx, stop := context.WithCancel(context.Background())
@@ -327,19 +329,10 @@ var publicRoutes = []string{"/health", "/v1/ping", "/v1/openapi.json", "/v2/open
 // (path parameters), a control character, or that is not absolute.
 // Refusing such a path only means the key is asked for.
 func publicRoute(raw string) bool {
-	if i := strings.IndexAny(raw, "?#"); i >= 0 {
-		raw = raw[:i]
-	}
-	p, err := url.PathUnescape(raw)
-	if err != nil || !strings.HasPrefix(p, "/") {
+	p, ok := cleanRoute(raw)
+	if !ok {
 		return false
 	}
-	for i := 0; i < len(p); i++ {
-		if c := p[i]; c == '%' || c == '\\' || c == ';' || c < 0x20 || c == 0x7f {
-			return false
-		}
-	}
-	p = path.Clean(p)
 	if p == "/" {
 		return true
 	}

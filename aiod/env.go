@@ -34,8 +34,12 @@ const (
 	EnvDefaultUser   = "AIO_DEFAULT_USER"
 	EnvMCPServers    = "EXTRA_MCP_SERVERS"
 	EnvSkillsPath    = "AIO_SKILLS_PATH"
-	EnvHost          = "AIO_HOST"
-	EnvPort          = "AIO_PORT"
+	// EnvMCPAllowedHosts lists, comma-separated, the extra host names
+	// /mcp accepts in Host and Origin on a loopback connection (a
+	// gateway that forwards its own public Host).
+	EnvMCPAllowedHosts = "AIO_MCP_ALLOWED_HOSTS"
+	EnvHost            = "AIO_HOST"
+	EnvPort            = "AIO_PORT"
 )
 
 // Surfaces are the values of AIO_API_SURFACE and --api-surface.
@@ -53,6 +57,8 @@ const (
 //	EXTRA_MCP_SERVERS  JSON object        MCPServers
 //	AIO_SKILLS_PATH                       SkillsPath
 //	AIO_PYTHON_BIN, AIO_NODE_BIN          PythonBin, NodeBin
+//	AIO_BASH_BIN                          BashBin
+//	AIO_MCP_ALLOWED_HOSTS  a,b            MCPAllowedHosts
 //	BROWSER_REMOTE_DEBUGGING_HOST, _PORT  CDPEndpoint (default 127.0.0.1:9222)
 //	AIO_BASH_MAX_SESSIONS (50), AIO_BASH_SESSION_TIMEOUT_SECS (3600),
 //	AIO_BASH_KILL_GRACE_SECS (2, at most 10), AIO_SHELL_MAX_SESSIONS (20),
@@ -77,6 +83,12 @@ func configFromEnv(getenv func(string) string) (Config, error) {
 		SkillsPath:  getenv(EnvSkillsPath),
 		PythonBin:   getenv("AIO_PYTHON_BIN"),
 		NodeBin:     getenv("AIO_NODE_BIN"),
+		BashBin:     getenv("AIO_BASH_BIN"),
+	}
+	for _, h := range strings.Split(getenv(EnvMCPAllowedHosts), ",") {
+		if h = strings.TrimSpace(h); h != "" {
+			cfg.MCPAllowedHosts = append(cfg.MCPAllowedHosts, h)
+		}
 	}
 	if cfg.APIKey == "" {
 		cfg.APIKey = getenv(EnvSandboxAPIKey)

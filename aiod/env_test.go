@@ -42,6 +42,8 @@ func TestConfigFromEnv(t *testing.T) {
 		{[]string{"AIO_SKILLS_PATH", "/opt/skills"}, func(c *Config) { c.SkillsPath = "/opt/skills" }},
 		{[]string{"AIO_PYTHON_BIN", "/usr/bin/python3"}, func(c *Config) { c.PythonBin = "/usr/bin/python3" }},
 		{[]string{"AIO_NODE_BIN", "node22"}, func(c *Config) { c.NodeBin = "node22" }},
+		{[]string{"AIO_BASH_BIN", "/bin/bash"}, func(c *Config) { c.BashBin = "/bin/bash" }},
+		{[]string{"AIO_MCP_ALLOWED_HOSTS", " gw.example, ,sandbox.local "}, func(c *Config) { c.MCPAllowedHosts = []string{"gw.example", "sandbox.local"} }},
 		{[]string{"BROWSER_REMOTE_DEBUGGING_PORT", "9333"}, func(c *Config) { c.CDPEndpoint = "http://127.0.0.1:9333" }},
 		{[]string{"BROWSER_REMOTE_DEBUGGING_HOST", "::1"}, func(c *Config) { c.CDPEndpoint = "http://[::1]:9222" }},
 		{[]string{"AIO_BASH_MAX_SESSIONS", "7"}, func(c *Config) { c.MaxCommandSessions = 7 }},

@@ -107,7 +107,7 @@ func (d *Daemon) officeComputer(o OfficeOptions) (*computer.Computer, error) {
 	if o.ConfigFile != "" {
 		var err error
 		if cfg, err = config.Load(o.ConfigFile); err != nil {
-			return nil, fmt.Errorf("office config: %w", err)
+			return nil, usageError(fmt.Sprintf("--config: %v", err))
 		}
 		for _, diag := range cfg.Diagnostics {
 			d.log.Warn("office config", "problem", diag.String())

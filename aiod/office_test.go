@@ -52,8 +52,8 @@ func TestJoinOfficeRefusesBadOptions(t *testing.T) {
 		{"no-office", OfficeOptions{}, "an office is required", true},
 		{"approve-ask", OfficeOptions{Office: "o", Approve: "ask"}, `--approve must be all or none, got "ask"`, true},
 		{"bundle-id", OfficeOptions{Office: "o", BundleID: "a.b"}, `--bundle-id "a.b" is not a valid bundle_id`, true},
-		{"config-missing", OfficeOptions{Office: "o", ConfigFile: filepath.Join(dir, "none.json")}, "no such file or directory", false},
-		{"config-invalid", OfficeOptions{Office: "o", ConfigFile: bad}, "server_parameters", false},
+		{"config-missing", OfficeOptions{Office: "o", ConfigFile: filepath.Join(dir, "none.json")}, "no such file or directory", true},
+		{"config-invalid", OfficeOptions{Office: "o", ConfigFile: bad}, "server_parameters", true},
 		{"config-input-without-value", OfficeOptions{Office: "o", ConfigFile: input}, `server "x"`, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

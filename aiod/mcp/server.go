@@ -144,14 +144,15 @@ func New(cfg Config) *Server {
 		s.log.Info("MCP upstream registered", "name", u.name, "url", u.display, "prefix", u.prefix)
 	}
 
+	sdkLog := slog.New(demote{cfg.Logger.Handler()})
 	s.sdk = sdk.NewServer(&sdk.Implementation{Name: "aiod", Version: cfg.Version}, &sdk.ServerOptions{
-		Logger:                    cfg.Logger,
+		Logger:                    sdkLog,
 		Capabilities:              &sdk.ServerCapabilities{Tools: &sdk.ToolCapabilities{ListChanged: false}},
 		SupportedProtocolVersions: protocolVersions,
 	})
 	s.sdk.AddReceivingMiddleware(s.toolsMiddleware)
 	s.stream = sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s.sdk }, &sdk.StreamableHTTPOptions{
-		Logger:              cfg.Logger,
+		Logger:              sdkLog,
 		SessionTimeout:      SessionIdle,
 		MaxRequestBodyBytes: MaxBody,
 		// Host and Origin are checked in ServeHTTP for both paths.
@@ -384,4 +385,29 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_, _ = w.Write(marshal(v))
+}
+
+// demote hands the Go SDK's records to the daemon's handler with Info
+// lowered to Debug: the SDK logs every session's start and end at Info,
+// which for an in-process Computer (a2c up) is noise on every
+// reconnect. Warnings and errors keep their level.
+type demote struct{ slog.Handler }
+
+func (d demote) Enabled(ctx context.Context, l slog.Level) bool {
+	return d.Handler.Enabled(ctx, d.level(l))
+}
+
+func (d demote) Handle(ctx context.Context, r slog.Record) error {
+	r.Level = d.level(r.Level)
+	return d.Handler.Handle(ctx, r)
+}
+
+func (d demote) WithAttrs(as []slog.Attr) slog.Handler { return demote{d.Handler.WithAttrs(as)} }
+func (d demote) WithGroup(n string) slog.Handler       { return demote{d.Handler.WithGroup(n)} }
+
+func (demote) level(l slog.Level) slog.Level {
+	if l < slog.LevelWarn {
+		return slog.LevelDebug
+	}
+	return l
 }
