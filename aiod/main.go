@@ -4,6 +4,7 @@ package aiod
 // wiring of the daemon. cmd/aiod only calls [Main].
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -380,13 +381,6 @@ func officeOptions(v *startValues, set map[string]bool, getenv func(string) stri
 	}
 	o := &OfficeOptions{Server: *v.server, Office: *v.office, Name: *v.name, Token: *v.token,
 		Approve: *v.approve, ConfigFile: *v.config, BundleID: *v.bundleID}
-	if o.Name == "" {
-		if h, err := os.Hostname(); err == nil && h != "" {
-			o.Name = h
-		} else {
-			o.Name = "aiod"
-		}
-	}
 	if !set["token"] {
 		o.Token = getenv("A2C_TOKEN")
 	}
@@ -435,7 +429,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var officeDone chan error
 	if o.office != nil {
 		officeDone = make(chan error, 1)
-		log.Info("joining office", "server", o.office.Server, "office", o.office.Office, "name", o.office.Name,
+		log.Info("joining office", "server", o.office.Server, "office", o.office.Office, "name", cmp.Or(o.office.Name, "(host name)"),
 			"approve", o.office.Approve, "bundle_id", o.office.BundleID, "config", o.office.ConfigFile, "token", o.office.Token != "")
 		go func(oo OfficeOptions) { officeDone <- d.JoinOffice(officeCtx, oo) }(*o.office)
 	}

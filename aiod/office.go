@@ -27,7 +27,7 @@ const DefaultSandboxBundleID = "sandbox"
 type OfficeOptions struct {
 	// Server is the signalling server's URL (default
 	// [DefaultOfficeServer]); Office the office to join (required); Name
-	// the Computer's name there (default "aiod-<host name>").
+	// the Computer's name there (default the host name, else "aiod").
 	Server, Office, Name string
 	// Token, when set, is presented in the connect auth object (and as a
 	// header) under AuthField, as "a2c server --token" expects it.
@@ -83,8 +83,10 @@ func (d *Daemon) officeComputer(o OfficeOptions) (*computer.Computer, error) {
 		o.Server = DefaultOfficeServer
 	}
 	if o.Name == "" {
-		host, _ := os.Hostname()
-		o.Name = "aiod-" + host
+		o.Name = "aiod"
+		if host, err := os.Hostname(); err == nil && host != "" {
+			o.Name = host
+		}
 	}
 	if o.AuthField == "" {
 		o.AuthField = "x-api-key"
