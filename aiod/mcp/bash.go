@@ -131,13 +131,16 @@ func (s *Server) executeBash(ctx context.Context, args []byte) result {
 func cwdMark(nonce string) string { return "\x1eaiod-cwd-" + nonce + ":" }
 
 // cwdTrap is the line put before the command (on the same line, so the
-// shell's "line N" in error messages stays the command's own).
+// shell's "line N" in error messages stays the command's own). The
+// physical directory comes from the pwd builtin writing straight to
+// stderr, not from "$(pwd -P)": a command substitution forks a subshell,
+// which cost several milliseconds on every call. pwd ends its line with a
+// newline, which cutCwd removes.
 func cwdTrap(nonce string, logical bool) string {
-	dir := `"$(pwd -P)"`
 	if logical {
-		dir = `"$PWD"`
+		return `trap 'printf "\036aiod-cwd-%s:%s\036" ` + nonce + ` "$PWD" >&2' EXIT; `
 	}
-	return `trap 'printf "\036aiod-cwd-%s:%s\036" ` + nonce + ` ` + dir + ` >&2' EXIT; `
+	return `trap 'printf "\036aiod-cwd-%s:" ` + nonce + ` >&2; pwd -P >&2; printf "\036" >&2' EXIT; `
 }
 
 // cutCwd takes the trap's marker out of stderr and returns the directory
@@ -152,7 +155,7 @@ func cutCwd(stderr, nonce string) (rest, cwd string) {
 	if n < 0 {
 		return stderr, ""
 	}
-	cwd = stderr[i+len(mark) : i+len(mark)+n]
+	cwd = strings.TrimSuffix(stderr[i+len(mark):i+len(mark)+n], "\n")
 	return stderr[:i] + stderr[i+len(mark)+n+1:], cwd
 }
 
