@@ -93,7 +93,7 @@ func (s *Server) executeBash(ctx context.Context, args []byte) result {
 		remembered = cwd != ""
 	}
 	nonce := newNonce()
-	req := commands.Request{Command: cwdTrap(nonce, a.PreserveSymlinks) + *a.Cmd, Cwd: cwd, Session: session,
+	req := commands.Request{Command: cwdTrap(nonce) + *a.Cmd, Cwd: cwd, Session: session,
 		CreateSession: session != "", HardTimeout: timeout}
 	c, err := s.cfg.Commands.Start(ctx, req)
 	if err != nil && remembered {
@@ -115,8 +115,15 @@ func (s *Server) executeBash(ctx context.Context, args []byte) result {
 	stderr, ended := cutCwd(string(out.Stderr), nonce)
 	if ended == "" {
 		ended = s.startDir(c.SessionID, req.Cwd)
-	} else if !a.NewSession {
-		s.bash.set(ended)
+	} else {
+		if !a.PreserveSymlinks {
+			if p, err := filepath.EvalSymlinks(ended); err == nil {
+				ended = p
+			}
+		}
+		if !a.NewSession {
+			s.bash.set(ended)
+		}
 	}
 	limit := commands.DefaultMaxOutputLength
 	if a.Truncate != nil && !*a.Truncate {
@@ -131,16 +138,13 @@ func (s *Server) executeBash(ctx context.Context, args []byte) result {
 func cwdMark(nonce string) string { return "\x1eaiod-cwd-" + nonce + ":" }
 
 // cwdTrap is the line put before the command (on the same line, so the
-// shell's "line N" in error messages stays the command's own). The
-// physical directory comes from the pwd builtin writing straight to
-// stderr, not from "$(pwd -P)": a command substitution forks a subshell,
-// which cost several milliseconds on every call. pwd ends its line with a
-// newline, which cutCwd removes.
-func cwdTrap(nonce string, logical bool) string {
-	if logical {
-		return `trap 'printf "\036aiod-cwd-%s:%s\036" ` + nonce + ` "$PWD" >&2' EXIT; `
-	}
-	return `trap 'printf "\036aiod-cwd-%s:" ` + nonce + ` >&2; pwd -P >&2; printf "\036" >&2' EXIT; `
+// shell's "line N" in error messages stays the command's own). The trap
+// prints the shell's logical $PWD in one write; the physical directory
+// is resolved by the caller with [filepath.EvalSymlinks]. Doing it in
+// the shell costs every call: "$(pwd -P)" forks a subshell (4-9 ms
+// here) and even "cd -P ." measured a few hundred microseconds.
+func cwdTrap(nonce string) string {
+	return `trap 'printf "\036aiod-cwd-%s:%s\036" ` + nonce + ` "$PWD" >&2' EXIT; `
 }
 
 // cutCwd takes the trap's marker out of stderr and returns the directory
@@ -155,7 +159,7 @@ func cutCwd(stderr, nonce string) (rest, cwd string) {
 	if n < 0 {
 		return stderr, ""
 	}
-	cwd = strings.TrimSuffix(stderr[i+len(mark):i+len(mark)+n], "\n")
+	cwd = stderr[i+len(mark) : i+len(mark)+n]
 	return stderr[:i] + stderr[i+len(mark)+n+1:], cwd
 }
 

@@ -129,6 +129,21 @@ func TestToolsWork(t *testing.T) {
 	if m := jsonText(t, text); m["output"] != sub+"\n" || m["cwd"] != sub {
 		t.Errorf("shared session did not start where the last command ended: %s", text)
 	}
+	// Through a symbolic link: the physical directory unless
+	// preserve_symlinks asks for the shell's logical one.
+	link := filepath.Join(f.ws, "link")
+	if err := os.Symlink(sub, link); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		preserve bool
+		want     string
+	}{{false, sub}, {true, link}} {
+		text, _ = f.callTool(t, "sandbox_execute_bash", map[string]any{"cmd": "cd link", "new_session": true, "preserve_symlinks": c.preserve})
+		if m := jsonText(t, text); m["cwd"] != c.want {
+			t.Errorf("cd link, preserve_symlinks %v: %s, want cwd %s", c.preserve, text, c.want)
+		}
+	}
 	text, _ = f.callTool(t, "sandbox_execute_bash", map[string]any{"cmd": "pwd", "new_session": true})
 	if m := jsonText(t, text); m["output"] != f.ws+"\n" {
 		t.Errorf("a new session starts in the workspace: %s", text)
