@@ -16,10 +16,6 @@ import (
 )
 
 func TestParseStart(t *testing.T) {
-	host, _ := os.Hostname()
-	if host == "" {
-		host = "aiod"
-	}
 	cfgFile := filepath.Join(t.TempDir(), "computer.json")
 	if err := os.WriteFile(cfgFile, []byte(`{"servers":[]}`), 0o600); err != nil {
 		t.Fatal(err)
@@ -48,7 +44,7 @@ func TestParseStart(t *testing.T) {
 		{"workspace", []string{"--workspace", "/tmp"}, nil, func(o startOptions) bool { return o.cfg.Workspace == "/tmp" }},
 		{"log level", []string{"--log-level", "debug"}, nil, func(o startOptions) bool { return o.level.String() == "DEBUG" }},
 		{"office defaults", []string{"--office", "o1", "--server", "http://127.0.0.1:8000"}, []string{"A2C_TOKEN", "tk"}, func(o startOptions) bool {
-			return o.office != nil && reflect.DeepEqual(*o.office, OfficeOptions{Server: "http://127.0.0.1:8000", Office: "o1", Name: host, Token: "tk", Approve: "all", BundleID: "sandbox", Supervisor: o.office.Supervisor}) && o.office.Supervisor != ""
+			return o.office != nil && reflect.DeepEqual(*o.office, OfficeOptions{Server: "http://127.0.0.1:8000", Office: "o1", Token: "tk", Approve: "all", BundleID: "sandbox", Supervisor: o.office.Supervisor}) && o.office.Supervisor != ""
 		}},
 		{"office all flags", []string{"--office", "o1", "--server", "https://hub.example", "--name", "box", "--token", "t", "--approve", "none",
 			"--config", cfgFile, "--bundle-id", "sb2"}, []string{"A2C_TOKEN", "tk"}, func(o startOptions) bool {

@@ -183,7 +183,7 @@ func (s *Server) Close(context.Context) error {
 // it instead of HTTP; cancelling a call's context on the client sends
 // notifications/cancelled, which ends the call as on /mcp.
 func (s *Server) Connect(ctx context.Context) (sdk.Transport, error) {
-	ct, st := sdk.NewInMemoryTransports()
+	ct, st := newPipe()
 	ss, err := s.sdk.Connect(ctx, st, nil)
 	if err != nil {
 		return nil, err

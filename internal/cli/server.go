@@ -81,16 +81,11 @@ func runServer(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return usageError{err.Error()}
 	}
-	if *cpuProfile != "" {
-		f, err := os.Create(*cpuProfile)
-		if err != nil {
-			return fmt.Errorf("cpu profile: %w", err)
-		}
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return fmt.Errorf("cpu profile: %w", err)
-		}
-		defer func() { pprof.StopCPUProfile(); f.Close() }()
+	stopProfile, err := cpuProfileTo(*cpuProfile)
+	if err != nil {
+		return err
 	}
+	defer stopProfile()
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
@@ -125,4 +120,22 @@ func runServer(ctx context.Context, e *env, args []string) error {
 	}
 	log.Info("stopped")
 	return nil
+}
+
+// cpuProfileTo starts a Go CPU profile written to path until the
+// returned stop is called; an empty path profiles nothing. For the
+// benchmarks of "a2c server" and "a2c up".
+func cpuProfileTo(path string) (stop func(), err error) {
+	if path == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("cpu profile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("cpu profile: %w", err)
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }

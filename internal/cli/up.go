@@ -37,6 +37,7 @@ func runUp(ctx context.Context, e *env, args []string) error {
 	office := fs.String("office", "default", "the office the sandbox Computer joins")
 	name := fs.String("name", "sandbox", "the sandbox Computer's name in the office")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	cpuProfile := fs.String("cpu-profile", "", "write a Go CPU profile to this file until shutdown (for benchmarks)")
 	if err := e.parse(fs, args); err != nil {
 		return err
 	}
@@ -74,6 +75,11 @@ func runUp(ctx context.Context, e *env, args []string) error {
 	if err := hideSelf(); err != nil {
 		log.Warn("cannot make the process non-dumpable; commands running as its account can read its environment", "err", err)
 	}
+	stopProfile, err := cpuProfileTo(*cpuProfile)
+	if err != nil {
+		return err
+	}
+	defer stopProfile()
 	hubLn, err := net.Listen("tcp", *listen)
 	if err != nil {
 		return fmt.Errorf("hub: listen: %w", err)

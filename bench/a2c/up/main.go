@@ -1,7 +1,7 @@
 // Command up measures `a2c up`, the one-command setup (hub, in-process
 // aiod and the sandbox Computer in office "default"):
 //
-//	go run ./bench/a2c/up [-calls 1000] [-starts 10] [-block 50]
+//	go run ./bench/a2c/up [-calls 1000] [-starts 10] [-block 50] [-cpu-profile FILE]
 //
 // It measures, in one run:
 //
@@ -62,6 +62,7 @@ func main() {
 	calls := flag.Int("calls", 1000, "sequential echo calls per path")
 	starts := flag.Int("starts", 10, "a2c up starts timed to ready")
 	block := flag.Int("block", 50, "calls per path per turn of the interleaving")
+	profile := flag.String("cpu-profile", "", "write the measured a2c up's Go CPU profile to this file (go tool pprof)")
 	flag.Parse()
 
 	root, err := procs.ModuleRoot()
@@ -78,7 +79,7 @@ func main() {
 	// Start -> ready, each run on a fresh workspace.
 	var phases [3][]time.Duration // addresses printed, Agent joined, ready
 	for i := range *starts {
-		u, ph := startUp(ctx, a2c, filepath.Join(tmp, fmt.Sprintf("ws-start-%d", i)))
+		u, ph := startUp(ctx, a2c, filepath.Join(tmp, fmt.Sprintf("ws-start-%d", i)), "")
 		for j := range phases {
 			phases[j] = append(phases[j], ph[j])
 		}
@@ -95,7 +96,7 @@ func main() {
 	fmt.Printf("\n- target < 1 s\n\n")
 
 	// The measured a2c up: ready, a few calls, then idle.
-	u, _ := startUp(ctx, a2c, filepath.Join(tmp, "ws"))
+	u, _ := startUp(ctx, a2c, filepath.Join(tmp, "ws"), *profile)
 	defer u.stop()
 	for range 5 {
 		check(u.echo(ctx))
@@ -143,10 +144,15 @@ const computer = "sandbox"
 // the times from the process start to its addresses on the log, to the
 // Agent's join, and to the first tools answer that holds the sandbox's
 // command tool.
-func startUp(ctx context.Context, bin, ws string) (*up, [3]time.Duration) {
+func startUp(ctx context.Context, bin, ws, profile string) (*up, [3]time.Duration) {
 	check(os.MkdirAll(ws, 0o755))
-	cmd := exec.Command(bin, "up", "--listen", "127.0.0.1:0", "--sandbox-listen", "127.0.0.1:0",
-		"--workspace", ws, "--name", computer, "--log-level", "warn")
+	args := []string{"up", "--listen", "127.0.0.1:0", "--sandbox-listen", "127.0.0.1:0", "--workspace", ws, "--name", computer, "--log-level", "warn"}
+	if profile != "" {
+		abs, err := filepath.Abs(profile)
+		check(err)
+		args = append(args, "--cpu-profile", abs)
+	}
+	cmd := exec.Command(bin, args...)
 	var ph [3]time.Duration
 	t0 := time.Now()
 	hub, sandbox := startLogged(cmd)
