@@ -4,9 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"slices"
 	"sync/atomic"
-	"time"
 
 	"github.com/a2c-smcp/a2c-go/bench/internal/lat"
 )
@@ -44,17 +42,17 @@ func benchMCP(base string, calls int) {
 		_, err := mcpRPC(base, id.Add(1), "ping", nil)
 		return err
 	}
-	s, err := interleave(calls, 50, viaHTTP, viaMCP, ping)
+	s, err := lat.Interleave(calls, 50, viaHTTP, viaMCP, ping)
 	check(err)
 	h, m, p := s[0], s[1], s[2]
 	fmt.Printf("### MCP: `echo hi` through POST /mcp beside POST /v2/commands (%d calls each, interleaved in blocks of 50)\n\n", calls)
 	fmt.Println("| path | p50 | p99 |")
 	fmt.Println("|---|---:|---:|")
-	fmt.Printf("| POST /v2/commands (sync) | %s | %s |\n", lat.US(h.p50()), lat.US(h.p99()))
-	fmt.Printf("| POST /mcp tools/call sandbox_execute_bash (plain JSON) | %s | %s |\n", lat.US(m.p50()), lat.US(m.p99()))
-	fmt.Printf("| POST /mcp ping (the JSON-RPC floor) | %s | %s |\n", lat.US(p.p50()), lat.US(p.p99()))
+	fmt.Printf("| POST /v2/commands (sync) | %s | %s |\n", lat.US(h.P50()), lat.US(h.P99()))
+	fmt.Printf("| POST /mcp tools/call sandbox_execute_bash (plain JSON) | %s | %s |\n", lat.US(m.P50()), lat.US(m.P99()))
+	fmt.Printf("| POST /mcp ping (the JSON-RPC floor) | %s | %s |\n", lat.US(p.P50()), lat.US(p.P99()))
 	fmt.Printf("\n- /mcp adds at p50: %s (target <= 300 µs); p50 ratio %.2fx; at p99: %s\n\n",
-		lat.US(m.p50()-h.p50()), float64(m.p50())/float64(h.p50()), lat.US(m.p99()-h.p99()))
+		lat.US(m.P50()-h.P50()), float64(m.P50())/float64(h.P50()), lat.US(m.P99()-h.P99()))
 }
 
 // mcpRPC posts one JSON-RPC request to /mcp as a plain JSON client and
@@ -104,41 +102,4 @@ func mcpCall(base string, id int64, tool string, args map[string]any) (string, e
 		return "", fmt.Errorf("/mcp %s: %s", tool, raw)
 	}
 	return r.Content[0].Text, nil
-}
-
-// samples are the sorted latencies of one path.
-type samples []time.Duration
-
-func (s samples) p50() time.Duration { return s[len(s)/2] }
-func (s samples) p99() time.Duration { return s[len(s)*99/100] }
-
-// interleave runs each f n times, in turns of block calls each (after a
-// warm-up of n/10 calls each), so slow drift of the machine falls on
-// every path alike. It returns each path's sorted latencies and stops at
-// the first error.
-func interleave(n, block int, fs ...func() error) ([]samples, error) {
-	out := make([]samples, len(fs))
-	for i, f := range fs {
-		for range n / 10 {
-			if err := f(); err != nil {
-				return nil, err
-			}
-		}
-		out[i] = make(samples, 0, n)
-	}
-	for len(out[0]) < n {
-		for i, f := range fs {
-			for range min(block, n-len(out[i])) {
-				t0 := time.Now()
-				if err := f(); err != nil {
-					return nil, err
-				}
-				out[i] = append(out[i], time.Since(t0))
-			}
-		}
-	}
-	for _, s := range out {
-		slices.Sort(s)
-	}
-	return out, nil
 }

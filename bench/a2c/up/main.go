@@ -108,20 +108,20 @@ func main() {
 	viaHTTP := func() error { return commandsEcho(u.sandbox) }
 	viaMCP := func() error { return mcpEcho(u.sandbox, id.Add(1)) }
 	viaA2C := func() error { return u.echo(ctx) }
-	s, err := interleave(*calls, *block, viaHTTP, viaMCP, viaA2C)
+	s, err := lat.Interleave(*calls, *block, viaHTTP, viaMCP, viaA2C)
 	check(err)
 	h, m, a := s[0], s[1], s[2]
 	fmt.Printf("### `echo hi` three ways into one a2c up process (%d calls each, interleaved in blocks of %d)\n\n", *calls, *block)
 	fmt.Println("| path | p50 | p99 |")
 	fmt.Println("|---|---:|---:|")
-	fmt.Printf("| POST /v2/commands (sync) on the sandbox API | %s | %s |\n", lat.US(h.p50()), lat.US(h.p99()))
-	fmt.Printf("| POST /mcp sandbox_execute_bash (plain JSON) on the sandbox API | %s | %s |\n", lat.US(m.p50()), lat.US(m.p99()))
-	fmt.Printf("| Agent SDK -> a2c server -> Computer -> in-process sandbox | %s | %s |\n", lat.US(a.p50()), lat.US(a.p99()))
-	fmt.Printf("\n- /mcp over the HTTP plane at p50: %s (target <= 300 µs), ratio %.2fx\n", lat.US(m.p50()-h.p50()), float64(m.p50())/float64(h.p50()))
+	fmt.Printf("| POST /v2/commands (sync) on the sandbox API | %s | %s |\n", lat.US(h.P50()), lat.US(h.P99()))
+	fmt.Printf("| POST /mcp sandbox_execute_bash (plain JSON) on the sandbox API | %s | %s |\n", lat.US(m.P50()), lat.US(m.P99()))
+	fmt.Printf("| Agent SDK -> a2c server -> Computer -> in-process sandbox | %s | %s |\n", lat.US(a.P50()), lat.US(a.P99()))
+	fmt.Printf("\n- /mcp over the HTTP plane at p50: %s (target <= 300 µs), ratio %.2fx\n", lat.US(m.P50()-h.P50()), float64(m.P50())/float64(h.P50()))
 	fmt.Printf("- A2C path over the HTTP plane at p50: %s (target <= 1 ms), ratio %.2fx; at p99: %s\n",
-		lat.US(a.p50()-h.p50()), float64(a.p50())/float64(h.p50()), lat.US(a.p99()-h.p99()))
+		lat.US(a.P50()-h.P50()), float64(a.P50())/float64(h.P50()), lat.US(a.P99()-h.P99()))
 	fmt.Printf("- A2C path over /mcp (the same tool code; what the hub, the Computer and the in-memory MCP session add) at p50: %s\n\n",
-		lat.US(a.p50()-m.p50()))
+		lat.US(a.P50()-m.P50()))
 
 	time.Sleep(2 * time.Second)
 	fmt.Printf("### Idle RSS of the a2c up process (target < 40 MiB)\n\n")
@@ -300,43 +300,6 @@ func mcpEcho(base string, id int64) error {
 		return fmt.Errorf("/mcp: %d %+v %v", resp.StatusCode, r, err)
 	}
 	return echoText("/mcp", r.Result.Content[0].Text)
-}
-
-// samples are the sorted latencies of one path.
-type samples []time.Duration
-
-func (s samples) p50() time.Duration { return s[len(s)/2] }
-func (s samples) p99() time.Duration { return s[len(s)*99/100] }
-
-// interleave runs each f n times, in turns of block calls each (after a
-// warm-up of n/10 calls each), so slow drift of the machine falls on
-// every path alike. It returns each path's sorted latencies and stops at
-// the first error.
-func interleave(n, block int, fs ...func() error) ([]samples, error) {
-	out := make([]samples, len(fs))
-	for i, f := range fs {
-		for range n / 10 {
-			if err := f(); err != nil {
-				return nil, err
-			}
-		}
-		out[i] = make(samples, 0, n)
-	}
-	for len(out[0]) < n {
-		for i, f := range fs {
-			for range min(block, n-len(out[i])) {
-				t0 := time.Now()
-				if err := f(); err != nil {
-					return nil, err
-				}
-				out[i] = append(out[i], time.Since(t0))
-			}
-		}
-	}
-	for _, s := range out {
-		slices.Sort(s)
-	}
-	return out, nil
 }
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.0f ms", float64(d)/float64(time.Millisecond)) }
