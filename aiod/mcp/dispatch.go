@@ -34,11 +34,30 @@ type result struct {
 }
 
 // content is one item of a result: text, or an image (base64 data).
+// MarshalJSON writes each kind with exactly its members: a text item
+// always carries text (MCP's TextContent requires it, empty or not; the
+// TypeScript SDK's client refuses an item without it), an image item
+// data and mimeType.
 type content struct {
-	Type     string `json:"type"`
-	Text     string `json:"text,omitempty"`
-	Data     string `json:"data,omitempty"`
-	MimeType string `json:"mimeType,omitempty"`
+	Type     string
+	Text     string
+	Data     string
+	MimeType string
+}
+
+// MarshalJSON writes the item's wire shape (see [content]).
+func (c content) MarshalJSON() ([]byte, error) {
+	if c.Type == "text" {
+		return json.Marshal(struct {
+			Type string `json:"type"`
+			Text string `json:"text"`
+		}{c.Type, c.Text})
+	}
+	return json.Marshal(struct {
+		Type     string `json:"type"`
+		Data     string `json:"data"`
+		MimeType string `json:"mimeType"`
+	}{c.Type, c.Data, c.MimeType})
 }
 
 func textResult(text string) result { return result{Content: []content{{Type: "text", Text: text}}} }

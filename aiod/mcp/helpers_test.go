@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/a2c-smcp/a2c-go/aiod/code"
@@ -205,4 +206,84 @@ func waitGone(t *testing.T, d time.Duration, pids ...int) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// sessionPost posts body on the streamable-HTTP path (Accept lists both
+// media types; sid, when set, is the Mcp-Session-Id) and returns the
+// status, the answer's session id and the JSON-RPC message of the answer
+// (the data of the event stream's message, or the JSON body).
+func sessionPost(t *testing.T, url, sid, body string) (int, string, string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if sid != "" {
+		req.Header.Set("Mcp-Session-Id", sid)
+	}
+	resp, err := (&http.Client{Timeout: 60 * time.Second}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	out, _ := io.ReadAll(resp.Body)
+	msg := strings.TrimSpace(string(out))
+	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		msg = ""
+		for l := range strings.SplitSeq(string(out), "\n") {
+			if d, ok := strings.CutPrefix(l, "data: "); ok {
+				msg = d
+			}
+		}
+	}
+	return resp.StatusCode, resp.Header.Get("Mcp-Session-Id"), msg
+}
+
+// openSession initializes a streamable-HTTP session by hand and returns
+// its id.
+func openSession(t *testing.T, url string) string {
+	t.Helper()
+	status, sid, msg := sessionPost(t, url, "", `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
+	if status != 200 || sid == "" {
+		t.Fatalf("initialize: %d %q %s", status, sid, msg)
+	}
+	if status, _, _ := sessionPost(t, url, sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`); status != 202 {
+		t.Fatalf("initialized: %d", status)
+	}
+	return sid
+}
+
+// pipeCall initializes an in-process connection (Server.Connect) by hand
+// and returns the raw result of one tools/call on it.
+func pipeCall(t *testing.T, s *Server, name string, args string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	tr, err := s.Connect(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, _ := tr.Connect(ctx)
+	defer conn.Close()
+	send := func(m jsonrpc.Message) {
+		if err := conn.Write(ctx, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	id1, _ := jsonrpc.MakeID(float64(1))
+	id2, _ := jsonrpc.MakeID(float64(2))
+	send(&jsonrpc.Request{ID: id1, Method: "initialize", Params: json.RawMessage(`{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}`)})
+	if _, err := conn.Read(ctx); err != nil {
+		t.Fatal(err)
+	}
+	send(&jsonrpc.Request{Method: "notifications/initialized", Params: json.RawMessage(`{}`)})
+	send(&jsonrpc.Request{ID: id2, Method: "tools/call", Params: json.RawMessage(`{"name":` + strconv.Quote(name) + `,"arguments":` + args + `}`)})
+	m, err := conn.Read(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, ok := m.(*jsonrpc.Response)
+	if !ok || r.Error != nil {
+		t.Fatalf("answer: %#v", m)
+	}
+	return string(r.Result)
 }

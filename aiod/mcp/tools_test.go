@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -223,5 +224,30 @@ func TestSkills(t *testing.T) {
 	none := newFixture(t, nil)
 	if text, _ := none.callTool(t, "sandbox_load_skill", nil); text != "Skills Count: 0\n(AIO_SKILLS_PATH is not set)\n" {
 		t.Errorf("unset: %q", text)
+	}
+}
+
+// TestEmptyText: a text item carries text even when it is empty (MCP's
+// TextContent requires the member; the TypeScript SDK's client throws
+// without it), on the plain path, in a streamable-HTTP session and in
+// memory; an image item carries data and mimeType, no text.
+func TestEmptyText(t *testing.T) {
+	f := newFixture(t, func(c *Config) {
+		c.Packages = func(context.Context, string) (string, error) { return "", nil }
+	})
+	want := `{"content":[{"type":"text","text":""}],"isError":false}`
+	_, body := post(t, f.url, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"sandbox_get_packages","arguments":{}}}`)
+	if body != `{"jsonrpc":"2.0","id":1,"result":`+want+`}` {
+		t.Errorf("plain: %s", body)
+	}
+	sid := openSession(t, f.url)
+	if _, _, msg := sessionPost(t, f.url, sid, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"sandbox_get_packages","arguments":{}}}`); msg != `{"jsonrpc":"2.0","id":2,"result":`+want+`}` {
+		t.Errorf("session: %s", msg)
+	}
+	if got := pipeCall(t, f.s, "sandbox_get_packages", `{}`); got != want {
+		t.Errorf("in memory: %s", got)
+	}
+	if got := string(marshal(imageResult([]byte{1}, "image/png"))); got != `{"content":[{"type":"image","data":"AQ==","mimeType":"image/png"}],"isError":false}` {
+		t.Errorf("image: %s", got)
 	}
 }
