@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"math"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -80,7 +81,7 @@ func (s *Server) executeBash(ctx context.Context, args []byte) result {
 		if *a.Timeout <= 0 || *a.Timeout > maxBashTimeout.Seconds() {
 			return failure("timeout must be more than 0 and at most 86400 seconds")
 		}
-		timeout = time.Duration(*a.Timeout * float64(time.Second))
+		timeout = bashTimeout(*a.Timeout)
 	}
 	if s.cfg.Commands == nil {
 		return failure("commands are not available on this daemon")
@@ -131,6 +132,14 @@ func (s *Server) executeBash(ctx context.Context, args []byte) result {
 	}
 	output := commands.TruncateOutput(string(out.Stdout), limit) + commands.TruncateOutput(stderr, limit)
 	return jsonResult(map[string]any{"status": out.Status, "output": output, "exit_code": out.ExitCode, "cwd": ended}, false)
+}
+
+// bashTimeout converts a timeout in seconds (more than 0) to a duration,
+// rounded up to whole milliseconds: any positive timeout bounds the
+// command, since the engine reads a zero HardTimeout as "no limit" and a
+// timeout under a nanosecond would otherwise truncate to zero.
+func bashTimeout(seconds float64) time.Duration {
+	return time.Duration(math.Ceil(seconds*1e3)) * time.Millisecond
 }
 
 // cwdMark opens the marker the EXIT trap prints; the nonce makes it one

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestToolFailures: every failure inside a tool, bad arguments included,
@@ -156,6 +157,21 @@ func TestToolsWork(t *testing.T) {
 	text, _ = f.callTool(t, "sandbox_execute_bash", map[string]any{"cmd": "sleep 30", "timeout": 0.5})
 	if m := jsonText(t, text); m["status"] != "timed_out" || m["exit_code"] != -1.0 {
 		t.Errorf("timeout: %s", text)
+	}
+	// A timeout under a nanosecond still bounds the command (it rounds up
+	// to 1 ms; a zero duration would mean no limit to the engine).
+	start := time.Now()
+	text, _ = f.callTool(t, "sandbox_execute_bash", map[string]any{"cmd": "sleep 30", "timeout": 1e-10, "new_session": true})
+	if m := jsonText(t, text); m["status"] != "timed_out" || m["exit_code"] != -1.0 || time.Since(start) > 10*time.Second {
+		t.Errorf("timeout 1e-10: %s after %s", text, time.Since(start))
+	}
+	for _, c := range []struct {
+		in   float64
+		want time.Duration
+	}{{1e-10, time.Millisecond}, {0.0005, time.Millisecond}, {0.0011, 2 * time.Millisecond}, {0.5, 500 * time.Millisecond}, {30, 30 * time.Second}, {86400, 24 * time.Hour}} {
+		if got := bashTimeout(c.in); got != c.want {
+			t.Errorf("bashTimeout(%v) = %s, want %s", c.in, got, c.want)
+		}
 	}
 	text, _ = f.callTool(t, "sandbox_execute_bash", map[string]any{"cmd": "head -c 60000 /dev/zero | tr '\\0' a"})
 	if m := jsonText(t, text); !strings.Contains(m["output"].(string), "\n... output truncated ...\n") || len(m["output"].(string)) > 50100 {
