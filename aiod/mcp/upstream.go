@@ -122,9 +122,11 @@ func redact(raw string) string {
 	return "(unparsable url)"
 }
 
-// upstreamClient talks to loopback servers only: no proxy, short dials.
+// upstreamClient talks to loopback servers only: no proxy, short dials,
+// and no redirects: a 3xx is the answer (a bad upstream), so a loopback
+// server cannot send the daemon's requests on to another host.
 func upstreamClient() *http.Client {
-	return &http.Client{Transport: &http.Transport{
+	return &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }, Transport: &http.Transport{
 		Proxy:                 nil,
 		DialContext:           (&net.Dialer{Timeout: 2 * time.Second}).DialContext,
 		MaxIdleConnsPerHost:   8,
@@ -272,6 +274,9 @@ func (s *Server) post(ctx context.Context, u *upstream, body []byte, id int64, a
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+		if resp.StatusCode >= 300 && resp.StatusCode < 400 {
+			return nil, nil, resp.StatusCode, fmt.Errorf("HTTP %d, a redirect (not followed)", resp.StatusCode)
+		}
 		return nil, nil, resp.StatusCode, fmt.Errorf("HTTP %d", resp.StatusCode)
 	}
 	rd := io.LimitReader(resp.Body, maxUpstreamBody)

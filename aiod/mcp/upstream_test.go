@@ -231,3 +231,26 @@ func TestUpstreams(t *testing.T) {
 		t.Fatal("notifications/cancelled did not end the upstream request")
 	}
 }
+
+// TestUpstreamRedirect: an upstream answering a redirect is a bad
+// upstream (left out of the list, its calls isError); the redirect is
+// never followed, so its target gets nothing.
+func TestUpstreamRedirect(t *testing.T) {
+	target := newFakeUpstream(t, false, "echo")
+	for _, code := range []int{http.StatusTemporaryRedirect, http.StatusMovedPermanently, http.StatusFound, http.StatusPermanentRedirect} {
+		redir := httptest.NewServer(http.RedirectHandler(target.url, code))
+		defer redir.Close()
+		f := newFixture(t, func(c *Config) { c.Upstreams = fmt.Sprintf(`{"r":{"url":%q,"prefix":"r"}}`, redir.URL+"/mcp") })
+		_, body := post(t, f.url, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
+		if strings.Contains(body, `"r_echo"`) {
+			t.Errorf("%d: a redirected upstream is listed: %s", code, body)
+		}
+		text, isErr := f.callTool(t, "r_echo", map[string]any{})
+		if want := fmt.Sprintf(`MCP server "r" (%s/mcp) did not answer: HTTP %d, a redirect (not followed)`, redir.URL, code); !isErr || text != want {
+			t.Errorf("%d: call: %v %q\nwant %q", code, isErr, text, want)
+		}
+	}
+	if n := target.lists.Load(); n != 0 || len(target.calls) != 0 {
+		t.Errorf("the redirect was followed: %d lists, %d calls", n, len(target.calls))
+	}
+}
