@@ -158,20 +158,21 @@ func New(cfg Config) (*Daemon, error) {
 		Buckets: prometheus.DefBuckets}, []string{"route"})
 	d.reg.MustRegister(d.reqs, d.dur, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
+	hide := keyHolders(cfg.APIKey, os.Environ())
 	cmdPlane := commands.New(commands.Config{Workspace: cfg.Workspace, Logger: cfg.Logger, MaxSessions: cfg.MaxCommandSessions,
 		SessionIdle: cfg.CommandSessionIdle, KillGrace: cfg.CommandKillGrace, DefaultUser: cfg.DefaultUser, BashBin: cfg.BashBin,
-		Registerer: d.reg})
+		HideEnv: hide, Registerer: d.reg})
 	filePlane := files.New(files.Config{Workspace: cfg.Workspace, DefaultUser: cfg.DefaultUser, Logger: cfg.Logger})
 	codePlane := code.New(code.Config{Workspace: cfg.Workspace, Logger: cfg.Logger, DefaultUser: cfg.DefaultUser,
 		Python: cfg.PythonBin, Node: cfg.NodeBin, MaxKernelSessions: cfg.MaxKernels, MaxSessions: cfg.MaxCodeSessions,
-		KernelIdle: cfg.KernelIdle, SessionIdle: cfg.CodeIdle})
+		KernelIdle: cfg.KernelIdle, SessionIdle: cfg.CodeIdle, HideEnv: hide})
 	d.planes = []plane{
 		cmdPlane,
 		filePlane,
 		transfer.New(transfer.Config{Workspace: cfg.Workspace, DefaultUser: cfg.DefaultUser, Logger: cfg.Logger}),
 		watch.New(watch.Config{Workspace: cfg.Workspace, Logger: cfg.Logger}),
 		pty.New(pty.Config{Workspace: cfg.Workspace, Logger: cfg.Logger, DefaultUser: cfg.DefaultUser,
-			MaxSessions: cfg.MaxTerminals, SessionIdle: cfg.TerminalIdle, Shell: cfg.BashBin}),
+			MaxSessions: cfg.MaxTerminals, SessionIdle: cfg.TerminalIdle, Shell: cfg.BashBin, HideEnv: hide}),
 		codePlane,
 	}
 	ctx, stop := context.WithCancel(context.Background())
@@ -203,6 +204,23 @@ func New(cfg Config) (*Daemon, error) {
 	mux.Handle("/mcp", d.mcp)
 	d.handler = bodyProgress(cfg.BodyIdle, d.instrument(mux, requestID(cors(d.auth(limitJSON(envelopeErrors(apiSurface(cfg.APISurface, mux))))))))
 	return d, nil
+}
+
+// keyHolders names the variables of environ that hold the API key under
+// another name than AIO_API_KEY (a2c up takes it from A2C_TOKEN, or from
+// whatever variable a launcher chose): no process the daemon starts
+// inherits them, whatever they are called.
+func keyHolders(key string, environ []string) []string {
+	if key == "" {
+		return nil
+	}
+	var names []string
+	for _, kv := range environ {
+		if k, v, _ := strings.Cut(kv, "="); v == key {
+			names = append(names, k)
+		}
+	}
+	return names
 }
 
 // MCP is the daemon's MCP server: its /mcp endpoint and, through

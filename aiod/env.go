@@ -19,9 +19,15 @@ import (
 type EnvError struct {
 	// Name is the variable, Value its value, Want what it must be.
 	Name, Value, Want string
+	// Secret keeps Value out of the text: a value that may hold
+	// credentials (EXTRA_MCP_SERVERS URLs) must not reach a log.
+	Secret bool
 }
 
 func (e *EnvError) Error() string {
+	if e.Secret {
+		return fmt.Sprintf("%s must be %s (its value is not shown: it may hold credentials)", e.Name, e.Want)
+	}
 	return fmt.Sprintf("%s must be %s, got %q", e.Name, e.Want, e.Value)
 }
 
@@ -168,7 +174,7 @@ func checkMCPServers(name, v string) (string, error) {
 	}
 	var reg map[string]map[string]any
 	if err := json.Unmarshal([]byte(v), &reg); err != nil || reg == nil {
-		return "", &EnvError{Name: name, Value: v, Want: `a JSON object such as {"name": {"url": "http://127.0.0.1:PORT/mcp", "prefix": "p"}}`}
+		return "", &EnvError{Name: name, Value: v, Want: `a JSON object such as {"name": {"url": "http://127.0.0.1:PORT/mcp", "prefix": "p"}}`, Secret: true}
 	}
 	return v, nil
 }

@@ -100,6 +100,11 @@ func TestConfigFromEnvBadValues(t *testing.T) {
 			t.Errorf("%s=%q: %v, want %s", c.name, c.value, err, c.want)
 		}
 	}
+	// A value that may hold credentials is not repeated in the error.
+	_, err := configFromEnv(envOf("EXTRA_MCP_SERVERS", `{"p":{"url":"http://u:hunter2@127.0.0.1:9/mcp"}`))
+	if err == nil || strings.Contains(err.Error(), "hunter2") {
+		t.Errorf("EXTRA_MCP_SERVERS error shows the value: %v", err)
+	}
 }
 
 func TestListenFromEnv(t *testing.T) {

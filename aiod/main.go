@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/a2c-smcp/a2c-go/computer/mcphost"
+	"github.com/a2c-smcp/a2c-go/internal/redact"
 )
 
 // Main runs aiod with args (without the program name) and returns the
@@ -429,7 +430,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var officeDone chan error
 	if o.office != nil {
 		officeDone = make(chan error, 1)
-		log.Info("joining office", "server", o.office.Server, "office", o.office.Office, "name", cmp.Or(o.office.Name, "(host name)"),
+		log.Info("joining office", "server", redact.URL(o.office.Server), "office", o.office.Office, "name", cmp.Or(o.office.Name, "(host name)"),
 			"approve", o.office.Approve, "bundle_id", o.office.BundleID, "config", o.office.ConfigFile, "token", o.office.Token != "")
 		go func(oo OfficeOptions) { officeDone <- d.JoinOffice(officeCtx, oo) }(*o.office)
 	}

@@ -5,13 +5,14 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strings"
+
+	"github.com/a2c-smcp/a2c-go/internal/redact"
 
 	"github.com/a2c-smcp/a2c-go/smcp"
 )
 
 // Mask replaces every redacted value.
-const Mask = "******"
+const Mask = redact.Mask
 
 // MergedToolMeta returns the settings of tool: DefaultToolMeta with every
 // non-nil field of ToolMeta[tool] laid over it (a shallow merge, so a tool's
@@ -161,45 +162,12 @@ func redactParams(raw json.RawMessage, typ string) json.RawMessage {
 			}
 			v = m
 		case k == "url" && v.kind == kindString:
-			v = &node{kind: kindString, str: redactURL(v.str)}
+			v = &node{kind: kindString, str: redact.URL(v.str)}
 		}
 		out.keys = append(out.keys, k)
 		out.vals = append(out.vals, v)
 	}
 	return appendJSON(nil, out)
-}
-
-// redactURL masks the user information, the query values and the fragment
-// of u. It works on the text, so that URLs with placeholders, which need not
-// parse, are handled too.
-func redactURL(u string) string {
-	frag := ""
-	if i := strings.IndexByte(u, '#'); i >= 0 {
-		u, frag = u[:i], "#"+Mask
-	}
-	query := ""
-	if i := strings.IndexByte(u, '?'); i >= 0 {
-		parts := strings.Split(u[i+1:], "&")
-		for j, p := range parts {
-			if k, v, ok := strings.Cut(p, "="); ok && v != "" {
-				parts[j] = k + "=" + Mask
-			} else if !ok && p != "" {
-				parts[j] = Mask
-			}
-		}
-		u, query = u[:i], "?"+strings.Join(parts, "&")
-	}
-	if i := strings.Index(u, "://"); i >= 0 {
-		rest := u[i+3:]
-		host := rest
-		if j := strings.IndexByte(rest, '/'); j >= 0 {
-			host = rest[:j]
-		}
-		if at := strings.LastIndexByte(host, '@'); at >= 0 {
-			u = u[:i+3] + Mask + rest[at:]
-		}
-	}
-	return u + query + frag
 }
 
 // Redacted returns a copy of inputs fit for client:get_config: the default

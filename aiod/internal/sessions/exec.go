@@ -13,8 +13,11 @@ import (
 	"github.com/a2c-smcp/a2c-go/aiod/internal/account"
 )
 
-// Secrets are the daemon's variables no child process inherits.
-var Secrets = []string{"AIO_API_KEY", "SANDBOX_API_KEY"}
+// Secrets are the daemon's variables no child process inherits: its API
+// key, the hub's token of a daemon that joins an office (and of a2c up,
+// which runs one in process), the upstream MCP servers (whose URLs may
+// hold credentials) and a hub cluster's Redis URL.
+var Secrets = []string{"AIO_API_KEY", "SANDBOX_API_KEY", "A2C_TOKEN", "EXTRA_MCP_SERVERS", "A2C_REDIS_URL"}
 
 // Exec is a plane's execution context: where runs start, who they run
 // as by default and the environment they inherit. It is immutable and
