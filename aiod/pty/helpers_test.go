@@ -167,14 +167,37 @@ func send(t testing.TB, c *websocket.Conn, v any) {
 
 // procsWith lists the live processes whose command line contains s.
 func procsWith(s string) []string {
+	procs := child.Scan().Procs
 	var out []string
-	for pid, p := range child.Scan().Procs {
+	for pid, p := range procs {
+		if !ours(procs, pid) {
+			continue
+		}
 		cmd, err := os.ReadFile("/proc/" + itoa(pid) + "/cmdline")
 		if err == nil && p.State != 'Z' && strings.Contains(strings.ReplaceAll(string(cmd), "\x00", " "), s) {
 			out = append(out, itoa(pid)+":"+itoa(p.PID))
 		}
 	}
 	return out
+}
+
+// ours reports whether pid descends from this test process. Other
+// packages' tests run at the same time and start their own "sleep 30";
+// TestMain makes this process a child subreaper, so what a terminal
+// leaves behind is re-parented here rather than to init and still
+// counts as ours.
+func ours(procs map[int]child.Proc, pid int) bool {
+	for range 64 { // a bound, in case of a cycle in a racy scan
+		p, ok := procs[pid]
+		if !ok || p.PPID <= 1 {
+			return false
+		}
+		if p.PPID == os.Getpid() {
+			return true
+		}
+		pid = p.PPID
+	}
+	return false
 }
 
 // eventually polls cond for up to 5 s.
