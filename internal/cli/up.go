@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -108,9 +107,9 @@ func runUp(ctx context.Context, e *env, args []string) error {
 	hubURL, boxURL := "http://"+hubLn.Addr().String(), "http://"+boxLn.Addr().String()
 	// The Computer dials the hub on loopback when it listens on every
 	// address (0.0.0.0 or ::).
-	dial := hubURL
-	if a := hubLn.Addr().(*net.TCPAddr); a.IP.IsUnspecified() {
-		dial = "http://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(a.Port))
+	dial := "http://" + localURL(hubLn.Addr().String())
+	if secret == "" && (unspecified(hubLn.Addr()) || unspecified(boxLn.Addr())) {
+		log.Warn("listening on every address without a token: anyone who can reach this machine can run commands in the sandbox; set --token or $A2C_TOKEN")
 	}
 	printUpBanner(e, upBanner{hubAddr: hubLn.Addr().String(), server: dial, boxAddr: boxLn.Addr().String(), office: *office, name: *name,
 		workspace: ws, config: *cfgPath, auth: secret != "", token: secret, tokenFromEnv: tokenFromEnv})
@@ -186,8 +185,8 @@ type upBanner struct {
 // office and workspace, and a command to try with the flags it needs.
 func printUpBanner(e *env, b upBanner) {
 	w := e.stderr
-	fmt.Fprintf(w, "a2c up: hub listening addr=%s url=http://%s office=%s auth=%t\n", b.hubAddr, b.hubAddr, b.office, b.auth)
-	fmt.Fprintf(w, "a2c up: sandbox API listening sandbox_addr=%s url=http://%s workspace=%s\n", b.boxAddr, b.boxAddr, b.workspace)
+	fmt.Fprintf(w, "a2c up: hub listening addr=%s url=http://%s office=%s auth=%t\n", b.hubAddr, localURL(b.hubAddr), b.office, b.auth)
+	fmt.Fprintf(w, "a2c up: sandbox API listening sandbox_addr=%s url=http://%s workspace=%s\n", b.boxAddr, localURL(b.boxAddr), b.workspace)
 	cfg := "none"
 	if b.config != "" {
 		cfg = b.config
@@ -216,4 +215,23 @@ func shellQuote(s string) string {
 		return s
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// unspecified reports whether a listens on every address (0.0.0.0, ::).
+func unspecified(a net.Addr) bool {
+	t, ok := a.(*net.TCPAddr)
+	return ok && t.IP.IsUnspecified()
+}
+
+// localURL is how a client on this machine reaches addr: an address that
+// listens everywhere (0.0.0.0:P, [::]:P) is reached on 127.0.0.1:P.
+func localURL(addr string) string {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return addr
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+		return net.JoinHostPort("127.0.0.1", port)
+	}
+	return addr
 }

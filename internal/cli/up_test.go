@@ -31,6 +31,17 @@ func TestUpBadCommandLines(t *testing.T) {
 	}
 }
 
+func TestLocalURL(t *testing.T) {
+	for in, want := range map[string]string{
+		"127.0.0.1:8000": "127.0.0.1:8000", "0.0.0.0:8000": "127.0.0.1:8000", "[::]:8000": "127.0.0.1:8000",
+		"[::1]:8000": "[::1]:8000", "10.1.2.3:80": "10.1.2.3:80", "garbage": "garbage",
+	} {
+		if got := localURL(in); got != want {
+			t.Errorf("localURL(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
 func TestUpBanner(t *testing.T) {
 	const try = `a2c up: try: a2c call sandbox__sandbox_execute_bash --args '{"cmd":"echo hi"}'`
 	for _, tc := range []struct {
@@ -52,8 +63,8 @@ func TestUpBanner(t *testing.T) {
 			if len(lines) != 4 || lines[3] != tc.want {
 				t.Fatalf("banner:\n%s\nwant last line %s", out.String(), tc.want)
 			}
-			if !strings.HasPrefix(lines[0], "a2c up: hub listening addr="+tc.b.hubAddr+" ") {
-				t.Errorf("first line %q does not start with the hub's addr=", lines[0])
+			if !strings.HasPrefix(lines[0], "a2c up: hub listening addr="+tc.b.hubAddr+" url="+tc.b.server+" ") {
+				t.Errorf("first line %q does not start with the hub's addr= and the URL a local client uses", lines[0])
 			}
 		})
 	}
