@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -118,6 +119,10 @@ func (s *Server) call(ctx context.Context, name string, args json.RawMessage) (j
 		return marshal(res), nil
 	}
 	if u, inner := s.route(name); u != nil {
+		if isHop(ctx) {
+			s.metrics.observe("upstream:"+u.name, "error", time.Since(start))
+			return marshal(failure(fmt.Sprintf("%s is not forwarded: this request came from another aiod (%s), and a forwarded request is answered from the built-in tools only", name, HopHeader))), nil
+		}
 		raw, rerr := s.forward(ctx, u, inner, args)
 		// Counted per upstream, not per name: any name under a prefix is
 		// forwarded, so names would let a client grow the metric.
@@ -184,6 +189,9 @@ func (r rawList) MarshalJSON() ([]byte, error) { return r.raw, nil }
 // is the SDK's (initialize, ping, cancellation).
 func (s *Server) toolsMiddleware(next sdk.MethodHandler) sdk.MethodHandler {
 	return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
+		if ex := req.GetExtra(); ex != nil && ex.Header.Get(HopHeader) != "" {
+			ctx = withHop(ctx)
+		}
 		switch method {
 		case "tools/list":
 			return &rawList{ListToolsResult: &sdk.ListToolsResult{}, raw: s.listJSON(ctx)}, nil

@@ -21,18 +21,32 @@
 //
 // # Routing of POST /mcp
 //
-// A request carrying Mcp-Session-Id, a GET or a DELETE, or a POST whose
-// Accept lists text/event-stream belongs to the streamable-HTTP transport
-// and goes to the Go SDK's handler (sessions, SSE, idle sessions closed
-// after [SessionIdle]). Every other POST is the plain path: no session,
-// no handshake needed, no Accept requirement; one JSON answer per body,
-// 202 with an empty body when the body held only notifications or
-// responses. JSON-RPC batches (arrays) are accepted on the plain path, each
-// element answered on its own (MCP 2025-06-18 dropped them, JSON-RPC 2.0
-// has them; the SDK path refuses them for 2025-06-18 and later). Bodies
-// are limited to [MaxBody] (8 MiB, 413). initialize answers the client's
-// protocolVersion when it is one of the handshake-era revisions the Go SDK
-// speaks, else the newest of them; the capabilities are
+// A request carrying Mcp-Session-Id, a GET or a DELETE belongs to the
+// streamable-HTTP transport and goes to the Go SDK's handler (sessions,
+// SSE, idle sessions closed after [SessionIdle]). A POST body is read
+// first (at most [MaxBody]: 413 with a JSON-RPC error past it) and parsed
+// (not JSON: -32700 on HTTP 200), whatever the path. A POST without a
+// session goes to the SDK only when it opens one: a single (not batched)
+// initialize request whose Accept lists text/event-stream and
+// application/json (or a wildcard) and whose Content-Type is
+// application/json. Every other POST is the plain path, whatever its
+// Accept: no session, no handshake needed; one JSON answer per body, 202
+// with an empty body when the body held only notifications or responses.
+// The SDK's refusals come back as JSON-RPC errors on the SDK's status: an
+// unknown or ended session is 404 with -32001 "session not found" (a
+// client opens a new session on a 404), a GET or DELETE without one 400.
+// At most [MaxSessions] sessions are open at once; one more initialize
+// is 503 with -32000 (in-process connections do not count).
+//
+// JSON-RPC batches (arrays) are accepted on the plain path, each element
+// answered on its own (MCP 2025-06-18 dropped them, JSON-RPC 2.0 has
+// them; the SDK path refuses them for 2025-06-18 and later). A batch
+// holds at most [MaxBatch] elements (more: one -32600, id null, nothing
+// run); its elements run in order, its tools/list elements share one
+// listing, and once its answers reach [MaxBatchAnswer] bytes the requests
+// left are answered -32000 without being run. initialize answers the
+// client's protocolVersion when it is one of the handshake-era revisions
+// the Go SDK speaks, else the newest of them; the capabilities are
 // {"tools":{"listChanged":false}} and serverInfo is {"name":"aiod"}.
 //
 // # Cancellation
@@ -57,15 +71,30 @@
 //
 // [Config.Upstreams] (EXTRA_MCP_SERVERS) names loopback MCP servers:
 // {"name": {"url": "http://127.0.0.1:PORT/mcp", "prefix": "p"}}. Only
-// http:// on 127.0.0.1, localhost or [::1] is used; other entries are
-// skipped with a warning ([Server.Warnings]). There is no handshake and
-// no session: one POST per request. tools/list asks every upstream at
-// once on every list, each within a few seconds, and leaves out one that
-// does not answer. With a prefix, tools are published as <prefix>_<tool>
-// and the prefix is stripped on forwarding; without one, only tools whose
-// names start with <name>_ are published. A built-in name wins a
-// collision; between upstreams the first registered wins. Calls are
+// http:// on 127.0.0.1, localhost or [::1] (any case, one trailing dot
+// allowed) is used; other entries are skipped with a warning
+// ([Server.Warnings]). Logs and warnings show an upstream's URL without
+// its user information and query. There is no handshake and no session:
+// one POST per request, redirects not followed (a 3xx is a bad
+// upstream). tools/list asks every upstream at once on every list, each
+// within a few seconds, and leaves out one that does not answer. With a
+// prefix, tools are published as <prefix>_<tool> and the prefix is
+// stripped on forwarding; without one, only tools whose names start with
+// <name>_ are published and the name is forwarded whole. A call goes to
+// the upstream with the longest matching prefix (<prefix>_, or <name>_
+// without one), the first registered on a tie, and the list applies the
+// same rule: a tool whose published name would be routed to another
+// upstream is not listed, and a built-in name wins a collision. Calls are
 // routed by prefix, not by the last list: a call to an upstream that is
 // down is a result with isError; a name no prefix matches is -32602.
-// Answers, results and JSON-RPC errors alike, pass back unedited.
+// Arguments that are not an object are refused (isError) before
+// forwarding; a result that is not a JSON object, or an answer whose id
+// is not the request's, is isError; other results and JSON-RPC errors
+// pass back unedited.
+//
+// Every request to an upstream carries [HopHeader]; a request that
+// carries it is answered from the built-in tools only (its tools/list
+// asks no upstream; a call under an upstream's prefix is isError, not
+// forwarded), so a daemon peered with itself, or two daemons peered both
+// ways, list their 10 + 10 tools in one round instead of recursing.
 package mcp

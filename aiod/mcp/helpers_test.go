@@ -287,3 +287,23 @@ func pipeCall(t *testing.T, s *Server, name string, args string) string {
 	}
 	return string(r.Result)
 }
+
+// do sends one request and returns the status, the answer's headers and
+// its body; hdr is pairs.
+func do(t *testing.T, method, url, body string, hdr ...string) (int, http.Header, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	resp, err := (&http.Client{Timeout: 60 * time.Second}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	out, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, resp.Header, string(out)
+}

@@ -3,6 +3,7 @@ package mcp
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 )
 
 // JSON-RPC 2.0 error codes /mcp answers with.
@@ -12,6 +13,13 @@ const (
 	codeMethodNotFound = -32601
 	codeInvalidParams  = -32602
 	codeInternalError  = -32603
+	// codeServerError is the implementation-defined server error: a
+	// batch element left unrun because the batch's answer is full, a
+	// session refused because too many are open.
+	codeServerError = -32000
+	// codeSessionNotFound answers a request naming a streamable-HTTP
+	// session that does not exist (or expired), with HTTP 404.
+	codeSessionNotFound = -32001
 )
 
 // rpcError is a JSON-RPC error object.
@@ -54,7 +62,8 @@ func (m *message) isCall() bool { return m.ID != nil }
 
 // parseBody decodes a POST body into its messages. A body that is not
 // JSON is a parse error (-32700), answered with id null; a batch (a JSON
-// array) yields one message per element, an empty one an invalid request.
+// array) yields one message per element; an empty one, or one of more
+// than [MaxBatch] elements, is an invalid request (-32600, id null).
 // Each element is validated on its own, so one bad element of a batch
 // does not spoil the others.
 func parseBody(body []byte) (msgs []message, batch bool, perr *rpcError) {
@@ -69,6 +78,9 @@ func parseBody(body []byte) (msgs []message, batch bool, perr *rpcError) {
 		}
 		if len(elems) == 0 {
 			return nil, false, &rpcError{Code: codeInvalidRequest, Message: "Invalid Request: empty batch"}
+		}
+		if len(elems) > MaxBatch {
+			return nil, false, &rpcError{Code: codeInvalidRequest, Message: fmt.Sprintf("Invalid Request: batch too large (%d elements; at most %d)", len(elems), MaxBatch)}
 		}
 		msgs = make([]message, len(elems))
 		for i, e := range elems {

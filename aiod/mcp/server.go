@@ -1,9 +1,11 @@
 package mcp
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"mime"
@@ -25,6 +27,21 @@ import (
 // routes stop at 2 MiB). A larger one is answered 413 before any of it
 // is decoded.
 const MaxBody = 8 << 20
+
+// MaxBatch is the most elements a JSON-RPC batch may hold; a larger one
+// is answered with one -32600 error (id null), none of it run.
+const MaxBatch = 100
+
+// MaxBatchAnswer bounds a batch's answer: once the answers of its
+// elements reach this many bytes, the requests left are answered -32000
+// without being run. One element's answer may still take it past.
+const MaxBatchAnswer = 16 << 20
+
+// MaxSessions bounds the streamable-HTTP sessions open at once (idle ones
+// close after [SessionIdle]); an initialize that would open one more is
+// answered 503 with a JSON-RPC error (-32000). The plain path and
+// in-process connections do not count.
+const MaxSessions = 256
 
 // SessionIdle closes a streamable-HTTP session that has seen no request
 // for this long.
@@ -116,6 +133,9 @@ type Server struct {
 
 	mu       sync.Mutex
 	inflight map[string]map[*context.CancelFunc]struct{} // plain-path calls by id
+	opening  int                                         // initializes admitted, not yet answered
+	maxSess  int                                         // MaxSessions (tests lower it)
+	maxBatch int                                         // MaxBatchAnswer (tests lower it)
 }
 
 // New returns a server for cfg. Entries of cfg.Upstreams that cannot be
@@ -130,7 +150,8 @@ func New(cfg Config) *Server {
 	}
 	ctx, stop := context.WithCancel(context.Background())
 	s := &Server{cfg: cfg, log: cfg.Logger, ctx: ctx, stop: stop, inflight: map[string]map[*context.CancelFunc]struct{}{},
-		metrics: newMetrics(cfg.Registerer), client: upstreamClient()}
+		metrics: newMetrics(cfg.Registerer), client: upstreamClient(),
+		maxSess: MaxSessions, maxBatch: MaxBatchAnswer}
 	s.tools = s.builtins()
 	s.byName = make(map[string]*tool, len(s.tools))
 	for _, t := range s.tools {
@@ -201,53 +222,39 @@ func (s *Server) Connect(ctx context.Context) (sdk.Transport, error) {
 }
 
 // ServeHTTP answers /mcp. Host and Origin are checked first (see
-// [Server.refuseRebinding]). A request that belongs to the
-// streamable-HTTP transport (one carrying Mcp-Session-Id, a GET or a
-// DELETE, or a POST whose Accept lists text/event-stream) goes to the
-// SDK's session handler; every other POST is plain stateless JSON-RPC.
-// Both reach the same tools through the same dispatcher.
+// [Server.refuseRebinding]). A request with Mcp-Session-Id, a GET or a
+// DELETE belongs to a streamable-HTTP session and goes to the SDK's
+// handler. A POST body is read (at most [MaxBody], else 413) and parsed
+// (-32700 on HTTP 200 when it is not JSON) before it is routed, so those
+// answers are the same on both paths; a POST without a session goes to
+// the SDK only when it opens one: a single initialize request whose
+// Accept lists text/event-stream (see [wantsSession]). Every other POST
+// is plain stateless JSON-RPC, whatever its Accept. Both reach the same
+// tools through the same dispatcher.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if s.refuseRebinding(w, r) {
 		return
 	}
-	switch {
-	case r.Header.Get("Mcp-Session-Id") != "" || r.Method == http.MethodGet || r.Method == http.MethodDelete ||
-		(r.Method == http.MethodPost && acceptsEventStream(r)):
-		s.stream.ServeHTTP(w, r)
-	case r.Method == http.MethodPost:
-		s.servePlain(w, r)
+	sid := r.Header.Get("Mcp-Session-Id")
+	switch r.Method {
+	case http.MethodPost:
+	case http.MethodGet, http.MethodDelete:
+		s.serveSDK(w, r)
+		return
 	default:
 		w.Header().Set("Allow", "GET, POST, DELETE")
 		writeJSON(w, http.StatusMethodNotAllowed, response{JSONRPC: "2.0", ID: nullID,
 			Error: &rpcError{Code: codeInvalidRequest, Message: "Method Not Allowed: /mcp takes POST (and GET and DELETE for streamable-HTTP sessions)"}})
+		return
 	}
-}
-
-// acceptsEventStream reports whether any Accept value names
-// text/event-stream (a streamable-HTTP client always sends it).
-func acceptsEventStream(r *http.Request) bool {
-	for _, v := range r.Header.Values("Accept") {
-		for part := range strings.SplitSeq(v, ",") {
-			if mt, _, err := mime.ParseMediaType(strings.TrimSpace(part)); err == nil && mt == "text/event-stream" {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-// servePlain is the stateless path: one POST, one JSON answer (or 202 for
-// a body of notifications only). No session, no handshake required.
-func (s *Server) servePlain(w http.ResponseWriter, r *http.Request) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBody))
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
 			writeJSON(w, http.StatusRequestEntityTooLarge, response{JSONRPC: "2.0", ID: nullID,
 				Error: &rpcError{Code: codeInvalidRequest, Message: "Request body too large: /mcp accepts at most 8 MiB"}})
-			return
 		}
-		// The client went away or stalled: nobody to answer.
+		// Otherwise the client went away or stalled: nobody to answer.
 		return
 	}
 	msgs, batch, perr := parseBody(body)
@@ -255,9 +262,168 @@ func (s *Server) servePlain(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, response{JSONRPC: "2.0", ID: nullID, Error: perr})
 		return
 	}
+	switch {
+	case sid != "":
+	case !batch && msgs[0].Invalid == nil && msgs[0].isCall() && msgs[0].Method == "initialize" && wantsSession(r):
+		if !s.admitSession() {
+			writeJSON(w, http.StatusServiceUnavailable, response{JSONRPC: "2.0", ID: msgs[0].ID, Error: &rpcError{Code: codeServerError,
+				Message: fmt.Sprintf("Too many sessions: %d streamable-HTTP sessions are open; end one (DELETE /mcp) or use /mcp without a session", s.maxSess)}})
+			return
+		}
+		defer s.admitted()
+	default:
+		s.servePlain(w, r, msgs, batch)
+		return
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	r.ContentLength = int64(len(body))
+	s.serveSDK(w, r)
+}
+
+// wantsSession reports whether a POST asks for a streamable-HTTP session
+// in a way the SDK's handler takes: Accept names text/event-stream (and
+// JSON: application/json, application/* or */*) and Content-Type is
+// application/json. An initialize that does not is answered on the plain
+// path: the client gets no session id, and its later requests, which
+// then carry none, are plain ones too.
+func wantsSession(r *http.Request) bool {
+	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+		return false
+	}
+	jsonOK, streamOK := false, false
+	for _, v := range r.Header.Values("Accept") {
+		for part := range strings.SplitSeq(v, ",") {
+			mt, _, err := mime.ParseMediaType(strings.TrimSpace(part))
+			if err != nil {
+				continue
+			}
+			switch mt {
+			case "text/event-stream":
+				streamOK = true
+			case "application/json", "application/*", "*/*":
+				jsonOK = true
+			}
+		}
+	}
+	return jsonOK && streamOK
+}
+
+// admitSession reserves room for one more streamable-HTTP session: the
+// sessions open (the SDK server's sessions with an id; in-process ones
+// have none) plus the initializes in flight stay within [MaxSessions].
+// A caller that got true calls [Server.admitted] once its initialize has
+// been answered (the session is then open, or the SDK closed it).
+func (s *Server) admitSession() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	open := s.opening
+	for ss := range s.sdk.Sessions() {
+		if ss.ID() != "" {
+			open++
+		}
+	}
+	if open >= s.maxSess {
+		return false
+	}
+	s.opening++
+	return true
+}
+
+func (s *Server) admitted() {
+	s.mu.Lock()
+	s.opening--
+	s.mu.Unlock()
+}
+
+// serveSDK hands a request to the SDK's streamable-HTTP handler, with
+// its plain-text refusals (http.Error) turned into JSON-RPC errors on the
+// same status: an unknown or expired session is 404 with -32001 "session
+// not found" (a client opens a new session on a 404), a GET or DELETE
+// without a session 400, and so on. The daemon's envelope would
+// otherwise rewrite a text/plain 404 or 405 into its REST envelope.
+func (s *Server) serveSDK(w http.ResponseWriter, r *http.Request) {
+	jw := &jsonErrors{ResponseWriter: w}
+	s.stream.ServeHTTP(jw, r)
+	jw.finish()
+}
+
+// jsonErrors holds back a text/plain error answer (status 400 and up)
+// and writes it as a JSON-RPC error in finish. Everything else, event
+// streams included, passes through (Unwrap gives a ResponseController
+// the connection for flushes and deadlines).
+type jsonErrors struct {
+	http.ResponseWriter
+	status int // a held-back error's status; 0 when passing through
+	msg    strings.Builder
+}
+
+func (j *jsonErrors) WriteHeader(code int) {
+	if code >= 400 && j.status == 0 && strings.HasPrefix(j.Header().Get("Content-Type"), "text/plain") {
+		j.status = code
+		return
+	}
+	j.ResponseWriter.WriteHeader(code)
+}
+
+func (j *jsonErrors) Write(b []byte) (int, error) {
+	if j.status != 0 {
+		if j.msg.Len() < 1024 {
+			j.msg.Write(b)
+		}
+		return len(b), nil
+	}
+	return j.ResponseWriter.Write(b)
+}
+
+func (j *jsonErrors) Unwrap() http.ResponseWriter { return j.ResponseWriter }
+
+// finish writes the held-back error, if any.
+func (j *jsonErrors) finish() {
+	if j.status == 0 {
+		return
+	}
+	j.Header().Del("X-Content-Type-Options")
+	e := &rpcError{Code: codeInvalidRequest, Message: strings.TrimSpace(j.msg.String())}
+	switch {
+	case j.status == http.StatusNotFound:
+		e = &rpcError{Code: codeSessionNotFound, Message: "session not found"}
+	case j.status >= 500:
+		e.Code = codeInternalError
+	}
+	writeJSON(j.ResponseWriter, j.status, response{JSONRPC: "2.0", ID: nullID, Error: e})
+}
+
+// servePlain is the stateless path: one POST, one JSON answer (or 202 for
+// a body of notifications only). No session, no handshake required. A
+// batch's elements run one after the other and its tools/list elements
+// share one listing (one request to each upstream per body); once the
+// answers reach [MaxBatchAnswer] bytes, the requests left are answered
+// -32000 without being run.
+func (s *Server) servePlain(w http.ResponseWriter, r *http.Request, msgs []message, batch bool) {
+	ctx := r.Context()
+	if r.Header.Get(HopHeader) != "" {
+		ctx = withHop(ctx)
+	}
+	var list json.RawMessage
+	listOnce := func() json.RawMessage {
+		if list == nil {
+			list = s.listJSON(ctx)
+		}
+		return list
+	}
 	var out []response
+	size := 0
 	for i := range msgs {
-		if resp, ok := s.handle(r.Context(), &msgs[i]); ok {
+		if m := &msgs[i]; size >= s.maxBatch && m.Invalid == nil && !m.Response && m.isCall() {
+			out = append(out, response{JSONRPC: "2.0", ID: m.ID, Error: &rpcError{Code: codeServerError,
+				Message: fmt.Sprintf("Batch answer too large: the answers before this request reached %d MiB; it was not run (send it again)", s.maxBatch>>20)}})
+			continue
+		}
+		if resp, ok := s.handle(ctx, &msgs[i], listOnce); ok {
+			size += len(resp.Result)
+			if resp.Error != nil {
+				size += len(resp.Error.Message) + len(resp.Error.Data)
+			}
 			out = append(out, resp)
 		}
 	}
@@ -273,7 +439,7 @@ func (s *Server) servePlain(w http.ResponseWriter, r *http.Request) {
 
 // handle answers one message of the plain path; ok is false when there
 // is nothing to answer (a notification, a client's response).
-func (s *Server) handle(ctx context.Context, m *message) (resp response, ok bool) {
+func (s *Server) handle(ctx context.Context, m *message, list func() json.RawMessage) (resp response, ok bool) {
 	resp = response{JSONRPC: "2.0", ID: m.ID}
 	switch {
 	case m.Invalid != nil:
@@ -293,7 +459,7 @@ func (s *Server) handle(ctx context.Context, m *message) (resp response, ok bool
 	case "ping":
 		resp.Result = json.RawMessage(`{}`)
 	case "tools/list":
-		resp.Result = s.listJSON(ctx)
+		resp.Result = list()
 	case "tools/call":
 		var p struct {
 			Name      json.RawMessage `json:"name"`

@@ -2,6 +2,9 @@ package mcp
 
 import (
 	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -208,4 +211,152 @@ func TestRebinding(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestRouting: only what needs the streamable-HTTP transport goes to the
+// SDK (a session id, GET, DELETE, or an initialize asking for a session);
+// every other POST is the plain path whatever its Accept, with the same
+// parse and size answers; the SDK's refusals are JSON-RPC errors, an
+// unknown or ended session 404 with -32001.
+func TestRouting(t *testing.T) {
+	f := newFixture(t, nil)
+	both := []string{"Content-Type", "application/json", "Accept", "application/json, text/event-stream"}
+	init := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}`
+	initPlain := `{"jsonrpc":"2.0","id":1,"result":{"capabilities":{"tools":{"listChanged":false}},"protocolVersion":"2025-06-18","serverInfo":{"name":"aiod","version":"9.9.9"}}}`
+	notFound := `{"jsonrpc":"2.0","id":null,"error":{"code":-32001,"message":"session not found"}}`
+	cases := []struct {
+		name, method, body string
+		hdr                []string
+		status             int
+		want               string // the exact body; "" with session: check the session id only
+		session            bool   // the answer opens a session
+	}{
+		{"ping asking for SSE", "POST", `{"jsonrpc":"2.0","id":1,"method":"ping"}`, both, 200, `{"jsonrpc":"2.0","id":1,"result":{}}`, false},
+		{"tools/list asking for SSE", "POST", `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, both, 200, "", false},
+		{"unknown method asking for SSE", "POST", `{"jsonrpc":"2.0","id":1,"method":"nope"}`, both, 200,
+			`{"jsonrpc":"2.0","id":1,"error":{"code":-32601,"message":"Method not found: nope"}}`, false},
+		{"not JSON asking for SSE", "POST", `{`, both, 200, `{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error: the body is not valid JSON"}}`, false},
+		{"too large asking for SSE", "POST", `{"jsonrpc":"2.0","id":1,"method":"ping"}` + strings.Repeat(" ", MaxBody), both, 413,
+			`{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Request body too large: /mcp accepts at most 8 MiB"}}`, false},
+		{"initialize asking for SSE", "POST", init, both, 200, "", true},
+		{"initialize asking for JSON", "POST", init, []string{"Content-Type", "application/json", "Accept", "application/json"}, 200, initPlain, false},
+		{"initialize asking for SSE only", "POST", init, []string{"Content-Type", "application/json", "Accept", "text/event-stream"}, 200, initPlain, false},
+		{"initialize from curl", "POST", init, []string{"Content-Type", "application/x-www-form-urlencoded", "Accept", "*/*"}, 200, initPlain, false},
+		{"initialize in a batch", "POST", "[" + init + "]", both, 200, "[" + initPlain + "]", false},
+		{"unknown session", "POST", `{"jsonrpc":"2.0","id":1,"method":"ping"}`, append([]string{"Mcp-Session-Id", "nope"}, both...), 404, notFound, false},
+		{"not JSON in an unknown session", "POST", `{`, append([]string{"Mcp-Session-Id", "nope"}, both...), 200,
+			`{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error: the body is not valid JSON"}}`, false},
+		{"GET, unknown session", "GET", "", []string{"Mcp-Session-Id", "nope", "Accept", "text/event-stream"}, 404, notFound, false},
+		{"DELETE, unknown session", "DELETE", "", []string{"Mcp-Session-Id", "nope"}, 404, notFound, false},
+		{"GET without a session", "GET", "", []string{"Accept", "text/event-stream"}, 400,
+			`{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Bad Request: GET requires an Mcp-Session-Id header"}}`, false},
+		{"DELETE without a session", "DELETE", "", nil, 400,
+			`{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Bad Request: DELETE requires an Mcp-Session-Id header"}}`, false},
+		{"PUT", "PUT", "", nil, 405,
+			`{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Method Not Allowed: /mcp takes POST (and GET and DELETE for streamable-HTTP sessions)"}}`, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			status, h, body := do(t, c.method, f.url, c.body, c.hdr...)
+			if status != c.status || (c.want != "" && body != c.want) || (h.Get("Mcp-Session-Id") != "") != c.session {
+				t.Errorf("got %d (session %q) %s\nwant %d %s", status, h.Get("Mcp-Session-Id"), body, c.status, c.want)
+			}
+			if ct := h.Get("Content-Type"); status != 202 && ct != "application/json" && !(c.session && ct == "text/event-stream") {
+				t.Errorf("Content-Type %q", ct)
+			}
+		})
+	}
+	// An ended session is 404 too.
+	sid := openSession(t, f.url)
+	if status, _, _ := do(t, "DELETE", f.url, "", "Mcp-Session-Id", sid); status != 204 {
+		t.Fatalf("DELETE: %d", status)
+	}
+	if status, _, body := do(t, "POST", f.url, `{"jsonrpc":"2.0","id":1,"method":"ping"}`, append([]string{"Mcp-Session-Id", sid}, both...)...); status != 404 || body != notFound {
+		t.Errorf("ended session: %d %s", status, body)
+	}
+}
+
+// TestBatchLimits: a batch holds at most MaxBatch elements; its
+// tools/list elements share one listing; once its answers reach
+// MaxBatchAnswer the requests left are not run.
+func TestBatchLimits(t *testing.T) {
+	up := newFakeUpstream(t, false, "echo")
+	f := newFixture(t, func(c *Config) { c.Upstreams = fmt.Sprintf(`{"up":{"url":%q,"prefix":"up"}}`, up.url) })
+	batch := func(n int, elem string) string {
+		return "[" + strings.TrimSuffix(strings.Repeat(elem+",", n), ",") + "]"
+	}
+	ping := `{"jsonrpc":"2.0","id":1,"method":"ping"}`
+	if status, body := post(t, f.url, batch(MaxBatch+1, ping)); status != 200 ||
+		body != `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid Request: batch too large (101 elements; at most 100)"}}` {
+		t.Errorf("101: %d %s", status, body)
+	}
+	if status, body := post(t, f.url, batch(170000, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)); status != 200 ||
+		body != `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid Request: batch too large (170000 elements; at most 100)"}}` || up.lists.Load() != 0 {
+		t.Errorf("170000: %d %.300s (%d upstream lists)", status, body, up.lists.Load())
+	}
+	if status, body := post(t, f.url, batch(MaxBatch, ping)); status != 200 || body != batch(MaxBatch, `{"jsonrpc":"2.0","id":1,"result":{}}`) {
+		t.Errorf("100: %d %.300s", status, body)
+	}
+	_, body := post(t, f.url, batch(MaxBatch, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
+	var lists []json.RawMessage
+	if json.Unmarshal([]byte(body), &lists) != nil || len(lists) != MaxBatch || !strings.Contains(string(lists[99]), `"up_echo"`) || up.lists.Load() != 1 {
+		t.Errorf("100 lists: %d answers, %d upstream lists", len(lists), up.lists.Load())
+	}
+
+	// 400 KiB a read, answers up to 1 MiB: the fourth read and the ping
+	// after it are not run.
+	f.s.maxBatch = 1 << 20
+	big := strings.Repeat("a", 400<<10)
+	if err := os.WriteFile(filepath.Join(f.ws, "big.txt"), []byte(big), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	read := `{"jsonrpc":"2.0","id":"r","method":"tools/call","params":{"name":"sandbox_file_operations","arguments":{"action":"read","path":"big.txt"}}}`
+	_, body = post(t, f.url, "["+strings.Repeat(read+",", 4)+ping+`,{"jsonrpc":"2.0","method":"notifications/initialized"}]`)
+	var out []struct {
+		ID     json.RawMessage `json:"id"`
+		Result json.RawMessage `json:"result"`
+		Error  *rpcError       `json:"error"`
+	}
+	if err := json.Unmarshal([]byte(body), &out); err != nil || len(out) != 5 {
+		t.Fatalf("%d answers: %v", len(out), err)
+	}
+	for i, o := range out {
+		if i < 3 && (o.Error != nil || len(o.Result) < 400<<10) {
+			t.Errorf("read %d: %v", i, o.Error)
+		}
+		want := "Batch answer too large: the answers before this request reached 1 MiB; it was not run (send it again)"
+		if i >= 3 && (o.Result != nil || o.Error == nil || o.Error.Code != -32000 || o.Error.Message != want) {
+			t.Errorf("element %d: %s %+v", i, o.ID, o.Error)
+		}
+	}
+}
+
+// TestSessionCap: at most maxSess streamable-HTTP sessions are open; one
+// more initialize is 503 with a JSON-RPC error, the plain path and
+// in-process connections still work, and ending a session makes room.
+func TestSessionCap(t *testing.T) {
+	f := newFixture(t, nil)
+	f.s.maxSess = 3
+	session(t, f, true) // in process: not counted
+	var sids []string
+	for range 3 {
+		sids = append(sids, openSession(t, f.url))
+	}
+	init := `{"jsonrpc":"2.0","id":"i","method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}`
+	status, sid, body := sessionPost(t, f.url, "", init)
+	if status != 503 || sid != "" ||
+		body != `{"jsonrpc":"2.0","id":"i","error":{"code":-32000,"message":"Too many sessions: 3 streamable-HTTP sessions are open; end one (DELETE /mcp) or use /mcp without a session"}}` {
+		t.Errorf("fourth: %d %q %s", status, sid, body)
+	}
+	if status, body := post(t, f.url, `{"jsonrpc":"2.0","id":1,"method":"ping"}`); status != 200 || body != `{"jsonrpc":"2.0","id":1,"result":{}}` {
+		t.Errorf("plain: %d %s", status, body)
+	}
+	if _, _, msg := sessionPost(t, f.url, sids[0], `{"jsonrpc":"2.0","id":2,"method":"ping"}`); msg != `{"jsonrpc":"2.0","id":2,"result":{}}` {
+		t.Errorf("open session: %s", msg)
+	}
+	session(t, f, true)
+	if status, _, _ := do(t, "DELETE", f.url, "", "Mcp-Session-Id", sids[0]); status != 204 {
+		t.Fatalf("DELETE: %d", status)
+	}
+	openSession(t, f.url)
 }

@@ -32,6 +32,21 @@ const (
 	maxListPages = 20
 )
 
+// HopHeader marks every request aiod sends to an upstream. A request
+// that carries it is answered from the built-in tools only: its
+// tools/list does not ask this daemon's upstreams and its tools/call is
+// never forwarded, so a daemon peered with itself, or two peered both
+// ways, answer each list with one round (20 tools each for two daemons)
+// instead of asking each other forever.
+const HopHeader = "X-Aiod-Mcp-Hop"
+
+// hopKey marks a context whose request carried [HopHeader].
+type hopKey struct{}
+
+func withHop(ctx context.Context) context.Context { return context.WithValue(ctx, hopKey{}, true) }
+
+func isHop(ctx context.Context) bool { return ctx.Value(hopKey{}) != nil }
+
 // upstream is one usable EXTRA_MCP_SERVERS entry.
 type upstream struct {
 	name    string
@@ -155,7 +170,7 @@ func (s *Server) route(name string) (*upstream, string) {
 // listTimeout, and returns them in registration order, renamed; an
 // upstream that fails contributes nothing.
 func (s *Server) listUpstreams(ctx context.Context) []upTool {
-	if len(s.upstreams) == 0 {
+	if len(s.upstreams) == 0 || isHop(ctx) {
 		return nil
 	}
 	parts := make([][]upTool, len(s.upstreams))
@@ -267,6 +282,7 @@ func (s *Server) post(ctx context.Context, u *upstream, body []byte, id int64, a
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", accept)
+	req.Header.Set(HopHeader, "1")
 	resp, err := s.client.Do(req)
 	if err != nil {
 		return nil, nil, 0, transportReason(ctx, err)

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -253,4 +254,112 @@ func TestUpstreamRedirect(t *testing.T) {
 	if n := target.lists.Load(); n != 0 || len(target.calls) != 0 {
 		t.Errorf("the redirect was followed: %d lists, %d calls", n, len(target.calls))
 	}
+}
+
+// relay is a loopback server that passes every request to h (set after
+// the server it fronts is built) and counts them.
+type relay struct {
+	url string
+	h   atomic.Pointer[http.Handler]
+	n   atomic.Int64
+}
+
+func newRelay(t *testing.T) *relay {
+	r := &relay{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		r.n.Add(1)
+		if h := r.h.Load(); h != nil && r.n.Load() < 1000 {
+			(*h).ServeHTTP(w, req)
+			return
+		}
+		http.Error(w, "loop", http.StatusLoopDetected)
+	}))
+	t.Cleanup(srv.Close)
+	r.url = srv.URL + "/mcp"
+	return r
+}
+
+func (r *relay) to(h http.Handler) { r.h.Store(&h) }
+
+// TestHop: requests to upstreams carry the hop marker, and a request
+// that carries it is answered from the built-ins only, so a daemon peered
+// with itself and two daemons peered both ways answer in one round: 20
+// tools each, a forwarded call runs once, a call that would be forwarded
+// again is isError.
+func TestHop(t *testing.T) {
+	names := func(body string) []string {
+		var list struct {
+			Result struct {
+				Tools []struct{ Name string } `json:"tools"`
+			} `json:"result"`
+		}
+		_ = json.Unmarshal([]byte(body), &list)
+		var out []string
+		for _, tl := range list.Result.Tools {
+			out = append(out, tl.Name)
+		}
+		return out
+	}
+	var builtins []string
+	for _, tl := range New(Config{}).tools {
+		builtins = append(builtins, tl.name)
+	}
+	with := func(prefix string) []string {
+		out := slices.Clone(builtins)
+		for _, n := range builtins {
+			out = append(out, prefix+"_"+n)
+		}
+		return out
+	}
+
+	t.Run("self", func(t *testing.T) {
+		self := newRelay(t)
+		f := newFixture(t, func(c *Config) { c.Upstreams = fmt.Sprintf(`{"self":{"url":%q,"prefix":"self"}}`, self.url) })
+		self.to(f.s)
+		_, body := post(t, f.url, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
+		if got := names(body); fmt.Sprint(got) != fmt.Sprint(with("self")) || self.n.Load() != 1 {
+			t.Errorf("list (%d relayed): %v", self.n.Load(), got)
+		}
+		text, isErr := f.callTool(t, "self_sandbox_execute_bash", map[string]any{"cmd": "echo once"})
+		if isErr || !strings.Contains(text, `"output":"once\n"`) || self.n.Load() != 2 {
+			t.Errorf("call (%d relayed): %v %s", self.n.Load(), isErr, text)
+		}
+		text, isErr = f.callTool(t, "self_self_sandbox_execute_bash", map[string]any{"cmd": "echo twice"})
+		if want := "self_sandbox_execute_bash is not forwarded: this request came from another aiod (X-Aiod-Mcp-Hop), and a forwarded request is answered from the built-in tools only"; !isErr || text != want || self.n.Load() != 3 {
+			t.Errorf("call again (%d relayed): %v %s", self.n.Load(), isErr, text)
+		}
+	})
+
+	t.Run("both ways", func(t *testing.T) {
+		toA, toB := newRelay(t), newRelay(t)
+		a := newFixture(t, func(c *Config) { c.Upstreams = fmt.Sprintf(`{"b":{"url":%q,"prefix":"b"}}`, toB.url) })
+		b := newFixture(t, func(c *Config) { c.Upstreams = fmt.Sprintf(`{"a":{"url":%q,"prefix":"a"}}`, toA.url) })
+		toA.to(a.s)
+		toB.to(b.s)
+		_, body := post(t, a.url, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
+		if got := names(body); fmt.Sprint(got) != fmt.Sprint(with("b")) {
+			t.Errorf("a lists %v", got)
+		}
+		_, body = post(t, b.url, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
+		if got := names(body); fmt.Sprint(got) != fmt.Sprint(with("a")) {
+			t.Errorf("b lists %v", got)
+		}
+		if toA.n.Load() != 1 || toB.n.Load() != 1 {
+			t.Errorf("relayed %d to a, %d to b", toA.n.Load(), toB.n.Load())
+		}
+		// A request with the marker lists the built-ins only, on both paths.
+		_, _, body = do(t, "POST", a.url, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, HopHeader, "1")
+		if got := names(body); fmt.Sprint(got) != fmt.Sprint(builtins) {
+			t.Errorf("a with the marker lists %v", got)
+		}
+		sid := openSession(t, a.url)
+		_, _, body = do(t, "POST", a.url, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, HopHeader, "1", "Mcp-Session-Id", sid,
+			"Content-Type", "application/json", "Accept", "application/json, text/event-stream")
+		if _, data, _ := strings.Cut(body, "data: "); fmt.Sprint(names(data)) != fmt.Sprint(builtins) {
+			t.Errorf("a's session with the marker lists %v", names(data))
+		}
+		if toA.n.Load() != 1 || toB.n.Load() != 1 {
+			t.Errorf("relayed %d to a, %d to b", toA.n.Load(), toB.n.Load())
+		}
+	})
 }
