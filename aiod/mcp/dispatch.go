@@ -99,8 +99,8 @@ func (s *Server) listJSON(ctx context.Context) json.RawMessage {
 }
 
 // call is the one dispatcher of tools/call, for every path: a built-in
-// by name, else the first upstream (in registration order) whose prefix
-// the name carries, else -32602 "unknown tool: <name>". Everything that
+// by name, else the upstream whose prefix the name carries (the longest
+// one; see [Server.route]), else -32602 "unknown tool: <name>". Everything that
 // happens inside a tool is a result (isError for failures); only the
 // name is a protocol error.
 func (s *Server) call(ctx context.Context, name string, args json.RawMessage) (json.RawMessage, *rpcError) {
@@ -123,7 +123,7 @@ func (s *Server) call(ctx context.Context, name string, args json.RawMessage) (j
 			s.metrics.observe("upstream:"+u.name, "error", time.Since(start))
 			return marshal(failure(fmt.Sprintf("%s is not forwarded: this request came from another aiod (%s), and a forwarded request is answered from the built-in tools only", name, HopHeader))), nil
 		}
-		raw, rerr := s.forward(ctx, u, inner, args)
+		raw, rerr := s.forward(ctx, u, name, inner, args)
 		// Counted per upstream, not per name: any name under a prefix is
 		// forwarded, so names would let a client grow the metric.
 		label := "upstream:" + u.name

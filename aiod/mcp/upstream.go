@@ -51,6 +51,7 @@ func isHop(ctx context.Context) bool { return ctx.Value(hopKey{}) != nil }
 type upstream struct {
 	name    string
 	prefix  string // "" : names must start with name + "_"
+	key     string // what a published name starts with: prefix + "_", or name + "_"
 	url     string
 	display string // url with any password redacted, for logs
 	ids     atomic.Int64
@@ -124,7 +125,11 @@ func parseUpstream(name string, entry json.RawMessage) (*upstream, string) {
 	if err != nil || pu.Scheme != "http" || !loopbackName(pu.Hostname()) {
 		return nil, fmt.Sprintf("MCP server %q: url %q skipped: only http:// on 127.0.0.1, localhost or [::1] is accepted", name, redact(rawURL))
 	}
-	return &upstream{name: name, prefix: prefix, url: rawURL, display: redact(rawURL)}, ""
+	key := name + "_"
+	if prefix != "" {
+		key = prefix + "_"
+	}
+	return &upstream{name: name, prefix: prefix, key: key, url: rawURL, display: redact(rawURL)}, ""
 }
 
 func loopbackName(h string) bool { return h == "127.0.0.1" || h == "localhost" || h == "::1" }
@@ -150,20 +155,26 @@ func upstreamClient() *http.Client {
 	}}
 }
 
-// route finds the upstream a tool name belongs to, by prefix and in
-// registration order (not by the last list, so an upstream that was down
-// then is still reached), and the name to forward.
+// route finds the upstream a tool name belongs to and the name to
+// forward: the upstream whose key (<prefix>_, or <name>_ without a
+// prefix) is the longest that starts the name, the first registered on a
+// tie. It goes by prefix, not by the last list, so an upstream that was
+// down then is still reached; the list applies the same rule (listOne),
+// so every listed name is routed back to the upstream that listed it.
 func (s *Server) route(name string) (*upstream, string) {
+	var best *upstream
 	for _, u := range s.upstreams {
-		if u.prefix != "" {
-			if rest, ok := strings.CutPrefix(name, u.prefix+"_"); ok {
-				return u, rest
-			}
-		} else if strings.HasPrefix(name, u.name+"_") {
-			return u, name
+		if strings.HasPrefix(name, u.key) && (best == nil || len(u.key) > len(best.key)) {
+			best = u
 		}
 	}
-	return nil, ""
+	switch {
+	case best == nil:
+		return nil, ""
+	case best.prefix != "":
+		return best, name[len(best.key):]
+	}
+	return best, name
 }
 
 // listUpstreams asks every upstream for its tools at once, each within
@@ -224,8 +235,9 @@ func (s *Server) listOne(ctx context.Context, u *upstream) ([]upTool, error) {
 			published := name
 			if u.prefix != "" {
 				published = u.prefix + "_" + name
-			} else if !strings.HasPrefix(name, u.name+"_") {
-				continue // nothing would route it back here
+			}
+			if r, _ := s.route(published); r != u {
+				continue // a call to it would go elsewhere, or nowhere
 			}
 			t["name"] = marshal(published)
 			out = append(out, upTool{name: published, raw: marshal(t)})
@@ -238,11 +250,13 @@ func (s *Server) listOne(ctx context.Context, u *upstream) ([]upTool, error) {
 	return out, nil
 }
 
-// forward sends a tools/call to u and passes its answer back as it came:
-// a result unedited, a JSON-RPC error as the call's error. An upstream
-// that cannot be reached, or answers anything else, is a result with
-// isError. The caller's cancellation ends the upstream request.
-func (s *Server) forward(ctx context.Context, u *upstream, name string, args json.RawMessage) (json.RawMessage, *rpcError) {
+// forward sends a tools/call of name (the published name the client
+// sent, less u's prefix) to u and passes its answer back: a result
+// unedited, a JSON-RPC error as the call's error (an "unknown tool"
+// naming name is reworded to name published). An upstream that cannot
+// be reached, or answers anything else, is a result with isError. The
+// caller's cancellation ends the upstream request.
+func (s *Server) forward(ctx context.Context, u *upstream, published, name string, args json.RawMessage) (json.RawMessage, *rpcError) {
 	ctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
 	params := map[string]any{"name": name}
@@ -255,6 +269,11 @@ func (s *Server) forward(ctx context.Context, u *upstream, name string, args jso
 		s.log.Info("MCP upstream call failed", "name", u.name, "url", u.display, "reason", err)
 		return marshal(failure(fmt.Sprintf("MCP server %q (%s) did not answer: %s", u.name, u.display, err))), nil
 	case rerr != nil:
+		// An upstream's "unknown tool" names what it was sent; the client
+		// sent the published name.
+		if rerr.Code == codeInvalidParams && (rerr.Message == "unknown tool: "+name || rerr.Message == fmt.Sprintf("unknown tool %q", name)) {
+			rerr.Message = "unknown tool: " + published
+		}
 		return nil, rerr
 	}
 	return res, nil

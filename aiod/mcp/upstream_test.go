@@ -132,7 +132,8 @@ func TestUpstreamConfig(t *testing.T) {
 
 // TestUpstreams: the list fans out (prefix added, unprefixed names kept
 // only under their server's name, built-ins and earlier upstreams win),
-// calls are routed by prefix and answered unedited, a dead upstream is
+// calls are routed by prefix and answered unedited (an "unknown tool"
+// error names the name the client sent), a dead upstream is
 // left out of the list and its calls are isError, an unknown prefix is
 // -32602, and the caller's cancellation ends the upstream request.
 func TestUpstreams(t *testing.T) {
@@ -157,11 +158,11 @@ func TestUpstreams(t *testing.T) {
 	}
 	want := []string{"sandbox_execute_bash", "sandbox_execute_code", "sandbox_file_operations", "sandbox_str_replace_editor",
 		"sandbox_get_context", "sandbox_get_packages", "sandbox_load_skill", "browser_get_info", "browser_gui_screenshot",
-		"browser_gui_execute_action", "up_echo", "up_slow", "up_fail", "up_sandbox_execute_bash", "bare_one", "sandbox_other", "up_extra"}
+		"browser_gui_execute_action", "up_echo", "up_slow", "up_fail", "up_sandbox_execute_bash", "bare_one", "sandbox_other"}
 	if fmt.Sprint(names) != fmt.Sprint(want) {
 		t.Fatalf("tools:\n got %v\nwant %v", names, want)
 	}
-	if last := list.Result.Tools[len(want)-2]; last["description"] != "from upstream" || last["x-extra"] != true {
+	if last := list.Result.Tools[len(want)-1]; last["description"] != "from upstream" || last["x-extra"] != true {
 		t.Errorf("an upstream tool is passed on as listed: %v", last)
 	}
 
@@ -182,13 +183,14 @@ func TestUpstreams(t *testing.T) {
 	if text, _ := f.callTool(t, "sandbox_execute_bash", map[string]any{"cmd": "echo local"}); !strings.Contains(text, `"output":"local\n"`) {
 		t.Errorf("built-in: %s", text)
 	}
-	// Routed by prefix in registration order, not by who listed it.
+	// Routed by prefix, the first registered on a tie (so "later", whose
+	// prefix is taken, lists nothing), not by who listed it.
 	if text, _ := f.callTool(t, "up_extra", nil); text != "echo extra" || <-up.calls != "extra " {
 		t.Errorf("up_extra went elsewhere: %s", text)
 	}
 	// An upstream's JSON-RPC error comes back as it was.
 	_, body = post(t, f.url, `{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"up_fail"}}`)
-	if want := `{"jsonrpc":"2.0","id":4,"error":{"code":-32602,"message":"unknown tool: fail","data":{"why":"upstream"}}}`; body != want {
+	if want := `{"jsonrpc":"2.0","id":4,"error":{"code":-32602,"message":"unknown tool: up_fail","data":{"why":"upstream"}}}`; body != want {
 		t.Errorf("upstream error: %s", body)
 	}
 	<-up.calls
@@ -362,4 +364,52 @@ func TestHop(t *testing.T) {
 			t.Errorf("relayed %d to a, %d to b", toA.n.Load(), toB.n.Load())
 		}
 	})
+}
+
+// TestPrefixCollision: when one upstream's prefix starts another's, a
+// call goes to the longest matching prefix, and the list leaves out the
+// names a call would not reach: listing and routing agree.
+func TestPrefixCollision(t *testing.T) {
+	p1 := newFakeUpstream(t, false, "a_x", "y_z", "b")
+	p2 := newFakeUpstream(t, false, "x", "c")
+	bare := newFakeUpstream(t, false, "a_y_w", "a_q")
+	f := newFixture(t, func(c *Config) {
+		c.Upstreams = fmt.Sprintf(`{"p1":{"url":%q,"prefix":"a"},"p2":{"url":%q,"prefix":"a_y"},"a":{"url":%q}}`, p1.url, p2.url, bare.url)
+	})
+	_, body := post(t, f.url, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
+	var list struct {
+		Result struct {
+			Tools []struct{ Name string } `json:"tools"`
+		} `json:"result"`
+	}
+	_ = json.Unmarshal([]byte(body), &list)
+	var names []string
+	for _, tl := range list.Result.Tools[10:] {
+		names = append(names, tl.Name)
+	}
+	// a_y_z would be routed to p2 (as z), a_y_w to p2 too; the bare
+	// upstream "a" ties with p1's prefix and p1 came first.
+	if want := []string{"a_a_x", "a_b", "a_y_x", "a_y_c"}; fmt.Sprint(names) != fmt.Sprint(want) {
+		t.Errorf("tools: %v, want %v", names, want)
+	}
+	for _, c := range []struct {
+		name string
+		up   *fakeUpstream
+		sent string
+	}{{"a_a_x", p1, "a_x"}, {"a_b", p1, "b"}, {"a_y_x", p2, "x"}, {"a_y_c", p2, "c"}, {"a_y_z", p2, "z"}, {"a_q", p1, "q"}} {
+		if text, isErr := f.callTool(t, c.name, map[string]any{}); isErr || text != "echo "+c.sent {
+			t.Errorf("%s: %v %s", c.name, isErr, text)
+		}
+		select {
+		case got := <-c.up.calls:
+			if got != c.sent+" {}" {
+				t.Errorf("%s: the upstream got %q, want %q", c.name, got, c.sent)
+			}
+		default:
+			t.Errorf("%s: not sent to the upstream with the longest prefix", c.name)
+		}
+	}
+	if len(bare.calls) != 0 {
+		t.Errorf("the shadowed upstream got calls")
+	}
 }
