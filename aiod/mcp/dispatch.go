@@ -123,10 +123,14 @@ func (s *Server) call(ctx context.Context, name string, args json.RawMessage) (j
 			s.metrics.observe("upstream:"+u.name, "error", time.Since(start))
 			return marshal(failure(fmt.Sprintf("%s is not forwarded: this request came from another aiod (%s), and a forwarded request is answered from the built-in tools only", name, HopHeader))), nil
 		}
-		raw, rerr := s.forward(ctx, u, name, inner, args)
 		// Counted per upstream, not per name: any name under a prefix is
 		// forwarded, so names would let a client grow the metric.
 		label := "upstream:" + u.name
+		if _, bad := objectArgs(args); bad != "" {
+			s.metrics.observe(label, "error", time.Since(start))
+			return marshal(failure(bad)), nil
+		}
+		raw, rerr := s.forward(ctx, u, name, inner, args)
 		switch {
 		case rerr != nil:
 			s.metrics.observe(label, "protocol_error", time.Since(start))

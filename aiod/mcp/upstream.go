@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -46,6 +47,10 @@ type hopKey struct{}
 func withHop(ctx context.Context) context.Context { return context.WithValue(ctx, hopKey{}, true) }
 
 func isHop(ctx context.Context) bool { return ctx.Value(hopKey{}) != nil }
+
+// errInvalidAnswer is an upstream answer that is not the JSON-RPC
+// response to the request sent (not one at all, or another id).
+var errInvalidAnswer = errors.New("the answer is not the JSON-RPC response to the request")
 
 // upstream is one usable EXTRA_MCP_SERVERS entry.
 type upstream struct {
@@ -254,8 +259,9 @@ func (s *Server) listOne(ctx context.Context, u *upstream) ([]upTool, error) {
 // sent, less u's prefix) to u and passes its answer back: a result
 // unedited, a JSON-RPC error as the call's error (an "unknown tool"
 // naming name is reworded to name published). An upstream that cannot
-// be reached, or answers anything else, is a result with isError. The
-// caller's cancellation ends the upstream request.
+// be reached, answers something that is not the response to this
+// request, or a result that is not a JSON object, is a result with
+// isError. The caller's cancellation ends the upstream request.
 func (s *Server) forward(ctx context.Context, u *upstream, published, name string, args json.RawMessage) (json.RawMessage, *rpcError) {
 	ctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
@@ -265,6 +271,9 @@ func (s *Server) forward(ctx context.Context, u *upstream, published, name strin
 	}
 	res, rerr, err := s.rpc(ctx, u, "tools/call", params)
 	switch {
+	case errors.Is(err, errInvalidAnswer) || (err == nil && rerr == nil && !isObject(res)):
+		s.log.Info("MCP upstream answered an invalid result", "name", u.name, "url", u.display)
+		return marshal(failure(fmt.Sprintf("MCP server %q answered an invalid result", u.name))), nil
 	case err != nil:
 		s.log.Info("MCP upstream call failed", "name", u.name, "url", u.display, "reason", err)
 		return marshal(failure(fmt.Sprintf("MCP server %q (%s) did not answer: %s", u.name, u.display, err))), nil
@@ -329,13 +338,20 @@ func (s *Server) post(ctx context.Context, u *upstream, body []byte, id int64, a
 		Result json.RawMessage `json:"result"`
 		Error  *rpcError       `json:"error"`
 	}
-	if json.Unmarshal(msg, &r) != nil || (r.Result == nil && r.Error == nil) {
-		return nil, nil, resp.StatusCode, errors.New("the answer is not a JSON-RPC response")
+	if json.Unmarshal(msg, &r) != nil || (r.Result == nil && r.Error == nil) || string(compact(r.ID)) != strconv.FormatInt(id, 10) {
+		return nil, nil, resp.StatusCode, errInvalidAnswer
 	}
 	if r.Error != nil {
 		return nil, r.Error, resp.StatusCode, nil
 	}
 	return r.Result, nil, resp.StatusCode, nil
+}
+
+// isObject reports whether raw JSON is an object (a tools/call result
+// must be one).
+func isObject(raw json.RawMessage) bool {
+	raw = compact(raw)
+	return len(raw) > 0 && raw[0] == '{'
 }
 
 // sseResponse reads an event stream up to the event holding the

@@ -67,6 +67,12 @@ func (u *fakeUpstream) serve(w http.ResponseWriter, r *http.Request) {
 			<-r.Context().Done()
 			u.ended <- struct{}{}
 			return
+		case "null_result", "string_result", "array_result":
+			u.reply(w, req.ID, `"result":`+map[string]string{"null_result": "null", "string_result": `"a string"`, "array_result": "[]"}[req.Params.Name])
+			return
+		case "wrong_id":
+			u.reply(w, json.RawMessage(`"`+string(req.ID)+`"`), `"result":{"content":[],"isError":false}`)
+			return
 		case "fail":
 			result = ""
 			u.reply(w, req.ID, `"error":{"code":-32602,"message":"unknown tool: fail","data":{"why":"upstream"}}`)
@@ -411,5 +417,36 @@ func TestPrefixCollision(t *testing.T) {
 	}
 	if len(bare.calls) != 0 {
 		t.Errorf("the shadowed upstream got calls")
+	}
+}
+
+// TestUpstreamAnswers: a forwarded call's result must be a JSON object
+// answering the request sent (else isError), and arguments that are not
+// an object are refused before anything is forwarded, as the built-ins
+// refuse them.
+func TestUpstreamAnswers(t *testing.T) {
+	up := newFakeUpstream(t, false, "echo")
+	f := newFixture(t, func(c *Config) { c.Upstreams = fmt.Sprintf(`{"up":{"url":%q,"prefix":"up"}}`, up.url) })
+	for _, name := range []string{"null_result", "string_result", "array_result", "wrong_id"} {
+		_, body := post(t, f.url, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"up_`+name+`","arguments":{}}}`)
+		if want := `{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"MCP server \"up\" answered an invalid result"}],"isError":true}}`; body != want {
+			t.Errorf("%s:\n got %s\nwant %s", name, body, want)
+		}
+		<-up.calls
+	}
+	for _, args := range []string{`[1]`, `"x"`, `5`, `true`} {
+		_, body := post(t, f.url, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"up_echo","arguments":`+args+`}}`)
+		if want := `{"jsonrpc":"2.0","id":2,"result":{"content":[{"type":"text","text":"arguments must be a JSON object"}],"isError":true}}`; body != want {
+			t.Errorf("arguments %s: %s", args, body)
+		}
+	}
+	if len(up.calls) != 0 {
+		t.Errorf("a call with bad arguments was forwarded: %q", <-up.calls)
+	}
+	// Absent or null arguments are forwarded without any.
+	for _, args := range []string{``, `,"arguments":null`} {
+		if _, body := post(t, f.url, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"up_echo"`+args+`}}`); !strings.Contains(body, `"echo echo"`) || <-up.calls != "echo " {
+			t.Errorf("arguments %q: %s", args, body)
+		}
 	}
 }
