@@ -127,24 +127,52 @@ func parseUpstream(name string, entry json.RawMessage) (*upstream, string) {
 		return nil, fmt.Sprintf(`MCP server %q: "prefix" is not a string`, name)
 	}
 	pu, err := url.Parse(rawURL)
-	if err != nil || pu.Scheme != "http" || !loopbackName(pu.Hostname()) {
+	host := ""
+	if err == nil {
+		host = loopbackName(pu.Hostname())
+	}
+	if err != nil || pu.Scheme != "http" || host == "" {
 		return nil, fmt.Sprintf("MCP server %q: url %q skipped: only http:// on 127.0.0.1, localhost or [::1] is accepted", name, redact(rawURL))
+	}
+	// Requests go to the name as accepted, written as it is checked: a
+	// trailing dot would make "127.0.0.1." a name to resolve.
+	switch port := pu.Port(); {
+	case port != "":
+		pu.Host = net.JoinHostPort(host, port)
+	case host == "::1":
+		pu.Host = "[::1]"
+	default:
+		pu.Host = host
 	}
 	key := name + "_"
 	if prefix != "" {
 		key = prefix + "_"
 	}
-	return &upstream{name: name, prefix: prefix, key: key, url: rawURL, display: redact(rawURL)}, ""
+	return &upstream{name: name, prefix: prefix, key: key, url: pu.String(), display: redact(pu.String())}, ""
 }
 
-func loopbackName(h string) bool { return h == "127.0.0.1" || h == "localhost" || h == "::1" }
-
-// redact hides a password in a URL (a log line must not carry one).
-func redact(raw string) string {
-	if u, err := url.Parse(raw); err == nil {
-		return u.Redacted()
+// loopbackName returns the loopback host name h stands for (127.0.0.1,
+// localhost or ::1, compared without case and without one trailing
+// dot), or "" when it is none of them.
+func loopbackName(h string) string {
+	h = strings.ToLower(strings.TrimSuffix(h, "."))
+	switch h {
+	case "127.0.0.1", "localhost", "::1":
+		return h
 	}
-	return "(unparsable url)"
+	return ""
+}
+
+// redact is a URL as logs and messages may show it: without user
+// information (a password) and without query or fragment (tokens).
+func redact(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(unparsable url)"
+	}
+	u.User = nil
+	u.RawQuery, u.ForceQuery, u.Fragment, u.RawFragment = "", false, "", ""
+	return u.String()
 }
 
 // upstreamClient talks to loopback servers only: no proxy, short dials,
