@@ -267,3 +267,15 @@ func TestEmptyText(t *testing.T) {
 		t.Errorf("image: %s", got)
 	}
 }
+
+// TestEditorUnknownCommand: an unknown command names all five commands
+// the tool takes, in the message and in the structured error.
+func TestEditorUnknownCommand(t *testing.T) {
+	f := newFixture(t, nil)
+	text, isErr := f.callTool(t, "sandbox_str_replace_editor", map[string]any{"command": "delete", "path": "a.txt"})
+	msg := "Unrecognized command delete. The allowed commands are: view, create, str_replace, insert, undo_edit"
+	m := jsonText(t, text)
+	if e, _ := m["error"].(map[string]any); !isErr || m["message"] != msg || e["message"] != msg || e["error_type"] != "bad_request" || m["command"] != "delete" || m["success"] != false {
+		t.Errorf("%v %s", isErr, text)
+	}
+}
