@@ -328,3 +328,157 @@ func TestAiodMCPPeers(t *testing.T) {
 		t.Errorf("no warning for the remote entry:\n%s", logs)
 	}
 }
+
+// freePort returns a loopback port free a moment ago.
+func freePort(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	_, port, _ := net.SplitHostPort(l.Addr().String())
+	return port
+}
+
+// toolNames lists the names of a tools/list answer.
+func toolNames(body string) []string {
+	var list struct {
+		Result struct {
+			Tools []struct {
+				Name string `json:"name"`
+			} `json:"tools"`
+		} `json:"result"`
+	}
+	_ = json.Unmarshal([]byte(body), &list)
+	var names []string
+	for _, tl := range list.Result.Tools {
+		names = append(names, tl.Name)
+	}
+	return names
+}
+
+// TestAiodMCPRouting: on the real binary, only what needs the
+// streamable-HTTP transport reaches it: a POST asking for an event
+// stream gets the plain answers (a list, -32601, -32700 on 200, the 413
+// JSON), an unknown session is 404 with a JSON-RPC error (not the REST
+// envelope), a GET without a session a JSON 400; at most 256 sessions
+// are open (one more: 503). Text items always carry text, and a tiny
+// bash timeout still bounds the command.
+func TestAiodMCPRouting(t *testing.T) {
+	d := startAiod(t, nil)
+	a := &aio{t: t, base: d.URL}
+	sse := []string{"Accept", "application/json, text/event-stream"}
+	notFound := `{"jsonrpc":"2.0","id":null,"error":{"code":-32001,"message":"session not found"}}`
+	cases := []struct {
+		name, body string
+		hdr        []string
+		status     int
+		want       string
+	}{
+		{"unknown method", `{"jsonrpc":"2.0","id":1,"method":"nope"}`, sse, 200, `{"jsonrpc":"2.0","id":1,"error":{"code":-32601,"message":"Method not found: nope"}}`},
+		{"not JSON", `nope`, sse, 200, `{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error: the body is not valid JSON"}}`},
+		{"over 8 MiB", `{"jsonrpc":"2.0","id":1,"method":"ping"}` + strings.Repeat(" ", 8<<20), sse, 413,
+			`{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Request body too large: /mcp accepts at most 8 MiB"}}`},
+		{"unknown session", `{"jsonrpc":"2.0","id":1,"method":"ping"}`, append([]string{"Mcp-Session-Id", "gone"}, sse...), 404, notFound},
+		{"batch of 101", "[" + strings.TrimSuffix(strings.Repeat(`{"jsonrpc":"2.0","id":1,"method":"ping"},`, 101), ",") + "]", nil, 200,
+			`{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid Request: batch too large (101 elements; at most 100)"}}`},
+	}
+	for _, c := range cases {
+		if status, body := a.rpc(c.body, c.hdr...); status != c.status || body != c.want {
+			t.Errorf("%s: %d %.300s\nwant %d %s", c.name, status, body, c.status, c.want)
+		}
+	}
+	if status, body := a.rpc(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, sse...); status != 200 || fmt.Sprint(toolNames(body)) != fmt.Sprint(mcpBuiltins) {
+		t.Errorf("tools/list asking for SSE: %d %.300s", status, body)
+	}
+	for _, m := range []string{"GET", "DELETE"} {
+		resp, body := a.raw(m, "/mcp", "", "Accept", "text/event-stream")
+		if resp.StatusCode != 400 || resp.Header.Get("Content-Type") != "application/json" || !strings.HasPrefix(string(body), `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Bad Request: `+m+` requires an Mcp-Session-Id header"}}`) {
+			t.Errorf("%s without a session: %d %s", m, resp.StatusCode, body)
+		}
+		resp, body = a.raw(m, "/mcp", "", "Accept", "text/event-stream", "Mcp-Session-Id", "gone")
+		if resp.StatusCode != 404 || strings.TrimSpace(string(body)) != notFound {
+			t.Errorf("%s, unknown session: %d %s", m, resp.StatusCode, body)
+		}
+	}
+
+	// 256 sessions, then 503; ending one makes room.
+	init := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"cap","version":"1"}}}`
+	var first string
+	for i := range 256 {
+		resp, body := a.raw("POST", "/mcp", init, append([]string{"Content-Type", "application/json"}, sse...)...)
+		if resp.StatusCode != 200 || resp.Header.Get("Mcp-Session-Id") == "" {
+			t.Fatalf("session %d: %d %s", i, resp.StatusCode, body)
+		}
+		if i == 0 {
+			first = resp.Header.Get("Mcp-Session-Id")
+		}
+	}
+	resp, body := a.raw("POST", "/mcp", init, append([]string{"Content-Type", "application/json"}, sse...)...)
+	if resp.StatusCode != 503 || string(body) != `{"jsonrpc":"2.0","id":1,"error":{"code":-32000,"message":"Too many sessions: 256 streamable-HTTP sessions are open; end one (DELETE /mcp) or use /mcp without a session"}}` {
+		t.Errorf("session 257: %d %s", resp.StatusCode, body)
+	}
+	if resp, body := a.raw("DELETE", "/mcp", "", "Mcp-Session-Id", first); resp.StatusCode != 204 {
+		t.Errorf("DELETE: %d %s", resp.StatusCode, body)
+	}
+	if resp, body := a.raw("POST", "/mcp", init, append([]string{"Content-Type", "application/json"}, sse...)...); resp.StatusCode != 200 {
+		t.Errorf("after a DELETE: %d %s", resp.StatusCode, body)
+	}
+
+	// An empty text still has its text member.
+	if _, body := a.rpc(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"sandbox_execute_code","arguments":{"code":"x = 1"}}}`); !strings.Contains(body, `"isError":true`) &&
+		body != `{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":""}],"isError":false}}` {
+		t.Errorf("empty text: %s", body)
+	}
+	// A timeout under a nanosecond bounds the command.
+	start := time.Now()
+	if text, _ := a.callText("sandbox_execute_bash", map[string]any{"cmd": "sleep 30", "timeout": 1e-10, "new_session": true}); !strings.Contains(text, `"status":"timed_out"`) || time.Since(start) > 10*time.Second {
+		t.Errorf("timeout 1e-10: %s after %s", text, time.Since(start))
+	}
+	// The editor names its five commands.
+	if text, isErr := a.callText("sandbox_str_replace_editor", map[string]any{"command": "nope", "path": filepath.Join(t.TempDir(), "f")}); !isErr ||
+		!strings.Contains(text, `"message":"Unrecognized command nope. The allowed commands are: view, create, str_replace, insert, undo_edit"`) {
+		t.Errorf("editor: %s", text)
+	}
+}
+
+// TestAiodMCPPeerLoops: a daemon peered with itself, and two daemons
+// peered both ways, answer tools/list in one round (the hop marker stops
+// the second): 20 tools each; a call forwarded once runs, one that would
+// be forwarded again is isError.
+func TestAiodMCPPeerLoops(t *testing.T) {
+	port := freePort(t)
+	self := startAiod(t, []string{fmt.Sprintf(`EXTRA_MCP_SERVERS={"self":{"url":"http://LOCALHOST:%s/mcp","prefix":"self"}}`, port)}, "--port", port)
+	a := &aio{t: t, base: self.URL}
+	want := append([]string{}, mcpBuiltins...)
+	for _, n := range mcpBuiltins {
+		want = append(want, "self_"+n)
+	}
+	start := time.Now()
+	if _, body := a.rpc(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`); fmt.Sprint(toolNames(body)) != fmt.Sprint(want) || time.Since(start) > 5*time.Second {
+		t.Errorf("self: %v after %s", toolNames(body), time.Since(start))
+	}
+	if text, isErr := a.callText("self_sandbox_execute_bash", map[string]any{"cmd": "echo once"}); isErr || !strings.Contains(text, `"output":"once\n"`) {
+		t.Errorf("self call: %v %s", isErr, text)
+	}
+	if text, isErr := a.callText("self_self_sandbox_execute_bash", map[string]any{"cmd": "echo twice"}); !isErr || !strings.Contains(text, "is not forwarded") {
+		t.Errorf("self call again: %v %s", isErr, text)
+	}
+
+	pa, pb := freePort(t), freePort(t)
+	da := startAiod(t, []string{fmt.Sprintf(`EXTRA_MCP_SERVERS={"b":{"url":"http://127.0.0.1.:%s/mcp","prefix":"b"}}`, pb)}, "--port", pa)
+	db := startAiod(t, []string{fmt.Sprintf(`EXTRA_MCP_SERVERS={"a":{"url":"http://127.0.0.1:%s/mcp","prefix":"a"}}`, pa)}, "--port", pb)
+	for _, c := range []struct {
+		d      string
+		prefix string
+	}{{da.URL, "b"}, {db.URL, "a"}} {
+		want := append([]string{}, mcpBuiltins...)
+		for _, n := range mcpBuiltins {
+			want = append(want, c.prefix+"_"+n)
+		}
+		if _, body := (&aio{t: t, base: c.d}).rpc(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`); fmt.Sprint(toolNames(body)) != fmt.Sprint(want) {
+			t.Errorf("%s lists %v", c.d, toolNames(body))
+		}
+	}
+}
