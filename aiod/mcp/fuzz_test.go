@@ -3,6 +3,7 @@ package mcp
 import (
 	"bytes"
 	"encoding/json"
+	"strings"
 	"testing"
 )
 
@@ -20,6 +21,7 @@ func FuzzRPC(f *testing.F) {
 	} {
 		f.Add([]byte(s))
 	}
+	f.Add([]byte("[" + strings.TrimSuffix(strings.Repeat(`{"jsonrpc":"2.0","id":1,"method":"ping"},`, MaxBatch+1), ",") + "]"))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		msgs, batch, perr := parseBody(body)
 		if perr != nil {
