@@ -17,7 +17,9 @@
 // Everything that happens inside a tool, bad arguments included, is a
 // result with isError true; only an unparsable body (-32700), a malformed
 // request (-32600), an unknown method (-32601) and an unknown or missing
-// tool name (-32602) are JSON-RPC errors, always on HTTP 200.
+// tool name (-32602) are JSON-RPC errors, always on HTTP 200. The
+// transport's own refusals (a body too large, a batch too large or whose
+// answer is full, a session unknown or one too many) are described below.
 //
 // # Routing of POST /mcp
 //
