@@ -75,10 +75,10 @@
 // {"name": {"url": "http://127.0.0.1:PORT/mcp", "prefix": "p"}}. Only
 // http:// on 127.0.0.1, localhost or [::1] (any case, one trailing dot
 // allowed) is used; other entries are skipped with a warning
-// ([Server.Warnings]). Logs and warnings show an upstream's URL without
-// its user information and query. There is no handshake and no session:
-// one POST per request, redirects not followed (a 3xx is a bad
-// upstream). tools/list asks every upstream at once on every list, each
+// ([Server.Warnings]). Logs, warnings and messages show an upstream's URL
+// with its user information, query values and fragment masked
+// (internal/redact). There is no handshake and no session: one POST per
+// request, redirects not followed (a 3xx is a bad upstream). tools/list asks every upstream at once on every list, each
 // within a few seconds, and leaves out one that does not answer. With a
 // prefix, tools are published as <prefix>_<tool> and the prefix is
 // stripped on forwarding; without one, only tools whose names start with

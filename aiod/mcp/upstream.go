@@ -18,6 +18,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/a2c-smcp/a2c-go/internal/redact"
 )
 
 // Upstream limits.
@@ -58,7 +60,7 @@ type upstream struct {
 	prefix  string // "" : names must start with name + "_"
 	key     string // what a published name starts with: prefix + "_", or name + "_"
 	url     string
-	display string // url with any password redacted, for logs
+	display string // url as logs and messages show it (redact.URL)
 	ids     atomic.Int64
 }
 
@@ -132,7 +134,7 @@ func parseUpstream(name string, entry json.RawMessage) (*upstream, string) {
 		host = loopbackName(pu.Hostname())
 	}
 	if err != nil || pu.Scheme != "http" || host == "" {
-		return nil, fmt.Sprintf("MCP server %q: url %q skipped: only http:// on 127.0.0.1, localhost or [::1] is accepted", name, redact(rawURL))
+		return nil, fmt.Sprintf("MCP server %q: url %q skipped: only http:// on 127.0.0.1, localhost or [::1] is accepted", name, redact.URL(rawURL))
 	}
 	// Requests go to the name as accepted, written as it is checked: a
 	// trailing dot would make "127.0.0.1." a name to resolve.
@@ -148,7 +150,7 @@ func parseUpstream(name string, entry json.RawMessage) (*upstream, string) {
 	if prefix != "" {
 		key = prefix + "_"
 	}
-	return &upstream{name: name, prefix: prefix, key: key, url: pu.String(), display: redact(pu.String())}, ""
+	return &upstream{name: name, prefix: prefix, key: key, url: pu.String(), display: redact.URL(pu.String())}, ""
 }
 
 // loopbackName returns the loopback host name h stands for (127.0.0.1,
@@ -163,17 +165,6 @@ func loopbackName(h string) string {
 	return ""
 }
 
-// redact is a URL as logs and messages may show it: without user
-// information (a password) and without query or fragment (tokens).
-func redact(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "(unparsable url)"
-	}
-	u.User = nil
-	u.RawQuery, u.ForceQuery, u.Fragment, u.RawFragment = "", false, "", ""
-	return u.String()
-}
 
 // upstreamClient talks to loopback servers only: no proxy, short dials,
 // and no redirects: a 3xx is the answer (a bad upstream), so a loopback

@@ -117,12 +117,12 @@ func TestUpstreamConfig(t *testing.T) {
 			`MCP server "n": the entry is not an object`, `MCP server "u": "url" is missing or not a string`,
 			`MCP server "p": "prefix" is not a string`, `an MCP server entry has an empty name`}},
 		{`{"a":{"url":"http://127.0.0.1:1"},"a":{"url":"http://127.0.0.1:2"}}`, []string{"a"}, []string{`MCP server "a" appears twice; the first entry is kept`}},
-		{`{"secret":{"url":"http://user:pw@example.com/mcp?token=t0k#frag"}}`, nil, []string{`MCP server "secret": url "http://example.com/mcp" skipped: only http:// on 127.0.0.1, localhost or [::1] is accepted`}},
+		{`{"secret":{"url":"http://user:pw@example.com/mcp?token=t0k#frag"}}`, nil, []string{`MCP server "secret": url "http://******@example.com/mcp?token=******#******" skipped: only http:// on 127.0.0.1, localhost or [::1] is accepted`}},
 		{`{"a":{"url":"http://LOCALHOST:2/mcp"},"b":{"url":"http://127.0.0.1.:3/mcp"},"c":{"url":"http://LocalHost./x"},"d":{"url":"http://[::1]:4/x"}}`, []string{"a", "b", "c", "d"}, nil},
 		{`{"e":{"url":"http://127.0.0.1..:1/"},"f":{"url":"http://localhost.evil.example/"},"g":{"url":"http://[::1].:1/"},"h":{"url":"HTTP://localhost.:1/"}}`, []string{"h"}, []string{
 			`MCP server "e": url "http://127.0.0.1..:1/" skipped: only http:// on 127.0.0.1, localhost or [::1] is accepted`,
 			`MCP server "f": url "http://localhost.evil.example/" skipped: only http:// on 127.0.0.1, localhost or [::1] is accepted`,
-			`MCP server "g": url "(unparsable url)" skipped: only http:// on 127.0.0.1, localhost or [::1] is accepted`}},
+			`MCP server "g": url "http://[::1].:1/" skipped: only http:// on 127.0.0.1, localhost or [::1] is accepted`}},
 		{`[1]`, nil, []string{`EXTRA_MCP_SERVERS is not a JSON object ({"name": {"url": ..., "prefix": ...}}); no MCP server registered`}},
 		{`{"a":`, nil, []string{`EXTRA_MCP_SERVERS is not valid JSON; no MCP server registered`}},
 	}
@@ -136,11 +136,11 @@ func TestUpstreamConfig(t *testing.T) {
 			t.Errorf("%s:\n got %v %q\nwant %v %q", c.raw, names, warns, c.names, c.warns)
 		}
 	}
-	// Requests go to the name as checked; logs and messages show no
-	// user information and no query.
+	// Requests go to the name as checked; logs and messages show user
+	// information and query values masked.
 	ups, _ := parseUpstreams(`{"a":{"url":"http://LOCALHOST.:2/mcp"},"b":{"url":"http://user:pw@127.0.0.1.:3/mcp?token=t0k"},"c":{"url":"http://[::1]/x"}}`)
 	for i, want := range [][2]string{{"http://localhost:2/mcp", "http://localhost:2/mcp"},
-		{"http://user:pw@127.0.0.1:3/mcp?token=t0k", "http://127.0.0.1:3/mcp"}, {"http://[::1]/x", "http://[::1]/x"}} {
+		{"http://user:pw@127.0.0.1:3/mcp?token=t0k", "http://******@127.0.0.1:3/mcp?token=******"}, {"http://[::1]/x", "http://[::1]/x"}} {
 		if i >= len(ups) || ups[i].url != want[0] || ups[i].display != want[1] {
 			t.Errorf("%d: %+v, want %q", i, ups, want)
 		}
@@ -152,7 +152,7 @@ func TestUpstreamConfig(t *testing.T) {
 	})
 	post(t, f.url, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
 	text, _ := f.callTool(t, "d_x", nil)
-	if all := logs.String() + text + fmt.Sprint(f.s.Warnings()); strings.Contains(all, "s3cret") || strings.Contains(all, "t0k") || !strings.Contains(all, "127.0.0.1:1/mcp") {
+	if all := logs.String() + text + fmt.Sprint(f.s.Warnings()); strings.Contains(all, "s3cret") || strings.Contains(all, "t0k") || !strings.Contains(all, "127.0.0.1:1/mcp?token=******") {
 		t.Errorf("a password or a query shows:\n%s", all)
 	}
 	s := New(Config{Upstreams: `{"io":{"command":"npx"}}`})
