@@ -165,7 +165,6 @@ func loopbackName(h string) string {
 	return ""
 }
 
-
 // upstreamClient talks to loopback servers only: no proxy, short dials,
 // and no redirects: a 3xx is the answer (a bad upstream), so a loopback
 // server cannot send the daemon's requests on to another host.
