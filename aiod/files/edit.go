@@ -137,7 +137,7 @@ func (e *Engine) Edit(ctx context.Context, req FsEditRequest) (*StrReplaceEditor
 		return e.undo(op, req, abs)
 	case CmdStrReplace, CmdInsert:
 	default:
-		return nil, bad(fmt.Sprintf("Unrecognized command %s. The allowed commands are: %s, %s, %s", req.Command, CmdStrReplace, CmdInsert, CmdUndoEdit))
+		return nil, bad(fmt.Sprintf("Unrecognized command %s. The allowed commands are: %s, %s, %s, %s, %s", req.Command, CmdView, CmdCreate, CmdStrReplace, CmdInsert, CmdUndoEdit))
 	}
 	old, ferr := readText(op, req.Path, abs)
 	if ferr != nil {

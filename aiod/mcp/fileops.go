@@ -3,9 +3,6 @@ package mcp
 import (
 	"context"
 	"encoding/json"
-	"fmt"
-	"slices"
-	"strings"
 
 	"github.com/a2c-smcp/a2c-go/aiod/files"
 	"github.com/a2c-smcp/a2c-go/aiod/internal/fserr"
@@ -150,19 +147,8 @@ func (s *Server) strReplaceEditor(ctx context.Context, args []byte) result {
 	}
 	res, err := s.cfg.Files.Edit(ctx, files.FsEditRequest{Command: *a.Command, Path: *a.Path, OldStr: a.OldStr, NewStr: a.NewStr,
 		InsertLine: a.InsertLine, ReplaceMode: a.ReplaceMode, FileText: a.FileText, ViewRange: a.ViewRange})
-	if err != nil && !slices.Contains(editCommands, *a.Command) && strings.HasPrefix(err.Message, "Unrecognized command") {
-		// The engine's text (the route's, from 1.x) lists only the edits
-		// it runs itself; the tool takes view and create too.
-		e := *err
-		e.Message = fmt.Sprintf("Unrecognized command %s. The allowed commands are: %s", *a.Command, strings.Join(editCommands, ", "))
-		err = &e
-	}
 	return fileOutcome("command", *a.Command, *a.Path, res, err)
 }
-
-// editCommands are sandbox_str_replace_editor's commands, in the order
-// its schema lists them.
-var editCommands = []string{files.CmdView, files.CmdCreate, files.CmdStrReplace, files.CmdInsert, files.CmdUndoEdit}
 
 // fileOutcome words a files-engine outcome: the result's fields with
 // verb (action or command), path (as the caller gave it) and success, or
