@@ -210,7 +210,7 @@ func TestAiodUsageErrors(t *testing.T) {
 		{nil, []string{"--nope"}, "aiod: flag provided but not defined: -nope"},
 		{nil, []string{"--port", "x"}, `aiod: invalid value "x" for flag -port: parse error`},
 		{nil, []string{"--api-surface", "v1"}, `aiod: --api-surface must be full or v2, got "v1"`},
-		{nil, []string{"start", "--mcp-servers", "{"}, `aiod: --mcp-servers must be a JSON object such as {"name": {"url": "http://127.0.0.1:PORT/mcp", "prefix": "p"}}, got "{"`},
+		{nil, []string{"start", "--mcp-servers", "{"}, `aiod: --mcp-servers must be a JSON object such as {"name": {"url": "http://127.0.0.1:PORT/mcp", "prefix": "p"}} (its value is not shown: it may hold credentials)`},
 		{nil, []string{"--office", "o1"}, "aiod: --office needs --server URL"},
 		{nil, []string{"--server", "http://127.0.0.1:8000"}, "aiod: --server needs --office"},
 		{nil, []string{"--office", "o1", "--server", "http://127.0.0.1:8000", "--approve", "ask"}, `aiod: --approve must be all or none, got "ask"`},
