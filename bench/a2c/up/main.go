@@ -40,6 +40,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/a2c-smcp/a2c-go/internal/proctree"
+
 	"github.com/a2c-smcp/a2c-go/agent"
 	"github.com/a2c-smcp/a2c-go/bench/internal/lat"
 	"github.com/a2c-smcp/a2c-go/bench/internal/procs"
@@ -322,32 +324,9 @@ func rss(pid int) float64 {
 // treeRSS is the VmRSS of pid and all its descendants in MiB (shared pages
 // counted once per process, as VmRSS does).
 func treeRSS(pid int) float64 {
-	children := map[int][]int{}
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		p, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p))
-		if err != nil {
-			continue
-		}
-		// The fields after the command name (which may hold spaces) start
-		// after the last ')': state, then ppid.
-		s := string(b)
-		f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-		if len(f) > 1 {
-			pp, _ := strconv.Atoi(f[1])
-			children[pp] = append(children[pp], p)
-		}
-	}
-	total := 0.0
-	for todo := []int{pid}; len(todo) > 0; {
-		p := todo[len(todo)-1]
-		todo = todo[:len(todo)-1]
+	total := rss(pid)
+	for _, p := range proctree.Descendants(pid) {
 		total += rss(p)
-		todo = append(todo, children[p]...)
 	}
 	return total
 }

@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/a2c-smcp/a2c-go/internal/proctree"
+
 	"github.com/a2c-smcp/a2c-go/agent"
 	"github.com/a2c-smcp/a2c-go/smcp"
 	"github.com/a2c-smcp/a2c-go/test/interop/internal/harness"
@@ -148,35 +150,12 @@ func killSleeps(t *testing.T, arg string) {
 // descendants returns every live process under pid.
 func descendants(t *testing.T, pid int) []int {
 	t.Helper()
-	children := map[int][]int{}
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		p, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p))
-		if err != nil {
-			continue
-		}
-		s := string(stat)
-		f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
-		if len(f) > 1 {
-			pp, _ := strconv.Atoi(f[1])
-			children[pp] = append(children[pp], p)
-		}
-	}
 	var out []int
-	var walk func(int)
-	walk = func(p int) {
-		for _, c := range children[p] {
-			if alive(c) {
-				out = append(out, c)
-			}
-			walk(c)
+	for _, p := range proctree.Descendants(pid) {
+		if alive(p) {
+			out = append(out, p)
 		}
 	}
-	walk(pid)
 	return out
 }
 
