@@ -6,44 +6,9 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
-)
 
-// metricValue reads one series of a gathered registry: a counter's or a
-// gauge's value, or a histogram's sample count.
-func metricValue(t *testing.T, reg *prometheus.Registry, name string, labels ...string) float64 {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-	next:
-		for _, m := range mf.GetMetric() {
-			for i := 0; i+1 < len(labels); i += 2 {
-				found := false
-				for _, lp := range m.GetLabel() {
-					found = found || lp.GetName() == labels[i] && lp.GetValue() == labels[i+1]
-				}
-				if !found {
-					continue next
-				}
-			}
-			switch mf.GetType() {
-			case dto.MetricType_COUNTER:
-				return m.GetCounter().GetValue()
-			case dto.MetricType_GAUGE:
-				return m.GetGauge().GetValue()
-			case dto.MetricType_HISTOGRAM:
-				return float64(m.GetHistogram().GetSampleCount())
-			}
-		}
-	}
-	return 0
-}
+	"github.com/a2c-smcp/a2c-go/aiod/internal/planetest"
+)
 
 func TestMetrics(t *testing.T) {
 	reg := prometheus.NewRegistry()
@@ -68,12 +33,12 @@ func TestMetrics(t *testing.T) {
 		{"command_exec_duration_seconds", nil, 4},
 		{"command_sessions", nil, float64(len(h.p.e.Sessions()))},
 	} {
-		if got := metricValue(t, reg, c.name, c.labels...); got != c.want {
+		if got := planetest.MetricValue(t, reg, c.name, c.labels...); got != c.want {
 			t.Errorf("%s%v = %v, want %v", c.name, c.labels, got, c.want)
 		}
 	}
 	h.OK("DELETE", "/v2/commands/sessions/m", nil, nil)
-	if got, want := metricValue(t, reg, "command_sessions"), float64(len(h.p.e.Sessions())); got != want || want < 1 {
+	if got, want := planetest.MetricValue(t, reg, "command_sessions"), float64(len(h.p.e.Sessions())); got != want || want < 1 {
 		t.Errorf("command_sessions after a close = %v", got)
 	}
 	// A second plane on the same registry shares the series.
@@ -83,6 +48,6 @@ func TestMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, 5*time.Second, "the second plane's count", func() bool {
-		return metricValue(t, reg, "command_exec_total", "status", "completed") == 4
+		return planetest.MetricValue(t, reg, "command_exec_total", "status", "completed") == 4
 	})
 }

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/prometheus/client_golang/prometheus"
+	"github.com/a2c-smcp/a2c-go/aiod/internal/planetest"
 )
 
 // TestPlainProtocol holds every protocol answer of the plain path to its
@@ -143,40 +143,13 @@ func TestMetrics(t *testing.T) {
 	for _, c := range []struct {
 		tool, outcome string
 	}{{"sandbox_get_context", "ok"}, {"sandbox_execute_bash", "error"}, {unknownToolLabel, "unknown_tool"}} {
-		if n := counter(t, f.reg, "mcp_tool_calls_total", map[string]string{"tool": c.tool, "outcome": c.outcome}); n != 1 {
+		if n := planetest.MetricValue(t, f.reg, "mcp_tool_calls_total", "tool", c.tool, "outcome", c.outcome); n != 1 {
 			t.Errorf("%s %s: %v", c.tool, c.outcome, n)
 		}
 	}
-	if n := counter(t, f.reg, "mcp_tool_call_duration_seconds", map[string]string{"tool": "sandbox_get_context"}); n != 1 {
+	if n := planetest.MetricValue(t, f.reg, "mcp_tool_call_duration_seconds", "tool", "sandbox_get_context"); n != 1 {
 		t.Errorf("duration count: %v", n)
 	}
-}
-
-// counter reads a counter's value (or a histogram's count) from reg.
-func counter(t *testing.T, reg *prometheus.Registry, name string, labels map[string]string) float64 {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-	metric:
-		for _, m := range mf.GetMetric() {
-			for _, lp := range m.GetLabel() {
-				if labels[lp.GetName()] != lp.GetValue() {
-					continue metric
-				}
-			}
-			if h := m.GetHistogram(); h != nil {
-				return float64(h.GetSampleCount())
-			}
-			return m.GetCounter().GetValue()
-		}
-	}
-	return 0
 }
 
 // TestRebinding: on loopback, a Host or Origin that is not a loopback

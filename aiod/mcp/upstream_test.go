@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/a2c-smcp/a2c-go/aiod/internal/planetest"
 )
 
 // fakeUpstream is a stateless MCP server for the upstream tests: its
@@ -230,7 +232,7 @@ func TestUpstreams(t *testing.T) {
 	if !isErr || text != `MCP server "dead" (http://127.0.0.1:1/mcp) did not answer: connection refused` {
 		t.Errorf("dead: %v %q", isErr, text)
 	}
-	if n := counter(t, f.reg, "mcp_tool_calls_total", map[string]string{"tool": "upstream:dead", "outcome": "error"}); n != 1 {
+	if n := planetest.MetricValue(t, f.reg, "mcp_tool_calls_total", "tool", "upstream:dead", "outcome", "error"); n != 1 {
 		t.Errorf("upstream calls are counted per upstream: %v", n)
 	}
 	_, body = post(t, f.url, `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"gone_hello"}}`)

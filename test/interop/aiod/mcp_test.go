@@ -289,18 +289,7 @@ func TestAiodMCPPeers(t *testing.T) {
 	a := &aio{t: t, base: d.URL}
 
 	_, body := a.rpc(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
-	var list struct {
-		Result struct {
-			Tools []struct {
-				Name string `json:"name"`
-			} `json:"tools"`
-		} `json:"result"`
-	}
-	_ = json.Unmarshal([]byte(body), &list)
-	var names []string
-	for _, tl := range list.Result.Tools {
-		names = append(names, tl.Name)
-	}
+	names := toolNames(body)
 	want := append([]string{}, mcpBuiltins...)
 	for _, n := range mcpBuiltins {
 		want = append(want, "peer_"+n)
