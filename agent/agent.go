@@ -46,6 +46,9 @@ type Options struct {
 	// OnDisconnect, if set, is called once when the connection ends.
 	OnDisconnect func(reason string)
 	Logger       *slog.Logger
+	// ProtocolVersion is the A2C-SMCP version the Agent speaks, one of
+	// [smcp.SupportedVersions]. Default [smcp.ProtocolVersion].
+	ProtocolVersion string
 }
 
 // Notification is a notify:* event. Fields that its event does not carry
@@ -63,9 +66,10 @@ type Notification struct {
 // Client is a connected Agent. Its methods may be called from any
 // goroutine.
 type Client struct {
-	opts Options
-	sock *sio.Socket
-	done chan struct{}
+	opts    Options
+	profile smcp.Profile
+	sock    *sio.Socket
+	done    chan struct{}
 
 	doneOnce sync.Once
 
@@ -131,11 +135,19 @@ func Dial(ctx context.Context, serverURL string, o Options) (*Client, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	c := &Client{opts: o, done: make(chan struct{})}
+	if o.ProtocolVersion == "" {
+		o.ProtocolVersion = smcp.ProtocolVersion
+	}
+	profile, err := smcp.NewProfile(o.ProtocolVersion)
+	if err != nil {
+		return nil, fmt.Errorf("a2c: %w", err)
+	}
+	o.ProtocolVersion = profile.Version
+	c := &Client{opts: o, profile: profile, done: make(chan struct{})}
 	so := sio.ClientOptions{
 		Path:      o.Path,
 		Namespace: smcp.Namespace,
-		Query:     url.Values{smcp.QueryVersion: {smcp.ProtocolVersion}},
+		Query:     url.Values{smcp.QueryVersion: {o.ProtocolVersion}},
 		Header:    o.Header,
 		Handler:   (*clientHandler)(c),
 	}
@@ -157,7 +169,7 @@ func Dial(ctx context.Context, serverURL string, o Options) (*Client, error) {
 				return nil, perr
 			}
 		}
-		return nil, &ProtocolVersionError{Code: smcp.CloseVersionMismatch, Message: ce.Text, ClientVersion: smcp.ProtocolVersion}
+		return nil, &ProtocolVersionError{Code: smcp.CloseVersionMismatch, Message: ce.Text, ClientVersion: o.ProtocolVersion}
 	}
 	if err != nil {
 		if herr := handshakeError(err); herr != nil {

@@ -24,6 +24,7 @@ import (
 
 	"github.com/a2c-smcp/a2c-go/computer/mcphost"
 	"github.com/a2c-smcp/a2c-go/internal/redact"
+	"github.com/a2c-smcp/a2c-go/smcp"
 )
 
 // Main runs aiod with args (without the program name) and returns the
@@ -256,10 +257,11 @@ type startValues struct {
 	host, workspace, apiKey, defaultUser, surface, mcpServers, logLevel *string
 	port                                                                *int
 	office, server, name, token, approve, config, bundleID              *string
+	protocolVersion, landingRoot, skills                                *string
 }
 
 // officeFlags are the flags that only mean something with --office.
-var officeFlags = []string{"server", "name", "token", "approve", "config", "bundle-id"}
+var officeFlags = []string{"server", "name", "token", "approve", "config", "bundle-id", "protocol-version", "landing-root", "skills"}
 
 // startFlagSet declares the flags of start. Defaults shown are the
 // built-in ones; the environment variable named in each usage, when
@@ -268,21 +270,24 @@ func startFlagSet() (*flag.FlagSet, *startValues) {
 	fs := flag.NewFlagSet("aiod start", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	v := &startValues{
-		host:        fs.String("host", "127.0.0.1", "address to listen on (env AIO_HOST)"),
-		port:        fs.Int("port", 18091, "port to listen on, 0 picks a free one (env AIO_PORT)"),
-		workspace:   fs.String("workspace", "", "directory commands start in and relative paths resolve against (default the account's home)"),
-		apiKey:      fs.String("api-key", "", "API key required on protected routes (env AIO_API_KEY or SANDBOX_API_KEY)"),
-		defaultUser: fs.String("default-user", "", "account commands, terminals and code run as when a request names none (env AIO_DEFAULT_USER)"),
-		surface:     fs.String("api-surface", SurfaceFull, "full (v1 and v2) or v2 (only /v2, /mcp, /metrics and the public routes) (env AIO_API_SURFACE)"),
-		mcpServers:  fs.String("mcp-servers", "", `loopback MCP servers whose tools /mcp lists too, as JSON {"name": {"url": "http://127.0.0.1:PORT/mcp", "prefix": "p"}} (env EXTRA_MCP_SERVERS)`),
-		logLevel:    fs.String("log-level", "info", "debug, info, warn or error"),
-		office:      fs.String("office", "", "also join this office as a Computer serving the sandbox's tools (needs --server)"),
-		server:      fs.String("server", "", "with --office: the A2C server URL (http or https)"),
-		name:        fs.String("name", "", `with --office: this Computer's name in the office (default the host name, else "aiod")`),
-		token:       fs.String("token", "", "with --office: credential presented to the server (default env A2C_TOKEN)"),
-		approve:     fs.String("approve", "all", "with --office: tools that need confirmation: all (run them) or none (refuse them)"),
-		config:      fs.String("config", "", "with --office: a Computer configuration file whose MCP servers are served beside the sandbox's tools"),
-		bundleID:    fs.String("bundle-id", "sandbox", "with --office: the bundle id that names the sandbox's tools"),
+		host:            fs.String("host", "127.0.0.1", "address to listen on (env AIO_HOST)"),
+		port:            fs.Int("port", 18091, "port to listen on, 0 picks a free one (env AIO_PORT)"),
+		workspace:       fs.String("workspace", "", "directory commands start in and relative paths resolve against (default the account's home)"),
+		apiKey:          fs.String("api-key", "", "API key required on protected routes (env AIO_API_KEY or SANDBOX_API_KEY)"),
+		defaultUser:     fs.String("default-user", "", "account commands, terminals and code run as when a request names none (env AIO_DEFAULT_USER)"),
+		surface:         fs.String("api-surface", SurfaceFull, "full (v1 and v2) or v2 (only /v2, /mcp, /metrics and the public routes) (env AIO_API_SURFACE)"),
+		mcpServers:      fs.String("mcp-servers", "", `loopback MCP servers whose tools /mcp lists too, as JSON {"name": {"url": "http://127.0.0.1:PORT/mcp", "prefix": "p"}} (env EXTRA_MCP_SERVERS)`),
+		logLevel:        fs.String("log-level", "info", "debug, info, warn or error"),
+		office:          fs.String("office", "", "also join this office as a Computer serving the sandbox's tools (needs --server)"),
+		server:          fs.String("server", "", "with --office: the A2C server URL (http or https)"),
+		name:            fs.String("name", "", `with --office: this Computer's name in the office (default the host name, else "aiod")`),
+		token:           fs.String("token", "", "with --office: credential presented to the server (default env A2C_TOKEN)"),
+		approve:         fs.String("approve", "all", "with --office: tools that need confirmation: all (run them) or none (refuse them)"),
+		config:          fs.String("config", "", "with --office: a Computer configuration file whose MCP servers are served beside the sandbox's tools"),
+		bundleID:        fs.String("bundle-id", "sandbox", "with --office: the bundle id that names the sandbox's tools"),
+		protocolVersion: fs.String("protocol-version", smcp.ProtocolVersion, "with --office: the A2C-SMCP version to speak ("+strings.Join(smcp.SupportedVersions(), ", ")+")"),
+		landingRoot:     fs.String("landing-root", "", `with --office: where client:put_blob uploads land (default <workspace>/uploads; "-" refuses uploads)`),
+		skills:          fs.String("skills", "", "with --office: a folder of skill packages served on the SKILL channel (default AIO_SKILLS_PATH)"),
 	}
 	return fs, v
 }
@@ -380,8 +385,12 @@ func officeOptions(v *startValues, set map[string]bool, getenv func(string) stri
 			return nil, usageError(fmt.Sprintf("--config %s: not a readable file", *v.config))
 		}
 	}
+	if _, err := smcp.NewProfile(*v.protocolVersion); err != nil {
+		return nil, usageError("--protocol-version: " + strings.TrimPrefix(err.Error(), "smcp: "))
+	}
 	o := &OfficeOptions{Server: *v.server, Office: *v.office, Name: *v.name, Token: *v.token,
-		Approve: *v.approve, ConfigFile: *v.config, BundleID: *v.bundleID}
+		Approve: *v.approve, ConfigFile: *v.config, BundleID: *v.bundleID,
+		ProtocolVersion: *v.protocolVersion, LandingRoot: *v.landingRoot, SkillsDir: *v.skills}
 	if !set["token"] {
 		o.Token = getenv("A2C_TOKEN")
 	}

@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 
 	"github.com/a2c-smcp/a2c-go/computer"
 	"github.com/a2c-smcp/a2c-go/computer/config"
@@ -55,7 +56,21 @@ type OfficeOptions struct {
 	// OnJoined, if set, is called each time the Computer has joined the
 	// office with its tools listed (after a reconnect too).
 	OnJoined func()
+	// ProtocolVersion is the A2C-SMCP version spoken (default
+	// smcp.ProtocolVersion); see computer.Options.ProtocolVersion.
+	ProtocolVersion string
+	// LandingRoot is where client:put_blob uploads land. Default
+	// [DefaultLandingDir] under the daemon's workspace, so that the
+	// sandbox's commands find them; "-" refuses every upload.
+	LandingRoot string
+	// SkillsDir is the folder of the user's skill packages served on the
+	// SKILL channel; see computer.Options.SkillsDir.
+	SkillsDir string
 }
+
+// DefaultLandingDir is the folder, under the workspace, where uploads to
+// the sandbox Computer land by default.
+const DefaultLandingDir = "uploads"
 
 // JoinOffice serves the daemon's tools to an office as a Computer until
 // ctx ends, then leaves it. The sandbox's tools (the ones /mcp serves)
@@ -115,8 +130,15 @@ func (d *Daemon) officeComputer(o OfficeOptions) (*computer.Computer, error) {
 			d.log.Warn("office config", "problem", diag.String())
 		}
 	}
+	switch o.LandingRoot {
+	case "":
+		o.LandingRoot = filepath.Join(d.cfg.Workspace, DefaultLandingDir)
+	case "-":
+		o.LandingRoot = ""
+	}
 	co := computer.Options{Server: o.Server, Path: o.Path, Office: o.Office, Name: o.Name, Config: cfg, Approval: policy,
 		Supervisor: o.Supervisor, OnJoined: o.OnJoined, Logger: d.log,
+		ProtocolVersion: o.ProtocolVersion, LandingRoot: o.LandingRoot, SkillsDir: o.SkillsDir,
 		Local: []computer.LocalServer{{BundleID: o.BundleID, Name: "aiod sandbox", Connect: d.MCP().Connect}}}
 	if o.Token != "" {
 		co.Auth = map[string]any{o.AuthField: o.Token}

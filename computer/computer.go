@@ -70,6 +70,24 @@ type Options struct {
 	// office (after a reconnect too), once its tools are listed there.
 	OnJoined func()
 	Logger   *slog.Logger
+
+	// ProtocolVersion is the A2C-SMCP version the Computer speaks, one of
+	// [smcp.SupportedVersions]. Default [smcp.ProtocolVersion].
+	ProtocolVersion string
+	// LandingRoot is the folder client:put_blob uploads land in (created
+	// if missing). Empty refuses every upload with 4019 "forbidden", as the
+	// specification fails closed.
+	LandingRoot string
+	// Uploads bounds client:put_blob sessions; zero values take the
+	// defaults of [blob.UploadOptions].
+	Uploads blob.UploadOptions
+	// SkillsDir is the user's folder of skill packages (source "user").
+	// Empty serves no user skills; MCP servers' skill:// resources are
+	// served either way.
+	SkillsDir string
+	// SkillsStaging is where skills published by MCP servers are
+	// materialised. Default a private folder under the user's cache folder.
+	SkillsStaging string
 }
 
 // LocalServer is an MCP server that runs in the Computer's own process
@@ -102,8 +120,9 @@ const LocalReadyWait = 2 * time.Second
 // Computer hosts MCP servers and serves their tools to the Agent of one
 // office.
 type Computer struct {
-	opts Options
-	log  *slog.Logger
+	opts    Options
+	log     *slog.Logger
+	profile smcp.Profile
 
 	mu       sync.RWMutex
 	cfg      *config.File
@@ -171,7 +190,14 @@ func New(o Options) (*Computer, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	c := &Computer{opts: o, log: o.Logger, servers: make(map[string]*hosted), inflight: make(map[string]context.CancelFunc),
+	if o.ProtocolVersion == "" {
+		o.ProtocolVersion = smcp.ProtocolVersion
+	}
+	profile, err := smcp.NewProfile(o.ProtocolVersion)
+	if err != nil {
+		return nil, fmt.Errorf("computer: %w", err)
+	}
+	c := &Computer{opts: o, log: o.Logger, profile: profile, servers: make(map[string]*hosted), inflight: make(map[string]context.CancelFunc),
 		changed: make(chan struct{}, 1), blobs: blob.NewStore(o.Blobs), connect: make(map[string]func(context.Context) (mcp.Transport, error))}
 	for _, l := range o.Local {
 		if !smcp.ValidBundleID(l.BundleID) {
@@ -186,7 +212,11 @@ func New(o Options) (*Computer, error) {
 		c.connect[l.BundleID] = l.Connect
 		c.local = append(c.local, localEntry(l))
 	}
+	if err := c.startSkills(); err != nil {
+		return nil, err
+	}
 	if err := c.apply(context.Background(), o.Config); err != nil {
+		c.stopSkills()
 		return nil, err
 	}
 	return c, nil
@@ -236,7 +266,9 @@ func (c *Computer) apply(ctx context.Context, cfg *config.File) error {
 			stop = append(stop, old.up)
 		}
 		h := &hosted{cfg: s}
-		upOpts := mcphost.Options{OnChange: c.markChanged, OnResources: c.resourcesChanged, Supervisor: c.opts.Supervisor, Logger: c.log}
+		bundleID := s.BundleID
+		upOpts := mcphost.Options{OnChange: func() { c.markChanged(); c.upstreamChanged(bundleID) },
+			OnResources: c.resourcesChanged, Supervisor: c.opts.Supervisor, Logger: c.log}
 		if connect := c.connect[s.BundleID]; connect != nil {
 			h.up = mcphost.Start(mcphost.Spec{BundleID: s.BundleID, Type: mcphost.TypeMemory, Connect: connect}, upOpts)
 		} else if !s.Disabled {
@@ -371,6 +403,7 @@ func (c *Computer) Close() {
 	if sock != nil {
 		sock.Disconnect()
 	}
+	c.stopSkills()
 	var wg sync.WaitGroup
 	for _, h := range servers {
 		if h.up != nil {
@@ -419,7 +452,7 @@ func (c *Computer) session(ctx context.Context) error {
 	s, err := sio.Dial(dctx, c.opts.Server, sio.ClientOptions{
 		Path:      c.opts.Path,
 		Namespace: smcp.Namespace,
-		Query:     url.Values{smcp.QueryVersion: {smcp.ProtocolVersion}},
+		Query:     url.Values{smcp.QueryVersion: {c.profile.Version}},
 		Header:    c.opts.Header,
 		Auth:      authOrNil(c.opts.Auth),
 		Handler:   &handler{c: c, down: down},

@@ -86,7 +86,9 @@ func (c *Computer) desktopRet(e *sio.Event, req smcp.GetDesktopReq) {
 	})
 }
 
-// resourcesChanged tells the office that windows may have changed.
-func (c *Computer) resourcesChanged(mcphost.ResourceChange) {
+// resourcesChanged tells the office that windows may have changed, and
+// the skill registry that skill:// resources may have.
+func (c *Computer) resourcesChanged(ch mcphost.ResourceChange) {
 	c.emit(smcp.EventUpdateDesktop)
+	c.skillResourcesChanged(ch)
 }

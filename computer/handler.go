@@ -62,13 +62,19 @@ func (h *handler) Event(_ *sio.Socket, e *sio.Event) {
 	case smcp.EventGetSkills:
 		var req smcp.GetSkillsReq
 		if c.decode(e, raw, &req) {
-			answer(e, smcp.GetSkillsRet{ReqID: req.ReqID})
+			go c.getSkills(e, req)
 		}
 	case smcp.EventGetSkill:
 		var req smcp.GetSkillReq
 		if c.decode(e, raw, &req) {
-			answer(e, smcp.NewError(smcp.CodeMCPServerNotFound, "Skill not found"))
+			go c.getSkill(e, req)
 		}
+	case smcp.EventPutBlob:
+		if !c.profile.PutBlob {
+			answer(e, smcp.NewError(smcp.CodeBadRequest, "unknown event"))
+			return
+		}
+		c.putBlob(e, raw)
 	case smcp.EventGetBlob:
 		var req smcp.GetBlobReq
 		if c.decode(e, raw, &req) {

@@ -23,8 +23,10 @@ import (
 // protocol [smcp.ProtocolVersion] on the default path with no
 // authentication.
 type Config struct {
-	// Version is the one protocol version the server speaks; clients are
-	// admitted by the rule of [smcp.Compatible]. Default smcp.ProtocolVersion.
+	// Version is the one protocol version the server speaks, one of
+	// [smcp.SupportedVersions]; clients are admitted by the rule of
+	// [smcp.Compatible], and what the server routes follows the version's
+	// [smcp.Profile]. Default smcp.ProtocolVersion.
 	Version string
 	// Path is the Engine.IO mount path. Default "/socket.io/".
 	Path string
@@ -65,6 +67,7 @@ type Config struct {
 // executes a tool and never lets traffic cross offices.
 type Server struct {
 	cfg     Config
+	profile smcp.Profile
 	log     *slog.Logger
 	io      *sio.Server
 	metrics *metrics
@@ -110,9 +113,11 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Version == "" {
 		cfg.Version = smcp.ProtocolVersion
 	}
-	if _, err := smcp.ParseVersion(cfg.Version); err != nil {
-		return nil, fmt.Errorf("server: version %q: %w", cfg.Version, err)
+	profile, err := smcp.NewProfile(cfg.Version)
+	if err != nil {
+		return nil, fmt.Errorf("server: %w", err)
 	}
+	cfg.Version = profile.Version
 	if cfg.Path == "" {
 		cfg.Path = "/socket.io/"
 	}
@@ -137,7 +142,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{
+	s := &Server{profile: profile,
 		cfg:     cfg,
 		log:     cfg.Logger,
 		metrics: newMetrics(),
@@ -279,7 +284,7 @@ func (h *nsHandler) Event(sock *sio.Socket, e *sio.Event) {
 	case smcp.EventUpdateSkills:
 		s.update(m, e, smcp.NotifyUpdateSkills)
 	default:
-		if smcp.IsClientEvent(e.Name) {
+		if s.profile.IsClientEvent(e.Name) {
 			s.relay(m, e)
 			return
 		}
@@ -305,7 +310,7 @@ func (s *Server) tooLarge(e *sio.Event, n int) {
 	switch {
 	case e.Name == smcp.EventJoinOffice || e.Name == smcp.EventLeaveOffice:
 		ackTuple(e, false, msg)
-	case smcp.IsClientEvent(e.Name):
+	case s.profile.IsClientEvent(e.Name):
 		s.refuse(e, smcp.NewError(smcp.CodeBadRequest, msg))
 	case e.Name == smcp.EventListRoom:
 		ackJSON(e, smcp.NewError(smcp.CodeBadRequest, msg))

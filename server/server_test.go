@@ -480,7 +480,7 @@ func TestGateAndMetrics(t *testing.T) {
 	for _, tc := range []struct{ query, body, header string }{
 		{"", `{"code":400,"message":"Missing a2c_version query parameter"}`, ""},
 		{"a2c_version=0.3", `{"code":400,"message":"Invalid a2c_version: \"0.3\" (want MAJOR.MINOR.PATCH)"}`, ""},
-		{"a2c_version=0.4.0", `{"code":4008,"message":"Protocol version mismatch","server_version":"0.3.0","client_version":"0.4.0","min_supported":"0.3.0","max_supported":"0.3.999"}`, "4008"},
+		{"a2c_version=0.3.2", `{"code":4008,"message":"Protocol version mismatch","server_version":"0.4.0","client_version":"0.3.2","min_supported":"0.4.0","max_supported":"0.4.999"}`, "4008"},
 	} {
 		for _, tr := range []string{"transport=polling", "transport=websocket"} {
 			resp, body := get(tr+"&"+tc.query, tr == "transport=websocket")
@@ -493,7 +493,7 @@ func TestGateAndMetrics(t *testing.T) {
 	// Authentication: the token in the auth object, a header, or Bearer.
 	dial := func(o sio.ClientOptions) error {
 		o.Namespace = smcp.Namespace
-		o.Query = map[string][]string{smcp.QueryVersion: {"0.3.1"}}
+		o.Query = map[string][]string{smcp.QueryVersion: {"0.4.1"}}
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		s, err := sio.Dial(ctx, url, o)

@@ -32,6 +32,7 @@ const (
 	CodeInvalidSkillName          = 4016 // skill name fails the lexer; see [InvalidSkillName]
 	CodeSkillNotAccessible        = 4017 // skill resource refused; see [SkillNotAccessible]
 	CodeBlobNotAccessible         = 4018 // blob handle refused; see [BlobNotAccessible]
+	CodeBlobWriteFailed           = 4019 // client:put_blob chunk refused (0.4.0); see [BlobWriteFailed]
 	CodeRoomFull                  = 4101 // the office already has an Agent
 	CodeRoomNotFound              = 4102 // the office does not exist
 	CodeNotInRoom                 = 4103 // the sender has not joined an office
@@ -53,7 +54,15 @@ const (
 	ReasonTooLarge      = "too_large"      // 4017: over the size cap; details.total_size is set
 	ReasonInvalidHandle = "invalid_handle" // 4018: malformed or unknown handle
 	ReasonGone          = "gone"           // 4018: the source disappeared
-	ReasonRange         = "range"          // 4018: chunk_offset < 0 or > total_size
+	ReasonRange         = "range"          // 4018: chunk_offset < 0 or > total_size; 4019: out of order, or wrong final size
+
+	// Values of details.reason for [CodeBlobWriteFailed] only (besides
+	// ReasonForbidden, ReasonRange and ReasonTooLarge).
+	ReasonInvalidUpload      = "invalid_upload"      // unknown, malformed, foreign or expired upload_id
+	ReasonInvalidDeclaration = "invalid_declaration" // first-chunk fields missing or bad, or repeated later
+	ReasonBusy               = "busy"                // too many uploads at once
+	ReasonIntegrity          = "integrity"           // sha256 mismatch at the end
+	ReasonIOError            = "io_error"            // disk, permission or filesystem failure
 )
 
 var codeNames = map[int]string{
@@ -76,6 +85,7 @@ var codeNames = map[int]string{
 	CodeInvalidSkillName:          "Invalid Skill Name",
 	CodeSkillNotAccessible:        "Skill Resource Not Accessible",
 	CodeBlobNotAccessible:         "Blob Not Accessible",
+	CodeBlobWriteFailed:           "Blob Write Failed",
 	CodeRoomFull:                  "Room Full",
 	CodeRoomNotFound:              "Room Not Found",
 	CodeNotInRoom:                 "Not In Room",
@@ -400,6 +410,19 @@ func BlobNotAccessible(reason string) *Error {
 		Message: "Blob not accessible",
 		Details: map[string]any{"reason": reason},
 	}
+}
+
+// BlobWriteFailed returns the 4019 ErrorPayload of a refused
+// client:put_blob chunk, with details.reason set to reason (one of the
+// Reason constants) and the entries of details (such as "upload_id",
+// "chunk_offset" or "total_size") copied in. details is not modified.
+func BlobWriteFailed(reason string, details map[string]any) *Error {
+	d := make(map[string]any, len(details)+1)
+	for k, v := range details {
+		d[k] = v
+	}
+	d["reason"] = reason
+	return &Error{Code: CodeBlobWriteFailed, Message: "Blob write failed", Details: d}
 }
 
 // internalPayload is what Encode sends when a value cannot be encoded.

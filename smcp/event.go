@@ -4,10 +4,11 @@ package smcp
 // fixed by the protocol; the Engine.IO HTTP path is not.
 const Namespace = "/smcp"
 
-// ProtocolVersion is the A2C-SMCP protocol version this package implements.
-// Clients send it as the a2c_version query parameter ([QueryVersion]) and the
+// ProtocolVersion is the A2C-SMCP protocol version processes speak by
+// default; [SupportedVersions] lists the others they may be started with
+// (see [Profile]). Clients send their version as the a2c_version query parameter ([QueryVersion]) and the
 // Server compares it with its own using [CheckVersion].
-const ProtocolVersion = "0.3.0"
+const ProtocolVersion = "0.4.0"
 
 // QueryVersion is the name of the connect URL query parameter that carries
 // the client's protocol version.
@@ -28,6 +29,9 @@ const (
 	EventGetSkills    = "client:get_skills"    // payload [GetSkillsReq], ack [GetSkillsRet]
 	EventGetSkill     = "client:get_skill"     // payload [GetSkillReq], ack [GetSkillRet]
 	EventGetBlob      = "client:get_blob"      // payload [GetBlobReq], ack [GetBlobRet]
+	// EventPutBlob uploads a file to the Computer, one chunk per event
+	// (0.4.0; see [Profile.PutBlob]).
+	EventPutBlob = "client:put_blob" // payload [PutBlobReq], ack [PutBlobRet]
 )
 
 // Events sent by an Agent or a Computer to the Server, which handles them
@@ -55,12 +59,13 @@ const (
 	NotifyCancelToolCall = "notify:tool_call_cancel" // payload [AgentCallData]
 )
 
-// ClientEvents returns the eight client:* event names in the order the
-// specification lists them. The caller owns the returned slice.
+// ClientEvents returns the nine client:* event names of the latest
+// version in the order the specification lists them; [Profile.ClientEvents]
+// gives those of one version. The caller owns the returned slice.
 func ClientEvents() []string {
 	return []string{
 		EventToolCall, EventGetTools, EventGetConfig, EventGetDesktop,
-		EventGetResources, EventGetSkills, EventGetSkill, EventGetBlob,
+		EventGetResources, EventGetSkills, EventGetSkill, EventGetBlob, EventPutBlob,
 	}
 }
 
@@ -82,12 +87,13 @@ func NotifyEvents() []string {
 	}
 }
 
-// IsClientEvent reports whether name is one of the eight client:* events,
-// that is, an event the Server must route to a Computer. Matching is exact.
+// IsClientEvent reports whether name is one of the nine client:* events of
+// the latest version, that is, an event a Server may route to a Computer;
+// [Profile.IsClientEvent] answers for one version. Matching is exact.
 func IsClientEvent(name string) bool {
 	switch name {
 	case EventToolCall, EventGetTools, EventGetConfig, EventGetDesktop,
-		EventGetResources, EventGetSkills, EventGetSkill, EventGetBlob:
+		EventGetResources, EventGetSkills, EventGetSkill, EventGetBlob, EventPutBlob:
 		return true
 	}
 	return false

@@ -32,7 +32,7 @@ func TestEventNames(t *testing.T) {
 		{NotifyUpdateSkills, "notify:update_skills"},
 		{NotifyCancelToolCall, "notify:tool_call_cancel"},
 		{Namespace, "/smcp"},
-		{ProtocolVersion, "0.3.0"},
+		{ProtocolVersion, "0.4.0"},
 		{QueryVersion, "a2c_version"},
 	}
 	for _, tt := range tests {
@@ -50,7 +50,7 @@ func TestEventLists(t *testing.T) {
 		prefix string
 		is     func(string) bool
 	}{
-		{"client", ClientEvents(), 8, "client:", IsClientEvent},
+		{"client", ClientEvents(), 9, "client:", IsClientEvent},
 		{"server", ServerEvents(), 8, "server:", IsServerEvent},
 		{"notify", NotifyEvents(), 7, "notify:", IsNotifyEvent},
 	}
@@ -74,11 +74,11 @@ func TestEventLists(t *testing.T) {
 			}
 		}
 	}
-	if len(seen) != 23 {
-		t.Errorf("%d distinct events, want 23", len(seen))
+	if len(seen) != 24 {
+		t.Errorf("%d distinct events, want 24", len(seen))
 	}
 	want := []string{EventToolCall, EventGetTools, EventGetConfig, EventGetDesktop,
-		EventGetResources, EventGetSkills, EventGetSkill, EventGetBlob}
+		EventGetResources, EventGetSkills, EventGetSkill, EventGetBlob, EventPutBlob}
 	if got := ClientEvents(); !reflect.DeepEqual(got, want) {
 		t.Errorf("ClientEvents() = %v, want spec order %v", got, want)
 	}
@@ -103,6 +103,7 @@ func TestNewClientRequest(t *testing.T) {
 		EventGetSkills:    &GetSkillsReq{},
 		EventGetSkill:     &GetSkillReq{},
 		EventGetBlob:      &GetBlobReq{},
+		EventPutBlob:      &PutBlobReq{},
 	}
 	for _, e := range ClientEvents() {
 		got := NewClientRequest(e)

@@ -46,6 +46,8 @@ func NewClientRequest(event string) ClientRequest {
 		return new(GetSkillReq)
 	case EventGetBlob:
 		return new(GetBlobReq)
+	case EventPutBlob:
+		return new(PutBlobReq)
 	}
 	return nil
 }
@@ -234,6 +236,10 @@ type A2CSkillRef struct {
 	AllowedTools  []string       `json:"allowed_tools,omitzero"`
 	SkillMetadata map[string]any `json:"skill_metadata,omitzero"`
 	Version       string         `json:"version,omitempty"`
+	// Tags are the frontmatter's tags, passed through (0.4.0, see
+	// [Profile.SkillTags]); absent when the frontmatter has none or they
+	// are not a list of strings.
+	Tags []string `json:"tags,omitzero"`
 }
 
 // DefaultSkillRelPath is the file [GetSkillReq] reads when RelPath is nil.

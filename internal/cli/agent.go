@@ -18,8 +18,8 @@ import (
 
 // agentFlags are the flags every agent-side command shares.
 type agentFlags struct {
-	server, office, name, token, authField string
-	json                                   bool
+	server, office, name, token, authField, version string
+	json                                            bool
 }
 
 func addAgentFlags(fs *flag.FlagSet) *agentFlags {
@@ -30,6 +30,8 @@ func addAgentFlags(fs *flag.FlagSet) *agentFlags {
 	fs.StringVar(&f.token, "token", "", "credential to present (default $A2C_TOKEN)")
 	fs.StringVar(&f.authField, "auth-field", "x-api-key", "auth field and header that carry the token")
 	fs.BoolVar(&f.json, "json", false, "print JSON for scripts")
+	f.version = smcp.ProtocolVersion
+	fs.Func("protocol-version", "the A2C-SMCP version to speak ("+strings.Join(smcp.SupportedVersions(), ", ")+"; default "+smcp.ProtocolVersion+")", checkVersionFlag(&f.version))
 	return f
 }
 
@@ -43,7 +45,7 @@ func (f *agentFlags) connect(ctx context.Context) (*agent.Client, error) {
 	if token == "" {
 		token = os.Getenv("A2C_TOKEN")
 	}
-	o := agent.Options{Name: name}
+	o := agent.Options{Name: name, ProtocolVersion: f.version}
 	if token != "" {
 		o.Auth = map[string]any{f.authField: token}
 	}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 
@@ -46,8 +47,14 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		err = runCall(ctx, env, args[1:])
 	case "cancel":
 		err = runCancel(ctx, env, args[1:])
+	case "put":
+		err = runPut(ctx, env, args[1:])
+	case "skills":
+		err = runSkills(ctx, env, args[1:])
+	case "skill":
+		err = runSkill(ctx, env, args[1:])
 	case "version":
-		fmt.Fprintf(stdout, "a2c protocol %s\n", smcp.ProtocolVersion)
+		fmt.Fprintf(stdout, "a2c protocol %s (supported: %s)\n", smcp.ProtocolVersion, strings.Join(smcp.SupportedVersions(), ", "))
 	case "help", "-h", "--help":
 		usage(stdout)
 	default:
@@ -107,6 +114,36 @@ func newFlags(e *env, name string) *flag.FlagSet {
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {}
 	return fs
+}
+
+// addVersionFlag declares --protocol-version: the A2C-SMCP version a
+// command speaks, checked when parsed, so that an unsupported one is a
+// usage error naming the supported ones.
+func addVersionFlag(fs *flag.FlagSet) *string {
+	v := smcp.ProtocolVersion
+	fs.Func("protocol-version", "the A2C-SMCP version to speak ("+strings.Join(smcp.SupportedVersions(), ", ")+"; default "+smcp.ProtocolVersion+")", checkVersionFlag(&v))
+	return &v
+}
+
+func checkVersionFlag(dst *string) func(string) error {
+	return func(s string) error {
+		p, err := smcp.NewProfile(s)
+		if err != nil {
+			return errors.New(strings.TrimPrefix(err.Error(), "smcp: "))
+		}
+		*dst = p.Version
+		return nil
+	}
+}
+
+// defaultSkillsDir is the user's skills folder: a2c/skills under the
+// user's configuration folder, or "" when there is none.
+func defaultSkillsDir() string {
+	dir, err := os.UserConfigDir()
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(dir, "a2c", "skills")
 }
 
 // errHelp is returned by parse for -h: exit 0 after the usage.

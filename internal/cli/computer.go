@@ -39,6 +39,9 @@ func runComputer(ctx context.Context, e *env, args []string) error {
 	approve := fs.String("approve", "all", "tools without auto_apply: all (run), none (refuse), ask (prompt on the terminal)")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	admin := fs.String("admin", "", "serve the local management plane (status, history) on this loopback HOST:PORT")
+	version := addVersionFlag(fs)
+	landing := fs.String("landing-root", "", "folder where client:put_blob uploads land (created if missing); unset refuses every upload")
+	skillsDir := fs.String("skills", defaultSkillsDir(), "folder of the user's skill packages served on the SKILL channel (\"\" for none)")
 	if err := e.parse(fs, args); err != nil {
 		return err
 	}
@@ -70,7 +73,7 @@ func runComputer(ctx context.Context, e *env, args []string) error {
 	}
 	o := computer.Options{Server: *server, Path: *path, Office: *office, Name: *name, Config: cfg, Approval: policy, Logger: log,
 		Resolver:   &config.Resolver{Inputs: cfg.Inputs, Prompt: terminalPrompt(e), Run: runCommandInput},
-		Supervisor: supervisor()}
+		Supervisor: supervisor(), ProtocolVersion: *version, LandingRoot: *landing, SkillsDir: *skillsDir}
 	if *token != "" {
 		o.Auth = map[string]any{*authField: *token}
 	}

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/a2c-smcp/a2c-go/server"
-	"github.com/a2c-smcp/a2c-go/smcp"
 )
 
 func runServer(ctx context.Context, e *env, args []string) error {
@@ -23,7 +22,7 @@ func runServer(ctx context.Context, e *env, args []string) error {
 	token := fs.String("token", "", "shared secret clients must present (default $A2C_TOKEN)")
 	tokenFile := fs.String("token-file", "", "read the shared secret from this file")
 	authField := fs.String("auth-field", "x-api-key", "name of the auth field or HTTP header that carries the token")
-	version := fs.String("protocol-version", smcp.ProtocolVersion, "the one A2C-SMCP protocol version to serve")
+	version := addVersionFlag(fs)
 	relayTimeout := fs.Duration("relay-timeout", 30*time.Second, "wait for a Computer's answer to client:get_* requests")
 	maxPayload := fs.Int64("max-payload", 1<<20, "largest Socket.IO message accepted, in bytes (larger closes the connection)")
 	maxRequest := fs.Int("max-request", 512<<10, "largest request payload accepted, in bytes (larger is answered with a 400)")

@@ -37,6 +37,9 @@ func runUp(ctx context.Context, e *env, args []string) error {
 	name := fs.String("name", "sandbox", "the sandbox Computer's name in the office")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	cpuProfile := fs.String("cpu-profile", "", "write a Go CPU profile to this file until shutdown (for benchmarks)")
+	version := addVersionFlag(fs)
+	landing := fs.String("landing-root", "", `folder where uploads (a2c put) land (default <workspace>/uploads; "-" refuses uploads)`)
+	skillsDir := fs.String("skills", defaultSkillsDir(), "folder of the user's skill packages served on the SKILL channel (\"\" for none)")
 	if err := e.parse(fs, args); err != nil {
 		return err
 	}
@@ -90,7 +93,7 @@ func runUp(ctx context.Context, e *env, args []string) error {
 	}
 	defer boxLn.Close()
 
-	scfg := server.Config{Logger: log}
+	scfg := server.Config{Logger: log, Version: *version}
 	if secret != "" {
 		scfg.Auth = server.TokenAuth(secret, "x-api-key")
 	}
@@ -131,7 +134,8 @@ func runUp(ctx context.Context, e *env, args []string) error {
 	computerDone := make(chan error, 1)
 	go func() {
 		computerDone <- d.JoinOffice(cctx, aiod.OfficeOptions{Server: dial, Office: *office, Name: *name, Token: secret,
-			ConfigFile: *cfgPath, Supervisor: supervisor(), OnJoined: joined})
+			ConfigFile: *cfgPath, Supervisor: supervisor(), OnJoined: joined,
+			ProtocolVersion: *version, LandingRoot: *landing, SkillsDir: *skillsDir})
 	}()
 
 	var runErr error
