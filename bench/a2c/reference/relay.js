@@ -26,13 +26,13 @@ const io = new Server(httpServer, {
   maxHttpBufferSize: 1 << 20,
   allowRequest: (req, cb) => {
     const v = new URL(req.url, "http://x").searchParams.get("a2c_version");
-    cb(null, v !== null && v.startsWith("0.3."));
+    cb(null, v !== null && v.startsWith("0.4."));
   },
 });
 
 const offices = new Map(); // office_id -> {agent: socket|null, computers: Map(name -> socket)}
 const CLIENT = ["client:tool_call", "client:get_tools", "client:get_config", "client:get_desktop",
-  "client:get_resources", "client:get_skills", "client:get_skill", "client:get_blob"];
+  "client:get_resources", "client:get_skills", "client:get_skill", "client:get_blob", "client:put_blob"];
 const UPDATES = { "server:update_config": "notify:update_config", "server:update_tool_list": "notify:update_tool_list",
   "server:update_desktop": "notify:update_desktop", "server:update_skills": "notify:update_skills" };
 
