@@ -408,36 +408,17 @@ func (s *Server) join(m *member, e *sio.Event) {
 		ackTuple(e, false, "Connection closed")
 		return
 	}
-	if m.role != "" && m.role != req.Role {
-		ackTuple(e, false, "A connection cannot change its role")
-		return
-	}
-	if cur := m.office; cur != nil {
-		switch {
-		case cur.id == req.OfficeID && m.name == req.Name:
-			ackTuple(e, true, "") // already there
-			return
-		case m.role == smcp.RoleAgent:
-			ackTuple(e, false, "Agent is already in an office; leave it first")
-			return
-		case cur.id == req.OfficeID:
-			ackTuple(e, false, "Already in this office under another name; leave it first")
-			return
-		}
-	}
 	o := s.offices[req.OfficeID]
-	if o != nil {
-		if req.Role == smcp.RoleAgent && o.agent != nil {
-			s.log.Warn("join refused: office already has an agent", "sid", m.sock.ID())
-			ackTuple(e, false, "Room already has an agent")
-			return
-		}
-		if req.Role == smcp.RoleComputer && o.computers[req.Name] != nil {
-			ackTuple(e, false, "Computer name already in use in this office")
-			return
-		}
-	}
-	if m.office != nil { // a Computer switching offices leaves the old one first
+	d := decideJoin(m, req, o)
+	switch {
+	case d.refuse != "":
+		s.log.Info("join refused", "sid", m.sock.ID(), "reason", d.refuse)
+		ackTuple(e, false, d.refuse)
+		return
+	case d.already:
+		ackTuple(e, true, "")
+		return
+	case d.switchOffice:
 		s.leaveLocked(m)
 	}
 	if o == nil {
