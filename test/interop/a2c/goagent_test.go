@@ -287,16 +287,32 @@ func TestGoAgent(t *testing.T) {
 }
 
 func TestGoAgentVersionAndAuth(t *testing.T) {
-	old := startServer(t, "--protocol-version", "0.2.0")
-	for _, wsOnly := range []bool{false, true} {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		_, err := agent.Dial(ctx, old.URL, agent.Options{Name: "a", WebSocketOnly: wsOnly})
-		cancel()
-		var pve *agent.ProtocolVersionError
-		if !errors.As(err, &pve) || pve.Code != 4008 || pve.ServerVersion != "0.2.0" || pve.ClientVersion != smcp.ProtocolVersion ||
-			pve.MinSupported != "0.2.0" || pve.MaxSupported != "0.2.999" {
-			t.Fatalf("websocket-only=%v: err = %#v", wsOnly, err)
+	// The gate both ways: the default (0.4.0) Agent at a 0.3.0 server, and
+	// a 0.3.0 Agent at a default (0.4.0) server; each refusal names the
+	// server's version and the MAJOR.MINOR range it admits.
+	old := startServer(t, "--protocol-version", "0.3.0")
+	cur := startServer(t)
+	for _, tc := range []struct {
+		url, client, server, lo, hi string
+	}{
+		{old.URL, smcp.ProtocolVersion, "0.3.0", "0.3.0", "0.3.999"},
+		{cur.URL, "0.3.0", smcp.ProtocolVersion, "0.4.0", "0.4.999"},
+	} {
+		for _, wsOnly := range []bool{false, true} {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			_, err := agent.Dial(ctx, tc.url, agent.Options{Name: "a", WebSocketOnly: wsOnly, ProtocolVersion: tc.client})
+			cancel()
+			var pve *agent.ProtocolVersionError
+			if !errors.As(err, &pve) || pve.Code != 4008 || pve.ServerVersion != tc.server || pve.ClientVersion != tc.client ||
+				pve.MinSupported != tc.lo || pve.MaxSupported != tc.hi {
+				t.Fatalf("client %s at server %s, websocket-only=%v: err = %#v", tc.client, tc.server, wsOnly, err)
+			}
 		}
+	}
+	// The same version on both sides is admitted.
+	a03 := dialAgent(t, old.URL, "a", agent.Options{ProtocolVersion: "0.3.0"})
+	if err := a03.Join(ctx10(t), "o"); err != nil {
+		t.Fatalf("0.3.0 agent at a 0.3.0 server: %v", err)
 	}
 	auth := startServer(t, "--token", "tok")
 	_, err := agent.Dial(ctx10(t), auth.URL, agent.Options{Name: "a"})

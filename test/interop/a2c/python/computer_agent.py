@@ -16,6 +16,8 @@ URL = os.environ["A2C_URL"]
 OFFICE = os.environ["A2C_OFFICE"]
 COMPUTER = os.environ["A2C_COMPUTER"]
 NS = "/smcp"
+# The protocol version spoken: the server's (A2C_VERSION, default 0.4.0).
+VERSION = os.environ.get("A2C_VERSION", "0.4.0")
 
 results = []
 
@@ -31,7 +33,7 @@ def call(sio, event, payload, timeout=30):
 
 def main():
     sio = socketio.Client(reconnection=False)
-    sio.connect(URL + "?a2c_version=0.3.0", namespaces=[NS], transports=["polling", "websocket"], wait_timeout=5)
+    sio.connect(URL + "?a2c_version=" + VERSION, namespaces=[NS], transports=["polling", "websocket"], wait_timeout=5)
     try:
         ok = call(sio, "server:join_office", {"role": "agent", "name": "py-agent", "office_id": OFFICE})
         check("join", ok == (True, None), ok)

@@ -21,6 +21,8 @@ OFFICE = os.environ["A2C_OFFICE"]
 COMPUTER = os.environ["A2C_COMPUTER"]
 WORKSPACE = os.environ["A2C_WORKSPACE"]
 NS = "/smcp"
+# The protocol version spoken: the server's (A2C_VERSION, default 0.4.0).
+VERSION = os.environ.get("A2C_VERSION", "0.4.0")
 AGENT = "py-agent"
 
 TOOLS = sorted("sandbox__" + n for n in [
@@ -95,7 +97,7 @@ def kill_left(arg):
 
 def main():
     sio = socketio.Client(reconnection=False)
-    sio.connect(URL + "?a2c_version=0.3.0", namespaces=[NS], transports=["polling", "websocket"], wait_timeout=5)
+    sio.connect(URL + "?a2c_version=" + VERSION, namespaces=[NS], transports=["polling", "websocket"], wait_timeout=5)
     try:
         ok = call(sio, "server:join_office", {"role": "agent", "name": AGENT, "office_id": OFFICE})
         check("join", ok == (True, None), ok)
