@@ -134,8 +134,10 @@ func (c *Computer) configRet() smcp.GetComputerConfigRet {
 		b, _ := json.Marshal(s.Redact())
 		ret.Servers[s.BundleID] = b
 	}
+	// A pickString's options are {label, value} objects from 0.3.2 on,
+	// plain values before: the profile decides.
 	for _, in := range config.Redacted(c.cfg.Inputs) {
-		b, _ := json.Marshal(in)
+		b, _ := smcp.EncodeInput(in, c.profile)
 		ret.Inputs = append(ret.Inputs, b)
 	}
 	return ret

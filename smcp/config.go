@@ -2,6 +2,7 @@ package smcp
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 )
 
@@ -15,9 +16,12 @@ const (
 )
 
 // ToolMeta is the per-tool configuration a Computer applies and publishes.
-// Every field is optional; a nil field falls back to the server's default.
+// Every field is optional. A nil field is unset: it inherits from the
+// layer below in [MergeToolMeta]. Tags distinguishes nil (unset, inherit)
+// from an empty, non-nil slice (explicitly no tags, clearing lower layers).
 type ToolMeta struct {
-	// AutoApply skips user confirmation when true.
+	// AutoApply skips user confirmation when true. Only the Computer's
+	// configuration sets it, never an MCP server.
 	AutoApply *bool `json:"auto_apply,omitempty"`
 	// RetObjectMapper renames fields of the tool's result (original → target).
 	RetObjectMapper map[string]any `json:"ret_object_mapper,omitempty"`
@@ -27,9 +31,21 @@ type ToolMeta struct {
 	Tags []string `json:"tags,omitempty"`
 }
 
-// Encode returns m as the JSON string stored under [MetaKeyToolMeta].
+// canonicalToolMeta is the wire form of [ToolMeta.Encode]: every key
+// present, null when unset, as every SDK writes it.
+type canonicalToolMeta struct {
+	AutoApply       *bool          `json:"auto_apply"`
+	RetObjectMapper map[string]any `json:"ret_object_mapper"`
+	Alias           *string        `json:"alias"`
+	Tags            []string       `json:"tags"`
+}
+
+// Encode returns m as the JSON string stored under [MetaKeyToolMeta]: an
+// object with all four ToolMeta keys, null for an unset field (so an
+// empty, non-nil Tags encodes as [] and a nil one as null). Peers compare
+// the parsed values, not the text.
 func (m ToolMeta) Encode() (string, error) {
-	b, err := json.Marshal(m)
+	b, err := json.Marshal(canonicalToolMeta(m))
 	if err != nil {
 		return "", err
 	}
@@ -43,6 +59,109 @@ func DecodeToolMeta(s string) (ToolMeta, error) {
 		return ToolMeta{}, fmt.Errorf("smcp: decoding %s: %w", MetaKeyToolMeta, err)
 	}
 	return m, nil
+}
+
+// ServerToolMeta is what a Computer takes from an MCP server's own
+// declaration in Tool._meta["a2c_tool_meta"] (0.4.0): the tags, and
+// nothing else. auto_apply in particular is never honoured, since a server
+// that could set it would approve its own calls. Tags nil means the
+// declaration has none.
+type ServerToolMeta struct {
+	Tags []string
+}
+
+// ErrMalformedToolMeta reports a server declaration that is not a JSON
+// object or whose tags are not a list of strings. A Computer drops such a
+// declaration (with a local warning); it never fails the tool listing.
+var ErrMalformedToolMeta = errors.New("malformed a2c_tool_meta declaration")
+
+// ParseServerToolMeta reads a server's declaration, the value of
+// Tool._meta["a2c_tool_meta"] as decoded from JSON. It must be an object
+// (a JSON string, even one holding an object, is malformed); of its keys
+// only "tags" is read, which must be absent, null or a list of strings.
+// Other keys (auto_apply, alias, ret_object_mapper, anything else) are
+// ignored field by field and do not make the declaration malformed. The
+// error wraps [ErrMalformedToolMeta] and holds none of the declared values.
+func ParseServerToolMeta(v any) (ServerToolMeta, error) {
+	obj, ok := v.(map[string]any)
+	if !ok {
+		return ServerToolMeta{}, fmt.Errorf("%w: %s, want an object", ErrMalformedToolMeta, decodedKind(v))
+	}
+	var out ServerToolMeta
+	switch tags := obj["tags"].(type) {
+	case nil:
+	case []string:
+		out.Tags = append([]string{}, tags...)
+	case []any:
+		out.Tags = make([]string, 0, len(tags))
+		for i, t := range tags {
+			s, ok := t.(string)
+			if !ok {
+				return ServerToolMeta{}, fmt.Errorf("%w: tags[%d] is %s, want a string", ErrMalformedToolMeta, i, decodedKind(t))
+			}
+			out.Tags = append(out.Tags, s)
+		}
+	default:
+		return ServerToolMeta{}, fmt.Errorf("%w: tags is %s, want a list of strings", ErrMalformedToolMeta, decodedKind(tags))
+	}
+	return out, nil
+}
+
+// decodedKind names the JSON type of a decoded value, for messages that must
+// not quote it.
+func decodedKind(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case string:
+		return "a string"
+	case bool:
+		return "a boolean"
+	case float64, json.Number, int, int64:
+		return "a number"
+	case []any, []string:
+		return "an array"
+	case map[string]any:
+		return "an object"
+	}
+	return fmt.Sprintf("%T", v)
+}
+
+// MergeToolMeta is the ToolMeta merge of 0.4.0, the one rule behind both
+// the published a2c_tool_meta and the Computer's own use of a tool's
+// settings (alias, auto_apply). Its layers, most specific first, are
+// tool (the configuration's tool_meta entry of the tool), def
+// (default_tool_meta) and server (the MCP server's declaration); nil means
+// the layer is absent. A field takes the value of the most specific layer
+// that sets it (non-nil): the merge is shallow, so tags are replaced
+// whole, never joined, and an empty, non-nil tags clears the lower
+// layers. The server layer contributes tags only.
+//
+// ok reports whether there is anything to publish: a configuration layer
+// is present, or the server's declaration is (valid). When ok is false
+// the tool's a2c_tool_meta key is removed from its meta.
+func MergeToolMeta(tool, def *ToolMeta, server *ServerToolMeta) (m ToolMeta, ok bool) {
+	if server != nil {
+		m.Tags = server.Tags
+	}
+	for _, l := range []*ToolMeta{def, tool} {
+		if l == nil {
+			continue
+		}
+		if l.AutoApply != nil {
+			m.AutoApply = l.AutoApply
+		}
+		if l.RetObjectMapper != nil {
+			m.RetObjectMapper = l.RetObjectMapper
+		}
+		if l.Alias != nil {
+			m.Alias = l.Alias
+		}
+		if l.Tags != nil {
+			m.Tags = l.Tags
+		}
+	}
+	return m, tool != nil || def != nil || server != nil
 }
 
 // ToolMeta returns the decoded [ToolMeta] stored under [MetaKeyToolMeta].
@@ -137,10 +256,39 @@ const (
 	InputCommand      = "command"
 )
 
+// PickStringOption is one choice of a pickString input (0.3.2): Label is
+// what a person is shown, Value what is substituted for ${input:ID}. Both
+// are required and non-empty; neither needs to be unique, and a value
+// never identifies a label.
+type PickStringOption struct {
+	Label string `json:"label"`
+	Value string `json:"value"`
+}
+
+// UnmarshalJSON decodes the object form {"label": ..., "value": ...} and,
+// for peers that speak 0.3.0 or 0.3.1, a plain string, which becomes both
+// the label and the value. (A Computer's configuration file accepts the
+// object form only; that check is the config package's.)
+func (o *PickStringOption) UnmarshalJSON(b []byte) error {
+	var s string
+	if json.Unmarshal(b, &s) == nil {
+		*o = PickStringOption{Label: s, Value: s}
+		return nil
+	}
+	type plain PickStringOption
+	var p plain
+	if err := json.Unmarshal(b, &p); err != nil {
+		return err
+	}
+	*o = PickStringOption(p)
+	return nil
+}
+
 // MCPServerInput is the wire shape of one element of
 // [GetComputerConfigRet].Inputs: a value the Computer asks its user for and
 // substitutes for ${input:ID} placeholders. The fields after Description
-// apply to some types only.
+// apply to some types only. It encodes the 0.3.2 form (options as
+// objects); see [EncodeInput] for the form of an older version.
 type MCPServerInput struct {
 	Type        string `json:"type"`
 	ID          string `json:"id"`
@@ -151,10 +299,46 @@ type MCPServerInput struct {
 	// Password marks a promptString whose value must never be shown.
 	Password *bool `json:"password,omitempty"`
 	// Options are the choices of a pickString.
-	Options []string `json:"options,omitempty"`
+	Options []PickStringOption `json:"options,omitempty"`
 	// Command and Args define a command input.
 	Command string            `json:"command,omitempty"`
 	Args    map[string]string `json:"args,omitempty"`
+}
+
+// OptionValues returns the values of in.Options, in order.
+func (in MCPServerInput) OptionValues() []string {
+	if in.Options == nil {
+		return nil
+	}
+	vs := make([]string, len(in.Options))
+	for i, o := range in.Options {
+		vs[i] = o.Value
+	}
+	return vs
+}
+
+// HasOption reports whether v is the value of one of in.Options.
+func (in MCPServerInput) HasOption(v string) bool {
+	for _, o := range in.Options {
+		if o.Value == v {
+			return true
+		}
+	}
+	return false
+}
+
+// EncodeInput encodes in as client:get_config carries it in p's version:
+// a pickString's options as {label, value} objects when
+// p.PickOptionObjects, else (0.3.0, 0.3.1) as their values, plain strings.
+func EncodeInput(in MCPServerInput, p Profile) (json.RawMessage, error) {
+	if p.PickOptionObjects || in.Options == nil {
+		return json.Marshal(in)
+	}
+	type legacy struct {
+		MCPServerInput
+		Options []string `json:"options,omitempty"`
+	}
+	return json.Marshal(legacy{MCPServerInput: in, Options: in.OptionValues()})
 }
 
 // DecodeServers decodes every value of r.Servers as an [MCPServerConfig].
@@ -171,6 +355,8 @@ func (r GetComputerConfigRet) DecodeServers() (map[string]MCPServerConfig, error
 }
 
 // DecodeInputs decodes every element of r.Inputs as an [MCPServerInput].
+// A pickString's options may be {label, value} objects (0.3.2 and later)
+// or plain strings (0.3.0, 0.3.1); see [PickStringOption].
 func (r GetComputerConfigRet) DecodeInputs() ([]MCPServerInput, error) {
 	out := make([]MCPServerInput, 0, len(r.Inputs))
 	for i, raw := range r.Inputs {

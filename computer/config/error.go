@@ -26,6 +26,9 @@ type Error struct {
 	// Field is the path of the offending field, such as
 	// "server_parameters.env.API_KEY" or "inputs[2].options"; it may be empty.
 	Field string
+	// Input is the id of the input concerned, for errors of Render that
+	// an input caused (see [Error.Category]); else empty.
+	Input string
 	// Message says what is wrong with the field.
 	Message string
 	// Err is the underlying cause, if any; Unwrap returns it.
@@ -60,6 +63,32 @@ func (e *Error) Error() string {
 // Unwrap returns e.Err.
 func (e *Error) Unwrap() error { return e.Err }
 
+// Error categories of the runtime contract (§6), as [Error.Category]
+// reports them.
+const (
+	// CategoryValidation: the configuration is not valid; fix the file.
+	CategoryValidation = "validation"
+	// CategoryMissingInput: an input has no value (0.3.1).
+	CategoryMissingInput = "missing_input"
+	// CategoryInvalidSelection: a pickString's stored value matches no
+	// option value (0.3.2).
+	CategoryInvalidSelection = "invalid_selection"
+)
+
+// Category returns the runtime contract's error category of e:
+// [CategoryInvalidSelection] when it wraps [ErrInvalidSelection],
+// [CategoryMissingInput] when it wraps [ErrNoValue] or [ErrUnknownInput],
+// else [CategoryValidation].
+func (e *Error) Category() string {
+	switch {
+	case errors.Is(e, ErrInvalidSelection):
+		return CategoryInvalidSelection
+	case errors.Is(e, ErrNoValue), errors.Is(e, ErrUnknownInput):
+		return CategoryMissingInput
+	}
+	return CategoryValidation
+}
+
 // Errors wrapped by the [*Error] values of [Resolver.Render]; test for them
 // with [errors.Is].
 var (
@@ -68,9 +97,22 @@ var (
 	ErrUnknownInput = errors.New("unknown input")
 	// ErrNoValue reports an input or environment variable that has no value.
 	ErrNoValue = errors.New("no value")
-	// ErrBadValue reports a value that the input does not allow, such as a
-	// pickString value that is not one of the options.
-	ErrBadValue = errors.New("value not allowed")
+	// ErrInvalidSelection reports a pickString value, from the
+	// environment, the user's stored answer or the prompt, that is the value
+	// of none of its options. The input's default and first option are not
+	// used in its place: a selection that no longer exists is an error, not
+	// a silent change (0.3.2, runtime contract §5.12). The *Error's Input
+	// names the input; its Category is "invalid_selection".
+	ErrInvalidSelection = errors.New("invalid_selection")
+	// ErrBadValue is the former name of [ErrInvalidSelection].
+	//
+	// Deprecated: use ErrInvalidSelection.
+	ErrBadValue = ErrInvalidSelection
+	// ErrNoPrompt, wrapped in the error of [Resolver.Prompt], says that
+	// there is nobody to ask (no terminal): the input then takes its
+	// default, as if the question had been answered with nothing. Any other
+	// error of Prompt fails the rendering.
+	ErrNoPrompt = errors.New("nobody to ask")
 )
 
 // Diagnostic is a local configuration problem that did not stop loading,

@@ -16,7 +16,7 @@ func FuzzParse(f *testing.F) {
 		`{"name": "x", "type": "stdio", "server_parameters": {"command": "c"}}`,
 		`[{"name": "", "type": "http", "server_parameters": {"url": "https://h/mcp", "headers": {"a": "b"}, "timeout": "PT1S"}},
 		  {"name": "", "type": "sse", "server_parameters": {"url": "https://h/sse", "timeout": 1.5}}]`,
-		`{"inputs": [{"type": "pickString", "id": "p", "options": ["a"], "default": "a"}],
+		`{"inputs": [{"type": "pickString", "id": "p", "options": [{"label": "A", "value": "a"}, {"label": "A", "value": "b"}], "default": "a"}],
 		  "mcp_servers": [{"name": "a", "type": "stdio", "server_parameters": {"command": "${input:p}"}, "tool_meta": {"t": {"alias": "u", "tags": []}}}]}`,
 		"servers:\n  a:\n    type: stdio\n    server_parameters: {command: c, env: {K: v}}\n  b: &b {type: sse, server_parameters: {url: 'http://h/'}}\n  c: {<<: *b}\n",
 		"- {name: 你好, type: stdio, server_parameters: {command: c}, default_tool_meta: {alias: a}}\n",
@@ -74,7 +74,7 @@ func FuzzParse(f *testing.F) {
 			}
 			s.CheckAliases([]string{"a", "b", s.Name})
 		}
-		if _, err := file.ComputerConfig(); err != nil {
+		if _, err := file.ComputerConfig(smcp.DefaultProfile()); err != nil {
 			t.Fatalf("ComputerConfig: %v", err)
 		}
 	})
@@ -96,7 +96,7 @@ func FuzzRender(f *testing.F) {
 		r := &Resolver{
 			Inputs: []smcp.MCPServerInput{
 				{Type: smcp.InputPromptString, ID: "a", Default: []byte(`"DEFAULT-A"`)},
-				{Type: smcp.InputPickString, ID: "b", Options: []string{"OPT-X", "OPT-Y"}, Default: []byte(`"OPT-X"`)},
+				{Type: smcp.InputPickString, ID: "b", Options: []smcp.PickStringOption{{Label: "X", Value: "OPT-X"}, {Label: "Y", Value: "OPT-Y"}}, Default: []byte(`"OPT-X"`)},
 				{Type: smcp.InputCommand, ID: "c", Command: "c"},
 				{Type: smcp.InputPromptString, ID: "d"},
 			},

@@ -714,8 +714,10 @@ func (p *parser) inputs(v *node) error {
 		if ok {
 			in.Password = &pw
 		}
-		if in.Options, err = r.strings(n, "options", field+".options"); err != nil {
-			return err
+		if in.Type == smcp.InputPickString {
+			if in.Options, err = r.pickOptions(n, field+".options"); err != nil {
+				return err
+			}
 		}
 		if in.Command, _, err = r.str(n, "command", field+".command"); err != nil {
 			return err
@@ -725,11 +727,8 @@ func (p *parser) inputs(v *node) error {
 		}
 		switch in.Type {
 		case smcp.InputPickString:
-			if len(in.Options) == 0 {
-				return r.fail(field+".options", "required")
-			}
-			if hasDef && !contains(in.Options, def) {
-				return r.fail(field+".default", "not one of the options")
+			if hasDef && !in.HasOption(def) {
+				return r.fail(field+".default", "not the value of any option")
 			}
 		case smcp.InputCommand:
 			if in.Command == "" {
@@ -741,13 +740,58 @@ func (p *parser) inputs(v *node) error {
 	return nil
 }
 
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
+// optionForm is how a pickString option must be written, quoted in the
+// errors about options.
+const optionForm = `[{"label": "...", "value": "..."}]`
+
+// pickOptions decodes the options of a pickString: a non-empty array of
+// {label, value} objects whose label and value are non-empty strings.
+// Duplicate labels and values are allowed. The 0.3.0 form, an array of
+// strings, is refused with an error that shows the new form (0.3.2 has no
+// transition period).
+func (r *reader) pickOptions(obj *node, field string) ([]smcp.PickStringOption, error) {
+	v, ok := obj.get("options")
+	if !ok {
+		return nil, r.fail(field, "required: a list of options %s", optionForm)
+	}
+	if v.kind != kindArray {
+		return nil, r.fail(field, "must be %s, got %s", optionForm, v.kind.describe())
+	}
+	if len(v.items) == 0 {
+		return nil, r.fail(field, "must be %s with at least one option, got an empty list", optionForm)
+	}
+	strs := true
+	for _, it := range v.items {
+		strs = strs && it.kind == kindString
+	}
+	if strs {
+		return nil, r.fail(field, "must be %s, got a list of strings (the form before protocol 0.3.2); write each option as {\"label\": \"shown\", \"value\": \"used\"}", optionForm)
+	}
+	out := make([]smcp.PickStringOption, len(v.items))
+	for i, it := range v.items {
+		f := field + "[" + strconv.Itoa(i) + "]"
+		if it.kind != kindObject {
+			return nil, r.fail(f, `must be {"label": "...", "value": "..."}, got %s`, it.kind.describe())
+		}
+		for _, k := range []string{"label", "value"} {
+			s, ok, err := r.str(it, k, f+"."+k)
+			if err != nil {
+				return nil, err
+			}
+			if !ok {
+				return nil, r.fail(f+"."+k, "required")
+			}
+			if s == "" {
+				return nil, r.fail(f+"."+k, "must not be empty")
+			}
+			if k == "label" {
+				out[i].Label = s
+			} else {
+				out[i].Value = s
+			}
 		}
 	}
-	return false
+	return out, nil
 }
 
 // checkEnvNames fails when two identities would read the same environment

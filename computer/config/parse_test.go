@@ -142,11 +142,34 @@ func TestParseOrder(t *testing.T) {
 	}
 }
 
+// TestPickStringDeclarations runs the load-time pickString vectors of the
+// conformance tests (§5) that must pass: ④ an explicit null default is no
+// default; ⑥ duplicate labels and values are legal. (The refusals, ④ a
+// default matching no value, ⑤ empty options, labels or values and ⑦ the
+// string form, are in TestParseErrors.)
+func TestPickStringDeclarations(t *testing.T) {
+	f, err := Parse([]byte(`{"inputs": [
+		{"type": "pickString", "id": "a", "options": [{"label": "X", "value": "1"}, {"label": "X", "value": "1"}, {"label": "Y", "value": "1"}], "default": null},
+		{"type": "pickString", "id": "b", "options": [{"label": "X", "value": "1"}, {"label": "X", "value": "2"}], "default": "2"}]}`), "x.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Inputs[0].Default != nil || len(f.Inputs[0].Options) != 3 || string(f.Inputs[1].Default) != `"2"` ||
+		f.Inputs[1].Options[1] != (smcp.PickStringOption{Label: "X", Value: "2"}) {
+		t.Errorf("inputs = %+v", f.Inputs)
+	}
+	var ce *Error
+	_, err = Parse([]byte(`{"inputs": [{"type": "pickString", "id": "a", "options": ["x"]}]}`), "x.json")
+	if !errors.As(err, &ce) || ce.Category() != CategoryValidation || ce.Field != "inputs[0].options" {
+		t.Errorf("string form: %#v", err)
+	}
+}
+
 func TestParseFields(t *testing.T) {
 	const doc = `
 inputs:
   - {type: promptString, id: token, description: API token, password: true}
-  - {type: pickString, id: region, options: [eu, us], default: eu}
+  - {type: pickString, id: region, options: [{label: Europe, value: eu}, {label: US, value: us}], default: eu}
   - {type: command, id: cwd, command: pwd, args: {shell: sh}}
 servers:
   files:
@@ -183,7 +206,7 @@ servers:
 		t.Fatal(err)
 	}
 	if len(f.Inputs) != 3 || f.Inputs[0].ID != "token" || !*f.Inputs[0].Password ||
-		string(f.Inputs[1].Default) != `"eu"` || !reflect.DeepEqual(f.Inputs[1].Options, []string{"eu", "us"}) ||
+		string(f.Inputs[1].Default) != `"eu"` || !reflect.DeepEqual(f.Inputs[1].Options, []smcp.PickStringOption{{Label: "Europe", Value: "eu"}, {Label: "US", Value: "us"}}) ||
 		f.Inputs[2].Command != "pwd" || f.Inputs[2].Args["shell"] != "sh" {
 		t.Errorf("inputs = %+v", f.Inputs)
 	}
@@ -377,9 +400,34 @@ func TestParseErrors(t *testing.T) {
 		{"input description", "x.json", input(`{"type": "promptString", "id": "k", "description": 1}`), `x.json: inputs[0].description: expected a string, got a number`},
 		{"input default type", "x.json", input(`{"type": "promptString", "id": "k", "default": 1}`), `x.json: inputs[0].default: expected a string, got a number`},
 		{"input password", "x.json", input(`{"type": "promptString", "id": "k", "password": "yes"}`), `x.json: inputs[0].password: expected a boolean, got a string`},
-		{"pickString without options", "x.json", input(`{"type": "pickString", "id": "k"}`), `x.json: inputs[0].options: required`},
-		{"pickString options type", "x.json", input(`{"type": "pickString", "id": "k", "options": [1]}`), `x.json: inputs[0].options[0]: expected a string, got a number`},
-		{"pickString default", "x.json", input(`{"type": "pickString", "id": "k", "options": ["a"], "default": "b"}`), `x.json: inputs[0].default: not one of the options`},
+		{"pickString without options", "x.json", input(`{"type": "pickString", "id": "k"}`),
+			`x.json: inputs[0].options: required: a list of options [{"label": "...", "value": "..."}]`},
+		{"pickString null options", "x.json", input(`{"type": "pickString", "id": "k", "options": null}`),
+			`x.json: inputs[0].options: required: a list of options [{"label": "...", "value": "..."}]`},
+		{"pickString options not a list", "x.json", input(`{"type": "pickString", "id": "k", "options": {"label": "a", "value": "a"}}`),
+			`x.json: inputs[0].options: must be [{"label": "...", "value": "..."}], got an object`},
+		{"pickString empty options", "x.json", input(`{"type": "pickString", "id": "k", "options": []}`),
+			`x.json: inputs[0].options: must be [{"label": "...", "value": "..."}] with at least one option, got an empty list`},
+		{"pickString old string form", "x.json", input(`{"type": "pickString", "id": "k", "options": ["a", "b"]}`),
+			`x.json: inputs[0].options: must be [{"label": "...", "value": "..."}], got a list of strings (the form before protocol 0.3.2); write each option as {"label": "shown", "value": "used"}`},
+		{"pickString option a number", "x.json", input(`{"type": "pickString", "id": "k", "options": [1]}`),
+			`x.json: inputs[0].options[0]: must be {"label": "...", "value": "..."}, got a number`},
+		{"pickString option mixed with a string", "x.json", input(`{"type": "pickString", "id": "k", "options": [{"label": "A", "value": "a"}, "b"]}`),
+			`x.json: inputs[0].options[1]: must be {"label": "...", "value": "..."}, got a string`},
+		{"pickString label missing", "x.json", input(`{"type": "pickString", "id": "k", "options": [{"value": "a"}]}`),
+			`x.json: inputs[0].options[0].label: required`},
+		{"pickString value missing", "x.json", input(`{"type": "pickString", "id": "k", "options": [{"label": "A"}]}`),
+			`x.json: inputs[0].options[0].value: required`},
+		{"pickString value null", "x.json", input(`{"type": "pickString", "id": "k", "options": [{"label": "A", "value": null}]}`),
+			`x.json: inputs[0].options[0].value: required`},
+		{"pickString empty label", "x.json", input(`{"type": "pickString", "id": "k", "options": [{"label": "", "value": "a"}]}`),
+			`x.json: inputs[0].options[0].label: must not be empty`},
+		{"pickString empty value", "x.json", input(`{"type": "pickString", "id": "k", "options": [{"label": "A", "value": ""}]}`),
+			`x.json: inputs[0].options[0].value: must not be empty`},
+		{"pickString value a number", "x.json", input(`{"type": "pickString", "id": "k", "options": [{"label": "A", "value": 1}]}`),
+			`x.json: inputs[0].options[0].value: expected a string, got a number`},
+		{"pickString default", "x.json", input(`{"type": "pickString", "id": "k", "options": [{"label": "b", "value": "a"}], "default": "b"}`),
+			`x.json: inputs[0].default: not the value of any option`},
 		{"command without command", "x.json", input(`{"type": "command", "id": "k"}`), `x.json: inputs[0].command: required`},
 		{"command args", "x.json", input(`{"type": "command", "id": "k", "command": "c", "args": {"n": 1}}`), `x.json: inputs[0].args.n: expected a string, got a number`},
 		{"env names of two inputs collide", "x.json", input(`{"type": "promptString", "id": "api-key"}, {"type": "promptString", "id": "api_key"}`),

@@ -3,6 +3,7 @@ package config
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"sort"
@@ -47,29 +48,41 @@ func envSegment(b *strings.Builder, s string) {
 }
 
 // Resolver substitutes the ${input:ID} and ${env:NAME} placeholders of a
-// [Server]. An input is resolved on first use and the value cached per
-// input id and bundle_id, so that each server is asked at most once and
-// servers do not see each other's answers. A Resolver is safe for
-// concurrent use and must not be copied after first use.
+// [Server]. A Resolver is safe for concurrent use and must not be copied
+// after first use.
 //
-// An input's value comes from the first of:
+// Every [Resolver.Render] resolves the inputs it meets afresh: the
+// Computer renders a server's raw configuration before each real start of
+// it (the first, and every restart), so that a start never reuses an
+// earlier rendering (0.3.2, runtime contract §5.13). Within one Render an
+// input is resolved once, however often it appears. An input's value comes
+// from the first of:
 //
 //  1. the environment variable EnvName(id, bundle_id, ""), then
-//     EnvName(id, "", "") (see [EnvName]);
-//  2. for a command input, Run; for any other, Prompt (an empty answer
-//     takes the default when there is one);
-//  3. the input's default.
+//     EnvName(id, "", "") (see [EnvName]), read anew each time;
+//  2. for a command input, Run, run anew each time (its output is never
+//     kept); for any other input, the user's answer: the stored one if
+//     the user was asked before for this server, else Prompt's, which is
+//     then stored (per input id and bundle_id, so that servers do not see
+//     each other's answers, until [Resolver.Forget]);
+//  3. when there is no user value (no answer, an empty answer, or a Prompt
+//     error wrapping [ErrNoPrompt]), the input's default;
+//  4. for a pickString, its first option's value (never stored).
 //
-// A pickString value must be one of its options, wherever it came from.
-// ${env:NAME} reads Env(NAME) and nothing else. Substitution makes a single
-// pass: a substituted value is never scanned for placeholders.
+// A pickString value from the environment or the user must be the value
+// of one of its options, or Render fails with [ErrInvalidSelection]: it
+// never falls back to the default or the first option. ${env:NAME} reads
+// Env(NAME) and nothing else. Substitution makes a single pass: a
+// substituted value is never scanned for placeholders.
 type Resolver struct {
-	// Inputs are the declared inputs, usually [File].Inputs.
+	// Inputs are the declared inputs, usually [File].Inputs. Set it before
+	// the first Render; later, use [Resolver.SetInputs].
 	Inputs []smcp.MCPServerInput
 	// Env looks up an environment variable; nil means [os.LookupEnv].
 	Env func(name string) (string, bool)
 	// Prompt asks the user for the value of a promptString or pickString
-	// input; nil means there is nobody to ask. Its error is wrapped in the
+	// input; nil means there is nobody to ask. An error wrapping
+	// [ErrNoPrompt] means the same; any other error is wrapped in the
 	// error of Render, so it must not contain the answer.
 	Prompt func(ctx context.Context, in smcp.MCPServerInput) (string, error)
 	// Run runs the command of a command input, with its args, and returns
@@ -78,48 +91,68 @@ type Resolver struct {
 	// wrapped in the error of Render, so it must not contain the output.
 	Run func(ctx context.Context, command string, args map[string]string) (string, error)
 
-	mu    sync.Mutex
-	cache map[cacheKey]*cacheEntry
+	mu      sync.Mutex
+	answers map[cacheKey]*cacheEntry // the user's stored answers
 }
 
 type cacheKey struct{ input, bundleID string }
 
+// cacheEntry is one asked question: done closes when the answer (or a
+// failure, which is not kept) is known.
 type cacheEntry struct {
 	done chan struct{}
 	val  string
 	err  error
 }
 
-// Forget drops the cached input values of the server bundleID, or of every
-// server when bundleID is "", so that the next Render resolves them again.
+// SetInputs replaces the declared inputs, as a configuration reload does.
+// Stored answers are kept, and checked against the new declarations when
+// next used.
+func (r *Resolver) SetInputs(inputs []smcp.MCPServerInput) {
+	r.mu.Lock()
+	r.Inputs = inputs
+	r.mu.Unlock()
+}
+
+func (r *Resolver) inputs() []smcp.MCPServerInput {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.Inputs
+}
+
+// Forget drops the stored answers of the server bundleID, or of every
+// server when bundleID is "", so that the next Render asks again.
 func (r *Resolver) Forget(bundleID string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for k := range r.cache {
+	for k := range r.answers {
 		if bundleID == "" || k.bundleID == bundleID {
-			delete(r.cache, k)
+			delete(r.answers, k)
 		}
 	}
 }
 
 // Render returns a copy of s whose Stdio (Command, Args, Env values, Cwd)
-// or HTTP (URL, Headers values) have their placeholders substituted. The
+// or HTTP (URL, Headers values) have their placeholders substituted, every
+// input resolved anew (see [Resolver]). The
 // copy has its own Stdio and HTTP; the other fields, Raw included, are
 // shared with s and unchanged. After substitution the URL must be an
 // absolute http or https URL.
 //
-// The error is an [*Error] naming the server by bundle_id and the field; it
-// wraps [ErrUnknownInput], [ErrNoValue] or [ErrBadValue] when one of those
-// is the cause, and never contains a value.
+// The error is an [*Error] naming the server by bundle_id, the field and,
+// when an input caused it, the input (Input); it wraps [ErrUnknownInput],
+// [ErrNoValue] or [ErrInvalidSelection] when one of those is the cause (see
+// [Error.Category]), and never contains a value.
 func (r *Resolver) Render(ctx context.Context, s Server) (Server, error) {
 	out := s
 	var err error
+	rc := &rendering{r: r, bundleID: s.BundleID, inputs: r.inputs(), memo: map[string]string{}}
 	sub := func(field, text string) string {
 		if err != nil {
 			return ""
 		}
 		var v string
-		v, err = r.expand(ctx, s.BundleID, field, text)
+		v, err = rc.expand(ctx, field, text)
 		return v
 	}
 	if s.Stdio != nil {
@@ -212,14 +245,24 @@ func hasPlaceholderPrefix(s string) bool {
 	return strings.Contains(s, "${input:") || strings.Contains(s, "${env:")
 }
 
-// expand substitutes the placeholders of text, a field of server bundleID.
-func (r *Resolver) expand(ctx context.Context, bundleID, field, text string) (string, error) {
+// rendering is the state of one Render: the inputs as they were when it
+// began, and the values resolved so far (so that an input used twice is
+// resolved, and a command run, once).
+type rendering struct {
+	r        *Resolver
+	bundleID string
+	inputs   []smcp.MCPServerInput
+	memo     map[string]string
+}
+
+// expand substitutes the placeholders of text, a field of the server.
+func (rc *rendering) expand(ctx context.Context, field, text string) (string, error) {
 	phs, malformed := scanPlaceholders(text)
-	fail := func(msg string, err error) error {
-		return &Error{Server: bundleID, Index: -1, Field: field, Message: msg, Err: err}
+	fail := func(msg, input string, err error) error {
+		return &Error{Server: rc.bundleID, Index: -1, Field: field, Input: input, Message: msg, Err: err}
 	}
 	if malformed {
-		return "", fail("malformed ${input:...} or ${env:...} placeholder", nil)
+		return "", fail("malformed ${input:...} or ${env:...} placeholder", "", nil)
 	}
 	if len(phs) == 0 {
 		return text, nil
@@ -229,15 +272,16 @@ func (r *Resolver) expand(ctx context.Context, bundleID, field, text string) (st
 	for _, ph := range phs {
 		b.WriteString(text[last:ph.start])
 		last = ph.end
-		var v string
+		var v, input string
 		var err error
 		if ph.input {
-			v, err = r.input(ctx, bundleID, ph.name)
+			input = ph.name
+			v, err = rc.input(ctx, ph.name)
 		} else {
-			v, err = r.env(ph.name)
+			v, err = rc.r.env(ph.name)
 		}
 		if err != nil {
-			return "", fail("", err)
+			return "", fail("", input, err)
 		}
 		b.WriteString(v)
 	}
@@ -263,49 +307,27 @@ func (r *Resolver) env(name string) (string, error) {
 	return v, nil
 }
 
-// input returns the value of input id for server bundleID, from the cache
-// or by resolving it. Concurrent calls for one key share one resolution;
-// failures are not cached.
-func (r *Resolver) input(ctx context.Context, bundleID, id string) (string, error) {
+// input returns the value of input id in this rendering.
+func (rc *rendering) input(ctx context.Context, id string) (string, error) {
+	if v, ok := rc.memo[id]; ok {
+		return v, nil
+	}
 	var in *smcp.MCPServerInput
-	for i := range r.Inputs {
-		if r.Inputs[i].ID == id {
-			in = &r.Inputs[i]
+	for i := range rc.inputs {
+		if rc.inputs[i].ID == id {
+			in = &rc.inputs[i]
 			break
 		}
 	}
 	if in == nil {
 		return "", fmt.Errorf("input %s: %w", quote(id), ErrUnknownInput)
 	}
-	key := cacheKey{id, bundleID}
-	r.mu.Lock()
-	if e, ok := r.cache[key]; ok {
-		r.mu.Unlock()
-		select {
-		case <-e.done:
-			return e.val, e.err
-		case <-ctx.Done():
-			return "", ctx.Err()
-		}
+	v, err := rc.r.resolve(ctx, *in, rc.bundleID)
+	if err != nil {
+		return "", err
 	}
-	if r.cache == nil {
-		r.cache = map[cacheKey]*cacheEntry{}
-	}
-	e := &cacheEntry{done: make(chan struct{})}
-	r.cache[key] = e
-	r.mu.Unlock()
-
-	e.val, e.err = r.resolve(ctx, *in, bundleID)
-	if e.err != nil {
-		e.val = ""
-		r.mu.Lock()
-		if r.cache[key] == e {
-			delete(r.cache, key)
-		}
-		r.mu.Unlock()
-	}
-	close(e.done)
-	return e.val, e.err
+	rc.memo[id] = v
+	return v, nil
 }
 
 // resolve runs the resolution chain of in for server bundleID.
@@ -319,9 +341,7 @@ func (r *Resolver) resolve(ctx context.Context, in smcp.MCPServerInput, bundleID
 			return checkOption(in, v, "environment variable "+name)
 		}
 	}
-	def, hasDef := defaultValue(in.Default)
-	switch {
-	case in.Type == smcp.InputCommand:
+	if in.Type == smcp.InputCommand {
 		if r.Run == nil {
 			return "", fmt.Errorf("input %s: %w: command inputs cannot run here; set %s", quote(in.ID), ErrNoValue, strings.Join(names, " or "))
 		}
@@ -332,25 +352,73 @@ func (r *Resolver) resolve(ctx context.Context, in smcp.MCPServerInput, bundleID
 		out = strings.TrimSuffix(out, "\n")
 		out = strings.TrimSuffix(out, "\r")
 		return out, nil
-	case r.Prompt != nil:
-		v, err := r.Prompt(ctx, in)
-		if err != nil {
+	}
+	asked := false
+	if r.Prompt != nil {
+		v, err := r.answer(ctx, in, bundleID)
+		switch {
+		case errors.Is(err, ErrNoPrompt):
+		case err != nil:
 			return "", fmt.Errorf("input %s: prompt: %w", quote(in.ID), err)
+		case v != "":
+			return checkOption(in, v, "the answer")
+		default:
+			asked = true
 		}
-		if v == "" && hasDef {
-			return checkOption(in, def, "the default")
-		}
-		return checkOption(in, v, "the answer")
-	case hasDef:
+	}
+	// No user value: the default, else a pickString's first option. The
+	// default was checked at load, but Inputs may be built by hand.
+	if def, ok := defaultValue(in.Default); ok {
 		return checkOption(in, def, "the default")
+	}
+	if in.Type == smcp.InputPickString && len(in.Options) > 0 {
+		return in.Options[0].Value, nil
+	}
+	if asked && in.Type == smcp.InputPromptString {
+		return "", nil // asked, and answered with nothing
 	}
 	return "", fmt.Errorf("input %s: %w; set %s", quote(in.ID), ErrNoValue, strings.Join(names, " or "))
 }
 
+// answer returns the user's answer for in and server bundleID: the stored
+// one, or Prompt's, which is then stored. Concurrent calls for one key
+// share one question; failures are not stored.
+func (r *Resolver) answer(ctx context.Context, in smcp.MCPServerInput, bundleID string) (string, error) {
+	key := cacheKey{in.ID, bundleID}
+	r.mu.Lock()
+	if e, ok := r.answers[key]; ok {
+		r.mu.Unlock()
+		select {
+		case <-e.done:
+			return e.val, e.err
+		case <-ctx.Done():
+			return "", ctx.Err()
+		}
+	}
+	if r.answers == nil {
+		r.answers = map[cacheKey]*cacheEntry{}
+	}
+	e := &cacheEntry{done: make(chan struct{})}
+	r.answers[key] = e
+	r.mu.Unlock()
+
+	e.val, e.err = r.Prompt(ctx, in)
+	if e.err != nil {
+		e.val = ""
+		r.mu.Lock()
+		if r.answers[key] == e {
+			delete(r.answers, key)
+		}
+		r.mu.Unlock()
+	}
+	close(e.done)
+	return e.val, e.err
+}
+
 // checkOption returns v when in allows it; source names where v came from.
 func checkOption(in smcp.MCPServerInput, v, source string) (string, error) {
-	if in.Type == smcp.InputPickString && !contains(in.Options, v) {
-		return "", fmt.Errorf("input %s: %w: %s is not one of the options", quote(in.ID), ErrBadValue, source)
+	if in.Type == smcp.InputPickString && !in.HasOption(v) {
+		return "", fmt.Errorf("input %s: %w: %s is the value of none of its options", quote(in.ID), ErrInvalidSelection, source)
 	}
 	return v, nil
 }

@@ -65,6 +65,9 @@ func TestResolverChain(t *testing.T) {
 		{"prompt next", nil, prompt, in, "from-prompt"},
 		{"empty answer takes the default", nil, empty, in, "from-default"},
 		{"empty answer without default", nil, empty, smcp.MCPServerInput{Type: smcp.InputPromptString, ID: "key"}, ""},
+		{"no terminal takes the default", nil, func(context.Context, smcp.MCPServerInput) (string, error) {
+			return "", fmt.Errorf("no tty: %w", ErrNoPrompt)
+		}, in, "from-default"},
 		{"default last", nil, nil, in, "from-default"},
 		{"numeric default", nil, nil, smcp.MCPServerInput{Type: smcp.InputPromptString, ID: "key", Default: []byte(`42`)}, "42"},
 	}
@@ -131,30 +134,64 @@ func TestRenderFields(t *testing.T) {
 	}
 }
 
+// TestPickString runs the pickString vectors of the conformance tests
+// (§5, runtime contract §5.12) that concern resolution: ① a stored value
+// matching an option value renders that value (not its label); ② one
+// matching none is an invalid_selection error naming the input, never the
+// default or the first option; ③ no user value takes the default, else the
+// first option, and nothing is stored; ⑥ duplicate labels and values are
+// fine. (④, ⑤ and ⑦ are load-time checks: see TestParseErrors.)
 func TestPickString(t *testing.T) {
-	pick := smcp.MCPServerInput{Type: smcp.InputPickString, ID: "region", Options: []string{"eu", "us"}, Default: []byte(`"eu"`)}
+	opts := []smcp.PickStringOption{{Label: "Europe", Value: "eu"}, {Label: "United States", Value: "us"},
+		{Label: "Europe", Value: "eu-2"}, {Label: "Also US", Value: "us"}}
+	withDefault := smcp.MCPServerInput{Type: smcp.InputPickString, ID: "region", Options: opts, Default: []byte(`"us"`)}
+	noDefault := smcp.MCPServerInput{Type: smcp.InputPickString, ID: "region", Options: opts}
+	nullDefault := smcp.MCPServerInput{Type: smcp.InputPickString, ID: "region", Options: opts, Default: []byte(`null`)}
+	answer := func(a string) func(context.Context, smcp.MCPServerInput) (string, error) {
+		return func(context.Context, smcp.MCPServerInput) (string, error) { return a, nil }
+	}
+	noTerminal := func(context.Context, smcp.MCPServerInput) (string, error) {
+		return "", fmt.Errorf("no terminal: %w", ErrNoPrompt)
+	}
+	const invalid = `server "s": server_parameters.env.R: input "region": invalid_selection: `
 	tests := []struct {
 		name    string
+		in      smcp.MCPServerInput
 		env     map[string]string
-		answer  string
+		prompt  func(context.Context, smcp.MCPServerInput) (string, error)
 		want    string
 		wantErr string
 	}{
-		{"env option", map[string]string{"A2C_SMCP_region": "us"}, "", "us", ""},
-		{"env not an option", map[string]string{"A2C_SMCP_region": "mars-SECRET"}, "", "",
-			`server "s": server_parameters.env.R: input "region": value not allowed: environment variable A2C_SMCP_region is not one of the options`},
-		{"answer option", nil, "us", "us", ""},
-		{"answer not an option", nil, "mars-SECRET", "", `server "s": server_parameters.env.R: input "region": value not allowed: the answer is not one of the options`},
-		{"empty answer takes the default", nil, "", "eu", ""},
+		{"1 env value", withDefault, map[string]string{"A2C_SMCP_region": "eu-2"}, nil, "eu-2", ""},
+		{"1 server-specific env value", withDefault, map[string]string{"A2C_SMCP_region_s": "eu", "A2C_SMCP_region": "us"}, nil, "eu", ""},
+		{"1 answered value", withDefault, nil, answer("eu"), "eu", ""},
+		{"1 duplicate value", noDefault, nil, answer("us"), "us", ""},
+		{"2 env label is not a value", withDefault, map[string]string{"A2C_SMCP_region": "Europe"}, nil, "",
+			invalid + `environment variable A2C_SMCP_region is the value of none of its options`},
+		{"2 env value gone", withDefault, map[string]string{"A2C_SMCP_region": "mars-SECRET"}, answer("eu"), "",
+			invalid + `environment variable A2C_SMCP_region is the value of none of its options`},
+		{"2 empty env value", noDefault, map[string]string{"A2C_SMCP_region": ""}, nil, "",
+			invalid + `environment variable A2C_SMCP_region is the value of none of its options`},
+		{"2 answer not a value", withDefault, nil, answer("mars-SECRET"), "",
+			invalid + `the answer is the value of none of its options`},
+		{"3 empty answer takes the default", withDefault, nil, answer(""), "us", ""},
+		{"3 no prompt takes the default", withDefault, nil, nil, "us", ""},
+		{"3 no terminal takes the default", withDefault, nil, noTerminal, "us", ""},
+		{"3 no default takes the first option", noDefault, nil, answer(""), "eu", ""},
+		{"3 null default takes the first option", nullDefault, nil, nil, "eu", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := &Resolver{Inputs: []smcp.MCPServerInput{pick}, Env: env(tt.env),
-				Prompt: func(context.Context, smcp.MCPServerInput) (string, error) { return tt.answer, nil }}
+			r := &Resolver{Inputs: []smcp.MCPServerInput{tt.in}, Env: env(tt.env), Prompt: tt.prompt}
 			got, err := r.Render(context.Background(), stdioServer("s", map[string]string{"R": "${input:region}"}))
 			if tt.wantErr != "" {
-				if err == nil || err.Error() != tt.wantErr || !errors.Is(err, ErrBadValue) {
-					t.Fatalf("error = %v, want %q", err, tt.wantErr)
+				var ce *Error
+				if err == nil || err.Error() != tt.wantErr || !errors.Is(err, ErrInvalidSelection) || !errors.As(err, &ce) ||
+					ce.Input != "region" || ce.Category() != CategoryInvalidSelection {
+					t.Fatalf("error = %#v\nwant %q", err, tt.wantErr)
+				}
+				if strings.Contains(err.Error(), "SECRET") {
+					t.Errorf("error quotes the value: %v", err)
 				}
 				return
 			}
@@ -163,13 +200,103 @@ func TestPickString(t *testing.T) {
 			}
 		})
 	}
+
+	// ③ The first option is never stored: once the options change, the
+	// next rendering takes the new first one.
+	r := &Resolver{Inputs: []smcp.MCPServerInput{noDefault}, Env: env(nil), Prompt: answer("")}
+	s := stdioServer("s", map[string]string{"R": "${input:region}"})
+	if got, err := r.Render(context.Background(), s); err != nil || got.Stdio.Env["R"] != "eu" {
+		t.Fatalf("first = %v, %v", got.Stdio, err)
+	}
+	changed := noDefault
+	changed.Options = []smcp.PickStringOption{{Label: "Asia", Value: "ap"}, {Label: "Europe", Value: "eu"}}
+	r.SetInputs([]smcp.MCPServerInput{changed})
+	if got, err := r.Render(context.Background(), s); err != nil || got.Stdio.Env["R"] != "ap" {
+		t.Fatalf("after the options changed = %v, %v", got.Stdio, err)
+	}
+
+	// ② A stored answer whose option has gone is invalid, not replaced.
+	r2 := &Resolver{Inputs: []smcp.MCPServerInput{withDefault}, Env: env(nil), Prompt: answer("eu-2")}
+	if got, err := r2.Render(context.Background(), s); err != nil || got.Stdio.Env["R"] != "eu-2" {
+		t.Fatalf("stored = %v, %v", got.Stdio, err)
+	}
+	gone := withDefault
+	gone.Options = opts[:2]
+	r2.SetInputs([]smcp.MCPServerInput{gone})
+	if _, err := r2.Render(context.Background(), s); !errors.Is(err, ErrInvalidSelection) {
+		t.Fatalf("stored answer no longer an option: %v", err)
+	}
+
 	// A default outside the options (possible when Inputs are built by
 	// hand) is rejected too.
-	bad := pick
+	bad := withDefault
 	bad.Default = []byte(`"mars"`)
-	r := &Resolver{Inputs: []smcp.MCPServerInput{bad}, Env: env(nil)}
-	if _, err := r.Render(context.Background(), stdioServer("s", map[string]string{"R": "${input:region}"})); !errors.Is(err, ErrBadValue) {
+	r3 := &Resolver{Inputs: []smcp.MCPServerInput{bad}, Env: env(nil)}
+	if _, err := r3.Render(context.Background(), s); !errors.Is(err, ErrInvalidSelection) {
 		t.Errorf("bad default: %v", err)
+	}
+}
+
+// TestReresolution runs the input re-resolution vectors (conformance §5,
+// runtime contract §5.13) that a Resolver decides: every Render resolves
+// anew (① a start and ② a restart see the latest values: the environment is
+// read again, a command run again); ⑤ within one Render an input is
+// resolved once; a prompted answer is the user's stored value, asked once.
+// (③, ④ and ⑥ concern when the Computer renders: see package computer.)
+func TestReresolution(t *testing.T) {
+	var runs atomic.Int32
+	var prompts atomic.Int32
+	vars := map[string]string{"A2C_SMCP_fromenv": "e1"}
+	var mu sync.Mutex
+	r := &Resolver{
+		Inputs: []smcp.MCPServerInput{
+			{Type: smcp.InputCommand, ID: "cmd", Command: "gen"},
+			{Type: smcp.InputPromptString, ID: "fromenv"},
+			{Type: smcp.InputPromptString, ID: "asked"},
+		},
+		Env: func(name string) (string, bool) {
+			mu.Lock()
+			defer mu.Unlock()
+			v, ok := vars[name]
+			return v, ok
+		},
+		Run: func(context.Context, string, map[string]string) (string, error) {
+			return fmt.Sprintf("run-%d\n", runs.Add(1)), nil
+		},
+		Prompt: func(context.Context, smcp.MCPServerInput) (string, error) {
+			return fmt.Sprintf("answer-%d", prompts.Add(1)), nil
+		},
+	}
+	s := Server{BundleID: "s", Stdio: &Stdio{Command: "c", Args: []string{"${input:cmd}", "x${input:cmd}"},
+		Env: map[string]string{"A": "${input:cmd}", "E": "${input:fromenv}", "P": "${input:asked}", "P2": "${input:asked}"}}}
+	render := func() *Stdio {
+		t.Helper()
+		got, err := r.Render(context.Background(), s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got.Stdio
+	}
+	first := render()
+	if first.Args[0] != "run-1" || first.Args[1] != "xrun-1" || first.Env["A"] != "run-1" || runs.Load() != 1 {
+		t.Errorf("one render ran the command %d times: %v %v", runs.Load(), first.Args, first.Env)
+	}
+	if first.Env["E"] != "e1" || first.Env["P"] != "answer-1" || first.Env["P2"] != "answer-1" {
+		t.Errorf("first env = %v", first.Env)
+	}
+	mu.Lock()
+	vars["A2C_SMCP_fromenv"] = "e2"
+	mu.Unlock()
+	second := render()
+	if second.Args[0] != "run-2" || second.Env["A"] != "run-2" || second.Env["E"] != "e2" || second.Env["P"] != "answer-1" {
+		t.Errorf("second render = %v %v; want a new command run, the new env value and the stored answer", second.Args, second.Env)
+	}
+	if prompts.Load() != 1 {
+		t.Errorf("asked %d times, want once", prompts.Load())
+	}
+	// The rendering given out is a copy: the raw configuration is untouched.
+	if s.Stdio.Args[0] != "${input:cmd}" || s.Stdio.Env["A"] != "${input:cmd}" {
+		t.Errorf("Render changed its argument: %v", s.Stdio)
 	}
 }
 
@@ -249,6 +376,11 @@ func TestRenderErrors(t *testing.T) {
 		{"prompt fails", stdioServer("srv", map[string]string{"K": "${input:k}"}),
 			func(context.Context, smcp.MCPServerInput) (string, error) { return "", promptErr },
 			`server "srv": server_parameters.env.K: input "k": prompt: no terminal`, promptErr},
+		{"no terminal and no default", stdioServer("srv", map[string]string{"K": "${input:k}"}),
+			func(context.Context, smcp.MCPServerInput) (string, error) {
+				return "", fmt.Errorf("x: %w", ErrNoPrompt)
+			},
+			`server "srv": server_parameters.env.K: input "k": no value; set A2C_SMCP_k_srv or A2C_SMCP_k`, ErrNoValue},
 		{"bad URL after substitution", Server{BundleID: "srv", HTTP: &HTTP{URL: "https://${input:host}/mcp"}}, nil,
 			`server "srv": server_parameters.url: not an absolute http or https URL after substitution`, nil},
 	}
@@ -266,6 +398,13 @@ func TestRenderErrors(t *testing.T) {
 			if tt.is != nil && !errors.Is(err, tt.is) {
 				t.Errorf("error does not wrap %v", tt.is)
 			}
+			wantCat := CategoryValidation
+			if tt.is == ErrNoValue || tt.is == ErrUnknownInput {
+				wantCat = CategoryMissingInput
+			}
+			if ce != nil && ce.Category() != wantCat {
+				t.Errorf("category = %s, want %s", ce.Category(), wantCat)
+			}
 			if strings.Contains(err.Error(), "SECRET") {
 				t.Errorf("error leaks a value: %v", err)
 			}
@@ -280,7 +419,7 @@ func TestRenderErrorsHoldNoSecrets(t *testing.T) {
 	r := &Resolver{
 		Inputs: []smcp.MCPServerInput{
 			{Type: smcp.InputPromptString, ID: "k", Password: ptr(true)},
-			{Type: smcp.InputPickString, ID: "p", Options: []string{"a"}},
+			{Type: smcp.InputPickString, ID: "p", Options: []smcp.PickStringOption{{Label: "A", Value: "a"}}},
 		},
 		Env: env(map[string]string{"A2C_SMCP_k": secret, "A2C_SMCP_p": secret, "SECRET_VAR": secret}),
 	}

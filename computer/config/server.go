@@ -14,30 +14,28 @@ import (
 // Mask replaces every redacted value.
 const Mask = redact.Mask
 
-// MergedToolMeta returns the settings of tool: DefaultToolMeta with every
-// non-nil field of ToolMeta[tool] laid over it (a shallow merge, so a tool's
-// tags replace the default tags rather than adding to them).
+// PublishedToolMeta returns the published settings of tool: the configuration's
+// tool_meta entry and default_tool_meta, over the MCP server's own
+// declaration (nil when it has none, it is malformed, or the protocol
+// version ignores declarations), merged by [smcp.MergeToolMeta]. ok is
+// false when no layer is present, and the tool's a2c_tool_meta key is then
+// removed. This is the one merge behind the tool listing, the exposed
+// names and approval; a server's declaration adds tags only.
+func (s Server) PublishedToolMeta(tool string, declared *smcp.ServerToolMeta) (m smcp.ToolMeta, ok bool) {
+	var t *smcp.ToolMeta
+	if v, found := s.ToolMeta[tool]; found {
+		t = &v
+	}
+	return smcp.MergeToolMeta(t, s.DefaultToolMeta, declared)
+}
+
+// MergedToolMeta returns the settings of tool from the configuration alone:
+// DefaultToolMeta with every non-nil field of ToolMeta[tool] laid over it
+// (a shallow merge, so a tool's tags replace the default tags rather than
+// adding to them). It is [Server.PublishedToolMeta] without a server declaration,
+// which is all that alias and auto_apply may come from.
 func (s Server) MergedToolMeta(tool string) smcp.ToolMeta {
-	var m smcp.ToolMeta
-	if s.DefaultToolMeta != nil {
-		m = *s.DefaultToolMeta
-	}
-	t, ok := s.ToolMeta[tool]
-	if !ok {
-		return m
-	}
-	if t.AutoApply != nil {
-		m.AutoApply = t.AutoApply
-	}
-	if t.RetObjectMapper != nil {
-		m.RetObjectMapper = t.RetObjectMapper
-	}
-	if t.Alias != nil {
-		m.Alias = t.Alias
-	}
-	if t.Tags != nil {
-		m.Tags = t.Tags
-	}
+	m, _ := s.PublishedToolMeta(tool, nil)
 	return m
 }
 
@@ -200,12 +198,13 @@ func (f *File) Lookup(bundleID string) (Server, bool) {
 	return Server{}, false
 }
 
-// ComputerConfig returns the answer to client:get_config for f: the
-// [Redacted] inputs and every server's [Server.Redact], keyed by bundle_id.
-func (f *File) ComputerConfig() (smcp.GetComputerConfigRet, error) {
+// ComputerConfig returns the answer to client:get_config for f in the
+// protocol version p: the [Redacted] inputs (encoded by [smcp.EncodeInput])
+// and every server's [Server.Redact], keyed by bundle_id.
+func (f *File) ComputerConfig(p smcp.Profile) (smcp.GetComputerConfigRet, error) {
 	ret := smcp.GetComputerConfigRet{Servers: make(map[string]json.RawMessage, len(f.Servers))}
 	for _, in := range Redacted(f.Inputs) {
-		b, err := json.Marshal(in)
+		b, err := smcp.EncodeInput(in, p)
 		if err != nil {
 			return smcp.GetComputerConfigRet{}, fmt.Errorf("config: encoding input %s: %w", quote(in.ID), err)
 		}

@@ -200,7 +200,7 @@ func TestRedactedInputs(t *testing.T) {
 
 func TestComputerConfig(t *testing.T) {
 	f := mustParse(t, secretDoc)
-	ret, err := f.ComputerConfig()
+	ret, err := f.ComputerConfig(smcp.DefaultProfile())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -252,7 +252,9 @@ func TestParseErrorsHoldNoSecrets(t *testing.T) {
 		`{"servers": {"a": {"type": "sse", "server_parameters": {"url": "http://h/", "headers": {"A": {"v": "` + secret + `"}}}}}}`,
 		`{"servers": {"a": {"type": "streamable", "server_parameters": {"url": "http://h/", "timeout": "` + secret + `"}}}}`,
 		`{"servers": {"a": {"type": "sse", "server_parameters": {"url": "http://h/", "timeout": "` + secret + `"}}}}`,
-		`{"inputs": [{"type": "pickString", "id": "p", "options": ["a"], "default": "` + secret + `"}]}`,
+		`{"inputs": [{"type": "pickString", "id": "p", "options": [{"label": "a", "value": "a"}], "default": "` + secret + `"}]}`,
+		`{"inputs": [{"type": "pickString", "id": "p", "options": ["` + secret + `"]}]}`,
+		`{"inputs": [{"type": "pickString", "id": "p", "options": [{"label": "` + secret + `", "value": 1}]}]}`,
 		`{"inputs": [{"type": "command", "id": "c", "command": "x", "args": {"k": ["` + secret + `"]}}]}`,
 		`{"servers": {"a": {"type": "stdio", "server_parameters": {"command": "c", "env": {"K": "` + secret + `", "K": "` + secret + `"}}}}}`,
 		"servers:\n  a: {type: stdio, server_parameters: {command: c, env: {K: " + secret + "}}}\n  b: [" + secret,

@@ -12,13 +12,18 @@ import (
 	"sync"
 	"time"
 
+	"github.com/a2c-smcp/a2c-go/computer/config"
 	"github.com/a2c-smcp/a2c-go/smcp"
 )
 
 // terminalPrompt asks for promptString and pickString inputs on the
 // controlling terminal, one question at a time; a password is read with
-// echo off. Without a terminal it reports that nobody can be asked, and
-// the input falls back to its default.
+// echo off. A pickString shows its options' labels, numbered, and the
+// answer is the chosen option's value (typing a value itself works too;
+// anything else is refused by the resolver as an invalid selection). An
+// empty answer takes the default. Without a terminal it reports that
+// nobody can be asked (config.ErrNoPrompt), and the input falls back to
+// its default.
 func terminalPrompt(e *env) func(ctx context.Context, in smcp.MCPServerInput) (string, error) {
 	var mu sync.Mutex
 	return func(ctx context.Context, in smcp.MCPServerInput) (string, error) {
@@ -26,7 +31,7 @@ func terminalPrompt(e *env) func(ctx context.Context, in smcp.MCPServerInput) (s
 		defer mu.Unlock()
 		tty, err := os.OpenFile("/dev/tty", os.O_RDWR, 0)
 		if err != nil {
-			return "", errors.New("no terminal to ask on")
+			return "", fmt.Errorf("no terminal to ask on: %w", config.ErrNoPrompt)
 		}
 		defer tty.Close()
 		desc := in.Description
@@ -43,7 +48,7 @@ func terminalPrompt(e *env) func(ctx context.Context, in smcp.MCPServerInput) (s
 		case smcp.InputPickString:
 			fmt.Fprintf(tty, "%s\n", desc)
 			for i, o := range in.Options {
-				fmt.Fprintf(tty, "  %d) %s\n", i+1, o)
+				fmt.Fprintf(tty, "  %d) %s\n", i+1, o.Label)
 			}
 			fmt.Fprint(tty, "choice: ")
 		default:
@@ -61,12 +66,20 @@ func terminalPrompt(e *env) func(ctx context.Context, in smcp.MCPServerInput) (s
 			return "", ctx.Err()
 		}
 		if in.Type == smcp.InputPickString {
-			if n, err := strconv.Atoi(strings.TrimSpace(a)); err == nil && n >= 1 && n <= len(in.Options) {
-				return in.Options[n-1], nil
-			}
+			return pickAnswer(in, a), nil
 		}
 		return a, nil
 	}
+}
+
+// pickAnswer maps the answer to a pickString question to a value: a
+// choice's number gives that option's value; anything else is returned as
+// typed (a value, or nothing for the default), for the resolver to check.
+func pickAnswer(in smcp.MCPServerInput, a string) string {
+	if n, err := strconv.Atoi(strings.TrimSpace(a)); err == nil && n >= 1 && n <= len(in.Options) {
+		return in.Options[n-1].Value
+	}
+	return strings.TrimSpace(a)
 }
 
 // stty sets terminal modes on tty (echo off for passwords).
