@@ -11,6 +11,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
+
+	"github.com/a2c-smcp/a2c-go/smcp"
 )
 
 func TestMain(m *testing.M) { os.Exit(harness.Main(m)) }
@@ -28,48 +30,80 @@ func startServer(t *testing.T, args ...string) *harness.Proc {
 // connection.
 var wsModes = []string{"loop", "goroutine"}
 
+// protocolVersions are the server versions every scenario script runs
+// against: the default (a2c server without --protocol-version, 0.4.0) and
+// the older minor a process may still be started with. The scripts read
+// the version from A2C_VERSION and derive every version-dependent
+// expectation (4008 bodies, list_room's a2c_version, put_blob, tags).
+var protocolVersions = []struct {
+	version string
+	flags   []string
+}{
+	{smcp.ProtocolVersion, nil},
+	{"0.3.0", []string{"--protocol-version", "0.3.0"}},
+}
+
 // servers starts the three servers the scenario scripts expect, serving
-// WebSockets in mode, and returns their environment.
-func servers(t *testing.T, mode string) []string {
-	plain := startServer(t, "--websocket-mode", mode)
-	auth := startServer(t, "--websocket-mode", mode, "--token", "s3cret")
-	relay := startServer(t, "--websocket-mode", mode, "--relay-timeout", "1s")
+// WebSockets in mode with the extra flags (the protocol version), and
+// returns their environment and the plain server.
+func servers(t *testing.T, mode string, flags []string) ([]string, *harness.Proc) {
+	plain := startServer(t, append([]string{"--websocket-mode", mode}, flags...)...)
+	auth := startServer(t, append([]string{"--websocket-mode", mode, "--token", "s3cret"}, flags...)...)
+	relay := startServer(t, append([]string{"--websocket-mode", mode, "--relay-timeout", "1s"}, flags...)...)
 	return []string{
 		"A2C_URL=" + plain.URL,
 		"A2C_AUTH_URL=" + auth.URL,
 		"A2C_TOKEN_VALUE=s3cret",
 		"A2C_RELAY_TIMEOUT_URL=" + relay.URL,
-	}
+	}, plain
 }
 
 // clientMatrix is where a scenario script runs: every server WebSocket
 // mode with the clients' default transports (open on polling, then
 // upgrade) and with WebSocket only, and polling only, which never reaches
 // the WebSocket code and so runs against one mode. A script's scenarios
-// that name their own transports keep them.
-var clientMatrix = func() []struct{ name, mode, transports string } {
-	var m []struct{ name, mode, transports string }
+// that name their own transports keep them. The entries with computers
+// also get real a2c Computers in offices of their plain server (see
+// [computerEnv]) for the scenarios about put_blob, skills and tool tags;
+// the others skip those scenarios, so each version starts two sets.
+var clientMatrix = func() []struct {
+	name, mode, transports string
+	computers              bool
+} {
+	type entry = struct {
+		name, mode, transports string
+		computers              bool
+	}
+	var m []entry
 	for _, mode := range wsModes {
 		m = append(m,
-			struct{ name, mode, transports string }{"upgrade/" + mode, mode, "polling,websocket"},
-			struct{ name, mode, transports string }{"websocket/" + mode, mode, "websocket"})
+			entry{"upgrade/" + mode, mode, "polling,websocket", mode == wsModes[0]},
+			entry{"websocket/" + mode, mode, "websocket", false})
 	}
-	return append(m, struct{ name, mode, transports string }{"polling", wsModes[0], "polling"})
+	return append(m, entry{"polling", wsModes[0], "polling", true})
 }()
 
-// runScriptMatrix runs a scenario script once per entry of clientMatrix,
-// as parallel subtests: the scripts mostly wait on the network, so the
-// runs overlap well even on two cores.
+// runScriptMatrix runs a scenario script once per protocol version and
+// entry of clientMatrix; a version's entries run as parallel subtests:
+// the scripts mostly wait on the network, so the runs overlap well even
+// on two cores.
 func runScriptMatrix(t *testing.T, name string, args ...string) {
-	for _, m := range clientMatrix {
-		t.Run(m.name, func(t *testing.T) {
-			t.Parallel()
-			env := append(servers(t, m.mode), "A2C_TRANSPORTS="+m.transports)
-			harness.RunScenarios(t, env, name, args...)
+	for _, v := range protocolVersions {
+		t.Run(v.version, func(t *testing.T) {
+			for _, m := range clientMatrix {
+				t.Run(m.name, func(t *testing.T) {
+					t.Parallel()
+					env, plain := servers(t, m.mode, v.flags)
+					env = append(env, "A2C_TRANSPORTS="+m.transports, "A2C_VERSION="+v.version)
+					if m.computers {
+						env = append(env, computerEnv(t, plain.URL, v.flags)...)
+					}
+					harness.RunScenarios(t, env, name, args...)
+				})
+			}
 		})
 	}
 }
-
 func TestPythonClients(t *testing.T) {
 	if err := exec.Command("/usr/bin/python3", "-c", "import socketio, requests, websocket").Run(); err != nil {
 		harness.MissingPeer(t, "Debian python3-socketio, python3-requests, python3-websocket")

@@ -8,7 +8,10 @@ Run by the Go harness (test/interop) as
 
 with the environment:
 
-    A2C_URL                 server without auth (protocol 0.3.0, path /socket.io/)
+    A2C_VERSION             the protocol version of every server (default 0.4.0);
+                            clients speak it, and every version-dependent
+                            expectation derives from it
+    A2C_URL                 server without auth (path /socket.io/)
     A2C_AUTH_URL            server that wants the token A2C_TOKEN_VALUE
                             (auth field / header x-api-key, or Authorization: Bearer)
     A2C_TOKEN_VALUE         that token
@@ -17,6 +20,12 @@ with the environment:
                             name its own, comma-separated: "polling,websocket"
                             (the default: open on polling, then upgrade), "polling"
                             or "websocket"
+    A2C_COMPUTER_OFFICE, A2C_COMPUTER    optional: a real a2c Computer alone in
+                            that office, with --landing-root A2C_LANDING_ROOT,
+                            --skills A2C_SKILLS_DIR and the toolsrv MCP server
+                            as bundle "fx" (test/interop/a2c/scenario_computer_test.go)
+    A2C_NOROOT_OFFICE, A2C_NOROOT_COMPUTER  optional: a Computer without a
+                            landing root
 
 Output: one line "PASS <name>" or "FAIL <name>: <reason>" per scenario, then
 "N passed, M failed". Exit status 0 iff nothing failed. Scenarios whose
@@ -25,6 +34,7 @@ server is not configured are skipped (noted on stderr, not counted).
 
 import argparse
 import base64
+import hashlib
 import json
 import os
 import sys
@@ -38,7 +48,13 @@ import socketio
 import websocket
 
 NS = "/smcp"
-VERSION = "0.3.0"
+VERSION = os.environ.get("A2C_VERSION", "0.4.0")
+_MAJOR, _MINOR, _ = (int(x) for x in VERSION.split("."))
+# A patch of the server's MAJOR.MINOR (admitted) and the other supported
+# minor (refused both ways: 0.3.x at a 0.4 server and 0.4.x at a 0.3 one).
+PATCH_VERSION = f"{_MAJOR}.{_MINOR}.7"
+OTHER_VERSION = "0.3.0" if (_MAJOR, _MINOR) >= (0, 4) else "0.4.0"
+HAS_PUT_BLOB = (_MAJOR, _MINOR) >= (0, 4)
 EIO_PATH = "/socket.io/"
 
 URL = os.environ.get("A2C_URL", "").rstrip("/")
@@ -73,8 +89,15 @@ CALL_TIMEOUT = 5  # seconds, for acks the server answers itself
 QUIET = 0.5  # seconds to wait when asserting that nothing arrives
 
 MISSING_BODY = b'{"code":400,"message":"Missing a2c_version query parameter"}'
-MISMATCH_BODY = (b'{"code":4008,"message":"Protocol version mismatch","server_version":"0.3.0",'
-                 b'"client_version":"0.2.0","min_supported":"0.3.0","max_supported":"0.3.999"}')
+
+
+def mismatch_body(client):
+    """The exact 4008 body a server of VERSION answers a client of client."""
+    return ('{"code":4008,"message":"Protocol version mismatch","server_version":"%s",'
+            '"client_version":"%s","min_supported":"%d.%d.0","max_supported":"%d.%d.999"}'
+            % (VERSION, client, _MAJOR, _MINOR, _MAJOR, _MINOR)).encode()
+
+
 
 
 # ---------------------------------------------------------------- helpers
@@ -196,6 +219,7 @@ class Peer:
         self.responders = {}  # event -> fn(payload) -> ack value
         self.stop = threading.Event()  # set at cleanup: releases blocked handlers
         self.connect_errors = []
+        self.left_office = None  # an office to leave (acked) before disconnecting
         for ev in NOTIFY_EVENTS:
             self.sio.on(ev, self._notify_handler(ev), namespace=NS)
         for ev in CLIENT_EVENTS:
@@ -251,6 +275,14 @@ class Peer:
 
     def close(self):
         self.stop.set()
+        if self.left_office:
+            # a Computer's office holds one Agent: make room for the next
+            try:
+                if self.sio.connected:
+                    self.leave(self.left_office)
+            except Exception:
+                pass
+            self.left_office = None
         try:
             if self.sio.connected or self.sio.eio.state == "connected":
                 self.sio.disconnect()
@@ -391,16 +423,19 @@ def version_invalid_polling(ctx):
 
 @scenario()
 def version_mismatch_polling(ctx):
-    r = http().get(eio_url(URL, version="0.2.0"), timeout=5)
-    eq(r.status_code, 400, "status")
-    eq(r.headers.get("Content-Type", "").split(";")[0].strip(), "application/json", "Content-Type")
-    eq(r.headers.get("X-A2C-Error-Code"), "4008", "X-A2C-Error-Code header")
-    eq(r.content, MISMATCH_BODY, "body")
+    # an old minor, and the other supported minor (0.3 at a 0.4 server, 0.4
+    # at a 0.3 server): the same 4008 body naming this server's range
+    for client in ("0.2.0", OTHER_VERSION):
+        r = http().get(eio_url(URL, version=client), timeout=5)
+        eq(r.status_code, 400, f"status ({client})")
+        eq(r.headers.get("Content-Type", "").split(";")[0].strip(), "application/json", f"Content-Type ({client})")
+        eq(r.headers.get("X-A2C-Error-Code"), "4008", f"X-A2C-Error-Code header ({client})")
+        eq(r.content, mismatch_body(client), f"body ({client})")
 
 
 @scenario()
 def version_patch_compatible_polling(ctx):
-    r = http().get(eio_url(URL, version="0.3.7"), timeout=5)
+    r = http().get(eio_url(URL, version=PATCH_VERSION), timeout=5)
     eq(r.status_code, 200, "status")
     check(r.text.startswith('0{"sid":'), f"want an Engine.IO open packet, got {short(r.text)}")
     open_pkt = json.loads(r.text[1:])
@@ -409,7 +444,7 @@ def version_patch_compatible_polling(ctx):
 
 @scenario()
 def version_refused_websocket_client(ctx):
-    for version in (None, "abc", "0.2.0"):
+    for version in (None, "abc", "0.2.0", OTHER_VERSION):
         url = ws_url(eio_url(URL, transport="websocket", version=version))
         try:
             ws = websocket.create_connection(url, timeout=5)
@@ -419,7 +454,7 @@ def version_refused_websocket_client(ctx):
         ws.close()
         raise Fail(f"WS upgrade with a2c_version={version} was accepted")
     # a compatible direct upgrade opens and receives the Engine.IO open packet
-    ws = websocket.create_connection(ws_url(eio_url(URL, transport="websocket", version="0.3.7")), timeout=5)
+    ws = websocket.create_connection(ws_url(eio_url(URL, transport="websocket", version=PATCH_VERSION)), timeout=5)
     try:
         first = ws.recv()
         check(isinstance(first, str) and first.startswith('0{"sid":'), f"want open packet, got {short(first)}")
@@ -433,15 +468,15 @@ def version_refused_websocket_identical(ctx):
     key = base64.b64encode(os.urandom(16)).decode()
     upgrade = {"Connection": "Upgrade", "Upgrade": "websocket", "Sec-WebSocket-Version": "13",
                "Sec-WebSocket-Key": key}
-    for version in (None, "abc", "0.2.0"):
+    for version in (None, "abc", "0.2.0", OTHER_VERSION):
         p = s.get(eio_url(URL, version=version), timeout=5)
         w = s.get(eio_url(URL, transport="websocket", version=version), headers=upgrade, timeout=5)
         eq(w.status_code, 400, f"WS-upgrade status (a2c_version={version})")
         eq(w.content, p.content, f"WS-upgrade body vs polling body (a2c_version={version})")
         eq(header_map(w), header_map(p), f"WS-upgrade headers vs polling headers (a2c_version={version})")
-        if version == "0.2.0":
+        if version in ("0.2.0", OTHER_VERSION):
             eq(w.headers.get("X-A2C-Error-Code"), "4008", "WS-upgrade X-A2C-Error-Code")
-            eq(w.content, MISMATCH_BODY, "WS-upgrade body")
+            eq(w.content, mismatch_body(version), "WS-upgrade body")
         if version is None:
             eq(w.content, MISSING_BODY, "WS-upgrade body")
 
@@ -449,7 +484,7 @@ def version_refused_websocket_identical(ctx):
 @scenario()
 def version_refused_sio_client(ctx):
     for transports in (["polling", "websocket"], ["websocket"]):
-        for version in (None, "abc", "0.2.0"):
+        for version in (None, "abc", "0.2.0", OTHER_VERSION):
             p = ctx.peer("A", "agent")
             try:
                 p.connect(transports=transports, version=version, wait_timeout=2)
@@ -458,11 +493,11 @@ def version_refused_sio_client(ctx):
             else:
                 raise Fail(f"connect with a2c_version={version} over {transports} succeeded")
             check(not p.sio.connected, "client reports connected after refusal")
-            if transports[0] == "polling" and version == "0.2.0":
+            if transports[0] == "polling" and version in ("0.2.0", OTHER_VERSION):
                 # python-socketio hands the HTTP 400 body to connect_error
                 errs = [a for (ns, a) in p.connect_errors if ns == "/"]
                 check(errs, "no connect_error carrying the 4008 body")
-                eq(errs[0], json.loads(MISMATCH_BODY), "connect_error data")
+                eq(errs[0], json.loads(mismatch_body(version)), "connect_error data")
 
 
 def _connect_and_call(ctx, transports):
@@ -939,6 +974,504 @@ def update_notifications(ctx):
         eq(a.received("notify:" + k), [{"computer": "C1"}], f"agent's notify:{k} list")
 
 
+# -- 11. a real Computer (A2C_COMPUTER_*): put_blob, skills, tool tags
+#
+# The Computer is alone in its office; each scenario's Agent joins it and
+# leaves before the next one comes (an office holds one Agent).
+
+COMPUTER_OFFICE = os.environ.get("A2C_COMPUTER_OFFICE", "")
+COMPUTER = os.environ.get("A2C_COMPUTER", "")
+LANDING_ROOT = os.environ.get("A2C_LANDING_ROOT", "")
+SKILLS_DIR = os.environ.get("A2C_SKILLS_DIR", "")
+NOROOT_OFFICE = os.environ.get("A2C_NOROOT_OFFICE", "")
+NOROOT_COMPUTER = os.environ.get("A2C_NOROOT_COMPUTER", "")
+PC = ("A2C_COMPUTER_OFFICE", "A2C_COMPUTER")
+
+BLOB_FAILED = "Blob write failed"
+
+
+def office_agent(ctx, office_id, computer, name="PA", tool=None):
+    """An Agent joined to a Computer's office once the Computer answers
+    (and lists tool, if given). It leaves the office when the scenario
+    ends."""
+    p = ctx.peer(name, "agent").connect()
+    deadline = time.monotonic() + 10
+    while True:
+        ack = p.join(office_id)
+        if ack == (True, None):
+            break
+        # the previous scenario's Agent may still be leaving
+        check(time.monotonic() < deadline, f"agent {name} cannot join the Computer's office: {short(ack)}")
+        time.sleep(0.1)
+    p.left_office = office_id
+    deadline = time.monotonic() + 30
+    while True:
+        res = p.call("client:get_tools", {"agent": name, "req_id": rid(), "computer": computer}, timeout=10)
+        names = [t.get("name") for t in res.get("tools", [])] if isinstance(res, dict) else []
+        if isinstance(res, dict) and "tools" in res and (tool is None or tool in names):
+            return p
+        check(time.monotonic() < deadline, f"Computer {computer} never listed {tool or 'its tools'}: {short(res)}")
+        time.sleep(0.2)
+
+
+def leave_now(p):
+    """The Agent leaves its Computer's office (acked) and disconnects."""
+    o = getattr(p, "left_office", None)
+    if o and p.sio.connected:
+        try:
+            p.leave(o)
+        except Exception:
+            pass
+    p.left_office = None
+    p.close()
+
+
+def b64(b):
+    return base64.b64encode(b).decode()
+
+
+def sha(b):
+    return hashlib.sha256(b).hexdigest()
+
+
+def put(a, computer, **fields):
+    req = {"agent": a.name, "req_id": rid(), "computer": computer}
+    req.update(fields)
+    return a.call("client:put_blob", req, timeout=15), req
+
+
+def put_first(a, data, total=None, digest=None, eof=None, computer=None, **extra):
+    """The first chunk of an upload of a whole file whose first chunk is data."""
+    fields = {"chunk_offset": 0, "eof": (eof if eof is not None else total is None),
+              "total_size": len(data) if total is None else total,
+              "sha256": sha(data) if digest is None else digest, "blob": b64(data)}
+    fields.update(extra)
+    return put(a, computer or COMPUTER, **fields)
+
+
+def expect_4019(ack, reason, what):
+    """ack is the flat 4019 ErrorPayload with this reason; returns details."""
+    check(isinstance(ack, dict), f"{what}: want a 4019 ErrorPayload, got {short(ack)}")
+    eq(sorted(ack), ["code", "details", "message"], f"{what}: ErrorPayload keys in {short(ack)}")
+    eq(ack["code"], 4019, f"{what}: code in {short(ack)}")
+    eq(ack["message"], BLOB_FAILED, f"{what}: message")
+    d = ack["details"]
+    check(isinstance(d, dict), f"{what}: details not an object: {short(ack)}")
+    eq(d.get("reason"), reason, f"{what}: details.reason in {short(ack)}")
+    return d
+
+
+def expect_open(ack, req, what):
+    """ack opens or continues an upload: exactly upload_id, chunk_offset, req_id."""
+    check(isinstance(ack, dict) and "code" not in ack, f"{what}: want a PutBlobRet, got {short(ack)}")
+    eq(sorted(ack), ["chunk_offset", "req_id", "upload_id"], f"{what}: ack keys")
+    eq(ack["req_id"], req["req_id"], f"{what}: req_id")
+    eq(ack["chunk_offset"], req["chunk_offset"], f"{what}: chunk_offset echo")
+    check(isinstance(ack["upload_id"], str) and ack["upload_id"], f"{what}: upload_id {short(ack)}")
+    return ack["upload_id"]
+
+
+def inside(path, root):
+    rp, rr = os.path.realpath(path), os.path.realpath(root)
+    return rp.startswith(rr + os.sep)
+
+
+def expect_landed(ack, req, uid, data, what):
+    check(isinstance(ack, dict) and "code" not in ack, f"{what}: want the final PutBlobRet, got {short(ack)}")
+    eq(sorted(ack), ["chunk_offset", "landing_path", "req_id", "sha256", "total_size", "upload_id"],
+       f"{what}: final ack keys")
+    eq(ack["req_id"], req["req_id"], f"{what}: req_id")
+    eq(ack["upload_id"], uid, f"{what}: upload_id echo")
+    eq(ack["chunk_offset"], req["chunk_offset"], f"{what}: chunk_offset echo")
+    eq(ack["total_size"], len(data), f"{what}: total_size")
+    eq(ack["sha256"], sha(data), f"{what}: sha256")
+    lp = ack["landing_path"]
+    check(isinstance(lp, str) and os.path.isabs(lp), f"{what}: landing_path not absolute: {short(lp)}")
+    if LANDING_ROOT:
+        check(inside(lp, LANDING_ROOT), f"{what}: landing_path {lp} outside the landing root {LANDING_ROOT}")
+        with open(lp, "rb") as f:
+            eq(f.read() == data, True, f"{what}: the landed file's bytes equal the upload")
+    return lp
+
+
+def upload(a, data, chunk, computer=None, **first_extra):
+    """Uploads data in chunks of chunk bytes; returns the final ack's landing_path."""
+    computer = computer or COMPUTER
+    first = data[:chunk]
+    ack, req = put_first(a, first, total=len(data), digest=sha(data), eof=len(first) == len(data),
+                         computer=computer, **first_extra)
+    if len(first) == len(data):
+        check(isinstance(ack, dict) and isinstance(ack.get("upload_id"), str), f"single chunk: {short(ack)}")
+        return expect_landed(ack, req, ack["upload_id"], data, "single-chunk upload")
+    uid = expect_open(ack, req, "first chunk")
+    off = len(first)
+    while True:
+        part = data[off:off + chunk]
+        eof = off + len(part) == len(data)
+        ack, req = put(a, computer, upload_id=uid, chunk_offset=off, eof=eof, blob=b64(part))
+        if eof:
+            return expect_landed(ack, req, uid, data, f"final chunk at {off}")
+        eq(expect_open(ack, req, f"chunk at {off}"), uid, f"upload_id echo at {off}")
+        off += len(part)
+
+
+def finish(a, uid, offset, rest):
+    """Sends the last chunk of an open session (cleanup); returns the ack."""
+    return put(a, COMPUTER, upload_id=uid, chunk_offset=offset, eof=True, blob=b64(rest))[0]
+
+
+def tree(root):
+    out = set()
+    for d, dirs, files in os.walk(root):
+        for n in dirs + files:
+            out.add(os.path.relpath(os.path.join(d, n), root))
+    return out
+
+
+def needs_put_blob():
+    if not HAS_PUT_BLOB:
+        raise Skip(f"client:put_blob is 0.4.0 (server speaks {VERSION})")
+
+
+class Skip(Exception):
+    """The scenario does not apply to this protocol version (not counted)."""
+
+
+@scenario(needs=PC)
+def put_blob_chunks(ctx):
+    needs_put_blob()
+    a = office_agent(ctx, COMPUTER_OFFICE, COMPUTER)
+    data = os.urandom(150_000)
+    lp = upload(a, data, 65536, name_hint="../../evil dir/report v1.txt")
+    # the same hint again lands beside it, never over it
+    data2 = os.urandom(1000)
+    lp2 = upload(a, data2, 65536, name_hint="../../evil dir/report v1.txt")
+    check(lp2 != lp, f"two uploads with the same name_hint landed on one path {lp}")
+    with open(lp, "rb") as f:
+        check(f.read() == data, "the first upload was overwritten")
+    # one chunk that is also the last, without a name_hint
+    upload(a, b"x", 65536)
+
+
+@scenario(needs=PC)
+def put_blob_unknown_before_0_4(ctx):
+    if HAS_PUT_BLOB:
+        raise Skip("client:put_blob exists at " + VERSION)
+    a = office_agent(ctx, COMPUTER_OFFICE, COMPUTER)
+    ack, _ = put_first(a, b"hello")
+    eq(ack, {"code": 400, "message": "unknown event"}, "put_blob at a " + VERSION + " server")
+
+
+@scenario(needs=PC)
+def put_blob_invalid_upload(ctx):
+    needs_put_blob()
+    a = office_agent(ctx, COMPUTER_OFFICE, COMPUTER)
+    for what, uid in (("unknown upload_id", uuid.uuid4().hex), ("malformed upload_id", "../../etc/passwd")):
+        ack, _ = put(a, COMPUTER, upload_id=uid, chunk_offset=0, eof=True, blob=b64(b"hi"))
+        expect_4019(ack, "invalid_upload", what)
+    # another Agent's upload: PA opens it and leaves, PB may not continue it
+    data = b"0123456789"
+    ack, req = put_first(a, data[:4], total=len(data), digest=sha(data), eof=False)
+    uid = expect_open(ack, req, "PA's first chunk")
+    leave_now(a)
+    b = office_agent(ctx, COMPUTER_OFFICE, COMPUTER, name="PB")
+    ack, _ = put(b, COMPUTER, upload_id=uid, chunk_offset=4, eof=True, blob=b64(data[4:]))
+    expect_4019(ack, "invalid_upload", "another Agent's upload_id")
+    leave_now(b)
+    # PA may finish it (or find it ended with its leave); either frees the slot
+    a = office_agent(ctx, COMPUTER_OFFICE, COMPUTER)
+    finish(a, uid, 4, data[4:])
+
+
+@scenario(needs=PC)
+def put_blob_invalid_declaration(ctx):
+    needs_put_blob()
+    a = office_agent(ctx, COMPUTER_OFFICE, COMPUTER)
+    data = b"declared data"
+    base = {"chunk_offset": 0, "eof": True, "total_size": len(data), "sha256": sha(data), "blob": b64(data)}
+    cases = [
+        ("no total_size", {k: v for k, v in base.items() if k != "total_size"}),
+        ("no sha256", {k: v for k, v in base.items() if k != "sha256"}),
+        ("total_size 0", dict(base, total_size=0)),
+        ("sha256 not a digest", dict(base, sha256="not-a-digest")),
+        ("blob not base64", dict(base, blob="!!! not base64 !!!")),
+    ]
+    before = tree(LANDING_ROOT) if LANDING_ROOT else set()
+    for what, fields in cases:
+        ack, _ = put(a, COMPUTER, **fields)
+        expect_4019(ack, "invalid_declaration", what)
+    # a declaration repeated on a later chunk
+    for key, val in (("total_size", len(data)), ("sha256", sha(data)), ("name_hint", "x.txt")):
+        ack, req = put_first(a, data[:4], total=len(data), digest=sha(data), eof=False)
+        uid = expect_open(ack, req, f"first chunk (then {key} again)")
+        ack, _ = put(a, COMPUTER, upload_id=uid, chunk_offset=4, eof=True, blob=b64(data[4:]), **{key: val})
+        expect_4019(ack, "invalid_declaration", f"{key} on a later chunk")
+        finish(a, uid, 4, data[4:])
+    if LANDING_ROOT:
+        new = [p for p in tree(LANDING_ROOT) - before if not p.startswith(".") and "/" not in p]
+        check(len(new) <= 3, f"refused first chunks left files in the landing root: {new}")
+
+
+@scenario(needs=PC)
+def put_blob_range(ctx):
+    needs_put_blob()
+    a = office_agent(ctx, COMPUTER_OFFICE, COMPUTER)
+    data = b"0123456789"
+    ack, req = put_first(a, data[:4], total=len(data), digest=sha(data), eof=False)
+    uid = expect_open(ack, req, "first chunk")
+    for off in (5, 0, 3):
+        ack, _ = put(a, COMPUTER, upload_id=uid, chunk_offset=off, eof=False, blob=b64(data[off:off + 2]))
+        d = expect_4019(ack, "range", f"chunk_offset {off} after 4 bytes")
+        check(isinstance(d.get("chunk_offset"), int) and not isinstance(d.get("chunk_offset"), bool),
+              f"range without an integer details.chunk_offset: {short(ack)}")
+    finish(a, uid, 4, data[4:])
+    # the final size differs from the declared one: in the first chunk, and later
+    ack, _ = put_first(a, data[:4], total=len(data), digest=sha(data), eof=True)
+    expect_4019(ack, "range", "eof after 4 of 10 declared bytes")
+    ack, req = put_first(a, data[:4], total=len(data), digest=sha(data), eof=False)
+    uid = expect_open(ack, req, "first chunk")
+    ack, _ = put(a, COMPUTER, upload_id=uid, chunk_offset=4, eof=True, blob=b64(data[4:7]))
+    expect_4019(ack, "range", "eof at 7 of 10 declared bytes")
+
+
+@scenario(needs=PC)
+def put_blob_too_large(ctx):
+    needs_put_blob()
+    a = office_agent(ctx, COMPUTER_OFFICE, COMPUTER)
+    ack, _ = put_first(a, b"x", total=1 << 40, digest=sha(b"x"), eof=False)
+    d = expect_4019(ack, "too_large", "1 TiB declared")
+    t = d.get("total_size")
+    check(isinstance(t, int) and not isinstance(t, bool) and t > 0, f"too_large without details.total_size: {short(ack)}")
+
+
+@scenario(needs=PC)
+def put_blob_busy(ctx):
+    needs_put_blob()
+    a = office_agent(ctx, COMPUTER_OFFICE, COMPUTER)
+    data = b"ab"
+    opened, busy = [], None
+    try:
+        for _ in range(64):
+            ack, req = put_first(a, data[:1], total=2, digest=sha(data), eof=False)
+            if isinstance(ack, dict) and ack.get("code") is not None:
+                busy = ack
+                break
+            opened.append(expect_open(ack, req, f"session {len(opened) + 1}"))
+        check(busy is not None, f"{len(opened)} open uploads and never busy")
+        check(opened, "busy before any upload was open")
+        expect_4019(busy, "busy", f"upload {len(opened) + 1} while {len(opened)} are open")
+    finally:
+        acks = [finish(a, uid, 1, data[1:]) for uid in opened]
+    for i, ack in enumerate(acks):
+        check(isinstance(ack, dict) and isinstance(ack.get("landing_path"), str),
+              f"open upload {i + 1} did not finish after the busy refusal: {short(ack)}")
+    # a slot is free again
+    upload(a, b"after busy", 65536)
+
+
+@scenario(needs=("A2C_NOROOT_OFFICE", "A2C_NOROOT_COMPUTER"))
+def put_blob_forbidden(ctx):
+    needs_put_blob()
+    a = office_agent(ctx, NOROOT_OFFICE, NOROOT_COMPUTER)
+    ack, _ = put_first(a, b"no root", computer=NOROOT_COMPUTER)
+    expect_4019(ack, "forbidden", "upload to a Computer without a landing root")
+
+
+@scenario(needs=PC)
+def put_blob_integrity(ctx):
+    needs_put_blob()
+    a = office_agent(ctx, COMPUTER_OFFICE, COMPUTER)
+    before = tree(LANDING_ROOT) if LANDING_ROOT else set()
+    data = b"integrity check"
+    ack, _ = put_first(a, data, digest=sha(b"other bytes"))
+    expect_4019(ack, "integrity", "single chunk, wrong sha256")
+    ack, req = put_first(a, data[:5], total=len(data), digest=sha(b"other bytes"), eof=False)
+    uid = expect_open(ack, req, "first chunk")
+    ack, _ = put(a, COMPUTER, upload_id=uid, chunk_offset=5, eof=True, blob=b64(data[5:]))
+    expect_4019(ack, "integrity", "two chunks, wrong sha256")
+    if LANDING_ROOT:
+        new = sorted(tree(LANDING_ROOT) - before)
+        eq(new, [], "files left in the landing root after integrity failures")
+
+
+# put_blob's io_error is not provoked: the reliable way (a landing root
+# made read-only after the Computer started) does not stop root, which
+# these suites run as in CI.
+
+
+def skill_expectations():
+    """name -> (dir, frontmatter-stripped SKILL.md body) of the valid skills."""
+    out = {}
+    for d in ("hello-world", "tagless", "bad-tags"):
+        with open(os.path.join(SKILLS_DIR, d, "SKILL.md"), "rb") as f:
+            raw = f.read()
+        end = raw.index(b"\n---\n", 3) + len(b"\n---\n")
+        out[d] = (d, raw[end:])
+    return out
+
+
+TAGS_0_4 = (_MAJOR, _MINOR) >= (0, 4)
+
+
+@scenario(needs=PC + ("A2C_SKILLS_DIR",))
+def skills_list(ctx):
+    a = office_agent(ctx, COMPUTER_OFFICE, COMPUTER)
+    r = rid()
+    res = a.call("client:get_skills", {"agent": "PA", "req_id": r, "computer": COMPUTER}, timeout=10)
+    check(isinstance(res, dict) and isinstance(res.get("skills"), list), f"want GetSkillsRet, got {short(res)}")
+    eq(sorted(res), ["req_id", "skills"], "GetSkillsRet keys")
+    eq(res["req_id"], r, "req_id")
+    got = {s.get("name"): s for s in res["skills"]}
+    eq(len(got), len(res["skills"]), f"duplicate names in {short(res)}")
+    eq(sorted(got), ["bad-tags", "hello-world", "tagless"], "skill names (BadName is left out)")
+    desc = {"hello-world": "Says hello to the user", "tagless": "A skill without tags",
+            "bad-tags": "Tags that are not a list"}
+    for name, ref in got.items():
+        for k in ("name", "source", "path", "description"):
+            check(isinstance(ref.get(k), str), f"{name}: {k} missing in {short(ref)}")
+        eq(ref["source"], "user", f"{name}: source")
+        eq(ref["description"], desc[name], f"{name}: description")
+        check(os.path.isabs(ref["path"]), f"{name}: path not absolute: {ref['path']}")
+        with open(os.path.join(ref["path"], "SKILL.md"), "rb") as f, \
+                open(os.path.join(SKILLS_DIR, name, "SKILL.md"), "rb") as g:
+            check(f.read() == g.read(), f"{name}: path {ref['path']} does not hold its SKILL.md")
+        check("version" not in ref and "uri" not in ref, f"{name}: a user skill with version or uri: {short(ref)}")
+    eq(got["hello-world"].get("license"), "MIT", "hello-world: license")
+    if TAGS_0_4:
+        eq(got["hello-world"].get("tags"), ["greet", "demo"], "hello-world: tags")
+    else:
+        check("tags" not in got["hello-world"], f"tags in a {VERSION} A2CSkillRef: {short(got['hello-world'])}")
+    for name in ("tagless", "bad-tags"):
+        check("tags" not in got[name], f"{name}: tags present: {short(got[name])}")
+
+
+def get_skill(a, name, rel_path=None):
+    req = {"agent": a.name, "req_id": rid(), "computer": COMPUTER, "name": name}
+    if rel_path is not None:
+        req["rel_path"] = rel_path
+    return a.call("client:get_skill", req, timeout=15), req
+
+
+def read_blob(a, handle):
+    """All bytes behind a blob handle, and the first chunk's answer."""
+    buf, off, first = b"", 0, None
+    while True:
+        res = a.call("client:get_blob", {"agent": a.name, "req_id": rid(), "computer": COMPUTER,
+                                         "blob_handle": handle, "chunk_offset": off}, timeout=15)
+        check(isinstance(res, dict) and "code" not in res, f"get_blob at {off}: {short(res)}")
+        first = first or res
+        eq(res.get("chunk_offset"), off, "get_blob chunk_offset")
+        chunk = res["blob"] if isinstance(res["blob"], bytes) else base64.b64decode(res["blob"])
+        buf += chunk
+        off += len(chunk)
+        if res.get("eof"):
+            return buf, first
+        check(chunk, f"get_blob: empty chunk without eof at {off}")
+
+
+@scenario(needs=PC + ("A2C_SKILLS_DIR",))
+def skill_read(ctx):
+    a = office_agent(ctx, COMPUTER_OFFICE, COMPUTER)
+    want = skill_expectations()
+    for name, (_, body) in want.items():
+        for rel in (None, "SKILL.md"):
+            res, req = get_skill(a, name, rel)
+            check(isinstance(res, dict) and "code" not in res, f"get_skill {name} {rel}: {short(res)}")
+            eq(sorted(res), ["body", "mime_type", "name", "rel_path", "req_id", "sha256", "total_size"],
+               f"{name}: GetSkillRet keys")
+            eq((res["name"], res["rel_path"], res["req_id"]), (name, "SKILL.md", req["req_id"]), f"{name}: echoes")
+            eq(res["mime_type"], "text/markdown", f"{name}: mime_type")
+            eq(res["body"], body.decode(), f"{name}: body (frontmatter stripped)")
+            eq(res["total_size"], len(body), f"{name}: total_size")
+            eq(res["sha256"], sha(body), f"{name}: sha256")
+    res, _ = get_skill(a, "hello-world", "notes.txt")
+    eq((res.get("mime_type"), res.get("body"), res.get("sha256")), ("text/plain", "plain notes\n", sha(b"plain notes\n")),
+       "notes.txt")
+    res, _ = get_skill(a, "hello-world", "docs/ref.md")
+    eq(res.get("body"), "# Reference\n", "docs/ref.md body")
+    # binary, and text over any inline budget: a handle, read with get_blob
+    for rel in ("data.bin", "big.md"):
+        with open(os.path.join(SKILLS_DIR, "hello-world", rel), "rb") as f:
+            raw = f.read()
+        res, req = get_skill(a, "hello-world", rel)
+        check(isinstance(res, dict) and "code" not in res, f"get_skill {rel}: {short(res)}")
+        eq(sorted(res), ["blob_handle", "mime_type", "name", "rel_path", "req_id", "sha256", "total_size"],
+           f"{rel}: GetSkillRet keys")
+        eq((res["total_size"], res["sha256"]), (len(raw), sha(raw)), f"{rel}: size and digest")
+        got, first = read_blob(a, res["blob_handle"])
+        eq((first.get("total_size"), first.get("sha256")), (len(raw), sha(raw)), f"{rel}: get_blob size and digest")
+        check(got == raw, f"{rel}: bytes read through the handle differ ({len(got)} vs {len(raw)})")
+
+
+def expect_skill_error(res, code, what, reason=None):
+    expect_error(res, code, what)
+    if reason is not None:
+        d = res.get("details")
+        check(isinstance(d, dict) and d.get("reason") == reason, f"{what}: want details.reason {reason}, got {short(res)}")
+        return d
+
+
+@scenario(needs=PC + ("A2C_SKILLS_DIR",))
+def skill_errors(ctx):
+    a = office_agent(ctx, COMPUTER_OFFICE, COMPUTER)
+    for name in ("Bad_Name", "BadName", "a:b:c:d", "x:y:z", "mcp:a.b:y", "mcp:a__b:y", "-lead", "a--b", "a:"):
+        expect_skill_error(get_skill(a, name)[0], 4016, f"name {name!r}")
+    for name in ("no-such-skill", "plug:no-such", "mcp:fx", "mcp:fx:no-such"):
+        expect_skill_error(get_skill(a, name)[0], 4014, f"unknown skill {name!r}")
+    for rel in ("../tagless/SKILL.md", "/etc/passwd", "docs/../../tagless/SKILL.md", "escape.txt"):
+        expect_skill_error(get_skill(a, "hello-world", rel)[0], 4017, f"rel_path {rel!r}", "traversal")
+    for rel in (".skillenv", "docs/.skillenv"):
+        expect_skill_error(get_skill(a, "hello-world", rel)[0], 4017, f"rel_path {rel!r}", "forbidden")
+    for rel in ("missing.txt", "docs/none.md"):
+        expect_skill_error(get_skill(a, "hello-world", rel)[0], 4017, f"rel_path {rel!r}", "not_found")
+    d = expect_skill_error(get_skill(a, "hello-world", "huge.txt")[0], 4017, "huge.txt", "too_large")
+    eq(d.get("total_size"), 101 << 20, "too_large details.total_size")
+
+
+def tool_meta_of(tools, name):
+    t = tools.get(name)
+    check(t is not None, f"{name} not listed (have {sorted(tools)})")
+    meta = t.get("meta") or {}
+    check(isinstance(meta, dict), f"{name}: meta not an object: {short(t)}")
+    if "a2c_tool_meta" not in meta:
+        return meta, None
+    raw = meta["a2c_tool_meta"]
+    check(isinstance(raw, str), f"{name}: meta.a2c_tool_meta is not a JSON string: {short(raw)}")
+    return meta, json.loads(raw)
+
+
+@scenario(needs=PC)
+def tools_tags(ctx):
+    a = office_agent(ctx, COMPUTER_OFFICE, COMPUTER, tool="fx__plain")
+    res = a.call("client:get_tools", {"agent": "PA", "req_id": rid(), "computer": COMPUTER}, timeout=10)
+    tools = {t["name"]: t for t in res["tools"] if t.get("bundle_id") == "fx"}
+    eq(sorted(tools), ["fx__cleared", "fx__malformed", "fx__overridden", "fx__plain", "fx__tagged"],
+       "fx tools (a server-declared alias is not honoured)")
+    none4 = {"auto_apply": None, "alias": None, "tags": None, "ret_object_mapper": None}
+    meta, tm = tool_meta_of(tools, "fx__tagged")
+    eq(meta.get("vendor.example/x"), 1, "fx__tagged: the server's other _meta key")
+    if TAGS_0_4:
+        eq(tm, dict(none4, tags=["alpha", "beta"]), "fx__tagged: a2c_tool_meta (server tags only)")
+        eq(tool_meta_of(tools, "fx__overridden")[1], dict(none4, tags=["cfg"], auto_apply=True),
+           "fx__overridden: a2c_tool_meta (config over server)")
+        eq(tool_meta_of(tools, "fx__cleared")[1], dict(none4, tags=[]), "fx__cleared: a2c_tool_meta (tags [] clears)")
+        eq(tool_meta_of(tools, "fx__malformed")[1], None, "fx__malformed: a2c_tool_meta (malformed, no config)")
+    else:
+        check(tm is None or (tm.get("tags") is None and tm.get("auto_apply") is not True),
+              f"fx__tagged: server tags or auto_apply at {VERSION}: {short(tm)}")
+        tm = tool_meta_of(tools, "fx__overridden")[1]
+        check(tm is not None and tm.get("tags") == ["cfg"] and tm.get("auto_apply") is True,
+              f"fx__overridden: want config tags [cfg] and auto_apply, got {short(tm)}")
+        tm = tool_meta_of(tools, "fx__cleared")[1]
+        check(tm is None or tm.get("tags") in (None, []), f"fx__cleared: {short(tm)}")
+        tm = tool_meta_of(tools, "fx__malformed")[1]
+        check(tm is None or tm.get("tags") is None, f"fx__malformed: {short(tm)}")
+    res = a.call("client:tool_call", {"agent": "PA", "req_id": rid(), "computer": COMPUTER, "tool_name": "fx__tagged",
+                                      "params": {"text": "tagged"}, "timeout": 10}, timeout=20)
+    check(isinstance(res, dict) and res.get("isError") is False and res["content"][0].get("text") == "tagged",
+          f"call fx__tagged: {short(res)}")
+
+
 # ---------------------------------------------------------------- runner
 
 def run_one(name, fn):
@@ -947,6 +1480,8 @@ def run_one(name, fn):
     reason = None
     try:
         fn(ctx)
+    except Skip as e:
+        reason = Skip(str(e))
     except Fail as e:
         reason = str(e)
     except Exception as e:  # noqa: BLE001 - any crash is a failure of this scenario
@@ -958,7 +1493,7 @@ def run_one(name, fn):
         except Exception:
             traceback.print_exc(file=sys.stderr)
     took = time.monotonic() - t0
-    if reason is not None:
+    if reason is not None and not isinstance(reason, Skip):
         reason = " ".join(reason.split()) or "failed"
         if len(reason) > 400:
             reason = reason[:400] + "..."
@@ -988,7 +1523,9 @@ def main():
         print(f"A2C_TRANSPORTS={','.join(TRANSPORTS)!r}: want polling,websocket, polling or websocket", file=sys.stderr)
         return 2
     env = {"A2C_URL": URL, "A2C_AUTH_URL": AUTH_URL, "A2C_TOKEN_VALUE": TOKEN,
-           "A2C_RELAY_TIMEOUT_URL": RELAY_TIMEOUT_URL}
+           "A2C_RELAY_TIMEOUT_URL": RELAY_TIMEOUT_URL, "A2C_COMPUTER_OFFICE": COMPUTER_OFFICE,
+           "A2C_COMPUTER": COMPUTER, "A2C_SKILLS_DIR": SKILLS_DIR, "A2C_NOROOT_OFFICE": NOROOT_OFFICE,
+           "A2C_NOROOT_COMPUTER": NOROOT_COMPUTER}
     passed = failed = 0
     start = time.monotonic()
     for name, fn, needs in SCENARIOS:
@@ -999,7 +1536,9 @@ def main():
             print(f"skip {name}: {', '.join(missing)} not set", file=sys.stderr)
             continue
         reason, took = run_one(name, fn)
-        if reason is None:
+        if isinstance(reason, Skip):
+            print(f"skip {name}: {reason}", file=sys.stderr)
+        elif reason is None:
             passed += 1
             print(f"PASS {name}", flush=True)
         else:
