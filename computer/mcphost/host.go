@@ -52,6 +52,17 @@ type Options struct {
 	MinBackoff, MaxBackoff time.Duration
 	// ConnectTimeout bounds one connect and initialize. Default 30s.
 	ConnectTimeout time.Duration
+	// Prepare, if set, is called before every connection attempt (the
+	// first, and each restart after a session ended or an attempt failed)
+	// and returns the Spec that attempt uses in place of the one given to
+	// Start; its BundleID and Type are kept from Start's. It lets the
+	// caller resolve a server's inputs afresh for each real start, so that
+	// a restarted stdio server is run with current values, never a cached
+	// rendering. A Prepare error fails the attempt: the Upstream goes to
+	// Backoff with that error (State reports it, so it must hold no secret)
+	// and tries again after the backoff. A session that is running is never
+	// touched: new values take effect at its next start.
+	Prepare func(ctx context.Context) (Spec, error)
 	// Supervisor is the path of a binary that runs [Supervise] when its
 	// first argument is [SupervisorArg] (the a2c binary itself). On Linux
 	// every stdio server then runs under such a supervisor, so that its
@@ -83,12 +94,13 @@ var ErrNotReady = errors.New("mcphost: upstream not connected")
 
 // Upstream is one supervised MCP server.
 type Upstream struct {
-	spec Spec
-	opts Options
-	stop context.CancelFunc
-	done chan struct{}
+	bundleID string
+	opts     Options
+	stop     context.CancelFunc
+	done     chan struct{}
 
 	mu       sync.Mutex
+	spec     Spec // of the current (or last) attempt
 	state    State
 	session  *mcp.ClientSession
 	subs     map[string]bool // resources subscribed to on session
@@ -115,14 +127,19 @@ func Start(spec Spec, o Options) *Upstream {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	u := &Upstream{spec: spec, opts: o, stop: cancel, done: make(chan struct{}), state: Connecting, changes: make(chan struct{}, 1)}
+	u := &Upstream{bundleID: spec.BundleID, spec: spec, opts: o, stop: cancel, done: make(chan struct{}), state: Connecting, changes: make(chan struct{}, 1)}
 	go u.notifier(ctx)
 	go u.supervise(ctx)
 	return u
 }
 
-// Spec returns what the Upstream connects to.
-func (u *Upstream) Spec() Spec { return u.spec }
+// Spec returns what the Upstream connects to: the Spec of its current (or
+// last) connection attempt, which [Options.Prepare] may have replaced.
+func (u *Upstream) Spec() Spec {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.spec
+}
 
 // State reports the connection state and the last connection error.
 func (u *Upstream) State() (State, error) {
@@ -359,7 +376,7 @@ func (u *Upstream) supervise(ctx context.Context) {
 		u.mu.Lock()
 		u.restarts++
 		u.mu.Unlock()
-		u.opts.Logger.Warn("mcp upstream down; restarting", "bundle_id", u.spec.BundleID, "in", backoff.String(), "err", err)
+		u.opts.Logger.Warn("mcp upstream down; restarting", "bundle_id", u.bundleID, "in", backoff.String(), "err", err)
 		u.setState(Backoff, err)
 		select {
 		case <-ctx.Done():
@@ -370,8 +387,32 @@ func (u *Upstream) supervise(ctx context.Context) {
 	u.setState(Closed, nil)
 }
 
+// prepare returns the Spec of the next connection attempt: Start's, or
+// the one Options.Prepare returns.
+func (u *Upstream) prepare(ctx context.Context) (Spec, error) {
+	u.mu.Lock()
+	spec := u.spec
+	u.mu.Unlock()
+	if u.opts.Prepare == nil {
+		return spec, nil
+	}
+	next, err := u.opts.Prepare(ctx)
+	if err != nil {
+		return Spec{}, fmt.Errorf("prepare: %w", err)
+	}
+	next.BundleID, next.Type = spec.BundleID, spec.Type
+	u.mu.Lock()
+	u.spec = next
+	u.mu.Unlock()
+	return next, nil
+}
+
 // session1 runs one connection until it ends.
 func (u *Upstream) session1(ctx context.Context) error {
+	spec, err := u.prepare(ctx)
+	if err != nil {
+		return err
+	}
 	client := mcp.NewClient(&mcp.Implementation{Name: "a2c-computer", Version: "0.3.0"}, &mcp.ClientOptions{
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { u.refreshAsync(ctx) },
 		ResourceListChangedHandler: func(context.Context, *mcp.ResourceListChangedRequest) {
@@ -387,7 +428,7 @@ func (u *Upstream) session1(ctx context.Context) error {
 	// keeps its event stream on it, and an in-process server serves on it.
 	// A watchdog bounds the handshake.
 	sctx, cancel := context.WithCancel(ctx)
-	t, cleanup, err := u.transport(sctx)
+	t, cleanup, err := u.transport(sctx, spec)
 	if err != nil {
 		cancel()
 		return err
@@ -421,7 +462,7 @@ func (u *Upstream) session1(ctx context.Context) error {
 	u.subs = map[string]bool{}
 	u.mu.Unlock()
 	u.changed()
-	u.opts.Logger.Info("mcp upstream ready", "bundle_id", u.spec.BundleID, "tools", len(tools))
+	u.opts.Logger.Info("mcp upstream ready", "bundle_id", u.bundleID, "tools", len(tools))
 	err = s.Wait()
 	if err == nil {
 		err = errors.New("session ended")
@@ -431,7 +472,7 @@ func (u *Upstream) session1(ctx context.Context) error {
 
 func (u *Upstream) resourceChange(uri string) {
 	if f := u.opts.OnResources; f != nil {
-		go f(ResourceChange{BundleID: u.spec.BundleID, URI: uri})
+		go f(ResourceChange{BundleID: u.bundleID, URI: uri})
 	}
 }
 
@@ -445,7 +486,7 @@ func (u *Upstream) refreshAsync(ctx context.Context) {
 		defer cancel()
 		tools, err := listTools(lctx, s)
 		if err != nil {
-			u.opts.Logger.Warn("tools/list after list_changed failed", "bundle_id", u.spec.BundleID, "err", err)
+			u.opts.Logger.Warn("tools/list after list_changed failed", "bundle_id", u.bundleID, "err", err)
 			return
 		}
 		u.mu.Lock()
@@ -472,33 +513,34 @@ func listTools(ctx context.Context, s *mcp.ClientSession) ([]*mcp.Tool, error) {
 // transport is how one session reaches the server; cleanup, to be called
 // once the session is over, ends what a stdio server left running. ctx is
 // the session's context.
-func (u *Upstream) transport(ctx context.Context) (t mcp.Transport, cleanup func(), err error) {
-	switch u.spec.Type {
+func (u *Upstream) transport(ctx context.Context, spec Spec) (t mcp.Transport, cleanup func(), err error) {
+	switch spec.Type {
 	case TypeMemory:
-		if u.spec.Connect == nil {
+		if spec.Connect == nil {
 			return nil, nil, errors.New("memory server without a Connect function")
 		}
-		t, err := u.spec.Connect(ctx)
+		t, err := spec.Connect(ctx)
 		if err != nil {
 			return nil, nil, fmt.Errorf("connect in-process server: %w", err)
 		}
 		return t, func() {}, nil
 	case "stdio":
-		cmd, cleanup, err := stdioCommand(u.spec, u.opts.Supervisor, &logWriter{log: u.opts.Logger, bundle: u.spec.BundleID})
+		cmd, cleanup, err := stdioCommand(spec, u.opts.Supervisor, &logWriter{log: u.opts.Logger, bundle: spec.BundleID})
 		if err != nil {
 			return nil, nil, err
 		}
 		return &mcp.CommandTransport{Command: cmd, TerminateDuration: stdioTerminate}, cleanup, nil
 	case "sse":
-		return &mcp.SSEClientTransport{Endpoint: u.spec.URL, HTTPClient: u.httpClient()}, func() {}, nil
+		return &mcp.SSEClientTransport{Endpoint: spec.URL, HTTPClient: httpClient(spec.Headers)}, func() {}, nil
 	case "streamable":
-		return &mcp.StreamableClientTransport{Endpoint: u.spec.URL, HTTPClient: u.httpClient(), MaxRetries: -1}, func() {}, nil
+		return &mcp.StreamableClientTransport{Endpoint: spec.URL, HTTPClient: httpClient(spec.Headers), MaxRetries: -1}, func() {}, nil
 	}
-	return nil, nil, fmt.Errorf("unknown server type %q", u.spec.Type)
+	return nil, nil, fmt.Errorf("unknown server type %q", spec.Type)
 }
 
-func (u *Upstream) httpClient() *http.Client {
-	return &http.Client{Transport: &headerTransport{base: http.DefaultTransport, headers: u.spec.Headers}}
+// httpClient sends headers with every request of an HTTP upstream.
+func httpClient(headers map[string]string) *http.Client {
+	return &http.Client{Transport: &headerTransport{base: http.DefaultTransport, headers: headers}}
 }
 
 // headerTransport adds the configured headers to every upstream request.

@@ -3,6 +3,7 @@ package mcphost
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -182,4 +183,77 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		}
 	}
 	t.Fatalf("timed out waiting for %s", what)
+}
+
+// TestPrepare: Options.Prepare is called before every connection attempt
+// and its Spec is the one used; a failing Prepare puts the Upstream in
+// backoff with that error and is retried; a live session is not touched.
+func TestPrepare(t *testing.T) {
+	errNoValue := errors.New(`input "k": no value`)
+	tests := []struct {
+		name string
+		// fail says whether the n-th call of Prepare (from 1) fails.
+		fail func(n int32) bool
+		run  func(t *testing.T, m *memServer, u *Upstream, calls *atomic.Int32)
+	}{
+		{"every-attempt", func(int32) bool { return false }, func(t *testing.T, m *memServer, u *Upstream, calls *atomic.Int32) {
+			if n := calls.Load(); n != 1 {
+				t.Fatalf("Prepare called %d times before the first session, want 1", n)
+			}
+			if got := u.Spec(); got.URL != "attempt-1" || got.BundleID != "mem" || got.Type != TypeMemory {
+				t.Errorf("Spec() = %+v", got)
+			}
+			// A running session is not re-prepared.
+			time.Sleep(50 * time.Millisecond)
+			if n := calls.Load(); n != 1 {
+				t.Fatalf("Prepare called %d times while the session ran", n)
+			}
+			m.dropAll()
+			waitFor(t, "a second Prepare", func() bool { return calls.Load() >= 2 })
+			waitReady(t, u)
+			if got := u.Spec(); got.URL != "attempt-2" {
+				t.Errorf("Spec() after the restart = %+v", got)
+			}
+		}},
+		{"failure-backs-off", func(n int32) bool { return n == 1 }, func(t *testing.T, m *memServer, u *Upstream, calls *atomic.Int32) {
+			if calls.Load() < 2 {
+				t.Fatalf("Prepare called %d times", calls.Load())
+			}
+			if m.connects.Load() != 1 {
+				t.Errorf("connects = %d: a failed Prepare must not connect", m.connects.Load())
+			}
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			m := newMemServer()
+			var calls atomic.Int32
+			var sawErr atomic.Bool
+			var up atomic.Pointer[Upstream]
+			prepare := func(context.Context) (Spec, error) {
+				n := calls.Add(1)
+				if tc.fail(n) {
+					return Spec{}, errNoValue
+				}
+				// The URL field only labels the attempt here; BundleID and
+				// Type given by Prepare are ignored.
+				return Spec{BundleID: "other", Type: "stdio", URL: fmt.Sprintf("attempt-%d", n), Connect: m.Connect}, nil
+			}
+			u := Start(Spec{BundleID: "mem", Type: TypeMemory}, Options{MinBackoff: 100 * time.Millisecond, Prepare: prepare,
+				OnChange: func() {
+					if u := up.Load(); u != nil {
+						if st, err := u.State(); st == Backoff && errors.Is(err, errNoValue) {
+							sawErr.Store(true)
+						}
+					}
+				}})
+			up.Store(u)
+			defer u.Close()
+			waitReady(t, u)
+			if tc.fail(1) && !sawErr.Load() {
+				t.Error("the Prepare error was never the state's error")
+			}
+			tc.run(t, m, u, &calls)
+		})
+	}
 }
