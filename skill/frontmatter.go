@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sort"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -243,14 +242,4 @@ func (m Meta) Ref(name, source, path string) smcp.A2CSkillRef {
 		r.AllowedTools = m.AllowedTools
 	}
 	return r
-}
-
-// sortedKeys returns the keys of m in order (for deterministic digests).
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

@@ -319,7 +319,10 @@ func (m *MCPSource) stage(ctx context.Context, src Resources, r Root, taken map[
 	if err != nil {
 		return Package{}, err
 	}
-	pkgDir := unwrap(tmp)
+	pkgDir := tmp
+	if r.Mode == ModeArchive {
+		pkgDir = unwrap(tmp)
+	}
 	doc, err := ReadDoc(pkgDir)
 	if err != nil {
 		return Package{}, err
@@ -331,7 +334,7 @@ func (m *MCPSource) stage(ctx context.Context, src Resources, r Root, taken map[
 	if err != nil {
 		return Package{}, err
 	}
-	if taken[meta.Name] {
+	if taken[MCPName(m.BundleID, meta.Name)] {
 		return Package{}, fmt.Errorf("frontmatter name %q is taken by another skill of this server", meta.Name)
 	}
 	final := filepath.Join(m.dir, meta.Name)
