@@ -157,14 +157,3 @@ func (s *Store) Get(handle, scope string, offset, maxChunk int64) (smcp.GetBlobR
 		Blob:        base64.StdEncoding.EncodeToString(it.data[offset:end]),
 	}, nil
 }
-
-// UploadOptions bound the client:put_blob sessions of a landing; zero
-// values take the defaults.
-type UploadOptions struct {
-	// MaxBytes is the largest upload accepted (its declared total_size).
-	MaxBytes int64
-	// MaxConcurrent is how many uploads may be open at once.
-	MaxConcurrent int
-	// IdleTimeout ends an upload that receives no chunk for this long.
-	IdleTimeout time.Duration
-}

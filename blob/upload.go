@@ -1,0 +1,585 @@
+package blob
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/a2c-smcp/a2c-go/smcp"
+)
+
+// Defaults of [UploadOptions], those of the reference Python SDK.
+const (
+	DefaultUploadMaxBytes      = 100 << 20
+	DefaultUploadMaxConcurrent = 4
+	DefaultUploadIdleTimeout   = 120 * time.Second
+)
+
+// PartDir is the folder, directly under a landing root, that holds the
+// uploads in progress as <upload_id>.part files.
+const PartDir = ".a2c-upload"
+
+// maxNameFragment bounds the sanitised name_hint in a landed file's name.
+const maxNameFragment = 64
+
+// UploadOptions bound the client:put_blob sessions of a [Landing]; zero
+// values take the defaults.
+type UploadOptions struct {
+	// MaxBytes is the largest upload accepted (its declared total_size).
+	// Default [DefaultUploadMaxBytes].
+	MaxBytes int64
+	// MaxConcurrent is how many uploads may be open at once. Default
+	// [DefaultUploadMaxConcurrent].
+	MaxConcurrent int
+	// IdleTimeout ends an upload that receives no chunk for this long.
+	// Default [DefaultUploadIdleTimeout].
+	IdleTimeout time.Duration
+}
+
+func (o UploadOptions) withDefaults() UploadOptions {
+	if o.MaxBytes <= 0 {
+		o.MaxBytes = DefaultUploadMaxBytes
+	}
+	if o.MaxConcurrent <= 0 {
+		o.MaxConcurrent = DefaultUploadMaxConcurrent
+	}
+	if o.IdleTimeout <= 0 {
+		o.IdleTimeout = DefaultUploadIdleTimeout
+	}
+	return o
+}
+
+// Landing receives client:put_blob uploads into a landing root on the
+// Computer's disk. It is the Computer side of the write channel:
+//
+//   - An upload is a session named by a random upload_id (32 hex digits)
+//     and bound to the Agent that opened it: a chunk naming another
+//     Agent's upload, an unknown one or an expired one is refused with
+//     invalid_upload and leaves the session alone.
+//   - Bytes go to <root>/.a2c-upload/<upload_id>.part as they arrive,
+//     hashed and counted on the way, so memory is bounded by one chunk
+//     per open session, never by the file. Chunks must come in order
+//     (chunk_offset equal to the bytes received).
+//   - After the last chunk the size and SHA-256 are checked and the file
+//     is renamed, without ever replacing a file, to
+//     <root>/<upload_id>[_<name>], where name is the sanitised name_hint
+//     ([SanitizeName]). The landing path is absolute and inside the real
+//     root by construction: the name has no separator and the root is
+//     resolved through its symbolic links first.
+//   - Any 4019 answer to a chunk of an open upload ends that upload and
+//     removes its .part: nothing resumes, the Agent starts again with a
+//     new upload_id. After integrity, too_large or forbidden no partial
+//     file is visible.
+//   - Sessions are bounded: IdleTimeout, MaxConcurrent (busy) and
+//     MaxBytes (too_large); a janitor goroutine, stopped by Close, expires
+//     idle sessions and removes orphaned .part files (those of no open
+//     session, untouched for IdleTimeout, such as a crashed process
+//     left). Landed files are never collected: they are the user's.
+//
+// A Landing with no root refuses every upload with forbidden and writes
+// nothing, as the specification fails closed. Its methods are safe for
+// concurrent use.
+type Landing struct {
+	root string // absolute, as configured; "" refuses everything
+	opts UploadOptions
+	log  *slog.Logger
+	now  func() time.Time
+
+	mu       sync.Mutex
+	sessions map[string]*session // by upload_id
+	closed   bool
+	inflight sync.WaitGroup // Pending.Finish calls running
+
+	stop chan struct{}
+	done chan struct{}
+}
+
+// session is one open upload. Its mutable fields (file, hash, received,
+// buf) are used only by the one chunk that holds it busy; busy and last
+// are guarded by Landing.mu.
+type session struct {
+	id, agent string
+	total     int64
+	sum       string // declared, lower case
+	name      string // landed file name
+	busy      bool   // a chunk is being written
+	last      time.Time
+
+	dir      string // the real root, once the .part is open
+	part     string
+	file     *os.File
+	hash     hash.Hash
+	received int64
+	buf      []byte
+}
+
+// NewLanding returns a landing for root, which is made absolute (it is
+// created, mode 0700, at the first upload if missing). An empty root
+// refuses every upload. log may be nil. A janitor goroutine runs until
+// [Landing.Close]; it first removes the orphaned .part files of earlier
+// runs.
+func NewLanding(root string, o UploadOptions, log *slog.Logger) (*Landing, error) {
+	return newLanding(root, o, log, time.Now)
+}
+
+func newLanding(root string, o UploadOptions, log *slog.Logger, now func() time.Time) (*Landing, error) {
+	if root != "" {
+		abs, err := filepath.Abs(root)
+		if err != nil {
+			return nil, fmt.Errorf("blob: landing root: %w", err)
+		}
+		root = abs
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	l := &Landing{root: root, opts: o.withDefaults(), log: log, now: now,
+		sessions: make(map[string]*session), stop: make(chan struct{}), done: make(chan struct{})}
+	if root == "" {
+		close(l.done)
+		return l, nil
+	}
+	go l.janitor()
+	return l, nil
+}
+
+// Root is the landing root as configured (absolute), or "".
+func (l *Landing) Root() string { return l.root }
+
+// Options are the landing's bounds, defaults applied.
+func (l *Landing) Options() UploadOptions { return l.opts }
+
+// Close stops the janitor, waits for the chunks being written and ends
+// every open upload (their .part files are removed). Later chunks are
+// refused with io_error.
+func (l *Landing) Close() {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		<-l.done
+		return
+	}
+	l.closed = true
+	l.mu.Unlock()
+	close(l.stop)
+	<-l.done
+	l.inflight.Wait()
+	l.mu.Lock()
+	open := make([]*session, 0, len(l.sessions))
+	for _, s := range l.sessions {
+		open = append(open, s)
+	}
+	clear(l.sessions)
+	l.mu.Unlock()
+	for _, s := range open {
+		l.discard(s)
+	}
+}
+
+// janitor expires idle sessions and collects orphaned .part files, at
+// start and then every half IdleTimeout (between 1 s and 1 min).
+func (l *Landing) janitor() {
+	defer close(l.done)
+	every := min(max(l.opts.IdleTimeout/2, time.Second), time.Minute)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		l.Sweep()
+		select {
+		case <-l.stop:
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// Sweep ends the sessions idle for longer than IdleTimeout and removes
+// the orphaned .part files: regular files named <upload_id>.part directly
+// in <root>/.a2c-upload, of no open session, last modified more than
+// IdleTimeout ago. Nothing outside that folder is touched. The janitor
+// calls it; it is exported for tests and tools.
+func (l *Landing) Sweep() {
+	if l.root == "" {
+		return
+	}
+	now := l.now()
+	l.mu.Lock()
+	var idle []*session
+	for id, s := range l.sessions {
+		if !s.busy && now.Sub(s.last) > l.opts.IdleTimeout {
+			idle = append(idle, s)
+			delete(l.sessions, id)
+		}
+	}
+	l.mu.Unlock()
+	for _, s := range idle {
+		l.log.Info("put_blob: upload expired", "upload_id", s.id, "agent", s.agent, "received", s.received)
+		l.discard(s)
+	}
+	real, err := filepath.EvalSymlinks(l.root)
+	if err != nil {
+		return // no root yet: nothing to collect
+	}
+	dir := filepath.Join(real, PartDir)
+	if fi, err := os.Lstat(dir); err != nil || !fi.IsDir() {
+		return
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		l.log.Warn("put_blob: cannot list the uploads in progress", "dir", dir, "err", err)
+		return
+	}
+	for _, e := range entries {
+		id, ok := strings.CutSuffix(e.Name(), ".part")
+		if !ok || !smcp.ValidUploadID(id) || !e.Type().IsRegular() {
+			continue
+		}
+		l.mu.Lock()
+		_, open := l.sessions[id]
+		l.mu.Unlock()
+		info, err := e.Info()
+		if open || err != nil || now.Sub(info.ModTime()) <= l.opts.IdleTimeout {
+			continue
+		}
+		if err := os.Remove(filepath.Join(dir, e.Name())); err == nil {
+			l.log.Info("put_blob: removed an orphaned upload", "file", e.Name())
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			l.log.Warn("put_blob: cannot remove an orphaned upload", "file", e.Name(), "err", err)
+		}
+	}
+}
+
+// Pending is a chunk [Landing.Accept] admitted; [Pending.Finish] writes
+// it. Exactly one Finish must follow every successful Accept.
+type Pending struct {
+	l   *Landing
+	s   *session
+	req *smcp.PutBlobReq
+}
+
+// Put handles one chunk: [Landing.Accept], then [Pending.Finish]. It
+// returns the ack or the 4019 answer.
+func (l *Landing) Put(req *smcp.PutBlobReq) (*smcp.PutBlobRet, *smcp.Error) {
+	p, err := l.Accept(req)
+	if err != nil {
+		return nil, err
+	}
+	return p.Finish()
+}
+
+// Accept judges a chunk against the landing's state without writing it
+// (at most it removes the .part of an upload it ends), so that it may run
+// on a connection's reader: it refuses the chunk
+// (the 4019 answer) or admits it and holds its upload busy until
+// [Pending.Finish]. A chunk of an upload that is still busy (sent before
+// the previous chunk's ack) is refused with range.
+//
+// A first chunk is judged in this order: no root (forbidden), its fields
+// ([smcp.PutBlobReq.Check]: invalid_declaration, or range for an offset
+// other than 0), its size (too_large, details.total_size the declared
+// size), the concurrency cap (busy). A later chunk: the upload_id
+// (invalid_upload: malformed, unknown, expired or another Agent's), its
+// fields (invalid_declaration), its offset (range, details.chunk_offset
+// the bytes received).
+func (l *Landing) Accept(req *smcp.PutBlobReq) (*Pending, *smcp.Error) {
+	l.mu.Lock()
+	p, ended, err := l.acceptLocked(req)
+	l.mu.Unlock()
+	if ended != nil {
+		l.discard(ended)
+	}
+	return p, err
+}
+
+// acceptLocked is Accept under l.mu; ended is a session it ended, whose
+// file the caller discards once the lock is released.
+func (l *Landing) acceptLocked(req *smcp.PutBlobReq) (p *Pending, ended *session, err *smcp.Error) {
+	if l.closed {
+		return nil, nil, smcp.BlobWriteFailed(smcp.ReasonIOError, nil)
+	}
+	if req.First() {
+		p, err = l.acceptFirst(req)
+		return p, nil, err
+	}
+	if err := req.Check(); err != nil && err.Reason() == smcp.ReasonInvalidUpload {
+		return nil, nil, err
+	}
+	id := *req.UploadID
+	idDetail := map[string]any{"upload_id": id}
+	s := l.sessions[id]
+	if s == nil || s.agent != req.Agent {
+		return nil, nil, smcp.BlobWriteFailed(smcp.ReasonInvalidUpload, idDetail)
+	}
+	if s.busy {
+		return nil, nil, smcp.BlobWriteFailed(smcp.ReasonRange, map[string]any{"upload_id": id, "chunk_offset": s.received})
+	}
+	if l.now().Sub(s.last) > l.opts.IdleTimeout {
+		delete(l.sessions, id)
+		return nil, s, smcp.BlobWriteFailed(smcp.ReasonInvalidUpload, idDetail)
+	}
+	if err := req.Check(); err != nil {
+		delete(l.sessions, id)
+		return nil, s, err
+	}
+	if *req.ChunkOffset != s.received {
+		delete(l.sessions, id)
+		return nil, s, smcp.BlobWriteFailed(smcp.ReasonRange, map[string]any{"upload_id": id, "chunk_offset": s.received})
+	}
+	s.busy = true
+	l.inflight.Add(1)
+	return &Pending{l: l, s: s, req: req}, nil, nil
+}
+
+func (l *Landing) acceptFirst(req *smcp.PutBlobReq) (*Pending, *smcp.Error) {
+	if l.root == "" {
+		return nil, smcp.BlobWriteFailed(smcp.ReasonForbidden, nil)
+	}
+	if err := req.Check(); err != nil {
+		return nil, err
+	}
+	if *req.TotalSize > l.opts.MaxBytes {
+		return nil, smcp.BlobWriteFailed(smcp.ReasonTooLarge, map[string]any{"total_size": *req.TotalSize})
+	}
+	now := l.now()
+	n := 0
+	for _, s := range l.sessions {
+		if s.busy || now.Sub(s.last) <= l.opts.IdleTimeout {
+			n++ // an expired session (the janitor's to end) holds no place
+		}
+	}
+	if n >= l.opts.MaxConcurrent {
+		return nil, smcp.BlobWriteFailed(smcp.ReasonBusy, nil)
+	}
+	id := newUploadID()
+	name := id
+	if frag := SanitizeName(derefString(req.NameHint)); frag != "" {
+		name += "_" + frag
+	}
+	s := &session{id: id, agent: req.Agent, total: *req.TotalSize, sum: strings.ToLower(*req.SHA256),
+		name: name, busy: true, last: now, hash: sha256.New()}
+	l.sessions[id] = s
+	l.inflight.Add(1)
+	return &Pending{l: l, s: s, req: req}, nil
+}
+
+// discard closes and removes the .part of a session no longer listed.
+func (l *Landing) discard(s *session) {
+	if s.file != nil {
+		_ = s.file.Close()
+		s.file = nil
+	}
+	if s.part != "" {
+		if err := os.Remove(s.part); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			l.log.Warn("put_blob: cannot remove an upload in progress", "file", s.part, "err", err)
+		}
+		s.part = ""
+	}
+}
+
+// Finish writes the admitted chunk and returns its ack: for the last
+// chunk, once the file is checked and landed, with landing_path,
+// total_size and sha256. Its refusals are invalid_declaration (blob not
+// valid base64), range (past total_size, or a last chunk that does not
+// end there), integrity (sha256 mismatch), forbidden (the root or its
+// .a2c-upload folder cannot be made or written, at the first chunk) and
+// io_error (any other disk failure); each ends the upload.
+func (p *Pending) Finish() (*smcp.PutBlobRet, *smcp.Error) {
+	l, s, req := p.l, p.s, p.req
+	defer l.inflight.Done()
+	ret, err := l.write(s, req)
+	if err != nil {
+		l.discard(s) // s is still busy: no one else touches its file
+	}
+	l.mu.Lock()
+	s.busy = false
+	s.last = l.now()
+	if err != nil || ret.LandingPath != "" {
+		delete(l.sessions, s.id)
+	}
+	l.mu.Unlock()
+	return ret, err
+}
+
+// write is Finish's disk work; s is busy, so only this goroutine uses its
+// file fields.
+func (l *Landing) write(s *session, req *smcp.PutBlobReq) (*smcp.PutBlobRet, *smcp.Error) {
+	idDetail := map[string]any{"upload_id": s.id}
+	b64 := *req.Blob
+	if strings.ContainsAny(b64, "\r\n") { // the decoder would skip them; the specification's senders never send them
+		return nil, smcp.BlobWriteFailed(smcp.ReasonInvalidDeclaration, idDetail)
+	}
+	if need := base64.StdEncoding.DecodedLen(len(b64)); cap(s.buf) < need {
+		s.buf = make([]byte, need)
+	}
+	n, derr := base64.StdEncoding.Decode(s.buf[:cap(s.buf)], []byte(b64))
+	if derr != nil {
+		return nil, smcp.BlobWriteFailed(smcp.ReasonInvalidDeclaration, idDetail)
+	}
+	chunk := s.buf[:n]
+	end := s.received + int64(n)
+	if end > s.total || (*req.EOF && end != s.total) {
+		return nil, smcp.BlobWriteFailed(smcp.ReasonRange, map[string]any{"upload_id": s.id, "chunk_offset": s.received})
+	}
+	if s.file == nil {
+		if err := l.open(s); err != nil {
+			return nil, err
+		}
+	}
+	if _, err := s.file.Write(chunk); err != nil {
+		l.log.Warn("put_blob: write failed", "upload_id", s.id, "err", err)
+		return nil, smcp.BlobWriteFailed(smcp.ReasonIOError, idDetail)
+	}
+	s.hash.Write(chunk)
+	s.received = end
+	ret := &smcp.PutBlobRet{UploadID: s.id, ChunkOffset: *req.ChunkOffset, ReqID: req.ReqID}
+	if !*req.EOF {
+		if n > 0 && cap(s.buf) > 4*n { // keep the buffer near the chunk size
+			s.buf = nil
+		}
+		return ret, nil
+	}
+	sum := hex.EncodeToString(s.hash.Sum(nil))
+	if sum != s.sum {
+		l.log.Warn("put_blob: sha256 mismatch; upload discarded", "upload_id", s.id, "agent", s.agent)
+		return nil, smcp.BlobWriteFailed(smcp.ReasonIntegrity, idDetail)
+	}
+	err := s.file.Close()
+	s.file = nil
+	if err != nil {
+		l.log.Warn("put_blob: close failed", "upload_id", s.id, "err", err)
+		return nil, smcp.BlobWriteFailed(smcp.ReasonIOError, idDetail)
+	}
+	path, werr := l.land(s)
+	if werr != nil {
+		return nil, werr
+	}
+	s.part = "" // renamed: nothing left to discard
+	s.buf = nil
+	total := s.total
+	ret.LandingPath, ret.TotalSize, ret.SHA256 = path, &total, sum
+	l.log.Info("put_blob: upload landed", "upload_id", s.id, "agent", s.agent, "path", path, "bytes", total)
+	return ret, nil
+}
+
+// open creates the root (mode 0700) and its .a2c-upload folder if
+// missing, resolves the root's real path and creates the session's .part
+// file (exclusive, not following a link). Failure is forbidden: the root
+// is not writable.
+func (l *Landing) open(s *session) *smcp.Error {
+	forbidden := func(what string, err error) *smcp.Error {
+		l.log.Warn("put_blob: landing root not writable", "root", l.root, "step", what, "err", err)
+		return smcp.BlobWriteFailed(smcp.ReasonForbidden, map[string]any{"upload_id": s.id})
+	}
+	if err := os.MkdirAll(l.root, 0o700); err != nil {
+		return forbidden("create root", err)
+	}
+	real, err := filepath.EvalSymlinks(l.root)
+	if err != nil {
+		return forbidden("resolve root", err)
+	}
+	dir := filepath.Join(real, PartDir)
+	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+		return forbidden("create "+PartDir, err)
+	}
+	if fi, err := os.Lstat(dir); err != nil || !fi.IsDir() {
+		return forbidden(PartDir+" is not a folder", err)
+	}
+	part := filepath.Join(dir, s.id+".part")
+	f, err := os.OpenFile(part, os.O_WRONLY|os.O_CREATE|os.O_EXCL|noFollow, 0o600)
+	if err != nil {
+		return forbidden("create .part", err)
+	}
+	s.dir, s.part, s.file = real, part, f
+	return nil
+}
+
+// land moves the finished .part to its name in the real root, never
+// replacing a file: when the name is taken it tries <id>-1[_name], then
+// -2, up to -99.
+func (l *Landing) land(s *session) (string, *smcp.Error) {
+	base, frag, _ := strings.Cut(s.name, "_")
+	for i := 0; i < 100; i++ {
+		name := base
+		if i > 0 {
+			name += "-" + strconv.Itoa(i)
+		}
+		if frag != "" {
+			name += "_" + frag
+		}
+		dst := filepath.Join(s.dir, name)
+		if filepath.Dir(dst) != s.dir { // the fence; cannot fail for a name without separators
+			break
+		}
+		err := renameNoReplace(s.part, dst)
+		if err == nil {
+			return dst, nil
+		}
+		if !errors.Is(err, fs.ErrExist) {
+			l.log.Warn("put_blob: cannot land the upload", "upload_id", s.id, "err", err)
+			return "", smcp.BlobWriteFailed(smcp.ReasonIOError, map[string]any{"upload_id": s.id})
+		}
+	}
+	l.log.Warn("put_blob: no free name to land the upload", "upload_id", s.id)
+	return "", smcp.BlobWriteFailed(smcp.ReasonIOError, map[string]any{"upload_id": s.id})
+}
+
+// SanitizeName turns a name_hint into a file name fragment: every run of
+// characters outside [A-Za-z0-9._-] (separators and "..", spaces,
+// non-ASCII) becomes one "_", leading and trailing ".", "_" and "-" are
+// trimmed and the result is cut to 64 bytes (and trimmed again). It may
+// return "" (the hint is then ignored). The fragment never contains a
+// separator and never starts with a dot.
+func SanitizeName(hint string) string {
+	var b strings.Builder
+	run := false
+	for _, r := range hint {
+		if r < 0x80 && (r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-') {
+			b.WriteRune(r)
+			run = false
+			continue
+		}
+		if !run {
+			b.WriteByte('_')
+			run = true
+		}
+	}
+	s := strings.Trim(b.String(), "._-")
+	if len(s) > maxNameFragment {
+		s = strings.Trim(s[:maxNameFragment], "._-")
+	}
+	return s
+}
+
+func newUploadID() string {
+	var b [smcp.UploadIDLen / 2]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+func derefString(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
+}
+
+// linkNoReplace moves src to dst with a hard link, which fails when dst
+// exists, and removes src.
+func linkNoReplace(src, dst string) error {
+	if err := os.Link(src, dst); err != nil {
+		return err
+	}
+	return os.Remove(src)
+}
