@@ -662,4 +662,3 @@ func TestLandingConcurrentUploads(t *testing.T) {
 		t.Errorf("parts left: %v", got)
 	}
 }
-
