@@ -5,7 +5,10 @@
 // Run: node test/interop/a2c/node/scenarios.js [--only NAME[,NAME...]] [--list]
 //
 // Environment:
-//   A2C_URL                server without auth, protocol 0.3.0 (required)
+//   A2C_VERSION            protocol version of every server (default 0.4.0);
+//                          clients speak it and every version-dependent
+//                          expectation derives from it
+//   A2C_URL                server without auth (required)
 //   A2C_AUTH_URL           server that requires A2C_TOKEN_VALUE (x-api-key)
 //   A2C_TOKEN_VALUE        the token A2C_AUTH_URL expects
 //   A2C_RELAY_TIMEOUT_URL  server started with --relay-timeout 1s (optional)
@@ -13,6 +16,12 @@
 //                          own, comma-separated: "polling,websocket" (the
 //                          default: open on polling, then upgrade), "polling"
 //                          or "websocket"
+//   A2C_COMPUTER_OFFICE, A2C_COMPUTER  optional: a real a2c Computer alone
+//                          in that office, with --landing-root A2C_LANDING_ROOT,
+//                          --skills A2C_SKILLS_DIR and the toolsrv MCP server
+//                          as bundle "fx" (test/interop/a2c/scenario_computer_test.go)
+//   A2C_NOROOT_OFFICE, A2C_NOROOT_COMPUTER  optional: a Computer without a
+//                          landing root
 //   A2C_VERBOSE=1          per-scenario durations on stderr
 //   A2C_TRACE=1            per-request latencies on stderr
 //
@@ -23,11 +32,18 @@
 
 const assert = require("assert");
 const crypto = require("crypto");
+const fs = require("fs");
 const http = require("http");
 const path = require("path");
 const { io } = require(path.join(__dirname, "node_modules", "socket.io-client"));
 
-const PROTOCOL = "0.3.0";
+const PROTOCOL = process.env.A2C_VERSION || "0.4.0";
+const [MAJOR, MINOR] = PROTOCOL.split(".").map(Number);
+// A patch of the server's MAJOR.MINOR (admitted) and the other supported
+// minor (refused both ways: 0.3.x at a 0.4 server, 0.4.x at a 0.3 one).
+const PATCH_VERSION = `${MAJOR}.${MINOR}.7`;
+const OTHER_VERSION = MAJOR === 0 && MINOR >= 4 ? "0.3.0" : "0.4.0";
+const V04 = MAJOR > 0 || MINOR >= 4; // client:put_blob, A2CSkillRef.tags, server tool tags
 const NS = "/smcp";
 const EIO_PATH = "/socket.io/";
 const SCENARIO_TIMEOUT_MS = 15000;
@@ -331,7 +347,8 @@ function eioURL(base, transport, version) {
 }
 
 const mismatchBody = (client) =>
-  `{"code":4008,"message":"Protocol version mismatch","server_version":"0.3.0","client_version":"${client}","min_supported":"0.3.0","max_supported":"0.3.999"}`;
+  `{"code":4008,"message":"Protocol version mismatch","server_version":"${PROTOCOL}","client_version":"${client}",` +
+  `"min_supported":"${MAJOR}.${MINOR}.0","max_supported":"${MAJOR}.${MINOR}.999"}`;
 
 // responseText is the body of the HTTP answer that refused a polling
 // handshake, as socket.io-client exposes it (err.context is the XHR).
@@ -407,46 +424,56 @@ scenario("version_invalid", async (ctx) => {
   eq(err.description, 400, "connect_error status");
 });
 
+// An old minor, and the other supported minor (0.3 at a 0.4 server, 0.4 at
+// a 0.3 server): each refused with the 4008 body naming this server's range.
+const MISMATCHES = ["0.2.0", OTHER_VERSION];
+
 scenario("version_mismatch_polling", async (ctx) => {
-  const want = mismatchBody("0.2.0");
-  const err = await connectFails(ctx, URL_PLAIN, { version: "0.2.0", transports: ["polling"] }, "a2c_version=0.2.0");
-  const text = responseText(err);
-  ok(text !== undefined, `connect_error exposes no responseText (${short(err && err.message)})`);
-  eq(text, want, "connect_error responseText");
-  eq(err.description, 400, "connect_error status");
-  const r = await rawHTTP(ctx, eioURL(URL_PLAIN, "polling", "0.2.0"));
-  eq(r.status, 400, "raw GET status");
-  eq(r.headers["x-a2c-error-code"], "4008", "X-A2C-Error-Code header");
-  ok(/^application\/json\b/.test(r.headers["content-type"] || ""), `Content-Type ${short(r.headers["content-type"])}, want application/json`);
-  eq(r.body.toString("utf8"), want, "raw GET body");
+  for (const client of MISMATCHES) {
+    const want = mismatchBody(client);
+    const err = await connectFails(ctx, URL_PLAIN, { version: client, transports: ["polling"] }, `a2c_version=${client}`);
+    const text = responseText(err);
+    ok(text !== undefined, `connect_error exposes no responseText (${short(err && err.message)})`);
+    eq(text, want, `connect_error responseText (${client})`);
+    eq(err.description, 400, `connect_error status (${client})`);
+    const r = await rawHTTP(ctx, eioURL(URL_PLAIN, "polling", client));
+    eq(r.status, 400, `raw GET status (${client})`);
+    eq(r.headers["x-a2c-error-code"], "4008", `X-A2C-Error-Code header (${client})`);
+    ok(/^application\/json\b/.test(r.headers["content-type"] || ""), `Content-Type ${short(r.headers["content-type"])}, want application/json`);
+    eq(r.body.toString("utf8"), want, `raw GET body (${client})`);
+  }
 });
 
 scenario("version_mismatch_websocket_only", async (ctx) => {
-  const err = await connectFails(ctx, URL_PLAIN, { version: "0.2.0", transports: ["websocket"] }, "websocket-only a2c_version=0.2.0");
-  ok(err instanceof Error, `connect_error argument is not an Error: ${short(err)}`);
-  // ws reports the refused upgrade as "Unexpected server response: 400"
-  const inner = err.description && err.description.error;
-  if (inner && typeof inner.message === "string") {
-    ok(/\b400\b/.test(inner.message), `websocket error ${short(inner.message)}, want an HTTP 400 refusal`);
+  for (const client of MISMATCHES) {
+    const err = await connectFails(ctx, URL_PLAIN, { version: client, transports: ["websocket"] }, `websocket-only a2c_version=${client}`);
+    ok(err instanceof Error, `connect_error argument is not an Error: ${short(err)}`);
+    // ws reports the refused upgrade as "Unexpected server response: 400"
+    const inner = err.description && err.description.error;
+    if (inner && typeof inner.message === "string") {
+      ok(/\b400\b/.test(inner.message), `websocket error ${short(inner.message)}, want an HTTP 400 refusal`);
+    }
   }
 });
 
 scenario("version_mismatch_ws_upgrade_raw", async (ctx) => {
-  const polling = await rawHTTP(ctx, eioURL(URL_PLAIN, "polling", "0.2.0"));
-  const r = await rawHTTP(ctx, eioURL(URL_PLAIN, "websocket", "0.2.0"), {
-    Connection: "Upgrade",
-    Upgrade: "websocket",
-    "Sec-WebSocket-Version": "13",
-    "Sec-WebSocket-Key": crypto.randomBytes(16).toString("base64"),
-  });
-  eq(r.status, 400, "upgrade GET status");
-  eq(r.headers["x-a2c-error-code"], "4008", "X-A2C-Error-Code header");
-  eq(r.body.toString("utf8"), mismatchBody("0.2.0"), "upgrade GET body");
-  ok(r.body.equals(polling.body), `upgrade body differs from the polling body: ${short(r.body.toString())} vs ${short(polling.body.toString())}`);
+  for (const client of MISMATCHES) {
+    const polling = await rawHTTP(ctx, eioURL(URL_PLAIN, "polling", client));
+    const r = await rawHTTP(ctx, eioURL(URL_PLAIN, "websocket", client), {
+      Connection: "Upgrade",
+      Upgrade: "websocket",
+      "Sec-WebSocket-Version": "13",
+      "Sec-WebSocket-Key": crypto.randomBytes(16).toString("base64"),
+    });
+    eq(r.status, 400, `upgrade GET status (${client})`);
+    eq(r.headers["x-a2c-error-code"], "4008", `X-A2C-Error-Code header (${client})`);
+    eq(r.body.toString("utf8"), mismatchBody(client), `upgrade GET body (${client})`);
+    ok(r.body.equals(polling.body), `upgrade body differs from the polling body: ${short(r.body.toString())} vs ${short(polling.body.toString())}`);
+  }
 });
 
 scenario("version_patch_upgrade", async (ctx) => {
-  const s = await ctx.connect(URL_PLAIN, { version: "0.3.7", transports: ["polling", "websocket"] });
+  const s = await ctx.connect(URL_PLAIN, { version: PATCH_VERSION, transports: ["polling", "websocket"] });
   if (s.io.engine.transport.name !== "websocket") {
     await withTimeout(new Promise((r) => s.io.engine.once("upgrade", r)), 5000, "transport upgrade to websocket");
   }
@@ -456,14 +483,14 @@ scenario("version_patch_upgrade", async (ctx) => {
 });
 
 scenario("version_patch_websocket_only", async (ctx) => {
-  const s = await ctx.connect(URL_PLAIN, { version: "0.3.7", transports: ["websocket"] });
+  const s = await ctx.connect(URL_PLAIN, { version: PATCH_VERSION, transports: ["websocket"] });
   eq(s.io.engine.transport.name, "websocket", "transport");
   const [okv, msg] = await join(s, "agent", "A", uuid());
   eq([okv, msg], [true, null], "join");
 });
 
 scenario("version_patch_polling_only", async (ctx) => {
-  const s = await ctx.connect(URL_PLAIN, { version: "0.3.7", transports: ["polling"] });
+  const s = await ctx.connect(URL_PLAIN, { version: PATCH_VERSION, transports: ["polling"] });
   eq(s.io.engine.transport.name, "polling", "transport");
   const [okv, msg] = await join(s, "agent", "A", uuid());
   eq([okv, msg], [true, null], "join");
@@ -805,7 +832,7 @@ scenario("agent_disconnect_mid_call", async (ctx) => {
 
 scenario("list_room", async (ctx) => {
   const o = uuid();
-  const c2 = await ctx.member(URL_PLAIN, "computer", "C2", o, { version: "0.3.7" });
+  const c2 = await ctx.member(URL_PLAIN, "computer", "C2", o, { version: PATCH_VERSION });
   const c1 = await ctx.member(URL_PLAIN, "computer", "C1", o);
   const a = await ctx.member(URL_PLAIN, "agent", "A", o);
   const R = uuid();
@@ -814,9 +841,9 @@ scenario("list_room", async (ctx) => {
   eq(res.req_id, R, "req_id");
   eq(res.sessions.length, 3, `session count (${short(res.sessions)})`);
   const want = {
-    A: { sid: a.id, name: "A", role: "agent", office_id: o, a2c_version: "0.3.0" },
-    C1: { sid: c1.id, name: "C1", role: "computer", office_id: o, a2c_version: "0.3.0" },
-    C2: { sid: c2.id, name: "C2", role: "computer", office_id: o, a2c_version: "0.3.7" },
+    A: { sid: a.id, name: "A", role: "agent", office_id: o, a2c_version: PROTOCOL },
+    C1: { sid: c1.id, name: "C1", role: "computer", office_id: o, a2c_version: PROTOCOL },
+    C2: { sid: c2.id, name: "C2", role: "computer", office_id: o, a2c_version: PATCH_VERSION },
   };
   eq(res.sessions[0].role, "agent", "first session's role");
   const seen = new Set();
@@ -857,17 +884,518 @@ scenario("update_names_sender", async (ctx) => {
   eq(await next(mine.agent, "notify:update_tool_list"), { computer: "C1" }, "agent's notify:update_tool_list");
 });
 
+// 11. A real Computer (A2C_COMPUTER_*): put_blob, skills, tool tags. The
+// Computer is alone in its office; each scenario's Agent joins it and
+// leaves (acked) before the next one comes: an office holds one Agent.
+
+const COMPUTER_OFFICE = process.env.A2C_COMPUTER_OFFICE || "";
+const COMPUTER = process.env.A2C_COMPUTER || "";
+const LANDING_ROOT = process.env.A2C_LANDING_ROOT || "";
+const SKILLS_DIR = process.env.A2C_SKILLS_DIR || "";
+const NOROOT_OFFICE = process.env.A2C_NOROOT_OFFICE || "";
+const NOROOT_COMPUTER = process.env.A2C_NOROOT_COMPUTER || "";
+const BLOB_FAILED = "Blob write failed";
+const COMPUTER_SCENARIO_MS = 60000;
+
+function requireComputer() {
+  if (!COMPUTER_OFFICE || !COMPUTER) throw new Skip("A2C_COMPUTER_OFFICE / A2C_COMPUTER not set");
+}
+
+function requirePutBlob() {
+  if (!V04) throw new Skip(`client:put_blob is 0.4.0 (server speaks ${PROTOCOL})`);
+}
+
+// officeAgent joins a Computer's office once the Computer answers (and
+// lists tool, if given); the Agent leaves the office when the scenario ends.
+async function officeAgent(ctx, office, computer, name = "JA", tool = null) {
+  const s = await ctx.connect(URL_PLAIN);
+  s.memberName = name;
+  for (const deadline = Date.now() + 10000; ; ) {
+    const got = await join(s, "agent", name, office);
+    if (got[0] === true) break;
+    // the previous scenario's Agent may still be leaving
+    ok(Date.now() < deadline, `agent ${name} cannot join the Computer's office: ${short(got)}`);
+    await sleep(100);
+  }
+  s.leaveOffice = office;
+  for (const deadline = Date.now() + 30000; ; ) {
+    const res = await request(s, "client:get_tools", { agent: name, req_id: uuid(), computer }, 10000);
+    if (isObj(res) && Array.isArray(res.tools) && (tool === null || res.tools.some((t) => t.name === tool))) return s;
+    ok(Date.now() < deadline, `Computer ${computer} never listed ${tool || "its tools"}: ${short(res)}`);
+    await sleep(200);
+  }
+}
+
+async function leaveNow(s) {
+  if (s.leaveOffice && s.connected) {
+    try {
+      await leave(s, s.leaveOffice, 3000);
+    } catch (_) {
+      /* ignore */
+    }
+  }
+  s.leaveOffice = null;
+  s.close();
+}
+
+const sha = (b) => crypto.createHash("sha256").update(b).digest("hex");
+const b64 = (b) => Buffer.from(b).toString("base64");
+
+async function put(s, computer, fields) {
+  const req = { agent: s.memberName, req_id: uuid(), computer, ...fields };
+  return [await request(s, "client:put_blob", req, 15000), req];
+}
+
+// putFirst sends the first chunk (data) of an upload; by default the whole
+// file is data and the chunk is the last.
+function putFirst(s, data, o = {}) {
+  const fields = {
+    chunk_offset: 0,
+    eof: o.eof !== undefined ? o.eof : o.total === undefined,
+    total_size: o.total !== undefined ? o.total : data.length,
+    sha256: o.digest !== undefined ? o.digest : sha(data),
+    blob: b64(data),
+    ...(o.extra || {}),
+  };
+  return put(s, o.computer || COMPUTER, fields);
+}
+
+function expect4019(ack, reason, what) {
+  ok(isObj(ack), `${what}: want a 4019 ErrorPayload, got ${short(ack)}`);
+  eq(Object.keys(ack).sort(), ["code", "details", "message"], `${what}: ErrorPayload keys in ${short(ack)}`);
+  eq(ack.code, 4019, `${what}: code`);
+  eq(ack.message, BLOB_FAILED, `${what}: message`);
+  ok(isObj(ack.details), `${what}: details not an object: ${short(ack)}`);
+  eq(ack.details.reason, reason, `${what}: details.reason in ${short(ack)}`);
+  return ack.details;
+}
+
+function expectOpen(ack, req, what) {
+  ok(isObj(ack) && !("code" in ack), `${what}: want a PutBlobRet, got ${short(ack)}`);
+  eq(Object.keys(ack).sort(), ["chunk_offset", "req_id", "upload_id"], `${what}: ack keys`);
+  eq(ack.req_id, req.req_id, `${what}: req_id`);
+  eq(ack.chunk_offset, req.chunk_offset, `${what}: chunk_offset echo`);
+  ok(typeof ack.upload_id === "string" && ack.upload_id !== "", `${what}: upload_id ${short(ack)}`);
+  return ack.upload_id;
+}
+
+function inside(p, root) {
+  return fs.realpathSync(p).startsWith(fs.realpathSync(root) + path.sep);
+}
+
+function expectLanded(ack, req, uid, data, what) {
+  ok(isObj(ack) && !("code" in ack), `${what}: want the final PutBlobRet, got ${short(ack)}`);
+  eq(Object.keys(ack).sort(), ["chunk_offset", "landing_path", "req_id", "sha256", "total_size", "upload_id"], `${what}: final ack keys`);
+  eq(ack.req_id, req.req_id, `${what}: req_id`);
+  eq(ack.upload_id, uid, `${what}: upload_id echo`);
+  eq(ack.chunk_offset, req.chunk_offset, `${what}: chunk_offset echo`);
+  eq(ack.total_size, data.length, `${what}: total_size`);
+  eq(ack.sha256, sha(data), `${what}: sha256`);
+  const lp = ack.landing_path;
+  ok(typeof lp === "string" && path.isAbsolute(lp), `${what}: landing_path not absolute: ${short(lp)}`);
+  if (LANDING_ROOT) {
+    ok(inside(lp, LANDING_ROOT), `${what}: landing_path ${lp} outside the landing root ${LANDING_ROOT}`);
+    ok(fs.readFileSync(lp).equals(data), `${what}: the landed file's bytes differ from the upload`);
+  }
+  return lp;
+}
+
+// upload sends data in chunks of chunk bytes and returns the landing_path.
+async function upload(s, data, chunk, extra = {}) {
+  const first = data.subarray(0, chunk);
+  const single = first.length === data.length;
+  let [ack, req] = await putFirst(s, first, { total: data.length, digest: sha(data), eof: single, extra });
+  if (single) {
+    ok(isObj(ack) && typeof ack.upload_id === "string", `single chunk: ${short(ack)}`);
+    return expectLanded(ack, req, ack.upload_id, data, "single-chunk upload");
+  }
+  const uid = expectOpen(ack, req, "first chunk");
+  for (let off = first.length; ; ) {
+    const part = data.subarray(off, off + chunk);
+    const eof = off + part.length === data.length;
+    [ack, req] = await put(s, COMPUTER, { upload_id: uid, chunk_offset: off, eof, blob: b64(part) });
+    if (eof) return expectLanded(ack, req, uid, data, `final chunk at ${off}`);
+    eq(expectOpen(ack, req, `chunk at ${off}`), uid, `upload_id echo at ${off}`);
+    off += part.length;
+  }
+}
+
+// finish sends the last chunk of an open upload (cleanup) and returns the ack.
+async function finish(s, uid, offset, rest) {
+  return (await put(s, COMPUTER, { upload_id: uid, chunk_offset: offset, eof: true, blob: b64(rest) }))[0];
+}
+
+function tree(root) {
+  const out = new Set();
+  const walk = (d) => {
+    let names;
+    try {
+      names = fs.readdirSync(d, { withFileTypes: true });
+    } catch (_) {
+      return;
+    }
+    for (const e of names) {
+      const p = path.join(d, e.name);
+      out.add(path.relative(root, p));
+      if (e.isDirectory()) walk(p);
+    }
+  };
+  walk(root);
+  return out;
+}
+
+function computerScenario(name, fn) {
+  scenarios.push({ name, fn, ms: COMPUTER_SCENARIO_MS });
+}
+
+computerScenario("put_blob_chunks", async (ctx) => {
+  requireComputer();
+  requirePutBlob();
+  const a = await officeAgent(ctx, COMPUTER_OFFICE, COMPUTER);
+  const data = crypto.randomBytes(150000);
+  const hint = { name_hint: "../../evil dir/report v1.txt" };
+  const lp = await upload(a, data, 65536, hint);
+  // the same hint again lands beside it, never over it
+  const lp2 = await upload(a, crypto.randomBytes(1000), 65536, hint);
+  ok(lp2 !== lp, `two uploads with the same name_hint landed on one path ${lp}`);
+  if (LANDING_ROOT) ok(fs.readFileSync(lp).equals(data), "the first upload was overwritten");
+  await upload(a, Buffer.from("x"), 65536);
+});
+
+computerScenario("put_blob_unknown_before_0_4", async (ctx) => {
+  requireComputer();
+  if (V04) throw new Skip(`client:put_blob exists at ${PROTOCOL}`);
+  const a = await officeAgent(ctx, COMPUTER_OFFICE, COMPUTER);
+  const [ack] = await putFirst(a, Buffer.from("hello"));
+  eq(ack, { code: 400, message: "unknown event" }, `put_blob at a ${PROTOCOL} server`);
+});
+
+computerScenario("put_blob_invalid_upload", async (ctx) => {
+  requireComputer();
+  requirePutBlob();
+  let a = await officeAgent(ctx, COMPUTER_OFFICE, COMPUTER);
+  for (const [what, uid] of [
+    ["unknown upload_id", crypto.randomBytes(16).toString("hex")],
+    ["malformed upload_id", "../../etc/passwd"],
+  ]) {
+    const [ack] = await put(a, COMPUTER, { upload_id: uid, chunk_offset: 0, eof: true, blob: b64("hi") });
+    expect4019(ack, "invalid_upload", what);
+  }
+  // another Agent's upload: JA opens it and leaves, JB may not continue it
+  const data = Buffer.from("0123456789");
+  const [ack0, req0] = await putFirst(a, data.subarray(0, 4), { total: data.length, digest: sha(data), eof: false });
+  const uid = expectOpen(ack0, req0, "JA's first chunk");
+  await leaveNow(a);
+  const b = await officeAgent(ctx, COMPUTER_OFFICE, COMPUTER, "JB");
+  const [ack1] = await put(b, COMPUTER, { upload_id: uid, chunk_offset: 4, eof: true, blob: b64(data.subarray(4)) });
+  expect4019(ack1, "invalid_upload", "another Agent's upload_id");
+  await leaveNow(b);
+  // JA may finish it (or find it ended with its leave); either frees the slot
+  a = await officeAgent(ctx, COMPUTER_OFFICE, COMPUTER);
+  await finish(a, uid, 4, data.subarray(4));
+});
+
+computerScenario("put_blob_invalid_declaration", async (ctx) => {
+  requireComputer();
+  requirePutBlob();
+  const a = await officeAgent(ctx, COMPUTER_OFFICE, COMPUTER);
+  const data = Buffer.from("declared data");
+  const base = { chunk_offset: 0, eof: true, total_size: data.length, sha256: sha(data), blob: b64(data) };
+  const without = (k) => Object.fromEntries(Object.entries(base).filter(([key]) => key !== k));
+  for (const [what, fields] of [
+    ["no total_size", without("total_size")],
+    ["no sha256", without("sha256")],
+    ["total_size 0", { ...base, total_size: 0 }],
+    ["sha256 not a digest", { ...base, sha256: "not-a-digest" }],
+    ["blob not base64", { ...base, blob: "!!! not base64 !!!" }],
+  ]) {
+    const [ack] = await put(a, COMPUTER, fields);
+    expect4019(ack, "invalid_declaration", what);
+  }
+  // a declaration repeated on a later chunk
+  for (const [key, val] of [
+    ["total_size", data.length],
+    ["sha256", sha(data)],
+    ["name_hint", "x.txt"],
+  ]) {
+    const [ack0, req0] = await putFirst(a, data.subarray(0, 4), { total: data.length, digest: sha(data), eof: false });
+    const uid = expectOpen(ack0, req0, `first chunk (then ${key} again)`);
+    const [ack] = await put(a, COMPUTER, { upload_id: uid, chunk_offset: 4, eof: true, blob: b64(data.subarray(4)), [key]: val });
+    expect4019(ack, "invalid_declaration", `${key} on a later chunk`);
+    await finish(a, uid, 4, data.subarray(4));
+  }
+});
+
+computerScenario("put_blob_range", async (ctx) => {
+  requireComputer();
+  requirePutBlob();
+  const a = await officeAgent(ctx, COMPUTER_OFFICE, COMPUTER);
+  const data = Buffer.from("0123456789");
+  const open = async () => {
+    const [ack, req] = await putFirst(a, data.subarray(0, 4), { total: data.length, digest: sha(data), eof: false });
+    return expectOpen(ack, req, "first chunk");
+  };
+  let uid = await open();
+  for (const off of [5, 0, 3]) {
+    const [ack] = await put(a, COMPUTER, { upload_id: uid, chunk_offset: off, eof: false, blob: b64(data.subarray(off, off + 2)) });
+    const d = expect4019(ack, "range", `chunk_offset ${off} after 4 bytes`);
+    ok(Number.isInteger(d.chunk_offset), `range without an integer details.chunk_offset: ${short(ack)}`);
+  }
+  await finish(a, uid, 4, data.subarray(4));
+  // the final size differs from the declared one: in the first chunk, and later
+  const [ack1] = await putFirst(a, data.subarray(0, 4), { total: data.length, digest: sha(data), eof: true });
+  expect4019(ack1, "range", "eof after 4 of 10 declared bytes");
+  uid = await open();
+  const [ack2] = await put(a, COMPUTER, { upload_id: uid, chunk_offset: 4, eof: true, blob: b64(data.subarray(4, 7)) });
+  expect4019(ack2, "range", "eof at 7 of 10 declared bytes");
+});
+
+computerScenario("put_blob_too_large", async (ctx) => {
+  requireComputer();
+  requirePutBlob();
+  const a = await officeAgent(ctx, COMPUTER_OFFICE, COMPUTER);
+  const [ack] = await putFirst(a, Buffer.from("x"), { total: 2 ** 40, digest: sha("x"), eof: false });
+  const d = expect4019(ack, "too_large", "1 TiB declared");
+  ok(Number.isInteger(d.total_size) && d.total_size > 0, `too_large without details.total_size: ${short(ack)}`);
+});
+
+computerScenario("put_blob_busy", async (ctx) => {
+  requireComputer();
+  requirePutBlob();
+  const a = await officeAgent(ctx, COMPUTER_OFFICE, COMPUTER);
+  const data = Buffer.from("ab");
+  const opened = [];
+  let busy = null;
+  try {
+    for (let i = 0; i < 64; i++) {
+      const [ack, req] = await putFirst(a, data.subarray(0, 1), { total: 2, digest: sha(data), eof: false });
+      if (isObj(ack) && ack.code !== undefined) {
+        busy = ack;
+        break;
+      }
+      opened.push(expectOpen(ack, req, `session ${opened.length + 1}`));
+    }
+    ok(busy !== null, `${opened.length} open uploads and never busy`);
+    ok(opened.length > 0, "busy before any upload was open");
+    expect4019(busy, "busy", `upload ${opened.length + 1} while ${opened.length} are open`);
+  } finally {
+    const acks = [];
+    for (const uid of opened) acks.push(await finish(a, uid, 1, data.subarray(1)));
+    if (busy !== null) {
+      acks.forEach((ack, i) =>
+        ok(isObj(ack) && typeof ack.landing_path === "string", `open upload ${i + 1} did not finish after the busy refusal: ${short(ack)}`),
+      );
+    }
+  }
+  await upload(a, Buffer.from("after busy"), 65536);
+});
+
+computerScenario("put_blob_forbidden", async (ctx) => {
+  if (!NOROOT_OFFICE || !NOROOT_COMPUTER) throw new Skip("A2C_NOROOT_OFFICE / A2C_NOROOT_COMPUTER not set");
+  requirePutBlob();
+  const a = await officeAgent(ctx, NOROOT_OFFICE, NOROOT_COMPUTER);
+  const [ack] = await putFirst(a, Buffer.from("no root"), { computer: NOROOT_COMPUTER });
+  expect4019(ack, "forbidden", "upload to a Computer without a landing root");
+});
+
+computerScenario("put_blob_integrity", async (ctx) => {
+  requireComputer();
+  requirePutBlob();
+  const a = await officeAgent(ctx, COMPUTER_OFFICE, COMPUTER);
+  const before = LANDING_ROOT ? tree(LANDING_ROOT) : new Set();
+  const data = Buffer.from("integrity check");
+  const [ack1] = await putFirst(a, data, { digest: sha("other bytes") });
+  expect4019(ack1, "integrity", "single chunk, wrong sha256");
+  const [ack2, req2] = await putFirst(a, data.subarray(0, 5), { total: data.length, digest: sha("other bytes"), eof: false });
+  const uid = expectOpen(ack2, req2, "first chunk");
+  const [ack3] = await put(a, COMPUTER, { upload_id: uid, chunk_offset: 5, eof: true, blob: b64(data.subarray(5)) });
+  expect4019(ack3, "integrity", "two chunks, wrong sha256");
+  if (LANDING_ROOT) eq([...tree(LANDING_ROOT)].filter((p) => !before.has(p)).sort(), [], "files left in the landing root after integrity failures");
+});
+
+// put_blob's io_error is not provoked: the reliable way (a landing root
+// made read-only after the Computer started) does not stop root, which
+// these suites run as in CI.
+
+const SKILL_DESC = { "hello-world": "Says hello to the user", tagless: "A skill without tags", "bad-tags": "Tags that are not a list" };
+
+// skillBody is a skill's SKILL.md with its frontmatter block (both
+// delimiter lines included) stripped.
+function skillBody(dir) {
+  const raw = fs.readFileSync(path.join(SKILLS_DIR, dir, "SKILL.md"));
+  const end = raw.indexOf("\n---\n", 3) + "\n---\n".length;
+  return raw.subarray(end);
+}
+
+function requireSkills() {
+  requireComputer();
+  if (!SKILLS_DIR) throw new Skip("A2C_SKILLS_DIR not set");
+}
+
+computerScenario("skills_list", async (ctx) => {
+  requireSkills();
+  const a = await officeAgent(ctx, COMPUTER_OFFICE, COMPUTER);
+  const R = uuid();
+  const res = await request(a, "client:get_skills", { agent: "JA", req_id: R, computer: COMPUTER }, 10000);
+  ok(isObj(res) && Array.isArray(res.skills), `want GetSkillsRet, got ${short(res)}`);
+  eq(Object.keys(res).sort(), ["req_id", "skills"], "GetSkillsRet keys");
+  eq(res.req_id, R, "req_id");
+  const got = Object.fromEntries(res.skills.map((s) => [s.name, s]));
+  eq(Object.keys(got).length, res.skills.length, `duplicate names in ${short(res)}`);
+  eq(Object.keys(got).sort(), ["bad-tags", "hello-world", "tagless"], "skill names (BadName is left out)");
+  for (const [name, ref] of Object.entries(got)) {
+    for (const k of ["name", "source", "path", "description"]) ok(typeof ref[k] === "string", `${name}: ${k} missing in ${short(ref)}`);
+    eq(ref.source, "user", `${name}: source`);
+    eq(ref.description, SKILL_DESC[name], `${name}: description`);
+    ok(path.isAbsolute(ref.path), `${name}: path not absolute: ${ref.path}`);
+    ok(
+      fs.readFileSync(path.join(ref.path, "SKILL.md")).equals(fs.readFileSync(path.join(SKILLS_DIR, name, "SKILL.md"))),
+      `${name}: path ${ref.path} does not hold its SKILL.md`,
+    );
+    ok(!("version" in ref) && !("uri" in ref), `${name}: a user skill with version or uri: ${short(ref)}`);
+  }
+  eq(got["hello-world"].license, "MIT", "hello-world: license");
+  if (V04) eq(got["hello-world"].tags, ["greet", "demo"], "hello-world: tags");
+  else ok(!("tags" in got["hello-world"]), `tags in a ${PROTOCOL} A2CSkillRef: ${short(got["hello-world"])}`);
+  for (const name of ["tagless", "bad-tags"]) ok(!("tags" in got[name]), `${name}: tags present: ${short(got[name])}`);
+});
+
+async function getSkill(a, name, relPath) {
+  const req = { agent: a.memberName, req_id: uuid(), computer: COMPUTER, name };
+  if (relPath !== undefined) req.rel_path = relPath;
+  return [await request(a, "client:get_skill", req, 15000), req];
+}
+
+async function readBlob(a, handle) {
+  const parts = [];
+  let first = null;
+  for (let off = 0; ; ) {
+    const res = await request(a, "client:get_blob", { agent: a.memberName, req_id: uuid(), computer: COMPUTER, blob_handle: handle, chunk_offset: off }, 15000);
+    ok(isObj(res) && !("code" in res), `get_blob at ${off}: ${short(res)}`);
+    first = first || res;
+    eq(res.chunk_offset, off, "get_blob chunk_offset");
+    const chunk = Buffer.isBuffer(res.blob) ? res.blob : Buffer.from(res.blob, "base64");
+    parts.push(chunk);
+    off += chunk.length;
+    if (res.eof) return [Buffer.concat(parts), first];
+    ok(chunk.length > 0, `get_blob: empty chunk without eof at ${off}`);
+  }
+}
+
+computerScenario("skill_read", async (ctx) => {
+  requireSkills();
+  const a = await officeAgent(ctx, COMPUTER_OFFICE, COMPUTER);
+  for (const name of ["hello-world", "tagless", "bad-tags"]) {
+    const body = skillBody(name);
+    for (const rel of [undefined, "SKILL.md"]) {
+      const [res, req] = await getSkill(a, name, rel);
+      ok(isObj(res) && !("code" in res), `get_skill ${name} ${rel}: ${short(res)}`);
+      eq(Object.keys(res).sort(), ["body", "mime_type", "name", "rel_path", "req_id", "sha256", "total_size"], `${name}: GetSkillRet keys`);
+      eq([res.name, res.rel_path, res.req_id], [name, "SKILL.md", req.req_id], `${name}: echoes`);
+      eq(res.mime_type, "text/markdown", `${name}: mime_type`);
+      eq(res.body, body.toString("utf8"), `${name}: body (frontmatter stripped)`);
+      eq(res.total_size, body.length, `${name}: total_size`);
+      eq(res.sha256, sha(body), `${name}: sha256`);
+    }
+  }
+  const [notes] = await getSkill(a, "hello-world", "notes.txt");
+  eq([notes.mime_type, notes.body, notes.sha256], ["text/plain", "plain notes\n", sha("plain notes\n")], "notes.txt");
+  const [ref] = await getSkill(a, "hello-world", "docs/ref.md");
+  eq(ref.body, "# Reference\n", "docs/ref.md body");
+  // binary, and text over any inline budget: a handle, read with get_blob
+  for (const rel of ["data.bin", "big.md"]) {
+    const raw = fs.readFileSync(path.join(SKILLS_DIR, "hello-world", rel));
+    const [res] = await getSkill(a, "hello-world", rel);
+    ok(isObj(res) && !("code" in res), `get_skill ${rel}: ${short(res)}`);
+    eq(Object.keys(res).sort(), ["blob_handle", "mime_type", "name", "rel_path", "req_id", "sha256", "total_size"], `${rel}: GetSkillRet keys`);
+    eq([res.total_size, res.sha256], [raw.length, sha(raw)], `${rel}: size and digest`);
+    const [got, first] = await readBlob(a, res.blob_handle);
+    eq([first.total_size, first.sha256], [raw.length, sha(raw)], `${rel}: get_blob size and digest`);
+    ok(got.equals(raw), `${rel}: bytes read through the handle differ (${got.length} vs ${raw.length})`);
+  }
+});
+
+function expectSkillError(res, code, what, reason) {
+  ok(isObj(res), `${what}: want ErrorPayload {code:${code}}, got ${short(res)}`);
+  eq(res.code, code, `${what}: code (payload ${short(res)})`);
+  ok(typeof res.message === "string" && res.message.length > 0, `${what}: message must be a non-empty string, got ${short(res)}`);
+  if (reason !== undefined) {
+    ok(isObj(res.details) && res.details.reason === reason, `${what}: want details.reason ${reason}, got ${short(res)}`);
+    return res.details;
+  }
+}
+
+computerScenario("skill_errors", async (ctx) => {
+  requireSkills();
+  const a = await officeAgent(ctx, COMPUTER_OFFICE, COMPUTER);
+  for (const name of ["Bad_Name", "BadName", "a:b:c:d", "x:y:z", "mcp:a.b:y", "mcp:a__b:y", "-lead", "a--b", "a:"]) {
+    expectSkillError((await getSkill(a, name))[0], 4016, `name ${JSON.stringify(name)}`);
+  }
+  for (const name of ["no-such-skill", "plug:no-such", "mcp:fx", "mcp:fx:no-such"]) {
+    expectSkillError((await getSkill(a, name))[0], 4014, `unknown skill ${JSON.stringify(name)}`);
+  }
+  const cases = [
+    ["traversal", ["../tagless/SKILL.md", "/etc/passwd", "docs/../../tagless/SKILL.md", "escape.txt"]],
+    ["forbidden", [".skillenv", "docs/.skillenv"]],
+    ["not_found", ["missing.txt", "docs/none.md"]],
+  ];
+  for (const [reason, rels] of cases) {
+    for (const rel of rels) expectSkillError((await getSkill(a, "hello-world", rel))[0], 4017, `rel_path ${JSON.stringify(rel)}`, reason);
+  }
+  const d = expectSkillError((await getSkill(a, "hello-world", "huge.txt"))[0], 4017, "huge.txt", "too_large");
+  eq(d.total_size, 101 * 1024 * 1024, "too_large details.total_size");
+});
+
+function toolMetaOf(tools, name) {
+  const t = tools[name];
+  ok(t !== undefined, `${name} not listed (have ${Object.keys(tools).sort().join(", ")})`);
+  const meta = t.meta || {};
+  ok(isObj(meta), `${name}: meta not an object: ${short(t)}`);
+  if (!("a2c_tool_meta" in meta)) return [meta, null];
+  ok(typeof meta.a2c_tool_meta === "string", `${name}: meta.a2c_tool_meta is not a JSON string: ${short(meta.a2c_tool_meta)}`);
+  return [meta, JSON.parse(meta.a2c_tool_meta)];
+}
+
+computerScenario("tools_tags", async (ctx) => {
+  requireComputer();
+  const a = await officeAgent(ctx, COMPUTER_OFFICE, COMPUTER, "JA", "fx__plain");
+  const res = await request(a, "client:get_tools", { agent: "JA", req_id: uuid(), computer: COMPUTER }, 10000);
+  const tools = Object.fromEntries(res.tools.filter((t) => t.bundle_id === "fx").map((t) => [t.name, t]));
+  eq(Object.keys(tools).sort(), ["fx__cleared", "fx__malformed", "fx__overridden", "fx__plain", "fx__tagged"], "fx tools (a server-declared alias is not honoured)");
+  const none4 = { auto_apply: null, alias: null, tags: null, ret_object_mapper: null };
+  const [meta, tm] = toolMetaOf(tools, "fx__tagged");
+  eq(meta["vendor.example/x"], 1, "fx__tagged: the server's other _meta key");
+  if (V04) {
+    eq(tm, { ...none4, tags: ["alpha", "beta"] }, "fx__tagged: a2c_tool_meta (server tags only)");
+    eq(toolMetaOf(tools, "fx__overridden")[1], { ...none4, tags: ["cfg"], auto_apply: true }, "fx__overridden: a2c_tool_meta (config over server)");
+    eq(toolMetaOf(tools, "fx__cleared")[1], { ...none4, tags: [] }, "fx__cleared: a2c_tool_meta (tags [] clears)");
+    eq(toolMetaOf(tools, "fx__malformed")[1], null, "fx__malformed: a2c_tool_meta (malformed, no config)");
+  } else {
+    ok(tm === null || (tm.tags == null && tm.auto_apply !== true), `fx__tagged: server tags or auto_apply at ${PROTOCOL}: ${short(tm)}`);
+    const ov = toolMetaOf(tools, "fx__overridden")[1];
+    ok(ov !== null && JSON.stringify(ov.tags) === '["cfg"]' && ov.auto_apply === true, `fx__overridden: want config tags [cfg] and auto_apply, got ${short(ov)}`);
+    const cl = toolMetaOf(tools, "fx__cleared")[1];
+    ok(cl === null || cl.tags == null || (Array.isArray(cl.tags) && cl.tags.length === 0), `fx__cleared: ${short(cl)}`);
+    const ma = toolMetaOf(tools, "fx__malformed")[1];
+    ok(ma === null || ma.tags == null, `fx__malformed: ${short(ma)}`);
+  }
+  const call = await request(a, "client:tool_call", { agent: "JA", req_id: uuid(), computer: COMPUTER, tool_name: "fx__tagged", params: { text: "tagged" }, timeout: 10 }, 20000);
+  ok(isObj(call) && call.isError === false && call.content[0].text === "tagged", `call fx__tagged: ${short(call)}`);
+});
+
 // ---------------------------------------------------------------- runner
 
 async function runOne(sc) {
   const ctx = new Ctx();
   try {
-    await withTimeout(Promise.resolve().then(() => sc.fn(ctx)), SCENARIO_TIMEOUT_MS, "scenario");
+    await withTimeout(Promise.resolve().then(() => sc.fn(ctx)), sc.ms || SCENARIO_TIMEOUT_MS, "scenario");
     return { status: "PASS" };
   } catch (err) {
     if (err instanceof Skip) return { status: "SKIP", reason: err.message };
     return { status: "FAIL", reason: (err && err.message) || String(err) };
   } finally {
+    // a Computer's office holds one Agent: leave it (acked) for the next
+    for (const s of ctx.sockets) if (s.leaveOffice) await leaveNow(s);
     ctx.close();
   }
 }
