@@ -9,7 +9,9 @@ import (
 	"net/http"
 	"net/url"
 	"sort"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -43,7 +45,11 @@ type Options struct {
 	// Config is the configuration to serve.
 	Config *config.File
 	// Resolver substitutes ${input:...} and ${env:...} placeholders; nil
-	// means one with no prompt.
+	// means one with no prompt. A configured server's raw configuration is
+	// rendered by it before every real start of the server (the first, and
+	// each restart after its process ended), never reused from an earlier
+	// start: command inputs run again and the environment is read again
+	// (0.3.2). A running server keeps the values it was started with.
 	Resolver *config.Resolver
 	// Approval decides about tools without auto_apply. Default all.
 	Approval Approval
@@ -144,6 +150,10 @@ type Computer struct {
 type hosted struct {
 	cfg config.Server
 	up  *mcphost.Upstream // nil when disabled
+	// malformed lists the tools whose last listing carried a malformed
+	// a2c_tool_meta declaration, as last warned about (one warning per
+	// server and change, not per rebuild).
+	malformed string
 }
 
 // route is one line of the ExposedToolMapping.
@@ -215,7 +225,7 @@ func New(o Options) (*Computer, error) {
 	if err := c.startSkills(); err != nil {
 		return nil, err
 	}
-	if err := c.apply(context.Background(), o.Config); err != nil {
+	if err := c.apply(context.Background(), o.Config, true); err != nil {
 		c.stopSkills()
 		return nil, err
 	}
@@ -250,20 +260,27 @@ func (c *Computer) hostedOrder(cfg *config.File) []config.Server {
 
 // apply makes the hosted servers match cfg (and the local servers): new
 // ones start, removed ones stop, changed ones are replaced in place.
-func (c *Computer) apply(ctx context.Context, cfg *config.File) error {
+//
+// A configured server's inputs are resolved here, for its first start,
+// and again by its upstream's Prepare before every later start (see
+// [Options.Resolver]). When that first resolution fails: if strict (the
+// Computer is being created), nothing starts and the error is returned;
+// else (a reload) the error is logged and returned after the rest is
+// applied, and a changed server keeps its running version (runtime
+// contract §5.13: keep the old process where possible), while a new one is
+// hosted anyway, in backoff with the error until a start succeeds.
+func (c *Computer) apply(ctx context.Context, cfg *config.File, strict bool) error {
 	order := c.hostedOrder(cfg)
 	next := make(map[string]*hosted, len(order))
-	var stop []*mcphost.Upstream
+	var stop, started []*mcphost.Upstream
+	var errs []error
 	c.mu.Lock()
-	for _, s := range order {
+	for i, s := range order {
 		old := c.servers[s.BundleID]
 		if old != nil && sameServer(old.cfg, s) {
 			old.cfg = s
 			next[s.BundleID] = old
 			continue
-		}
-		if old != nil && old.up != nil {
-			stop = append(stop, old.up)
 		}
 		h := &hosted{cfg: s}
 		bundleID := s.BundleID
@@ -273,11 +290,33 @@ func (c *Computer) apply(ctx context.Context, cfg *config.File) error {
 			h.up = mcphost.Start(mcphost.Spec{BundleID: s.BundleID, Type: mcphost.TypeMemory, Connect: connect}, upOpts)
 		} else if !s.Disabled {
 			rendered, err := c.opts.Resolver.Render(ctx, s)
-			if err != nil {
+			var first *mcphost.Spec
+			switch {
+			case err == nil:
+				sp := UpstreamSpec(rendered)
+				first = &sp
+			case strict:
 				c.mu.Unlock()
+				for _, u := range started {
+					u.Close()
+				}
 				return fmt.Errorf("server %q: %w", s.BundleID, err)
+			default:
+				c.logInputError(s.BundleID, err)
+				errs = append(errs, fmt.Errorf("server %q: %w", s.BundleID, err))
+				if old != nil && old.up != nil {
+					next[s.BundleID], order[i] = old, old.cfg // keep the running version
+					continue
+				}
 			}
-			h.up = mcphost.Start(UpstreamSpec(rendered), upOpts)
+			upOpts.Prepare = c.prepare(s, first)
+			h.up = mcphost.Start(UpstreamSpec(s), upOpts)
+		}
+		if h.up != nil {
+			started = append(started, h.up)
+		}
+		if old != nil && old.up != nil {
+			stop = append(stop, old.up)
 		}
 		next[s.BundleID] = h
 	}
@@ -293,20 +332,52 @@ func (c *Computer) apply(ctx context.Context, cfg *config.File) error {
 		go u.Close()
 	}
 	c.markChanged()
-	return nil
+	return errors.Join(errs...)
+}
+
+// prepare is the [mcphost.Options.Prepare] of configured server s: it
+// renders s's raw configuration for each connection attempt, so that no
+// start reuses an earlier start's values. first, when not nil, is the
+// rendering apply made for the first start; it is used once, by the first
+// attempt.
+func (c *Computer) prepare(s config.Server, first *mcphost.Spec) func(context.Context) (mcphost.Spec, error) {
+	var pending atomic.Pointer[mcphost.Spec]
+	pending.Store(first)
+	return func(ctx context.Context) (mcphost.Spec, error) {
+		if sp := pending.Swap(nil); sp != nil {
+			return *sp, nil
+		}
+		rendered, err := c.opts.Resolver.Render(ctx, s)
+		if err != nil {
+			c.logInputError(s.BundleID, err)
+			return mcphost.Spec{}, err
+		}
+		return UpstreamSpec(rendered), nil
+	}
+}
+
+// logInputError logs a failed resolution of a server's inputs with its
+// category (missing_input, invalid_selection or validation) and the input
+// concerned. The error names fields and inputs, never values.
+func (c *Computer) logInputError(bundleID string, err error) {
+	category, input := config.CategoryValidation, ""
+	var ce *config.Error
+	if errors.As(err, &ce) {
+		category, input = ce.Category(), ce.Input
+	}
+	c.log.Error("mcp server inputs could not be resolved; server not started", "bundle_id", bundleID,
+		"category", category, "input", input, "err", err)
 }
 
 // Reload applies a new configuration without leaving the office, then
-// tells the Agent that tools and configuration changed.
+// tells the Agent that tools and configuration changed. A server whose
+// inputs cannot be resolved is reported in the returned error; the rest
+// of the configuration is applied all the same (see apply).
 func (c *Computer) Reload(ctx context.Context, cfg *config.File) error {
-	c.mu.Lock()
-	c.opts.Resolver.Inputs = cfg.Inputs
-	c.mu.Unlock()
-	if err := c.apply(ctx, cfg); err != nil {
-		return err
-	}
+	c.opts.Resolver.SetInputs(cfg.Inputs)
+	err := c.apply(ctx, cfg, false)
 	c.emit(smcp.EventUpdateConfig)
-	return nil
+	return err
 }
 
 func sameServer(a, b config.Server) bool {
@@ -316,7 +387,7 @@ func sameServer(a, b config.Server) bool {
 }
 
 // UpstreamSpec is how mcphost reaches a configured server; s must already
-// be rendered (placeholders substituted).
+// be rendered (placeholders substituted) for the Spec to be usable.
 func UpstreamSpec(s config.Server) mcphost.Spec {
 	sp := mcphost.Spec{BundleID: s.BundleID, Type: s.Type}
 	if s.Stdio != nil {
@@ -345,25 +416,68 @@ func (c *Computer) rebuildLocked() {
 		if h == nil || h.up == nil {
 			continue
 		}
+		var malformed []string
 		for _, t := range h.up.Tools() {
 			exposed := h.cfg.ExposedName(t.Name)
 			if h.cfg.Forbidden(t.Name) || routes[exposed].server != nil {
 				continue // forbidden, or an alias collision: the first wins
 			}
 			routes[exposed] = route{server: h, tool: t.Name}
-			tools = append(tools, smcpTool(h.cfg, exposed, t))
+			tool, bad := c.smcpTool(h.cfg, exposed, t)
+			if bad {
+				malformed = append(malformed, t.Name)
+			}
+			tools = append(tools, tool)
 		}
+		c.warnMalformed(h, malformed)
 	}
 	c.routes, c.tools = routes, tools
 }
 
-func smcpTool(s config.Server, exposed string, t *mcp.Tool) smcp.SMCPTool {
+// warnMalformed logs, once per server and change, the tools whose
+// a2c_tool_meta declaration was dropped as malformed. It names tools only,
+// never what they declared.
+func (c *Computer) warnMalformed(h *hosted, tools []string) {
+	sig := strings.Join(tools, "\x00")
+	if sig == h.malformed {
+		return
+	}
+	h.malformed = sig
+	if len(tools) == 0 {
+		return
+	}
+	shown := tools
+	if len(shown) > 10 {
+		shown = shown[:10]
+	}
+	c.log.Warn("mcp server: malformed a2c_tool_meta declarations dropped (want an object whose tags are a list of strings)",
+		"bundle_id", h.cfg.BundleID, "tools", len(tools), "first", strings.Join(shown, ", "))
+}
+
+// smcpTool is t as client:get_tools lists it. Its meta keeps the server's
+// native _meta keys, except a2c_tool_meta, which is always the Computer's:
+// the ToolMeta merge of the configuration over the server's declaration
+// (tags only, and only when the profile has ServerToolTags), encoded in
+// full, or no key at all when neither says anything. malformed reports a
+// declaration that was dropped.
+func (c *Computer) smcpTool(s config.Server, exposed string, t *mcp.Tool) (tool smcp.SMCPTool, malformed bool) {
 	meta := map[string]any{}
 	for k, v := range t.Meta {
-		meta[k] = v
+		if k != smcp.MetaKeyToolMeta {
+			meta[k] = v
+		}
 	}
-	tm, _ := s.MergedToolMeta(t.Name).Encode()
-	meta[smcp.MetaKeyToolMeta] = tm
+	var declared *smcp.ServerToolMeta
+	if raw, ok := t.Meta[smcp.MetaKeyToolMeta]; ok && raw != nil && c.profile.ServerToolTags {
+		if d, err := smcp.ParseServerToolMeta(raw); err == nil {
+			declared = &d
+		} else {
+			malformed = true
+		}
+	}
+	if tm, ok := s.PublishedToolMeta(t.Name, declared); ok {
+		meta[smcp.MetaKeyToolMeta], _ = tm.Encode()
+	}
 	if t.Annotations != nil {
 		b, _ := json.Marshal(t.Annotations)
 		meta[smcp.MetaKeyToolAnnotation] = string(b)
@@ -373,7 +487,7 @@ func smcpTool(s config.Server, exposed string, t *mcp.Tool) smcp.SMCPTool {
 	if t.OutputSchema != nil {
 		ret, _ = json.Marshal(t.OutputSchema)
 	}
-	return smcp.SMCPTool{Name: exposed, BundleID: s.BundleID, Description: t.Description, ParamsSchema: params, ReturnSchema: ret, Meta: meta}
+	return smcp.SMCPTool{Name: exposed, BundleID: s.BundleID, Description: t.Description, ParamsSchema: params, ReturnSchema: ret, Meta: meta}, malformed
 }
 
 // Tools returns the exposed tools, as client:get_tools lists them.
@@ -567,10 +681,13 @@ func (c *Computer) publisher(ctx context.Context) {
 	}
 }
 
+// toolNames is what Agents see of ts, to tell whether it changed: names,
+// descriptions and meta (tags, aliases).
 func toolNames(ts []smcp.SMCPTool) string {
 	names := make([]string, len(ts))
 	for i, t := range ts {
-		names[i] = t.Name + "\x00" + t.Description
+		meta, _ := json.Marshal(t.Meta)
+		names[i] = t.Name + "\x00" + t.Description + "\x00" + string(meta)
 	}
 	sort.Strings(names)
 	b, _ := json.Marshal(names)

@@ -7,11 +7,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"reflect"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -72,10 +76,11 @@ func upstream(t *testing.T) string {
 }
 
 // office starts a signalling server and a Computer serving cfg, and
-// returns an Agent joined to the Computer's office.
+// returns an Agent joined to the Computer's office. All three speak
+// o.ProtocolVersion (default the current one).
 func office(t *testing.T, cfgJSON string, o Options, ao ...agent.Options) (*agent.Client, *Computer) {
 	t.Helper()
-	srv, err := server.New(server.Config{})
+	srv, err := server.New(server.Config{Version: o.ProtocolVersion})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,6 +106,9 @@ func office(t *testing.T, cfgJSON string, o Options, ao ...agent.Options) (*agen
 		aopts = ao[0]
 	}
 	aopts.Name = "agent"
+	if aopts.ProtocolVersion == "" {
+		aopts.ProtocolVersion = o.ProtocolVersion
+	}
 	a, err := agent.Dial(actx, ts.URL, aopts)
 	if err != nil {
 		t.Fatal(err)
@@ -386,5 +394,253 @@ func TestDesktop(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("no notify:update_desktop")
+	}
+}
+
+// tagServer is a real MCP server over streamable HTTP whose tools declare
+// a2c_tool_meta in their _meta as MCP servers may from 0.4.0: safe_read
+// declares {"tags": ["read"], "auto_apply": true} (the conformance fixture,
+// §2.6) beside a native key; the others a malformed or no declaration.
+func tagServer(t *testing.T) string {
+	s := mcp.NewServer(&mcp.Implementation{Name: "tags", Version: "1"}, nil)
+	tools := map[string]mcp.Meta{
+		"safe_read":   {"custom_key": "v", "a2c_tool_meta": map[string]any{"tags": []string{"read"}, "auto_apply": true}},
+		"str_tags":    {"custom_key": "w", "a2c_tool_meta": map[string]any{"tags": "read"}},
+		"json_string": {"a2c_tool_meta": `{"tags":["read"]}`},
+		"not_object":  {"a2c_tool_meta": []string{"read"}},
+		"null_decl":   {"a2c_tool_meta": nil},
+		"no_tags":     {"a2c_tool_meta": map[string]any{"alias": "evil", "ret_object_mapper": map[string]any{"a": "b"}}},
+		"plain":       nil,
+	}
+	for name, meta := range tools {
+		mcp.AddTool(s, &mcp.Tool{Name: name, Meta: meta}, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, struct{}, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ran " + name}}}, struct{}{}, nil
+		})
+	}
+	ts := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil))
+	t.Cleanup(ts.Close)
+	return ts.URL
+}
+
+// parsedToolMeta returns the parsed a2c_tool_meta of tool (nil when the
+// key is absent), failing unless it is a JSON string holding an object
+// with exactly the four ToolMeta keys.
+func parsedToolMeta(t *testing.T, tool smcp.SMCPTool) map[string]any {
+	t.Helper()
+	v, ok := tool.Meta[smcp.MetaKeyToolMeta]
+	if !ok {
+		return nil
+	}
+	s, isString := v.(string)
+	if !isString {
+		t.Fatalf("%s: a2c_tool_meta is %T, want a JSON string", tool.Name, v)
+	}
+	var m map[string]any
+	if err := json.Unmarshal([]byte(s), &m); err != nil {
+		t.Fatalf("%s: a2c_tool_meta %s: %v", tool.Name, s, err)
+	}
+	keys := slices.Sorted(maps.Keys(m))
+	if !slices.Equal(keys, []string{"alias", "auto_apply", "ret_object_mapper", "tags"}) {
+		t.Fatalf("%s: a2c_tool_meta keys = %v, want all four ToolMeta keys", tool.Name, keys)
+	}
+	return m
+}
+
+// TestServerToolTags runs the server-declared tool tags vectors of the
+// conformance tests (§2.6, data-structures §ToolMeta three-layer merge)
+// through client:get_tools: the configuration's tool_meta over
+// default_tool_meta over the server's declaration, tags only from the
+// server, the key removed when nothing is left, native keys kept.
+func TestServerToolTags(t *testing.T) {
+	url := tagServer(t)
+	// canonical builds the expected parsed a2c_tool_meta.
+	canonical := func(autoApply, tags any) map[string]any {
+		return map[string]any{"auto_apply": autoApply, "alias": nil, "ret_object_mapper": nil, "tags": tags}
+	}
+	list := func(s ...string) []any {
+		out := []any{}
+		for _, x := range s {
+			out = append(out, x)
+		}
+		return out
+	}
+	tests := []struct {
+		name    string
+		version string
+		meta    string // tool_meta / default_tool_meta fields of the server entry
+		want    map[string]map[string]any
+	}{
+		{"#1 declaration only", "", ``, map[string]map[string]any{
+			"safe_read":   canonical(nil, list("read")),
+			"str_tags":    nil, // #7: malformed, no config: key removed
+			"json_string": nil, // open point 8: a JSON string is malformed
+			"not_object":  nil,
+			"null_decl":   nil,
+			"no_tags":     canonical(nil, nil), // valid, filtered field by field
+			"plain":       nil,
+		}},
+		{"#2 default over the server", "", `,"default_tool_meta":{"tags":["default"]}`, map[string]map[string]any{
+			"safe_read": canonical(nil, list("default")),
+			"str_tags":  canonical(nil, list("default")), // #7: config canonical
+			"plain":     canonical(nil, list("default")),
+		}},
+		{"#3 tool_meta over default", "", `,"default_tool_meta":{"tags":["default"]},"tool_meta":{"safe_read":{"tags":["specific"]}}`,
+			map[string]map[string]any{"safe_read": canonical(nil, list("specific")), "plain": canonical(nil, list("default"))}},
+		{"#4 empty tags clear", "", `,"default_tool_meta":{"tags":["default"]},"tool_meta":{"safe_read":{"tags":[]}}`,
+			map[string]map[string]any{"safe_read": canonical(nil, list())}},
+		{"#5 auto_apply only inherits server tags", "", `,"tool_meta":{"safe_read":{"auto_apply":true}}`,
+			map[string]map[string]any{"safe_read": canonical(true, list("read"))}},
+		{"#8 declaration and config", "", `,"tool_meta":{"safe_read":{"alias":"sr","ret_object_mapper":{"x":"y"}},"str_tags":{"tags":["cfg"]}}`,
+			map[string]map[string]any{
+				"sr":       {"auto_apply": nil, "alias": "sr", "ret_object_mapper": map[string]any{"x": "y"}, "tags": list("read")},
+				"str_tags": canonical(nil, list("cfg")),
+			}},
+		{"#10 null tags inherit", "", `,"default_tool_meta":{"tags":["default"]},"tool_meta":{"safe_read":{"tags":null}}`,
+			map[string]map[string]any{"safe_read": canonical(nil, list("default"))}},
+		{"0.3.0 ignores declarations", "0.3.0", ``, map[string]map[string]any{
+			"safe_read": nil, "no_tags": nil, "str_tags": nil, "plain": nil,
+		}},
+		{"0.3.1 config only", "0.3.1", `,"default_tool_meta":{"auto_apply":false}`, map[string]map[string]any{
+			"safe_read": canonical(false, nil), "plain": canonical(false, nil),
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := fmt.Sprintf(`{"name":"Tag server","bundle_id":"tg","type":"streamable","server_parameters":{"url":%q}%s}`, url, tt.meta)
+			a, _ := office(t, cfg, Options{ProtocolVersion: tt.version})
+			waitTool(t, a, "tg__plain")
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			tools, err := a.Tools(ctx, "pc")
+			if err != nil {
+				t.Fatal(err)
+			}
+			byName := map[string]smcp.SMCPTool{}
+			for _, tl := range tools {
+				byName[strings.TrimPrefix(tl.Name, "tg__")] = tl
+			}
+			if len(byName) != 7 {
+				t.Fatalf("tools = %v; a declaration must never hide a tool", slices.Sorted(maps.Keys(byName)))
+			}
+			for name, want := range tt.want {
+				tl, ok := byName[name]
+				if !ok {
+					t.Fatalf("%s not listed", name)
+				}
+				if got := parsedToolMeta(t, tl); !reflect.DeepEqual(got, want) {
+					t.Errorf("%s: a2c_tool_meta = %#v\nwant %#v", name, got, want)
+				}
+			}
+			// Native keys are kept as they were.
+			sr, ok := byName["safe_read"]
+			if !ok {
+				sr = byName["sr"]
+			}
+			if v := sr.Meta["custom_key"]; v != "v" {
+				t.Errorf("safe_read custom_key = %#v", v)
+			}
+			if v := byName["str_tags"].Meta["custom_key"]; v != "w" {
+				t.Errorf("str_tags custom_key = %#v", v)
+			}
+		})
+	}
+}
+
+// TestServerAutoApplyIgnored: a server declaring auto_apply does not
+// approve its own calls (conformance §2.6 #6): with --approve none the call
+// is refused unless the configuration says auto_apply.
+func TestServerAutoApplyIgnored(t *testing.T) {
+	url := tagServer(t)
+	cfg := fmt.Sprintf(`{"name":"tg","type":"streamable","server_parameters":{"url":%q},"tool_meta":{"plain":{"auto_apply":true}}}`, url)
+	a, _ := office(t, cfg, Options{Approval: ApproveNone})
+	waitTool(t, a, "tg__safe_read")
+	ctx := context.Background()
+	res, err := a.CallTool(ctx, agent.Call{Computer: "pc", Tool: "tg__safe_read", Timeout: 5 * time.Second})
+	if err != nil || res.ErrorCode() != smcp.CodeToolRequiresConfirmation {
+		t.Fatalf("server-approved call = %+v, %v; want 4005", res, err)
+	}
+	res, err = a.CallTool(ctx, agent.Call{Computer: "pc", Tool: "tg__plain", Timeout: 5 * time.Second})
+	if err != nil || res.IsError {
+		t.Fatalf("config-approved call = %+v, %v", res, err)
+	}
+}
+
+// TestMalformedDeclarationWarnsOnce: the dropped declarations of one
+// server make one warning naming the tools, not one per listing, and
+// nothing of what they declared.
+func TestMalformedDeclarationWarnsOnce(t *testing.T) {
+	url := tagServer(t)
+	var logs syncBuffer
+	cfg := fmt.Sprintf(`{"name":"tg","type":"streamable","server_parameters":{"url":%q}}`, url)
+	a, c := office(t, cfg, Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	waitTool(t, a, "tg__plain")
+	c.mu.Lock()
+	c.rebuildLocked()
+	c.rebuildLocked()
+	c.mu.Unlock()
+	out := logs.String()
+	if n := strings.Count(out, "malformed a2c_tool_meta"); n != 1 {
+		t.Fatalf("%d warnings, want 1:\n%s", n, out)
+	}
+	for _, tool := range []string{"str_tags", "json_string", "not_object"} {
+		if !strings.Contains(out, tool) {
+			t.Errorf("warning does not name %s:\n%s", tool, out)
+		}
+	}
+	for _, value := range []string{`["read"]`, "[read]", "=read", `"read"`} {
+		if strings.Contains(out, value) {
+			t.Errorf("warning quotes a declared value (%s):\n%s", value, out)
+		}
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for a logger's concurrent writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestConfigPickOptions: client:get_config carries a pickString's options
+// as {label, value} objects from 0.3.2 on and as plain values before,
+// decided by the protocol version the Computer speaks.
+func TestConfigPickOptions(t *testing.T) {
+	const doc = `{"inputs": [
+		{"type": "pickString", "id": "region", "description": "Region", "default": "eu",
+		 "options": [{"label": "Europe", "value": "eu"}, {"label": "Europe (old)", "value": "eu"}, {"label": "US", "value": "us"}]},
+		{"type": "promptString", "id": "pw", "password": true, "default": "PW-SECRET"}], "servers": {}}`
+	objects := `[{"type":"pickString","id":"region","description":"Region","default":"eu","options":[{"label":"Europe","value":"eu"},{"label":"Europe (old)","value":"eu"},{"label":"US","value":"us"}]},` +
+		`{"type":"promptString","id":"pw","description":"","password":true}]`
+	values := `[{"type":"pickString","id":"region","description":"Region","default":"eu","options":["eu","eu","us"]},` +
+		`{"type":"promptString","id":"pw","description":"","password":true}]`
+	for _, tt := range []struct{ version, want string }{
+		{"0.4.0", objects}, {"0.3.2", objects}, {"0.3.1", values}, {"0.3.0", values},
+	} {
+		t.Run(tt.version, func(t *testing.T) {
+			cfg, err := config.Parse([]byte(doc), "x.json")
+			if err != nil {
+				t.Fatal(err)
+			}
+			c, err := New(Options{Server: "http://127.0.0.1:1", Office: "o", Name: "pc", Config: cfg, ProtocolVersion: tt.version})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			got, err := json.Marshal(c.configRet().Inputs)
+			if err != nil || string(got) != tt.want {
+				t.Fatalf("inputs = %s, %v\nwant     %s", got, err, tt.want)
+			}
+		})
 	}
 }
