@@ -30,30 +30,30 @@ func TestParseName(t *testing.T) {
 		// Refused.
 		{"", Name{}, false},
 		{long + "a", Name{}, false},
-		{"a:b:c", Name{}, false},          // 3 segments, first not mcp
-		{"MCP:s:x", Name{}, false},        // the literal is lower case
-		{"mcp:a:b:c", Name{}, false},      // 4 segments
-		{"a:b:c:d:e", Name{}, false},      //
-		{"mcp:a.b:x", Name{}, false},      // '.' in bundle_id
-		{"mcp:a__b:x", Name{}, false},     // "__" in bundle_id
-		{"mcp::x", Name{}, false},         // empty bundle_id
-		{"mcp:s:", Name{}, false},         // empty leaf
-		{":x", Name{}, false},             // empty plugin
-		{"x:", Name{}, false},             //
-		{"-a", Name{}, false},             // leading '-'
-		{"a-", Name{}, false},             // trailing '-'
-		{"a--b", Name{}, false},           // "--"
-		{"My-helper", Name{}, false},      // upper case
-		{"my_helper", Name{}, false},      // '_' in a leaf
-		{"my helper", Name{}, false},      //
-		{"Plugin:x", Name{}, false},       // upper-case plugin
-		{"mcp:s:Code", Name{}, false},     // upper-case leaf
-		{"../etc", Name{}, false},         //
-		{"a/b", Name{}, false},            //
-		{"héllo", Name{}, false},          //
-		{"mcp:s:x\x00", Name{}, false},    //
-		{"mcp:s%2Fx:y", Name{}, false},    //
-		{"plugin:a--b", Name{}, false},    //
+		{"a:b:c", Name{}, false},       // 3 segments, first not mcp
+		{"MCP:s:x", Name{}, false},     // the literal is lower case
+		{"mcp:a:b:c", Name{}, false},   // 4 segments
+		{"a:b:c:d:e", Name{}, false},   //
+		{"mcp:a.b:x", Name{}, false},   // '.' in bundle_id
+		{"mcp:a__b:x", Name{}, false},  // "__" in bundle_id
+		{"mcp::x", Name{}, false},      // empty bundle_id
+		{"mcp:s:", Name{}, false},      // empty leaf
+		{":x", Name{}, false},          // empty plugin
+		{"x:", Name{}, false},          //
+		{"-a", Name{}, false},          // leading '-'
+		{"a-", Name{}, false},          // trailing '-'
+		{"a--b", Name{}, false},        // "--"
+		{"My-helper", Name{}, false},   // upper case
+		{"my_helper", Name{}, false},   // '_' in a leaf
+		{"my helper", Name{}, false},   //
+		{"Plugin:x", Name{}, false},    // upper-case plugin
+		{"mcp:s:Code", Name{}, false},  // upper-case leaf
+		{"../etc", Name{}, false},      //
+		{"a/b", Name{}, false},         //
+		{"héllo", Name{}, false},       //
+		{"mcp:s:x\x00", Name{}, false}, //
+		{"mcp:s%2Fx:y", Name{}, false}, //
+		{"plugin:a--b", Name{}, false}, //
 		{"mcp:" + long + ":x", Name{Kind: KindMCP, Server: long, Leaf: "x"}, true},
 	}
 	for _, tt := range tests {

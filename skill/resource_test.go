@@ -102,10 +102,10 @@ func TestGet(t *testing.T) {
 		{"inside.txt", want{mime: "text/plain", body: "# A\n"}},
 		{"references/up/references/a.md", want{mime: "text/markdown", body: "# A\n"}}, // a link that stays inside
 		{"data/empty.txt", want{mime: "text/plain", body: ""}},
-		{"data/big.txt", want{mime: "text/plain", handle: true, size: 40 << 10}},      // text over the budget
-		{"data/latin1.txt", want{mime: "text/plain", handle: true, size: 4}},          // not UTF-8
-		{"assets/logo.png", want{mime: "image/png", handle: true, size: 8}},           // binary
-		{"scripts/run.py", want{mime: DefaultMIME, handle: true, size: 9}},            // unknown extension
+		{"data/big.txt", want{mime: "text/plain", handle: true, size: 40 << 10}}, // text over the budget
+		{"data/latin1.txt", want{mime: "text/plain", handle: true, size: 4}},     // not UTF-8
+		{"assets/logo.png", want{mime: "image/png", handle: true, size: 8}},      // binary
+		{"scripts/run.py", want{mime: DefaultMIME, handle: true, size: 9}},       // unknown extension
 	}
 	for _, tt := range ok {
 		ret, err := Get(reg, "demo", tt.rel, o, mint)
