@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/a2c-smcp/a2c-go/computer"
 	"github.com/a2c-smcp/a2c-go/computer/config"
@@ -64,7 +65,9 @@ type OfficeOptions struct {
 	// sandbox's commands find them; "-" refuses every upload.
 	LandingRoot string
 	// SkillsDir is the folder of the user's skill packages served on the
-	// SKILL channel; see computer.Options.SkillsDir.
+	// SKILL channel; see computer.Options.SkillsDir. Default the daemon's
+	// skills path (AIO_SKILLS_PATH), the folder sandbox_load_skill reads,
+	// so that both read the same skills through package skill.
 	SkillsDir string
 }
 
@@ -135,6 +138,9 @@ func (d *Daemon) officeComputer(o OfficeOptions) (*computer.Computer, error) {
 		o.LandingRoot = filepath.Join(d.cfg.Workspace, DefaultLandingDir)
 	case "-":
 		o.LandingRoot = ""
+	}
+	if o.SkillsDir == "" {
+		o.SkillsDir = strings.Trim(strings.TrimSpace(d.cfg.SkillsPath), `"'`)
 	}
 	co := computer.Options{Server: o.Server, Path: o.Path, Office: o.Office, Name: o.Name, Config: cfg, Approval: policy,
 		Supervisor: o.Supervisor, OnJoined: o.OnJoined, Logger: d.log,

@@ -3,13 +3,12 @@ package mcp
 import (
 	"context"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 
-	"go.yaml.in/yaml/v3"
+	"github.com/a2c-smcp/a2c-go/skill"
 )
 
 // Skill discovery bounds: how deep below AIO_SKILLS_PATH a SKILL.md is
@@ -20,10 +19,10 @@ const (
 	maxSkillBytes = 1 << 20
 )
 
-// skill is one SKILL.md found under the skills path.
-type skill struct {
+// skillEntry is one skill found under the skills path.
+type skillEntry struct {
 	name, description string
-	dir, file         string
+	dir               string
 }
 
 // loadSkill is sandbox_load_skill: with a name, that skill's instructions
@@ -55,7 +54,7 @@ func (s *Server) loadSkill(_ context.Context, args []byte) result {
 	}
 	for _, sk := range skills {
 		if sk.name == *a.Name {
-			_, body, err := readSkill(sk.file)
+			_, body, err := readSkill(sk.dir)
 			if err != nil {
 				return failure(fmt.Sprintf("skill %s cannot be read: %s", sk.name, err))
 			}
@@ -65,22 +64,17 @@ func (s *Server) loadSkill(_ context.Context, args []byte) result {
 	return failure("skill not found: " + *a.Name)
 }
 
-// discoverSkills finds the skills under root, sorted by name; of two with
-// one name the first by path is kept.
-func discoverSkills(root string) []skill {
+// discoverSkills finds the skills under root (see skill.Find), sorted by
+// name; of two with one name the first by path is kept.
+func discoverSkills(root string) []skillEntry {
 	root = strings.Trim(strings.TrimSpace(root), `"'`)
-	if root == "" {
-		return nil
-	}
-	root = filepath.Clean(root)
-	var found []skill
-	add := func(file string) {
-		meta, _, err := readSkill(file)
+	var found []skillEntry
+	for _, dir := range skill.Find(root, maxSkillDepth, maxSkills) {
+		meta, _, err := readSkill(dir)
 		if err != nil {
-			return
+			continue
 		}
-		dir := filepath.Dir(file)
-		sk := skill{name: filepath.Base(dir), dir: dir, file: file}
+		sk := skillEntry{name: filepath.Base(dir), dir: dir}
 		if n, ok := meta["name"].(string); ok && strings.TrimSpace(n) != "" {
 			sk.name = strings.TrimSpace(n)
 		}
@@ -88,24 +82,6 @@ func discoverSkills(root string) []skill {
 			sk.description = strings.Join(strings.Fields(d), " ")
 		}
 		found = append(found, sk)
-	}
-	if _, err := os.Stat(filepath.Join(root, "SKILL.md")); err == nil {
-		add(filepath.Join(root, "SKILL.md"))
-	} else {
-		_ = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-			if err != nil || !d.IsDir() || len(found) >= maxSkills {
-				return nil
-			}
-			rel, _ := filepath.Rel(root, p)
-			if p != root && (strings.HasPrefix(d.Name(), ".") || strings.Count(rel, string(filepath.Separator)) >= maxSkillDepth) {
-				return filepath.SkipDir
-			}
-			if f := filepath.Join(p, "SKILL.md"); p != root && isFile(f) {
-				add(f)
-				return filepath.SkipDir
-			}
-			return nil
-		})
 	}
 	sort.SliceStable(found, func(i, j int) bool { return found[i].dir < found[j].dir })
 	seen := map[string]bool{}
@@ -120,14 +96,13 @@ func discoverSkills(root string) []skill {
 	return out
 }
 
-func isFile(p string) bool {
-	st, err := os.Stat(p)
-	return err == nil && st.Mode().IsRegular()
-}
-
-// readSkill splits a SKILL.md into its YAML front matter (between two
-// "---" lines at the top; none is an empty one) and its body.
-func readSkill(file string) (map[string]any, string, error) {
+// readSkill reads dir's SKILL.md through package skill, the reader the
+// Computer's SKILL channel uses: its frontmatter (split by skill.Split;
+// none, or YAML that is not a mapping, is an empty one; fields are not
+// validated here) and its instructions after it, with CRLF line ends made
+// LF and the blank lines that follow the frontmatter dropped.
+func readSkill(dir string) (map[string]any, string, error) {
+	file := filepath.Join(dir, skill.FileName)
 	st, err := os.Stat(file)
 	if err != nil {
 		return nil, "", fmt.Errorf("%s is not readable", file)
@@ -135,21 +110,17 @@ func readSkill(file string) (map[string]any, string, error) {
 	if st.Size() > maxSkillBytes {
 		return nil, "", fmt.Errorf("%s is larger than 1 MiB", file)
 	}
-	b, err := os.ReadFile(file)
+	doc, err := skill.ReadDoc(dir)
 	if err != nil {
 		return nil, "", fmt.Errorf("%s is not readable", file)
 	}
-	text := strings.ReplaceAll(string(b), "\r\n", "\n")
 	meta := map[string]any{}
-	lines := strings.Split(text, "\n")
-	if len(lines) == 0 || strings.TrimSpace(lines[0]) != "---" {
-		return meta, text, nil
-	}
-	for i := 1; i < len(lines); i++ {
-		if strings.TrimSpace(lines[i]) == "---" {
-			_ = yaml.Unmarshal([]byte(strings.Join(lines[1:i], "\n")), &meta)
-			return meta, strings.TrimLeft(strings.Join(lines[i+1:], "\n"), "\n"), nil
+	body := strings.ReplaceAll(string(doc.Body), "\r\n", "\n")
+	if doc.HasFront {
+		if m, err := skill.ParseYAML(doc.Front); err == nil {
+			meta = m
 		}
+		body = strings.TrimLeft(body, "\n")
 	}
-	return meta, text, nil
+	return meta, body, nil
 }
