@@ -1,15 +1,101 @@
 package computer
 
 import (
+	"sync"
+
+	"github.com/a2c-smcp/a2c-go/blob"
 	"github.com/a2c-smcp/a2c-go/internal/sio"
 	"github.com/a2c-smcp/a2c-go/smcp"
 )
 
-// putBlob handles one client:put_blob chunk. SKELETON: refuses every
-// upload until the landing is built.
+// uploads is a Computer's landing for client:put_blob
+// (Options.LandingRoot, Options.Uploads), made once, at the first upload
+// or by startUploads.
+type uploads struct {
+	once    sync.Once
+	landing *blob.Landing
+}
+
+// landings holds each Computer's uploads. It lives beside the Computer
+// rather than in it so that this file owns the whole upload channel;
+// stopUploads removes the entry.
+var landings sync.Map // *Computer -> *uploads
+
+// landing returns the Computer's landing, making it on first use.
+func (c *Computer) landing() *blob.Landing {
+	v, _ := landings.LoadOrStore(c, new(uploads))
+	u := v.(*uploads)
+	u.once.Do(func() {
+		l, err := blob.NewLanding(c.opts.LandingRoot, c.opts.Uploads, c.log)
+		if err != nil {
+			// Only a root that cannot be made absolute fails: refuse every
+			// upload (forbidden), as with no root.
+			c.log.Error("put_blob: landing root unusable; uploads are refused", "root", c.opts.LandingRoot, "err", err)
+			l, _ = blob.NewLanding("", c.opts.Uploads, c.log)
+		}
+		u.landing = l
+	})
+	return u.landing
+}
+
+// startUploads makes the landing now, so that the orphaned .part files of
+// an earlier run are collected at start rather than at the first upload.
+//
+//lint:ignore U1000 to be called by New (computer.go) beside startSkills.
+func (c *Computer) startUploads() {
+	if c.profile.PutBlob {
+		c.landing()
+	}
+}
+
+// stopUploads closes the landing, if one was made: its janitor stops and
+// the uploads in progress are ended (their .part files removed).
+//
+//lint:ignore U1000 to be called by Close (computer.go) beside stopSkills.
+func (c *Computer) stopUploads() {
+	if v, ok := landings.LoadAndDelete(c); ok {
+		u := v.(*uploads)
+		u.once.Do(func() {}) // a landing made later would not be closed
+		if u.landing != nil {
+			u.landing.Close()
+		}
+	}
+}
+
+// putBlob handles one client:put_blob chunk (dispatched only when the
+// profile has put_blob). It runs on the connection's reader: the chunk is
+// decoded and judged against the landing's state here, in memory, and
+// its disk work (base64 decoding, hashing, writing, landing) runs on a
+// goroutine of its own. The Agent sends the next chunk of an upload only
+// after this one's ack, and the landing refuses a chunk of an upload that
+// is still being written, so an upload's chunks are written in order; at
+// most one chunk per open upload (Options.Uploads.MaxConcurrent) is in
+// memory at a time.
 func (c *Computer) putBlob(e *sio.Event, raw []byte) {
 	var req smcp.PutBlobReq
-	if c.decode(e, raw, &req) {
-		answer(e, smcp.BlobWriteFailed(smcp.ReasonForbidden, nil))
+	// DecodePutBlob answers as c.decode's DecodeRequest would, in one pass
+	// over a payload that is mostly its blob.
+	if err := smcp.DecodePutBlob(raw, &req); err != nil {
+		answer(e, err)
+		return
 	}
+	if req.Computer != c.opts.Name {
+		answer(e, smcp.NewError(smcp.CodeNotFound, "request addressed to another Computer"))
+		return
+	}
+	p, err := c.landing().Accept(&req)
+	if err != nil {
+		c.log.Debug("put_blob: chunk refused", "agent", req.Agent, "req_id", req.ReqID, "reason", err.Reason())
+		answer(e, err)
+		return
+	}
+	go func() {
+		ret, err := p.Finish()
+		if err != nil {
+			c.log.Debug("put_blob: chunk refused", "agent", req.Agent, "req_id", req.ReqID, "reason", err.Reason())
+			answer(e, err)
+			return
+		}
+		answer(e, ret)
+	}()
 }
