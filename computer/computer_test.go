@@ -12,10 +12,15 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -23,6 +28,7 @@ import (
 
 	"github.com/a2c-smcp/a2c-go/agent"
 	"github.com/a2c-smcp/a2c-go/computer/config"
+	"github.com/a2c-smcp/a2c-go/computer/mcphost"
 	"github.com/a2c-smcp/a2c-go/server"
 	"github.com/a2c-smcp/a2c-go/smcp"
 )
@@ -642,5 +648,184 @@ func TestConfigPickOptions(t *testing.T) {
 				t.Fatalf("inputs = %s, %v\nwant     %s", got, err, tt.want)
 			}
 		})
+	}
+}
+
+// stdioScript is a minimal MCP server over stdio (newline-delimited
+// JSON-RPC) with two tools: "value" returns $VALUE, "pid" its process id.
+const stdioScript = `import json, os, sys
+for line in sys.stdin:
+    line = line.strip()
+    if not line:
+        continue
+    msg = json.loads(line)
+    if "id" not in msg:
+        continue
+    method, res = msg.get("method"), None
+    if method == "initialize":
+        res = {"protocolVersion": msg["params"]["protocolVersion"], "capabilities": {"tools": {}},
+               "serverInfo": {"name": "py", "version": "1"}}
+    elif method == "tools/list":
+        res = {"tools": [{"name": n, "inputSchema": {"type": "object"}} for n in ("value", "pid")]}
+    elif method == "tools/call":
+        name = msg["params"]["name"]
+        res = {"content": [{"type": "text", "text": os.environ.get("VALUE", "") if name == "value" else str(os.getpid())}]}
+    elif method == "ping":
+        res = {}
+    out = {"jsonrpc": "2.0", "id": msg["id"]}
+    if res is None:
+        out["error"] = {"code": -32601, "message": "unknown method"}
+    else:
+        out["result"] = res
+    sys.stdout.write(json.dumps(out) + "\n")
+    sys.stdout.flush()
+`
+
+// TestInputsReresolvedOnRestart runs the re-resolution vectors of the
+// conformance tests (runtime contract §5.13) on a real stdio server whose
+// environment holds a command input: ① the first start runs the command;
+// ③ a running server keeps its value while the command's output changes;
+// ② killed, it is restarted with the command run again (the new value, not
+// a cached rendering); ⑥ a failed re-resolution leaves it in backoff with a
+// structured error until a start succeeds, and a reload whose inputs fail
+// keeps the running process.
+func TestInputsReresolvedOnRestart(t *testing.T) {
+	python, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("python3 missing")
+	}
+	script := filepath.Join(t.TempDir(), "server.py")
+	if err := os.WriteFile(script, []byte(stdioScript), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var runs, ok atomic.Int32
+	var fail atomic.Bool
+	run := func(_ context.Context, command string, _ map[string]string) (string, error) {
+		runs.Add(1)
+		if command != "gen" {
+			return "", fmt.Errorf("unexpected command %q", command)
+		}
+		if fail.Load() {
+			return "", errors.New("exit status 3")
+		}
+		return fmt.Sprintf("v%d\n", ok.Add(1)), nil
+	}
+	inputs := []smcp.MCPServerInput{{Type: smcp.InputCommand, ID: "val", Command: "gen"}}
+	doc := func(extra string) string {
+		return fmt.Sprintf(`{"inputs": [{"type": "command", "id": "val", "command": "gen"}],
+			"servers": {"py": {"type": "stdio", "server_parameters": {"command": %q, "args": ["-u", %q%s], "env": {"VALUE": "${input:val}"}}}}}`,
+			python, script, extra)
+	}
+	var logs syncBuffer
+	a, c := office(t, doc(""), Options{Resolver: &config.Resolver{Inputs: inputs, Env: func(string) (string, bool) { return "", false }, Run: run},
+		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	waitTool(t, a, "py__value")
+
+	call := func(tool string) (string, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+		defer cancel()
+		res, err := a.CallTool(ctx, agent.Call{Computer: "pc", Tool: tool, Timeout: 12 * time.Second})
+		if err != nil {
+			return "", err
+		}
+		if res.IsError || len(res.Content) == 0 {
+			return "", fmt.Errorf("%s: error result %+v", tool, res)
+		}
+		var item struct{ Text string }
+		_ = json.Unmarshal(res.Content[0], &item)
+		return item.Text, nil
+	}
+	must := func(tool string) string {
+		t.Helper()
+		v, err := call(tool)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	kill := func() int {
+		t.Helper()
+		pid, err := strconv.Atoi(must("py__pid"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		return pid
+	}
+	waitValue := func(want string) {
+		t.Helper()
+		var got string
+		for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+			if got, err = call("py__value"); err == nil && got == want {
+				return
+			}
+		}
+		t.Fatalf("value = %q, %v; want %q", got, err, want)
+	}
+
+	// ① and ③.
+	if v := must("py__value"); v != "v1" || runs.Load() != 1 {
+		t.Fatalf("first start: value %q after %d runs", v, runs.Load())
+	}
+	if v := must("py__value"); v != "v1" || runs.Load() != 1 {
+		t.Fatalf("running server re-resolved: value %q after %d runs", v, runs.Load())
+	}
+
+	// ②: the restarted process gets a fresh value.
+	first := kill()
+	waitValue("v2")
+	if runs.Load() != 2 {
+		t.Errorf("runs = %d after one restart, want 2", runs.Load())
+	}
+	if pid := must("py__pid"); pid == strconv.Itoa(first) {
+		t.Error("the process was not restarted")
+	}
+
+	// ⑥: a restart whose command fails backs off with the error, and the
+	// next successful resolution starts it.
+	fail.Store(true)
+	kill()
+	up := func() *mcphost.Upstream {
+		c.mu.RLock()
+		defer c.mu.RUnlock()
+		return c.servers["py"].up
+	}
+	var ce *config.Error
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if st, err := up().State(); st == mcphost.Backoff && errors.As(err, &ce) {
+			break
+		}
+		if time.Now().After(deadline) {
+			st, err := up().State()
+			t.Fatalf("state = %s, %v; want backoff with a *config.Error", st, err)
+		}
+	}
+	if ce.Input != "val" || ce.Server != "py" || !strings.Contains(ce.Error(), "exit status 3") {
+		t.Errorf("error = %#v", ce)
+	}
+	if !strings.Contains(logs.String(), "mcp server inputs could not be resolved") {
+		t.Errorf("the failure was not logged:\n%s", logs.String())
+	}
+	fail.Store(false)
+	waitValue("v3")
+
+	// ⑥ on reload: a changed server whose inputs fail keeps running as it was.
+	pid := must("py__pid")
+	fail.Store(true)
+	cfg, err := config.Parse([]byte(doc(`, "changed"`)), "x.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rerr := c.Reload(context.Background(), cfg)
+	if !errors.As(rerr, &ce) || ce.Input != "val" {
+		t.Fatalf("Reload = %v; want the input's error", rerr)
+	}
+	if got := must("py__pid"); got != pid {
+		t.Errorf("pid %s after the failed reload, want the running %s", got, pid)
+	}
+	if v := must("py__value"); v != "v3" {
+		t.Errorf("value %q after the failed reload, want v3", v)
 	}
 }
