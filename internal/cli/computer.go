@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -198,7 +199,9 @@ func watchConfig(ctx context.Context, path string, hup <-chan os.Signal, c *comp
 			continue
 		}
 		if err := c.Reload(ctx, cfg); err != nil {
-			log.Warn("config reload failed", "err", err)
+			// The rest of the file is applied: a changed server whose
+			// inputs fail keeps running as it was, a new one waits.
+			log.Warn("config reloaded, but some servers' inputs could not be resolved", "servers", len(cfg.Servers), "err", err)
 			continue
 		}
 		log.Info("config reloaded", "servers", len(cfg.Servers))
@@ -250,12 +253,15 @@ func runComputerCheck(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	type serverReport struct {
-		BundleID string   `json:"bundle_id"`
-		Name     string   `json:"name"`
-		Type     string   `json:"type"`
-		Disabled bool     `json:"disabled"`
-		State    string   `json:"state"`
-		Error    string   `json:"error,omitempty"`
+		BundleID string `json:"bundle_id"`
+		Name     string `json:"name"`
+		Type     string `json:"type"`
+		Disabled bool   `json:"disabled"`
+		State    string `json:"state"`
+		Error    string `json:"error,omitempty"`
+		// Category classifies an error resolving the server's inputs:
+		// missing_input, invalid_selection or validation.
+		Category string   `json:"category,omitempty"`
 		Tools    []string `json:"tools"`
 	}
 	resolver := &config.Resolver{Inputs: cfg.Inputs, Prompt: terminalPrompt(e), Run: runCommandInput}
@@ -273,6 +279,10 @@ func runComputerCheck(ctx context.Context, e *env, args []string) error {
 			rendered, err := resolver.Render(ctx, s)
 			if err != nil {
 				r.State, r.Error = "error", err.Error()
+				var ce *config.Error
+				if errors.As(err, &ce) {
+					r.Category = ce.Category()
+				}
 				return
 			}
 			up := mcphost.Start(computer.UpstreamSpec(rendered), mcphost.Options{Supervisor: supervisor()})
@@ -314,7 +324,9 @@ func runComputerCheck(ctx context.Context, e *env, args []string) error {
 		for _, t := range r.Tools {
 			fmt.Fprintf(e.stdout, "  %s\n", t)
 		}
-		if r.Error != "" {
+		if r.Error != "" && r.Category != "" {
+			fmt.Fprintf(e.stdout, "  %s: %s: %s\n", r.BundleID, r.Category, oneLine(r.Error))
+		} else if r.Error != "" {
 			fmt.Fprintf(e.stdout, "  %s: %s\n", r.BundleID, oneLine(r.Error))
 		}
 	}
