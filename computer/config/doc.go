@@ -48,7 +48,31 @@
 // keeps them literal: the bundle_id is derived from the raw text, and
 // [Server.Raw] always holds what the file said. A [Resolver] substitutes
 // them on demand ([Resolver.Render]), reading inputs from the environment
-// (see [EnvName]), an interactive prompt or the input's default.
+// (see [EnvName]), a command, the user's (stored or prompted) answer or
+// the input's default. Each Render resolves afresh: the Computer renders a
+// server's raw configuration before every real start of it, so that a
+// restart never reuses an earlier start's values (protocol 0.3.2).
+//
+// # Inputs
+//
+// A pickString's options are {"label", "value"} objects (0.3.2): the label
+// is shown, the value substituted. Label and value are required and
+// non-empty; duplicates are allowed. The older form, a list of strings, is
+// refused with an error that shows the new one, and a default must be the
+// value of some option (null means no default). A value from the
+// environment or the user that is the value of no option fails with
+// [ErrInvalidSelection] (category "invalid_selection"); it is never
+// replaced by the default or the first option. With no user value at all
+// the default is taken, else the first option's value (never stored).
+// Errors of Render carry the runtime contract's category
+// ([Error.Category]) and the input's id ([Error].Input).
+//
+// # Tool metadata
+//
+// [Server.PublishedToolMeta] is the three-layer ToolMeta merge of 0.4.0:
+// tool_meta[tool] over default_tool_meta over the tags an MCP server
+// declares itself (see [smcp.MergeToolMeta]); alias and auto_apply only
+// ever come from this file.
 //
 // No error, diagnostic or redacted configuration produced by this package
 // contains a resolved input, an environment value, an env or header value
