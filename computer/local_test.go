@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -264,4 +265,36 @@ func waitInflight(t *testing.T, c *Computer, reqID string) {
 		}
 	}
 	t.Fatalf("call %s never started", reqID)
+}
+
+// TestLocalServerTags: an in-process server's tags declaration crosses the
+// in-memory transport like any other, and a local server (no
+// configuration layer) publishes it tags-only; a tool without a
+// declaration has no a2c_tool_meta at all.
+func TestLocalServerTags(t *testing.T) {
+	l := newLocalServer()
+	mcp.AddTool(l.srv, &mcp.Tool{Name: "tagged", Meta: mcp.Meta{"a2c_tool_meta": map[string]any{"tags": []string{"sandbox", "fs"}, "auto_apply": true}}},
+		func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, struct{}, error) { return nil, struct{}{}, nil })
+	a, _ := localOffice(t, l, `[]`, Options{})
+	waitTool(t, a, "mem__tagged")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	tools, err := a.Tools(ctx, "pc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tl := range tools {
+		got := parsedToolMeta(t, tl)
+		switch tl.Name {
+		case "mem__tagged":
+			want := map[string]any{"auto_apply": nil, "alias": nil, "ret_object_mapper": nil, "tags": []any{"sandbox", "fs"}}
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("tagged: a2c_tool_meta = %#v", got)
+			}
+		default:
+			if got != nil {
+				t.Errorf("%s: a2c_tool_meta = %#v, want none", tl.Name, got)
+			}
+		}
+	}
 }
