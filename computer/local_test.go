@@ -274,7 +274,9 @@ func waitInflight(t *testing.T, c *Computer, reqID string) {
 func TestLocalServerTags(t *testing.T) {
 	l := newLocalServer()
 	mcp.AddTool(l.srv, &mcp.Tool{Name: "tagged", Meta: mcp.Meta{"a2c_tool_meta": map[string]any{"tags": []string{"sandbox", "fs"}, "auto_apply": true}}},
-		func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, struct{}, error) { return nil, struct{}{}, nil })
+		func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, struct{}, error) {
+			return nil, struct{}{}, nil
+		})
 	a, _ := localOffice(t, l, `[]`, Options{})
 	waitTool(t, a, "mem__tagged")
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
