@@ -245,8 +245,10 @@ func (m *MCPSource) Sync(ctx context.Context, src Resources, force map[string]bo
 		m.log.Debug("skill: resource list unchanged", "bundle_id", m.BundleID)
 		return m.packages(), false, nil
 	}
-	if err := os.MkdirAll(m.dir, 0o700); err != nil {
-		return nil, false, fmt.Errorf("staging folder: %w", err)
+	if len(l.Roots) > 0 {
+		if err := os.MkdirAll(m.dir, 0o700); err != nil {
+			return nil, false, fmt.Errorf("staging folder: %w", err)
+		}
 	}
 	next := map[string]staged{}
 	names := map[string]bool{}
