@@ -96,7 +96,7 @@ func TestPayloadRoundTrip(t *testing.T) {
 		{"MCPServerConfig", func() any { return new(MCPServerConfig) },
 			`{"name":"fs","bundle_id":"files","type":"stdio","disabled":true,"forbidden_tools":["rm"],"tool_meta":{"read":{"auto_apply":true,"ret_object_mapper":{"a":"b"},"alias":"cat","tags":["io"]}},"default_tool_meta":{"auto_apply":false},"vrl":".x = 1","server_parameters":{"command":"npx"}}`},
 		{"MCPServerInput/pickString", func() any { return new(MCPServerInput) },
-			`{"type":"pickString","id":"env","description":"Env","default":"dev","options":["dev","prod"]}`},
+			`{"type":"pickString","id":"env","description":"Env","default":"dev","options":[{"label":"dev","value":"dev"},{"label":"prod","value":"prod"}]}`},
 		{"MCPServerInput/command", func() any { return new(MCPServerInput) },
 			`{"type":"command","id":"c","description":"d","command":"echo","args":{"a":"b"}}`},
 	}
