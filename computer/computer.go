@@ -144,6 +144,10 @@ type Computer struct {
 	blobs    *blob.Store
 
 	changed chan struct{}
+
+	// skillState is the SKILL channel (computer/skills.go): set by
+	// startSkills, cleared by stopSkills.
+	skillState atomic.Pointer[skillSet]
 }
 
 // hosted is one configured server and its upstream connection.

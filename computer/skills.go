@@ -43,10 +43,6 @@ const (
 	envSkillMaxSize      = "A2C_SKILL_MAX_SIZE"
 )
 
-// skillSets holds each Computer's skill state. (The Computer struct has
-// no field for it; a field would make this map unnecessary.)
-var skillSets sync.Map // *Computer -> *skillSet
-
 // skillSet is one Computer's SKILL channel state.
 type skillSet struct {
 	c       *Computer
@@ -82,12 +78,9 @@ type serverSkills struct {
 	ready bool              // last seen ready with the resources capability
 }
 
-func (c *Computer) skills() *skillSet {
-	if v, ok := skillSets.Load(c); ok {
-		return v.(*skillSet)
-	}
-	return nil
-}
+// skills returns the Computer's skill state, or nil before startSkills
+// and after stopSkills.
+func (c *Computer) skills() *skillSet { return c.skillState.Load() }
 
 // startSkills builds the registry, reads the user folder once (so that
 // the first client:get_skills lists it) and starts the goroutine that
@@ -105,7 +98,7 @@ func (c *Computer) startSkills() error {
 	s.pollUser()
 	ctx, cancel := context.WithCancel(context.Background())
 	s.stop = cancel
-	skillSets.Store(c, s)
+	c.skillState.Store(s)
 	go s.run(ctx)
 	return nil
 }
@@ -113,11 +106,10 @@ func (c *Computer) startSkills() error {
 // stopSkills stops the goroutine startSkills started and waits for it.
 // Staged files stay. Safe to call more than once.
 func (c *Computer) stopSkills() {
-	v, ok := skillSets.LoadAndDelete(c)
-	if !ok {
+	s := c.skillState.Swap(nil)
+	if s == nil {
 		return
 	}
-	s := v.(*skillSet)
 	s.stop()
 	<-s.done
 }
