@@ -113,13 +113,15 @@ func (p *ptyProc) typeLine(t *testing.T, s string) {
 
 // TestCLITerminalPrompts drives "a2c computer --approve ask" through a
 // real pseudo-terminal: a password input (not echoed), a pickString
-// (numbered choices), and the approval prompt answered y and n.
+// (numbered choices showing the options' labels; the chosen option's value
+// is injected), and the approval prompt answered y and n.
 func TestCLITerminalPrompts(t *testing.T) {
 	entry := everythingEntry(t)
 	cfg := writeConfig(t, fmt.Sprintf(`{
   "inputs": [
     {"id": "pw", "type": "promptString", "description": "Token for ev", "password": true},
-    {"id": "region", "type": "pickString", "description": "Pick a region", "options": ["eu", "us", "ap"]}
+    {"id": "region", "type": "pickString", "description": "Pick a region", "options": [
+      {"label": "Europe", "value": "eu"}, {"label": "United States", "value": "us"}, {"label": "Asia Pacific", "value": "ap"}]}
   ],
   "servers": {"ev": {"name": "ev", "type": "stdio", "server_parameters": {"command": "node", "args": [%q, "stdio"],
     "env": {"SECRET": "${input:pw}", "REGION": "${input:region}"}}}}
@@ -130,7 +132,7 @@ func TestCLITerminalPrompts(t *testing.T) {
 
 	// The inputs are asked in the order the server's env names sort:
 	// REGION, then SECRET.
-	at := p.waitText(t, 0, "Pick a region\r\n  1) eu\r\n  2) us\r\n  3) ap\r\nchoice: ")
+	at := p.waitText(t, 0, "Pick a region\r\n  1) Europe\r\n  2) United States\r\n  3) Asia Pacific\r\nchoice: ")
 	p.typeLine(t, "2")
 	at = p.waitText(t, at, "2\r\n") // echoed: an ordinary input
 	at = p.waitText(t, at, "Token for ev: ")

@@ -165,8 +165,28 @@ func TestComputerHostsEverything(t *testing.T) {
 			if tl.Name == "ev-stdio__get-env" || tl.Name == "ev-stdio__echo" {
 				t.Errorf("%s must not be listed (forbidden / aliased)", tl.Name)
 			}
-			if _, ok := tl.Meta[smcp.MetaKeyToolMeta].(string); !ok {
-				t.Errorf("%s: meta.a2c_tool_meta is not a string", tl.Name)
+			// meta.a2c_tool_meta, where a tool has ToolMeta (ev-stdio__say
+			// has its config alias), is a JSON string with all four keys.
+			raw, present := tl.Meta[smcp.MetaKeyToolMeta]
+			if !present {
+				if tl.Name == "ev-stdio__say" {
+					t.Errorf("%s: no meta.a2c_tool_meta", tl.Name)
+				}
+				continue
+			}
+			s, ok := raw.(string)
+			var m map[string]any
+			if !ok || json.Unmarshal([]byte(s), &m) != nil {
+				t.Errorf("%s: meta.a2c_tool_meta is not a JSON object string: %#v", tl.Name, raw)
+				continue
+			}
+			for _, k := range []string{"auto_apply", "alias", "tags", "ret_object_mapper"} {
+				if _, ok := m[k]; !ok || len(m) != 4 {
+					t.Errorf("%s: meta.a2c_tool_meta %s lacks %s or has other keys", tl.Name, s, k)
+				}
+			}
+			if tl.Name == "ev-stdio__say" && m["alias"] != "say" {
+				t.Errorf("%s: meta.a2c_tool_meta %s, want alias say", tl.Name, s)
 			}
 		}
 	})
