@@ -42,6 +42,15 @@ type Call struct {
 // CallTool sends server:tool_call_cancel and returns a result marked
 // a2c_timeout. When ctx ends first, it sends the cancel and returns
 // ctx.Err().
+//
+// When the connection is lost while the call is in flight, CallTool
+// returns at once with an error matching [ErrConnectionLost] and sends no
+// cancel: the Computer may still run the tool to its end, and its result
+// is lost. After the Client has reconnected, [Client.Cancel] with the
+// call's ReqID asks the Computer to stop it. A call made while the Client
+// reconnects waits for the rejoin within its timeout and ctx; if they end
+// first, the call was never sent and the error matches ErrConnectionLost
+// and context.DeadlineExceeded (or ctx.Err()).
 func (c *Client) CallTool(ctx context.Context, call Call) (*smcp.CallToolResult, error) {
 	if call.Timeout <= 0 {
 		call.Timeout = 60 * time.Second
@@ -66,16 +75,19 @@ func (c *Client) CallTool(ctx context.Context, call Call) (*smcp.CallToolResult,
 	}
 	req := smcp.ToolCallReq{Agent: c.opts.Name, ReqID: call.ReqID, Computer: call.Computer, ToolName: call.Tool, Params: params, Timeout: secs}
 	args, err := c.call(ctx, smcp.EventToolCall, req, time.Duration(secs)*time.Second+c.opts.CallSlack)
-	if err != nil {
-		if errors.Is(err, ErrClosed) {
-			return nil, err
-		}
+	switch {
+	case err == nil:
+	case errors.Is(err, ErrClosed), errors.Is(err, ErrConnectionLost):
+		return nil, err // nothing to cancel on: see above
+	case ctx.Err() != nil:
 		c.cancel(call.ReqID)
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
+		return nil, ctx.Err()
+	case errors.Is(err, context.DeadlineExceeded):
+		c.cancel(call.ReqID)
 		r := smcp.TimeoutResult(fmt.Sprintf("Tool call timed out after %ds", secs))
 		return &r, nil
+	default:
+		return nil, err // never sent (too large for the server)
 	}
 	if len(args) == 0 {
 		return nil, errors.New("a2c: tool call: empty answer")
