@@ -136,8 +136,7 @@ type upload struct {
 // send sends the chunk at off and checks its ack.
 func (u *upload) send(ctx context.Context, off int64, data []byte) (*smcp.PutBlobRet, error) {
 	eof := off+int64(len(data)) == u.size
-	u.b64 = base64.StdEncoding.AppendEncode(u.b64[:0], data)
-	blob := string(u.b64)
+	blob := base64.StdEncoding.EncodeToString(data)
 	req := smcp.PutBlobReq{Agent: u.c.opts.Name, ReqID: NewReqID(), Computer: u.computer,
 		ChunkOffset: &off, EOF: &eof, Blob: &blob}
 	if u.id == "" {
