@@ -130,7 +130,6 @@ type upload struct {
 	sum      string
 	hint     *string
 	id       string // assigned by the first ack
-	b64      []byte // reused base64 buffer
 }
 
 // send sends the chunk at off and checks its ack.
