@@ -206,14 +206,14 @@ type ConnectError struct {
 func (e *ConnectError) Error() string { return "a2c: connection refused: " + e.Message }
 
 // transient reports a refusal that is not about the client's credentials:
-// a server that is draining (this project's server says so in its
-// message), or one whose data carries a 5xx code.
+// one whose data carries a 5xx code, as this project's server sends
+// (503) while it drains.
 func (e *ConnectError) transient() bool {
 	var d struct {
 		Code int `json:"code"`
 	}
 	_ = json.Unmarshal(e.Data, &d)
-	return d.Code >= 500 || e.Message == "Server is shutting down"
+	return d.Code >= 500
 }
 
 var (

@@ -236,7 +236,9 @@ func (h *nsHandler) Connect(sock *sio.Socket) error {
 	draining := s.draining
 	s.mu.RUnlock()
 	if draining {
-		return &sio.ConnectError{Message: "Server is shutting down"}
+		// 503 in the data tells clients the refusal is temporary: they
+		// retry (the Agent SDK does) instead of taking it for an auth one.
+		return &sio.ConnectError{Message: "Server is shutting down", Data: map[string]any{"code": http.StatusServiceUnavailable, "message": "Server is shutting down"}}
 	}
 	sock.Value = &member{sock: sock, version: hs.Query.Get(smcp.QueryVersion)}
 	s.metrics.connections.Inc()
