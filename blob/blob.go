@@ -45,6 +45,9 @@ type item struct {
 	mime    string
 	sha     string
 	expires time.Time
+	// alive, when set, is asked on every read whether the blob's source
+	// still exists; false makes the handle gone (see [Store.PutLive]).
+	alive func() bool
 }
 
 // Options tune a [Store]; zero values take the defaults.
@@ -73,12 +76,22 @@ func NewStore(o Options) *Store {
 
 // Put stores data for scope and returns its handle and hex SHA-256.
 func (s *Store) Put(data []byte, mime, scope string) (handle, sum string) {
+	return s.PutLive(data, mime, scope, nil)
+}
+
+// PutLive is [Store.Put] for a blob that is a snapshot of something that
+// may go away, such as a skill's file: every read of the handle first calls
+// alive (without the store's lock held), and when it reports false the
+// blob is dropped and the read fails with 4018 "gone", as the blob
+// channel asks producers to re-check authorisation and existence on every
+// resolution. A nil alive is [Store.Put].
+func (s *Store) PutLive(data []byte, mime, scope string, alive func() bool) (handle, sum string) {
 	var idb [16]byte
 	_, _ = rand.Read(idb[:])
 	id := base64.RawURLEncoding.EncodeToString(idb[:])
 	h := sha256.Sum256(data)
 	sum = hex.EncodeToString(h[:])
-	it := &item{id: id, scope: scope, data: bytes.Clone(data), mime: mime, sha: sum, expires: s.now().Add(s.ttl)}
+	it := &item{id: id, scope: scope, data: bytes.Clone(data), mime: mime, sha: sum, expires: s.now().Add(s.ttl), alive: alive}
 	s.mu.Lock()
 	s.items[id] = s.lru.PushFront(it)
 	s.used += int64(len(data))
@@ -107,7 +120,8 @@ func (s *Store) dropLocked(e *list.Element) {
 // Get serves one chunk of the blob behind handle to scope, in the shape
 // of client:get_blob's answer. Failures are 4018 errors whose reason is
 // invalid_handle (malformed or forged), forbidden (minted for another
-// scope), gone (expired or evicted) or range (offset outside 0..size).
+// scope), gone (expired, evicted, or its source went: see [Store.PutLive])
+// or range (offset outside 0..size).
 // maxChunk <= 0 means the store's chunk size; larger values are clamped.
 func (s *Store) Get(handle, scope string, offset, maxChunk int64) (smcp.GetBlobRet, *smcp.Error) {
 	parts := strings.Split(handle, ".")
@@ -139,6 +153,14 @@ func (s *Store) Get(handle, scope string, offset, maxChunk int64) (smcp.GetBlobR
 	s.lru.MoveToFront(e)
 	it := e.Value.(*item)
 	s.mu.Unlock()
+	if it.alive != nil && !it.alive() {
+		s.mu.Lock()
+		if e, ok := s.items[id]; ok && e.Value.(*item) == it {
+			s.dropLocked(e)
+		}
+		s.mu.Unlock()
+		return smcp.GetBlobRet{}, smcp.BlobNotAccessible(smcp.ReasonGone)
+	}
 	size := int64(len(it.data))
 	if offset < 0 || offset > size {
 		return smcp.GetBlobRet{}, smcp.BlobNotAccessible(smcp.ReasonRange)

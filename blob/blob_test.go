@@ -99,3 +99,29 @@ func FuzzGet(f *testing.F) {
 		}
 	})
 }
+
+// TestPutLive: a blob whose source goes reads as gone, and is dropped;
+// while it lives it reads as any other.
+func TestPutLive(t *testing.T) {
+	s := NewStore(Options{})
+	alive := true
+	calls := 0
+	h, _ := s.PutLive([]byte("skill body"), "text/markdown", "a", func() bool { calls++; return alive })
+	if ret, err := s.Get(h, "a", 0, 0); err != nil || ret.Blob != "c2tpbGwgYm9keQ==" || calls != 1 {
+		t.Fatalf("live read: %+v %v (alive asked %d times)", ret, err, calls)
+	}
+	if _, err := s.Get(h, "b", 0, 0); err == nil || err.Reason() != smcp.ReasonForbidden || calls != 1 {
+		t.Fatalf("another scope: %v (alive asked %d times, want 1: scope is checked first)", err, calls)
+	}
+	alive = false
+	if _, err := s.Get(h, "a", 0, 0); err == nil || err.Reason() != smcp.ReasonGone {
+		t.Fatalf("source gone: %v, want 4018 gone", err)
+	}
+	alive = true // dropped for good: a source that comes back mints a new handle
+	if _, err := s.Get(h, "a", 0, 0); err == nil || err.Reason() != smcp.ReasonGone {
+		t.Fatalf("after the drop: %v, want gone", err)
+	}
+	if s.used != 0 {
+		t.Fatalf("store still counts %d bytes", s.used)
+	}
+}

@@ -326,7 +326,13 @@ func (c *Computer) getSkill(e *sio.Event, req smcp.GetSkillReq) {
 		rel = *req.RelPath
 	}
 	ret, err := skill.Get(s.reg, req.Name, rel, s.read, func(data []byte, mime string) string {
-		h, _ := c.blobs.Put(data, mime, req.Agent)
+		// The handle lives while the skill does: one whose package was
+		// removed, orphaned or replaced reads as gone (4018).
+		pkg, _ := s.reg.Lookup(req.Name)
+		h, _ := c.blobs.PutLive(data, mime, req.Agent, func() bool {
+			now, ok := s.reg.Lookup(req.Name)
+			return ok && now.Root == pkg.Root && now.Digest == pkg.Digest
+		})
 		return h
 	})
 	if err != nil {

@@ -258,14 +258,23 @@ func TestSkills(t *testing.T) {
 		}
 	})
 	t.Run("orphan", func(t *testing.T) {
+		held, err := a.Skill(ctx, "pc", "mcp:sk:code-review", "references/big.txt")
+		if err != nil || held.BlobHandle == nil {
+			t.Fatalf("%+v %v", held, err)
+		}
 		before := notes.n.Load()
 		srv.stop()
 		notes.waitAfter(t, before)
 		waitSkills(t, a, "a-new", "my-helper")
+		// A handle minted before the skill went reads as gone.
+		var gone *smcp.Error
+		if _, _, err := a.Blob(ctx, "pc", *held.BlobHandle, 0); !errors.As(err, &gone) || gone.Code != smcp.CodeBlobNotAccessible || gone.Reason() != smcp.ReasonGone {
+			t.Errorf("orphaned skill's handle: %v, want 4018 gone", err)
+		}
 		if _, err := os.Stat(filepath.Join(real, "sk", "code-review", "SKILL.md")); err != nil {
 			t.Errorf("orphan's files deleted: %v", err)
 		}
-		_, err := a.Skill(ctx, "pc", "mcp:sk:code-review", "")
+		_, err = a.Skill(ctx, "pc", "mcp:sk:code-review", "")
 		if !errors.Is(err, &smcp.Error{Code: smcp.CodeMCPServerNotFound}) {
 			t.Errorf("orphan read: %v", err)
 		}
