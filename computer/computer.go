@@ -229,8 +229,10 @@ func New(o Options) (*Computer, error) {
 	if err := c.startSkills(); err != nil {
 		return nil, err
 	}
+	c.startUploads()
 	if err := c.apply(context.Background(), o.Config, true); err != nil {
 		c.stopSkills()
+		c.stopUploads()
 		return nil, err
 	}
 	return c, nil
@@ -522,6 +524,7 @@ func (c *Computer) Close() {
 		sock.Disconnect()
 	}
 	c.stopSkills()
+	c.stopUploads()
 	var wg sync.WaitGroup
 	for _, h := range servers {
 		if h.up != nil {

@@ -17,6 +17,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/a2c-smcp/a2c-go/blob"
 	"github.com/a2c-smcp/a2c-go/computer"
 	"github.com/a2c-smcp/a2c-go/computer/config"
 	"github.com/a2c-smcp/a2c-go/computer/mcphost"
@@ -42,6 +43,9 @@ func runComputer(ctx context.Context, e *env, args []string) error {
 	admin := fs.String("admin", "", "serve the local management plane (status, history) on this loopback HOST:PORT")
 	version := addVersionFlag(fs)
 	landing := fs.String("landing-root", "", "folder where client:put_blob uploads land (created if missing); unset refuses every upload")
+	maxUpload := fs.Int64("upload-max-bytes", blob.DefaultUploadMaxBytes, "largest client:put_blob upload accepted, in bytes")
+	maxUploads := fs.Int("upload-max-concurrent", blob.DefaultUploadMaxConcurrent, "client:put_blob uploads open at once")
+	uploadIdle := fs.Duration("upload-idle-timeout", blob.DefaultUploadIdleTimeout, "end an upload that receives no chunk for this long")
 	skillsDir := fs.String("skills", defaultSkillsDir(), "folder of the user's skill packages served on the SKILL channel (\"\" for none)")
 	if err := e.parse(fs, args); err != nil {
 		return err
@@ -74,7 +78,8 @@ func runComputer(ctx context.Context, e *env, args []string) error {
 	}
 	o := computer.Options{Server: *server, Path: *path, Office: *office, Name: *name, Config: cfg, Approval: policy, Logger: log,
 		Resolver:   &config.Resolver{Inputs: cfg.Inputs, Prompt: terminalPrompt(e), Run: runCommandInput},
-		Supervisor: supervisor(), ProtocolVersion: *version, LandingRoot: *landing, SkillsDir: *skillsDir}
+		Supervisor: supervisor(), ProtocolVersion: *version, LandingRoot: *landing, SkillsDir: *skillsDir,
+		Uploads: blob.UploadOptions{MaxBytes: *maxUpload, MaxConcurrent: *maxUploads, IdleTimeout: *uploadIdle}}
 	if *token != "" {
 		o.Auth = map[string]any{*authField: *token}
 	}
