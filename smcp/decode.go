@@ -21,7 +21,16 @@ import (
 // matches a field of v only when case is ignored ("Timeout" for "timeout")
 // is also ignored, so that Go and the protocol's other implementations read
 // the same value. Decode does not validate; see [DecodeRequest].
+//
+// A *PutBlobReq is decoded by [DecodePutBlob]'s single pass, so its Blob
+// may share memory with raw.
 func Decode(raw []byte, v any) error {
+	if r, ok := v.(*PutBlobReq); ok && r != nil {
+		// A chunk is mostly its blob: decode it in one pass (see
+		// DecodePutBlob) rather than validating and walking it two or
+		// three times below.
+		return decodePutBlob(raw, r)
+	}
 	if exact := fieldNames(v); exact != nil {
 		if folded, ok := scanKeys(raw, exact); ok && !folded {
 			// The common case: an object whose keys need no folding check;

@@ -2,11 +2,13 @@ package smcp
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"reflect"
 	"strconv"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // PutBlobReq is the payload of [EventPutBlob]: one chunk of an upload from
@@ -180,7 +182,13 @@ func (r *PutBlobReq) Check() *Error {
 // same answers (a 400 [*Error] for a payload that is not a JSON object, is
 // malformed, has agent, req_id or computer of the wrong type, or fails
 // [PutBlobReq.Validate]) in a single pass over raw: see
-// [PutBlobReq.UnmarshalJSON].
+// [PutBlobReq.UnmarshalJSON]. DecodeRequest takes the same path for a
+// *PutBlobReq.
+//
+// Unlike UnmarshalJSON, it does not copy the blob: a Blob without escapes
+// (base64 never needs one) shares memory with raw, which saves a copy of
+// the chunk on every hop. raw must therefore not be modified while r is
+// in use; the payloads of received events never are.
 func DecodePutBlob(raw []byte, r *PutBlobReq) error {
 	if err := decodePutBlob(raw, r); err != nil {
 		return err
@@ -190,10 +198,10 @@ func DecodePutBlob(raw []byte, r *PutBlobReq) error {
 
 // decodePutBlob is [Decode] for a *PutBlobReq.
 func decodePutBlob(raw []byte, r *PutBlobReq) error {
-	if string(bytes.TrimSpace(raw)) == "null" {
+	if i := skipSpace(raw, 0); len(raw)-i >= 4 && string(raw[i:i+4]) == "null" && skipSpace(raw, i+4) == len(raw) {
 		return NewError(CodeBadRequest, "invalid payload: must be a JSON object")
 	}
-	err := r.UnmarshalJSON(raw)
+	err := r.unmarshal(raw, true)
 	var te *json.UnmarshalTypeError
 	switch {
 	case err == nil:
@@ -212,7 +220,11 @@ func decodePutBlob(raw []byte, r *PutBlobReq) error {
 // mostly its blob, hundreds of kilobytes of base64 that every hop
 // decodes, so the blob string is located with a tight scan and copied
 // once.
-func (r *PutBlobReq) UnmarshalJSON(data []byte) error {
+func (r *PutBlobReq) UnmarshalJSON(data []byte) error { return r.unmarshal(data, false) }
+
+// unmarshal is UnmarshalJSON; with alias, a blob without escapes is a
+// view of data rather than a copy (see [DecodePutBlob]).
+func (r *PutBlobReq) unmarshal(data []byte, alias bool) error {
 	*r = PutBlobReq{}
 	i := skipSpace(data, 0)
 	if i+4 <= len(data) && string(data[i:i+4]) == "null" && skipSpace(data, i+4) == len(data) {
@@ -252,7 +264,7 @@ func (r *PutBlobReq) UnmarshalJSON(data []byte) error {
 			return &json.SyntaxError{Offset: int64(i)}
 		}
 		i = skipSpace(data, i+1)
-		vend, err := r.field(string(key), data, i)
+		vend, err := r.field(string(key), data, i, alias)
 		var te *json.UnmarshalTypeError
 		switch {
 		case errors.As(err, &te):
@@ -287,8 +299,9 @@ func (r *PutBlobReq) end(data []byte, i int, typeErr error) error {
 }
 
 // field decodes the value at data[i:] into the field named key (exact
-// match) and returns the index just past the value.
-func (r *PutBlobReq) field(key string, data []byte, i int) (int, error) {
+// match) and returns the index just past the value. With alias, a blob
+// without escapes is a view of data.
+func (r *PutBlobReq) field(key string, data []byte, i int, alias bool) (int, error) {
 	if i >= len(data) {
 		return 0, &json.SyntaxError{Offset: int64(i)}
 	}
@@ -302,6 +315,9 @@ func (r *PutBlobReq) field(key string, data []byte, i int) (int, error) {
 			if err := json.Unmarshal(data[i:end], &s); err != nil {
 				return 0, &json.SyntaxError{Offset: int64(i)}
 			}
+		} else if alias && key == "blob" && end-i > 2 {
+			// The caller guarantees data is not modified (DecodePutBlob).
+			s = unsafe.String(&data[i+1], end-i-2)
 		} else {
 			s = string(data[i+1 : end-1])
 		}
@@ -401,54 +417,109 @@ func jsonKind(v []byte) string {
 	return "number"
 }
 
-// jsonStringByte marks the bytes that end the fast scan of a string:
-// the quote, the backslash and the control characters.
-var jsonStringByte = func() (t [256]bool) {
-	for c := 0; c < 0x20; c++ {
-		t[c] = true
-	}
-	t['"'], t['\\'] = true, true
-	return t
-}()
-
 // scanJSONString returns the index just past the JSON string starting at
 // data[i] == '"', and whether it has escapes, or -1 when the string is
 // not well-formed (unterminated, a raw control character, a bad escape).
+// Bytes of 0x80 and above are not checked: encoding/json accepts invalid
+// UTF-8 in a string (and replaces it when decoding).
+//
+// A chunk's blob is a string of hundreds of kilobytes without escapes,
+// so the scan works on spans, not bytes: the next quote and the next
+// backslash are found with bytes.IndexByte (vectorised), and the span
+// before whichever comes first is checked for control characters eight
+// bytes at a time (hasControl). Each position is remembered until the
+// scan passes it, so that every byte is searched at most once per kind
+// and a string full of escapes still costs linear time.
 func scanJSONString(data []byte, i int) (int, bool) {
 	esc := false
-	for j := i + 1; j < len(data); {
-		c := data[j]
-		if !jsonStringByte[c] {
-			j++
-			continue
+	quote, bslash := -1, -1 // next '"' and '\\' at or after j; len(data) when there is none
+	for j := i + 1; ; {
+		if quote < j {
+			k := bytes.IndexByte(data[j:], '"')
+			if k < 0 {
+				return -1, esc // unterminated
+			}
+			quote = j + k
 		}
-		switch c {
-		case '"':
-			return j + 1, esc
-		case '\\':
-			esc = true
-			if j+1 >= len(data) {
+		if bslash < j {
+			if k := bytes.IndexByte(data[j:], '\\'); k < 0 {
+				bslash = len(data)
+			} else {
+				bslash = j + k
+			}
+		}
+		stop := min(quote, bslash)
+		if hasControl(data[j:stop]) {
+			return -1, esc
+		}
+		if stop == quote {
+			return quote + 1, esc
+		}
+		// An escape at stop: a quote found inside it (\") is passed over
+		// and searched for again.
+		esc = true
+		if stop+1 >= len(data) {
+			return -1, esc
+		}
+		switch data[stop+1] {
+		case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+			j = stop + 2
+		case 'u':
+			if stop+6 > len(data) {
 				return -1, esc
 			}
-			switch data[j+1] {
-			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-				j += 2
-			case 'u':
-				if j+6 > len(data) {
+			for _, h := range data[stop+2 : stop+6] {
+				if !('0' <= h && h <= '9' || 'a' <= h && h <= 'f' || 'A' <= h && h <= 'F') {
 					return -1, esc
 				}
-				for _, h := range data[j+2 : j+6] {
-					if !('0' <= h && h <= '9' || 'a' <= h && h <= 'f' || 'A' <= h && h <= 'F') {
-						return -1, esc
-					}
-				}
-				j += 6
-			default:
-				return -1, esc
 			}
-		default: // a raw control character
+			j = stop + 6
+		default:
 			return -1, esc
 		}
 	}
-	return -1, esc
+}
+
+// Constants of the word-at-a-time control character test.
+const (
+	lsbs = 0x0101010101010101 // the low bit of every byte
+	msbs = 0x8080808080808080 // the high bit of every byte
+)
+
+// hasControl reports whether b holds a byte below 0x20 (which JSON does
+// not allow raw in a string).
+//
+// For a 64-bit word w, (w - 0x20*lsbs) &^ w & msbs is non-zero exactly
+// when some byte of w is below 0x20: the lowest such byte x, which no
+// borrow reaches (the bytes below it are all >= 0x20), becomes x - 0x20 +
+// 256 >= 0xE0 (high bit set) while x itself has its high bit clear; and
+// a byte >= 0x20 reached by no borrow only has the high bit of x - 0x20
+// set when x >= 0xA0, whose own high bit is set, so it never shows. The
+// flags of the bytes above the lowest hit may be wrong (a borrow runs
+// into them), which does not matter for a yes/no answer. FuzzHasControl
+// checks it against the byte loop.
+func hasControl(b []byte) bool {
+	for len(b) >= 32 {
+		w0 := binary.LittleEndian.Uint64(b)
+		w1 := binary.LittleEndian.Uint64(b[8:])
+		w2 := binary.LittleEndian.Uint64(b[16:])
+		w3 := binary.LittleEndian.Uint64(b[24:])
+		if ((w0-0x20*lsbs)&^w0|(w1-0x20*lsbs)&^w1|(w2-0x20*lsbs)&^w2|(w3-0x20*lsbs)&^w3)&msbs != 0 {
+			return true
+		}
+		b = b[32:]
+	}
+	for len(b) >= 8 {
+		w := binary.LittleEndian.Uint64(b)
+		if (w-0x20*lsbs)&^w&msbs != 0 {
+			return true
+		}
+		b = b[8:]
+	}
+	for _, c := range b {
+		if c < 0x20 {
+			return true
+		}
+	}
+	return false
 }
