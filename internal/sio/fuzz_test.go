@@ -110,3 +110,93 @@ func FuzzSplitArray(f *testing.F) {
 		}
 	})
 }
+
+// splitArray is the element splitter scanJSON replaced, kept as the
+// reference FuzzSplitArray and FuzzValidJSON hold it to: it returns the
+// elements of a JSON array that json.Valid has accepted, as subslices of
+// data.
+// splitArray returns the elements of a JSON array that json.Valid has
+// accepted, as subslices of data (no copy).
+func splitArray(data []byte) ([]json.RawMessage, bool) {
+	i := skipWS(data, 0)
+	if i >= len(data) || data[i] != '[' {
+		return nil, false
+	}
+	var out []json.RawMessage
+	i = skipWS(data, i+1)
+	if i < len(data) && data[i] == ']' {
+		return out, true
+	}
+	for i < len(data) {
+		start := i
+		depth := 0
+	value:
+		for ; i < len(data); i++ {
+			switch data[i] {
+			case '"':
+				for i++; i < len(data) && data[i] != '"'; i++ {
+					if data[i] == '\\' {
+						i++
+					}
+				}
+			case '{', '[':
+				depth++
+			case '}', ']':
+				if depth == 0 {
+					break value
+				}
+				depth--
+			case ',':
+				if depth == 0 {
+					break value
+				}
+			}
+		}
+		end := i
+		for end > start && isWS(data[end-1]) {
+			end--
+		}
+		out = append(out, json.RawMessage(data[start:end]))
+		if i >= len(data) || data[i] == ']' {
+			return out, true
+		}
+		i = skipWS(data, i+1)
+	}
+	return nil, false
+}
+
+
+// FuzzValidJSON holds the engine's validator to encoding/json: validJSON
+// accepts exactly what json.Valid accepts, and on an accepted array
+// scanJSON splits exactly as splitArray does. Peers send it anything, so
+// this is the check that matters.
+func FuzzValidJSON(f *testing.F) {
+	for _, s := range validJSONCases {
+		f.Add([]byte(s.in))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		want := json.Valid(b)
+		var elems []json.RawMessage
+		if got := scanJSON(b, &elems); got != want {
+			t.Fatalf("scanJSON(%q) = %v, json.Valid %v", b, got, want)
+		}
+		if got := validJSON(b); got != want {
+			t.Fatalf("validJSON(%q) = %v, json.Valid %v", b, got, want)
+		}
+		if !want {
+			return
+		}
+		if ref, isArray := splitArray(b); isArray {
+			if len(ref) != len(elems) {
+				t.Fatalf("%q: %d elements, want %d", b, len(elems), len(ref))
+			}
+			for i := range ref {
+				if !bytes.Equal(ref[i], elems[i]) {
+					t.Fatalf("%q: element %d = %q, want %q", b, i, elems[i], ref[i])
+				}
+			}
+		} else if len(elems) != 0 {
+			t.Fatalf("%q is no array but gave elements %q", b, elems)
+		}
+	})
+}

@@ -108,13 +108,18 @@ func decodePacket(b []byte) (packet, error) {
 }
 
 // splitArgs splits a JSON array into its raw elements. For an event the
-// first element must be a string, which is returned as the name.
+// first element must be a string, which is returned as the name. The
+// elements are subslices of data: no copy.
+//
+// It is on the receiving path of every event and acknowledgement, on both
+// sides, and validates the whole array (as json.Valid would) in the same
+// pass that splits it: see scanJSON.
 func splitArgs(data []byte, event bool) (string, []json.RawMessage, error) {
-	if !json.Valid(data) {
+	args := make([]json.RawMessage, 0, 4)
+	if !scanJSON(data, &args) {
 		return "", nil, fmt.Errorf("%w: invalid JSON", errMalformed)
 	}
-	args, ok := splitArray(data)
-	if !ok {
+	if i := skipWS(data, 0); i >= len(data) || data[i] != '[' {
 		return "", nil, fmt.Errorf("%w: payload is not an array", errMalformed)
 	}
 	if !event {
@@ -123,11 +128,23 @@ func splitArgs(data []byte, event bool) (string, []json.RawMessage, error) {
 	if len(args) == 0 || len(args[0]) == 0 || args[0][0] != '"' {
 		return "", nil, fmt.Errorf("%w: event without a name", errMalformed)
 	}
-	var name string
-	if err := json.Unmarshal(args[0], &name); err != nil {
+	name, err := eventName(args[0])
+	if err != nil {
 		return "", nil, fmt.Errorf("%w: %v", errMalformed, err)
 	}
 	return name, args[1:], nil
+}
+
+// eventName decodes the JSON string of an event name, without
+// encoding/json when it is plain ASCII with no escapes (always, in
+// practice).
+func eventName(raw json.RawMessage) (string, error) {
+	if len(raw) >= 2 && bytes.IndexByte(raw, '\\') < 0 && isASCII(raw) {
+		return string(raw[1 : len(raw)-1]), nil
+	}
+	var name string
+	err := json.Unmarshal(raw, &name)
+	return name, err
 }
 
 // appendHeader writes the packet header: type, attachment count,
@@ -207,54 +224,13 @@ func appendString(dst []byte, s string) []byte {
 	return append(dst, b...)
 }
 
-// splitArray returns the elements of a JSON array that json.Valid has
-// accepted, as subslices of data (no copy).
-func splitArray(data []byte) ([]json.RawMessage, bool) {
-	i := skipWS(data, 0)
-	if i >= len(data) || data[i] != '[' {
-		return nil, false
-	}
-	var out []json.RawMessage
-	i = skipWS(data, i+1)
-	if i < len(data) && data[i] == ']' {
-		return out, true
-	}
-	for i < len(data) {
-		start := i
-		depth := 0
-	value:
-		for ; i < len(data); i++ {
-			switch data[i] {
-			case '"':
-				for i++; i < len(data) && data[i] != '"'; i++ {
-					if data[i] == '\\' {
-						i++
-					}
-				}
-			case '{', '[':
-				depth++
-			case '}', ']':
-				if depth == 0 {
-					break value
-				}
-				depth--
-			case ',':
-				if depth == 0 {
-					break value
-				}
-			}
+func isASCII(b []byte) bool {
+	for _, c := range b {
+		if c >= 0x80 {
+			return false
 		}
-		end := i
-		for end > start && isWS(data[end-1]) {
-			end--
-		}
-		out = append(out, json.RawMessage(data[start:end]))
-		if i >= len(data) || data[i] == ']' {
-			return out, true
-		}
-		i = skipWS(data, i+1)
 	}
-	return nil, false
+	return true
 }
 
 func isWS(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
