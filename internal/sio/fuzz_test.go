@@ -165,7 +165,6 @@ func splitArray(data []byte) ([]json.RawMessage, bool) {
 	return nil, false
 }
 
-
 // FuzzValidJSON holds the engine's validator to encoding/json: validJSON
 // accepts exactly what json.Valid accepts, and on an accepted array
 // scanJSON splits exactly as splitArray does. Peers send it anything, so
