@@ -172,7 +172,7 @@ func Dial(ctx context.Context, rawURL string, o ClientOptions) (*Socket, error) 
 			return nil, fmt.Errorf("sio: auth must be a JSON object")
 		}
 	}
-	if err := c.sendMessage(append(appendHeader(nil, pConnect, 0, o.Namespace, -1), auth...), nil, true); err != nil {
+	if err := c.sendMessage(append(appendHeader([]byte{eMessage}, pConnect, 0, o.Namespace, -1), auth...), nil, true); err != nil {
 		c.terminate("transport error")
 		return nil, err
 	}
@@ -363,8 +363,8 @@ func (c *cconn) upgrade(ctx context.Context) error {
 
 // sendMessage writes on the calling goroutine when the WebSocket is idle;
 // a client has no lock shared with other connections, so it always may.
-func (c *cconn) sendMessage(text []byte, att [][]byte, _ bool) error {
-	return c.write(messageFrames(text, att))
+func (c *cconn) sendMessage(msg []byte, att [][]byte, _ bool) error {
+	return c.write(messageFrames(msg, att))
 }
 
 func (c *cconn) write(fs []frame) error {
@@ -663,7 +663,7 @@ func (c *cconn) deliver(p packet, att [][]byte) {
 	if c.o.Handler != nil {
 		c.o.Handler.Event(c.sock, &Event{Name: name, Message: m, sock: c.sock, ackID: p.id})
 	} else if p.id >= 0 {
-		_ = c.sendMessage(encodeAck(nil, c.sock.nsp, p.id, Message{}), nil, true)
+		_ = c.sendMessage(encodeAck([]byte{eMessage}, c.sock.nsp, p.id, Message{}), nil, true)
 	}
 }
 

@@ -139,15 +139,15 @@ func (c *econn) wake() {
 	}
 }
 
-func (c *econn) sendMessage(text []byte, att [][]byte, direct bool) error {
-	return c.send(messageFrames(text, att), direct)
+func (c *econn) sendMessage(msg []byte, att [][]byte, direct bool) error {
+	return c.send(messageFrames(msg, att), direct)
 }
 
 func (c *econn) disconnect(s *Socket) {
 	if !s.markClosed() {
 		return
 	}
-	_ = c.sendMessage(appendHeader(nil, pDisconnect, 0, s.nsp, -1), nil, false)
+	_ = c.sendMessage(appendHeader([]byte{eMessage}, pDisconnect, 0, s.nsp, -1), nil, false)
 	c.mu.Lock()
 	c.dropLocked(s)
 	empty := len(c.sockets) == 0
@@ -690,7 +690,7 @@ func (c *econn) admit(s *Socket, nsp string, err error) {
 	}
 	c.sockets = append(c.sockets, s)
 	c.mu.Unlock()
-	ok := appendHeader(nil, pConnect, 0, nsp, -1)
+	ok := appendHeader([]byte{eMessage}, pConnect, 0, nsp, -1)
 	ok = append(ok, `{"sid":`...)
 	ok = appendString(ok, s.id)
 	ok = append(ok, '}')
@@ -703,7 +703,7 @@ func connectError(nsp, msg string, data any) []byte {
 		body["data"] = data
 	}
 	b, _ := json.Marshal(body)
-	return append(appendHeader(nil, pConnectError, 0, nsp, -1), b...)
+	return append(appendHeader([]byte{eMessage}, pConnectError, 0, nsp, -1), b...)
 }
 
 // deliver hands a complete event or acknowledgement to its socket.

@@ -37,14 +37,13 @@ var (
 	frameClose = frame{data: []byte{eClose}}
 )
 
-// messageFrames turns one Socket.IO packet and its attachments into
-// Engine.IO frames: a text message followed by one binary message each.
-func messageFrames(text []byte, att [][]byte) []frame {
+// messageFrames turns one Engine.IO message (eMessage followed by the
+// Socket.IO packet, built in place by the sender so that a large packet
+// is never copied to gain its type byte) and its attachments into
+// frames: the text message followed by one binary message each.
+func messageFrames(msg []byte, att [][]byte) []frame {
 	fs := make([]frame, 0, 1+len(att))
-	b := make([]byte, 0, len(text)+1)
-	b = append(b, eMessage)
-	b = append(b, text...)
-	fs = append(fs, frame{data: b})
+	fs = append(fs, frame{data: msg})
 	for _, a := range att {
 		fs = append(fs, frame{data: a, binary: true})
 	}

@@ -8,6 +8,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"runtime"
 	"strings"
@@ -170,6 +171,26 @@ func (l *loop) closeAll() {
 }
 
 func (l *loop) readable(p *loopPeer) {
+	if p.want > 0 {
+		// The rest of a large frame goes straight into its own buffer,
+		// up to the frame's end and no further (see carry).
+		n, err := unix.Read(p.fd, p.rbuf[len(p.rbuf):p.want])
+		if err == unix.EAGAIN || err == unix.EINTR {
+			return
+		}
+		if err != nil || n <= 0 {
+			l.release(p, reasonTransportClose)
+			return
+		}
+		p.rbuf = p.rbuf[:len(p.rbuf)+n]
+		if len(p.rbuf) < p.want {
+			return
+		}
+		if end := p.ingestOwned(); end != "" {
+			l.release(p, end)
+		}
+		return
+	}
 	n, err := unix.Read(p.fd, l.buf)
 	if err == unix.EAGAIN || err == unix.EINTR {
 		return
@@ -368,7 +389,16 @@ type loopPeer struct {
 	// front, so a frame of n bytes arriving in k reads costs O(n) copying,
 	// not O(n*k). It is nil whenever no partial frame is pending, so an
 	// idle connection holds no read buffer.
+	//
+	// A large frame (at least ownBufFrame bytes) whose header has arrived,
+	// with enough of it received (see carry), gets a buffer of exactly its
+	// size instead: want is then that size, and the loop reads the rest
+	// straight into rbuf[len(rbuf):want], never past the frame's end. The
+	// complete frame is unmasked in place and its payload handed on
+	// without a copy; rbuf then belongs to the message, and the next read
+	// starts afresh.
 	rbuf   []byte
+	want   int
 	frag   []byte // a fragmented message being assembled
 	fragOp byte
 
@@ -416,6 +446,9 @@ func (p *loopPeer) send(fs []frame, _ bool) error {
 		}
 		return nil
 	}
+	if framesSize(fs) > 64<<10 {
+		return p.sendVec(fs)
+	}
 	bp := encodeBufs.Get().(*[]byte)
 	b := appendWSFrames((*bp)[:0], fs)
 	n, err := writeAll(p.fd, b)
@@ -430,6 +463,84 @@ func (p *loopPeer) send(fs []frame, _ bool) error {
 		encodeBufs.Put(bp)
 	}
 	return err
+}
+
+// framesSize is the payload bytes of fs.
+func framesSize(fs []frame) int {
+	n := 0
+	for _, f := range fs {
+		n += len(f.data)
+	}
+	return n
+}
+
+// sendVec is send for large frames (p.mu held, no backlog): the frame
+// headers and payloads go to the kernel in one writev, so a relayed
+// message of hundreds of kilobytes is not copied into an encode buffer
+// first. What the socket does not take now is copied to the backlog.
+func (p *loopPeer) sendVec(fs []frame) error {
+	var hdrs [8][10]byte
+	iov := make([][]byte, 0, 2*len(fs))
+	for i, f := range fs {
+		var h []byte
+		if i < len(hdrs) {
+			h = hdrs[i][:0]
+		}
+		h = appendWSHeader(h, f)
+		iov = append(iov, h, f.data)
+	}
+	total := 0
+	for _, b := range iov {
+		total += len(b)
+	}
+	n, err := writevAll(p.fd, iov)
+	if err != nil {
+		p.shutdownLocked()
+		return err
+	}
+	if n < total { // the socket is full: keep what is left
+		out := make([]byte, 0, total-n)
+		for _, b := range iov {
+			if n >= len(b) {
+				n -= len(b)
+				continue
+			}
+			out = append(out, b[n:]...)
+			n = 0
+		}
+		if len(out) > 0 {
+			p.out = out
+			p.rearmLocked()
+		}
+	}
+	return nil
+}
+
+// writevAll writes iov with writev until the socket takes no more (EAGAIN
+// is not an error) and returns the bytes written. iov is left as it was.
+func writevAll(fd int, iov [][]byte) (int, error) {
+	iov = append(make([][]byte, 0, len(iov)), iov...)
+	total := 0
+	for len(iov) > 0 {
+		m, err := unix.Writev(fd, iov)
+		switch {
+		case err == unix.EINTR:
+			continue
+		case err == unix.EAGAIN:
+			return total, nil
+		case err != nil:
+			return total, err
+		}
+		total += m
+		for len(iov) > 0 && m >= len(iov[0]) {
+			m -= len(iov[0])
+			iov = iov[1:]
+		}
+		if m > 0 {
+			iov[0] = iov[0][m:]
+		}
+	}
+	return total, nil
 }
 
 // writeAll writes what the socket takes now; EAGAIN is not an error.
@@ -519,6 +630,18 @@ func (p *loopPeer) shutdownLocked() {
 // reasonTransportError after a protocol violation (a close frame has been
 // sent then).
 func (p *loopPeer) ingest(data []byte) string {
+	if p.want > 0 {
+		// A large frame in its own buffer (the loop reads into it
+		// directly; this is for callers that hand us bytes).
+		k := min(len(data), p.want-len(p.rbuf))
+		p.rbuf = append(p.rbuf, data[:k]...)
+		if data = data[k:]; len(p.rbuf) < p.want {
+			return ""
+		}
+		if end := p.ingestOwned(); end != "" || len(data) == 0 {
+			return end
+		}
+	}
 	carried := len(p.rbuf) > 0
 	if carried {
 		p.rbuf = append(p.rbuf, data...)
@@ -546,6 +669,15 @@ func (p *loopPeer) ingest(data []byte) string {
 // carry keeps rest, the incomplete frame left at the end of a read, for
 // the next one. When carried, rest is the tail of p.rbuf.
 func (p *loopPeer) carry(rest []byte, carried bool) {
+	if size := wsFrameSize(rest); size >= ownBufFrame && 8*len(rest) >= size {
+		// A large frame: give it a buffer of its exact size, which the
+		// loop then reads into directly. Only once an eighth of it is
+		// here, so that a peer cannot make us allocate a whole message
+		// for every few bytes it sends.
+		p.rbuf = append(make([]byte, 0, size), rest...)
+		p.want = size
+		return
+	}
 	switch {
 	case len(rest) == 0:
 		p.rbuf = nil // an idle connection keeps no buffer
@@ -560,6 +692,28 @@ func (p *loopPeer) carry(rest []byte, carried bool) {
 	default:
 		p.rbuf = p.rbuf[:copy(p.rbuf, rest)] // shift the tail to the front
 	}
+}
+
+// ownBufFrame is the size from which a frame being received gets a buffer
+// of its own (see loopPeer.rbuf).
+const ownBufFrame = 32 << 10
+
+// ingestOwned handles the large frame that fills p.rbuf[:p.want] (and
+// nothing else): it is unmasked in place and its payload, a part of
+// p.rbuf, is handed on; the buffer now belongs to the message.
+func (p *loopPeer) ingestOwned() string {
+	b := p.rbuf
+	p.rbuf, p.want = nil, 0
+	fin, op, hdr, length, code := parseWSHeader(b, p.max)
+	if code != 0 {
+		return p.fail(code)
+	}
+	if hdr == 0 || len(b) != hdr+length {
+		return p.fail(closeProtocolError) // cannot happen: carry measured this frame
+	}
+	payload := b[hdr:]
+	maskBytes(payload, payload, [4]byte(b[hdr-4:hdr]))
+	return p.onWSFrame(fin, op, payload)
 }
 
 // onWSFrame handles one parsed frame; it returns what ingest returns.
@@ -633,67 +787,117 @@ func (p *loopPeer) fail(code uint16) string {
 // incomplete frame; code is a close code when the frame is not acceptable.
 // The payload is unmasked into a new slice.
 func parseWSFrame(b []byte, max int64) (fin bool, op byte, payload []byte, n int, code uint16) {
+	fin, op, hdr, length, code := parseWSHeader(b, max)
+	if code != 0 || hdr == 0 || len(b)-hdr < length {
+		return false, 0, nil, 0, code
+	}
+	payload = make([]byte, length)
+	maskBytes(payload, b[hdr:hdr+length], [4]byte(b[hdr-4:hdr]))
+	return fin, op, payload, hdr + length, 0
+}
+
+// parseWSHeader reads the header of a client frame: hdr is its size
+// (masking key included) and length the payload's, or hdr is 0 when b
+// does not hold the whole header yet. code is a close code when the frame
+// is not acceptable; a length over max is refused as soon as it is known.
+func parseWSHeader(b []byte, max int64) (fin bool, op byte, hdr, length int, code uint16) {
 	if len(b) < 2 {
 		return
 	}
 	fin, op = b[0]&0x80 != 0, b[0]&0x0f
 	if b[0]&0x70 != 0 || b[1]&0x80 == 0 { // reserved bits, or an unmasked client frame
-		return false, 0, nil, 0, 1002
+		return false, 0, 0, 0, 1002
 	}
-	length := uint64(b[1] & 0x7f)
-	hdr := 2
-	switch length {
+	n := uint64(b[1] & 0x7f)
+	hdr = 2
+	switch n {
 	case 126:
 		if len(b) < 4 {
-			return false, 0, nil, 0, 0
+			return false, 0, 0, 0, 0
 		}
-		length, hdr = uint64(binary.BigEndian.Uint16(b[2:])), 4
+		n, hdr = uint64(binary.BigEndian.Uint16(b[2:])), 4
 	case 127:
 		if len(b) < 10 {
-			return false, 0, nil, 0, 0
+			return false, 0, 0, 0, 0
 		}
-		length, hdr = binary.BigEndian.Uint64(b[2:]), 10
+		n, hdr = binary.BigEndian.Uint64(b[2:]), 10
 	}
-	if op >= 0x8 && (!fin || length > 125) {
-		return false, 0, nil, 0, 1002
+	if op >= 0x8 && (!fin || n > 125) {
+		return false, 0, 0, 0, 1002
 	}
-	if length > uint64(max) {
-		return false, 0, nil, 0, 1009
+	if n > uint64(max) {
+		return false, 0, 0, 0, 1009
 	}
 	hdr += 4
-	if len(b) < hdr || uint64(len(b)-hdr) < length {
-		return false, 0, nil, 0, 0
+	if len(b) < hdr {
+		return false, 0, 0, 0, 0
 	}
-	key := b[hdr-4 : hdr]
-	payload = make([]byte, length)
-	src := b[hdr : hdr+int(length)]
-	for i := range payload {
-		payload[i] = src[i] ^ key[i&3]
+	return fin, op, hdr, int(n), 0
+}
+
+// wsFrameSize is the total size of the frame at the start of b (header and
+// payload), or 0 when its header is incomplete or unacceptable (ingest
+// has refused the latter already).
+func wsFrameSize(b []byte) int {
+	_, _, hdr, length, code := parseWSHeader(b, math.MaxInt64)
+	if code != 0 || hdr == 0 {
+		return 0
 	}
-	return fin, op, payload, hdr + int(length), 0
+	return hdr + length
+}
+
+// maskBytes writes src XOR the masking key to dst (which may be src
+// itself), eight bytes at a time: a client frame of hundreds of
+// kilobytes is unmasked at memory speed, not a byte per step. The key
+// repeats every four bytes, so a 64-bit word at an offset that is a
+// multiple of 8 always meets the key doubled.
+func maskBytes(dst, src []byte, key [4]byte) {
+	dst = dst[:len(src)]
+	k32 := uint64(binary.LittleEndian.Uint32(key[:]))
+	k := k32 | k32<<32
+	i := 0
+	for ; i+32 <= len(src); i += 32 {
+		binary.LittleEndian.PutUint64(dst[i:], binary.LittleEndian.Uint64(src[i:])^k)
+		binary.LittleEndian.PutUint64(dst[i+8:], binary.LittleEndian.Uint64(src[i+8:])^k)
+		binary.LittleEndian.PutUint64(dst[i+16:], binary.LittleEndian.Uint64(src[i+16:])^k)
+		binary.LittleEndian.PutUint64(dst[i+24:], binary.LittleEndian.Uint64(src[i+24:])^k)
+	}
+	for ; i+8 <= len(src); i += 8 {
+		binary.LittleEndian.PutUint64(dst[i:], binary.LittleEndian.Uint64(src[i:])^k)
+	}
+	for ; i < len(src); i++ {
+		dst[i] = src[i] ^ key[i&3]
+	}
 }
 
 // appendWSFrames encodes frames as unmasked server frames.
 func appendWSFrames(dst []byte, fs []frame) []byte {
 	for _, f := range fs {
-		op := byte(opText)
-		if f.binary {
-			op = opBinary
-		}
-		if f.op != 0 {
-			op = f.op
-		}
-		dst = append(dst, 0x80|op)
-		switch n := len(f.data); {
-		case n < 126:
-			dst = append(dst, byte(n))
-		case n < 1<<16:
-			dst = append(dst, 126, byte(n>>8), byte(n))
-		default:
-			dst = append(dst, 127)
-			dst = binary.BigEndian.AppendUint64(dst, uint64(n))
-		}
+		dst = appendWSHeader(dst, f)
 		dst = append(dst, f.data...)
+	}
+	return dst
+}
+
+// appendWSHeader appends the header of f as an unmasked server frame (at
+// most 10 bytes).
+func appendWSHeader(dst []byte, f frame) []byte {
+	op := byte(opText)
+	if f.binary {
+		op = opBinary
+	}
+	if f.op != 0 {
+		op = f.op
+	}
+	dst = append(dst, 0x80|op)
+	switch n := len(f.data); {
+	case n < 126:
+		dst = append(dst, byte(n))
+	case n < 1<<16:
+		dst = append(dst, 126, byte(n>>8), byte(n))
+	default:
+		dst = append(dst, 127)
+		dst = binary.BigEndian.AppendUint64(dst, uint64(n))
 	}
 	return dst
 }

@@ -173,6 +173,20 @@ func appendHeader(dst []byte, typ byte, attachments int, nsp string, id int64) [
 	return dst
 }
 
+// messageBuf returns an empty Engine.IO message, eMessage alone, with room
+// for a packet of namespace nsp, event name (none for an ack) and the
+// arguments of m, so that encoding it allocates once: a relayed packet
+// can be hundreds of kilobytes.
+func messageBuf(nsp, name string, m Message) []byte {
+	n := 1 + 32 + len(nsp) + 2 + len(name) // type, header, brackets, name
+	for _, a := range m.Args {
+		n += 1 + max(len(a), 4) // comma and value (or null)
+	}
+	b := make([]byte, 1, n)
+	b[0] = eMessage
+	return b
+}
+
 // encodeEvent builds an EVENT (or BINARY_EVENT) packet. Args must each be
 // valid JSON; they are copied verbatim.
 func encodeEvent(dst []byte, nsp string, id int64, name string, m Message) []byte {

@@ -54,7 +54,7 @@ func (e *Event) Ack(m Message) error {
 		return nil
 	}
 	e.acked = true
-	return e.sock.send(encodeAck(nil, e.sock.nsp, e.ackID, m), m.Attachments, false)
+	return e.sock.send(encodeAck(messageBuf(e.sock.nsp, "", m), e.sock.nsp, e.ackID, m), m.Attachments, false)
 }
 
 // AckDirect is [Event.Ack] that writes on the calling goroutine when the
@@ -66,15 +66,16 @@ func (e *Event) AckDirect(m Message) error {
 		return nil
 	}
 	e.acked = true
-	return e.sock.send(encodeAck(nil, e.sock.nsp, e.ackID, m), m.Attachments, true)
+	return e.sock.send(encodeAck(messageBuf(e.sock.nsp, "", m), e.sock.nsp, e.ackID, m), m.Attachments, true)
 }
 
 // transport is what a Socket writes to: one Engine.IO connection.
 type transport interface {
-	// sendMessage sends one Engine.IO message (the text Socket.IO packet)
-	// followed by its binary attachments. Unless direct is set it only
-	// queues, and never blocks.
-	sendMessage(text []byte, attachments [][]byte, direct bool) error
+	// sendMessage sends one Engine.IO message (eMessage followed by the
+	// text Socket.IO packet) and then its binary attachments. Unless
+	// direct is set it only queues, and never blocks. The transport
+	// keeps msg (it may be written later): the caller must not reuse it.
+	sendMessage(msg []byte, attachments [][]byte, direct bool) error
 	// disconnect takes the socket off its connection, telling the peer.
 	disconnect(s *Socket)
 }
@@ -116,19 +117,19 @@ func (s *Socket) Namespace() string { return s.nsp }
 // Handshake is what the peer presented when it connected (server side).
 func (s *Socket) Handshake() *Handshake { return s.hs }
 
-func (s *Socket) send(text []byte, att [][]byte, direct bool) error {
+func (s *Socket) send(msg []byte, att [][]byte, direct bool) error {
 	s.mu.Lock()
 	closed := s.closed
 	s.mu.Unlock()
 	if closed {
 		return ErrClosed
 	}
-	return s.t.sendMessage(text, att, direct)
+	return s.t.sendMessage(msg, att, direct)
 }
 
 // Emit sends an event that asks for no acknowledgement.
 func (s *Socket) Emit(name string, m Message) error {
-	return s.send(encodeEvent(nil, s.nsp, -1, name, m), m.Attachments, false)
+	return s.send(encodeEvent(messageBuf(s.nsp, name, m), s.nsp, -1, name, m), m.Attachments, false)
 }
 
 // Request sends an event that asks for an acknowledgement and calls cb
@@ -167,7 +168,7 @@ func (s *Socket) request(name string, m Message, timeout time.Duration, cb func(
 		})
 	}
 	s.mu.Unlock()
-	if err := s.t.sendMessage(encodeEvent(nil, s.nsp, id, name, m), m.Attachments, direct); err != nil {
+	if err := s.t.sendMessage(encodeEvent(messageBuf(s.nsp, name, m), s.nsp, id, name, m), m.Attachments, direct); err != nil {
 		if s.takePending(id) != nil {
 			cb(Message{}, err)
 		}
