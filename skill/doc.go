@@ -36,8 +36,9 @@
 //     skill cannot register (name and description are required), so this
 //     happens only if the file changes after registration.
 //
-// Only the package's own SKILL.md is stripped; a SKILL.md in a
-// subdirectory is served as it is.
+// Every file named SKILL.md is stripped, the package's own and one in a
+// subdirectory alike, as the reference SDK does, so that total_size and
+// sha256 agree across implementations.
 //
 // [ParseMeta] validates the seven fields exactly as the specification
 // fixes them (name kebab-case and equal to the package directory's

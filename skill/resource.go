@@ -111,7 +111,7 @@ func Get(reg *Registry, name, rel string, o ReadOptions, mint Mint) (smcp.GetSki
 		return smcp.GetSkillRet{}, e
 	}
 	ret := smcp.GetSkillRet{Name: name, RelPath: echo, MimeType: res.MIME, TotalSize: int64(len(res.Data)), SHA256: res.SHA256}
-	if IsText(res.MIME) && ret.TotalSize <= o.InlineBudget && utf8.Valid(res.Data) {
+	if IsText(res.MIME) && ret.TotalSize <= o.InlineBudget && utf8.Valid(res.Data) && inlineFits(res.Data) {
 		body := string(res.Data)
 		ret.Body = &body
 	} else {
@@ -122,9 +122,9 @@ func Get(reg *Registry, name, rel string, o ReadOptions, mint Mint) (smcp.GetSki
 }
 
 // Read returns the file rel of the package rooted at root (see
-// [Resolve]), as served: the package's own SKILL.md without its
-// frontmatter (see [Split]), any other file (a SKILL.md in a
-// subdirectory too) as it is. A resource of more than max bytes is 4017
+// [Resolve]), as served: every SKILL.md (the package's own, or one in
+// a subdirectory) without its frontmatter (see [Split]), any other file
+// as it is. A resource of more than max bytes is 4017
 // too_large with details.total_size, and is not read whole.
 func Read(root, rel string, max int64) (Resource, *smcp.Error) {
 	p, clean, e := Resolve(root, rel)
@@ -140,7 +140,10 @@ func Read(root, rel string, max int64) (Resource, *smcp.Error) {
 	if err != nil || !st.Mode().IsRegular() {
 		return Resource{}, smcp.SkillNotAccessible(smcp.ReasonNotFound, nil)
 	}
-	entry := clean == FileName
+	// Every SKILL.md is served without its frontmatter, in a subdirectory
+	// too, as the reference SDK does, so that total_size and sha256 agree
+	// across implementations.
+	entry := path.Base(clean) == FileName
 	size := st.Size()
 	if size > max && entry {
 		// The served size is the file minus its frontmatter block, which
@@ -168,6 +171,32 @@ func Read(root, rel string, max int64) (Resource, *smcp.Error) {
 	}
 	sum := sha256.Sum256(data)
 	return Resource{MIME: MIMEType(clean), Data: data, SHA256: hex.EncodeToString(sum[:])}, nil
+}
+
+// maxInlineWire bounds a body as it travels: JSON-escaped, it must leave
+// the ack well under the signalling server's 1 MB message limit, or the
+// answer would be dropped on the way and the Agent would wait in vain.
+const maxInlineWire = 768 << 10
+
+// inlineFits reports whether data, encoded as the JSON string of an ack,
+// stays within maxInlineWire. Escaping can make text up to six times
+// longer (a control byte becomes \u00XX), so a budget in raw bytes alone
+// does not guarantee it.
+func inlineFits(data []byte) bool {
+	n := 0
+	for _, c := range data {
+		switch {
+		case c == '"' || c == '\\':
+			n += 2
+		case c < 0x20 || c == '<' || c == '>' || c == '&':
+			n += 6
+		case c >= 0x80: // U+2028 and U+2029 (3 bytes) are escaped as 6
+			n += 2
+		default:
+			n++
+		}
+	}
+	return n <= maxInlineWire
 }
 
 func tooLarge(size int64) *smcp.Error {
@@ -225,15 +254,8 @@ func Resolve(root, rel string) (string, string, *smcp.Error) {
 			continue
 		}
 		target, err := filepath.EvalSymlinks(next)
-		if err != nil { // dangling, or a loop: judge the link text
-			t, _ := os.Readlink(next)
-			if !filepath.IsAbs(t) {
-				t = filepath.Join(cur, t)
-			}
-			if !within(rootReal, filepath.Clean(t)) {
-				return "", "", smcp.SkillNotAccessible(smcp.ReasonTraversal, nil)
-			}
-			return "", "", smcp.SkillNotAccessible(smcp.ReasonNotFound, nil)
+		if err != nil { // dangling, or a loop: judge the link texts
+			return "", "", dangling(rootReal, next)
 		}
 		if !within(rootReal, target) {
 			return "", "", smcp.SkillNotAccessible(smcp.ReasonTraversal, nil)
@@ -247,6 +269,42 @@ func Resolve(root, rel string) (string, string, *smcp.Error) {
 		return "", "", smcp.SkillNotAccessible(smcp.ReasonNotFound, nil)
 	}
 	return cur, clean, nil
+}
+
+// maxLinkHops bounds how many links dangling follows, as the kernel's
+// own limit (ELOOP) does.
+const maxLinkHops = 40
+
+// dangling judges a link at p that does not resolve (its target, or a
+// link further on, is missing; or the links loop). Each link's text is
+// followed by hand: a target outside root is traversal, a target whose
+// path names a .skillenv is forbidden (so a dangling link to a missing
+// .skillenv says forbidden, exactly as a link to an existing one: the
+// answer never tells whether the credential file exists), and the end of
+// the chain is not_found.
+func dangling(root, p string) *smcp.Error {
+	for range maxLinkHops {
+		t, err := os.Readlink(p)
+		if err != nil {
+			break
+		}
+		if !filepath.IsAbs(t) {
+			t = filepath.Join(filepath.Dir(p), t)
+		}
+		t = filepath.Clean(t)
+		if !within(root, t) {
+			return smcp.SkillNotAccessible(smcp.ReasonTraversal, nil)
+		}
+		if r, err := filepath.Rel(root, t); err == nil && forbidden(strings.Split(filepath.ToSlash(r), "/")) {
+			return smcp.SkillNotAccessible(smcp.ReasonForbidden, nil)
+		}
+		fi, err := os.Lstat(t)
+		if err != nil || fi.Mode()&os.ModeSymlink == 0 {
+			break
+		}
+		p = t
+	}
+	return smcp.SkillNotAccessible(smcp.ReasonNotFound, nil)
 }
 
 func forbidden(elems []string) bool {

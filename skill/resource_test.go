@@ -98,7 +98,7 @@ func TestGet(t *testing.T) {
 		{"./SKILL.md", want{mime: "text/markdown", body: "# Demo\nSee references/a.md.\n"}},
 		{"references/a.md", want{mime: "text/markdown", body: "# A\n"}},
 		{"references//a.md", want{mime: "text/markdown", body: "# A\n"}},
-		{"references/SKILL.md", want{mime: "text/markdown", body: "---\nname: x\n---\nkept\n"}}, // only the root SKILL.md is stripped
+		{"references/SKILL.md", want{mime: "text/markdown", body: "kept\n"}}, // every SKILL.md is stripped, as by the reference SDK
 		{"inside.txt", want{mime: "text/plain", body: "# A\n"}},
 		{"references/up/references/a.md", want{mime: "text/markdown", body: "# A\n"}}, // a link that stays inside
 		{"data/empty.txt", want{mime: "text/plain", body: ""}},
@@ -237,5 +237,51 @@ func TestNotFoundWire(t *testing.T) {
 	b, _ := json.Marshal(NotFound("x"))
 	if string(b) != `{"code":4014,"message":"Skill not found","details":{"name":"x"}}` {
 		t.Fatal(string(b))
+	}
+}
+
+// TestResolveSkillEnvExistenceNeverLeaks: a link to a .skillenv is
+// forbidden whether the credential file exists or not, through a chain of
+// links too; a dangling link elsewhere is not_found.
+func TestResolveSkillEnvExistenceNeverLeaks(t *testing.T) {
+	for _, exists := range []bool{false, true} {
+		dir := t.TempDir()
+		files := map[string]string{"SKILL.md": "---\nname: x\ndescription: d\n---\n"}
+		if exists {
+			files[".skillenv"] = "TOKEN=secret"
+			files["sub/.skillenv"] = "TOKEN=secret"
+		}
+		writeTree(t, dir, files)
+		for name, target := range map[string]string{"envlink": ".skillenv", "deep": "sub/.SkillEnv", "hop": "envlink", "hop2": "hop", "gone": "missing.txt"} {
+			if err := os.Symlink(target, filepath.Join(dir, name)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for rel, want := range map[string]string{"envlink": smcp.ReasonForbidden, "deep": smcp.ReasonForbidden, "hop": smcp.ReasonForbidden,
+			"hop2": smcp.ReasonForbidden, "gone": smcp.ReasonNotFound} {
+			if _, _, err := Resolve(dir, rel); err == nil || err.Reason() != want {
+				t.Errorf(".skillenv exists=%v: Resolve(%q) = %v, want %s", exists, rel, err, want)
+			}
+		}
+	}
+}
+
+// TestInlineFitsTheWire: text whose JSON escaping would make the ack too
+// large for the server goes by handle even under the inline budget.
+func TestInlineFitsTheWire(t *testing.T) {
+	reg, dir := pkgFixture(t)
+	writeTree(t, dir, map[string]string{"ctl.txt": strings.Repeat("\x01\"", 200<<10), "plain.txt": strings.Repeat("a", 400<<10)})
+	mint := func([]byte, string) string { return "h" }
+	o := ReadOptions{InlineBudget: MaxInlineBudget}
+	if ret, err := Get(reg, "demo", "ctl.txt", o, mint); err != nil || ret.BlobHandle == nil {
+		t.Errorf("escape-heavy text: %+v %v, want a handle", ret, err)
+	} else if b := smcp.Encode(ret); len(b) > 1<<20 {
+		t.Errorf("ack of %d bytes", len(b))
+	}
+	if ret, err := Get(reg, "demo", "plain.txt", o, mint); err != nil || ret.Body == nil {
+		t.Errorf("plain text under the budget: %+v %v, want inline", ret, err)
+	}
+	if !inlineFits([]byte(strings.Repeat("a", maxInlineWire))) || inlineFits([]byte(strings.Repeat("<", maxInlineWire/6+1))) {
+		t.Error("inlineFits bounds")
 	}
 }

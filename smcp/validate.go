@@ -139,14 +139,13 @@ func (r GetResourcesReq) Validate() error {
 // Validate checks agent, req_id and computer.
 func (r GetSkillsReq) Validate() error { return first(checkCall(r.Agent, r.ReqID, r.Computer)...) }
 
-// Validate checks agent, req_id and computer, that name is present (at most
-// [MaxToolNameLen] bytes), and rel_path when present. It does not run the
-// skill-name lexer nor the path sandbox: those failures are the Computer's
-// 4016 and 4017.
+// Validate checks agent, req_id and computer only. name and rel_path are
+// the Computer's to judge, whatever they hold (empty, too long, control
+// characters): a name that fails the skill-name lexer is its 4016 and a
+// rel_path the sandbox refuses its 4017, never a 400 from a server on the
+// way.
 func (r GetSkillReq) Validate() error {
-	return first(append(checkCall(r.Agent, r.ReqID, r.Computer),
-		checkText("name", r.Name, MaxToolNameLen, true),
-		checkOptText("rel_path", r.RelPath, MaxOpaqueLen))...)
+	return first(checkCall(r.Agent, r.ReqID, r.Computer)...)
 }
 
 // Validate checks agent, req_id and computer, and that blob_handle is
