@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net/http"
 	"sort"
 	"strings"
@@ -44,6 +45,8 @@ type Config struct {
 	// MaxRequest caps the payload (and attachments) of one request in
 	// bytes; a larger one is refused with a 400 ErrorPayload (or a false
 	// join/leave answer) and the connection stays open. Default 512 KiB.
+	// client:put_blob chunks are bounded by MaxPayload instead, as the
+	// specification sizes them to the server's message limit.
 	// Answers relayed from Computers are bounded by MaxPayload only.
 	MaxRequest int
 	// PingInterval and PingTimeout are the Engine.IO heartbeat. Defaults
@@ -264,8 +267,8 @@ func (h *nsHandler) Disconnect(sock *sio.Socket, reason string) {
 func (h *nsHandler) Event(sock *sio.Socket, e *sio.Event) {
 	s := (*Server)(h)
 	m := sock.Value.(*member)
-	if n := requestSize(e); n > s.cfg.MaxRequest {
-		s.tooLarge(e, n)
+	if n, limit := requestSize(e), s.requestLimit(e.Name); n > limit {
+		s.tooLarge(e, n, limit)
 		return
 	}
 	switch e.Name {
@@ -305,10 +308,22 @@ func requestSize(e *sio.Event) int {
 	return n
 }
 
-// tooLarge refuses a request over MaxRequest in the shape its event
+// requestLimit is the largest payload a request of event may carry:
+// MaxRequest, except for client:put_blob, whose chunks the specification
+// sizes to the server's message limit (each must fit maxHttpBufferSize,
+// and the server forwards every one): for it the limit is MaxPayload, so
+// any chunk the connection can carry is relayed.
+func (s *Server) requestLimit(event string) int {
+	if event == smcp.EventPutBlob && s.cfg.MaxPayload > int64(s.cfg.MaxRequest) {
+		return int(min(s.cfg.MaxPayload, math.MaxInt32))
+	}
+	return s.cfg.MaxRequest
+}
+
+// tooLarge refuses a request over its limit in the shape its event
 // answers with.
-func (s *Server) tooLarge(e *sio.Event, n int) {
-	msg := fmt.Sprintf("payload too large: %d bytes, the limit is %d", n, s.cfg.MaxRequest)
+func (s *Server) tooLarge(e *sio.Event, n, limit int) {
+	msg := fmt.Sprintf("payload too large: %d bytes, the limit is %d", n, limit)
 	switch {
 	case e.Name == smcp.EventJoinOffice || e.Name == smcp.EventLeaveOffice:
 		ackTuple(e, false, msg)

@@ -244,6 +244,13 @@ func TestRelayErrors(t *testing.T) {
 	if got[0] != `{"content":[],"isError":false,"meta":{"echo":`+string(want)+`}}` {
 		t.Errorf("relayed = %s", got)
 	}
+	// A put_blob chunk over MaxRequest but within MaxPayload is relayed:
+	// the specification sizes chunks to the server's message limit.
+	chunk := strings.Repeat("A", 700<<10)
+	uploadID, offset := "u", int64(0)
+	if got := a.call(smcp.EventPutBlob, smcp.PutBlobReq{Agent: "a", ReqID: "r2", Computer: "c", UploadID: &uploadID, ChunkOffset: &offset, Blob: &chunk}); !strings.Contains(got[0], `"echo":`) {
+		t.Errorf("put_blob of 700 KiB: %.200s", got)
+	}
 	// A Computer may not send client:* requests.
 	if got := c.call(smcp.EventGetTools, smcp.GetToolsReq{Agent: "c", ReqID: "r", Computer: "c"}); !strings.HasPrefix(got[0], `{"code":403,`) {
 		t.Errorf("computer-sent request = %s", got)
