@@ -17,12 +17,16 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"log/slog"
+	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
+	"github.com/a2c-smcp/a2c-go/computer/config"
 	"github.com/a2c-smcp/a2c-go/computer/mcphost"
 	"github.com/a2c-smcp/a2c-go/internal/sio"
 	"github.com/a2c-smcp/a2c-go/skill"
@@ -247,8 +251,10 @@ func (s *skillSet) syncServer(ctx context.Context, bundleID string, w *skillWork
 	source := skill.MCPSourceName(bundleID)
 	c.mu.RLock()
 	var up *mcphost.Upstream
+	sameHost := false
 	if h := c.servers[bundleID]; h != nil {
 		up = h.up
+		sameHost = onThisHost(h.cfg)
 	}
 	c.mu.RUnlock()
 	st := s.servers[bundleID]
@@ -256,6 +262,7 @@ func (s *skillSet) syncServer(ctx context.Context, bundleID string, w *skillWork
 		st = &serverSkills{src: skill.NewMCPSource(bundleID, s.staging, skill.Limits{}, nil, s.log)}
 		s.servers[bundleID] = st
 	}
+	st.src.SameHost = sameHost
 	ready := false
 	if up != nil {
 		state, _ := up.State()
@@ -341,4 +348,23 @@ func (c *Computer) getSkill(e *sio.Event, req smcp.GetSkillReq) {
 	}
 	ret.ReqID = req.ReqID
 	answer(e, ret)
+}
+
+// onThisHost reports whether the server of s runs on this host: a stdio
+// child, an in-process server, or an HTTP server whose URL names a
+// loopback address (a name is taken only when it is "localhost").
+func onThisHost(s config.Server) bool {
+	if s.HTTP == nil {
+		return true
+	}
+	u, err := url.Parse(s.HTTP.URL)
+	if err != nil {
+		return false
+	}
+	host := u.Hostname()
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }

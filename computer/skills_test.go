@@ -16,6 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/a2c-smcp/a2c-go/agent"
+	"github.com/a2c-smcp/a2c-go/computer/config"
 	"github.com/a2c-smcp/a2c-go/server"
 	"github.com/a2c-smcp/a2c-go/smcp"
 )
@@ -320,5 +321,20 @@ func TestSkillsProtocol03(t *testing.T) {
 	b, _ := office(t, `{"servers":{}}`, Options{SkillsStaging: t.TempDir()})
 	if refs := waitSkills(t, b); refs == nil || len(refs) != 0 {
 		t.Errorf("no skills: %v", refs)
+	}
+}
+
+// TestOnThisHost: only servers on this host may ask for mode A (mounted).
+func TestOnThisHost(t *testing.T) {
+	for u, want := range map[string]bool{
+		"http://127.0.0.1:9/mcp": true, "http://[::1]:9/mcp": true, "http://localhost:9/mcp": true, "http://127.8.0.1/": true,
+		"https://mcp.example.com/mcp": false, "http://10.0.0.1/mcp": false, "http://localhost.example.com/": false, "http://${input:h}/": false,
+	} {
+		if got := onThisHost(config.Server{HTTP: &config.HTTP{URL: u}}); got != want {
+			t.Errorf("onThisHost(%s) = %v, want %v", u, got, want)
+		}
+	}
+	if !onThisHost(config.Server{Stdio: &config.Stdio{Command: "x"}}) {
+		t.Error("a stdio server is on this host")
 	}
 }

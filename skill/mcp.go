@@ -186,6 +186,12 @@ func (l Limits) withDefaults() Limits {
 // every sync of a server on one goroutine.
 type MCPSource struct {
 	BundleID string
+	// SameHost says the server runs on this host (a child process, in
+	// process, or an HTTP server on a loopback address): only such a
+	// server may ask for mode A (mounted), which copies a folder of this
+	// host's disk. A remote server asking for it is refused, so that it
+	// cannot make the Computer publish the Computer's own files.
+	SameHost bool
 	dir      string
 	limits   Limits
 	client   *http.Client

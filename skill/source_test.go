@@ -297,7 +297,13 @@ func TestMCPSourceMounted(t *testing.T) {
 		res("skill://h/mounted-one", map[string]any{"source": "mounted", "mount_dir": mount}),
 		res("skill://h/relative", map[string]any{"source": "mounted", "mount_dir": "rel/dir"}),
 	}}
+	// A server not on this host may not mount a folder of this host.
+	remote := NewMCPSource("b", t.TempDir(), Limits{}, nil, nil)
+	if pkgs, _, err := remote.Sync(context.Background(), f, nil, true); err != nil || len(pkgs) != 0 {
+		t.Fatalf("remote server's mount: %v %v", names(pkgs), err)
+	}
 	m := NewMCPSource("b", t.TempDir(), Limits{}, nil, nil)
+	m.SameHost = true
 	pkgs, _, err := m.Sync(context.Background(), f, nil, true)
 	if err != nil || names(pkgs) != "mcp:b:mounted-one" {
 		t.Fatalf("%v %v", names(pkgs), err)

@@ -110,10 +110,14 @@ func (w *writer) digest() string {
 }
 
 // mounted is mode A: copy the directory _meta.mount_dir (absolute, on
-// this host) into the staging folder. The package is copied rather than
+// this host; a server not on this host is refused, see
+// [MCPSource.SameHost]) into the staging folder. The package is copied rather than
 // linked, so that it stays whole and inside the staging folder; symbolic
 // links inside mount_dir are not followed (skipped, with a warning).
 func (m *MCPSource) mounted(r Root, w *writer) error {
+	if !m.SameHost {
+		return errors.New("mode mounted: only a server on this host may mount a folder")
+	}
 	dir, _ := r.Meta["mount_dir"].(string)
 	if dir == "" || !filepath.IsAbs(dir) {
 		return errors.New("mode mounted: mount_dir is missing or not an absolute path")
