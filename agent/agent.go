@@ -316,9 +316,9 @@ func (c *Client) connect(ctx context.Context) (*sio.Socket, error) {
 	}
 	auth := o.Auth
 	if o.AuthFunc != nil {
-		a, err := o.AuthFunc(ctx)
+		a, err := callAuth(ctx, o.AuthFunc)
 		if err != nil {
-			return nil, fmt.Errorf("a2c: auth provider: %w", err)
+			return nil, err
 		}
 		auth = a
 	}
@@ -862,4 +862,30 @@ func (c *Client) Skill(ctx context.Context, computer, name, relPath string) (*sm
 		return nil, err
 	}
 	return &ret, nil
+}
+
+// AuthProviderError is a failure of [Options.AuthFunc]. Its message does
+// not include the provider's error, which may hold a credential and would
+// otherwise reach logs (the SDK logs failed reconnects); errors.As and
+// Unwrap reach it.
+type AuthProviderError struct{ Err error }
+
+func (e *AuthProviderError) Error() string { return "a2c: the auth provider failed" }
+
+// Unwrap returns the provider's error.
+func (e *AuthProviderError) Unwrap() error { return e.Err }
+
+// callAuth calls the user's auth provider, turning a panic into an error so
+// that a faulty provider ends one connection attempt, not the program.
+func callAuth(ctx context.Context, f func(context.Context) (map[string]any, error)) (a map[string]any, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			a, err = nil, &AuthProviderError{Err: fmt.Errorf("panic: %v", r)}
+		}
+	}()
+	a, err = f(ctx)
+	if err != nil {
+		return nil, &AuthProviderError{Err: err}
+	}
+	return a, nil
 }

@@ -286,3 +286,21 @@ func TestClose4900(t *testing.T) {
 		}
 	}
 }
+
+// TestAuthProviderFailures: a provider that fails or panics fails the
+// attempt with an *AuthProviderError whose message holds none of the
+// provider's words (they may be a credential); the program goes on.
+func TestAuthProviderFailures(t *testing.T) {
+	for name, f := range map[string]func(context.Context) (map[string]any, error){
+		"error": func(context.Context) (map[string]any, error) { return nil, errors.New("token s3cr3t expired") },
+		"panic": func(context.Context) (map[string]any, error) { panic("s3cr3t") },
+	} {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_, err := Dial(ctx, "http://127.0.0.1:1", Options{Name: "a", AuthFunc: f})
+		cancel()
+		var pe *AuthProviderError
+		if !errors.As(err, &pe) || strings.Contains(err.Error(), "s3cr3t") || !strings.Contains(pe.Err.Error(), "s3cr3t") {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}
