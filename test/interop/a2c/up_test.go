@@ -3,6 +3,7 @@ package a2c
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net/http"
@@ -479,4 +480,74 @@ func TestUpConfig(t *testing.T) {
 	if err != nil || res.IsError || toolText(t, res) != "Echo: hi" {
 		t.Fatalf("ev__echo = %+v, %v", res, err)
 	}
+}
+
+// TestUpPutThenUse: a file uploaded with "a2c put" to a2c up lands in the
+// sandbox's workspace (uploads/), where the sandbox's own command reads
+// it; the skills folder given with --skills is served on the SKILL
+// channel; and a 0.3.0 "a2c up" speaks 0.3.0 on both ends.
+func TestUpPutThenUse(t *testing.T) {
+	requireLinux(t)
+	skills := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(skills, "hello"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(skills, "hello", "SKILL.md"), []byte("---\nname: hello\ndescription: Says hello.\n---\nSay hello.\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	u := startUp(t, "--skills", skills)
+	src := filepath.Join(t.TempDir(), "notes.txt")
+	if err := os.WriteFile(src, []byte("uploaded through the hub\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(harness.Bin(t, "a2c"), "put", src, "--server", u.URL, "--json").Output()
+	if err != nil {
+		t.Fatalf("a2c put: %v %s", err, out)
+	}
+	var ret struct {
+		Computer    string `json:"computer"`
+		LandingPath string `json:"landing_path"`
+		TotalSize   int64  `json:"total_size"`
+	}
+	if err := json.Unmarshal(out, &ret); err != nil || ret.Computer != "sandbox" || ret.TotalSize != 25 ||
+		filepath.Dir(ret.LandingPath) != mustReal(t, filepath.Join(u.Workspace, "uploads")) || !strings.HasSuffix(ret.LandingPath, "_notes.txt") {
+		t.Fatalf("a2c put answered %s (%v)", out, err)
+	}
+	a := upAgent(t, u, agent.Options{})
+	res, err := a.CallTool(ctx10(t), agent.Call{Computer: "sandbox", Tool: "sandbox__sandbox_execute_bash",
+		Params: map[string]any{"cmd": "cat uploads/" + filepath.Base(ret.LandingPath)}, Timeout: 10 * time.Second})
+	if err != nil || res.IsError || !strings.Contains(toolText(t, res), `"output":"uploaded through the hub\n"`) {
+		t.Fatalf("the sandbox reads the upload: %v %+v", err, res)
+	}
+	refs, err := a.Skills(ctx10(t), "sandbox")
+	if err != nil || len(refs) != 1 || refs[0].Name != "hello" || refs[0].Source != "user" {
+		t.Fatalf("skills: %+v %v", refs, err)
+	}
+	doc, err := a.Skill(ctx10(t), "sandbox", "hello", "")
+	if err != nil || doc.Body == nil || *doc.Body != "Say hello.\n" {
+		t.Fatalf("skill: %+v %v", doc, err)
+	}
+	a.Close()
+
+	old := startUp(t, "--protocol-version", "0.3.0")
+	b := dialAgent(t, old.URL, "old-agent", agent.Options{ProtocolVersion: "0.3.0"})
+	if err := b.Join(ctx10(t), "default"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Tools(ctx10(t), "sandbox"); err != nil {
+		t.Fatalf("0.3.0 tools: %v", err)
+	}
+	if _, err := b.PutFile(ctx10(t), "sandbox", src, agent.PutOptions{}); !errors.Is(err, errors.ErrUnsupported) {
+		t.Fatalf("put_blob from a 0.3.0 Agent: %v", err)
+	}
+}
+
+// mustReal is path with every symbolic link resolved.
+func mustReal(t *testing.T, path string) string {
+	t.Helper()
+	r, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
 }
