@@ -11,7 +11,9 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/a2c-smcp/a2c-go/smcp"
 )
@@ -106,17 +108,35 @@ func (c *Client) PutBlob(ctx context.Context, computer string, r io.ReadSeeker, 
 	if o.NameHint != "" {
 		u.hint = &o.NameHint
 	}
-	buf := make([]byte, chunk)
-	for off := int64(0); ; {
-		n, err := io.ReadFull(r, buf[:min(int64(chunk), size-off)])
-		if err != nil {
-			return nil, fmt.Errorf("a2c: put_blob: read at %d: %w (did the file change?)", off, err)
+	u.agentJSON, u.computerJSON = jsonString(c.opts.Name), jsonString(computer)
+	// Two chunk buffers: while one chunk is out and its ack awaited, the
+	// next is read and encoded into the other (see prepare). One chunk is
+	// in flight on the wire at a time, as the protocol wants.
+	u.reserve = 256 + len(u.agentJSON) + len(u.computerJSON)
+	if u.hint != nil {
+		u.reserve += len(jsonString(*u.hint))
+	}
+	raw := make([]byte, chunk)
+	var bufs [2][]byte
+	cur := u.prepare(r, raw, &bufs[0], 0, chunk)
+	for i := 1; ; i++ {
+		if cur.err != nil {
+			return nil, cur.err
 		}
-		ret, err := u.send(ctx, off, buf[:n])
-		if err != nil {
+		end := cur.off + int64(cur.n)
+		var next chan chunkBody
+		if end < size {
+			next = make(chan chunkBody, 1)
+			go func(buf *[]byte) { next <- u.prepare(r, raw, buf, end, chunk) }(&bufs[i%2])
+		}
+		ret, err := u.send(ctx, cur)
+		if next != nil {
+			cur = <-next // the reader is never left running
+		}
+		switch {
+		case err != nil:
 			return nil, err
-		}
-		if off += int64(n); off == size {
+		case end == size:
 			return ret, nil
 		}
 	}
@@ -130,20 +150,109 @@ type upload struct {
 	sum      string
 	hint     *string
 	id       string // assigned by the first ack
+
+	// agentJSON and computerJSON are the names as JSON strings, escaped
+	// as encoding/json does.
+	agentJSON, computerJSON []byte
+	// reserve is the room left before a chunk's blob for the fields
+	// that precede it, which are written once the chunk is sent (the
+	// upload_id of the second chunk is not known while it is prepared).
+	reserve int
 }
 
-// send sends the chunk at off and checks its ack.
-func (u *upload) send(ctx context.Context, off int64, data []byte) (*smcp.PutBlobRet, error) {
-	eof := off+int64(len(data)) == u.size
-	blob := base64.StdEncoding.EncodeToString(data)
-	req := smcp.PutBlobReq{Agent: u.c.opts.Name, ReqID: NewReqID(), Computer: u.computer,
-		ChunkOffset: &off, EOF: &eof, Blob: &blob}
-	if u.id == "" {
-		req.TotalSize, req.SHA256, req.NameHint = &u.size, &u.sum, u.hint
-	} else {
-		req.UploadID = &u.id
+// chunkBody is a chunk read and encoded, waiting to be sent: buf holds
+// `"blob":"<base64>"}` from index reserve (the payload's tail), with room
+// before it for the fields that precede the blob.
+type chunkBody struct {
+	off int64
+	n   int
+	buf []byte
+	err error
+}
+
+// prepare reads the chunk at off (at most chunk bytes) from r and encodes
+// it, base64 straight into *buf (grown once, then reused): the payload
+// is built with no copy of the chunk beyond that one encoding.
+func (u *upload) prepare(r io.Reader, raw []byte, buf *[]byte, off int64, chunk int) chunkBody {
+	n, err := io.ReadFull(r, raw[:min(int64(chunk), u.size-off)])
+	if err != nil {
+		return chunkBody{err: fmt.Errorf("a2c: put_blob: read at %d: %w (did the file change?)", off, err)}
 	}
-	args, err := u.c.call(ctx, smcp.EventPutBlob, req, u.c.opts.RequestTimeout)
+	const open, end = `"blob":"`, `"}`
+	need := u.reserve + len(open) + base64.StdEncoding.EncodedLen(n) + len(end)
+	if cap(*buf) < need {
+		*buf = make([]byte, need)
+	}
+	b := append((*buf)[:u.reserve], open...)
+	b = base64.StdEncoding.AppendEncode(b, raw[:n]) // the alphabet needs no JSON escaping
+	b = append(b, end...)
+	return chunkBody{off: off, n: n, buf: b}
+}
+
+// payload completes the chunk's JSON: the fields before the blob, in the
+// order encoding/json writes smcp.PutBlobReq, are written into the room
+// left before it (or, should they not fit, ahead of a copy).
+func (u *upload) payload(c chunkBody, reqID string, eof bool) []byte {
+	p := make([]byte, 0, u.reserve)
+	p = append(p, `{"agent":`...)
+	p = append(p, u.agentJSON...)
+	p = append(p, `,"req_id":`...)
+	p = append(p, jsonString(reqID)...)
+	p = append(p, `,"computer":`...)
+	p = append(p, u.computerJSON...)
+	if u.id != "" {
+		p = append(p, `,"upload_id":`...)
+		p = append(p, jsonString(u.id)...)
+	}
+	p = append(p, `,"chunk_offset":`...)
+	p = strconv.AppendInt(p, c.off, 10)
+	p = append(p, `,"eof":`...)
+	p = strconv.AppendBool(p, eof)
+	if u.id == "" {
+		p = append(p, `,"total_size":`...)
+		p = strconv.AppendInt(p, u.size, 10)
+		p = append(p, `,"sha256":`...)
+		p = append(p, jsonString(u.sum)...)
+		if u.hint != nil {
+			p = append(p, `,"name_hint":`...)
+			p = append(p, jsonString(*u.hint)...)
+		}
+	}
+	p = append(p, ',')
+	if len(p) > u.reserve {
+		return append(p, c.buf[u.reserve:]...)
+	}
+	start := u.reserve - len(p)
+	copy(c.buf[start:], p)
+	return c.buf[start:]
+}
+
+// jsonString is s as a JSON string, escaped as encoding/json does.
+func jsonString(s string) []byte {
+	b, _ := json.Marshal(s)
+	return b
+}
+
+// callRaw is Client.call for a payload already encoded.
+func (c *Client) callRaw(ctx context.Context, event string, b []byte, timeout time.Duration) ([]json.RawMessage, error) {
+	start := time.Now()
+	s, err := c.socket(ctx, event, timeout)
+	if err != nil {
+		return nil, err
+	}
+	if timeout > 0 {
+		if timeout -= time.Since(start); timeout <= 0 {
+			return nil, fmt.Errorf("a2c: %s: %w", event, context.DeadlineExceeded)
+		}
+	}
+	return c.send(ctx, s, event, b, timeout)
+}
+
+// send sends a prepared chunk and checks its ack.
+func (u *upload) send(ctx context.Context, c chunkBody) (*smcp.PutBlobRet, error) {
+	off := c.off
+	eof := off+int64(c.n) == u.size
+	args, err := u.c.callRaw(ctx, smcp.EventPutBlob, u.payload(c, NewReqID(), eof), u.c.opts.RequestTimeout)
 	if err != nil {
 		if u.id == "" && errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
 			return nil, fmt.Errorf("%w: %s did not answer within %s", ErrPutBlobUnsupported, u.computer, u.c.opts.RequestTimeout)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -11,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -200,6 +202,65 @@ func TestPutBlobErrors(t *testing.T) {
 			c := dial(t, url, tt.o)
 			_, err := c.PutBlob(context.Background(), "pc", strings.NewReader(tt.data), tt.put)
 			tt.check(t, err, len(f.events(smcp.EventPutBlob)))
+		})
+	}
+}
+
+// TestPutBlobWire pins each chunk's payload, byte for byte, to what
+// encoding/json writes for the smcp.PutBlobReq it stands for, with names
+// that need escaping and an upload_id too long for the room reserved
+// before the blob (the payload is then assembled by copy).
+func TestPutBlobWire(t *testing.T) {
+	for _, id := range []string{strings.Repeat("ab", 16), strings.Repeat("u", 700)} {
+		t.Run(strconv.Itoa(len(id)), func(t *testing.T) {
+			var sum string
+			f, url := startFake(t, func(e *sio.Event) []json.RawMessage {
+				if e.Name != smcp.EventPutBlob {
+					return raw("true", "null")
+				}
+				var req smcp.PutBlobReq
+				if err := smcp.DecodePutBlob(e.Args[0], &req); err != nil {
+					return []json.RawMessage{smcp.Encode(err)}
+				}
+				if req.SHA256 != nil {
+					sum = *req.SHA256
+				}
+				ret := smcp.PutBlobRet{UploadID: id, ChunkOffset: *req.ChunkOffset, ReqID: req.ReqID}
+				if *req.EOF {
+					n := int64(2500)
+					ret.LandingPath, ret.TotalSize, ret.SHA256 = "/x", &n, sum
+				}
+				return []json.RawMessage{smcp.Encode(ret)}
+			})
+			c := dial(t, url, Options{})
+			c.opts.Name = "a<&>\"é" // dial names every test Agent "agent"
+			data := bytes.Repeat([]byte("0123456789"), 250)
+			hint := "n<a>me\u2028.bin"
+			if _, err := c.PutBlob(context.Background(), "p&c", bytes.NewReader(data), PutOptions{NameHint: hint, ChunkSize: 1000}); err != nil {
+				t.Fatal(err)
+			}
+			sent := f.events(smcp.EventPutBlob)
+			if len(sent) != 3 {
+				t.Fatalf("sent %d chunks", len(sent))
+			}
+			size, digest := int64(len(data)), sha256.Sum256(data)
+			hexSum := hex.EncodeToString(digest[:])
+			for i, s := range sent {
+				var got map[string]any
+				_ = json.Unmarshal([]byte(s), &got)
+				off, eof := int64(i*1000), i == 2
+				blob := base64.StdEncoding.EncodeToString(data[off:min(off+1000, size)])
+				want := smcp.PutBlobReq{Agent: "a<&>\"é", ReqID: got["req_id"].(string), Computer: "p&c", ChunkOffset: &off, EOF: &eof, Blob: &blob}
+				if i == 0 {
+					want.TotalSize, want.SHA256, want.NameHint = &size, &hexSum, &hint
+				} else {
+					want.UploadID = &id
+				}
+				wb, _ := json.Marshal(want)
+				if s != string(wb) {
+					t.Errorf("chunk %d:\n got %.300s\nwant %.300s", i, s, wb)
+				}
+			}
 		})
 	}
 }

@@ -29,6 +29,9 @@ type frame struct {
 	data   []byte
 	binary bool
 	op     byte // a WebSocket control opcode, for the event loop's own frames
+	// owned marks data the engine built for this one send and no one
+	// reads after it: a client may mask it in place (see wsframe.go).
+	owned bool
 }
 
 var (
@@ -43,7 +46,7 @@ var (
 // frames: the text message followed by one binary message each.
 func messageFrames(msg []byte, att [][]byte) []frame {
 	fs := make([]frame, 0, 1+len(att))
-	fs = append(fs, frame{data: msg})
+	fs = append(fs, frame{data: msg, owned: true})
 	for _, a := range att {
 		fs = append(fs, frame{data: a, binary: true})
 	}

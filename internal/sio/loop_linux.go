@@ -846,30 +846,6 @@ func wsFrameSize(b []byte) int {
 	return hdr + length
 }
 
-// maskBytes writes src XOR the masking key to dst (which may be src
-// itself), eight bytes at a time: a client frame of hundreds of
-// kilobytes is unmasked at memory speed, not a byte per step. The key
-// repeats every four bytes, so a 64-bit word at an offset that is a
-// multiple of 8 always meets the key doubled.
-func maskBytes(dst, src []byte, key [4]byte) {
-	dst = dst[:len(src)]
-	k32 := uint64(binary.LittleEndian.Uint32(key[:]))
-	k := k32 | k32<<32
-	i := 0
-	for ; i+32 <= len(src); i += 32 {
-		binary.LittleEndian.PutUint64(dst[i:], binary.LittleEndian.Uint64(src[i:])^k)
-		binary.LittleEndian.PutUint64(dst[i+8:], binary.LittleEndian.Uint64(src[i+8:])^k)
-		binary.LittleEndian.PutUint64(dst[i+16:], binary.LittleEndian.Uint64(src[i+16:])^k)
-		binary.LittleEndian.PutUint64(dst[i+24:], binary.LittleEndian.Uint64(src[i+24:])^k)
-	}
-	for ; i+8 <= len(src); i += 8 {
-		binary.LittleEndian.PutUint64(dst[i:], binary.LittleEndian.Uint64(src[i:])^k)
-	}
-	for ; i < len(src); i++ {
-		dst[i] = src[i] ^ key[i&3]
-	}
-}
-
 // appendWSFrames encodes frames as unmasked server frames.
 func appendWSFrames(dst []byte, fs []frame) []byte {
 	for _, f := range fs {
