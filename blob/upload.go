@@ -1,9 +1,9 @@
 package blob
 
 import (
+	"bytes"
 	"crypto/rand"
 	"crypto/sha256"
-	"encoding/base64"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -108,15 +108,23 @@ type Landing struct {
 }
 
 // session is one open upload. Its mutable fields (file, hash, received,
-// buf) are used only by the one chunk that holds it busy; busy and last
-// are guarded by Landing.mu.
+// buf, pending, werr) are used only by the one chunk that holds it busy
+// and by the background write that chunk may leave behind (see
+// Pending.Stage), which the next chunk waits for before it touches them;
+// busy, writing and last are guarded by Landing.mu.
 type session struct {
 	id, agent string
 	total     int64
 	sum       string // declared, lower case
 	name      string // landed file name
-	busy      bool   // a chunk is being written
+	busy      bool   // a chunk is admitted and not yet answered
+	writing   bool   // a chunk answered early is still being written
 	last      time.Time
+
+	// pending is closed once the background write of the previous chunk
+	// is over (nil when there is none); werr is then its failure.
+	pending chan struct{}
+	werr    *smcp.Error
 
 	dir      string // the real root, once the .part is open
 	part     string
@@ -219,7 +227,7 @@ func (l *Landing) Sweep() {
 	l.mu.Lock()
 	var idle []*session
 	for id, s := range l.sessions {
-		if !s.busy && now.Sub(s.last) > l.opts.IdleTimeout {
+		if !s.busy && !s.writing && now.Sub(s.last) > l.opts.IdleTimeout {
 			idle = append(idle, s)
 			delete(l.sessions, id)
 		}
@@ -326,7 +334,7 @@ func (l *Landing) acceptLocked(req *smcp.PutBlobReq) (p *Pending, ended *session
 	if s.busy {
 		return nil, nil, smcp.BlobWriteFailed(smcp.ReasonRange, map[string]any{"upload_id": id, "chunk_offset": s.received})
 	}
-	if l.now().Sub(s.last) > l.opts.IdleTimeout {
+	if !s.writing && l.now().Sub(s.last) > l.opts.IdleTimeout {
 		delete(l.sessions, id)
 		return nil, s, smcp.BlobWriteFailed(smcp.ReasonInvalidUpload, idDetail)
 	}
@@ -356,7 +364,7 @@ func (l *Landing) acceptFirst(req *smcp.PutBlobReq) (*Pending, *smcp.Error) {
 	now := l.now()
 	n := 0
 	for _, s := range l.sessions {
-		if s.busy || now.Sub(s.last) <= l.opts.IdleTimeout {
+		if s.busy || s.writing || now.Sub(s.last) <= l.opts.IdleTimeout {
 			n++ // an expired session (the janitor's to end) holds no place
 		}
 	}
@@ -396,10 +404,31 @@ func (l *Landing) discard(s *session) {
 // end there), integrity (sha256 mismatch), forbidden (the root or its
 // .a2c-upload folder cannot be made or written, at the first chunk) and
 // io_error (any other disk failure); each ends the upload.
-func (p *Pending) Finish() (*smcp.PutBlobRet, *smcp.Error) {
+func (p *Pending) Finish() (*smcp.PutBlobRet, *smcp.Error) { return p.finish(false) }
+
+// Stage is Finish for a Computer that answers as early as it can. The
+// chunk is decoded and judged (invalid_declaration, range) at once, but
+// a chunk that is not the last is answered before it is on disk: its
+// write and hashing go on in the background, behind the ack, while the
+// ack travels to the Agent and the next chunk comes back. So:
+//
+//   - the next chunk of the upload waits for that write before it is
+//     itself written (Stage blocks until then), and a failure of it is
+//     that chunk's answer: io_error, which ends the upload;
+//   - the last chunk (eof) is answered only once every byte is written,
+//     the size and SHA-256 checked and the file landed, as with Finish;
+//   - memory stays bounded: the Agent sends a chunk only after the
+//     previous ack, and that ack waits for the write before it, so an
+//     upload holds at most one chunk being written and one waiting.
+//
+// The answers and their 4019 reasons are those of Finish; only an
+// io_error of a write may come one chunk late.
+func (p *Pending) Stage() (*smcp.PutBlobRet, *smcp.Error) { return p.finish(true) }
+
+func (p *Pending) finish(early bool) (*smcp.PutBlobRet, *smcp.Error) {
 	l, s, req := p.l, p.s, p.req
 	defer l.inflight.Done()
-	ret, err := l.write(s, req)
+	ret, err := l.write(s, req, early)
 	if err != nil {
 		l.discard(s) // s is still busy: no one else touches its file
 	}
@@ -413,21 +442,32 @@ func (p *Pending) Finish() (*smcp.PutBlobRet, *smcp.Error) {
 	return ret, err
 }
 
-// write is Finish's disk work; s is busy, so only this goroutine uses its
-// file fields.
-func (l *Landing) write(s *session, req *smcp.PutBlobReq) (*smcp.PutBlobRet, *smcp.Error) {
+// write is Finish's and Stage's disk work; s is busy, so only this
+// goroutine uses its file fields (once the background write of the
+// previous chunk, if any, is over). With early, a chunk that is not the
+// last is written in the background and answered now.
+func (l *Landing) write(s *session, req *smcp.PutBlobReq, early bool) (*smcp.PutBlobRet, *smcp.Error) {
 	idDetail := map[string]any{"upload_id": s.id}
-	b64 := *req.Blob
-	if strings.ContainsAny(b64, "\r\n") { // the decoder would skip them; the specification's senders never send them
+	if s.pending != nil {
+		<-s.pending
+		s.pending = nil
+		if s.werr != nil {
+			return nil, s.werr
+		}
+	}
+	// A view of the string's bytes (read only) saves a copy of the chunk.
+	b64 := unsafe.Slice(unsafe.StringData(*req.Blob), len(*req.Blob))
+	if bytes.IndexByte(b64, '\r') >= 0 || bytes.IndexByte(b64, '\n') >= 0 {
+		// encoding/base64 would skip them; the specification's senders
+		// never send them.
 		return nil, smcp.BlobWriteFailed(smcp.ReasonInvalidDeclaration, idDetail)
 	}
-	if need := base64.StdEncoding.DecodedLen(len(b64)); cap(s.buf) < need {
+	need := decodedLen(len(b64))
+	if cap(s.buf) < need || cap(s.buf) > 4*need+4096 { // near the chunk size
 		s.buf = make([]byte, need)
 	}
-	// Decode reads its source only: a view of the string's bytes saves a
-	// copy of the chunk.
-	n, derr := base64.StdEncoding.Decode(s.buf[:cap(s.buf)], unsafe.Slice(unsafe.StringData(b64), len(b64)))
-	if derr != nil {
+	n, ok := decodeBase64(s.buf[:need], b64)
+	if !ok {
 		return nil, smcp.BlobWriteFailed(smcp.ReasonInvalidDeclaration, idDetail)
 	}
 	chunk := s.buf[:n]
@@ -440,17 +480,35 @@ func (l *Landing) write(s *session, req *smcp.PutBlobReq) (*smcp.PutBlobRet, *sm
 			return nil, err
 		}
 	}
-	if _, err := s.file.Write(chunk); err != nil {
-		l.log.Warn("put_blob: write failed", "upload_id", s.id, "err", err)
-		return nil, smcp.BlobWriteFailed(smcp.ReasonIOError, idDetail)
-	}
-	s.hash.Write(chunk)
-	s.received = end
 	ret := &smcp.PutBlobRet{UploadID: s.id, ChunkOffset: *req.ChunkOffset, ReqID: req.ReqID}
+	if early && !*req.EOF {
+		s.received = end
+		done := make(chan struct{})
+		s.pending, s.werr = done, nil
+		l.mu.Lock()
+		s.writing = true
+		l.mu.Unlock()
+		l.inflight.Add(1) // Close waits for it
+		go func() {
+			defer l.inflight.Done()
+			werr := l.writeChunk(s, chunk)
+			if werr != nil {
+				l.discard(s) // the next chunk answers io_error and ends the upload
+			}
+			s.werr = werr
+			l.mu.Lock()
+			s.writing = false
+			s.last = l.now()
+			l.mu.Unlock()
+			close(done)
+		}()
+		return ret, nil
+	}
+	if err := l.writeChunk(s, chunk); err != nil {
+		return nil, err
+	}
+	s.received = end
 	if !*req.EOF {
-		if n > 0 && cap(s.buf) > 4*n { // keep the buffer near the chunk size
-			s.buf = nil
-		}
 		return ret, nil
 	}
 	sum := hex.EncodeToString(s.hash.Sum(nil))
@@ -474,6 +532,16 @@ func (l *Landing) write(s *session, req *smcp.PutBlobReq) (*smcp.PutBlobRet, *sm
 	ret.LandingPath, ret.TotalSize, ret.SHA256 = path, &total, sum
 	l.log.Info("put_blob: upload landed", "upload_id", s.id, "agent", s.agent, "path", path, "bytes", total)
 	return ret, nil
+}
+
+// writeChunk appends chunk to the session's .part and its hash.
+func (l *Landing) writeChunk(s *session, chunk []byte) *smcp.Error {
+	if _, err := s.file.Write(chunk); err != nil {
+		l.log.Warn("put_blob: write failed", "upload_id", s.id, "err", err)
+		return smcp.BlobWriteFailed(smcp.ReasonIOError, map[string]any{"upload_id": s.id})
+	}
+	s.hash.Write(chunk)
+	return nil
 }
 
 // open creates the root (mode 0700) and its .a2c-upload folder if

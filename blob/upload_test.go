@@ -662,3 +662,131 @@ func TestLandingConcurrentUploads(t *testing.T) {
 		t.Errorf("parts left: %v", got)
 	}
 }
+
+// stagedUpload sends data in chunks of size n through Accept and Stage,
+// as a Computer does, and returns every answer.
+func stagedUpload(t *testing.T, l *Landing, data []byte, n int) []*smcp.PutBlobRet {
+	t.Helper()
+	var rets []*smcp.PutBlobRet
+	req := firstReq("a", data, min(n, len(data)), nil)
+	for off := 0; ; {
+		p, err := l.Accept(req)
+		if err != nil {
+			t.Fatalf("accept at %d: %s", off, wire(err))
+		}
+		ret, err := p.Stage()
+		if err != nil {
+			t.Fatalf("stage at %d: %s", off, wire(err))
+		}
+		rets = append(rets, ret)
+		if off += min(n, len(data)-off); off == len(data) {
+			return rets
+		}
+		req = nextReq("a", ret.UploadID, data, off, min(off+n, len(data)))
+	}
+}
+
+// TestLandingStage: chunks answered before they are on disk land the same
+// file, the final answer comes once every byte is written and checked,
+// and the answers are those of Finish.
+func TestLandingStage(t *testing.T) {
+	l, _ := newTestLanding(t, UploadOptions{})
+	data := bytes.Repeat([]byte("0123456789abcdef"), 4096) // 64 KiB
+	rets := stagedUpload(t, l, data, 10000)
+	last := rets[len(rets)-1]
+	for i, r := range rets[:len(rets)-1] {
+		if r.UploadID != last.UploadID || r.ChunkOffset != int64(i*10000) || r.LandingPath != "" {
+			t.Fatalf("answer %d: %s", i, wire(r))
+		}
+	}
+	if last.LandingPath == "" || *last.TotalSize != int64(len(data)) || last.SHA256 != sumHex(data) {
+		t.Fatalf("final answer %s", wire(last))
+	}
+	// Landed when answered: no write may still be running.
+	if b, err := os.ReadFile(last.LandingPath); err != nil || !bytes.Equal(b, data) {
+		t.Fatalf("landed file: %v, equal %v", err, bytes.Equal(b, data))
+	}
+	if got := files(t, l.Root()); len(got) != 1 {
+		t.Fatalf("files %v", got)
+	}
+}
+
+// TestLandingStageWriteFailure: a write that fails behind an early answer
+// is the next chunk's answer (io_error), which ends the upload and
+// removes its .part.
+func TestLandingStageWriteFailure(t *testing.T) {
+	for _, lastNext := range []bool{false, true} {
+		l, _ := newTestLanding(t, UploadOptions{})
+		data := bytes.Repeat([]byte("x"), 30)
+		id := mustPut(t, l, firstReq("a", data, 10, nil)).UploadID
+		p, err := l.Accept(nextReq("a", id, data, 10, 20))
+		if err != nil {
+			t.Fatal(wire(err))
+		}
+		l.mu.Lock()
+		_ = l.sessions[id].file.Close() // the disk fails under the upload
+		l.mu.Unlock()
+		if ret, err := p.Stage(); err != nil || ret.ChunkOffset != 10 {
+			t.Fatalf("early answer %s %s", wire(ret), wire(err))
+		}
+		next := nextReq("a", id, data, 20, 30) // the last chunk
+		if !lastNext {
+			next = nextReq("a", id, append(bytes.Clone(data), 'y'), 20, 30) // not the last
+		}
+		p, err = l.Accept(next)
+		if err != nil {
+			t.Fatal(wire(err))
+		}
+		_, err = p.Stage()
+		wantRefused(t, err, smcp.ReasonIOError, map[string]any{"upload_id": id})
+		if got := files(t, l.Root()); len(got) != 0 {
+			t.Errorf("left %v", got)
+		}
+		_, err = l.Accept(nextReq("a", id, data, 30, 30))
+		wantRefused(t, err, smcp.ReasonInvalidUpload, map[string]any{"upload_id": id})
+	}
+}
+
+// TestLandingStageFaultsAtOnce: the faults a chunk carries (its base64,
+// its range) are its own answer, never deferred.
+func TestLandingStageFaultsAtOnce(t *testing.T) {
+	l, _ := newTestLanding(t, UploadOptions{})
+	data := bytes.Repeat([]byte("x"), 30)
+	id := mustPut(t, l, firstReq("a", data, 10, nil)).UploadID
+	bad := nextReq("a", id, data, 10, 20)
+	*bad.Blob = "not base64!"
+	p, err := l.Accept(bad)
+	if err != nil {
+		t.Fatal(wire(err))
+	}
+	_, err = p.Stage()
+	wantRefused(t, err, smcp.ReasonInvalidDeclaration, map[string]any{"upload_id": id})
+
+	id = mustPut(t, l, firstReq("a", data, 10, nil)).UploadID
+	long := nextReq("a", id, append(bytes.Clone(data), "more"...), 10, 34) // past total_size
+	*long.EOF = false
+	if p, err = l.Accept(long); err != nil {
+		t.Fatal(wire(err))
+	}
+	_, err = p.Stage()
+	wantRefused(t, err, smcp.ReasonRange, map[string]any{"upload_id": id, "chunk_offset": int64(10)})
+}
+
+// TestLandingStageCloseWaits: Close waits for a write behind an early
+// answer and removes the .part.
+func TestLandingStageCloseWaits(t *testing.T) {
+	l, _ := newTestLanding(t, UploadOptions{})
+	data := bytes.Repeat([]byte("x"), 30)
+	id := mustPut(t, l, firstReq("a", data, 10, nil)).UploadID
+	p, err := l.Accept(nextReq("a", id, data, 10, 20))
+	if err != nil {
+		t.Fatal(wire(err))
+	}
+	if _, err := p.Stage(); err != nil {
+		t.Fatal(wire(err))
+	}
+	l.Close()
+	if got := files(t, l.Root()); len(got) != 0 {
+		t.Errorf("left %v", got)
+	}
+}

@@ -65,16 +65,23 @@ func (c *Computer) stopUploads() {
 // putBlob handles one client:put_blob chunk (dispatched only when the
 // profile has put_blob). It runs on the connection's reader: the chunk is
 // decoded and judged against the landing's state here, in memory, and
-// its disk work (base64 decoding, hashing, writing, landing) runs on a
-// goroutine of its own. The Agent sends the next chunk of an upload only
-// after this one's ack, and the landing refuses a chunk of an upload that
-// is still being written, so an upload's chunks are written in order; at
-// most one chunk per open upload (Options.Uploads.MaxConcurrent) is in
-// memory at a time.
+// the rest runs on a goroutine of its own with blob.Pending.Stage: the
+// base64 is decoded and judged at once, and a chunk that is not the last
+// is answered before it is on disk, its write and hashing overlapping
+// the ack's way to the Agent and the next chunk's way back. The final
+// chunk is answered only once the file is written, checked and landed; a
+// write that fails behind an early answer is the next chunk's answer
+// (4019 io_error). The Agent sends a chunk only after the previous ack,
+// the landing refuses a chunk of an upload whose previous chunk is not
+// yet answered, and Stage makes a chunk wait for the write before it, so
+// an upload's chunks are written in order and at most two of them (one
+// being written, one waiting) are in memory per open upload
+// (Options.Uploads.MaxConcurrent).
 func (c *Computer) putBlob(e *sio.Event, raw []byte) {
 	var req smcp.PutBlobReq
 	// DecodePutBlob answers as c.decode's DecodeRequest would, in one pass
-	// over a payload that is mostly its blob.
+	// over a payload that is mostly its blob (which it does not copy: raw
+	// is the event's, never modified).
 	if err := smcp.DecodePutBlob(raw, &req); err != nil {
 		answer(e, err)
 		return
@@ -90,7 +97,7 @@ func (c *Computer) putBlob(e *sio.Event, raw []byte) {
 		return
 	}
 	go func() {
-		ret, err := p.Finish()
+		ret, err := p.Stage()
 		if err != nil {
 			c.log.Debug("put_blob: chunk refused", "agent", req.Agent, "req_id", req.ReqID, "reason", err.Reason())
 			answer(e, err)
