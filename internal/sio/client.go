@@ -482,6 +482,9 @@ func (c *cconn) writeWS(ws *websocket.Conn, fs []frame) error {
 			return err
 		}
 	}
+	// Written (and the engine's own messages masked over): every caller
+	// drops fs after this.
+	releaseFrames(fs)
 	return nil
 }
 

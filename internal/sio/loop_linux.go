@@ -440,6 +440,7 @@ func (p *loopPeer) send(fs []frame, _ bool) error {
 	}
 	if len(p.out) > 0 {
 		p.out = appendWSFrames(p.out, fs)
+		releaseFrames(fs) // copied
 		if len(p.out) > p.maxOut {
 			p.shutdownLocked() // a peer that does not read
 			return ErrClosed
@@ -447,7 +448,9 @@ func (p *loopPeer) send(fs []frame, _ bool) error {
 		return nil
 	}
 	if framesSize(fs) > 64<<10 {
-		return p.sendVec(fs)
+		err := p.sendVec(fs)
+		releaseFrames(fs) // written, or what was left copied to the backlog
+		return err
 	}
 	bp := encodeBufs.Get().(*[]byte)
 	b := appendWSFrames((*bp)[:0], fs)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync"
 	"unicode/utf8"
 )
 
@@ -182,9 +183,59 @@ func messageBuf(nsp, name string, m Message) []byte {
 	for _, a := range m.Args {
 		n += 1 + max(len(a), 4) // comma and value (or null)
 	}
-	b := make([]byte, 1, n)
-	b[0] = eMessage
-	return b
+	return append(getMsgBuf(n), eMessage)
+}
+
+// The buffers of large outgoing messages are pooled by size class
+// (minPooledMsg << k): relaying a 350 KB client:put_blob chunk would
+// otherwise allocate (and zero, and soon collect) one per chunk on every
+// hop. A buffer returns to its pool only where the engine knows the
+// message has been handed to the kernel (or copied) and nothing else
+// refers to it: see releaseFrames.
+const minPooledMsg = 64 << 10
+
+var msgBufs [6]sync.Pool // 64 KiB to 2 MiB
+
+// msgClass is the size class of a message of n bytes, or -1 when n is
+// too small or too large to pool.
+func msgClass(n int) int {
+	if n < minPooledMsg {
+		return -1
+	}
+	for k := range msgBufs {
+		if n <= minPooledMsg<<k {
+			return k
+		}
+	}
+	return -1
+}
+
+// getMsgBuf returns an empty buffer with room for n bytes.
+func getMsgBuf(n int) []byte {
+	k := msgClass(n)
+	if k < 0 {
+		return make([]byte, 0, n)
+	}
+	if p, _ := msgBufs[k].Get().(*[]byte); p != nil {
+		return (*p)[:0]
+	}
+	return make([]byte, 0, minPooledMsg<<k)
+}
+
+// releaseFrames returns the buffers of the engine's own messages in fs
+// (frame.owned) to their pools. The caller guarantees that the frames
+// have been written or copied, and that nothing refers to them any more.
+func releaseFrames(fs []frame) {
+	for _, f := range fs {
+		if !f.owned {
+			continue
+		}
+		c := cap(f.data)
+		if k := msgClass(c); k >= 0 && c == minPooledMsg<<k {
+			b := f.data[:0]
+			msgBufs[k].Put(&b)
+		}
+	}
 }
 
 // encodeEvent builds an EVENT (or BINARY_EVENT) packet. Args must each be
