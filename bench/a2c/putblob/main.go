@@ -119,7 +119,11 @@ func main() {
 	fmt.Printf("\n- put_blob / streamed WebSocket copy: %.0f%% (target >= 50%%); put_blob / ack-paced copy: %.0f%%\n",
 		100*stream.Seconds()/put.Seconds(), 100*paced.Seconds()/put.Seconds())
 	n := time.Duration(*runs)
-	fmt.Printf("- CPU per put_blob of %d MiB (mean): Agent %s, a2c server %s, a2c computer %s\n\n", *size, ms(cpu[0]/n), ms(cpu[1]/n), ms(cpu[2]/n))
+	fmt.Printf("- CPU per put_blob of %d MiB (mean): Agent %s, a2c server %s, a2c computer %s\n", *size, ms(cpu[0]/n), ms(cpu[1]/n), ms(cpu[2]/n))
+	chunks := (int64(*size)<<20 + int64(*chunk) - 1) / int64(*chunk)
+	perChunk := (cpu[0] + cpu[1] + cpu[2]) / n / time.Duration(chunks)
+	fmt.Printf("- CPU per chunk, the three processes together: %.2f ms (%d chunks; the Agent's includes hashing and reading the file)\n\n",
+		float64(perChunk)/float64(time.Millisecond), chunks)
 
 	// Memory: a fresh Computer per file size.
 	fmt.Printf("### The Computer's memory during one upload (fresh process each)\n\n")
