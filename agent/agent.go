@@ -643,6 +643,13 @@ func (c *Client) call(ctx context.Context, event string, req any, timeout time.D
 	if err != nil {
 		return nil, fmt.Errorf("a2c: encode %s: %w", event, err)
 	}
+	return c.callRaw(ctx, event, b, timeout)
+}
+
+// callRaw is [Client.call] for a payload already encoded (put_blob builds
+// its chunks' JSON itself). The time spent waiting for a reconnect counts
+// against timeout.
+func (c *Client) callRaw(ctx context.Context, event string, b []byte, timeout time.Duration) ([]json.RawMessage, error) {
 	start := time.Now()
 	s, err := c.socket(ctx, event, timeout)
 	if err != nil {

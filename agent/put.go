@@ -13,7 +13,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/a2c-smcp/a2c-go/smcp"
 )
@@ -231,21 +230,6 @@ func (u *upload) payload(c chunkBody, reqID string, eof bool) []byte {
 func jsonString(s string) []byte {
 	b, _ := json.Marshal(s)
 	return b
-}
-
-// callRaw is Client.call for a payload already encoded.
-func (c *Client) callRaw(ctx context.Context, event string, b []byte, timeout time.Duration) ([]json.RawMessage, error) {
-	start := time.Now()
-	s, err := c.socket(ctx, event, timeout)
-	if err != nil {
-		return nil, err
-	}
-	if timeout > 0 {
-		if timeout -= time.Since(start); timeout <= 0 {
-			return nil, fmt.Errorf("a2c: %s: %w", event, context.DeadlineExceeded)
-		}
-	}
-	return c.send(ctx, s, event, b, timeout)
 }
 
 // send sends a prepared chunk and checks its ack.

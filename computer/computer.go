@@ -148,6 +148,9 @@ type Computer struct {
 	// skillState is the SKILL channel (computer/skills.go): set by
 	// startSkills, cleared by stopSkills.
 	skillState atomic.Pointer[skillSet]
+	// uploads is the client:put_blob landing (computer/upload.go): set by
+	// startUploads when the protocol has uploads, closed by stopUploads.
+	uploads atomic.Pointer[blob.Landing]
 }
 
 // hosted is one configured server and its upstream connection.

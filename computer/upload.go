@@ -1,64 +1,36 @@
 package computer
 
 import (
-	"sync"
-
 	"github.com/a2c-smcp/a2c-go/blob"
 	"github.com/a2c-smcp/a2c-go/internal/sio"
 	"github.com/a2c-smcp/a2c-go/smcp"
 )
 
-// uploads is a Computer's landing for client:put_blob
-// (Options.LandingRoot, Options.Uploads), made once, at the first upload
-// or by startUploads.
-type uploads struct {
-	once    sync.Once
-	landing *blob.Landing
-}
-
-// landings holds each Computer's uploads. It lives beside the Computer
-// rather than in it so that this file owns the whole upload channel;
-// stopUploads removes the entry.
-var landings sync.Map // *Computer -> *uploads
-
-// landing returns the Computer's landing, making it on first use.
-func (c *Computer) landing() *blob.Landing {
-	v, _ := landings.LoadOrStore(c, new(uploads))
-	u := v.(*uploads)
-	u.once.Do(func() {
-		l, err := blob.NewLanding(c.opts.LandingRoot, c.opts.Uploads, c.log)
-		if err != nil {
-			// Only a root that cannot be made absolute fails: refuse every
-			// upload (forbidden), as with no root.
-			c.log.Error("put_blob: landing root unusable; uploads are refused", "root", c.opts.LandingRoot, "err", err)
-			l, _ = blob.NewLanding("", c.opts.Uploads, c.log)
-		}
-		u.landing = l
-	})
-	return u.landing
-}
-
-// startUploads makes the landing now, so that the orphaned .part files of
-// an earlier run are collected at start rather than at the first upload.
-//
-//lint:ignore U1000 to be called by New (computer.go) beside startSkills.
+// startUploads makes the Computer's landing for client:put_blob
+// (Options.LandingRoot, Options.Uploads) when its protocol has uploads,
+// so that the orphaned .part files of an earlier run are collected at
+// start. Called once by New.
 func (c *Computer) startUploads() {
-	if c.profile.PutBlob {
-		c.landing()
+	if !c.profile.PutBlob {
+		return
 	}
+	l, err := blob.NewLanding(c.opts.LandingRoot, c.opts.Uploads, c.log)
+	if err != nil {
+		// Only a root that cannot be made absolute fails: refuse every
+		// upload (forbidden), as with no root.
+		c.log.Error("put_blob: landing root unusable; uploads are refused", "root", c.opts.LandingRoot, "err", err)
+		l, _ = blob.NewLanding("", c.opts.Uploads, c.log)
+	}
+	c.uploads.Store(l)
 }
 
-// stopUploads closes the landing, if one was made: its janitor stops and
-// the uploads in progress are ended (their .part files removed).
-//
-//lint:ignore U1000 to be called by Close (computer.go) beside stopSkills.
+// stopUploads closes the landing: its janitor stops and the uploads in
+// progress end (their .part files removed). A chunk that arrives later
+// finds the closed landing and is refused. Called by Close, and by New
+// when it fails.
 func (c *Computer) stopUploads() {
-	if v, ok := landings.LoadAndDelete(c); ok {
-		u := v.(*uploads)
-		u.once.Do(func() {}) // a landing made later would not be closed
-		if u.landing != nil {
-			u.landing.Close()
-		}
+	if l := c.uploads.Load(); l != nil {
+		l.Close()
 	}
 }
 
@@ -90,7 +62,12 @@ func (c *Computer) putBlob(e *sio.Event, raw []byte) {
 		answer(e, smcp.NewError(smcp.CodeNotFound, "request addressed to another Computer"))
 		return
 	}
-	p, err := c.landing().Accept(&req)
+	l := c.uploads.Load()
+	if l == nil { // not reached: put_blob is dispatched only when startUploads made one
+		answer(e, smcp.BlobWriteFailed(smcp.ReasonForbidden, nil))
+		return
+	}
+	p, err := l.Accept(&req)
 	if err != nil {
 		c.log.Debug("put_blob: chunk refused", "agent", req.Agent, "req_id", req.ReqID, "reason", err.Reason())
 		answer(e, err)

@@ -47,6 +47,7 @@ func runComputer(ctx context.Context, e *env, args []string) error {
 	maxUploads := fs.Int("upload-max-concurrent", blob.DefaultUploadMaxConcurrent, "client:put_blob uploads open at once")
 	uploadIdle := fs.Duration("upload-idle-timeout", blob.DefaultUploadIdleTimeout, "end an upload that receives no chunk for this long")
 	skillsDir := fs.String("skills", defaultSkillsDir(), "folder of the user's skill packages served on the SKILL channel (\"\" for none)")
+	cpuProfile := fs.String("cpu-profile", "", "write a Go CPU profile to this file until shutdown (for benchmarks)")
 	if err := e.parse(fs, args); err != nil {
 		return err
 	}
@@ -98,6 +99,11 @@ func runComputer(ctx context.Context, e *env, args []string) error {
 			return usageError{"--admin must be a loopback address"}
 		}
 	}
+	stopProfile, err := cpuProfileTo(*cpuProfile)
+	if err != nil {
+		return err
+	}
+	defer stopProfile()
 	c, err := computer.New(o)
 	if err != nil {
 		return err
