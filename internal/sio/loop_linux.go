@@ -361,16 +361,6 @@ func acceptKey(key string) string {
 	return base64.StdEncoding.EncodeToString(h[:])
 }
 
-// WebSocket opcodes.
-const (
-	opCont   = 0x0
-	opText   = 0x1
-	opBinary = 0x2
-	opClose  = 0x8
-	opPing   = 0x9
-	opPong   = 0xA
-)
-
 // loopPeer is one WebSocket served by a loop.
 type loopPeer struct {
 	c      wsOwner

@@ -7,6 +7,17 @@ import (
 	"sync"
 )
 
+// WebSocket opcodes (RFC 6455 §5.2), used by the client's frame writer
+// here and by the event loop (loop_linux.go).
+const (
+	opCont   = 0x0
+	opText   = 0x1
+	opBinary = 0x2
+	opClose  = 0x8
+	opPing   = 0x9
+	opPong   = 0xA
+)
+
 // This file writes the client side's WebSocket frames itself rather than
 // through gorilla/websocket's message writer, which copies a message
 // into a 4 KiB buffer and sends it as a fragment per buffer: a 350 KB
