@@ -305,8 +305,27 @@ func (l *Landing) Put(req *smcp.PutBlobReq) (*smcp.PutBlobRet, *smcp.Error) {
 func (l *Landing) Accept(req *smcp.PutBlobReq) (*Pending, *smcp.Error) {
 	l.mu.Lock()
 	p, ended, err := l.acceptLocked(req)
-	l.mu.Unlock()
+	var writing chan struct{}
 	if ended != nil {
+		// The session is not busy (acceptLocked checked), so its last
+		// chunk's Stage is over, but the background write that Stage
+		// started may not be: its file must not be closed under it. The
+		// discard then waits for that write, off the caller's goroutine
+		// (the connection's reader), and Close waits for the discard.
+		writing = ended.pending
+		if writing != nil {
+			l.inflight.Add(1)
+		}
+	}
+	l.mu.Unlock()
+	switch {
+	case writing != nil:
+		go func() {
+			defer l.inflight.Done()
+			<-writing
+			l.discard(ended)
+		}()
+	case ended != nil:
 		l.discard(ended)
 	}
 	return p, err

@@ -790,3 +790,39 @@ func TestLandingStageCloseWaits(t *testing.T) {
 		t.Errorf("left %v", got)
 	}
 }
+
+// TestStageRefusalDuringBackgroundWrite: a chunk refused (wrong offset, bad
+// fields) while the previous chunk's early-acked write still runs ends the
+// upload without closing the file under that write (run with -race), and
+// the .part goes once the write is over.
+func TestStageRefusalDuringBackgroundWrite(t *testing.T) {
+	for _, bad := range []string{"offset", "declaration"} {
+		t.Run(bad, func(t *testing.T) {
+			l, _ := newTestLanding(t, UploadOptions{MaxBytes: 1 << 30})
+			data := bytes.Repeat([]byte("0123456789abcdef"), 1<<20)
+			n := 8 << 20
+			p, err := l.Accept(firstReq("a", data, n, nil))
+			if err != nil {
+				t.Fatal(wire(err))
+			}
+			ret, err := p.Stage() // answered early; the write goes on behind
+			if err != nil {
+				t.Fatal(wire(err))
+			}
+			next := nextReq("a", ret.UploadID, data, n, n+10)
+			want, details := smcp.ReasonInvalidDeclaration, map[string]any{"upload_id": ret.UploadID}
+			if bad == "offset" {
+				next = nextReq("a", ret.UploadID, data, 5, 10)
+				want, details = smcp.ReasonRange, map[string]any{"upload_id": ret.UploadID, "chunk_offset": int64(n)}
+			} else {
+				next.TotalSize = ptr(int64(len(data)))
+			}
+			_, err = l.Accept(next)
+			wantRefused(t, err, want, details)
+			l.Close() // waits for the write and the discard
+			if got := files(t, l.root); len(got) != 0 {
+				t.Errorf("left behind: %v", got)
+			}
+		})
+	}
+}

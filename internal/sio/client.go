@@ -95,7 +95,6 @@ type cconn struct {
 	dispatch sync.Mutex
 
 	wmu         sync.Mutex // serialises writes to ws
-	refresh     time.Time  // guarded by wmu: when to move the write deadline
 	mu          sync.Mutex
 	ws          *websocket.Conn
 	queue       []frame
@@ -467,16 +466,22 @@ func (c *cconn) write(fs []frame) error {
 	return nil
 }
 
+// clientWriteTimeout bounds one write of the client's frames: a server
+// that reads nothing for this long ends the connection.
+const clientWriteTimeout = 10 * time.Second
+
 func (c *cconn) writeWS(ws *websocket.Conn, fs []frame) error {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
-	if now := time.Now(); now.After(c.refresh) { // see econn.writeFrames
-		_ = ws.SetWriteDeadline(now.Add(10 * time.Second))
-		c.refresh = now.Add(5 * time.Second)
-	}
-	// Each message is one frame written by us, not gorilla's fragments
-	// (see wsframe.go); the deadline above is the net.Conn's own.
+	// Each message is one frame written by us on the net.Conn, not
+	// gorilla's fragments (see wsframe.go), so the deadline is set on the
+	// net.Conn itself, before every write: gorilla's SetWriteDeadline only
+	// records one for gorilla's own writers, and the net.Conn keeps
+	// whatever deadline gorilla last applied there (the upgrade probe's,
+	// bounded by Dial's context, or a pong's one second), which would
+	// fail every later write.
 	nc := ws.NetConn()
+	_ = nc.SetWriteDeadline(time.Now().Add(clientWriteTimeout))
 	for _, f := range fs {
 		if err := writeClientFrame(nc, f); err != nil {
 			return err
