@@ -662,11 +662,12 @@ func (p *loopPeer) ingest(data []byte) string {
 // carry keeps rest, the incomplete frame left at the end of a read, for
 // the next one. When carried, rest is the tail of p.rbuf.
 func (p *loopPeer) carry(rest []byte, carried bool) {
-	if size := wsFrameSize(rest); size >= ownBufFrame && 8*len(rest) >= size {
+	if size := wsFrameSize(rest); size >= ownBufFrame && 2*len(rest) >= size {
 		// A large frame: give it a buffer of its exact size, which the
-		// loop then reads into directly. Only once an eighth of it is
-		// here, so that a peer cannot make us allocate a whole message
-		// for every few bytes it sends.
+		// loop then reads into directly. Only once half of it is here, so
+		// that what a peer makes us hold stays within twice what it sent
+		// (as the doubling growth below does), however many connections
+		// stall in the middle of a frame.
 		p.rbuf = append(make([]byte, 0, size), rest...)
 		p.want = size
 		return
