@@ -269,7 +269,7 @@ func (c *cconn) get(ctx context.Context) ([]frame, error) {
 		return nil, err
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxClientRead))
 	if err != nil {
 		return nil, err
 	}
@@ -289,8 +289,15 @@ func (c *cconn) dialWS(ctx context.Context) (*websocket.Conn, error) {
 		}
 		return nil, err
 	}
+	ws.SetReadLimit(maxClientRead)
 	return ws, nil
 }
+
+// maxClientRead bounds what the client reads in one go from a server: a
+// long-polling answer, or one WebSocket message (a larger one closes the
+// connection with 1009), so that a hostile server cannot make it hold
+// unbounded memory.
+const maxClientRead = 16 << 20
 
 // readWS reads one message with a deadline, turning a close into CloseError.
 func readWS(ws *websocket.Conn, deadline time.Time) (int, []byte, error) {

@@ -1,7 +1,9 @@
 package sio
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -92,5 +94,50 @@ func TestClientWritesAfterServerPing(t *testing.T) {
 		}
 	case <-time.After(3 * time.Second):
 		t.Fatal("nothing arrived")
+	}
+}
+
+// TestClientReadLimit: a WebSocket message over maxClientRead from the
+// server closes the client's connection rather than being buffered.
+func TestClientReadLimit(t *testing.T) {
+	closed := make(chan error, 1)
+	up := websocket.Upgrader{}
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ws, err := up.Upgrade(w, r, nil)
+		if err != nil {
+			return
+		}
+		defer ws.Close()
+		_ = ws.WriteMessage(websocket.TextMessage, []byte(`0{"sid":"s1","upgrades":[],"pingInterval":25000,"pingTimeout":20000,"maxPayload":1000000}`))
+		if _, _, err := ws.ReadMessage(); err != nil {
+			return
+		}
+		_ = ws.WriteMessage(websocket.TextMessage, []byte(`40/smcp,{"sid":"n1"}`))
+		big := append([]byte(`42/smcp,["big","`), bytes.Repeat([]byte("x"), maxClientRead)...)
+		_ = ws.WriteMessage(websocket.TextMessage, append(big, `"]`...))
+		_, _, err = ws.ReadMessage()
+		closed <- err
+	}))
+	defer ts.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	s, err := Dial(ctx, ts.URL, ClientOptions{Namespace: "/smcp", Transport: WebSocketOnly, Handler: clientHandler{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Disconnect()
+	select {
+	case err := <-closed:
+		var ce *websocket.CloseError
+		if !errors.As(err, &ce) || ce.Code != websocket.CloseMessageTooBig {
+			t.Fatalf("server read %v, want close 1009", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the client kept reading")
+	}
+	for deadline := time.Now().Add(2 * time.Second); !s.Closed(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the client's socket is still open")
+		}
 	}
 }
