@@ -1,9 +1,9 @@
 package sio
 
 import (
-	"bytes"
-	"encoding/binary"
 	"encoding/json"
+
+	"github.com/a2c-smcp/a2c-go/internal/jsonscan"
 )
 
 // This file is the engine's JSON validator. Every event and
@@ -206,105 +206,8 @@ func skipDigits(b []byte, i int) int {
 }
 
 // scanString returns the index just past the JSON string starting at
-// b[i] == '"', or -1 when it is not well-formed (unterminated, a raw
-// control character, a bad escape).
-//
-// This is the hot loop of a relay, and it works on spans, not bytes: the
-// next quote and the next backslash are found with bytes.IndexByte
-// (vectorised), and the span before whichever comes first is checked
-// for control characters eight bytes at a time (hasControl). Each found
-// position is kept until the scan passes it, so every byte is searched
-// at most once per kind: a long string full of escapes still costs
-// linear time, not a search to its far end from every escape (see
-// TestScanStringLinear).
+// b[i] == '"', or -1 when it is not well-formed (see jsonscan.String).
 func scanString(b []byte, i int) int {
-	quote, bslash := -1, -1 // next '"' and '\\' at or after j; len(b) for "no more"
-	for j := i + 1; ; {
-		if quote < j {
-			k := bytes.IndexByte(b[j:], '"')
-			if k < 0 {
-				return -1 // unterminated
-			}
-			quote = j + k
-		}
-		if bslash < j {
-			if k := bytes.IndexByte(b[j:], '\\'); k < 0 {
-				bslash = len(b)
-			} else {
-				bslash = j + k
-			}
-		}
-		stop := min(quote, bslash)
-		if hasControl(b[j:stop]) {
-			return -1
-		}
-		if stop == quote {
-			return quote + 1
-		}
-		// An escape at stop. A quote found inside it (\") lies before
-		// the next j, so it is searched for again from there.
-		if stop+1 >= len(b) {
-			return -1
-		}
-		switch b[stop+1] {
-		case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-			j = stop + 2
-		case 'u':
-			if stop+6 > len(b) {
-				return -1
-			}
-			for _, h := range b[stop+2 : stop+6] {
-				if !('0' <= h && h <= '9' || 'a' <= h && h <= 'f' || 'A' <= h && h <= 'F') {
-					return -1
-				}
-			}
-			j = stop + 6
-		default:
-			return -1
-		}
-	}
-}
-
-// Constants of the word-at-a-time control character test.
-const (
-	lsbs = 0x0101010101010101 // the low bit of every byte
-	msbs = 0x8080808080808080 // the high bit of every byte
-)
-
-// hasControl reports whether b holds a byte below 0x20.
-//
-// For a 64-bit word w, (w - 0x20*lsbs) &^ w & msbs is non-zero exactly
-// when some byte of w is below 0x20. The lowest such byte x is reached by
-// no borrow (every byte below it is >= 0x20), so it becomes x - 0x20 +
-// 256 >= 0xE0, high bit set, while x itself has its high bit clear: the
-// test fires. Conversely, a byte x >= 0x20 that no borrow reaches has the
-// high bit of x - 0x20 set only when x >= 0xA0, whose own high bit
-// masks it out: without a byte below 0x20 there is no borrow at all, and
-// the test stays silent. Bytes above the lowest hit may be flagged
-// wrongly (the borrow runs into them), which a yes/no answer does not
-// care about. TestHasControlEveryByte and FuzzValidJSON check it.
-func hasControl(b []byte) bool {
-	for len(b) >= 32 {
-		w0 := binary.LittleEndian.Uint64(b)
-		w1 := binary.LittleEndian.Uint64(b[8:])
-		w2 := binary.LittleEndian.Uint64(b[16:])
-		w3 := binary.LittleEndian.Uint64(b[24:])
-		if ((w0-0x20*lsbs)&^w0|(w1-0x20*lsbs)&^w1|(w2-0x20*lsbs)&^w2|(w3-0x20*lsbs)&^w3)&msbs != 0 {
-			return true
-		}
-		b = b[32:]
-	}
-	for len(b) >= 8 {
-		w := binary.LittleEndian.Uint64(b)
-		if (w-0x20*lsbs)&^w&msbs != 0 {
-			return true
-		}
-		b = b[8:]
-	}
-	for _, c := range b {
-		if c < 0x20 {
-			return true
-		}
-	}
-	return false
+	end, _ := jsonscan.String(b, i)
+	return end
 }

@@ -141,29 +141,6 @@ func TestScanStringLinear(t *testing.T) {
 	}
 }
 
-func TestHasControlEveryByte(t *testing.T) {
-	// Every byte value at every position of a 40-byte span (the 32-byte,
-	// 8-byte and byte loops), and every pair of bytes (the borrow from a
-	// low byte into the next).
-	for pos := 0; pos < 40; pos++ {
-		for c := 0; c < 256; c++ {
-			b := []byte(strings.Repeat(" ", 40))
-			b[pos] = byte(c)
-			if got := hasControl(b); got != (c < 0x20) {
-				t.Fatalf("byte %#x at %d: %v", c, pos, got)
-			}
-		}
-	}
-	for c := 0; c < 256; c++ {
-		for d := 0; d < 256; d++ {
-			b := []byte{'a', 'a', byte(c), byte(d), 'a', 'a', 'a', 'a'}
-			if got := hasControl(b); got != (c < 0x20 || d < 0x20) {
-				t.Fatalf("%#x %#x: %v", c, d, got)
-			}
-		}
-	}
-}
-
 // BenchmarkSplitArgs measures the receive-side check of a client:put_blob
 // chunk (256 KiB as base64) against json.Valid plus the old splitter.
 func BenchmarkSplitArgs(b *testing.B) {
