@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -232,25 +233,28 @@ func runCall(ctx context.Context, e *env, args []string) error {
 
 // findTool finds the Computer of the office that exposes tool.
 func findTool(ctx context.Context, c *agent.Client, tool string) (string, error) {
+	return findComputer(ctx, c, func(computer string) bool {
+		tools, err := c.Tools(ctx, computer)
+		return err == nil && slices.ContainsFunc(tools, func(t smcp.SMCPTool) bool { return t.Name == tool })
+	}, fmt.Sprintf("no Computer in the office exposes %q (see a2c tools)", tool))
+}
+
+// findComputer returns the first Computer of the office for which has
+// is true; notFound is the error's text when none is.
+func findComputer(ctx context.Context, c *agent.Client, has func(computer string) bool, notFound string) (string, error) {
 	names, err := computers(ctx, c, "")
 	if err != nil {
 		return "", err
 	}
 	for _, n := range names {
-		tools, err := c.Tools(ctx, n)
-		if err != nil {
-			continue
-		}
-		for _, t := range tools {
-			if t.Name == tool {
-				return n, nil
-			}
+		if has(n) {
+			return n, nil
 		}
 	}
 	if len(names) == 0 {
 		return "", errors.New("no Computer in the office")
 	}
-	return "", fmt.Errorf("no Computer in the office exposes %q (see a2c tools)", tool)
+	return "", errors.New(notFound)
 }
 
 func printResult(e *env, r *smcp.CallToolResult) {

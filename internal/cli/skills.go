@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"text/tabwriter"
 
 	"github.com/a2c-smcp/a2c-go/agent"
@@ -137,25 +138,10 @@ func runSkill(ctx context.Context, e *env, args []string) error {
 
 // findSkill finds the Computer of the office that lists skill name.
 func findSkill(ctx context.Context, c *agent.Client, name string) (string, error) {
-	names, err := computers(ctx, c, "")
-	if err != nil {
-		return "", err
-	}
-	for _, n := range names {
-		skills, err := c.Skills(ctx, n)
-		if err != nil {
-			continue
-		}
-		for _, s := range skills {
-			if s.Name == name {
-				return n, nil
-			}
-		}
-	}
-	if len(names) == 0 {
-		return "", errors.New("no Computer in the office")
-	}
-	return "", fmt.Errorf("no Computer in the office lists the skill %q (see a2c skills)", name)
+	return findComputer(ctx, c, func(computer string) bool {
+		skills, err := c.Skills(ctx, computer)
+		return err == nil && slices.ContainsFunc(skills, func(s smcp.A2CSkillRef) bool { return s.Name == name })
+	}, fmt.Sprintf("no Computer in the office lists the skill %q (see a2c skills)", name))
 }
 
 // skillError says what a get_skill refusal means.
