@@ -230,6 +230,7 @@ func TestPrepare(t *testing.T) {
 			var calls atomic.Int32
 			var sawErr atomic.Bool
 			var up atomic.Pointer[Upstream]
+			started := make(chan struct{}) // up is set
 			prepare := func(context.Context) (Spec, error) {
 				n := calls.Add(1)
 				if tc.fail(n) {
@@ -239,8 +240,12 @@ func TestPrepare(t *testing.T) {
 				// Type given by Prepare are ignored.
 				return Spec{BundleID: "other", Type: "stdio", URL: fmt.Sprintf("attempt-%d", n), Connect: m.Connect}, nil
 			}
-			u := Start(Spec{BundleID: "mem", Type: TypeMemory}, Options{MinBackoff: 100 * time.Millisecond, Prepare: prepare,
+			// The backoff lasts long enough for the notifier to see it
+			// under -race on a loaded machine, and OnChange waits for
+			// Start to have returned, so that no change is missed.
+			u := Start(Spec{BundleID: "mem", Type: TypeMemory}, Options{MinBackoff: 500 * time.Millisecond, Prepare: prepare,
 				OnChange: func() {
+					<-started
 					if u := up.Load(); u != nil {
 						if st, err := u.State(); st == Backoff && errors.Is(err, errNoValue) {
 							sawErr.Store(true)
@@ -248,6 +253,7 @@ func TestPrepare(t *testing.T) {
 					}
 				}})
 			up.Store(u)
+			close(started)
 			defer u.Close()
 			waitReady(t, u)
 			if tc.fail(1) && !sawErr.Load() {
