@@ -88,6 +88,10 @@ var clientMatrix = func() []struct {
 // the scripts mostly wait on the network, so the runs overlap well even
 // on two cores.
 func runScriptMatrix(t *testing.T, name string, args ...string) {
+	// Built before the parallel entries start, so that no compiler runs
+	// beside scenarios that time their notifications.
+	harness.Bin(t, "a2c")
+	harness.BinPkg(t, "./test/interop/a2c/testdata/toolsrv")
 	for _, v := range protocolVersions {
 		t.Run(v.version, func(t *testing.T) {
 			for _, m := range clientMatrix {
