@@ -53,18 +53,7 @@ func TestClientWritesOutliveDialDeadline(t *testing.T) {
 // later must still go out.
 func TestClientWritesAfterServerPing(t *testing.T) {
 	got := make(chan string, 4)
-	up := websocket.Upgrader{}
-	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ws, err := up.Upgrade(w, r, nil)
-		if err != nil {
-			return
-		}
-		defer ws.Close()
-		_ = ws.WriteMessage(websocket.TextMessage, []byte(`0{"sid":"s1","upgrades":[],"pingInterval":25000,"pingTimeout":20000,"maxPayload":1000000}`))
-		if _, msg, err := ws.ReadMessage(); err != nil || !strings.HasPrefix(string(msg), "40/smcp,") {
-			return
-		}
-		_ = ws.WriteMessage(websocket.TextMessage, []byte(`40/smcp,{"sid":"n1"}`))
+	ts := fakeEngine(t, func(ws *websocket.Conn) {
 		_ = ws.WriteControl(websocket.PingMessage, []byte("p"), time.Now().Add(time.Second))
 		for {
 			_, msg, err := ws.ReadMessage()
@@ -74,8 +63,7 @@ func TestClientWritesAfterServerPing(t *testing.T) {
 			}
 			got <- string(msg)
 		}
-	}))
-	defer ts.Close()
+	})
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	s, err := Dial(ctx, ts.URL, ClientOptions{Namespace: "/smcp", Transport: WebSocketOnly, Handler: clientHandler{}})
@@ -101,24 +89,12 @@ func TestClientWritesAfterServerPing(t *testing.T) {
 // server closes the client's connection rather than being buffered.
 func TestClientReadLimit(t *testing.T) {
 	closed := make(chan error, 1)
-	up := websocket.Upgrader{}
-	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ws, err := up.Upgrade(w, r, nil)
-		if err != nil {
-			return
-		}
-		defer ws.Close()
-		_ = ws.WriteMessage(websocket.TextMessage, []byte(`0{"sid":"s1","upgrades":[],"pingInterval":25000,"pingTimeout":20000,"maxPayload":1000000}`))
-		if _, _, err := ws.ReadMessage(); err != nil {
-			return
-		}
-		_ = ws.WriteMessage(websocket.TextMessage, []byte(`40/smcp,{"sid":"n1"}`))
+	ts := fakeEngine(t, func(ws *websocket.Conn) {
 		big := append([]byte(`42/smcp,["big","`), bytes.Repeat([]byte("x"), maxClientRead)...)
 		_ = ws.WriteMessage(websocket.TextMessage, append(big, `"]`...))
-		_, _, err = ws.ReadMessage()
+		_, _, err := ws.ReadMessage()
 		closed <- err
-	}))
-	defer ts.Close()
+	})
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	s, err := Dial(ctx, ts.URL, ClientOptions{Namespace: "/smcp", Transport: WebSocketOnly, Handler: clientHandler{}})
@@ -140,4 +116,26 @@ func TestClientReadLimit(t *testing.T) {
 			t.Fatal("the client's socket is still open")
 		}
 	}
+}
+
+// fakeEngine serves a WebSocket-only Engine.IO server written with
+// gorilla: it opens the session, accepts the client's connect to /smcp,
+// then hands the connection to after.
+func fakeEngine(t *testing.T, after func(ws *websocket.Conn)) *httptest.Server {
+	up := websocket.Upgrader{}
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ws, err := up.Upgrade(w, r, nil)
+		if err != nil {
+			return
+		}
+		defer ws.Close()
+		_ = ws.WriteMessage(websocket.TextMessage, []byte(`0{"sid":"s1","upgrades":[],"pingInterval":25000,"pingTimeout":20000,"maxPayload":1000000}`))
+		if _, msg, err := ws.ReadMessage(); err != nil || !strings.HasPrefix(string(msg), "40/smcp,") {
+			return
+		}
+		_ = ws.WriteMessage(websocket.TextMessage, []byte(`40/smcp,{"sid":"n1"}`))
+		after(ws)
+	}))
+	t.Cleanup(ts.Close)
+	return ts
 }

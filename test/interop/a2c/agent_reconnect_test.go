@@ -147,32 +147,7 @@ func TestGoAgentReconnect(t *testing.T) {
 // server reads by default.
 func dialComputerAuth(t *testing.T, serverURL, office, name, token string) *computer {
 	t.Helper()
-	c := &computer{t: t}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	s, err := sio.Dial(ctx, serverURL, sio.ClientOptions{
-		Namespace: smcp.Namespace,
-		Query:     map[string][]string{smcp.QueryVersion: {smcp.ProtocolVersion}},
-		Auth:      map[string]any{"x-api-key": token},
-		Handler:   c,
-	})
-	if err != nil {
-		t.Fatalf("computer dial: %v", err)
-	}
-	c.sock = s
-	t.Cleanup(s.Disconnect)
-	b, _ := json.Marshal(smcp.EnterOfficeReq{Role: smcp.RoleComputer, Name: name, OfficeID: office})
-	done := make(chan sio.Message, 1)
-	s.Request(smcp.EventJoinOffice, sio.Message{Args: []json.RawMessage{b}}, 5*time.Second, func(m sio.Message, err error) {
-		if err != nil {
-			t.Errorf("computer join: %v", err)
-		}
-		done <- m
-	})
-	if m := <-done; len(m.Args) == 0 || string(m.Args[0]) != "true" {
-		t.Fatalf("computer join ack = %q", m.Args)
-	}
-	return c
+	return dialComputerWith(t, serverURL, office, name, nil, map[string]any{"x-api-key": token})
 }
 
 // awaitEvent waits up to 30 s for one value on ch.

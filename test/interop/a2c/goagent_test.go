@@ -59,12 +59,20 @@ func (c *computer) received(name string) []*sio.Event {
 
 func dialComputer(t *testing.T, serverURL, office, name string, reply func(*sio.Event) (any, bool)) *computer {
 	t.Helper()
+	return dialComputerWith(t, serverURL, office, name, reply, nil)
+}
+
+// dialComputerWith is dialComputer presenting auth (nil: none) in the
+// connect auth object.
+func dialComputerWith(t *testing.T, serverURL, office, name string, reply func(*sio.Event) (any, bool), auth any) *computer {
+	t.Helper()
 	c := &computer{t: t, reply: reply}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	s, err := sio.Dial(ctx, serverURL, sio.ClientOptions{
 		Namespace: smcp.Namespace,
 		Query:     url.Values{smcp.QueryVersion: {smcp.ProtocolVersion}},
+		Auth:      auth,
 		Handler:   c,
 	})
 	if err != nil {
