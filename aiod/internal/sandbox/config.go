@@ -1,0 +1,144 @@
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+)
+
+// Isolation modes (aiod --isolation, AIO_ISOLATION).
+const (
+	// None starts processes on the host as the daemon always did.
+	None = "none"
+	// Namespaces starts every process inside the one sandbox.
+	Namespaces = "namespaces"
+)
+
+// Network modes (aiod --network, AIO_NETWORK).
+const (
+	// NetworkHost shares the host's network stack.
+	NetworkHost = "host"
+	// NetworkNone gives the sandbox only a loopback interface of its own.
+	NetworkNone = "none"
+)
+
+// Defaults of the limits in force when a flag leaves them unset.
+const (
+	DefaultMemory = 2 << 30 // bytes
+	DefaultPids   = 1024
+	DefaultCPUs   = 1.5
+	DefaultUser   = "nobody"
+)
+
+// Config says what the sandbox contains and what it may use.
+type Config struct {
+	// Workspace is mounted read-write at its own path; the only host
+	// directory the sandbox can write.
+	Workspace string
+	// User is the host account sandbox processes run as when the daemon
+	// is root (default "nobody"); the workspace is made writable for it.
+	User string
+	// Network is NetworkHost (default) or NetworkNone.
+	Network string
+	// Memory (bytes), Pids and CPUs bound the sandbox as a whole; zero
+	// means the default, a negative value no limit.
+	Memory int64
+	Pids   int
+	CPUs   float64
+	// Hostname is the sandbox's host name (default "sandbox").
+	Hostname string
+}
+
+// CheckMode reports whether s names an isolation mode.
+func CheckMode(s string) error {
+	if s == None || s == Namespaces {
+		return nil
+	}
+	return fmt.Errorf("isolation must be none or namespaces, not %q", s)
+}
+
+// CheckNetwork reports whether s names a network mode.
+func CheckNetwork(s string) error {
+	if s == NetworkHost || s == NetworkNone {
+		return nil
+	}
+	return fmt.Errorf("network must be host or none, not %q", s)
+}
+
+// ParseSize reads a size such as "2GiB", "512MiB", "64KiB" or a plain
+// number of bytes. Units are binary (KiB, MiB, GiB, TiB; K, M, G, T and
+// KB, MB, GB, TB are read as the same binary units); the result is at
+// least one byte and fits an int64.
+func ParseSize(s string) (int64, error) {
+	t := strings.TrimSpace(s)
+	if t == "" {
+		return 0, errors.New("empty size")
+	}
+	i := 0
+	for i < len(t) && (t[i] >= '0' && t[i] <= '9' || t[i] == '.') {
+		i++
+	}
+	num, unit := t[:i], strings.ToLower(strings.TrimSpace(t[i:]))
+	var mult float64
+	switch unit {
+	case "", "b":
+		mult = 1
+	case "k", "kb", "kib":
+		mult = 1 << 10
+	case "m", "mb", "mib":
+		mult = 1 << 20
+	case "g", "gb", "gib":
+		mult = 1 << 30
+	case "t", "tb", "tib":
+		mult = 1 << 40
+	default:
+		return 0, fmt.Errorf("size %q: unknown unit (use KiB, MiB or GiB)", s)
+	}
+	f, err := strconv.ParseFloat(num, 64)
+	if err != nil || num == "" {
+		return 0, fmt.Errorf("size %q is not a number with a unit such as 2GiB", s)
+	}
+	v := f * mult
+	if v < 1 || v >= math.MaxInt64 || math.IsNaN(v) {
+		return 0, fmt.Errorf("size %q is out of range", s)
+	}
+	return int64(v), nil
+}
+
+// FormatSize writes n in the largest binary unit that divides it.
+func FormatSize(n int64) string {
+	for _, u := range []struct {
+		s string
+		v int64
+	}{{"TiB", 1 << 40}, {"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
+		if n >= u.v && n%u.v == 0 {
+			return strconv.FormatInt(n/u.v, 10) + u.s
+		}
+	}
+	return strconv.FormatInt(n, 10)
+}
+
+// withDefaults fills the zero fields of c.
+func (c Config) withDefaults() Config {
+	if c.User == "" {
+		c.User = DefaultUser
+	}
+	if c.Network == "" {
+		c.Network = NetworkHost
+	}
+	if c.Memory == 0 {
+		c.Memory = DefaultMemory
+	}
+	if c.Pids == 0 {
+		c.Pids = DefaultPids
+	}
+	if c.CPUs == 0 {
+		c.CPUs = DefaultCPUs
+	}
+	if c.Hostname == "" {
+		c.Hostname = "sandbox"
+	}
+	return c
+}

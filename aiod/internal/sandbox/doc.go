@@ -1,0 +1,22 @@
+// Package sandbox is aiod's containment: one set of Linux namespaces
+// (mount, PID, IPC, UTS, optionally network) and one cgroup that every
+// process the daemon starts (commands, terminals, kernels, node REPLs)
+// runs in, and the view of the filesystem the files, transfer and watch
+// planes see.
+//
+// The sandbox is created once. A small init process (this binary run as
+// [InitArg]) is started in fresh namespaces; it builds the view (the
+// system directories read-only, its own /tmp, /dev and /proc, the
+// workspace read-write at its usual path), pivots into it and then only
+// reaps orphans. The daemon never runs inside it: it keeps a few OS
+// threads that have joined the sandbox's namespaces (setns on a locked
+// thread after unshare(CLONE_FS)). A process started from such a thread
+// is born inside the sandbox, so the planes keep using os/exec and host
+// PIDs unchanged ([Sandbox.Wrap]); file operations run on threads that
+// also take the sandbox account's file-system identity, so the kernel
+// resolves every path, symlinks included, against the sandbox's root
+// and checks permissions as that account ([Sandbox.Do]).
+//
+// A nil *Sandbox is isolation "none": Wrap returns its argument and Do
+// calls its function in place, so a plane needs no second code path.
+package sandbox

@@ -1,0 +1,247 @@
+package sandbox
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"syscall"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// InitArg is the first argument that makes this binary the sandbox's
+// init instead of a daemon; the binary's main must hand such a call to
+// [Init] before doing anything else.
+const InitArg = "__aiod-sandbox-init"
+
+// initSpec is what the daemon tells init, as JSON in argv (it holds no
+// secret: the sandbox may read /proc/1/cmdline).
+type initSpec struct {
+	Root      string `json:"root"`      // an empty host directory to build the view on
+	Workspace string `json:"workspace"` // mounted read-write at its own path
+	Hostname  string `json:"hostname"`
+	Loopback  bool   `json:"loopback"` // bring lo up (a network namespace of its own)
+}
+
+// systemDirs are the host directories the sandbox sees read-only; a
+// symbolic link among them (merged /usr) is recreated as a link.
+var systemDirs = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt"}
+
+// devices are the host device nodes the sandbox's /dev holds.
+var devices = []string{"null", "zero", "full", "random", "urandom", "tty", "ptmx"}
+
+// Init is the sandbox's init: it builds the view described by args[0],
+// reports on fd 3 (an empty line on success, else the error), then reaps
+// every orphan until its standard input closes (the daemon's Close) or
+// the daemon dies (parent-death signal). It is PID 1 of the sandbox's
+// PID namespace, so its exit ends every process in the sandbox.
+func Init(args []string) int {
+	runtime.LockOSThread() // mounts, chdir and pivot_root below are per-thread state until exec-free setup ends
+	report := os.NewFile(3, "report")
+	fail := func(err error) int {
+		fmt.Fprintf(report, "%s\n", err)
+		return 1
+	}
+	var spec initSpec
+	if len(args) != 1 || json.Unmarshal([]byte(args[0]), &spec) != nil {
+		return fail(errors.New("sandbox init: bad arguments"))
+	}
+	if err := build(spec); err != nil {
+		return fail(err)
+	}
+	fmt.Fprintln(report)
+	report.Close()
+	go func() {
+		_, _ = io.Copy(io.Discard, os.Stdin) // returns when the daemon closes its end
+		os.Exit(0)
+	}()
+	// Orphans of the sandbox are reparented here (the daemon's subreaper
+	// bit does not cross into a child PID namespace). Reap every zombie
+	// after each SIGCHLD; ECHILD only means none is ours yet.
+	chld := make(chan os.Signal, 1)
+	signal.Notify(chld, syscall.SIGCHLD)
+	for {
+		for {
+			var ws syscall.WaitStatus
+			pid, err := syscall.Wait4(-1, &ws, syscall.WNOHANG, nil)
+			if pid <= 0 || err != nil {
+				break
+			}
+		}
+		<-chld
+	}
+}
+
+// build makes the view at spec.Root and pivots into it.
+func build(spec initSpec) error {
+	step := func(what string, err error) error {
+		if err != nil {
+			return fmt.Errorf("sandbox: %s: %w", what, err)
+		}
+		return nil
+	}
+	if err := step("private mounts", unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, "")); err != nil {
+		return err
+	}
+	if spec.Hostname != "" {
+		if err := step("host name", unix.Sethostname([]byte(spec.Hostname))); err != nil {
+			return err
+		}
+	}
+	if spec.Loopback {
+		if err := step("loopback", loopbackUp()); err != nil {
+			return err
+		}
+	}
+	r := spec.Root
+	if err := step("root", unix.Mount("tmpfs", r, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=0755,size=1m")); err != nil {
+		return err
+	}
+	ro := uintptr(unix.MS_BIND | unix.MS_REMOUNT | unix.MS_RDONLY | unix.MS_NOSUID | unix.MS_NODEV)
+	for _, d := range systemDirs {
+		fi, err := os.Lstat(d)
+		if err != nil {
+			continue
+		}
+		if fi.Mode()&os.ModeSymlink != 0 {
+			target, err := os.Readlink(d)
+			if err == nil {
+				err = os.Symlink(target, r+d)
+			}
+			if err := step("link "+d, err); err != nil {
+				return err
+			}
+			continue
+		}
+		if !fi.IsDir() {
+			continue
+		}
+		if err := bind(d, r+d, ro); err != nil {
+			return err
+		}
+	}
+	// /tmp and /dev/shm: the sandbox's own, writable by its account.
+	const tmpOpts = "mode=1777"
+	if err := mkdirMount("tmpfs", r+"/tmp", "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, tmpOpts); err != nil {
+		return err
+	}
+	if err := mkdirMount("tmpfs", r+"/dev", "tmpfs", unix.MS_NOSUID|unix.MS_NOEXEC, "mode=0755,size=64k"); err != nil {
+		return err
+	}
+	for _, d := range devices {
+		if err := bindFile("/dev/"+d, r+"/dev/"+d); err != nil {
+			return err
+		}
+	}
+	// The daemon allocates terminals from the host's devpts and hands the
+	// sandbox its end; the sandbox sees that instance (and /dev/ptmx
+	// opens into it) so a terminal has a name. Other terminals stay
+	// closed to it by their owners and modes.
+	if err := os.Mkdir(r+"/dev/pts", 0o755); err != nil {
+		return step("/dev/pts", err)
+	}
+	if err := bind("/dev/pts", r+"/dev/pts", uintptr(unix.MS_BIND|unix.MS_REMOUNT|unix.MS_NOSUID|unix.MS_NOEXEC)); err != nil {
+		return err
+	}
+	for name, target := range map[string]string{"fd": "/proc/self/fd", "stdin": "/proc/self/fd/0",
+		"stdout": "/proc/self/fd/1", "stderr": "/proc/self/fd/2"} {
+		if err := step("/dev/"+name, os.Symlink(target, r+"/dev/"+name)); err != nil {
+			return err
+		}
+	}
+	if err := mkdirMount("tmpfs", r+"/dev/shm", "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, tmpOpts); err != nil {
+		return err
+	}
+	if err := mkdirMount("proc", r+"/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
+		return err
+	}
+	if ws := filepath.Clean(spec.Workspace); ws != "/" && filepath.IsAbs(ws) {
+		if err := step("workspace", os.MkdirAll(r+ws, 0o755)); err != nil {
+			return err
+		}
+		if err := bind(ws, r+ws, uintptr(unix.MS_BIND|unix.MS_REMOUNT|unix.MS_NOSUID|unix.MS_NODEV)); err != nil {
+			return err
+		}
+	}
+	// pivot_root(".", ".") stacks the old root under the new one; the
+	// lazy unmount then drops every host mount from this namespace.
+	if err := step("chdir", unix.Chdir(r)); err != nil {
+		return err
+	}
+	if err := step("pivot_root", unix.PivotRoot(".", ".")); err != nil {
+		return err
+	}
+	if err := step("detach host root", unix.Unmount(".", unix.MNT_DETACH)); err != nil {
+		return err
+	}
+	if err := step("chdir /", unix.Chdir("/")); err != nil {
+		return err
+	}
+	// The root itself (the directories above the workspace) is read-only.
+	return step("read-only root", unix.Mount("", "/", "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV, ""))
+}
+
+// bind mounts src at dst (a directory, created) recursively, then
+// remounts it with flags (the remount applies what a bind cannot).
+func bind(src, dst string, flags uintptr) error {
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		return fmt.Errorf("sandbox: %s: %w", dst, err)
+	}
+	if err := unix.Mount(src, dst, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+		return fmt.Errorf("sandbox: bind %s: %w", src, err)
+	}
+	if err := unix.Mount("", dst, "", flags, ""); err != nil {
+		return fmt.Errorf("sandbox: remount %s: %w", src, err)
+	}
+	return nil
+}
+
+// bindFile binds one device node onto an empty file at dst.
+func bindFile(src, dst string) error {
+	f, err := os.OpenFile(dst, os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		return fmt.Errorf("sandbox: %s: %w", dst, err)
+	}
+	f.Close()
+	if err := unix.Mount(src, dst, "", unix.MS_BIND, ""); err != nil {
+		return fmt.Errorf("sandbox: bind %s: %w", src, err)
+	}
+	return nil
+}
+
+func mkdirMount(src, dst, fstype string, flags uintptr, data string) error {
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		return fmt.Errorf("sandbox: %s: %w", dst, err)
+	}
+	if err := unix.Mount(src, dst, fstype, flags, data); err != nil {
+		return fmt.Errorf("sandbox: mount %s: %w", dst, err)
+	}
+	return nil
+}
+
+// loopbackUp sets IFF_UP on lo, the one interface of a fresh network
+// namespace.
+func loopbackUp() error {
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	var req [unix.IFNAMSIZ + 24]byte
+	copy(req[:], "lo")
+	if _, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), unix.SIOCGIFFLAGS, uintptr(unsafe.Pointer(&req[0]))); e != 0 {
+		return e
+	}
+	flags := *(*uint16)(unsafe.Pointer(&req[unix.IFNAMSIZ]))
+	*(*uint16)(unsafe.Pointer(&req[unix.IFNAMSIZ])) = flags | unix.IFF_UP | unix.IFF_RUNNING
+	if _, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), unix.SIOCSIFFLAGS, uintptr(unsafe.Pointer(&req[0]))); e != 0 {
+		return e
+	}
+	return nil
+}

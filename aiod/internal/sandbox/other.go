@@ -1,0 +1,42 @@
+//go:build !linux
+
+package sandbox
+
+import (
+	"errors"
+	"log/slog"
+	"os/exec"
+)
+
+// InitArg is the first argument that makes this binary the sandbox's
+// init; sandboxes exist on Linux only.
+const InitArg = "__aiod-sandbox-init"
+
+// Init is the sandbox's init; on this system it only fails.
+func Init([]string) int { return 1 }
+
+// Sandbox is a running sandbox; on this system there is none.
+type Sandbox struct{}
+
+// New fails: isolation needs Linux.
+func New(Config, *slog.Logger) (*Sandbox, error) {
+	return nil, errors.New("isolation namespaces needs Linux")
+}
+
+// Wrap returns start.
+func (s *Sandbox) Wrap(_ *exec.Cmd, start func() error) func() error { return start }
+
+// Do calls f.
+func (s *Sandbox) Do(f func() error) error { return f() }
+
+// Close does nothing.
+func (s *Sandbox) Close() error { return nil }
+
+// Report says none.
+func (s *Sandbox) Report() Report { return Report{Isolation: None} }
+
+// Account has none.
+func (s *Sandbox) Account() (string, int, int) { return "", 0, 0 }
+
+// Probe reads what the machine allows: nothing, here.
+func Probe() Machine { return Machine{Cgroup: "none"} }

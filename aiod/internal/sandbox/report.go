@@ -1,0 +1,31 @@
+package sandbox
+
+// Report is the isolation in force, as /v1/capabilities and aiod doctor
+// show it.
+type Report struct {
+	// Isolation is None or Namespaces.
+	Isolation string `json:"isolation"`
+	// Network is NetworkHost or NetworkNone (namespaces only).
+	Network string `json:"network,omitempty"`
+	// User and UID are the host account sandbox processes run as.
+	User string `json:"user,omitempty"`
+	UID  int    `json:"uid,omitempty"`
+	// Namespaces lists the namespaces the sandbox has of its own.
+	Namespaces []string `json:"namespaces,omitempty"`
+	// Limits says what enforces Memory, Pids and CPUs: "cgroup v2",
+	// "cgroup v1" or "rlimit" (per process; CPUs not enforced).
+	Limits string  `json:"limits,omitempty"`
+	Memory string  `json:"memory,omitempty"`
+	Pids   int     `json:"pids,omitempty"`
+	CPUs   float64 `json:"cpus,omitempty"`
+	// Warnings name what the machine did not allow.
+	Warnings []string `json:"warnings,omitempty"`
+}
+
+// Machine is what this machine allows, whatever the isolation in force.
+type Machine struct {
+	Root           bool   `json:"root"`            // the daemon runs as root (needed for namespaces)
+	UserNamespaces bool   `json:"user_namespaces"` // unprivileged user namespaces can be created
+	Cgroup         string `json:"cgroup"`          // "v2", "v1" or "none"
+	Openat2        bool   `json:"openat2"`         // the kernel has openat2 (RESOLVE_IN_ROOT)
+}

@@ -1,0 +1,502 @@
+package sandbox
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Executable is the binary started as the sandbox's init (with
+// [InitArg]). Tests whose binary dispatches InitArg in TestMain may keep
+// the default.
+var Executable = "/proc/self/exe"
+
+// doThreads is how many threads serve [Sandbox.Do].
+const doThreads = 4
+
+// Sandbox is one running sandbox. Its methods are safe for concurrent
+// use; a nil *Sandbox is isolation "none".
+type Sandbox struct {
+	cfg      Config
+	log      *slog.Logger
+	uid, gid int
+	cg       *cgroups // nil: rlimits only
+	warnings []string
+
+	mu     sync.Mutex
+	cur    *instance
+	closed bool
+	stop   chan struct{} // closed by Close; ends the sweeper
+}
+
+// instance is one life of the sandbox: an init and the threads that
+// joined its namespaces. If init dies (the OOM killer may pick it), the
+// next use starts a new instance.
+type instance struct {
+	init  *exec.Cmd
+	keep  *os.File      // init's standard input: closing it ends init
+	root  string        // the host directory init built the view on
+	spawn chan func()   // run on the spawner thread
+	do    chan func()   // run on a Do thread
+	done  chan struct{} // closed when init has exited
+}
+
+// errNeedRoot is returned by New when the daemon is not root.
+var errNeedRoot = errors.New("isolation namespaces needs aiod to run as root (this release enters the sandbox with setns, which an unprivileged process may not do)")
+
+// New starts a sandbox with cfg and returns it once its view is built.
+// The caller owns it and must Close it.
+func New(cfg Config, log *slog.Logger) (*Sandbox, error) {
+	cfg = cfg.withDefaults()
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if err := CheckNetwork(cfg.Network); err != nil {
+		return nil, err
+	}
+	if os.Geteuid() != 0 {
+		return nil, errNeedRoot
+	}
+	u, err := user.Lookup(cfg.User)
+	if err != nil {
+		return nil, fmt.Errorf("sandbox account %q: %w", cfg.User, err)
+	}
+	uid, _ := strconv.Atoi(u.Uid)
+	gid, _ := strconv.Atoi(u.Gid)
+	if uid == 0 {
+		return nil, fmt.Errorf("sandbox account %q is root; name an unprivileged account", cfg.User)
+	}
+	ws, err := filepath.Abs(cfg.Workspace)
+	if err != nil || cfg.Workspace == "" {
+		return nil, fmt.Errorf("sandbox: workspace %q must be a directory", cfg.Workspace)
+	}
+	cfg.Workspace = ws
+	s := &Sandbox{cfg: cfg, log: log, uid: uid, gid: gid, stop: make(chan struct{})}
+	if err := s.ownWorkspace(); err != nil {
+		return nil, err
+	}
+	name := "aiod-sandbox-" + strconv.Itoa(os.Getpid())
+	if s.cg, err = newCgroups(cfg, name); err != nil {
+		s.cg = nil
+		s.warnings = append(s.warnings, "cgroups unavailable ("+err.Error()+"): limits fall back to per-process rlimits and --cpus is not enforced")
+		log.Warn("sandbox: cgroups unavailable; limits fall back to rlimits", "err", err)
+	}
+	inst, err := s.start()
+	if err != nil {
+		s.cg.remove()
+		return nil, err
+	}
+	s.cur = inst
+	if s.cg != nil && s.cg.v1 != nil {
+		go s.sweeper()
+	}
+	return s, nil
+}
+
+// ownWorkspace makes the workspace writable by the sandbox account: a
+// directory the daemon (root) owns is given to it; anything else is left
+// as it is, with a warning when the account cannot write it.
+func (s *Sandbox) ownWorkspace() error {
+	var st unix.Stat_t
+	if err := unix.Stat(s.cfg.Workspace, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR {
+		return fmt.Errorf("sandbox: workspace %s is not a directory", s.cfg.Workspace)
+	}
+	if st.Uid == 0 {
+		if err := os.Chown(s.cfg.Workspace, s.uid, s.gid); err != nil {
+			return fmt.Errorf("sandbox: giving the workspace to %s: %w", s.cfg.User, err)
+		}
+		return nil
+	}
+	if int(st.Uid) != s.uid && st.Mode&0o002 == 0 {
+		w := fmt.Sprintf("the workspace %s belongs to uid %d: the sandbox account %s cannot write it", s.cfg.Workspace, st.Uid, s.cfg.User)
+		s.warnings = append(s.warnings, w)
+		s.log.Warn("sandbox: " + w)
+	}
+	return nil
+}
+
+// start creates an instance: init in fresh namespaces, the spawner
+// thread and the Do threads.
+func (s *Sandbox) start() (*instance, error) {
+	root, err := os.MkdirTemp("", "aiod-sandbox-")
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: %w", err)
+	}
+	inst := &instance{root: root, spawn: make(chan func()), do: make(chan func()), done: make(chan struct{})}
+	ready := make(chan error, 1)
+	go s.spawner(inst, ready)
+	if err := <-ready; err != nil {
+		os.Remove(root)
+		return nil, err
+	}
+	pid := inst.init.Process.Pid
+	for range doThreads {
+		r := make(chan error, 1)
+		go s.doThread(inst, pid, r)
+		if err := <-r; err != nil {
+			s.end(inst)
+			return nil, err
+		}
+	}
+	return inst, nil
+}
+
+// spawner is the goroutine, locked to its thread for its whole life,
+// that starts init and then every sandboxed process. Init's parent-death
+// signal is tied to this thread, and the thread ends (the goroutine
+// returns locked) only when the instance ends: so init, and with it the
+// whole PID namespace, dies with the instance or the daemon.
+func (s *Sandbox) spawner(inst *instance, ready chan<- error) {
+	runtime.LockOSThread()
+	fail := func(err error) {
+		ready <- err
+	}
+	if err := s.cg.joinThread(); err != nil {
+		fail(err)
+		return
+	}
+	spec, _ := json.Marshal(initSpec{Root: inst.root, Workspace: s.cfg.Workspace, Hostname: s.cfg.Hostname,
+		Loopback: s.cfg.Network == NetworkNone})
+	keepR, keepW, err := os.Pipe()
+	if err != nil {
+		fail(fmt.Errorf("sandbox: %w", err))
+		return
+	}
+	repR, repW, err := os.Pipe()
+	if err != nil {
+		keepR.Close()
+		keepW.Close()
+		fail(fmt.Errorf("sandbox: %w", err))
+		return
+	}
+	flags := uintptr(unix.CLONE_NEWNS | unix.CLONE_NEWPID | unix.CLONE_NEWIPC | unix.CLONE_NEWUTS)
+	if s.cfg.Network == NetworkNone {
+		flags |= unix.CLONE_NEWNET
+	}
+	cmd := &exec.Cmd{Path: Executable, Args: []string{"aiod-sandbox-init", InitArg, string(spec)},
+		Env: []string{}, Dir: "/", Stdin: keepR, ExtraFiles: []*os.File{repW},
+		SysProcAttr: &syscall.SysProcAttr{Cloneflags: flags, Pdeathsig: syscall.SIGKILL}}
+	s.intoCgroup(cmd)
+	err = cmd.Start()
+	keepR.Close()
+	repW.Close()
+	if err != nil {
+		repR.Close()
+		keepW.Close()
+		fail(fmt.Errorf("sandbox: starting init: %w", err))
+		return
+	}
+	inst.init, inst.keep = cmd, keepW
+	if s.cg != nil {
+		_ = s.cg.place(cmd.Process.Pid)
+	}
+	go func() { _ = cmd.Wait(); close(inst.done) }()
+	// Init writes one line: empty when the view is built, else why not.
+	raw, _ := bufio.NewReader(repR).ReadString('\n')
+	repR.Close()
+	if raw != "\n" {
+		keepW.Close()
+		<-inst.done
+		line := strings.TrimSpace(raw)
+		if line == "" {
+			line = "sandbox: init exited before building the view"
+		}
+		fail(errors.New(line))
+		return
+	}
+	if err := enter(cmd.Process.Pid, s.cfg.Network == NetworkNone, true); err != nil {
+		keepW.Close()
+		<-inst.done
+		fail(err)
+		return
+	}
+	ready <- nil
+	for {
+		select {
+		case f := <-inst.spawn:
+			f()
+		case <-inst.done:
+			return // the thread ends with the goroutine (still locked)
+		}
+	}
+}
+
+// enter joins the calling, locked thread to init's namespaces: IPC, UTS,
+// network (when the sandbox has its own), PID (for the thread's future
+// children) and last mount, after unsharing the file-system attributes
+// the Go runtime's threads share (setns to a mount namespace refuses a
+// thread that shares them).
+func enter(pid int, net, all bool) error {
+	if err := unix.Unshare(unix.CLONE_FS); err != nil {
+		return fmt.Errorf("sandbox: unshare: %w", err)
+	}
+	type ns struct {
+		name string
+		flag int
+	}
+	list := []ns{}
+	if all {
+		list = append(list, ns{"ipc", unix.CLONE_NEWIPC}, ns{"uts", unix.CLONE_NEWUTS})
+	}
+	if net {
+		list = append(list, ns{"net", unix.CLONE_NEWNET})
+	}
+	if all {
+		list = append(list, ns{"pid", unix.CLONE_NEWPID})
+	}
+	list = append(list, ns{"mnt", unix.CLONE_NEWNS})
+	for _, n := range list {
+		fd, err := unix.Open("/proc/"+strconv.Itoa(pid)+"/ns/"+n.name, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return fmt.Errorf("sandbox: %s namespace: %w", n.name, err)
+		}
+		err = unix.Setns(fd, n.flag)
+		unix.Close(fd)
+		if err != nil {
+			return fmt.Errorf("sandbox: entering the %s namespace: %w", n.name, err)
+		}
+	}
+	return unix.Chdir("/")
+}
+
+// doThread serves Do on a thread that has the sandbox's mount (and
+// network) namespace and the sandbox account's file-system identity:
+// no supplementary groups, fsgid and fsuid of the account. Those are
+// per-thread in Linux (the raw system calls, not Go's all-threads
+// wrappers), and fsuid leaving 0 drops the file capabilities, so the
+// kernel checks every access as the account would.
+func (s *Sandbox) doThread(inst *instance, pid int, ready chan<- error) {
+	runtime.LockOSThread()
+	if err := enter(pid, s.cfg.Network == NetworkNone, false); err != nil {
+		ready <- err
+		return
+	}
+	if _, _, e := unix.RawSyscall(unix.SYS_SETGROUPS, 0, 0, 0); e != 0 {
+		ready <- fmt.Errorf("sandbox: setgroups: %w", e)
+		return
+	}
+	unix.RawSyscall(unix.SYS_SETFSGID, uintptr(s.gid), 0, 0)
+	unix.RawSyscall(unix.SYS_SETFSUID, uintptr(s.uid), 0, 0)
+	// setfsuid reports the previous value: asking again with an invalid
+	// id reads the current one back.
+	if cur, _, _ := unix.RawSyscall(unix.SYS_SETFSUID, ^uintptr(0), 0, 0); int(cur) != s.uid {
+		ready <- errors.New("sandbox: could not take the sandbox account's file-system identity")
+		return
+	}
+	ready <- nil
+	for {
+		select {
+		case f := <-inst.do:
+			f()
+		case <-inst.done:
+			return
+		}
+	}
+}
+
+// instance returns the live instance, starting a new one if init died.
+func (s *Sandbox) instance() (*instance, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, errors.New("sandbox: closed")
+	}
+	select {
+	case <-s.cur.done:
+		s.log.Warn("sandbox: init exited; starting the sandbox again (its processes are gone)")
+		s.end(s.cur)
+		inst, err := s.start()
+		if err != nil {
+			return nil, err
+		}
+		s.cur = inst
+	default:
+	}
+	return s.cur, nil
+}
+
+// intoCgroup asks, on cgroup v2, for cmd to be born in the sandbox's
+// group.
+func (s *Sandbox) intoCgroup(cmd *exec.Cmd) {
+	if s.cg != nil && s.cg.v2fd >= 0 {
+		cmd.SysProcAttr.UseCgroupFD, cmd.SysProcAttr.CgroupFD = true, s.cg.v2fd
+	}
+}
+
+// Wrap returns a start function that runs start (cmd.Start or a wrapper
+// around it) inside the sandbox: from the spawner thread, as the sandbox
+// account, in the sandbox's cgroup. Whatever identity the plane asked
+// for, a sandboxed process is never root.
+func (s *Sandbox) Wrap(cmd *exec.Cmd, start func() error) func() error {
+	if s == nil {
+		return start
+	}
+	return func() error {
+		inst, err := s.instance()
+		if err != nil {
+			return err
+		}
+		if cmd.SysProcAttr == nil {
+			cmd.SysProcAttr = &syscall.SysProcAttr{}
+		}
+		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: uint32(s.uid), Gid: uint32(s.gid), Groups: []uint32{}}
+		s.intoCgroup(cmd)
+		done := make(chan struct{})
+		f := func() { err = start(); close(done) }
+		select {
+		case inst.spawn <- f:
+		case <-inst.done:
+			return errors.New("sandbox: the sandbox ended while starting a process")
+		}
+		<-done
+		if err != nil {
+			return err
+		}
+		if s.cg != nil {
+			_ = s.cg.place(cmd.Process.Pid)
+		} else {
+			s.rlimit(cmd.Process.Pid)
+		}
+		return nil
+	}
+}
+
+// rlimit is the fallback without cgroups: the address space and the
+// account's process count, per process.
+func (s *Sandbox) rlimit(pid int) {
+	if s.cfg.Memory > 0 {
+		l := unix.Rlimit{Cur: uint64(s.cfg.Memory), Max: uint64(s.cfg.Memory)}
+		_ = unix.Prlimit(pid, unix.RLIMIT_AS, &l, nil)
+	}
+	if s.cfg.Pids > 0 {
+		l := unix.Rlimit{Cur: uint64(s.cfg.Pids), Max: uint64(s.cfg.Pids)}
+		_ = unix.Prlimit(pid, unix.RLIMIT_NPROC, &l, nil)
+	}
+}
+
+// Do runs f on a thread that sees the sandbox's filesystem (and network,
+// under --network none) as the sandbox account: absolute paths and
+// symbolic links resolve against the sandbox's root, and permissions are
+// the account's. f must do its file work itself; goroutines it starts
+// run outside the sandbox.
+func (s *Sandbox) Do(f func() error) error {
+	if s == nil {
+		return f()
+	}
+	inst, err := s.instance()
+	if err != nil {
+		return err
+	}
+	done := make(chan struct{})
+	var ferr error
+	var panicked any
+	g := func() {
+		defer func() {
+			panicked = recover()
+			close(done)
+		}()
+		ferr = f()
+	}
+	select {
+	case inst.do <- g:
+	case <-inst.done:
+		return errors.New("sandbox: the sandbox ended")
+	}
+	<-done
+	if panicked != nil {
+		panic(panicked)
+	}
+	return ferr
+}
+
+// sweeper moves stray processes into the v1 memory group until Close.
+func (s *Sandbox) sweeper() {
+	t := time.NewTicker(250 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-t.C:
+			s.cg.sweep()
+		}
+	}
+}
+
+// end stops an instance: init's standard input closes, init exits, and
+// the kernel kills every process left in its PID namespace.
+func (s *Sandbox) end(inst *instance) {
+	inst.keep.Close()
+	select {
+	case <-inst.done:
+	case <-time.After(2 * time.Second):
+		_ = inst.init.Process.Kill()
+		<-inst.done
+	}
+	os.Remove(inst.root)
+}
+
+// Close ends the sandbox and every process in it, and removes its
+// cgroups.
+func (s *Sandbox) Close() error {
+	if s == nil {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	close(s.stop)
+	s.end(s.cur)
+	s.cg.remove()
+	return nil
+}
+
+// Account is the host account sandbox processes run as.
+func (s *Sandbox) Account() (name string, uid, gid int) {
+	return s.cfg.User, s.uid, s.gid
+}
+
+// Report is what the sandbox enforces, for /v1/capabilities and doctor.
+func (s *Sandbox) Report() Report {
+	if s == nil {
+		return Report{Isolation: None}
+	}
+	r := Report{Isolation: Namespaces, Network: s.cfg.Network, User: s.cfg.User, UID: s.uid,
+		Namespaces: []string{"mount", "pid", "ipc", "uts"}, Limits: "rlimit", Warnings: s.warnings}
+	if s.cfg.Network == NetworkNone {
+		r.Namespaces = append(r.Namespaces, "net")
+	}
+	if s.cg != nil {
+		r.Limits = "cgroup v1"
+		if s.cg.v2 != "" {
+			r.Limits = "cgroup v2"
+		}
+	}
+	if s.cfg.Memory > 0 {
+		r.Memory = FormatSize(s.cfg.Memory)
+	}
+	if s.cfg.Pids > 0 {
+		r.Pids = s.cfg.Pids
+	}
+	if s.cfg.CPUs > 0 {
+		r.CPUs = s.cfg.CPUs
+	}
+	return r
+}
