@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/a2c-smcp/a2c-go/aiod/internal/interp"
+	"github.com/a2c-smcp/a2c-go/aiod/internal/sandbox"
 	"github.com/a2c-smcp/a2c-go/aiod/internal/sessions"
 )
 
@@ -66,6 +67,8 @@ func UnsupportedLanguage(s string) string {
 // Config configures a [Plane] and its [Engine]. Zero values take the
 // defaults named on each field.
 type Config struct {
+	// Sandbox is the isolation in force: kernels and node sessions start inside it and their connection files live in its view (nil: on the host).
+	Sandbox *sandbox.Sandbox
 	// Workspace is where runs start when no cwd is given, and what a
 	// relative cwd is resolved against. Default the current directory.
 	Workspace string

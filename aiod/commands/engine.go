@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/a2c-smcp/a2c-go/aiod/internal/child"
+	"github.com/a2c-smcp/a2c-go/aiod/internal/sandbox"
 	"github.com/a2c-smcp/a2c-go/aiod/internal/sessions"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -48,6 +49,8 @@ const (
 
 // Config configures a [Plane] and its [Engine].
 type Config struct {
+	// Sandbox is the isolation in force: every command starts inside it (nil: on the host).
+	Sandbox *sandbox.Sandbox
 	// Workspace is where sessions start when no cwd is given. Default
 	// the current directory.
 	Workspace string

@@ -14,11 +14,14 @@ import (
 
 	"github.com/a2c-smcp/a2c-go/aiod/internal/api"
 	"github.com/a2c-smcp/a2c-go/aiod/internal/fserr"
+	"github.com/a2c-smcp/a2c-go/aiod/internal/sandbox"
 	"github.com/a2c-smcp/a2c-go/aiod/internal/serde"
 )
 
 // Config configures a [Plane] and its [Engine].
 type Config struct {
+	// Sandbox is the isolation in force: every path resolves in its view and every access is checked as its account (nil: the host's view, as the daemon).
+	Sandbox *sandbox.Sandbox
 	// Workspace is where relative paths resolve (default: the current
 	// directory).
 	Workspace string

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/a2c-smcp/a2c-go/aiod/internal/fserr"
+	"github.com/a2c-smcp/a2c-go/aiod/internal/sandbox"
 	"github.com/a2c-smcp/a2c-go/aiod/internal/sessions"
 )
 
@@ -43,6 +44,8 @@ const (
 
 // Config configures a [Plane] and its [Engine].
 type Config struct {
+	// Sandbox is the isolation in force: every terminal's shell starts inside it (nil: on the host).
+	Sandbox *sandbox.Sandbox
 	// Workspace is where shells start when no cwd is given, and what a
 	// relative cwd resolves against. Default the current directory.
 	Workspace string

@@ -14,6 +14,7 @@ import (
 	"syscall"
 
 	"github.com/a2c-smcp/a2c-go/aiod/internal/account"
+	"github.com/a2c-smcp/a2c-go/aiod/internal/sandbox"
 
 	"github.com/a2c-smcp/a2c-go/aiod/internal/fserr"
 )
@@ -27,6 +28,8 @@ const (
 
 // Config configures a [Plane] and its [Engine]. The zero value is usable.
 type Config struct {
+	// Sandbox is the isolation in force: uploads, downloads and tree imports resolve in its view as its account (nil: the host's view).
+	Sandbox *sandbox.Sandbox
 	// Workspace is the directory relative paths resolve against.
 	// Default: the current directory.
 	Workspace string

@@ -17,6 +17,7 @@ import (
 
 	"github.com/a2c-smcp/a2c-go/aiod/internal/api"
 	"github.com/a2c-smcp/a2c-go/aiod/internal/fserr"
+	"github.com/a2c-smcp/a2c-go/aiod/internal/sandbox"
 	"github.com/a2c-smcp/a2c-go/aiod/internal/sessions"
 )
 
@@ -41,6 +42,8 @@ const (
 
 // Config configures an [Engine] (and its [Plane]).
 type Config struct {
+	// Sandbox is the isolation in force: watched paths resolve in its view as its account (nil: the host's view).
+	Sandbox *sandbox.Sandbox
 	// Workspace is where relative paths resolve (default: the current
 	// directory).
 	Workspace string

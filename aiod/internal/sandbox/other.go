@@ -40,3 +40,6 @@ func (s *Sandbox) Account() (string, int, int) { return "", 0, 0 }
 
 // Probe reads what the machine allows: nothing, here.
 func Probe() Machine { return Machine{Cgroup: "none"} }
+
+// HostPath fails: there is no sandbox here.
+func (s *Sandbox) HostPath(string) (string, error) { return "", errors.New("isolation namespaces needs Linux") }

@@ -273,28 +273,12 @@ func enter(pid int, net, all bool) error {
 	return unix.Chdir("/")
 }
 
-// doThread serves Do on a thread that has the sandbox's mount (and
-// network) namespace and the sandbox account's file-system identity:
-// no supplementary groups, fsgid and fsuid of the account. Those are
-// per-thread in Linux (the raw system calls, not Go's all-threads
-// wrappers), and fsuid leaving 0 drops the file capabilities, so the
-// kernel checks every access as the account would.
+// doThread serves Do on a thread of the sandbox's view (see joinView)
+// until the instance ends.
 func (s *Sandbox) doThread(inst *instance, pid int, ready chan<- error) {
 	runtime.LockOSThread()
-	if err := enter(pid, s.cfg.Network == NetworkNone, false); err != nil {
+	if err := s.joinView(pid); err != nil {
 		ready <- err
-		return
-	}
-	if _, _, e := unix.RawSyscall(unix.SYS_SETGROUPS, 0, 0, 0); e != 0 {
-		ready <- fmt.Errorf("sandbox: setgroups: %w", e)
-		return
-	}
-	unix.RawSyscall(unix.SYS_SETFSGID, uintptr(s.gid), 0, 0)
-	unix.RawSyscall(unix.SYS_SETFSUID, uintptr(s.uid), 0, 0)
-	// setfsuid reports the previous value: asking again with an invalid
-	// id reads the current one back.
-	if cur, _, _ := unix.RawSyscall(unix.SYS_SETFSUID, ^uintptr(0), 0, 0); int(cur) != s.uid {
-		ready <- errors.New("sandbox: could not take the sandbox account's file-system identity")
 		return
 	}
 	ready <- nil
@@ -306,6 +290,42 @@ func (s *Sandbox) doThread(inst *instance, pid int, ready chan<- error) {
 			return
 		}
 	}
+}
+
+// oneShot serves one Do call on a thread of its own, for when every
+// pool thread is busy; the thread ends with it.
+func (s *Sandbox) oneShot(pid int, f func(), ready chan<- error) {
+	runtime.LockOSThread()
+	if err := s.joinView(pid); err != nil {
+		ready <- err
+		return
+	}
+	ready <- nil
+	f()
+}
+
+// joinView gives the calling, locked thread the sandbox's mount (and
+// network) namespace and the sandbox account's file-system identity: no
+// supplementary groups, fsgid and fsuid of the account. Those are
+// per-thread in Linux (the raw system calls, not Go's all-threads
+// wrappers), and fsuid leaving 0 drops the file capabilities, so the
+// kernel checks every access as the account would. The thread must
+// never be unlocked: its goroutine ends locked, which ends the thread.
+func (s *Sandbox) joinView(pid int) error {
+	if err := enter(pid, s.cfg.Network == NetworkNone, false); err != nil {
+		return err
+	}
+	if _, _, e := unix.RawSyscall(unix.SYS_SETGROUPS, 0, 0, 0); e != 0 {
+		return fmt.Errorf("sandbox: setgroups: %w", e)
+	}
+	unix.RawSyscall(unix.SYS_SETFSGID, uintptr(s.gid), 0, 0)
+	unix.RawSyscall(unix.SYS_SETFSUID, uintptr(s.uid), 0, 0)
+	// setfsuid returns the previous value: asking again with an invalid
+	// id reads the current one back.
+	if cur, _, _ := unix.RawSyscall(unix.SYS_SETFSUID, ^uintptr(0), 0, 0); int(cur) != s.uid {
+		return errors.New("sandbox: could not take the sandbox account's file-system identity")
+	}
+	return nil
 }
 
 // instance returns the live instance, starting a new one if init died.
@@ -390,9 +410,12 @@ func (s *Sandbox) rlimit(pid int) {
 
 // Do runs f on a thread that sees the sandbox's filesystem (and network,
 // under --network none) as the sandbox account: absolute paths and
-// symbolic links resolve against the sandbox's root, and permissions are
-// the account's. f must do its file work itself; goroutines it starts
-// run outside the sandbox.
+// symbolic links resolve against the sandbox's root (the kernel's own
+// confinement, as openat2's RESOLVE_IN_ROOT would give), and permissions
+// are the account's. f must do its path work itself: goroutines it
+// starts run outside the sandbox. A descriptor f opens works anywhere,
+// so streaming its content belongs outside f. A panic in f is raised
+// again in the caller.
 func (s *Sandbox) Do(f func() error) error {
 	if s == nil {
 		return f()
@@ -415,6 +438,14 @@ func (s *Sandbox) Do(f func() error) error {
 	case inst.do <- g:
 	case <-inst.done:
 		return errors.New("sandbox: the sandbox ended")
+	default:
+		// Every pool thread is busy (a slow disk, a long walk): a thread
+		// of its own rather than a queue behind them.
+		r := make(chan error, 1)
+		go s.oneShot(inst.init.Process.Pid, g, r)
+		if err := <-r; err != nil {
+			return err
+		}
 	}
 	<-done
 	if panicked != nil {
@@ -499,4 +530,15 @@ func (s *Sandbox) Report() Report {
 		r.CPUs = s.cfg.CPUs
 	}
 	return r
+}
+
+// HostPath is where the daemon reaches path of the sandbox's view from
+// the host (through init's /proc root), for a socket it must connect to.
+// The name changes when the sandbox starts again.
+func (s *Sandbox) HostPath(path string) (string, error) {
+	inst, err := s.instance()
+	if err != nil {
+		return "", err
+	}
+	return "/proc/" + strconv.Itoa(inst.init.Process.Pid) + "/root" + filepath.Clean("/"+path), nil
 }

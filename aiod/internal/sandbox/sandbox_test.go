@@ -12,9 +12,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	if len(os.Args) > 1 && os.Args[1] == InitArg {
-		os.Exit(Init(os.Args[2:]))
-	}
+	Dispatch(os.Args)
 	os.Exit(m.Run())
 }
 
