@@ -146,7 +146,7 @@ func NewEngine(cfg Config) *Engine {
 		cfg.KillGrace = defaultKillGrace
 	}
 	e := &Engine{
-		exec: sessions.NewExec(cfg.Workspace, cfg.DefaultUser, os.Environ(), cfg.HideEnv),
+		exec: sessions.NewExec(cfg.Workspace, cfg.DefaultUser, os.Environ(), cfg.HideEnv).Sandboxed(cfg.Sandbox),
 		log:  cfg.Logger, idle: cfg.SessionIdle,
 		defaultUser: cfg.DefaultUser, bashBin: cfg.BashBin,
 		metrics:   newMetrics(cfg.Registerer, cfg.Logger),
@@ -363,7 +363,7 @@ func (c *Command) spawn(cmd *exec.Cmd) (outR, errR *os.File, err error) {
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = files[0], files[3], files[5]
 	// Registered before the reaper may look: a command that exits at
 	// once is still its supervisor's to wait for.
-	err = child.Start(cmd, cmd.Start)
+	err = child.Start(cmd, c.e.exec.Wrap(cmd, cmd.Start))
 	files[0].Close()
 	files[3].Close()
 	files[5].Close()

@@ -117,7 +117,7 @@ func NewEngine(cfg Config) *Engine {
 	full := newErr(ErrLimit, fmt.Sprintf("Maximum number of terminal sessions (%d) reached", cfg.MaxSessions),
 		"close a terminal (DELETE /v2/pty/sessions/{id}) or create expiring ones")
 	return &Engine{log: cfg.Logger, maxSessions: cfg.MaxSessions, idle: cfg.SessionIdle, shell: cfg.Shell,
-		exec: sessions.NewExec(cfg.Workspace, cfg.DefaultUser, os.Environ(), append(slices.Clone(hiddenEnv), cfg.HideEnv...)),
+		exec: sessions.NewExec(cfg.Workspace, cfg.DefaultUser, os.Environ(), append(slices.Clone(hiddenEnv), cfg.HideEnv...)).Sandboxed(cfg.Sandbox),
 		reg: sessions.NewRegistry[*session](map[string]sessions.Tier{
 			tier: {Max: cfg.MaxSessions, Idle: cfg.SessionIdle, Evict: true, Full: full}}),
 		interruptWait: 3 * time.Second, wsQueue: 1024}

@@ -132,10 +132,10 @@ func (s *session) start(cols, rows int, who *sessions.Identity) error {
 	}
 	s.cmd = &exec.Cmd{Path: shell, Args: args, Dir: s.cwd, Env: env}
 	var m *os.File
-	err := child.Start(s.cmd, func() (err error) {
+	err := child.Start(s.cmd, s.e.exec.Wrap(s.cmd, func() (err error) {
 		m, err = pty.StartWithAttrs(s.cmd, &pty.Winsize{Cols: uint16(cols), Rows: uint16(rows)}, attrs)
 		return err
-	})
+	}))
 	if err != nil {
 		return newErr(ErrUnavailable, "cannot start the terminal's shell "+shell+": "+fserr.Text(err), "")
 	}

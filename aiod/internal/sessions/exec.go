@@ -5,12 +5,15 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/a2c-smcp/a2c-go/aiod/internal/account"
+	"github.com/a2c-smcp/a2c-go/aiod/internal/sandbox"
 )
 
 // Secrets are the daemon's variables no child process inherits: its API
@@ -26,6 +29,7 @@ type Exec struct {
 	workspace   string
 	defaultUser string
 	env         []string
+	sandbox     *sandbox.Sandbox // nil: runs on the host
 }
 
 // NewExec returns the context for a plane: relative directories resolve
@@ -48,6 +52,29 @@ func NewExec(workspace, defaultUser string, environ, hide []string) *Exec {
 	}
 	return &Exec{workspace: workspace, defaultUser: defaultUser, env: env}
 }
+
+// Sandboxed returns a copy of x for a daemon whose processes run in sb
+// (nil: x itself). In it, directories are checked in the sandbox's view
+// and every run is the sandbox account's (see [Exec.Account]).
+func (x *Exec) Sandboxed(sb *sandbox.Sandbox) *Exec {
+	if sb == nil {
+		return x
+	}
+	c := *x
+	c.sandbox = sb
+	return &c
+}
+
+// Wrap returns what starts cmd: start itself on the host, or start run
+// inside the sandbox ([sandbox.Sandbox.Wrap]). Every plane starts its
+// processes through it, so no plane decides where a process runs.
+func (x *Exec) Wrap(cmd *exec.Cmd, start func() error) func() error {
+	return x.sandbox.Wrap(cmd, start)
+}
+
+// Do runs f in the sandbox's view as its account ([sandbox.Sandbox.Do]),
+// or in place on the host.
+func (x *Exec) Do(f func() error) error { return x.sandbox.Do(f) }
 
 // Workspace is where runs start by default.
 func (x *Exec) Workspace() string { return x.workspace }
@@ -75,7 +102,8 @@ func (x *Exec) Dir(base, dir string) (string, error) {
 	if !filepath.IsAbs(dir) {
 		dir = filepath.Join(base, dir)
 	}
-	fi, err := os.Stat(dir)
+	var fi os.FileInfo
+	err := x.Do(func() (err error) { fi, err = os.Stat(dir); return err })
 	switch {
 	case err != nil:
 		return "", &DirError{Path: dir, Err: err}
@@ -100,7 +128,20 @@ type Identity struct {
 // when neither names anyone. The daemon's own account has no Cred (no
 // switch) but its Env; any other needs root. The error is
 // account.Lookup's client-facing sentence.
+//
+// In a sandbox every run is the sandbox account's: no name (or the
+// default user's) and the account's own name resolve to it, with the
+// workspace as HOME; any other name is refused, since no process there
+// may take another identity.
 func (x *Exec) Account(name string) (*Identity, error) {
+	if x.sandbox != nil {
+		acct, uid, gid := x.sandbox.Account()
+		if name != "" && name != acct && name != strconv.Itoa(uid) {
+			return nil, fmt.Errorf("cannot run as %s: under isolation every process runs as the sandbox account %s", name, acct)
+		}
+		return &Identity{Name: acct, Cred: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), Groups: []uint32{}},
+			Env: []string{"HOME=" + x.workspace, "USER=" + acct, "LOGNAME=" + acct}}, nil
+	}
 	if name == "" {
 		name = x.defaultUser
 	}
