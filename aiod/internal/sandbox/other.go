@@ -42,4 +42,6 @@ func (s *Sandbox) Account() (string, int, int) { return "", 0, 0 }
 func Probe() Machine { return Machine{Cgroup: "none"} }
 
 // HostPath fails: there is no sandbox here.
-func (s *Sandbox) HostPath(string) (string, error) { return "", errors.New("isolation namespaces needs Linux") }
+func (s *Sandbox) HostPath(string) (string, error) {
+	return "", errors.New("isolation namespaces needs Linux")
+}
