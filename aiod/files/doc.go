@@ -31,4 +31,14 @@
 // there, creating its missing parents, while the links stay links. The
 // rename gives the file a new inode, so it breaks hard links: the file's
 // other names keep the old content. Appends write in place.
+//
+// Isolation: with a sandbox (Config.Sandbox), the path work of every
+// operation runs in the sandbox's view as its account (through
+// sandbox.Sandbox.Do): a path outside the view is not_found, a symbolic
+// link resolves against the view's root, so a link in the workspace to a
+// host file outside the view is not followed out of it, and a file the
+// account may not read (/etc/shadow) is permission_denied. What an
+// operation creates belongs to the sandbox account: a request's owner
+// (?user=, v1 sudo) is still validated but not applied, and a replace
+// does not carry the old file's owner over.
 package files

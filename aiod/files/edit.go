@@ -122,9 +122,15 @@ func (e *Engine) Edit(ctx context.Context, req FsEditRequest) (*StrReplaceEditor
 	if ferr != nil {
 		return nil, ferr
 	}
-	bad := func(msg string) *fserr.Error { return fserr.New(op, req.Path, fserr.BadRequest, msg) }
 	e.hist.mu.Lock()
 	defer e.hist.mu.Unlock()
+	return inView(e, op, req.Path, func() (*StrReplaceEditorResult, *fserr.Error) { return e.edit(op, req, abs, own) })
+}
+
+// edit is Edit once the request is resolved, in the engine's view, with
+// the history locked.
+func (e *Engine) edit(op string, req FsEditRequest, abs string, own *owner) (*StrReplaceEditorResult, *fserr.Error) {
+	bad := func(msg string) *fserr.Error { return fserr.New(op, req.Path, fserr.BadRequest, msg) }
 	switch req.Command {
 	case CmdView:
 		return e.view(op, req, abs)
@@ -155,7 +161,7 @@ func (e *Engine) Edit(ctx context.Context, req FsEditRequest) (*StrReplaceEditor
 	if msg != "" {
 		return nil, bad(msg)
 	}
-	if err := replaceFile(abs, []byte(text), own); err != nil {
+	if err := replaceFile(abs, []byte(text), own, e.keepOwner()); err != nil {
 		return nil, fserr.From(op, req.Path, err)
 	}
 	e.hist.push(abs, old)
@@ -246,7 +252,7 @@ func (e *Engine) undo(op string, req FsEditRequest, abs string) (*StrReplaceEdit
 		e.hist.push(abs, prev)
 		return nil, ferr
 	}
-	if err := replaceFile(abs, []byte(prev), nil); err != nil {
+	if err := replaceFile(abs, []byte(prev), nil, e.keepOwner()); err != nil {
 		e.hist.push(abs, prev)
 		return nil, fserr.From(op, req.Path, err)
 	}
@@ -266,7 +272,7 @@ func (e *Engine) create(op string, req FsEditRequest, abs string, own *owner) (*
 	if err != nil {
 		return nil, fserr.From(op, req.Path, err)
 	}
-	if err := replaceFile(target, []byte(*req.FileText), own); err != nil {
+	if err := replaceFile(target, []byte(*req.FileText), own, e.keepOwner()); err != nil {
 		return nil, fserr.From(op, req.Path, err)
 	}
 	res := &StrReplaceEditorResult{Output: "File created successfully at: " + req.Path, Path: req.Path, PrevExist: prev, NewContent: req.FileText}

@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"github.com/a2c-smcp/a2c-go/aiod/internal/account"
-
 	"github.com/a2c-smcp/a2c-go/aiod/internal/fserr"
+	"github.com/a2c-smcp/a2c-go/aiod/internal/sandbox"
 )
 
 // Engine runs the file operations. It is safe for concurrent use; the
@@ -25,6 +25,10 @@ type Engine struct {
 	workspace   string
 	defaultUser string
 	hist        *history
+	// sb is the isolation in force: every path the engine touches is
+	// resolved in its view, as its account (nil: the host's, as the
+	// daemon). See inView.
+	sb *sandbox.Sandbox
 }
 
 // NewEngine returns an engine that resolves relative paths against
@@ -36,13 +40,47 @@ func NewEngine(cfg Config) *Engine {
 	if abs, err := filepath.Abs(workspace); err == nil {
 		workspace = abs
 	}
-	return &Engine{workspace: workspace, defaultUser: cfg.DefaultUser, hist: newHistory()}
+	return &Engine{workspace: workspace, defaultUser: cfg.DefaultUser, hist: newHistory(), sb: cfg.Sandbox}
 }
+
+// inView runs f, the part of an operation that touches paths, where the
+// engine's paths live: on a thread of the sandbox's view, as the
+// sandbox account, so that absolute paths and symbolic links resolve
+// inside the view (a path outside it is ENOENT) and permissions are the
+// account's; without a sandbox, in place. f must not start goroutines
+// that touch paths (they would run outside the view). When the sandbox
+// cannot be reached the operation fails as an io_error that says so.
+func inView[R any](e *Engine, op, shown string, f func() (R, *fserr.Error)) (R, *fserr.Error) {
+	var (
+		res  R
+		ferr *fserr.Error
+	)
+	if err := e.sb.Do(func() error { res, ferr = f(); return nil }); err != nil {
+		var zero R
+		return zero, unavailable(op, shown)
+	}
+	return res, ferr
+}
+
+// unavailable is the error of an operation the sandbox could not run
+// (it was closed, or could not be started again).
+func unavailable(op, shown string) *fserr.Error {
+	return fserr.New(op, shown, fserr.IOError, fserr.Phrase(op)+": the sandbox is unavailable")
+}
+
+// keepOwner reports whether a replace gives the new file the old one's
+// owner: only a root daemon outside a sandbox can (the sandbox account
+// may not give a file away).
+func (e *Engine) keepOwner() bool { return e.sb == nil && os.Geteuid() == 0 }
 
 // Ownership names the account that owns the files and directories an
 // operation creates (the v2 ?user=, v1 sudo:true is "root"). Empty means
 // the engine's default owner. It is validated on every operation; the
-// operation itself always runs with the daemon's privileges.
+// operation itself always runs with the daemon's privileges. Under a
+// sandbox it is validated and then not applied: every operation runs as
+// the sandbox account, what it creates belongs to that account, and a
+// replace does not carry the old file's owner over (the account may not
+// give files away).
 type Ownership struct {
 	User string
 }
@@ -97,7 +135,7 @@ func (e *Engine) owner(op, p, name string) (*owner, *fserr.Error) {
 	switch {
 	case err != nil:
 		return nil, fserr.New(op, p, fserr.BadRequest, err.Error())
-	case a.Self:
+	case a.Self, e.sb != nil:
 		return nil, nil
 	}
 	return &owner{uid: int(a.UID), gid: int(a.GID)}, nil

@@ -143,9 +143,15 @@ func (e *Engine) Grep(ctx context.Context, req FileGrepRequest) (*FileGrepResult
 	if ferr != nil {
 		return nil, ferr
 	}
-	fi, err := os.Stat(abs)
-	if err != nil {
-		return nil, fserr.From(op, req.Path, err)
+	fi, ferr := inView(e, op, req.Path, func() (fs.FileInfo, *fserr.Error) {
+		fi, err := os.Stat(abs)
+		if err != nil {
+			return nil, fserr.From(op, req.Path, err)
+		}
+		return fi, nil
+	})
+	if ferr != nil {
+		return nil, ferr
 	}
 	if !fi.IsDir() && !fi.Mode().IsRegular() {
 		return nil, fserr.From(op, req.Path, fserr.ErrNotRegular)
@@ -155,49 +161,81 @@ func (e *Engine) Grep(ctx context.Context, req FileGrepRequest) (*FileGrepResult
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	sem := make(chan struct{}, 4*runtime.NumCPU())
+	// The walk runs in the engine's view (one bounded Do: it ends with
+	// the files or ctx, and sem bounds what it opens ahead). Under a
+	// sandbox it also opens each file there and hands the workers the
+	// descriptor, since the workers' threads are outside the view.
 	go func() {
 		defer close(files)
-		if !fi.IsDir() {
-			sem <- struct{}{}
-			files <- grepJob{path: abs}
-			walkErr <- nil
-			return
+		var werr error
+		if err := e.sb.Do(func() error { werr = e.grepWalk(ctx, req, plan, abs, fi, files, sem); return nil }); err != nil {
+			werr = errUnavailable
 		}
-		depth := -1
-		if req.Recursive != nil && !*req.Recursive {
-			depth = 1
-		}
-		idx := 0
-		walkErr <- walk(ctx, abs, depth, true, func(p, rel string, d fs.DirEntry, isDir bool, info func() fs.FileInfo) error {
-			if plan.exclude.match(rel, d.Name()) {
-				if d.IsDir() {
-					return fs.SkipDir
-				}
-				return nil
-			}
-			// Regular files are sized by the worker's fstat; only links
-			// need a stat here.
-			if isDir || !d.Type().IsRegular() && (d.Type()&fs.ModeSymlink == 0 || info() == nil || !info().Mode().IsRegular()) ||
-				(!plan.include.empty() && !plan.include.match(rel, d.Name())) ||
-				(plan.types != nil && !plan.types.match(rel, d.Name())) {
-				return nil
-			}
-			select {
-			case sem <- struct{}{}:
-			case <-ctx.Done():
-				return ctx.Err()
-			}
-			files <- grepJob{idx: idx, path: p}
-			idx++
-			return nil
-		})
+		walkErr <- werr
 	}()
 	res := plan.collect(ctx, cancel, files, sem)
 	res.Path, res.Pattern = req.Path, req.Pattern
-	if err := <-walkErr; err != nil && ctx.Err() == nil {
+	if err := <-walkErr; errors.Is(err, errUnavailable) {
+		return nil, unavailable(op, req.Path)
+	} else if err != nil && ctx.Err() == nil {
 		return nil, fserr.From(op, req.Path, err)
 	}
 	return res, nil
+}
+
+// errUnavailable is a walk the sandbox could not run.
+var errUnavailable = errors.New("files: the sandbox is unavailable")
+
+// grepWalk feeds files the jobs of a grep rooted at abs (whose stat is
+// fi), each after taking a slot of sem.
+func (e *Engine) grepWalk(ctx context.Context, req FileGrepRequest, plan *grepPlan, abs string, fi fs.FileInfo, files chan<- grepJob, sem chan struct{}) error {
+	if !fi.IsDir() {
+		sem <- struct{}{}
+		files <- e.grepJob(0, abs)
+		return nil
+	}
+	depth := -1
+	if req.Recursive != nil && !*req.Recursive {
+		depth = 1
+	}
+	idx := 0
+	return walk(ctx, abs, depth, true, func(p, rel string, d fs.DirEntry, isDir bool, info func() fs.FileInfo) error {
+		if plan.exclude.match(rel, d.Name()) {
+			if d.IsDir() {
+				return fs.SkipDir
+			}
+			return nil
+		}
+		// Regular files are sized by the worker's fstat; only links
+		// need a stat here.
+		if isDir || !d.Type().IsRegular() && (d.Type()&fs.ModeSymlink == 0 || info() == nil || !info().Mode().IsRegular()) ||
+			(!plan.include.empty() && !plan.include.match(rel, d.Name())) ||
+			(plan.types != nil && !plan.types.match(rel, d.Name())) {
+			return nil
+		}
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		files <- e.grepJob(idx, p)
+		idx++
+		return nil
+	})
+}
+
+// grepJob is the job of the idx-th file, path. Under a sandbox the file
+// is opened here, in the view (the caller's thread), and the job carries
+// the descriptor; without one the worker opens it.
+func (e *Engine) grepJob(idx int, path string) grepJob {
+	j := grepJob{idx: idx, path: path, fd: -1}
+	if e.sb != nil {
+		j.opened = true
+		if fd, err := syscall.Open(path, grepOpenFlags, 0); err == nil {
+			j.fd = fd
+		}
+	}
+	return j
 }
 
 // newGrepPlan validates the request's pattern, globs, type and size.
@@ -254,7 +292,14 @@ func newGrepPlan(op string, req FileGrepRequest) (*grepPlan, *fserr.Error) {
 type grepJob struct {
 	idx  int
 	path string
+	// opened says the walk opened the file: fd is its descriptor, -1 if
+	// the open failed. Otherwise the worker opens path.
+	opened bool
+	fd     int
 }
+
+// grepOpenFlags opens a file to search without ever blocking.
+const grepOpenFlags = syscall.O_RDONLY | syscall.O_CLOEXEC | syscall.O_NOCTTY | syscall.O_NONBLOCK
 
 type grepOut struct {
 	idx      int
@@ -276,7 +321,9 @@ func (p *grepPlan) collect(ctx context.Context, cancel context.CancelFunc, files
 				var o grepOut
 				o.idx = j.idx
 				if ctx.Err() == nil {
-					o.searched, o.matches, buf = p.searchFile(j.path, buf)
+					o.searched, o.matches, buf = p.searchFile(j, buf)
+				} else if j.opened && j.fd >= 0 {
+					syscall.Close(j.fd)
 				}
 				select {
 				case out <- o:
@@ -325,11 +372,18 @@ func (p *grepPlan) collect(ctx context.Context, cancel context.CancelFunc, files
 	return res
 }
 
-// searchFile reads one file into buf (reused) and returns its matches.
-// It talks to the kernel directly: open, fstat, read, close, nothing more.
-func (p *grepPlan) searchFile(path string, buf []byte) (bool, []GrepMatch, []byte) {
-	fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_CLOEXEC|syscall.O_NOCTTY|syscall.O_NONBLOCK, 0)
-	if err != nil {
+// searchFile reads one job's file into buf (reused) and returns its
+// matches; it closes the descriptor the job carries. It talks to the
+// kernel directly: open, fstat, read, close, nothing more.
+func (p *grepPlan) searchFile(j grepJob, buf []byte) (bool, []GrepMatch, []byte) {
+	path, fd := j.path, j.fd
+	if !j.opened {
+		var err error
+		if fd, err = syscall.Open(path, grepOpenFlags, 0); err != nil {
+			return false, nil, buf
+		}
+	}
+	if fd < 0 {
 		return false, nil, buf
 	}
 	defer syscall.Close(fd)

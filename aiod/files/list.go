@@ -72,6 +72,11 @@ func (e *Engine) List(ctx context.Context, req FsListQuery) (*FileListResult, *f
 	if ferr != nil {
 		return nil, ferr
 	}
+	return inView(e, op, req.Path, func() (*FileListResult, *fserr.Error) { return list(ctx, op, req, abs) })
+}
+
+// list is List in the engine's view.
+func list(ctx context.Context, op string, req FsListQuery, abs string) (*FileListResult, *fserr.Error) {
 	if ferr := requireDir(op, req.Path, abs); ferr != nil {
 		return nil, ferr
 	}
@@ -249,31 +254,34 @@ type FileFindResult struct {
 // bad_request.
 func (e *Engine) Find(ctx context.Context, req FsSearchQuery) (*FileFindResult, *fserr.Error) {
 	const op = "find"
-	abs, g, ferr := e.globRoot(ctx, op, req.Path, req.Pattern, req.Ownership)
-	if ferr != nil {
-		return nil, ferr
-	}
-	res := &FileFindResult{Path: req.Path, Files: []string{}}
-	err := walk(ctx, abs, -1, true, func(p, rel string, d fs.DirEntry, isDir bool, _ func() fs.FileInfo) error {
-		if isDir || !g.match(rel, d.Name()) {
+	return inView(e, op, req.Path, func() (*FileFindResult, *fserr.Error) {
+		abs, g, ferr := e.globRoot(ctx, op, req.Path, req.Pattern, req.Ownership)
+		if ferr != nil {
+			return nil, ferr
+		}
+		res := &FileFindResult{Path: req.Path, Files: []string{}}
+		err := walk(ctx, abs, -1, true, func(p, rel string, d fs.DirEntry, isDir bool, _ func() fs.FileInfo) error {
+			if isDir || !g.match(rel, d.Name()) {
+				return nil
+			}
+			if len(res.Files) == ListCap {
+				res.Truncated = true
+				return fs.SkipAll
+			}
+			res.Files = append(res.Files, p)
 			return nil
+		})
+		if err != nil {
+			return nil, fserr.From(op, req.Path, err)
 		}
-		if len(res.Files) == ListCap {
-			res.Truncated = true
-			return fs.SkipAll
-		}
-		res.Files = append(res.Files, p)
-		return nil
+		sort.Strings(res.Files)
+		return res, nil
 	})
-	if err != nil {
-		return nil, fserr.From(op, req.Path, err)
-	}
-	sort.Strings(res.Files)
-	return res, nil
 }
 
 // globRoot prepares a glob walk: the resolved root, which must be a
-// directory, and the compiled pattern.
+// directory, and the compiled pattern. It touches the root: call it in
+// the engine's view.
 func (e *Engine) globRoot(ctx context.Context, op, root, pattern string, o Ownership) (string, *globSet, *fserr.Error) {
 	abs, _, ferr := e.prepare(ctx, op, root, o)
 	if ferr != nil {
@@ -336,6 +344,11 @@ type FileGlobResult struct {
 // most MaxResults (default GlobCap; then Truncated).
 func (e *Engine) Glob(ctx context.Context, req FileGlobRequest) (*FileGlobResult, *fserr.Error) {
 	const op = "glob"
+	return inView(e, op, req.Path, func() (*FileGlobResult, *fserr.Error) { return e.glob(ctx, op, req) })
+}
+
+// glob is Glob in the engine's view.
+func (e *Engine) glob(ctx context.Context, op string, req FileGlobRequest) (*FileGlobResult, *fserr.Error) {
 	abs, g, ferr := e.globRoot(ctx, op, req.Path, req.Pattern, req.Ownership)
 	if ferr != nil {
 		return nil, ferr

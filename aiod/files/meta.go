@@ -40,20 +40,22 @@ func (e *Engine) Stat(ctx context.Context, req FsStatQuery) (*FileStatResult, *f
 	if ferr != nil {
 		return nil, ferr
 	}
-	li, err := os.Lstat(abs)
-	if err != nil {
-		return nil, fserr.From(op, req.Path, err)
-	}
-	fi := li
-	if req.FollowSymlinks == nil || *req.FollowSymlinks {
-		if fi, err = os.Stat(abs); err != nil {
+	return inView(e, op, req.Path, func() (*FileStatResult, *fserr.Error) {
+		li, err := os.Lstat(abs)
+		if err != nil {
 			return nil, fserr.From(op, req.Path, err)
 		}
-	}
-	return &FileStatResult{
-		Path: req.Path, Size: fi.Size(), Permissions: permString(fi), IsDirectory: fi.IsDir(),
-		IsSymlink: li.Mode()&fs.ModeSymlink != 0, ModifiedTime: timeString(fi),
-	}, nil
+		fi := li
+		if req.FollowSymlinks == nil || *req.FollowSymlinks {
+			if fi, err = os.Stat(abs); err != nil {
+				return nil, fserr.From(op, req.Path, err)
+			}
+		}
+		return &FileStatResult{
+			Path: req.Path, Size: fi.Size(), Permissions: permString(fi), IsDirectory: fi.IsDir(),
+			IsSymlink: li.Mode()&fs.ModeSymlink != 0, ModifiedTime: timeString(fi),
+		}, nil
+	})
 }
 
 // FileMkdirRequest is a mkdir (both versions).
@@ -79,17 +81,19 @@ func (e *Engine) Mkdir(ctx context.Context, req FileMkdirRequest) (*FileMkdirRes
 	if ferr != nil {
 		return nil, ferr
 	}
-	created := true
-	var err error
-	if req.Parents {
-		created, err = mkdirAll(abs, own)
-	} else if err = os.Mkdir(abs, 0o777); err == nil {
-		err = own.chown(abs)
-	}
-	if err != nil {
-		return nil, fserr.From(op, req.Path, err)
-	}
-	return &FileMkdirResult{Path: req.Path, Created: created}, nil
+	return inView(e, op, req.Path, func() (*FileMkdirResult, *fserr.Error) {
+		created := true
+		var err error
+		if req.Parents {
+			created, err = mkdirAll(abs, own)
+		} else if err = os.Mkdir(abs, 0o777); err == nil {
+			err = own.chown(abs)
+		}
+		if err != nil {
+			return nil, fserr.From(op, req.Path, err)
+		}
+		return &FileMkdirResult{Path: req.Path, Created: created}, nil
+	})
 }
 
 // FileDeleteRequest is a delete (both versions).
@@ -116,25 +120,27 @@ func (e *Engine) Delete(ctx context.Context, req FileDeleteRequest) (*FileDelete
 	if ferr != nil {
 		return nil, ferr
 	}
-	fi, err := os.Lstat(abs)
-	if err != nil {
-		return nil, fserr.From(op, req.Path, err)
-	}
-	if isRoot(abs, fi) {
-		return nil, fserr.New(op, req.Path, fserr.InvalidTarget, fserr.Phrase(op)+": refusing to delete /")
-	}
-	switch {
-	case !fi.IsDir():
-		err = syscall.Unlink(abs)
-	case req.Recursive:
-		err = os.RemoveAll(abs)
-	default:
-		err = syscall.Rmdir(abs)
-	}
-	if err != nil {
-		return nil, fserr.From(op, req.Path, err)
-	}
-	return &FileDeleteResult{Path: req.Path, IsDirectory: fi.IsDir()}, nil
+	return inView(e, op, req.Path, func() (*FileDeleteResult, *fserr.Error) {
+		fi, err := os.Lstat(abs)
+		if err != nil {
+			return nil, fserr.From(op, req.Path, err)
+		}
+		if isRoot(abs, fi) {
+			return nil, fserr.New(op, req.Path, fserr.InvalidTarget, fserr.Phrase(op)+": refusing to delete /")
+		}
+		switch {
+		case !fi.IsDir():
+			err = syscall.Unlink(abs)
+		case req.Recursive:
+			err = os.RemoveAll(abs)
+		default:
+			err = syscall.Rmdir(abs)
+		}
+		if err != nil {
+			return nil, fserr.From(op, req.Path, err)
+		}
+		return &FileDeleteResult{Path: req.Path, IsDirectory: fi.IsDir()}, nil
+	})
 }
 
 // isRoot reports whether abs, whose lstat is fi, names the filesystem
@@ -180,7 +186,8 @@ type FileMoveResult struct {
 
 // transfer resolves both ends of a copy or move, checks the source exists
 // (and, for a copy, is a file, link or directory) and the destination may be taken (removing it under overwrite when the
-// operation cannot replace it by itself).
+// operation cannot replace it by itself). It touches paths: call it in
+// the engine's view (inView).
 func (e *Engine) transfer(ctx context.Context, op string, req FileCopyRequest) (src, dst string, sfi fs.FileInfo, own *owner, ferr *fserr.Error) {
 	if src, own, ferr = e.prepare(ctx, op, req.Source, req.Ownership); ferr != nil {
 		return
@@ -230,35 +237,39 @@ func within(p, dir string) bool {
 // invalid_target "not a regular file".
 func (e *Engine) Copy(ctx context.Context, req FileCopyRequest) (*FileCopyResult, *fserr.Error) {
 	const op = "copy"
-	src, dst, _, own, ferr := e.transfer(ctx, op, req)
-	if ferr != nil {
-		return nil, ferr
-	}
-	res := &FileCopyResult{Source: req.Source, Destination: req.Destination}
-	if err := copyTree(ctx, src, dst, own, res); err != nil {
-		return nil, fserr.From(op, req.Destination, err)
-	}
-	return res, nil
+	return inView(e, op, req.Source, func() (*FileCopyResult, *fserr.Error) {
+		src, dst, _, own, ferr := e.transfer(ctx, op, req)
+		if ferr != nil {
+			return nil, ferr
+		}
+		res := &FileCopyResult{Source: req.Source, Destination: req.Destination}
+		if err := copyTree(ctx, src, dst, own, res); err != nil {
+			return nil, fserr.From(op, req.Destination, err)
+		}
+		return res, nil
+	})
 }
 
 // Move renames source to destination, falling back to copy and delete
 // across filesystems.
 func (e *Engine) Move(ctx context.Context, req FileMoveRequest) (*FileMoveResult, *fserr.Error) {
 	const op = "move"
-	src, dst, _, own, ferr := e.transfer(ctx, op, FileCopyRequest(req))
-	if ferr != nil {
-		return nil, ferr
-	}
-	err := os.Rename(src, dst)
-	if errors.Is(err, syscall.EXDEV) {
-		if err = copyTree(ctx, src, dst, own, &FileCopyResult{}); err == nil {
-			err = os.RemoveAll(src)
+	return inView(e, op, req.Source, func() (*FileMoveResult, *fserr.Error) {
+		src, dst, _, own, ferr := e.transfer(ctx, op, FileCopyRequest(req))
+		if ferr != nil {
+			return nil, ferr
 		}
-	}
-	if err != nil {
-		return nil, fserr.From(op, req.Destination, err)
-	}
-	return &FileMoveResult{Source: req.Source, Destination: req.Destination}, nil
+		err := os.Rename(src, dst)
+		if errors.Is(err, syscall.EXDEV) {
+			if err = copyTree(ctx, src, dst, own, &FileCopyResult{}); err == nil {
+				err = os.RemoveAll(src)
+			}
+		}
+		if err != nil {
+			return nil, fserr.From(op, req.Destination, err)
+		}
+		return &FileMoveResult{Source: req.Source, Destination: req.Destination}, nil
+	})
 }
 
 // copyTree copies src to the free path dst, counting into res.

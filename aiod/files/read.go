@@ -45,7 +45,7 @@ func (e *Engine) Read(ctx context.Context, req FsReadQuery) (*FileReadResult, *f
 	if ferr != nil {
 		return nil, ferr
 	}
-	text, ferr := readText(op, req.Path, abs)
+	text, ferr := inView(e, op, req.Path, func() (string, *fserr.Error) { return readText(op, req.Path, abs) })
 	if ferr != nil {
 		return nil, ferr
 	}

@@ -38,17 +38,19 @@ func (e *Engine) Replace(ctx context.Context, req FileReplaceRequest) (*FileRepl
 	}
 	e.hist.mu.Lock()
 	defer e.hist.mu.Unlock()
-	text, ferr := readText(op, req.File, abs)
-	if ferr != nil {
-		return nil, ferr
-	}
-	n := strings.Count(text, req.OldStr)
-	if n > 0 {
-		if err := replaceFile(abs, []byte(strings.ReplaceAll(text, req.OldStr, req.NewStr)), own); err != nil {
-			return nil, fserr.From(op, req.File, err)
+	return inView(e, op, req.File, func() (*FileReplaceResult, *fserr.Error) {
+		text, ferr := readText(op, req.File, abs)
+		if ferr != nil {
+			return nil, ferr
 		}
-	}
-	return &FileReplaceResult{File: req.File, ReplacedCount: uint64(n)}, nil
+		n := strings.Count(text, req.OldStr)
+		if n > 0 {
+			if err := replaceFile(abs, []byte(strings.ReplaceAll(text, req.OldStr, req.NewStr)), own, e.keepOwner()); err != nil {
+				return nil, fserr.From(op, req.File, err)
+			}
+		}
+		return &FileReplaceResult{File: req.File, ReplacedCount: uint64(n)}, nil
+	})
 }
 
 // FileSearchRequest is /v1/file/search's body: a regexp over one file.
@@ -80,7 +82,7 @@ func (e *Engine) SearchFile(ctx context.Context, req FileSearchRequest) (*FileSe
 	if err != nil {
 		return nil, fserr.New(op, req.File, fserr.BadRequest, fserr.Phrase(op)+": "+regexError(req.Regex, err))
 	}
-	text, ferr := readText(op, req.File, abs)
+	text, ferr := inView(e, op, req.File, func() (string, *fserr.Error) { return readText(op, req.File, abs) })
 	if ferr != nil {
 		return nil, ferr
 	}

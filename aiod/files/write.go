@@ -71,19 +71,21 @@ func (e *Engine) Write(ctx context.Context, req FsWriteRequest) (*FileWriteResul
 	if ferr != nil {
 		return nil, ferr
 	}
-	target, err := writeTarget(abs, own)
-	if err != nil {
-		return nil, fserr.From(op, req.Path, err)
-	}
-	if req.Append {
-		err = appendFile(target, data, own)
-	} else {
-		err = replaceFile(target, data, own)
-	}
-	if err != nil {
-		return nil, fserr.From(op, req.Path, err)
-	}
-	return &FileWriteResult{File: req.Path, BytesWritten: ptr(uint64(len(data)))}, nil
+	return inView(e, op, req.Path, func() (*FileWriteResult, *fserr.Error) {
+		target, err := writeTarget(abs, own)
+		if err != nil {
+			return nil, fserr.From(op, req.Path, err)
+		}
+		if req.Append {
+			err = appendFile(target, data, own)
+		} else {
+			err = replaceFile(target, data, own, e.keepOwner())
+		}
+		if err != nil {
+			return nil, fserr.From(op, req.Path, err)
+		}
+		return &FileWriteResult{File: req.Path, BytesWritten: ptr(uint64(len(data)))}, nil
+	})
 }
 
 // decodeContent turns the request's content into the bytes to write.
@@ -151,8 +153,9 @@ var openTemp = func(dir string) (*os.File, error) {
 // end, existing or not (the caller has created the parents, see
 // writeTarget). Renaming gives path a new inode, so a hard link to the old
 // file keeps the old content. A character device is written in place; a
-// FIFO, socket or block device is ErrNotRegular.
-func replaceFile(path string, data []byte, o *owner) error {
+// FIFO, socket or block device is ErrNotRegular. With keep and no o, the
+// new file gets the old one's owner.
+func replaceFile(path string, data []byte, o *owner, keep bool) error {
 	target, err := linkTarget(path)
 	if err != nil {
 		return err
@@ -175,7 +178,7 @@ func replaceFile(path string, data []byte, o *owner) error {
 		return err
 	}
 	tmp := f.Name()
-	if err := fillTemp(f, data, fi, o); err != nil {
+	if err := fillTemp(f, data, fi, o, keep); err != nil {
 		_ = os.Remove(tmp)
 		return err
 	}
@@ -187,8 +190,9 @@ func replaceFile(path string, data []byte, o *owner) error {
 }
 
 // fillTemp writes, syncs and closes the staging file, giving it the old
-// file's mode and the owner it should end with.
-func fillTemp(f *os.File, data []byte, old fs.FileInfo, o *owner) error {
+// file's mode and the owner it should end with: o, else with keep the old
+// file's.
+func fillTemp(f *os.File, data []byte, old fs.FileInfo, o *owner, keep bool) error {
 	err := func() error {
 		if _, err := f.Write(data); err != nil {
 			return err
@@ -197,7 +201,7 @@ func fillTemp(f *os.File, data []byte, old fs.FileInfo, o *owner) error {
 			if err := f.Chmod(old.Mode() & (fs.ModePerm | fs.ModeSetuid | fs.ModeSetgid | fs.ModeSticky)); err != nil {
 				return err
 			}
-			if st, ok := old.Sys().(*syscall.Stat_t); ok && o == nil && os.Geteuid() == 0 {
+			if st, ok := old.Sys().(*syscall.Stat_t); ok && o == nil && keep {
 				if err := f.Chown(int(st.Uid), int(st.Gid)); err != nil {
 					return err
 				}
