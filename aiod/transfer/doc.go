@@ -20,4 +20,17 @@
 // sandbox's job, not the API's. The tar importer is the exception that
 // proves the rule: an archive is untrusted input, so nothing it contains
 // may land outside the destination it names.
+//
+// Under isolation (Config.Sandbox) that job is done here too: every
+// lookup, open, creation and rename runs in the sandbox's view as its
+// account (sandbox.Sandbox.Do), while content streams outside it through
+// the file opened there. A path outside the view is not_found (404), a
+// symbolic link resolves against the view's root, so a link in the
+// workspace to a host file outside the view is not followed out of it,
+// and a file the account may not read (/etc/shadow) is
+// permission_denied (403). Uploads and imports land in the view only, and
+// what they create belongs to the sandbox account: a request's user is
+// validated but not applied, and a replaced file's owner is not carried
+// over. An export looks every entry up as the account, so a tree holding
+// a file it may not read fails.
 package transfer

@@ -38,12 +38,18 @@ func (e *Engine) Open(path string) (*Source, error) {
 	if err != nil {
 		return nil, err
 	}
-	f, err := os.OpenFile(abs, os.O_RDONLY|openFlags, 0)
-	if err != nil {
-		// ENXIO: a socket.
-		if fi, serr := os.Stat(abs); errors.Is(err, syscall.ENXIO) && serr == nil && !fi.Mode().IsRegular() && !fi.IsDir() {
-			err = fserr.ErrNotRegular
+	var f *os.File
+	err = e.inView(func() error {
+		var err error
+		if f, err = os.OpenFile(abs, os.O_RDONLY|openFlags, 0); err != nil {
+			// ENXIO: a socket.
+			if fi, serr := os.Stat(abs); errors.Is(err, syscall.ENXIO) && serr == nil && !fi.Mode().IsRegular() && !fi.IsDir() {
+				err = fserr.ErrNotRegular
+			}
 		}
+		return err
+	})
+	if err != nil {
 		return nil, fserr.From("download", path, err)
 	}
 	fi, err := f.Stat()

@@ -14,9 +14,8 @@ import (
 	"syscall"
 
 	"github.com/a2c-smcp/a2c-go/aiod/internal/account"
-	"github.com/a2c-smcp/a2c-go/aiod/internal/sandbox"
-
 	"github.com/a2c-smcp/a2c-go/aiod/internal/fserr"
+	"github.com/a2c-smcp/a2c-go/aiod/internal/sandbox"
 )
 
 // Default limits of a tar import, as aiod documents them.
@@ -95,11 +94,31 @@ func (e *Engine) Close(ctx context.Context) error {
 		if err := ctx.Err(); err != nil {
 			return fmt.Errorf("transfer: close: %w", err)
 		}
-		if err := os.RemoveAll(n); err != nil {
+		if err := e.inView(func() error { return os.RemoveAll(n) }); err != nil {
 			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// errUnavailable is the failure of an operation the sandbox could not
+// run (it was closed, or could not be started again).
+var errUnavailable = errors.New("the sandbox is unavailable")
+
+// inView runs f, the part of an operation that touches paths, where the
+// engine's paths live: on a thread of the sandbox's view, as the
+// sandbox account, so that paths and symbolic links resolve inside the
+// view (a path outside it is ENOENT), permissions are the account's and
+// what f creates is the account's; without a sandbox, in place. f opens
+// and renames, it does not stream: a body is copied through the opened
+// file outside it, so no sandbox thread waits on the network.
+func (e *Engine) inView(f func() error) error {
+	var ferr error
+	if err := e.cfg.Sandbox.Do(func() error { ferr = f(); return nil }); err != nil {
+		e.log.Warn("transfer: the sandbox is unavailable", "err", err)
+		return errUnavailable
+	}
+	return ferr
 }
 
 // track records a staged path for Close.
@@ -114,7 +133,7 @@ func (e *Engine) discard(name string) {
 	e.mu.Lock()
 	delete(e.staged, name)
 	e.mu.Unlock()
-	if err := os.RemoveAll(name); err != nil {
+	if err := e.inView(func() error { return os.RemoveAll(name) }); err != nil {
 		e.log.Warn("transfer: removing a staged file", "path", name, "err", err)
 	}
 }
@@ -146,11 +165,15 @@ type pathQuery struct {
 }
 
 // owner is the account that owns what a request creates; nil means the
-// daemon's own, and nothing is chowned.
+// daemon's own (under a sandbox, the sandbox account's), and nothing is
+// chowned.
 type owner struct{ uid, gid int }
 
 // owner resolves a request's user (or the default one). Unknown accounts
 // and, for a daemon not running as root, other accounts are bad_request.
+// Under a sandbox the user is validated and then not applied: what a
+// transfer creates belongs to the sandbox account, which may not give
+// files away.
 func (e *Engine) owner(op, path, name string) (*owner, error) {
 	if name == "" {
 		name = e.cfg.DefaultUser
@@ -162,7 +185,7 @@ func (e *Engine) owner(op, path, name string) (*owner, error) {
 	switch {
 	case err != nil:
 		return nil, fserr.New(op, path, fserr.BadRequest, err.Error())
-	case a.Self:
+	case a.Self, e.cfg.Sandbox != nil:
 		return nil, nil
 	}
 	return &owner{uid: int(a.UID), gid: int(a.GID)}, nil
@@ -177,7 +200,8 @@ func (o *owner) lchown(name string) error {
 }
 
 // mkdirAll creates dir and its missing parents (0755), each owned by o.
-// A parent that is not a directory fails with ENOTDIR.
+// A parent that is not a directory fails with ENOTDIR. Call it in the
+// engine's view.
 func mkdirAll(dir string, o *owner) error {
 	fi, err := os.Stat(dir)
 	if err == nil {

@@ -176,7 +176,7 @@ func (p *Plane) writeTree(w http.ResponseWriter, r *http.Request, t tree) {
 	if r.Method == http.MethodHead {
 		return
 	}
-	if err := writeTree(r.Context(), t.root, w); err != nil {
+	if err := p.e.writeTree(r.Context(), t.root, w); err != nil {
 		p.log.Warn("transfer: tree export cut", "path", t.path, "err", err)
 		panic(http.ErrAbortHandler)
 	}

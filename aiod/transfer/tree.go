@@ -2,6 +2,7 @@ package transfer
 
 import (
 	"archive/tar"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -64,7 +65,7 @@ func (e *Engine) ExportTree(ctx context.Context, path string, w io.Writer) error
 		return err
 	}
 	defer root.Close()
-	return writeTree(ctx, root, w)
+	return e.writeTree(ctx, root, w)
 }
 
 func (e *Engine) openTree(path string) (*os.Root, error) {
@@ -72,21 +73,33 @@ func (e *Engine) openTree(path string) (*os.Root, error) {
 	if err != nil {
 		return nil, err
 	}
-	if fi, err := os.Stat(abs); err != nil {
-		return nil, fserr.From("tree", path, err)
-	} else if !fi.IsDir() {
-		return nil, fserr.Errno("tree", path, syscall.ENOTDIR)
-	}
-	root, err := os.OpenRoot(abs)
+	var root *os.Root
+	err = e.inView(func() error {
+		if fi, err := os.Stat(abs); err != nil {
+			return err
+		} else if !fi.IsDir() {
+			return fserr.Errno("tree", path, syscall.ENOTDIR)
+		}
+		root, err = os.OpenRoot(abs)
+		return err
+	})
 	if err != nil {
 		return nil, fserr.From("tree", path, err)
 	}
 	return root, nil
 }
 
-func writeTree(ctx context.Context, root *os.Root, w io.Writer) error {
+// writeTree writes the tree under root to w as a tar stream. Under a
+// sandbox every lookup (stat, directory read, open, readlink) runs in
+// the view as the sandbox account, so the export holds what the account
+// may read; the contents are copied outside it.
+func (e *Engine) writeTree(ctx context.Context, root *os.Root, w io.Writer) error {
 	tw := tar.NewWriter(w)
-	err := fs.WalkDir(root.FS(), ".", func(name string, d fs.DirEntry, err error) error {
+	fsys := root.FS()
+	if e.cfg.Sandbox != nil {
+		fsys = viewFS{fsys: fsys, e: e}
+	}
+	err := fs.WalkDir(fsys, ".", func(name string, d fs.DirEntry, err error) error {
 		if err != nil || name == "." {
 			return err
 		}
@@ -106,7 +119,10 @@ func writeTree(ctx context.Context, root *os.Root, w io.Writer) error {
 			// Opened before the header, non-blocking and checked: a file
 			// swapped for a FIFO since the walk saw it is skipped, not
 			// waited on.
-			if f, err = root.OpenFile(name, os.O_RDONLY|openFlags, 0); err != nil {
+			if err = e.inView(func() error {
+				f, err = root.OpenFile(name, os.O_RDONLY|openFlags, 0)
+				return err
+			}); err != nil {
 				return err
 			}
 			defer f.Close()
@@ -118,7 +134,10 @@ func writeTree(ctx context.Context, root *os.Root, w io.Writer) error {
 			}
 		case fi.IsDir():
 		case fi.Mode()&fs.ModeSymlink != 0:
-			if link, err = root.Readlink(name); err != nil {
+			if err = e.inView(func() error {
+				link, err = root.Readlink(name)
+				return err
+			}); err != nil {
 				return err
 			}
 		default:
@@ -144,6 +163,46 @@ func writeTree(ctx context.Context, root *os.Root, w io.Writer) error {
 	return tw.Close()
 }
 
+// viewFS is a tree's fs.FS whose lookups run in the engine's view: the
+// walk of an export under a sandbox. A directory's entries are read with
+// their metadata in one go, so DirEntry.Info makes no lookup of its own
+// outside the view.
+type viewFS struct {
+	fsys fs.FS
+	e    *Engine
+}
+
+func (v viewFS) Open(name string) (f fs.File, err error) {
+	verr := v.e.inView(func() error { f, err = v.fsys.Open(name); return nil })
+	return f, cmp.Or(verr, err)
+}
+
+func (v viewFS) Stat(name string) (fi fs.FileInfo, err error) {
+	verr := v.e.inView(func() error { fi, err = fs.Stat(v.fsys, name); return nil })
+	return fi, cmp.Or(verr, err)
+}
+
+func (v viewFS) ReadDir(name string) (ents []fs.DirEntry, err error) {
+	verr := v.e.inView(func() error {
+		ents, err = fs.ReadDir(v.fsys, name)
+		for i, d := range ents {
+			fi, ierr := d.Info()
+			ents[i] = statedEntry{DirEntry: d, fi: fi, err: ierr}
+		}
+		return nil
+	})
+	return ents, cmp.Or(verr, err)
+}
+
+// statedEntry is a directory entry with its metadata already read.
+type statedEntry struct {
+	fs.DirEntry
+	fi  fs.FileInfo
+	err error
+}
+
+func (d statedEntry) Info() (fs.FileInfo, error) { return d.fi, d.err }
+
 // ImportTree extracts the tar stream body into the directory at path,
 // owned by user (or the default user). When the directory does not exist
 // the archive is extracted into a staged sibling that is then renamed
@@ -166,7 +225,10 @@ func (e *Engine) ImportTree(ctx context.Context, path, user string, body io.Read
 		return nil, err
 	}
 	res := &TreeResult{Path: dest, Mode: "merge"}
-	fi, err := os.Stat(dest)
+	var fi fs.FileInfo
+	if verr := e.inView(func() error { fi, err = os.Stat(dest); return nil }); verr != nil {
+		return nil, fserr.From("tree", path, verr)
+	}
 	switch {
 	case err == nil && !fi.IsDir():
 		return nil, fserr.Errno("tree", path, syscall.ENOTDIR)
@@ -180,22 +242,25 @@ func (e *Engine) ImportTree(ctx context.Context, path, user string, body io.Read
 	}
 	res.Mode = "rename"
 	parent := filepath.Dir(dest)
-	if err := mkdirAll(parent, o); err != nil {
-		return nil, fserr.From("tree", path, err)
-	}
 	stage := filepath.Join(parent, stageName(".aiod-tree-"))
-	if err := os.Mkdir(stage, 0o755); err != nil {
-		return nil, fserr.From("tree", path, err)
-	}
-	e.track(stage)
+	err = e.inView(func() error {
+		if err := mkdirAll(parent, o); err != nil {
+			return err
+		}
+		if err := os.Mkdir(stage, 0o755); err != nil {
+			return err
+		}
+		e.track(stage)
+		return errors.Join(os.Chmod(stage, 0o755), o.lchown(stage))
+	})
 	defer e.discard(stage)
-	if err := errors.Join(os.Chmod(stage, 0o755), o.lchown(stage)); err != nil {
+	if err != nil {
 		return nil, fserr.From("tree", path, err)
 	}
 	if res.Entries, err = e.extract(ctx, stage, path, o, body); err != nil {
 		return nil, err
 	}
-	if err := os.Rename(stage, dest); err != nil {
+	if err := e.inView(func() error { return os.Rename(stage, dest) }); err != nil {
 		return nil, fserr.From("tree", path, err)
 	}
 	return res, nil
@@ -218,7 +283,9 @@ func (c *capped) Read(b []byte) (int, error) {
 	return n, err
 }
 
-// extractor writes archive members under root, never outside it.
+// extractor writes archive members under root, never outside it. Every
+// lookup and creation under root runs in the engine's view (inView);
+// only the copy of a member's content into its open file runs outside.
 type extractor struct {
 	ctx   context.Context
 	p     *Engine
@@ -231,7 +298,12 @@ type extractor struct {
 }
 
 func (e *Engine) extract(ctx context.Context, dir, path string, o *owner, body io.Reader) (int64, error) {
-	root, err := os.OpenRoot(dir)
+	var root *os.Root
+	err := e.inView(func() error {
+		var err error
+		root, err = os.OpenRoot(dir)
+		return err
+	})
 	if err != nil {
 		return 0, fserr.From("tree", path, err)
 	}
@@ -287,28 +359,34 @@ func (x *extractor) member(hdr *tar.Header, r io.Reader) (ok bool, err error) {
 	}
 	switch hdr.Typeflag {
 	case tar.TypeDir:
-		if err := x.parents(name); err != nil {
-			return false, err
-		}
-		return true, x.ensureDir(name, name)
+		return true, x.p.inView(func() error {
+			if err := x.parents(name); err != nil {
+				return err
+			}
+			return x.ensureDir(name, name)
+		})
 	case tar.TypeReg:
 		return true, x.file(name, hdr, r)
 	case tar.TypeSymlink:
 		if !symlinkInside(name, hdr.Linkname) {
 			return false, badf(x.path, "symlink %q -> %q escapes the destination", hdr.Name, hdr.Linkname)
 		}
-		return true, x.replace(name, func(tmp string) error {
-			return errors.Join(x.root.Symlink(hdr.Linkname, tmp), x.lchown(tmp))
-		})
+		return true, x.replace(name, func(tmp string) (*os.File, error) {
+			return nil, errors.Join(x.root.Symlink(hdr.Linkname, tmp), x.lchown(tmp))
+		}, nil)
 	case tar.TypeLink:
 		old, err := x.name(hdr.Linkname)
 		if err != nil {
 			return false, err
 		}
-		if fi, err := x.root.Lstat(old); err != nil || !fi.Mode().IsRegular() {
+		var fi fs.FileInfo
+		if verr := x.p.inView(func() error { fi, err = x.root.Lstat(old); return nil }); verr != nil {
+			return false, verr
+		}
+		if err != nil || !fi.Mode().IsRegular() {
 			return false, badf(x.path, "hard link %q -> %q does not name a regular file in the archive", hdr.Name, hdr.Linkname)
 		}
-		return true, x.replace(name, func(tmp string) error { return x.root.Link(old, tmp) })
+		return true, x.replace(name, func(tmp string) (*os.File, error) { return nil, x.root.Link(old, tmp) }, nil)
 	}
 	return false, badf(x.path, "member %q has unsupported type %q", hdr.Name, hdr.Typeflag)
 }
@@ -360,7 +438,7 @@ func symlinkInside(name, target string) bool {
 }
 
 // parents makes sure each parent of name is a real directory (not a
-// symlink), creating the missing ones.
+// symlink), creating the missing ones. Call it in the engine's view.
 func (x *extractor) parents(name string) error {
 	dir := path.Dir(name)
 	if dir == "." || x.dirs[dir] {
@@ -373,6 +451,7 @@ func (x *extractor) parents(name string) error {
 }
 
 // ensureDir makes sure dir is a real directory, creating it if missing.
+// Call it in the engine's view.
 func (x *extractor) ensureDir(dir, member string) error {
 	fi, err := x.root.Lstat(dir)
 	switch {
@@ -409,11 +488,10 @@ func (x *extractor) file(name string, hdr *tar.Header, r io.Reader) error {
 	if hdr.Mode&0o111 != 0 {
 		perm = 0o755
 	}
-	return x.replace(name, func(tmp string) error {
-		f, err := x.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
-		if err != nil {
-			return err
-		}
+	create := func(tmp string) (*os.File, error) {
+		return x.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+	}
+	return x.replace(name, create, func(f *os.File) error {
 		n, err := copyFull(x.ctx, struct{ io.Writer }{f}, r)
 		x.bytes += n
 		if err == nil {
@@ -428,24 +506,43 @@ func (x *extractor) file(name string, hdr *tar.Header, r io.Reader) error {
 
 // replace creates name through create at a temporary sibling name, then
 // renames it over name; a directory in the way is an error. On failure
-// the temporary is removed.
-func (x *extractor) replace(name string, create func(tmp string) error) error {
-	if err := x.parents(name); err != nil {
+// the temporary is removed. create runs in the engine's view; the file
+// it may open is then written by fill outside it (streaming the archive
+// holds no sandbox thread), and fill closes it.
+func (x *extractor) replace(name string, create func(tmp string) (*os.File, error), fill func(*os.File) error) error {
+	var (
+		tmp, abs string
+		f        *os.File
+	)
+	err := x.p.inView(func() error {
+		if err := x.parents(name); err != nil {
+			return err
+		}
+		if fi, err := x.root.Lstat(name); err == nil && fi.IsDir() {
+			return badf(x.path, "member %q: a directory is in the way", name)
+		}
+		tmp = path.Join(path.Dir(name), stageName(".aiod-tree-"))
+		abs = filepath.Join(x.dir, filepath.FromSlash(tmp))
+		x.p.track(abs)
+		var err error
+		f, err = create(tmp)
+		return err
+	})
+	if abs == "" {
 		return err
 	}
-	if fi, err := x.root.Lstat(name); err == nil && fi.IsDir() {
-		return badf(x.path, "member %q: a directory is in the way", name)
+	if err == nil && f != nil {
+		err = fill(f)
 	}
-	tmp := path.Join(path.Dir(name), stageName(".aiod-tree-"))
-	abs := filepath.Join(x.dir, filepath.FromSlash(tmp))
-	x.p.track(abs)
-	err := create(tmp)
-	if err == nil {
-		err = x.root.Rename(tmp, name)
-	}
-	if err != nil {
-		_ = x.root.Remove(tmp)
-	}
+	verr := x.p.inView(func() error {
+		if err == nil {
+			err = x.root.Rename(tmp, name)
+		}
+		if err != nil {
+			_ = x.root.Remove(tmp)
+		}
+		return nil
+	})
 	x.p.forget(abs)
-	return err
+	return cmp.Or(verr, err)
 }

@@ -55,7 +55,12 @@ type spool struct {
 // nothing is left behind.
 func (e *Engine) spoolIn(ctx context.Context, dir string, src io.Reader) (*spool, error) {
 	name := filepath.Join(dir, stageName(".aiod-upload-"))
-	f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	var f *os.File
+	err := e.inView(func() error {
+		var err error
+		f, err = os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -81,12 +86,12 @@ func (e *Engine) spoolIn(ctx context.Context, dir string, src io.Reader) (*spool
 // filesystem is first copied next to the target. On failure the spool is
 // removed.
 func (e *Engine) commit(ctx context.Context, sp *spool, target string, o *owner) error {
-	err := e.place(sp, target, o)
+	err := e.inView(func() error { return e.place(sp, target, o) })
 	if errors.Is(err, syscall.EXDEV) {
 		var moved *spool
 		if moved, err = e.respool(ctx, sp, filepath.Dir(target)); err == nil {
 			sp = moved
-			err = e.place(sp, target, o)
+			err = e.inView(func() error { return e.place(sp, target, o) })
 		}
 	}
 	if err != nil {
@@ -97,6 +102,10 @@ func (e *Engine) commit(ctx context.Context, sp *spool, target string, o *owner)
 	return nil
 }
 
+// place gives the spool the replaced file's mode and the owner it should
+// have (o; with none, a root daemon outside a sandbox keeps the replaced
+// file's owner) and renames it over target. Call it in the engine's
+// view.
 func (e *Engine) place(sp *spool, target string, o *owner) error {
 	if fi, err := os.Stat(target); err == nil {
 		if fi.IsDir() {
@@ -105,7 +114,7 @@ func (e *Engine) place(sp *spool, target string, o *owner) error {
 		if err := os.Chmod(sp.name, fi.Mode().Perm()); err != nil {
 			return err
 		}
-		if o == nil && os.Geteuid() == 0 {
+		if o == nil && os.Geteuid() == 0 && e.cfg.Sandbox == nil {
 			o = ownerOf(fi)
 		}
 	}
@@ -117,7 +126,12 @@ func (e *Engine) place(sp *spool, target string, o *owner) error {
 
 // respool copies a spool into dir and removes the original.
 func (e *Engine) respool(ctx context.Context, sp *spool, dir string) (*spool, error) {
-	f, err := os.Open(sp.name)
+	var f *os.File
+	err := e.inView(func() error {
+		var err error
+		f, err = os.Open(sp.name)
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -151,15 +165,18 @@ func (e *Engine) target(path, filename string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if fi, err := os.Stat(abs); strings.HasSuffix(path, "/") || (err == nil && fi.IsDir()) {
-		base := filepath.Base(filename)
-		if filename == "" || base == "." || base == ".." || base == string(filepath.Separator) {
-			return "", fserr.Errno("upload", path, syscall.EISDIR)
+	err = e.inView(func() error {
+		if fi, err := os.Stat(abs); strings.HasSuffix(path, "/") || (err == nil && fi.IsDir()) {
+			base := filepath.Base(filename)
+			if filename == "" || base == "." || base == ".." || base == string(filepath.Separator) {
+				return fserr.Errno("upload", path, syscall.EISDIR)
+			}
+			abs = filepath.Join(abs, base)
 		}
-		abs = filepath.Join(abs, base)
-	}
-	if err := destDir(path, filepath.Dir(abs)); err != nil {
-		return "", err
+		return destDir(path, filepath.Dir(abs))
+	})
+	if err != nil {
+		return "", fserr.From("upload", path, err)
 	}
 	return abs, nil
 }
