@@ -58,6 +58,15 @@
 // one the stream starts at ?cursor= (default 0: the kept history). Either
 // past the latest seq starts at the latest (watch_started says which).
 //
+// Isolation: with a sandbox (Config.Sandbox) every path the plane
+// touches is resolved in the sandbox's view as its account (through
+// sandbox.Sandbox.Do): the create's lookup, the walks, every
+// inotify_add_watch and the stat behind an event's size, mtime and
+// inode. A path outside the view is not_found, even through a symbolic
+// link in the workspace; a directory the account may not read is
+// permission_denied; a directory only the view has (its own /tmp) can be
+// watched. Pseudo filesystems are told from the view's mount table.
+//
 // Status texts, on which the published API is silent: a running watcher
 // is "active"; DELETE answers "released" while other subscribers remain
 // and "stopped" when the watcher ends.

@@ -88,6 +88,10 @@ var errDirLimit = errors.New("watch: directory limit reached")
 // fs.inotify.max_user_watches is used up.
 var errNoWatches = errors.New("watch: no inotify watches left (fs.inotify.max_user_watches)")
 
+// errNoSandbox answers a watch the sandbox could not serve (it was
+// closed, or could not be started again).
+var errNoSandbox = &Error{Kind: api.ErrUnavailable, Message: "file watching is unavailable: the sandbox is not running"}
+
 // errShutdown answers what comes after Close.
 var errShutdown = &Error{Kind: api.ErrUnavailable, Message: "file watching is shutting down"}
 
@@ -144,8 +148,28 @@ func NewEngine(cfg Config) *Engine {
 	}
 	full := &Error{Kind: api.ErrLimit, Message: fmt.Sprintf("Too many watchers: the limit is %d", cfg.MaxWatchers),
 		Hint: "stop a watcher you no longer need (DELETE /v2/watch/{watcher_id})"}
-	return &Engine{cfg: cfg, log: cfg.Logger, byKey: map[string]*watcher{}, private: map[*watcher]struct{}{},
+	e := &Engine{cfg: cfg, log: cfg.Logger, byKey: map[string]*watcher{}, private: map[*watcher]struct{}{},
 		reg: sessions.NewRegistry[*watcher](map[string]sessions.Tier{"": {Max: cfg.MaxWatchers, Full: full}})}
+	if cfg.Sandbox != nil {
+		e.mounts.sandboxed()
+	}
+	return e
+}
+
+// inView runs f, the part of the plane's work that touches paths
+// (resolving, walking, inotify_add_watch, stat), where the watched paths
+// live: on a thread of the sandbox's view, as the sandbox account, so
+// that paths and symbolic links resolve inside the view (a path outside
+// it is ENOENT) and only what the account may read is watched; without
+// a sandbox, in place. The watches it adds keep watching the same inodes
+// from any thread: the shared inotify descriptor is read outside.
+func (e *Engine) inView(f func() error) error {
+	var ferr error
+	if err := e.cfg.Sandbox.Do(func() error { ferr = f(); return nil }); err != nil {
+		e.log.Warn("watch: the sandbox is unavailable", "error", err.Error())
+		return errNoSandbox
+	}
+	return ferr
 }
 
 // notifierLocked opens the shared inotify instance once; e.mu is held.
@@ -202,6 +226,8 @@ func (e *Engine) Create(ctx context.Context, req CreateWatchRequest) (*WatcherCr
 	switch {
 	case errors.Is(err, errClosed):
 		return nil, errShutdown
+	case errors.Is(err, errNoSandbox):
+		return nil, err
 	case err != nil:
 		return nil, fserr.From("watch", req.Path, err)
 	case e.closed:
@@ -268,15 +294,21 @@ func (s *spec) path() string {
 }
 
 // locate resolves p (relative to the workspace, symbolic links
-// followed) into s.root and s.file: a directory is the root, a file its
-// parent with the file's name. With missingOK a path that does not
-// exist is a file to come, in a directory that must exist.
+// followed, in the engine's view) into s.root and s.file: a directory is
+// the root, a file its parent with the file's name. With missingOK a
+// path that does not exist is a file to come, in a directory that must
+// exist.
 func (e *Engine) locate(s *spec, p string, missingOK bool) error {
 	abs, ferr := fserr.Resolve("watch", e.workspace(), p)
 	if ferr != nil {
 		return ferr
 	}
 	abs = filepath.Clean(abs)
+	return e.inView(func() error { return locateIn(s, p, abs, missingOK) })
+}
+
+// locateIn is locate's lookup of abs (p as the client wrote it).
+func locateIn(s *spec, p, abs string, missingOK bool) error {
 	real, err := filepath.EvalSymlinks(abs)
 	if err != nil && missingOK && errors.Is(err, os.ErrNotExist) {
 		dir, derr := filepath.EvalSymlinks(filepath.Dir(abs))
@@ -434,6 +466,8 @@ func (e *Engine) Wait(ctx context.Context, req WaitWatchRequest) (*WaitWatchResu
 	}()
 	if err := w.start(); errors.Is(err, errClosed) {
 		return nil, errShutdown
+	} else if errors.Is(err, errNoSandbox) {
+		return nil, err
 	} else if err != nil {
 		return nil, fserr.From("watch", req.Path, err)
 	}

@@ -36,5 +36,6 @@ func inodeOf(fs.FileInfo) *uint64                  { return nil }
 type mountTable struct{}
 
 func (*mountTable) refresh()                     {}
+func (*mountTable) sandboxed()                   {}
 func (*mountTable) pseudoEntry(fs.DirEntry) bool { return false }
 func (*mountTable) pseudoPath(string) bool       { return false }

@@ -31,9 +31,16 @@ var pseudoFSTypes = map[string]bool{
 type mountTable struct {
 	mu     sync.Mutex
 	pseudo map[uint64]bool // device → a pseudo filesystem; unknown devices cached as false
+	info   string          // the mount table read; "" is /proc/self/mountinfo
 }
 
-// refresh reads /proc/self/mountinfo again. Without it (no /proc) every
+// sandboxed makes the table the sandbox's: /proc/1/mountinfo, read in
+// the sandbox's view (its /proc is its PID namespace's, where the
+// daemon's own /proc/self does not exist and init is 1). Every read
+// happens in the view: from the walks and the create that run there.
+func (m *mountTable) sandboxed() { m.info = "/proc/1/mountinfo" }
+
+// refresh reads the mount table again. Without it (no /proc) every
 // device counts as a real filesystem.
 func (m *mountTable) refresh() { m.reread(false) }
 
@@ -41,7 +48,11 @@ func (m *mountTable) refresh() { m.reread(false) }
 // list (btrfs subvolumes, say) stay known as real filesystems, so a walk
 // across several of them does not read the table again and again.
 func (m *mountTable) reread(keepUnknown bool) {
-	b, err := os.ReadFile("/proc/self/mountinfo")
+	info := m.info
+	if info == "" {
+		info = "/proc/self/mountinfo"
+	}
+	b, err := os.ReadFile(info)
 	next := parseMountinfo(b, err)
 	m.mu.Lock()
 	defer m.mu.Unlock()

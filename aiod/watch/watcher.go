@@ -126,19 +126,26 @@ func (w *watcher) signal() {
 // running. A root on a pseudo filesystem (/proc, /sys, …) is watched
 // itself, nothing below it.
 func (w *watcher) start() error {
-	if err := w.ino.add(w, w.root); err != nil {
+	err := w.e.inView(func() error {
+		if err := w.ino.add(w, w.root); err != nil {
+			return err
+		}
+		if w.recursive {
+			w.e.mounts.refresh()
+			w.onPseudo = w.e.mounts.pseudoPath(w.root)
+		}
+		w.addTree(w.root, false, time.Now())
+		return nil
+	})
+	if err != nil {
 		w.ino.drop(w, nil)
 		close(w.exited)
 		return err
 	}
-	if w.recursive {
-		w.e.mounts.refresh()
-		if w.onPseudo = w.e.mounts.pseudoPath(w.root); w.onPseudo {
-			w.e.log.Info("watch: the path is on a pseudo filesystem; its subdirectories are not watched",
-				"watcher_id", w.id, "path", w.root)
-		}
+	if w.onPseudo {
+		w.e.log.Info("watch: the path is on a pseudo filesystem; its subdirectories are not watched",
+			"watcher_id", w.id, "path", w.root)
 	}
-	w.addTree(w.root, false, time.Now())
 	go w.run()
 	return nil
 }
@@ -229,7 +236,7 @@ func (w *watcher) lostAt(at time.Time) {
 func (w *watcher) rescan(now time.Time) {
 	w.rescanAt, w.lastRescan = time.Time{}, now
 	w.rescans.Add(1)
-	w.addTree(w.root, false, now)
+	w.addTreeInView(w.root, false, now)
 }
 
 // rel is path relative to the watch ("." for the root; the name for a
@@ -272,7 +279,7 @@ func (w *watcher) translate(r rawEvent) {
 		p.typ = TypeCreate
 		w.enqueue(p)
 		if p.isDir {
-			w.addTree(r.path, true, r.at)
+			w.addTreeInView(r.path, true, r.at)
 		}
 	case m&inMovedTo != 0:
 		if from := w.froms[r.cookie]; from != nil && r.cookie != 0 {
@@ -282,7 +289,7 @@ func (w *watcher) translate(r rawEvent) {
 			w.enqueue(p)
 		}
 		if p.isDir {
-			w.addTree(r.path, false, r.at)
+			w.addTreeInView(r.path, false, r.at)
 		}
 	case m&inMovedFrom != 0:
 		p.typ, p.cookie = TypeRemove, r.cookie
@@ -371,6 +378,7 @@ func (w *watcher) flush(now time.Time) {
 	if len(out) == 0 {
 		return
 	}
+	w.attrs(out)
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for _, e := range out {
@@ -386,7 +394,7 @@ func (w *watcher) flush(now time.Time) {
 	}
 }
 
-// event is p as published, with the path's attributes as they are now.
+// event is p as published, without the path's attributes (see attrs).
 func (w *watcher) event(p *pending) FileWatchEvent {
 	e := FileWatchEvent{Type: p.typ, Path: p.path, IsDir: p.isDir, Timestamp: unixSeconds(p.at)}
 	if rel, ok := w.rel(p.path); ok {
@@ -396,19 +404,41 @@ func (w *watcher) event(p *pending) FileWatchEvent {
 		old := p.oldPath
 		e.OldPath = &old
 	}
-	if p.typ == TypeRemove {
-		return e
-	}
-	if fi, err := os.Lstat(p.path); err == nil {
-		mtime, size := unixSeconds(fi.ModTime()), uint64(max(fi.Size(), 0))
-		e.Mtime, e.Size = &mtime, &size
-		e.Inode = inodeOf(fi)
-	}
 	return e
 }
 
+// attrs gives the events about to be published (but removes and lost
+// records) their paths' attributes as they are now, all read in one
+// visit to the engine's view.
+func (w *watcher) attrs(evs []FileWatchEvent) {
+	_ = w.e.inView(func() error {
+		for i := range evs {
+			e := &evs[i]
+			if e.Type == "" || e.Type == TypeRemove {
+				continue
+			}
+			if fi, err := os.Lstat(e.Path); err == nil {
+				mtime, size := unixSeconds(fi.ModTime()), uint64(max(fi.Size(), 0))
+				e.Mtime, e.Size = &mtime, &size
+				e.Inode = inodeOf(fi)
+			}
+		}
+		return nil
+	})
+}
+
+// addTreeInView is addTree in the engine's view (a walk bounded by the
+// tree and [Config.MaxWatchDirs]).
+func (w *watcher) addTreeInView(dir string, scan bool, at time.Time) {
+	if !w.recursive || w.onPseudo {
+		return
+	}
+	_ = w.e.inView(func() error { w.addTree(dir, scan, at); return nil })
+}
+
 // addTree watches dir and the directories below it (a recursive watch
-// only, dir itself excepted when it is the root of a flat watch); with
+// only, dir itself excepted when it is the root of a flat watch), in the
+// engine's view: call it there (addTreeInView); with
 // scan, every entry found below dir is reported as created. It does not
 // descend into pseudo filesystems, nor past [Config.MaxWatchDirs]
 // directories. The notifier's lock is taken per directory, never across
@@ -470,9 +500,12 @@ func (w *watcher) prune(old string) {
 		_, inside := under(d, w.root)
 		return moved || !inside
 	})
-	if fi, err := os.Lstat(old); err == nil && fi.IsDir() {
-		w.addTree(old, false, time.Now())
-	}
+	_ = w.e.inView(func() error {
+		if fi, err := os.Lstat(old); err == nil && fi.IsDir() {
+			w.addTree(old, false, time.Now())
+		}
+		return nil
+	})
 }
 
 // info is the watcher's list entry.
