@@ -35,6 +35,18 @@
 // routes' one table (aiod/internal/api). Sessions end with
 // [Engine.CloseSession], the verb every plane uses.
 //
+// Under isolation ([Config.Sandbox]) every kernel and node process
+// starts inside the daemon's one sandbox, as its account. A kernel's
+// private directory and connection file are made in the sandbox's own
+// /tmp by a thread acting as that account, and the kernel listens on
+// unix sockets there (Jupyter's ipc transport) rather than loopback
+// ports, which a sandbox with its own network namespace would hide; the
+// daemon reaches them through the sandbox init's /proc root. An
+// interpreter the sandbox cannot see (a pyenv under /root, say) is
+// refused like a missing one (503), naming it and the variable that
+// pins another (AIO_PYTHON_BIN, AIO_NODE_BIN). Without a sandbox, runs
+// are on the host over loopback TCP.
+//
 // On the v1 routes, POST /v1/jupyter/sessions/{id}/interrupt and
 // .../restart answer 501, as the published daemon does; a v1 node
 // session's max_idle_time (ms)

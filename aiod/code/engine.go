@@ -335,6 +335,9 @@ type Engine struct {
 	exec *sessions.Exec // cwd, account and environment of runs
 
 	interp *interp.Finder
+	// viewed caches, under a sandbox, whether an interpreter's path
+	// exists in the sandbox's view: path -> *Error (nil: it does).
+	viewed sync.Map
 
 	// reg holds the sessions in two tiers, [Python] (kernels) and
 	// [JavaScript] (native), each with its cap and idle limit.
@@ -351,7 +354,8 @@ type Engine struct {
 // sessions is the owner's (the [Plane] runs it on a janitor).
 func NewEngine(cfg Config) *Engine {
 	cfg.defaults()
-	return &Engine{cfg: cfg, log: cfg.Logger, exec: sessions.NewExec(cfg.Workspace, cfg.DefaultUser, os.Environ(), cfg.HideEnv),
+	return &Engine{cfg: cfg, log: cfg.Logger,
+		exec: sessions.NewExec(cfg.Workspace, cfg.DefaultUser, os.Environ(), cfg.HideEnv).Sandboxed(cfg.Sandbox),
 		reg: sessions.NewRegistry[*session](map[string]sessions.Tier{
 			Python: {Max: cfg.MaxKernelSessions, Idle: cfg.KernelIdle,
 				Full: &Error{Kind: ErrLimit, Message: fmt.Sprintf("Maximum number of kernel sessions (%d) reached", cfg.MaxKernelSessions)}},
@@ -607,8 +611,12 @@ func (e *Engine) start(ctx context.Context, lang, dir string, who *sessions.Iden
 	if who != nil {
 		cred = who.Cred
 	}
+	if err := e.available(ctx, lang); err != nil {
+		return nil, err // gone since the request's check, or outside the sandbox
+	}
 	if lang == JavaScript {
-		p, err := startNode(nodeSpec{node: e.nodeProbe().path, cwd: dir, cred: cred, env: e.exec.Env(who), grace: e.cfg.NodeGrace, log: e.log})
+		p, err := startNode(nodeSpec{node: e.nodeProbe().path, cwd: dir, cred: cred, env: e.exec.Env(who), grace: e.cfg.NodeGrace, log: e.log,
+			sb: e.cfg.Sandbox})
 		if err != nil {
 			e.log.Warn("code: node did not start", "error", err.Error())
 			return nil, err
@@ -617,7 +625,7 @@ func (e *Engine) start(ctx context.Context, lang, dir string, who *sessions.Iden
 	}
 	env := e.exec.Env(who, "PYDEVD_DISABLE_FILE_VALIDATION=1")
 	k, err := startKernel(ctx, kernelSpec{python: e.pythonProbe().path, cwd: dir, cred: cred, env: env,
-		startTimeout: e.cfg.KernelStartTimeout, grace: e.cfg.InterruptGrace, log: e.log})
+		startTimeout: e.cfg.KernelStartTimeout, grace: e.cfg.InterruptGrace, log: e.log, sb: e.cfg.Sandbox})
 	if err != nil {
 		return nil, err
 	}

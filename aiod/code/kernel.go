@@ -19,9 +19,10 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/a2c-smcp/a2c-go/aiod/internal/child"
-
 	"github.com/go-zeromq/zmq4"
+
+	"github.com/a2c-smcp/a2c-go/aiod/internal/child"
+	"github.com/a2c-smcp/a2c-go/aiod/internal/sandbox"
 )
 
 // kernelSpec is how to start one kernel.
@@ -33,6 +34,10 @@ type kernelSpec struct {
 	startTimeout time.Duration
 	grace        time.Duration // how long an interrupted cell may take to stop
 	log          *slog.Logger
+	// sb is the sandbox the kernel runs in (nil: on the host). Under a
+	// sandbox the connection file lives in the sandbox's own /tmp and
+	// the kernel listens on unix sockets beside it (see prepareIPC).
+	sb *sandbox.Sandbox
 }
 
 // kernel is one ipykernel process and the client's five sockets. Its
@@ -41,7 +46,7 @@ type kernelSpec struct {
 type kernel struct {
 	spec    kernelSpec
 	cmd     *exec.Cmd
-	dir     string // holds the connection file
+	dir     string // holds the connection file (a sandbox path under a sandbox)
 	key     []byte
 	session string
 	ctx     context.Context
@@ -130,20 +135,53 @@ func freePorts(n int) ([]int, error) {
 	return ports, nil
 }
 
-// writeConnection writes the connection file (mode 0600, in a private
-// directory owned by the kernel's account) and returns its path.
+// connectionFile encodes a connection file: the five ports (shell,
+// iopub, stdin, control, hb), ip and transport, and the signing key.
+func (k *kernel) connectionFile(transport, ip string, ports []int) ([]byte, error) {
+	b, err := json.Marshal(map[string]any{
+		"shell_port": ports[0], "iopub_port": ports[1], "stdin_port": ports[2], "control_port": ports[3], "hb_port": ports[4],
+		"ip": ip, "transport": transport, "signature_scheme": "hmac-sha256", "key": string(k.key), "kernel_name": "python3",
+	})
+	if err != nil {
+		return nil, fmt.Errorf("connection file: %w", err)
+	}
+	return b, nil
+}
+
+// prepare writes the connection file and returns its path (as the
+// kernel sees it) and the five endpoints the client dials, in the
+// order shell, iopub, stdin, control, hb.
+func (k *kernel) prepare() (string, []string, error) {
+	if k.spec.sb != nil {
+		return k.prepareIPC()
+	}
+	ports, err := freePorts(5)
+	if err != nil {
+		return "", nil, err
+	}
+	file, err := k.writeConnection(ports)
+	if err != nil {
+		return "", nil, err
+	}
+	dials := make([]string, len(ports))
+	for i, p := range ports {
+		dials[i] = "tcp://127.0.0.1:" + strconv.Itoa(p)
+	}
+	return file, dials, nil
+}
+
+// writeConnection writes the connection file of a kernel on the host
+// (mode 0600, in a private directory owned by the kernel's account) and
+// returns its path.
 func (k *kernel) writeConnection(ports []int) (string, error) {
 	dir, err := os.MkdirTemp("", "aiod-kernel-")
 	if err != nil {
 		return "", fmt.Errorf("connection dir: %w", err)
 	}
 	k.dir = dir
-	b, err := json.Marshal(map[string]any{
-		"shell_port": ports[0], "iopub_port": ports[1], "stdin_port": ports[2], "control_port": ports[3], "hb_port": ports[4],
-		"ip": "127.0.0.1", "transport": "tcp", "signature_scheme": "hmac-sha256", "key": string(k.key), "kernel_name": "python3",
-	})
+	b, err := k.connectionFile("tcp", "127.0.0.1", ports)
 	if err != nil {
-		return "", fmt.Errorf("connection file: %w", err)
+		return "", err
 	}
 	path := filepath.Join(dir, "kernel.json")
 	if err := os.WriteFile(path, b, 0o600); err != nil {
@@ -159,6 +197,57 @@ func (k *kernel) writeConnection(ports []int) (string, error) {
 	return path, nil
 }
 
+// ipcPorts are the "ports" of a kernel on unix sockets: with the ipc
+// transport, Jupyter kernels bind each channel at "<ip>-<port>".
+var ipcPorts = []int{1, 2, 3, 4, 5}
+
+// prepareIPC writes the connection file of a sandboxed kernel and
+// returns the endpoints the daemon dials.
+//
+// A sandbox has its own /tmp, and under --network none its own network
+// namespace, where the daemon cannot reach a loopback port. So the
+// private directory and the file are made in the sandbox's /tmp, from a
+// thread that acts as the sandbox account (Sandbox.Do: the directory is
+// 0700 and the file 0600, both the account's, with no chown), and the
+// kernel is told to use the ipc transport with ip "<dir>/k": it binds
+// unix sockets <dir>/k-1 ... <dir>/k-5 inside the view. A unix socket
+// bound in a file system is reachable from any network namespace, and
+// the daemon reaches the directory through the sandbox init's /proc
+// root (Sandbox.HostPath). The names are kept short: a socket path
+// must fit sun_path's 108 bytes, and "/proc/<pid>/root/tmp/aiod-k-
+// <digits>/k-1" stays under 60.
+func (k *kernel) prepareIPC() (string, []string, error) {
+	var file string
+	err := k.spec.sb.Do(func() error {
+		dir, err := os.MkdirTemp("/tmp", "aiod-k-")
+		if err != nil {
+			return fmt.Errorf("connection dir: %w", err)
+		}
+		k.dir = dir
+		b, err := k.connectionFile("ipc", dir+"/k", ipcPorts)
+		if err != nil {
+			return err
+		}
+		file = dir + "/kernel.json"
+		if err := os.WriteFile(file, b, 0o600); err != nil {
+			return fmt.Errorf("connection file: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return "", nil, fmt.Errorf("sandbox: %w", err)
+	}
+	host, err := k.spec.sb.HostPath(k.dir)
+	if err != nil {
+		return "", nil, fmt.Errorf("sandbox: %w", err)
+	}
+	dials := make([]string, len(ipcPorts))
+	for i, p := range ipcPorts {
+		dials[i] = "ipc://" + host + "/k-" + strconv.Itoa(p)
+	}
+	return file, dials, nil
+}
+
 // startKernel starts a kernel and returns it once it has answered a
 // kernel_info_request on shell and published on iopub, within
 // spec.startTimeout (or ctx).
@@ -168,11 +257,7 @@ func startKernel(ctx context.Context, spec kernelSpec) (*kernel, error) {
 	kctx, cancel := context.WithCancel(context.Background())
 	k := &kernel{spec: spec, key: []byte(hex.EncodeToString(kb)), session: newID(), ctx: kctx, cancel: cancel,
 		exited: make(chan struct{}), boxes: map[string]*mailbox{}}
-	ports, err := freePorts(5)
-	var file string
-	if err == nil {
-		file, err = k.writeConnection(ports)
-	}
+	file, dials, err := k.prepare()
 	if err != nil {
 		k.kill()
 		return nil, err
@@ -181,7 +266,7 @@ func startKernel(ctx context.Context, spec kernelSpec) (*kernel, error) {
 		"--InteractiveShell.colors=NoColor", "--HistoryManager.enabled=False")
 	k.cmd.Dir, k.cmd.Env, k.cmd.Stderr, k.cmd.WaitDelay = spec.cwd, spec.env, &k.stderr, time.Second
 	k.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: spec.cred}
-	if err := child.Start(k.cmd, k.cmd.Start); err != nil {
+	if err := child.Start(k.cmd, spec.sb.Wrap(k.cmd, k.cmd.Start)); err != nil {
 		close(k.exited)
 		k.kill()
 		return nil, fmt.Errorf("%w: %w", errKernelStart, err)
@@ -198,7 +283,7 @@ func startKernel(ctx context.Context, spec kernelSpec) (*kernel, error) {
 		case <-sctx.Done():
 		}
 	}()
-	err = k.connect(ports)
+	err = k.connect(dials)
 	if err == nil {
 		err = k.handshake(sctx)
 	}
@@ -210,8 +295,9 @@ func startKernel(ctx context.Context, spec kernelSpec) (*kernel, error) {
 	return k, nil
 }
 
-// connect dials the five sockets and starts a reader on all but hb.
-func (k *kernel) connect(ports []int) error {
+// connect dials the five sockets (endpoints in the order shell, iopub,
+// stdin, control, hb) and starts a reader on all but hb.
+func (k *kernel) connect(dials []string) error {
 	quiet := zmq4.WithLogger(log.New(io.Discard, "", 0))
 	opts := []zmq4.Option{quiet, zmq4.WithDialerRetry(25 * time.Millisecond), zmq4.WithDialerMaxRetries(-1),
 		zmq4.WithTimeout(10 * time.Second), zmq4.WithDialerTimeout(2 * time.Second)}
@@ -226,7 +312,7 @@ func (k *kernel) connect(ports []int) error {
 	}
 	socks := []zmq4.Socket{k.shell, k.iopub, k.stdin, k.control, k.hb}
 	for i, s := range socks {
-		if err := s.Dial("tcp://127.0.0.1:" + strconv.Itoa(ports[i])); err != nil {
+		if err := s.Dial(dials[i]); err != nil {
 			return fmt.Errorf("dial kernel: %w", err)
 		}
 	}
@@ -551,6 +637,7 @@ func (k *kernel) kill() {
 	}
 	k.readers.Wait()
 	if k.dir != "" {
-		_ = os.RemoveAll(k.dir)
+		// Under a sandbox the directory is in its view, the account's.
+		_ = k.spec.sb.Do(func() error { return os.RemoveAll(k.dir) })
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/a2c-smcp/a2c-go/aiod/internal/child"
+	"github.com/a2c-smcp/a2c-go/aiod/internal/sandbox"
 )
 
 //go:embed harness.js
@@ -27,6 +28,7 @@ type nodeSpec struct {
 	env   []string
 	grace time.Duration // how long past the deadline before the kill
 	log   *slog.Logger
+	sb    *sandbox.Sandbox // where the process runs (nil: on the host)
 }
 
 // nodeProc is one node process running the harness: requests on its
@@ -53,7 +55,9 @@ type harnessAnswer struct {
 	TimedOut bool `json:"timed_out"`
 }
 
-// startNode starts a harness process.
+// startNode starts a harness process. It needs no file: the harness is
+// its -e argument and answers on an inherited pipe, so it runs the same
+// in a sandbox.
 func startNode(spec nodeSpec) (*nodeProc, error) {
 	r, w, err := os.Pipe()
 	if err != nil {
@@ -64,7 +68,7 @@ func startNode(spec nodeSpec) (*nodeProc, error) {
 	p.cmd.Dir, p.cmd.Env, p.cmd.ExtraFiles, p.cmd.WaitDelay = spec.cwd, spec.env, []*os.File{w}, time.Second
 	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: spec.cred}
 	if p.in, err = p.cmd.StdinPipe(); err == nil {
-		err = child.Start(p.cmd, p.cmd.Start)
+		err = child.Start(p.cmd, spec.sb.Wrap(p.cmd, p.cmd.Start))
 	}
 	w.Close()
 	if err != nil {
