@@ -27,6 +27,7 @@ import (
 	"github.com/a2c-smcp/a2c-go/aiod/commands"
 	"github.com/a2c-smcp/a2c-go/aiod/files"
 	"github.com/a2c-smcp/a2c-go/aiod/internal/api"
+	"github.com/a2c-smcp/a2c-go/aiod/internal/sandbox"
 	"github.com/a2c-smcp/a2c-go/aiod/mcp"
 	"github.com/a2c-smcp/a2c-go/aiod/pty"
 	"github.com/a2c-smcp/a2c-go/aiod/transfer"
@@ -96,6 +97,8 @@ type Config struct {
 	// BashBin is the bash that commands and terminals start
 	// (AIO_BASH_BIN); empty = bash on PATH.
 	BashBin string
+	// Isolation contains what the daemon runs (default none).
+	Isolation Isolation
 }
 
 // Daemon is the aiod HTTP surface: the envelope, validation, auth and the
@@ -108,6 +111,7 @@ type Daemon struct {
 	reqs    *prometheus.CounterVec
 	dur     *prometheus.HistogramVec
 	probe   *prober
+	sandbox *sandbox.Sandbox // nil: isolation none
 	stop    context.CancelFunc
 	planes  []plane
 	mcp     *mcp.Server
@@ -158,26 +162,36 @@ func New(cfg Config) (*Daemon, error) {
 		Buckets: prometheus.DefBuckets}, []string{"route"})
 	d.reg.MustRegister(d.reqs, d.dur, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
+	sb, err := startSandbox(cfg, cfg.Logger)
+	if err != nil {
+		return nil, err
+	}
+	d.sandbox = sb
+	if sb != nil {
+		cfg.DefaultUser = "" // the sandbox account runs everything
+		d.cfg.DefaultUser = ""
+	}
 	hide := keyHolders(cfg.APIKey, os.Environ())
 	cmdPlane := commands.New(commands.Config{Workspace: cfg.Workspace, Logger: cfg.Logger, MaxSessions: cfg.MaxCommandSessions,
 		SessionIdle: cfg.CommandSessionIdle, KillGrace: cfg.CommandKillGrace, DefaultUser: cfg.DefaultUser, BashBin: cfg.BashBin,
-		HideEnv: hide, Registerer: d.reg})
-	filePlane := files.New(files.Config{Workspace: cfg.Workspace, DefaultUser: cfg.DefaultUser, Logger: cfg.Logger})
+		HideEnv: hide, Registerer: d.reg, Sandbox: sb})
+	filePlane := files.New(files.Config{Workspace: cfg.Workspace, DefaultUser: cfg.DefaultUser, Logger: cfg.Logger, Sandbox: sb})
 	codePlane := code.New(code.Config{Workspace: cfg.Workspace, Logger: cfg.Logger, DefaultUser: cfg.DefaultUser,
 		Python: cfg.PythonBin, Node: cfg.NodeBin, MaxKernelSessions: cfg.MaxKernels, MaxSessions: cfg.MaxCodeSessions,
-		KernelIdle: cfg.KernelIdle, SessionIdle: cfg.CodeIdle, HideEnv: hide})
+		KernelIdle: cfg.KernelIdle, SessionIdle: cfg.CodeIdle, HideEnv: hide, Sandbox: sb})
 	d.planes = []plane{
 		cmdPlane,
 		filePlane,
-		transfer.New(transfer.Config{Workspace: cfg.Workspace, DefaultUser: cfg.DefaultUser, Logger: cfg.Logger}),
-		watch.New(watch.Config{Workspace: cfg.Workspace, Logger: cfg.Logger}),
+		transfer.New(transfer.Config{Workspace: cfg.Workspace, DefaultUser: cfg.DefaultUser, Logger: cfg.Logger, Sandbox: sb}),
+		watch.New(watch.Config{Workspace: cfg.Workspace, Logger: cfg.Logger, Sandbox: sb}),
 		pty.New(pty.Config{Workspace: cfg.Workspace, Logger: cfg.Logger, DefaultUser: cfg.DefaultUser,
-			MaxSessions: cfg.MaxTerminals, SessionIdle: cfg.TerminalIdle, Shell: cfg.BashBin, HideEnv: hide}),
+			MaxSessions: cfg.MaxTerminals, SessionIdle: cfg.TerminalIdle, Shell: cfg.BashBin, HideEnv: hide, Sandbox: sb}),
 		codePlane,
 	}
 	ctx, stop := context.WithCancel(context.Background())
 	d.stop = stop
-	d.probe = &prober{ttl: 5 * time.Second, cdp: cfg.CDPEndpoint, python: cfg.PythonBin, node: cfg.NodeBin, ctx: ctx}
+	d.probe = &prober{ttl: 5 * time.Second, cdp: cfg.CDPEndpoint, python: cfg.PythonBin, node: cfg.NodeBin, ctx: ctx,
+		iso: isolationCaps{Report: sb.Report(), Machine: sandbox.Probe()}}
 	d.probe.start() // the first read waits for it, later ones never
 	go d.trimWhenIdle(ctx, 5*time.Second)
 
@@ -266,11 +280,21 @@ func (d *Daemon) environment(c *Capabilities) map[string]any {
 		"system": map[string]any{
 			"os": runtime.GOOS, "os_version": osVersion(), "arch": runtime.GOARCH, "user": accountName(),
 			"workspace_dir": d.cfg.Workspace, "workspace": d.cfg.Workspace, "timezone": timezone(),
-			"occupied_ports": listeningPorts(), "sandbox_user": nil,
+			"occupied_ports": listeningPorts(), "sandbox_user": d.sandboxUser(),
 		},
 		"runtime": c.runtime,
 		"utils":   c.utils,
 	}
+}
+
+// sandboxUser is the account sandbox processes run as, or nil without
+// isolation.
+func (d *Daemon) sandboxUser() any {
+	if d.sandbox == nil {
+		return nil
+	}
+	name, _, _ := d.sandbox.Account()
+	return name
 }
 
 // sandboxInfo is GET /v2/sandbox: identity, directories, versions and the
@@ -496,6 +520,10 @@ func (d *Daemon) Shutdown(ctx context.Context) error {
 		if err := p.Close(ctx); err != nil && first == nil {
 			first = err
 		}
+	}
+	// Last: ending the sandbox kills whatever the planes left in it.
+	if err := d.sandbox.Close(); err != nil && first == nil {
+		first = err
 	}
 	return first
 }

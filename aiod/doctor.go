@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/a2c-smcp/a2c-go/aiod/internal/interp"
+	"github.com/a2c-smcp/a2c-go/aiod/internal/sandbox"
 )
 
 // doctorRequired are the planes a default daemon serves with nothing but
@@ -75,7 +76,14 @@ func runDoctor(ctx context.Context, args []string, stdout io.Writer) error {
 	cfg.APISurface = SurfaceFull // every plane is checked, whatever the surface served
 	cfg.Logger = slog.New(slog.DiscardHandler)
 	cfg.Revision = revision()
+	// A sandbox that cannot start is the isolation check's failure, not
+	// doctor's: the planes are then checked without one.
 	d, err := New(cfg)
+	var isoErr error
+	if err != nil && cfg.Isolation.Mode == sandbox.Namespaces {
+		isoErr, cfg.Isolation = err, Isolation{}
+		d, err = New(cfg)
+	}
 	if err != nil {
 		return err
 	}
@@ -85,6 +93,8 @@ func runDoctor(ctx context.Context, args []string, stdout io.Writer) error {
 		_ = d.Shutdown(sctx)
 	}()
 	r := doctor(ctx, d)
+	r.Planes = append(r.Planes, isolationCheck(d, isoErr))
+	r.OK = r.OK && (r.Planes[len(r.Planes)-1].OK || !r.Planes[len(r.Planes)-1].Required)
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
@@ -438,4 +448,28 @@ func (m *memResponse) code() int {
 		return http.StatusOK
 	}
 	return m.status
+}
+
+// isolationCheck is doctor's isolation line: the sandbox in force (or
+// why the one asked for did not start, which makes it a required
+// failure) and what this machine allows.
+func isolationCheck(d *Daemon, failed error) doctorCheck {
+	m := sandbox.Probe()
+	allows := fmt.Sprintf("machine: root %t, user namespaces %t, cgroup %s, openat2 %t", m.Root, m.UserNamespaces, m.Cgroup, m.Openat2)
+	ch := doctorCheck{Plane: "isolation", Needs: "with --isolation namespaces: root, mount/PID/IPC/UTS namespaces, and cgroups (v2, or v1) for the limits",
+		Fix: "run aiod as root, or pass --isolation none (AIO_ISOLATION=none)"}
+	if failed != nil {
+		ch.Required, ch.Problem, ch.Found = true, failed.Error(), allows
+		return ch
+	}
+	r := d.sandbox.Report()
+	ch.OK, ch.Warnings = true, r.Warnings
+	if r.Isolation == sandbox.None {
+		ch.Found = "none: processes run on the host as the daemon's account; " + allows
+		return ch
+	}
+	ch.Required = true
+	ch.Found = fmt.Sprintf("namespaces (%s), network %s, account %s (uid %d), limits by %s: memory %s, pids %d, cpus %g; %s",
+		strings.Join(r.Namespaces, ", "), r.Network, r.User, r.UID, r.Limits, r.Memory, r.Pids, r.CPUs, allows)
+	return ch
 }

@@ -100,6 +100,9 @@ func configFromEnv(getenv func(string) string) (Config, error) {
 		cfg.APIKey = getenv(EnvSandboxAPIKey)
 	}
 	var err error
+	if cfg.Isolation, err = isolationFromEnv(getenv); err != nil {
+		return Config{}, err
+	}
 	if cfg.APISurface, err = checkSurface(EnvAPISurface, getenv(EnvAPISurface)); err != nil {
 		return Config{}, err
 	}

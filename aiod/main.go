@@ -22,6 +22,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/a2c-smcp/a2c-go/aiod/internal/sandbox"
 	"github.com/a2c-smcp/a2c-go/computer/mcphost"
 	"github.com/a2c-smcp/a2c-go/internal/redact"
 	"github.com/a2c-smcp/a2c-go/smcp"
@@ -32,6 +33,9 @@ import (
 // environment value, unknown command), 1 for anything else (and for a
 // doctor that found a required plane unusable).
 func Main(args []string, stdout, stderr io.Writer) int {
+	if code, ok := SandboxInit(args); ok {
+		return code
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	err := dispatch(ctx, args, stdout, stderr)
@@ -258,6 +262,7 @@ type startValues struct {
 	port                                                                *int
 	office, server, name, token, approve, config, bundleID              *string
 	protocolVersion, landingRoot, skills                                *string
+	isolation                                                           *IsolationFlags
 }
 
 // officeFlags are the flags that only mean something with --office.
@@ -289,7 +294,18 @@ func startFlagSet() (*flag.FlagSet, *startValues) {
 		landingRoot:     fs.String("landing-root", "", `with --office: where client:put_blob uploads land (default <workspace>/uploads; "-" refuses uploads)`),
 		skills:          fs.String("skills", "", "with --office: a folder of skill packages served on the SKILL channel (default AIO_SKILLS_PATH)"),
 	}
+	v.isolation = AddIsolationFlags(fs, "none")
 	return fs, v
+}
+
+// SandboxInit runs the sandbox's init when args (a command line without
+// the program name) ask for it: every binary that may start a sandbox
+// (aiod, a2c) is also its init, and must call this first in main.
+func SandboxInit(args []string) (code int, ok bool) {
+	if len(args) > 0 && args[0] == sandbox.InitArg {
+		return sandbox.Init(args[1:]), true
+	}
+	return 0, false
 }
 
 // parseStart turns the command line of start and the environment
@@ -335,6 +351,9 @@ func parseStart(args []string, getenv func(string) string) (startOptions, error)
 	}
 	if set["default-user"] {
 		cfg.DefaultUser = *v.defaultUser
+	}
+	if err := v.isolation.Apply(set, &cfg.Isolation); err != nil {
+		return o, usageError(err.Error())
 	}
 	if set["api-surface"] {
 		if cfg.APISurface, err = checkSurface("--api-surface", *v.surface); err != nil || *v.surface == "" {

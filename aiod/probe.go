@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/a2c-smcp/a2c-go/aiod/internal/interp"
+	"github.com/a2c-smcp/a2c-go/aiod/internal/sandbox"
 )
 
 // Status of a probed plane.
@@ -39,9 +40,18 @@ type Capabilities struct {
 	Browser         browserCaps     `json:"browser"`
 	CodeInterpreter codeCaps        `json:"code_interpreter"`
 	Computer        computerCaps    `json:"computer"`
+	// Isolation is the containment in force and what the machine allows.
+	Isolation isolationCaps `json:"isolation"`
 
 	runtime runtimeEnv // for /v2/sandbox's detail
 	utils   []toolCategory
+}
+
+// isolationCaps is /v1/capabilities' isolation: the sandbox's report
+// (what is enforced, and how) and what this machine allows.
+type isolationCaps struct {
+	sandbox.Report
+	Machine sandbox.Machine `json:"machine"`
 }
 
 type execCaps struct {
@@ -120,11 +130,13 @@ type prober struct {
 	cdp string
 	// python and node pin the interpreters, as the code plane's config.
 	python, node string
-	mu           sync.Mutex
-	snap         *Capabilities
-	at           time.Time
-	inflight     chan struct{}
-	ctx          context.Context // the daemon's: ends background probes at shutdown
+	// iso is the isolation in force, copied into every snapshot.
+	iso      isolationCaps
+	mu       sync.Mutex
+	snap     *Capabilities
+	at       time.Time
+	inflight chan struct{}
+	ctx      context.Context // the daemon's: ends background probes at shutdown
 }
 
 // start begins the first probe without waiting for it.
@@ -169,6 +181,7 @@ func (p *prober) run(done chan struct{}) {
 	ctx, cancel := context.WithTimeout(p.ctx, 10*time.Second)
 	defer cancel()
 	s := probe(ctx, p.cdp, p.python, p.node)
+	s.Isolation = p.iso
 	p.mu.Lock()
 	p.snap, p.at, p.inflight = s, time.Now(), nil
 	p.mu.Unlock()

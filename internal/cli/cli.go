@@ -12,6 +12,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/a2c-smcp/a2c-go/aiod"
 	"github.com/a2c-smcp/a2c-go/computer/mcphost"
 	"github.com/a2c-smcp/a2c-go/smcp"
 )
@@ -19,6 +20,9 @@ import (
 // Main runs the a2c command with args (without the program name) and
 // returns the process exit code.
 func Main(args []string, stdout, stderr io.Writer) int {
+	if code, ok := aiod.SandboxInit(args); ok { // a2c up's sandbox init is this binary
+		return code
+	}
 	if len(args) == 0 {
 		usage(stderr)
 		return 2

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"log/slog"
 	"net"
@@ -40,6 +41,7 @@ func runUp(ctx context.Context, e *env, args []string) error {
 	version := addVersionFlag(fs)
 	landing := fs.String("landing-root", "", `folder where uploads (a2c put) land (default <workspace>/uploads; "-" refuses uploads)`)
 	skillsDir := fs.String("skills", defaultSkillsDir(), "folder of the user's skill packages served on the SKILL channel (\"\" for none)")
+	isolation := aiod.AddIsolationFlags(fs, "namespaces")
 	if err := e.parse(fs, args); err != nil {
 		return err
 	}
@@ -61,6 +63,17 @@ func runUp(ctx context.Context, e *env, args []string) error {
 	dcfg, err := aiod.ConfigFromEnv()
 	if err != nil {
 		return fmt.Errorf("sandbox environment: %w", err)
+	}
+	// The sandbox is isolated unless the command line or AIO_ISOLATION
+	// says otherwise; left to that default, a machine that cannot isolate
+	// (not root) runs without, with a warning.
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if dcfg.Isolation.Mode == "" && !set["isolation"] {
+		dcfg.Isolation.Mode, dcfg.Isolation.Fallback = "namespaces", true
+	}
+	if err := isolation.Apply(set, &dcfg.Isolation); err != nil {
+		return usageError{err.Error()}
 	}
 	if *cfgPath != "" {
 		if _, err := config.Load(*cfgPath); err != nil {

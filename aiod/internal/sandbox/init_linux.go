@@ -34,7 +34,7 @@ type initSpec struct {
 var systemDirs = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt"}
 
 // devices are the host device nodes the sandbox's /dev holds.
-var devices = []string{"null", "zero", "full", "random", "urandom", "tty", "ptmx"}
+var devices = []string{"null", "zero", "full", "random", "urandom", "tty"}
 
 // Init is the sandbox's init: it builds the view described by args[0],
 // reports on fd 3 (an empty line on success, else the error), then reaps
@@ -42,7 +42,8 @@ var devices = []string{"null", "zero", "full", "random", "urandom", "tty", "ptmx
 // the daemon dies (parent-death signal). It is PID 1 of the sandbox's
 // PID namespace, so its exit ends every process in the sandbox.
 func Init(args []string) int {
-	runtime.LockOSThread() // mounts, chdir and pivot_root below are per-thread state until exec-free setup ends
+	runtime.LockOSThread() // chdir and pivot_root below act on this thread's file-system state
+	_ = unix.Prctl(unix.PR_SET_NAME, uintptr(unsafe.Pointer(&[]byte("sandbox-init\x00")[0])), 0, 0, 0)
 	report := os.NewFile(3, "report")
 	fail := func(err error) int {
 		fmt.Fprintf(report, "%s\n", err)
@@ -139,17 +140,13 @@ func build(spec initSpec) error {
 			return err
 		}
 	}
-	// The daemon allocates terminals from the host's devpts and hands the
-	// sandbox its end; the sandbox sees that instance (and /dev/ptmx
-	// opens into it) so a terminal has a name. Other terminals stay
-	// closed to it by their owners and modes.
-	if err := os.Mkdir(r+"/dev/pts", 0o755); err != nil {
-		return step("/dev/pts", err)
-	}
-	if err := bind("/dev/pts", r+"/dev/pts", uintptr(unix.MS_BIND|unix.MS_REMOUNT|unix.MS_NOSUID|unix.MS_NOEXEC)); err != nil {
+	// A devpts instance of the sandbox's own: the daemon opens /dev/ptmx
+	// in the sandbox's view (from the spawner thread), so a terminal's
+	// name exists inside, and the host's terminals are not listed.
+	if err := mkdirMount("devpts", r+"/dev/pts", "devpts", unix.MS_NOSUID|unix.MS_NOEXEC, "newinstance,ptmxmode=0666,mode=0620,gid=5"); err != nil {
 		return err
 	}
-	for name, target := range map[string]string{"fd": "/proc/self/fd", "stdin": "/proc/self/fd/0",
+	for name, target := range map[string]string{"ptmx": "pts/ptmx", "fd": "/proc/self/fd", "stdin": "/proc/self/fd/0",
 		"stdout": "/proc/self/fd/1", "stderr": "/proc/self/fd/2"} {
 		if err := step("/dev/"+name, os.Symlink(target, r+"/dev/"+name)); err != nil {
 			return err

@@ -161,6 +161,9 @@ func (x *Exec) Account(name string) (*Identity, error) {
 func (x *Exec) Env(who *Identity, extra ...string) []string {
 	out := make([]string, 0, len(x.env)+3+len(extra))
 	out = append(out, x.env...)
+	if who == nil && x.sandbox != nil {
+		who, _ = x.Account("") // the sandbox account's HOME, USER, LOGNAME
+	}
 	if who != nil {
 		out = append(out, who.Env...)
 	}
