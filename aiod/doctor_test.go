@@ -116,7 +116,7 @@ func TestDoctorExitCodes(t *testing.T) {
 		t.Fatalf("exit %d\n%s%s", code, out.String(), errb.String())
 	}
 	var r doctorReport
-	if err := json.Unmarshal(out.Bytes(), &r); err != nil || !r.OK || len(r.Planes) != 10 || r.Version != versionLine() {
+	if err := json.Unmarshal(out.Bytes(), &r); err != nil || !r.OK || len(r.Planes) != 11 || r.Planes[10].Plane != "isolation" || !r.Planes[10].OK || r.Version != versionLine() {
 		t.Errorf("json report: %v %s", err, out.String())
 	}
 	out.Reset()
