@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/a2c-smcp/a2c-go/blob"
 	"github.com/a2c-smcp/a2c-go/computer"
 	"github.com/a2c-smcp/a2c-go/computer/config"
 	"github.com/a2c-smcp/a2c-go/smcp"
@@ -146,6 +147,11 @@ func (d *Daemon) officeComputer(o OfficeOptions) (*computer.Computer, error) {
 		Supervisor: o.Supervisor, OnJoined: o.OnJoined, Logger: d.log,
 		ProtocolVersion: o.ProtocolVersion, LandingRoot: o.LandingRoot, SkillsDir: o.SkillsDir,
 		Local: []computer.LocalServer{{BundleID: o.BundleID, Name: "aiod sandbox", Connect: d.MCP().Connect}}}
+	if d.sandbox != nil {
+		// What an Agent uploads is for the sandbox's processes to read.
+		_, uid, gid := d.sandbox.Account()
+		co.Uploads.Owner = &blob.Owner{UID: uid, GID: gid}
+	}
 	if o.Token != "" {
 		co.Auth = map[string]any{o.AuthField: o.Token}
 	}

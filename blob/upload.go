@@ -47,7 +47,14 @@ type UploadOptions struct {
 	// IdleTimeout ends an upload that receives no chunk for this long.
 	// Default [DefaultUploadIdleTimeout].
 	IdleTimeout time.Duration
+	// Owner, when set, is the account landed files (and a landing root
+	// the Computer owns) are given to: the sandbox account of an aiod
+	// whose processes must read what Agents upload. It needs root.
+	Owner *Owner
 }
+
+// Owner is a host account by ids.
+type Owner struct{ UID, GID int }
 
 func (o UploadOptions) withDefaults() UploadOptions {
 	if o.MaxBytes <= 0 {
@@ -575,6 +582,13 @@ func (l *Landing) open(s *session) *smcp.Error {
 	if err := os.MkdirAll(l.root, 0o700); err != nil {
 		return forbidden("create root", err)
 	}
+	if o := l.opts.Owner; o != nil {
+		if fi, err := os.Lstat(l.root); err == nil && fi.IsDir() && ownedBySelf(fi) {
+			if err := os.Lchown(l.root, o.UID, o.GID); err != nil {
+				return forbidden("give the root to its owner", err)
+			}
+		}
+	}
 	real, err := filepath.EvalSymlinks(l.root)
 	if err != nil {
 		return forbidden("resolve root", err)
@@ -614,6 +628,13 @@ func (l *Landing) land(s *session) (string, *smcp.Error) {
 		}
 		err := renameNoReplace(s.part, dst)
 		if err == nil {
+			if o := l.opts.Owner; o != nil {
+				if err := os.Lchown(dst, o.UID, o.GID); err != nil {
+					l.log.Warn("put_blob: cannot give the upload to its owner", "upload_id", s.id, "err", err)
+					_ = os.Remove(dst)
+					return "", smcp.BlobWriteFailed(smcp.ReasonIOError, map[string]any{"upload_id": s.id})
+				}
+			}
 			return dst, nil
 		}
 		if !errors.Is(err, fs.ErrExist) {

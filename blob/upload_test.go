@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"sync"
 	"testing"
 	"time"
@@ -824,5 +825,26 @@ func TestStageRefusalDuringBackgroundWrite(t *testing.T) {
 				t.Errorf("left behind: %v", got)
 			}
 		})
+	}
+}
+
+// TestLandingOwner: with an Owner, the root the Computer made and every
+// landed file belong to that account (the sandbox's, under aiod's
+// isolation); the uploads in progress stay the Computer's.
+func TestLandingOwner(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("giving files away needs root")
+	}
+	l, _ := newTestLanding(t, UploadOptions{Owner: &Owner{UID: 65534, GID: 65534}})
+	ret := upload(t, l, "a", []byte("payload"), 4, ptr("n.txt"))
+	for _, p := range []string{l.Root(), ret.LandingPath} {
+		var st syscall.Stat_t
+		if err := syscall.Lstat(p, &st); err != nil || st.Uid != 65534 || st.Gid != 65534 {
+			t.Errorf("%s: owner %d:%d %v", p, st.Uid, st.Gid, err)
+		}
+	}
+	var st syscall.Stat_t
+	if err := syscall.Lstat(filepath.Join(l.Root(), PartDir), &st); err != nil || st.Uid != 0 {
+		t.Errorf("%s stays the Computer's: %d %v", PartDir, st.Uid, err)
 	}
 }
