@@ -29,6 +29,7 @@ type cgroups struct {
 	v2   string            // the v2 directory, or ""
 	v2fd int               // O_PATH descriptor of v2, for CLONE_INTO_CGROUP
 	v1   map[string]string // controller -> directory
+	base map[string]string // v1 controller -> the daemon's own group, where a thread goes back
 }
 
 // cgroupV1Controllers are the v1 controllers the sandbox uses.
@@ -181,11 +182,14 @@ func newCgroups(cfg Config, name string) (*cgroups, error) {
 	switch cgroupVersion() {
 	case "v2":
 		base, _ := dirOf(mounts, own, "")
+		removeStale(base)
 		return newCgroupV2(cfg, base, name)
 	case "v1":
-		c := &cgroups{v1: map[string]string{}, v2fd: -1}
+		c := &cgroups{v1: map[string]string{}, base: map[string]string{}, v2fd: -1}
 		for _, ctl := range cgroupV1Controllers {
 			base, _ := dirOf(mounts, own, ctl)
+			removeStale(base)
+			c.base[ctl] = base
 			dir := filepath.Join(base, name)
 			if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
 				c.remove()
@@ -301,6 +305,40 @@ func (c *cgroups) joinThread() error {
 		}
 	}
 	return nil
+}
+
+// leaveThread sends the calling thread back to the daemon's own v1
+// groups. A locked goroutine's thread normally ends with it, but the
+// main thread is kept forever instead, and a group cannot be removed
+// while a thread is in it.
+func (c *cgroups) leaveThread() {
+	if c == nil || c.v1 == nil {
+		return
+	}
+	tid := strconv.Itoa(unix.Gettid())
+	for _, ctl := range []string{"pids", "cpu"} {
+		_ = os.WriteFile(filepath.Join(c.base[ctl], "tasks"), []byte(tid), 0)
+	}
+}
+
+// removeStale removes the groups of sandboxes whose daemon is gone (one
+// killed before it could clean up); a group still holding a process is
+// left alone (rmdir refuses it).
+func removeStale(base string) {
+	entries, err := os.ReadDir(base)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		rest, ok := strings.CutPrefix(e.Name(), "aiod-sandbox-")
+		if !ok || !e.IsDir() {
+			continue
+		}
+		pid, _, _ := strings.Cut(rest, "-")
+		if n, err := strconv.Atoi(pid); err == nil && unix.Kill(n, 0) == unix.ESRCH {
+			_ = os.Remove(filepath.Join(base, e.Name()))
+		}
+	}
 }
 
 // place moves a process that has just started into the v1 memory group.

@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -24,6 +25,9 @@ import (
 // [InitArg]). Tests whose binary dispatches InitArg in TestMain may keep
 // the default.
 var Executable = "/proc/self/exe"
+
+// sandboxSeq numbers the sandboxes of this process.
+var sandboxSeq atomic.Uint64
 
 // doThreads is how many threads serve [Sandbox.Do].
 const doThreads = 4
@@ -89,7 +93,10 @@ func New(cfg Config, log *slog.Logger) (*Sandbox, error) {
 	if err := s.ownWorkspace(); err != nil {
 		return nil, err
 	}
-	name := "aiod-sandbox-" + strconv.Itoa(os.Getpid())
+	// One group per sandbox, named by the daemon's pid (so a later daemon
+	// can tell a dead one's leftovers) and a sequence number (tests run
+	// several sandboxes in one process).
+	name := "aiod-sandbox-" + strconv.Itoa(os.Getpid()) + "-" + strconv.FormatUint(sandboxSeq.Add(1), 10)
 	if s.cg, err = newCgroups(cfg, name); err != nil {
 		s.cg = nil
 		s.warnings = append(s.warnings, "cgroups unavailable ("+err.Error()+"): limits fall back to per-process rlimits and --cpus is not enforced")
@@ -230,6 +237,7 @@ func (s *Sandbox) spawner(inst *instance, ready chan<- error) {
 		case f := <-inst.spawn:
 			f()
 		case <-inst.done:
+			s.cg.leaveThread()
 			return // the thread ends with the goroutine (still locked)
 		}
 	}
