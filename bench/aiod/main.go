@@ -13,7 +13,11 @@
 //	    server (this program re-executed with -serve) doing the same;
 //	  - grep: a regex over a generated tree of -files files through
 //	    POST /v2/fs/grep, beside `grep -rnE`;
-//	  - the daemon's RSS when idle, after start and after the load.
+//	  - the daemon's RSS when idle, after start and after the load;
+//	  - isolation (only when named in -planes): two daemons started side
+//	    by side, --isolation none and namespaces (needs root), compared on
+//	    `echo hi`, a python cell, a keystroke echo, idle RSS and start
+//	    time (isolation.go).
 //
 // aiod runs as a separate process built from this module. It prints
 // markdown for bench/RESULTS.md.
@@ -118,6 +122,9 @@ func main() {
 	}
 	if want["watch"] {
 		benchWatch(base, tmp, *files)
+	}
+	if want["isolation"] {
+		benchIsolation(bin, tmp, *calls)
 	}
 	time.Sleep(2 * time.Second)
 	busy := rss(daemon.Process.Pid)
