@@ -359,16 +359,41 @@ print("wrote")
 }
 
 // TestIsolationProcesses: ps -e shows only the sandbox's processes, the
-// daemon's PID is not in /proc, and a host process cannot be signalled;
-// from a command, a terminal and a python cell.
+// daemon's PID is not in /proc, and host processes cannot be signalled
+// (the test's own, and one of the sandbox's account); from a command, a
+// terminal and a python cell.
 func TestIsolationProcesses(t *testing.T) {
 	d := startIsolated(t, "", nil)
 	daemon, self := d.Cmd().Process.Pid, os.Getpid()
+	// A host process of the sandbox's own account: only the PID
+	// namespace keeps the sandbox from signalling it.
+	host := exec.Command("sleep", "61."+strconv.Itoa(100000+int(time.Now().UnixNano()%900000)))
+	host.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: sandboxUID, Gid: sandboxGID}}
+	if err := host.Start(); err != nil {
+		t.Fatal(err)
+	}
+	hostDone := make(chan error, 1)
+	go func() { hostDone <- host.Wait() }()
+	t.Cleanup(func() {
+		_ = host.Process.Kill()
+		<-hostDone
+	})
 	probe := writeProbe(t, d.ws, "procs-probe.sh", fmt.Sprintf(`ps -e -o pid=,comm=
 ls -d /proc/%[1]d 2>&1
 kill -0 %[2]d 2>&1
 echo "kill exit $?"
-`, daemon, self))
+kill -TERM %[3]d 2>&1
+echo "kill exit $?"
+`, daemon, self, host.Process.Pid))
+	hostAlive := func(t *testing.T) {
+		t.Helper()
+		select {
+		case err := <-hostDone:
+			hostDone <- err
+			t.Errorf("the host process of the sandbox's account was signalled: %v", err)
+		default:
+		}
+	}
 	// What may run in this sandbox: its init, shells, ps, the kernel.
 	sandboxComms := []string{"sandbox-init", "bash", "ps", "python3"}
 	psLine := regexp.MustCompile(`^\s*\d+ \S`)
@@ -381,15 +406,16 @@ echo "kill exit $?"
 		}
 		for _, l := range ps {
 			if f := strings.Fields(l); !slices.Contains(sandboxComms, f[1]) {
-				t.Errorf("ps -e lists %q, not a sandbox process; all:\n%s", l, strings.Join(ps, "\n"))
+				t.Errorf("ps -e lists %q, not a sandbox process (%d processes in all)", l, len(ps))
 				break
 			}
 		}
 		if len(ps) == 0 || ps[0] != "1 sandbox-init" {
-			t.Errorf("ps -e does not start with the sandbox's init:\n%.2000s", out)
+			t.Errorf("ps -e does not start with the sandbox's init:\n%.300s", out)
 		}
 		rest := strings.Join(lines, "\n")
-		want := fmt.Sprintf("^ls: cannot access '/proc/%d': No such file or directory\n.*kill: \\(%d\\) - No such process\nkill exit 1$", daemon, self)
+		want := fmt.Sprintf("^ls: cannot access '/proc/%d': No such file or directory\n.*kill: \\(%d\\) - No such process\nkill exit 1\n.*kill: \\(%d\\) - No such process\nkill exit 1$",
+			daemon, self, host.Process.Pid)
 		if !regexp.MustCompile(want).MatchString(rest) {
 			t.Errorf("after ps:\n%s\nwant to match %s", rest, want)
 		}
@@ -401,9 +427,11 @@ echo "kill exit $?"
 			t.Errorf("%v", m)
 		}
 		check(t, fmt.Sprint(m["stdout"]))
+		hostAlive(t)
 	})
 	t.Run("terminal", func(t *testing.T) {
 		check(t, d.terminal(t, "procs", "bash "+probe))
+		hostAlive(t)
 	})
 	t.Run("python", func(t *testing.T) {
 		e, m := d.cell(t, "procs", fmt.Sprintf(`import errno, os
@@ -417,15 +445,17 @@ for p in os.listdir("/proc"):
 print("init", comms.get(1))
 print("others", sorted(set(c for c in comms.values() if c not in %s)))
 print("daemon visible", os.path.exists("/proc/%d"))
-try:
-    os.kill(%d, 0)
-    print("kill ok")
-except OSError as e:
-    print("kill", errno.errorcode[e.errno])
-`, isoPyList(sandboxComms), daemon, self))
-		if want := "init sandbox-init\nothers []\ndaemon visible False\nkill ESRCH\n"; !e.Success || m["stdout"] != want {
+for pid, sig in ((%d, 0), (%d, 15)):
+    try:
+        os.kill(pid, sig)
+        print("kill ok")
+    except OSError as e:
+        print("kill", errno.errorcode[e.errno])
+`, isoPyList(sandboxComms), daemon, self, host.Process.Pid))
+		if want := "init sandbox-init\nothers []\ndaemon visible False\nkill ESRCH\nkill ESRCH\n"; !e.Success || m["stdout"] != want {
 			t.Errorf("cell: %s\nwant stdout %q", e.raw, want)
 		}
+		hostAlive(t)
 	})
 }
 
@@ -527,7 +557,7 @@ func TestIsolationForkBomb(t *testing.T) {
 	d := startIsolated(t, "", nil, "--pids", "64")
 	a := d.a
 	survivor := startSurvivor(t, a)
-	marker := "31." + isoRand(3)
+	marker := "31." + strconv.Itoa(100000+int(time.Now().UnixNano()%900000)) // a number sleep reads
 	_, e := a.call("POST", "/v2/commands", "/v2/commands", map[string]any{"mode": "async",
 		"command": "f(){ if [ $1 -gt 0 ]; then f $(($1-1)) & f $(($1-1)) & wait; else sleep " + marker + "; fi; }; f 8"})
 	bomb, _ := e.obj()["command_id"].(string)
