@@ -171,6 +171,10 @@ func New(cfg Config) (*Daemon, error) {
 		cfg.DefaultUser = "" // the sandbox account runs everything
 		d.cfg.DefaultUser = ""
 	}
+	if sb != nil {
+		d.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "aiod_sandbox_oom_kills_total",
+			Help: "Processes the kernel killed for reaching the sandbox's memory limit."}, func() float64 { return float64(sb.OOMKills()) }))
+	}
 	hide := keyHolders(cfg.APIKey, os.Environ())
 	cmdPlane := commands.New(commands.Config{Workspace: cfg.Workspace, Logger: cfg.Logger, MaxSessions: cfg.MaxCommandSessions,
 		SessionIdle: cfg.CommandSessionIdle, KillGrace: cfg.CommandKillGrace, DefaultUser: cfg.DefaultUser, BashBin: cfg.BashBin,

@@ -341,6 +341,29 @@ func removeStale(base string) {
 	}
 }
 
+// oomKills is how many processes the kernel has killed for reaching the
+// sandbox's memory limit.
+func (c *cgroups) oomKills() uint64 {
+	if c == nil {
+		return 0
+	}
+	file := filepath.Join(c.v2, "memory.events")
+	if c.v1 != nil {
+		file = filepath.Join(c.v1["memory"], "memory.oom_control")
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "oom_kill "); ok {
+			n, _ := strconv.ParseUint(strings.TrimSpace(v), 10, 64)
+			return n
+		}
+	}
+	return 0
+}
+
 // place moves a process that has just started into the v1 memory group.
 func (c *cgroups) place(pid int) error {
 	if c == nil || c.v1 == nil {

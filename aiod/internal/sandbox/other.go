@@ -45,3 +45,6 @@ func Probe() Machine { return Machine{Cgroup: "none"} }
 func (s *Sandbox) HostPath(string) (string, error) {
 	return "", errors.New("isolation namespaces needs Linux")
 }
+
+// OOMKills is 0: there is no sandbox here.
+func (s *Sandbox) OOMKills() uint64 { return 0 }

@@ -57,6 +57,7 @@ type instance struct {
 	spawn chan func()   // run on the spawner thread
 	do    chan func()   // run on a Do thread
 	done  chan struct{} // closed when init has exited
+	quit  chan struct{} // closed by end: the instance's threads stop
 }
 
 // errNeedRoot is returned by New when the daemon is not root.
@@ -108,8 +109,8 @@ func New(cfg Config, log *slog.Logger) (*Sandbox, error) {
 		return nil, err
 	}
 	s.cur = inst
-	if s.cg != nil && s.cg.v1 != nil {
-		go s.sweeper()
+	if s.cg != nil {
+		go s.monitor()
 	}
 	return s, nil
 }
@@ -143,7 +144,8 @@ func (s *Sandbox) start() (*instance, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: %w", err)
 	}
-	inst := &instance{root: root, spawn: make(chan func()), do: make(chan func()), done: make(chan struct{})}
+	inst := &instance{root: root, spawn: make(chan func()), do: make(chan func()), done: make(chan struct{}),
+		quit: make(chan struct{})}
 	ready := make(chan error, 1)
 	go s.spawner(inst, ready)
 	if err := <-ready; err != nil {
@@ -239,6 +241,9 @@ func (s *Sandbox) spawner(inst *instance, ready chan<- error) {
 		case <-inst.done:
 			s.cg.leaveThread()
 			return // the thread ends with the goroutine (still locked)
+		case <-inst.quit:
+			s.cg.leaveThread()
+			return
 		}
 	}
 }
@@ -295,6 +300,8 @@ func (s *Sandbox) doThread(inst *instance, pid int, ready chan<- error) {
 		case f := <-inst.do:
 			f()
 		case <-inst.done:
+			return
+		case <-inst.quit:
 			return
 		}
 	}
@@ -389,6 +396,8 @@ func (s *Sandbox) Wrap(cmd *exec.Cmd, start func() error) func() error {
 		case inst.spawn <- f:
 		case <-inst.done:
 			return errors.New("sandbox: the sandbox ended while starting a process")
+		case <-inst.quit:
+			return errors.New("sandbox: closed")
 		}
 		<-done
 		if err != nil {
@@ -446,6 +455,8 @@ func (s *Sandbox) Do(f func() error) error {
 	case inst.do <- g:
 	case <-inst.done:
 		return errors.New("sandbox: the sandbox ended")
+	case <-inst.quit:
+		return errors.New("sandbox: closed")
 	default:
 		// Every pool thread is busy (a slow disk, a long walk): a thread
 		// of its own rather than a queue behind them.
@@ -462,29 +473,56 @@ func (s *Sandbox) Do(f func() error) error {
 	return ferr
 }
 
-// sweeper moves stray processes into the v1 memory group until Close.
-func (s *Sandbox) sweeper() {
+// monitor, until Close, moves stray processes into the v1 memory group
+// and logs each kill for the memory limit, which the planes only see as
+// a process ending by SIGKILL.
+func (s *Sandbox) monitor() {
 	t := time.NewTicker(250 * time.Millisecond)
 	defer t.Stop()
+	seen := s.cg.oomKills()
 	for {
 		select {
 		case <-s.stop:
 			return
 		case <-t.C:
 			s.cg.sweep()
+			if n := s.cg.oomKills(); n != seen {
+				s.log.Warn("sandbox: the memory limit was reached; the kernel killed the largest process in the sandbox",
+					"limit", FormatSize(s.cfg.Memory), "kills", n)
+				seen = n
+			}
 		}
 	}
 }
 
+// OOMKills is how many processes the kernel has killed for reaching the
+// sandbox's memory limit (0 without cgroups).
+func (s *Sandbox) OOMKills() uint64 {
+	if s == nil {
+		return 0
+	}
+	return s.cg.oomKills()
+}
+
 // end stops an instance: init's standard input closes, init exits, and
 // the kernel kills every process left in its PID namespace.
+//
+// Init's exit completes only once every process of its namespace is
+// reaped, and a process the daemon started is reaped by its plane's
+// Wait, not by init: so end waits a bounded time and never for the
+// planes (they reap what the kernel killed, and init then goes).
 func (s *Sandbox) end(inst *instance) {
+	close(inst.quit)
 	inst.keep.Close()
 	select {
 	case <-inst.done:
 	case <-time.After(2 * time.Second):
 		_ = inst.init.Process.Kill()
-		<-inst.done
+		select {
+		case <-inst.done:
+		case <-time.After(2 * time.Second):
+			s.log.Warn("sandbox: init is still waiting for processes of the sandbox to be reaped")
+		}
 	}
 	os.Remove(inst.root)
 }

@@ -2,13 +2,18 @@ package sandbox
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
+	"time"
 )
 
 func TestMain(m *testing.M) {
@@ -35,7 +40,12 @@ func newSandbox(t *testing.T, cfg Config) (*Sandbox, string) {
 
 func run(t *testing.T, s *Sandbox, script string) (string, error) {
 	t.Helper()
-	cmd := exec.Command("/bin/sh", "-c", script)
+	return runArgv(t, s, "/bin/sh", "-c", script)
+}
+
+func runArgv(t *testing.T, s *Sandbox, argv ...string) (string, error) {
+	t.Helper()
+	cmd := exec.Command(argv[0], argv[1:]...)
 	var out strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -82,4 +92,180 @@ func TestView(t *testing.T) {
 	if !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("Do stat /root: %v", err)
 	}
+}
+
+func TestNetworkNone(t *testing.T) {
+	// A port of the host's loopback, which the sandbox must not reach.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+	probe := "cat /proc/net/dev | tail -n +3 | cut -d: -f1 | tr -d ' '; (exec 3<>/dev/tcp/127.0.0.1/" + port + ") 2>/dev/null && echo reached || echo refused"
+	for _, c := range []struct{ network, want string }{
+		{NetworkHost, "reached"},
+		{NetworkNone, "lo\nrefused\n"},
+	} {
+		s, _ := newSandbox(t, Config{Network: c.network})
+		out, err := runArgv(t, s, "/bin/bash", "-c", probe)
+		if err != nil || !strings.HasSuffix(out, c.want+map[bool]string{true: "\n", false: ""}[c.network == NetworkHost]) {
+			t.Errorf("network %s: %q %v", c.network, out, err)
+		}
+	}
+}
+
+func TestLimits(t *testing.T) {
+	s, _ := newSandbox(t, Config{Pids: 16, Memory: 128 << 20})
+	if s.cg == nil {
+		t.Skip("no cgroups here:", s.warnings)
+	}
+	// The process limit: 32 sleepers cannot all start.
+	out, _ := run(t, s, "for i in $(seq 32); do sleep 5 & done 2>&1 | head -1; kill $(jobs -p) 2>/dev/null; true")
+	if !strings.Contains(out, "Resource temporarily unavailable") && !strings.Contains(out, "fork") {
+		t.Errorf("pids: %q", out)
+	}
+	// The memory limit kills the process that goes over it, alone.
+	before := s.OOMKills()
+	out, err := run(t, s, "exec python3 -c 'b = bytearray(512 << 20)'")
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+		t.Errorf("memory: %q %v", out, err)
+	}
+	if s.OOMKills() != before+1 {
+		t.Errorf("oom kills %d -> %d", before, s.OOMKills())
+	}
+	if out, err := run(t, s, "echo alive"); out != "alive\n" || err != nil {
+		t.Errorf("after the kill: %q %v", out, err)
+	}
+}
+
+// TestRestart: when init dies (the OOM killer may choose it), the next
+// start builds a new sandbox instead of failing forever.
+func TestRestart(t *testing.T) {
+	s, _ := newSandbox(t, Config{})
+	first := s.cur
+	_ = first.init.Process.Kill()
+	<-first.done
+	if out, err := run(t, s, "echo again"); out != "again\n" || err != nil {
+		t.Fatalf("after init died: %q %v", out, err)
+	}
+	if s.cur == first {
+		t.Error("no new instance")
+	}
+	if err := s.Do(func() error { _, err := os.Stat("/etc/hostname"); return err }); err != nil {
+		t.Errorf("Do after restart: %v", err)
+	}
+}
+
+// TestDoSpill: more concurrent Do calls than pool threads all run in the
+// view, none waits behind a busy one.
+func TestDoSpill(t *testing.T) {
+	s, _ := newSandbox(t, Config{})
+	release := make(chan struct{})
+	var started sync.WaitGroup
+	errs := make(chan error, 2*doThreads)
+	for range 2 * doThreads {
+		started.Add(1)
+		go func() {
+			errs <- s.Do(func() error {
+				started.Done()
+				<-release
+				_, err := os.Stat("/root")
+				if !errors.Is(err, fs.ErrNotExist) {
+					return fmt.Errorf("/root in the view: %v", err)
+				}
+				return nil
+			})
+		}()
+	}
+	started.Wait() // every call is running at once
+	close(release)
+	for range 2 * doThreads {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+// TestClose: closing ends every process in the sandbox and removes its
+// groups.
+func TestClose(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("namespaces need root")
+	}
+	s, err := New(Config{Workspace: t.TempDir()}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("/bin/sleep", "600")
+	if err := s.Wrap(cmd, cmd.Start)(); err != nil {
+		t.Fatal(err)
+	}
+	// An orphan too: its parent exits at once.
+	orphan := exec.Command("/bin/sh", "-c", "sleep 600 >/dev/null 2>&1 & echo $!")
+	var pidOut strings.Builder
+	orphan.Stdout = &pidOut
+	if err := s.Wrap(orphan, orphan.Start)(); err != nil {
+		t.Fatal(err)
+	}
+	_ = orphan.Wait()
+	dirs := []string{}
+	if s.cg != nil {
+		dirs = append(dirs, s.cg.v2)
+		for _, d := range s.cg.v1 {
+			dirs = append(dirs, d)
+		}
+	}
+	// The plane's supervisor reaps its process, as a plane does.
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	s.Close()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("a sandboxed process outlived Close")
+	}
+	init := s.cur.init.Process.Pid
+	if err := syscall.Kill(init, 0); err == nil {
+		t.Errorf("init %d alive after Close", init)
+	}
+	for _, d := range dirs {
+		if _, err := os.Stat(d); d != "" && !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("group %s left: %v", d, err)
+		}
+	}
+}
+
+func TestParseSize(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want int64
+		ok   bool
+	}{
+		{"2GiB", 2 << 30, true}, {"512MiB", 512 << 20, true}, {"64KiB", 64 << 10, true}, {"1.5GiB", 3 << 29, true},
+		{"1024", 1024, true}, {"3g", 3 << 30, true}, {" 8 MB ", 8 << 20, true},
+		{"", 0, false}, {"GiB", 0, false}, {"-1GiB", 0, false}, {"0", 0, false}, {"1PiB", 0, false},
+		{"99999999999TiB", 0, false}, {"1e3MiB", 0, false}, {"1..2GiB", 0, false}, {"NaN", 0, false},
+	} {
+		got, err := ParseSize(c.in)
+		if (err == nil) != c.ok || got != c.want {
+			t.Errorf("ParseSize(%q) = %d, %v", c.in, got, err)
+		}
+	}
+	if FormatSize(2<<30) != "2GiB" || FormatSize(1536<<20) != "1536MiB" || FormatSize(1000) != "1000" {
+		t.Error("FormatSize")
+	}
+}
+
+func FuzzParseSize(f *testing.F) {
+	for _, s := range []string{"2GiB", "1.5g", "12", "", "x"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		n, err := ParseSize(s)
+		if err == nil && n < 1 {
+			t.Fatalf("ParseSize(%q) = %d", s, n)
+		}
+	})
 }
