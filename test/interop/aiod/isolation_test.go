@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"mime/multipart"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -465,10 +466,29 @@ func isoPyList(ss []string) string {
 	return string(b)
 }
 
-// TestIsolationNetwork: under --network none the daemon's own port is
-// unreachable from inside; under the default network it is reachable
-// (which shows the first case can fail).
+// TestIsolationNetwork: under --network none the daemon's own port and
+// the host's abstract Unix sockets are unreachable from inside; under
+// the default network the port is reachable (which shows the first case
+// can fail).
 func TestIsolationNetwork(t *testing.T) {
+	requireRoot(t)
+	// An abstract socket of the host (D-Bus and X11 listen on such
+	// names): it belongs to the host's network namespace.
+	abstract := "aiod-isolation-" + isoRand(6)
+	ln, err := net.Listen("unix", "@"+abstract)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
 	for _, c := range []struct {
 		network, shell, python string
 	}{
@@ -495,6 +515,21 @@ finally:
 `, port))
 			if cm["stdout"] != c.python {
 				t.Errorf("cell: %s, want stdout %q", e.raw, c.python)
+			}
+			m = d.command(t, map[string]any{"command": fmt.Sprintf(`python3 -c 'import socket
+s = socket.socket(socket.AF_UNIX)
+try:
+    s.connect("\0%s")
+    print("connected")
+except OSError as e:
+    print(repr(e))'`, abstract)})
+			// With the host's network the sandbox shares its abstract
+			// sockets (a known limit of --network host, not asserted).
+			if c.network == "none" && m["stdout"] != "ConnectionRefusedError(111, 'Connection refused')\n" {
+				t.Errorf("the host's abstract socket from inside: %v", m)
+			}
+			if c.network == "host" {
+				t.Logf("--network host: the host's abstract socket from inside: %q", m["stdout"])
 			}
 		})
 	}
@@ -951,7 +986,9 @@ func TestIsolationReport(t *testing.T) {
 	requireRoot(t)
 	// An explicit workspace: the daemon gives a root-owned workspace to
 	// the sandbox account.
-	code, out, errs := runAiod(t, []string{"AIO_ISOLATION=namespaces", "AIO_PYTHON_BIN=/usr/bin/python3"}, "doctor", "--json", "--workspace", t.TempDir())
+	ws := t.TempDir()
+	code, out, errs := runAiod(t, []string{"AIO_ISOLATION=namespaces", "AIO_PYTHON_BIN=/usr/bin/python3"}, "doctor", "--json", "--workspace", ws)
+	waitUntil(t, 5*time.Second, "doctor left its sandbox running", func() bool { return len(processesWith(`"workspace":"`+ws+`"`)) == 0 })
 	var r struct {
 		OK     bool          `json:"ok"`
 		Planes []doctorPlane `json:"planes"`
