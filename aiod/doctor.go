@@ -76,6 +76,7 @@ func runDoctor(ctx context.Context, args []string, stdout io.Writer) error {
 	cfg.APISurface = SurfaceFull // every plane is checked, whatever the surface served
 	cfg.Logger = slog.New(slog.DiscardHandler)
 	cfg.Revision = revision()
+	cfg.Isolation.keepOwner = true // doctor changes nothing
 	// A sandbox that cannot start is the isolation check's failure, not
 	// doctor's: the planes are then checked without one.
 	d, err := New(cfg)

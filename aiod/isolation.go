@@ -35,6 +35,8 @@ type Isolation struct {
 	// isolation none and a warning instead of failing: a2c up's default,
 	// never an explicit request.
 	Fallback bool
+	// keepOwner leaves the workspace's owner alone (aiod doctor).
+	keepOwner bool
 }
 
 // Variables of the isolation, read by [ConfigFromEnv].
@@ -166,7 +168,7 @@ func startSandbox(cfg Config, log *slog.Logger) (*sandbox.Sandbox, error) {
 		return nil, nil
 	}
 	sb, err := sandbox.New(sandbox.Config{Workspace: cfg.Workspace, User: iso.User, Network: iso.Network,
-		Memory: iso.Memory, Pids: iso.Pids, CPUs: iso.CPUs}, log)
+		Memory: iso.Memory, Pids: iso.Pids, CPUs: iso.CPUs, KeepOwner: iso.keepOwner}, log)
 	if err != nil {
 		return nil, fmt.Errorf("isolation: %w", err)
 	}

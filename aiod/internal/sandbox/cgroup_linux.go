@@ -64,6 +64,9 @@ func cgroupMounts() (map[string][2]string, error) {
 			}
 		case "cgroup":
 			for _, opt := range strings.Split(qf[2], ",") {
+				if opt == "rw" || opt == "ro" {
+					continue // mount options, not controllers
+				}
 				if _, seen := out[opt]; !seen {
 					out[opt] = [2]string{point, root}
 				}

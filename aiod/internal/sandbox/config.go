@@ -49,6 +49,9 @@ type Config struct {
 	CPUs   float64
 	// Hostname is the sandbox's host name (default "sandbox").
 	Hostname string
+	// KeepOwner forbids giving the workspace to the sandbox account
+	// (aiod doctor changes nothing).
+	KeepOwner bool
 }
 
 // CheckMode reports whether s names an isolation mode.

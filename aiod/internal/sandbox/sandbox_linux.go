@@ -115,26 +115,77 @@ func New(cfg Config, log *slog.Logger) (*Sandbox, error) {
 	return s, nil
 }
 
-// ownWorkspace makes the workspace writable by the sandbox account: a
-// directory the daemon (root) owns is given to it; anything else is left
-// as it is, with a warning when the account cannot write it.
+// ownWorkspace checks the workspace and makes it writable by the
+// sandbox account when that is safe: a directory shared read-write with
+// the sandbox must not be one whose exposure defeats the sandbox (the
+// root, a system directory, a home directory), and the daemon gives
+// away only an empty directory root owns (one just made for it, as
+// a2c up's), never a directory with content, which keeps its owner
+// (a warning says when the account cannot write it). With KeepOwner
+// nothing is changed (aiod doctor).
 func (s *Sandbox) ownWorkspace() error {
-	var st unix.Stat_t
-	if err := unix.Stat(s.cfg.Workspace, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR {
-		return fmt.Errorf("sandbox: workspace %s is not a directory", s.cfg.Workspace)
+	ws := s.cfg.Workspace
+	if reason := unsafeWorkspace(ws); reason != "" {
+		return fmt.Errorf("sandbox: the workspace %s %s; choose a directory of its own with --workspace", ws, reason)
 	}
-	if st.Uid == 0 {
-		if err := os.Chown(s.cfg.Workspace, s.uid, s.gid); err != nil {
+	var st unix.Stat_t
+	if err := unix.Stat(ws, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR {
+		return fmt.Errorf("sandbox: workspace %s is not a directory", ws)
+	}
+	if int(st.Uid) == s.uid || st.Mode&0o002 != 0 {
+		return nil
+	}
+	if st.Uid == 0 && !s.cfg.KeepOwner && emptyDir(ws) {
+		if err := os.Chown(ws, s.uid, s.gid); err != nil {
 			return fmt.Errorf("sandbox: giving the workspace to %s: %w", s.cfg.User, err)
 		}
 		return nil
 	}
-	if int(st.Uid) != s.uid && st.Mode&0o002 == 0 {
-		w := fmt.Sprintf("the workspace %s belongs to uid %d: the sandbox account %s cannot write it", s.cfg.Workspace, st.Uid, s.cfg.User)
-		s.warnings = append(s.warnings, w)
-		s.log.Warn("sandbox: " + w)
-	}
+	w := fmt.Sprintf("the workspace %s belongs to uid %d: the sandbox account %s cannot write it (chown it to %s, or start with an empty one)",
+		ws, st.Uid, s.cfg.User, s.cfg.User)
+	s.warnings = append(s.warnings, w)
+	s.log.Warn("sandbox: " + w)
 	return nil
+}
+
+// unsafeWorkspace says why ws must not be the sandbox's read-write
+// workspace, or "": the root, a top-level system or state directory, a
+// home directory (any /home/NAME, /root, the daemon account's), or
+// anything under the directories of the system's programs, devices and
+// kernel interfaces.
+func unsafeWorkspace(ws string) string {
+	ws = filepath.Clean(ws)
+	if ws == "/" {
+		return "is the root of the filesystem"
+	}
+	if ws == "/root" || ws == "/home" || filepath.Dir(ws) == "/home" {
+		return "is a home directory"
+	}
+	if home, err := os.UserHomeDir(); err == nil && filepath.Clean(home) == ws {
+		return "is the daemon account's home directory"
+	}
+	for _, d := range []string{"/opt", "/proc", "/sys", "/dev", "/run", "/boot", "/var", "/tmp", "/var/tmp", "/var/lib", "/srv", "/mnt", "/media"} {
+		if ws == d {
+			return "is a system directory"
+		}
+	}
+	for _, d := range []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/proc", "/sys", "/dev", "/run", "/boot"} {
+		if ws == d || strings.HasPrefix(ws, d+"/") {
+			return "is a system directory"
+		}
+	}
+	return ""
+}
+
+// emptyDir reports whether dir has no entries.
+func emptyDir(dir string) bool {
+	f, err := os.Open(dir)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	names, _ := f.Readdirnames(1)
+	return len(names) == 0
 }
 
 // start creates an instance: init in fresh namespaces, the spawner

@@ -269,3 +269,50 @@ func FuzzParseSize(f *testing.F) {
 		}
 	})
 }
+
+func TestUnsafeWorkspace(t *testing.T) {
+	for ws, bad := range map[string]bool{
+		"/": true, "/root": true, "/home": true, "/home/alice": true, "/home/alice/": true, "/etc": true,
+		"/etc/x": true, "/usr/local/work": true, "/proc/1": true, "/tmp": true, "/var": true, "/opt": true, "/dev/shm": true,
+		"/tmp/ws": false, "/home/alice/project": false, "/root/project/workspace": false, "/srv/sandbox": false,
+		"/var/lib/aiod/workspace": false, "/opt/work": false, "/tmpx": false,
+	} {
+		if got := unsafeWorkspace(ws) != ""; got != bad {
+			t.Errorf("unsafeWorkspace(%q) = %q", ws, unsafeWorkspace(ws))
+		}
+	}
+}
+
+// TestWorkspaceOwner: an empty workspace root owns is given to the
+// account; one with content keeps its owner (a warning says so), and
+// KeepOwner changes nothing.
+func TestWorkspaceOwner(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root")
+	}
+	owner := func(p string) uint32 {
+		var st syscall.Stat_t
+		_ = syscall.Stat(p, &st)
+		return st.Uid
+	}
+	empty, full, kept := t.TempDir(), t.TempDir(), t.TempDir()
+	_ = os.WriteFile(filepath.Join(full, "mine"), nil, 0o600)
+	for _, c := range []struct {
+		dir  string
+		keep bool
+		want uint32
+		warn bool
+	}{{empty, false, 65534, false}, {full, false, 0, true}, {kept, true, 0, true}} {
+		s, err := New(Config{Workspace: c.dir, KeepOwner: c.keep}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if owner(c.dir) != c.want || (len(s.warnings) > 0) != c.warn {
+			t.Errorf("%s keep=%v: owner %d, warnings %q", c.dir, c.keep, owner(c.dir), s.warnings)
+		}
+		s.Close()
+	}
+	if _, err := New(Config{Workspace: "/root"}, nil); err == nil || !strings.Contains(err.Error(), "home directory") || owner("/root") != 0 {
+		t.Errorf("/root: %v, owner %d", err, owner("/root"))
+	}
+}
