@@ -9,7 +9,7 @@ import (
 
 // Probe reads what the machine allows. It changes nothing.
 func Probe() Machine {
-	m := Machine{Root: os.Geteuid() == 0, Cgroup: cgroupVersion()}
+	m := Machine{Root: os.Geteuid() == 0, Cgroup: cgroupVersion(), Landlock: landlockABI()}
 	if m.Cgroup == "" {
 		m.Cgroup = "none"
 	}

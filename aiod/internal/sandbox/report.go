@@ -28,4 +28,5 @@ type Machine struct {
 	UserNamespaces bool   `json:"user_namespaces"` // unprivileged user namespaces can be created
 	Cgroup         string `json:"cgroup"`          // "v2", "v1" or "none"
 	Openat2        bool   `json:"openat2"`         // the kernel has openat2 (RESOLVE_IN_ROOT)
+	Landlock       int    `json:"landlock"`        // the kernel's Landlock ABI (6 scopes abstract Unix sockets), 0 without
 }

@@ -41,6 +41,8 @@ type Sandbox struct {
 	cg       *cgroups // nil: rlimits only
 	warnings []string
 
+	scopeErr atomic.Value // string: why the host's abstract sockets stay reachable
+
 	mu     sync.Mutex
 	cur    *instance
 	closed bool
@@ -283,6 +285,11 @@ func (s *Sandbox) spawner(inst *instance, ready chan<- error) {
 		<-inst.done
 		fail(err)
 		return
+	}
+	if s.cfg.Network == NetworkHost {
+		if err := scopeAbstractSockets(); err != nil {
+			s.scopeErr.Store(err.Error())
+		}
 	}
 	ready <- nil
 	for {
@@ -610,6 +617,9 @@ func (s *Sandbox) Report() Report {
 		Namespaces: []string{"mount", "pid", "ipc", "uts"}, Limits: "rlimit", Warnings: s.warnings}
 	if s.cfg.Network == NetworkNone {
 		r.Namespaces = append(r.Namespaces, "net")
+	}
+	if why, _ := s.scopeErr.Load().(string); why != "" {
+		r.Warnings = append(append([]string{}, r.Warnings...), "the host's abstract Unix sockets are reachable under --network host: "+why)
 	}
 	if s.cg != nil {
 		r.Limits = "cgroup v1"

@@ -316,3 +316,47 @@ func TestWorkspaceOwner(t *testing.T) {
 		t.Errorf("/root: %v, owner %d", err, owner("/root"))
 	}
 }
+
+// TestAbstractSockets: the host's abstract Unix sockets are out of reach
+// with either network (Landlock's scope under the host's network, the
+// namespace under none) where the kernel can scope them.
+func TestAbstractSockets(t *testing.T) {
+	if landlockABI() < 6 {
+		t.Skip("Landlock cannot scope abstract sockets here")
+	}
+	name := "@aiod-sandbox-test-" + strconv.Itoa(os.Getpid())
+	ln, err := net.Listen("unix", name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	probe := `import socket; s = socket.socket(socket.AF_UNIX)
+try:
+    s.connect("\0` + name[1:] + `"); print("connected")
+except OSError as e:
+    print("refused", e.errno)`
+	for _, network := range []string{NetworkHost, NetworkNone} {
+		s, _ := newSandbox(t, Config{Network: network})
+		out, err := runArgv(t, s, "/usr/bin/python3", "-c", probe)
+		if err != nil || !strings.HasPrefix(out, "refused") {
+			t.Errorf("network %s: %q %v", network, out, err)
+		}
+		// Sockets of the sandbox's own stay usable inside it.
+		out, err = run(t, s, `python3 -c '
+import socket, os
+a = socket.socket(socket.AF_UNIX); a.bind("\0inside"); a.listen(1)
+b = socket.socket(socket.AF_UNIX); b.connect("\0inside"); print("ok")'`)
+		if err != nil || out != "ok\n" {
+			t.Errorf("network %s, own socket: %q %v", network, out, err)
+		}
+	}
+}
