@@ -508,6 +508,12 @@ func (k *kernel) drain(ctx context.Context, b *mailbox, c *cell, d time.Duration
 	return true
 }
 
+// killedBySIGKILL reports whether a process ended by SIGKILL.
+func killedBySIGKILL(ps *os.ProcessState) bool {
+	ws, ok := ps.Sys().(syscall.WaitStatus)
+	return ps != nil && ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL
+}
+
 // execute runs code. Past timeout (or when ctx ends) it interrupts the
 // cell; an interrupt that does not take within the grace leaves the
 // kernel to be killed (outcome.reset).
@@ -520,12 +526,17 @@ func (k *kernel) execute(ctx context.Context, code string, timeout time.Duration
 	}
 	defer done()
 	c.msgID = b.id
+	mark := k.spec.sb.OOMKills()
 	if k.drain(ctx, b, c, timeout) {
 		return c.outcome()
 	}
 	select {
 	case <-k.exited:
-		c.col.add(errorOutput("DeadKernelError", "the kernel died unexpectedly; session state was reset"))
+		why := "the kernel died unexpectedly; session state was reset"
+		if note := k.spec.sb.OOMNote(mark); note != "" && killedBySIGKILL(k.cmd.ProcessState) {
+			why = "the kernel was " + note + "; session state was reset"
+		}
+		c.col.add(errorOutput("DeadKernelError", why))
 		o := c.outcome()
 		o.Status, o.Reset = StatusError, true
 		return o

@@ -214,6 +214,9 @@ type Command struct {
 	timedOut bool
 	done     chan struct{}
 	started  time.Time
+	// oomMark is the sandbox's count of memory-limit kills when the
+	// command started (see sessions.Exec.OOMNote).
+	oomMark uint64
 	// reaped is set once the leader has been waited for; seen maps the
 	// pids of the tree last found to their start times.
 	reaped bool
@@ -363,6 +366,7 @@ func (c *Command) spawn(cmd *exec.Cmd) (outR, errR *os.File, err error) {
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = files[0], files[3], files[5]
 	// Registered before the reaper may look: a command that exits at
 	// once is still its supervisor's to wait for.
+	c.oomMark = c.e.exec.OOMKills()
 	err = child.Start(cmd, c.e.exec.Wrap(cmd, cmd.Start))
 	files[0].Close()
 	files[3].Close()
@@ -469,6 +473,14 @@ func (c *Command) supervise(cmd *exec.Cmd, outR, errR *os.File, hard time.Durati
 		code, c.status = -1, StatusCompleted
 	default:
 		c.status = StatusCompleted
+		// A SIGKILL nobody asked for, under a sandbox at its memory
+		// limit: the result says so (bash reports a killed child as 137
+		// too).
+		if code == 128+int(syscall.SIGKILL) {
+			if note := c.e.exec.OOMNote(c.oomMark); note != "" {
+				c.stderr.write([]byte("aiod: "+note+"\n"), c.e.retainMax, c.e.retainTrim)
+			}
+		}
 	}
 	c.exitCode = &code
 	// Counted before anyone can see the exit: a client that has read it

@@ -48,3 +48,6 @@ func (s *Sandbox) HostPath(string) (string, error) {
 
 // OOMKills is 0: there is no sandbox here.
 func (s *Sandbox) OOMKills() uint64 { return 0 }
+
+// OOMNote is "": there is no sandbox here.
+func (s *Sandbox) OOMNote(uint64) string { return "" }

@@ -562,6 +562,18 @@ func (s *Sandbox) OOMKills() uint64 {
 	return s.cg.oomKills()
 }
 
+// OOMNote explains the end of a process that died by SIGKILL: when the
+// kernel has killed a process for the memory limit since mark (an
+// OOMKills reading taken when the run began), it says so, for the plane
+// to put in the run's result; otherwise "". A plane calls it only for a
+// SIGKILL it did not send itself.
+func (s *Sandbox) OOMNote(mark uint64) string {
+	if s == nil || s.OOMKills() <= mark {
+		return ""
+	}
+	return "killed by the kernel: the sandbox reached its memory limit (" + FormatSize(s.cfg.Memory) + ")"
+}
+
 // end stops an instance: init's standard input closes, init exits, and
 // the kernel kills every process left in its PID namespace.
 //

@@ -76,6 +76,15 @@ func (x *Exec) Wrap(cmd *exec.Cmd, start func() error) func() error {
 // or in place on the host.
 func (x *Exec) Do(f func() error) error { return x.sandbox.Do(f) }
 
+// OOMKills reads the sandbox's count of memory-limit kills (0 on the
+// host), to pass to OOMNote when the run ends.
+func (x *Exec) OOMKills() uint64 { return x.sandbox.OOMKills() }
+
+// OOMNote says, for a run that ended by SIGKILL the plane did not send,
+// whether the sandbox's memory limit killed it since mark
+// ([sandbox.Sandbox.OOMNote]); "" otherwise.
+func (x *Exec) OOMNote(mark uint64) string { return x.sandbox.OOMNote(mark) }
+
 // Workspace is where runs start by default.
 func (x *Exec) Workspace() string { return x.workspace }
 
