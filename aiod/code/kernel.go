@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log"
 	"log/slog"
 	"net"
@@ -20,6 +21,7 @@ import (
 	"time"
 
 	"github.com/go-zeromq/zmq4"
+	"golang.org/x/sys/unix"
 
 	"github.com/a2c-smcp/a2c-go/aiod/internal/child"
 	"github.com/a2c-smcp/a2c-go/aiod/internal/sandbox"
@@ -46,7 +48,8 @@ type kernelSpec struct {
 type kernel struct {
 	spec    kernelSpec
 	cmd     *exec.Cmd
-	dir     string // holds the connection file (a sandbox path under a sandbox)
+	dir     string     // holds the connection file (a sandbox path under a sandbox)
+	ipc     []*os.File // under a sandbox: the kernel's sockets, opened in its view (see resolveIPC)
 	key     []byte
 	session string
 	ctx     context.Context
@@ -212,8 +215,8 @@ var ipcPorts = []int{1, 2, 3, 4, 5}
 // kernel is told to use the ipc transport with ip "<dir>/k": it binds
 // unix sockets <dir>/k-1 ... <dir>/k-5 inside the view. A unix socket
 // bound in a file system is reachable from any network namespace, and
-// the daemon reaches the directory through the sandbox init's /proc
-// root (Sandbox.HostPath). The names are kept short: a socket path
+// the daemon opens each socket in the view once it exists and dials it
+// through its own descriptor (resolveIPC). The names are kept short: a socket path
 // must fit sun_path's 108 bytes, and "/proc/<pid>/root/tmp/aiod-k-
 // <digits>/k-1" stays under 60.
 func (k *kernel) prepareIPC() (string, []string, error) {
@@ -237,15 +240,49 @@ func (k *kernel) prepareIPC() (string, []string, error) {
 	if err != nil {
 		return "", nil, fmt.Errorf("sandbox: %w", err)
 	}
-	host, err := k.spec.sb.HostPath(k.dir)
-	if err != nil {
-		return "", nil, fmt.Errorf("sandbox: %w", err)
-	}
-	dials := make([]string, len(ipcPorts))
+	paths := make([]string, len(ipcPorts))
 	for i, p := range ipcPorts {
-		dials[i] = "ipc://" + host + "/k-" + strconv.Itoa(p)
+		paths[i] = k.dir + "/k-" + strconv.Itoa(p)
 	}
-	return file, dials, nil
+	return file, paths, nil
+}
+
+// resolveIPC waits (until ctx ends) for the kernel to bind each socket
+// of paths (sandbox paths) and returns the endpoints to dial: each
+// socket opened in the view without following a link
+// (Sandbox.OpenInView) and reached through the daemon's own descriptor,
+// /proc/self/fd/N. Every process of the sandbox runs as the kernel's
+// account and could replace a socket with a link to one of the host's;
+// a descriptor of the socket the kernel bound cannot be redirected. The
+// descriptors stay open, for reconnections, until kill.
+func (k *kernel) resolveIPC(ctx context.Context, paths []string) ([]string, error) {
+	dials := make([]string, len(paths))
+	for i, p := range paths {
+		for {
+			f, err := k.spec.sb.OpenInView(p)
+			if err == nil {
+				var st unix.Stat_t
+				if err := unix.Fstat(int(f.Fd()), &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFSOCK {
+					f.Close()
+					return nil, fmt.Errorf("kernel socket %s is not a socket", p)
+				}
+				k.ipc = append(k.ipc, f)
+				dials[i] = "ipc:///proc/self/fd/" + strconv.Itoa(int(f.Fd()))
+				break
+			}
+			if !errors.Is(err, fs.ErrNotExist) {
+				return nil, fmt.Errorf("kernel socket %s: %w", p, err)
+			}
+			select {
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			case <-k.exited:
+				return nil, errors.New("the kernel exited before it listened")
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
+	}
+	return dials, nil
 }
 
 // startKernel starts a kernel and returns it once it has answered a
@@ -283,7 +320,12 @@ func startKernel(ctx context.Context, spec kernelSpec) (*kernel, error) {
 		case <-sctx.Done():
 		}
 	}()
-	err = k.connect(dials)
+	if spec.sb != nil {
+		dials, err = k.resolveIPC(sctx, dials)
+	}
+	if err == nil {
+		err = k.connect(dials)
+	}
 	if err == nil {
 		err = k.handshake(sctx)
 	}
@@ -647,6 +689,9 @@ func (k *kernel) kill() {
 		}
 	}
 	k.readers.Wait()
+	for _, f := range k.ipc {
+		f.Close()
+	}
 	if k.dir != "" {
 		// Under a sandbox the directory is in its view, the account's.
 		_ = k.spec.sb.Do(func() error { return os.RemoveAll(k.dir) })

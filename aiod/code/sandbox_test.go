@@ -1,8 +1,10 @@
 package code
 
 import (
+	"context"
 	"errors"
 	"io/fs"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -171,5 +173,43 @@ func TestSandboxInterpreterOutside(t *testing.T) {
 	}
 	if rp := h.do("GET", "/v2/code/info", nil); !strings.Contains(rp.raw, `"python":{"available":false`) {
 		t.Errorf("info: %s", rp.raw)
+	}
+}
+
+// TestSandboxIPCNoRedirect: a socket path the sandbox replaced with a
+// link to one of the host's sockets is refused, never dialled (every
+// sandbox process runs as the kernel's account and can do that).
+func TestSandboxIPCNoRedirect(t *testing.T) {
+	sb, _ := newSandbox(t, sandbox.NetworkHost)
+	hostDir := t.TempDir()
+	hostSock := filepath.Join(hostDir, "host.sock")
+	ln, err := net.Listen("unix", hostSock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	var dir string
+	if err := sb.Do(func() error {
+		var err error
+		if dir, err = os.MkdirTemp("/tmp", "aiod-k-"); err != nil {
+			return err
+		}
+		return os.Symlink(hostSock, dir+"/k-1")
+	}); err != nil {
+		t.Fatal(err)
+	}
+	k := &kernel{spec: kernelSpec{sb: sb}, exited: make(chan struct{})}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	dials, err := k.resolveIPC(ctx, []string{dir + "/k-1"})
+	if err == nil || dials != nil {
+		t.Errorf("a linked socket path resolved: %v %v", dials, err)
+	}
+	// A link in the middle of the path is refused too.
+	if err := sb.Do(func() error { return os.Symlink(hostDir, dir+"/d") }); err != nil {
+		t.Fatal(err)
+	}
+	if dials, err := k.resolveIPC(ctx, []string{dir + "/d/host.sock"}); err == nil || dials != nil {
+		t.Errorf("a linked directory resolved: %v %v", dials, err)
 	}
 }

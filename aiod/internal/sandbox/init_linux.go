@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"runtime"
 	"syscall"
 	"unsafe"
@@ -27,6 +28,7 @@ type initSpec struct {
 	Workspace string `json:"workspace"` // mounted read-write at its own path
 	Hostname  string `json:"hostname"`
 	Loopback  bool   `json:"loopback"` // bring lo up (a network namespace of its own)
+	TmpSize   int64  `json:"tmp_size"` // bytes each of /tmp and /dev/shm may hold (tmpfs is memory)
 }
 
 // systemDirs are the host directories the sandbox sees read-only; a
@@ -128,7 +130,10 @@ func build(spec initSpec) error {
 		}
 	}
 	// /tmp and /dev/shm: the sandbox's own, writable by its account.
-	const tmpOpts = "mode=1777"
+	tmpOpts := "mode=1777"
+	if spec.TmpSize > 0 {
+		tmpOpts += ",size=" + strconv.FormatInt(spec.TmpSize, 10)
+	}
 	if err := mkdirMount("tmpfs", r+"/tmp", "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, tmpOpts); err != nil {
 		return err
 	}
@@ -157,6 +162,28 @@ func build(spec initSpec) error {
 	}
 	if err := mkdirMount("proc", r+"/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
 		return err
+	}
+	// The kernel's knobs stay read-only and its secrets hidden, as OCI
+	// runtimes do: nothing in the sandbox is root, but a mistake in a
+	// check by effective id must not reach the host's kernel settings.
+	for _, p := range []string{"/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus", "/proc/fs"} {
+		if _, err := os.Lstat(r + p); err != nil {
+			continue
+		}
+		if err := unix.Mount(r+p, r+p, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+			return step("read-only "+p, err)
+		}
+		if err := unix.Mount("", r+p, "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
+			return step("read-only "+p, err)
+		}
+	}
+	for _, p := range []string{"/proc/kcore", "/proc/keys", "/proc/timer_list", "/proc/sched_debug", "/proc/kallsyms"} {
+		if fi, err := os.Lstat(r + p); err != nil || fi.IsDir() {
+			continue
+		}
+		if err := unix.Mount(r+"/dev/null", r+p, "", unix.MS_BIND, ""); err != nil {
+			return step("hide "+p, err)
+		}
 	}
 	if ws := filepath.Clean(spec.Workspace); ws != "/" && filepath.IsAbs(ws) {
 		if err := step("workspace", os.MkdirAll(r+ws, 0o755)); err != nil {

@@ -55,11 +55,17 @@ type Sandbox struct {
 type instance struct {
 	init  *exec.Cmd
 	keep  *os.File      // init's standard input: closing it ends init
-	root  string        // the host directory init built the view on
+	dir   string        // the host directory init built the view on
 	spawn chan func()   // run on the spawner thread
 	do    chan func()   // run on a Do thread
 	done  chan struct{} // closed when init has exited
 	quit  chan struct{} // closed by end: the instance's threads stop
+	// ns holds init's namespaces (by name: ipc, uts, net, pid, mnt) and
+	// root its root directory, opened once when init is ready: a thread
+	// that joins later, or a path resolved later, never goes through a
+	// PID that init's death may have freed for another process.
+	ns   map[string]int
+	root *os.File
 }
 
 // errNeedRoot is returned by New when the daemon is not root.
@@ -77,6 +83,13 @@ func New(cfg Config, log *slog.Logger) (*Sandbox, error) {
 	}
 	if os.Geteuid() != 0 {
 		return nil, errNeedRoot
+	}
+	// A descriptor the daemon inherited without close-on-exec (from a
+	// shell, a supervisor) would pass into every sandboxed process, and
+	// a directory descriptor leads out of any view. Go opens everything
+	// close-on-exec; this covers what it did not open.
+	if err := unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err != nil {
+		return nil, fmt.Errorf("sandbox: marking inherited descriptors close-on-exec: %w", err)
 	}
 	u, err := user.Lookup(cfg.User)
 	if err != nil {
@@ -115,6 +128,23 @@ func New(cfg Config, log *slog.Logger) (*Sandbox, error) {
 		go s.monitor()
 	}
 	return s, nil
+}
+
+// removeStaleDirs removes the empty host directories that sandboxes of
+// dead daemons built their views on (named aiod-sandbox-<pid>-*; a
+// SIGKILLed daemon cannot remove its own).
+func removeStaleDirs() {
+	entries, err := os.ReadDir(os.TempDir())
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		rest, ok := strings.CutPrefix(e.Name(), "aiod-sandbox-")
+		pid, _, _ := strings.Cut(rest, "-")
+		if n, err := strconv.Atoi(pid); ok && e.IsDir() && err == nil && n != os.Getpid() && unix.Kill(n, 0) == unix.ESRCH {
+			_ = os.Remove(filepath.Join(os.TempDir(), e.Name()))
+		}
+	}
 }
 
 // ownWorkspace checks the workspace and makes it writable by the
@@ -193,11 +223,12 @@ func emptyDir(dir string) bool {
 // start creates an instance: init in fresh namespaces, the spawner
 // thread and the Do threads.
 func (s *Sandbox) start() (*instance, error) {
-	root, err := os.MkdirTemp("", "aiod-sandbox-")
+	removeStaleDirs()
+	root, err := os.MkdirTemp("", "aiod-sandbox-"+strconv.Itoa(os.Getpid())+"-")
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: %w", err)
 	}
-	inst := &instance{root: root, spawn: make(chan func()), do: make(chan func()), done: make(chan struct{}),
+	inst := &instance{dir: root, spawn: make(chan func()), do: make(chan func()), done: make(chan struct{}),
 		quit: make(chan struct{})}
 	ready := make(chan error, 1)
 	go s.spawner(inst, ready)
@@ -205,10 +236,9 @@ func (s *Sandbox) start() (*instance, error) {
 		os.Remove(root)
 		return nil, err
 	}
-	pid := inst.init.Process.Pid
 	for range doThreads {
 		r := make(chan error, 1)
-		go s.doThread(inst, pid, r)
+		go s.doThread(inst, r)
 		if err := <-r; err != nil {
 			s.end(inst)
 			return nil, err
@@ -231,8 +261,8 @@ func (s *Sandbox) spawner(inst *instance, ready chan<- error) {
 		fail(err)
 		return
 	}
-	spec, _ := json.Marshal(initSpec{Root: inst.root, Workspace: s.cfg.Workspace, Hostname: s.cfg.Hostname,
-		Loopback: s.cfg.Network == NetworkNone})
+	spec, _ := json.Marshal(initSpec{Root: inst.dir, Workspace: s.cfg.Workspace, Hostname: s.cfg.Hostname,
+		Loopback: s.cfg.Network == NetworkNone, TmpSize: s.cfg.Memory})
 	keepR, keepW, err := os.Pipe()
 	if err != nil {
 		fail(fmt.Errorf("sandbox: %w", err))
@@ -280,9 +310,21 @@ func (s *Sandbox) spawner(inst *instance, ready chan<- error) {
 		fail(errors.New(line))
 		return
 	}
-	if err := enter(cmd.Process.Pid, s.cfg.Network == NetworkNone, true); err != nil {
+	// Init is alive and has reported: its PID is still its own.
+	if err := openNS(inst, cmd.Process.Pid); err != nil {
 		keepW.Close()
 		<-inst.done
+		fail(err)
+		return
+	}
+	// Init never forks (the daemon starts every process), so what it
+	// is spared is not inherited: the OOM killer takes a process that
+	// went over the limit, never the sandbox itself.
+	_ = os.WriteFile("/proc/"+strconv.Itoa(cmd.Process.Pid)+"/oom_score_adj", []byte("-1000"), 0)
+	if err := enter(inst, true); err != nil {
+		keepW.Close()
+		<-inst.done
+		closeNS(inst)
 		fail(err)
 		return
 	}
@@ -306,38 +348,60 @@ func (s *Sandbox) spawner(inst *instance, ready chan<- error) {
 	}
 }
 
-// enter joins the calling, locked thread to init's namespaces: IPC, UTS,
-// network (when the sandbox has its own), PID (for the thread's future
-// children) and last mount, after unsharing the file-system attributes
-// the Go runtime's threads share (setns to a mount namespace refuses a
-// thread that shares them).
-func enter(pid int, net, all bool) error {
+// nsNames are the namespaces of init the instance keeps open, in the
+// order a spawning thread joins them (mount last: the others are opened
+// through /proc, which the mount namespace changes).
+var nsNames = []struct {
+	name string
+	flag int
+}{{"ipc", unix.CLONE_NEWIPC}, {"uts", unix.CLONE_NEWUTS}, {"net", unix.CLONE_NEWNET}, {"pid", unix.CLONE_NEWPID}, {"mnt", unix.CLONE_NEWNS}}
+
+// openNS opens init's namespaces and root; the caller has checked that
+// init is alive and ready, so the PID is still init's.
+func openNS(inst *instance, pid int) error {
+	inst.ns = map[string]int{}
+	for _, n := range nsNames {
+		fd, err := unix.Open("/proc/"+strconv.Itoa(pid)+"/ns/"+n.name, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			closeNS(inst)
+			return fmt.Errorf("sandbox: %s namespace: %w", n.name, err)
+		}
+		inst.ns[n.name] = fd
+	}
+	root, err := os.OpenFile("/proc/"+strconv.Itoa(pid)+"/root", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		closeNS(inst)
+		return fmt.Errorf("sandbox: root: %w", err)
+	}
+	inst.root = root
+	return nil
+}
+
+func closeNS(inst *instance) {
+	for _, fd := range inst.ns {
+		unix.Close(fd)
+	}
+	inst.ns = nil
+	if inst.root != nil {
+		inst.root.Close()
+	}
+}
+
+// enter joins the calling, locked thread to the instance's namespaces:
+// with all, IPC, UTS, the network one (a namespace of the sandbox's own
+// or the host's, the same either way) and PID (for the thread's future
+// children); always the mount namespace, last, after unsharing the
+// file-system attributes the Go runtime's threads share (setns to a
+// mount namespace refuses a thread that shares them).
+func enter(inst *instance, all bool) error {
 	if err := unix.Unshare(unix.CLONE_FS); err != nil {
 		return fmt.Errorf("sandbox: unshare: %w", err)
 	}
-	type ns struct {
-		name string
-		flag int
-	}
-	list := []ns{}
-	if all {
-		list = append(list, ns{"ipc", unix.CLONE_NEWIPC}, ns{"uts", unix.CLONE_NEWUTS})
-	}
-	if net {
-		list = append(list, ns{"net", unix.CLONE_NEWNET})
-	}
-	if all {
-		list = append(list, ns{"pid", unix.CLONE_NEWPID})
-	}
-	list = append(list, ns{"mnt", unix.CLONE_NEWNS})
-	for _, n := range list {
-		fd, err := unix.Open("/proc/"+strconv.Itoa(pid)+"/ns/"+n.name, unix.O_RDONLY|unix.O_CLOEXEC, 0)
-		if err != nil {
-			return fmt.Errorf("sandbox: %s namespace: %w", n.name, err)
+	for _, n := range nsNames {
+		if !all && n.name != "mnt" && n.name != "net" {
+			continue
 		}
-		err = unix.Setns(fd, n.flag)
-		unix.Close(fd)
-		if err != nil {
+		if err := unix.Setns(inst.ns[n.name], n.flag); err != nil {
 			return fmt.Errorf("sandbox: entering the %s namespace: %w", n.name, err)
 		}
 	}
@@ -346,9 +410,9 @@ func enter(pid int, net, all bool) error {
 
 // doThread serves Do on a thread of the sandbox's view (see joinView)
 // until the instance ends.
-func (s *Sandbox) doThread(inst *instance, pid int, ready chan<- error) {
+func (s *Sandbox) doThread(inst *instance, ready chan<- error) {
 	runtime.LockOSThread()
-	if err := s.joinView(pid); err != nil {
+	if err := s.joinView(inst); err != nil {
 		ready <- err
 		return
 	}
@@ -367,9 +431,9 @@ func (s *Sandbox) doThread(inst *instance, pid int, ready chan<- error) {
 
 // oneShot serves one Do call on a thread of its own, for when every
 // pool thread is busy; the thread ends with it.
-func (s *Sandbox) oneShot(pid int, f func(), ready chan<- error) {
+func (s *Sandbox) oneShot(inst *instance, f func(), ready chan<- error) {
 	runtime.LockOSThread()
-	if err := s.joinView(pid); err != nil {
+	if err := s.joinView(inst); err != nil {
 		ready <- err
 		return
 	}
@@ -377,26 +441,30 @@ func (s *Sandbox) oneShot(pid int, f func(), ready chan<- error) {
 	f()
 }
 
-// joinView gives the calling, locked thread the sandbox's mount (and
-// network) namespace and the sandbox account's file-system identity: no
-// supplementary groups, fsgid and fsuid of the account. Those are
-// per-thread in Linux (the raw system calls, not Go's all-threads
-// wrappers), and fsuid leaving 0 drops the file capabilities, so the
-// kernel checks every access as the account would. The thread must
-// never be unlocked: its goroutine ends locked, which ends the thread.
-func (s *Sandbox) joinView(pid int) error {
-	if err := enter(pid, s.cfg.Network == NetworkNone, false); err != nil {
+// joinView gives the calling, locked thread the sandbox's mount and
+// network namespaces and makes it the sandbox account entirely: no
+// supplementary groups, and real, effective and saved ids (hence the
+// file-system ids) of the account, which drops every capability. A file
+// operation is then checked as a sandbox process's would be, including
+// the checks that look at the effective id rather than the file-system
+// one (/proc/sys). Ids and groups are per-thread in Linux (the raw
+// system calls, not Go's all-threads wrappers). The thread must never be
+// unlocked: its goroutine ends locked, which ends the thread.
+func (s *Sandbox) joinView(inst *instance) error {
+	if err := enter(inst, false); err != nil {
 		return err
 	}
 	if _, _, e := unix.RawSyscall(unix.SYS_SETGROUPS, 0, 0, 0); e != 0 {
 		return fmt.Errorf("sandbox: setgroups: %w", e)
 	}
-	unix.RawSyscall(unix.SYS_SETFSGID, uintptr(s.gid), 0, 0)
-	unix.RawSyscall(unix.SYS_SETFSUID, uintptr(s.uid), 0, 0)
-	// setfsuid returns the previous value: asking again with an invalid
-	// id reads the current one back.
-	if cur, _, _ := unix.RawSyscall(unix.SYS_SETFSUID, ^uintptr(0), 0, 0); int(cur) != s.uid {
-		return errors.New("sandbox: could not take the sandbox account's file-system identity")
+	if _, _, e := unix.RawSyscall(unix.SYS_SETRESGID, uintptr(s.gid), uintptr(s.gid), uintptr(s.gid)); e != 0 {
+		return fmt.Errorf("sandbox: setresgid: %w", e)
+	}
+	if _, _, e := unix.RawSyscall(unix.SYS_SETRESUID, uintptr(s.uid), uintptr(s.uid), uintptr(s.uid)); e != 0 {
+		return fmt.Errorf("sandbox: setresuid: %w", e)
+	}
+	if unix.Geteuid() != s.uid {
+		return errors.New("sandbox: could not become the sandbox account")
 	}
 	return nil
 }
@@ -519,7 +587,7 @@ func (s *Sandbox) Do(f func() error) error {
 		// Every pool thread is busy (a slow disk, a long walk): a thread
 		// of its own rather than a queue behind them.
 		r := make(chan error, 1)
-		go s.oneShot(inst.init.Process.Pid, g, r)
+		go s.oneShot(inst, g, r)
 		if err := <-r; err != nil {
 			return err
 		}
@@ -594,7 +662,8 @@ func (s *Sandbox) end(inst *instance) {
 			s.log.Warn("sandbox: init is still waiting for processes of the sandbox to be reaped")
 		}
 	}
-	os.Remove(inst.root)
+	closeNS(inst)
+	os.Remove(inst.dir)
 }
 
 // Close ends the sandbox and every process in it, and removes its
@@ -651,13 +720,22 @@ func (s *Sandbox) Report() Report {
 	return r
 }
 
-// HostPath is where the daemon reaches path of the sandbox's view from
-// the host (through init's /proc root), for a socket it must connect to.
-// The name changes when the sandbox starts again.
-func (s *Sandbox) HostPath(path string) (string, error) {
+// OpenInView opens path of the sandbox's view without following any
+// symbolic link or leaving the view (openat2 with RESOLVE_IN_ROOT and
+// RESOLVE_NO_SYMLINKS from the instance's root), as an O_PATH
+// descriptor: enough to connect to a socket the sandbox made, through
+// /proc/self/fd/N, with no way for the sandbox to redirect the daemon
+// to one of the host's.
+func (s *Sandbox) OpenInView(path string) (*os.File, error) {
 	inst, err := s.instance()
 	if err != nil {
-		return "", err
+		return nil, err
 	}
-	return "/proc/" + strconv.Itoa(inst.init.Process.Pid) + "/root" + filepath.Clean("/"+path), nil
+	how := unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC | unix.O_NOFOLLOW,
+		Resolve: unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS}
+	fd, err := unix.Openat2(int(inst.root.Fd()), strings.TrimPrefix(filepath.Clean("/"+path), "/"), &how)
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: path, Err: err}
+	}
+	return os.NewFile(uintptr(fd), path), nil
 }

@@ -360,3 +360,39 @@ b = socket.socket(socket.AF_UNIX); b.connect("\0inside"); print("ok")'`)
 		}
 	}
 }
+
+// TestNoPrivilege: neither a sandboxed process nor a Do thread can
+// change the host's kernel settings, see its secrets in /proc, or use a
+// descriptor the daemon inherited.
+func TestNoPrivilege(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("namespaces need root")
+	}
+	// A descriptor inherited without close-on-exec, as from a shell.
+	fd, err := syscall.Open("/", syscall.O_RDONLY|syscall.O_DIRECTORY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Close(fd)
+	s, _ := newSandbox(t, Config{})
+	before, _ := os.ReadFile("/proc/sys/kernel/domainname")
+	out, err := run(t, s, "echo x > /proc/sys/kernel/domainname; head -c 1 /proc/kcore | wc -c; ls /proc/self/fd")
+	if err != nil || !strings.Contains(out, "Read-only file system") || !strings.Contains(out, "\n0\n") {
+		t.Errorf("command: %q %v", out, err)
+	}
+	if strings.Contains(out, "\n"+strconv.Itoa(fd)+"\n") && fd > 3 {
+		t.Errorf("the inherited descriptor %d reached the sandbox: %q", fd, out)
+	}
+	werr := s.Do(func() error { return os.WriteFile("/proc/sys/kernel/domainname", []byte("x"), 0) })
+	if werr == nil {
+		t.Error("a Do thread wrote a kernel setting")
+	}
+	if after, _ := os.ReadFile("/proc/sys/kernel/domainname"); string(after) != string(before) {
+		t.Errorf("the host's domain name changed: %q -> %q", before, after)
+	}
+	var euid int
+	_ = s.Do(func() error { euid = syscall.Geteuid(); return nil })
+	if euid != 65534 {
+		t.Errorf("a Do thread runs as %d", euid)
+	}
+}
