@@ -130,10 +130,12 @@ func (s *session) start(cols, rows int, who *sessions.Identity) error {
 	if who != nil {
 		attrs.Credential = who.Cred
 	}
-	s.cmd = &exec.Cmd{Path: shell, Args: args, Dir: s.cwd, Env: env}
+	s.cmd = &exec.Cmd{Path: shell, Args: args, Dir: s.cwd, Env: env, SysProcAttr: attrs}
 	var m *os.File
+	// The attributes are read inside the start function: a sandbox's
+	// Wrap adds its own (account, cgroup) to cmd.SysProcAttr first.
 	err := child.Start(s.cmd, s.e.exec.Wrap(s.cmd, func() (err error) {
-		m, err = pty.StartWithAttrs(s.cmd, &pty.Winsize{Cols: uint16(cols), Rows: uint16(rows)}, attrs)
+		m, err = pty.StartWithAttrs(s.cmd, &pty.Winsize{Cols: uint16(cols), Rows: uint16(rows)}, s.cmd.SysProcAttr)
 		return err
 	}))
 	if err != nil {

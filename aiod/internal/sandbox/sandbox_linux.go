@@ -517,7 +517,16 @@ func (s *Sandbox) Wrap(cmd *exec.Cmd, start func() error) func() error {
 		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: uint32(s.uid), Gid: uint32(s.gid), Groups: []uint32{}}
 		s.intoCgroup(cmd)
 		done := make(chan struct{})
-		f := func() { err = start(); close(done) }
+		f := func() {
+			err = start()
+			// A terminal's other end (the child's standard input, from the
+			// sandbox's own devpts) belongs to the account, so a program
+			// that reopens its terminal by name may.
+			if in, ok := cmd.Stdin.(*os.File); ok && err == nil && strings.HasPrefix(in.Name(), "/dev/pts/") {
+				_ = os.Chown(in.Name(), s.uid, s.gid)
+			}
+			close(done)
+		}
 		select {
 		case inst.spawn <- f:
 		case <-inst.done:

@@ -3,6 +3,7 @@ package sandbox
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"net"
 	"os"
@@ -14,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/creack/pty"
 )
 
 func TestMain(m *testing.M) {
@@ -394,5 +397,22 @@ func TestNoPrivilege(t *testing.T) {
 	_ = s.Do(func() error { euid = syscall.Geteuid(); return nil })
 	if euid != 65534 {
 		t.Errorf("a Do thread runs as %d", euid)
+	}
+}
+
+// TestTerminal: a terminal started in the sandbox has a name there, from
+// the sandbox's own devpts, and belongs to the account.
+func TestTerminal(t *testing.T) {
+	s, _ := newSandbox(t, Config{})
+	cmd := exec.Command("/bin/sh", "-c", "t=$(tty); echo \"$t $(stat -c %u $t) $(ls /dev/pts | wc -l)\"")
+	var f *os.File
+	if err := s.Wrap(cmd, func() (err error) { f, err = pty.Start(cmd); return err })(); err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	out, _ := io.ReadAll(f) // EIO once the shell exits
+	_ = cmd.Wait()
+	if got := strings.TrimSpace(string(out)); got != "/dev/pts/0 65534 2" {
+		t.Errorf("terminal: %q", got)
 	}
 }

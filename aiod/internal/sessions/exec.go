@@ -62,8 +62,29 @@ func (x *Exec) Sandboxed(sb *sandbox.Sandbox) *Exec {
 	}
 	c := *x
 	c.sandbox = sb
+	// The daemon's environment is the host's, and may hold any
+	// credential its launcher had (a cloud token, a proxy with a
+	// password): a sandbox inherits only what locates programs and sets
+	// the locale and the terminal.
+	c.env = filterSandboxEnv(x.env)
 	return &c
 }
+
+// filterSandboxEnv keeps the variables of env a sandbox inherits.
+func filterSandboxEnv(env []string) []string {
+	var out []string
+	for _, kv := range env {
+		k, _, _ := strings.Cut(kv, "=")
+		if sandboxEnv[k] || strings.HasPrefix(k, "LC_") {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
+// sandboxEnv are the variables of the daemon's environment a sandbox
+// inherits (besides LC_*).
+var sandboxEnv = map[string]bool{"PATH": true, "LANG": true, "LANGUAGE": true, "TZ": true, "TERM": true, "COLORTERM": true, "NO_COLOR": true}
 
 // Wrap returns what starts cmd: start itself on the host, or start run
 // inside the sandbox ([sandbox.Sandbox.Wrap]). Every plane starts its
