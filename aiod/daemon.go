@@ -291,6 +291,9 @@ func (d *Daemon) environment(c *Capabilities) map[string]any {
 	}
 }
 
+// Isolated reports whether the daemon's processes run in a sandbox.
+func (d *Daemon) Isolated() bool { return d.sandbox != nil }
+
 // sandboxUser is the account sandbox processes run as, or nil without
 // isolation.
 func (d *Daemon) sandboxUser() any {

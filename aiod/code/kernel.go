@@ -576,7 +576,7 @@ func (k *kernel) execute(ctx context.Context, code string, timeout time.Duration
 	case <-k.exited:
 		why := "the kernel died unexpectedly; session state was reset"
 		if note := k.spec.sb.OOMNote(mark); note != "" && killedBySIGKILL(k.cmd.ProcessState) {
-			why = "the kernel was " + note + "; session state was reset"
+			why = "the kernel was killed: " + note + "; session state was reset"
 		}
 		c.col.add(errorOutput("DeadKernelError", why))
 		o := c.outcome()

@@ -478,7 +478,7 @@ func (c *Command) supervise(cmd *exec.Cmd, outR, errR *os.File, hard time.Durati
 		// too).
 		if code == 128+int(syscall.SIGKILL) {
 			if note := c.e.exec.OOMNote(c.oomMark); note != "" {
-				c.stderr.write([]byte("aiod: "+note+"\n"), c.e.retainMax, c.e.retainTrim)
+				c.stderr.write([]byte("aiod: killed: "+note+"\n"), c.e.retainMax, c.e.retainTrim)
 			}
 		}
 	}

@@ -127,6 +127,12 @@ func runUp(ctx context.Context, e *env, args []string) error {
 	if secret == "" && (unspecified(hubLn.Addr()) || unspecified(boxLn.Addr())) {
 		log.Warn("listening on every address without a token: anyone who can reach this machine can run commands in the sandbox; set --token or $A2C_TOKEN")
 	}
+	if secret == "" && *cfgPath != "" && d.Isolated() && dcfg.Isolation.Network != "none" {
+		// The sandbox shares the host's network: its processes can join
+		// the hub as an Agent and call the tools of the configuration's
+		// servers, which run on the host, outside the sandbox.
+		log.Warn("the sandbox can reach the hub on this machine's network and call the tools of --config's MCP servers, which run outside the sandbox; set --token (or $A2C_TOKEN), or --network none")
+	}
 	printUpBanner(e, upBanner{hubAddr: hubLn.Addr().String(), server: dial, boxAddr: boxLn.Addr().String(), office: *office, name: *name,
 		workspace: ws, config: *cfgPath, auth: secret != "", token: secret, tokenFromEnv: tokenFromEnv})
 

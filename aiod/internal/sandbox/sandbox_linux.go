@@ -648,7 +648,7 @@ func (s *Sandbox) OOMNote(mark uint64) string {
 	if s == nil || s.OOMKills() <= mark {
 		return ""
 	}
-	return "killed by the kernel: the sandbox reached its memory limit (" + FormatSize(s.cfg.Memory) + ")"
+	return "the sandbox reached its memory limit (" + FormatSize(s.cfg.Memory) + ")"
 }
 
 // end stops an instance: init's standard input closes, init exits, and

@@ -523,13 +523,19 @@ try:
     print("connected")
 except OSError as e:
     print(repr(e))'`, abstract)})
-			// With the host's network the sandbox shares its abstract
-			// sockets (a known limit of --network host, not asserted).
-			if c.network == "none" && m["stdout"] != "ConnectionRefusedError(111, 'Connection refused')\n" {
-				t.Errorf("the host's abstract socket from inside: %v", m)
-			}
+			// Under the host's network a Landlock scope keeps the host's
+			// abstract sockets out of reach (where the kernel has ABI 6:
+			// EPERM); under none the namespace has none of them.
+			want := "ConnectionRefusedError(111, 'Connection refused')\n"
 			if c.network == "host" {
-				t.Logf("--network host: the host's abstract socket from inside: %q", m["stdout"])
+				if landlockABI(t, d) < 6 {
+					t.Logf("--network host without Landlock scopes: %q", m["stdout"])
+					return
+				}
+				want = "PermissionError(1, 'Operation not permitted')\n"
+			}
+			if m["stdout"] != want {
+				t.Errorf("the host's abstract socket from inside: %v, want %q", m, want)
 			}
 		})
 	}
@@ -643,10 +649,13 @@ func TestIsolationMemory(t *testing.T) {
 	a := d.a
 	survivor := startSurvivor(t, a)
 
+	// The result says what happened: a line on stderr.
+	note := "aiod: killed: the sandbox reached its memory limit (1GiB)\n"
 	m := d.command(t, map[string]any{"command": `python3 -c "b=bytearray(4<<30)"`})
-	if m["status"] != "completed" || m["exit_code"] != 137.0 || m["stdout"] != "" || m["stderr"] != "" || m["output"] != "" {
+	if m["status"] != "completed" || m["exit_code"] != 137.0 || m["stdout"] != "" || m["stderr"] != note || m["output"] != note {
 		t.Errorf("the allocation's command: %v", m)
 	}
+	// A shell that goes on after the kill ends normally: no note.
 	m = d.command(t, map[string]any{"command": `python3 -c "b=bytearray(4<<30)"; echo "exit $?"`})
 	killed := regexp.MustCompile(`^\S+: line 1: +\d+ Killed +python3 -c "b=bytearray\(4<<30\)"\n$`)
 	if m["status"] != "completed" || m["exit_code"] != 0.0 || m["stdout"] != "exit 137\n" || !killed.MatchString(fmt.Sprint(m["stderr"])) {
@@ -658,7 +667,7 @@ func TestIsolationMemory(t *testing.T) {
 		t.Fatalf("cell: %s", e.raw)
 	}
 	e, cm = d.cell(t, "mem", "b = bytearray(4 << 30)")
-	wantOut := []any{map[string]any{"output_type": "error", "ename": "DeadKernelError", "evalue": "the kernel died unexpectedly; session state was reset", "traceback": []any{}}}
+	wantOut := []any{map[string]any{"output_type": "error", "ename": "DeadKernelError", "evalue": "the kernel was killed: the sandbox reached its memory limit (1GiB); session state was reset", "traceback": []any{}}}
 	if e.Success || e.Message != "Code execution failed" || cm["status"] != "error" || cm["exit_code"] != 1.0 || cm["session_id"] != "mem" ||
 		!reflect.DeepEqual(cm["outputs"], wantOut) || cm["stdout"] != "" || cm["stderr"] != "" {
 		t.Errorf("the allocation's cell: %s", e.raw)
@@ -1020,7 +1029,8 @@ func TestIsolationReport(t *testing.T) {
 	cg, _ := machine["cgroup"].(string)
 	want := map[string]any{"isolation": "namespaces", "network": "none", "user": "nobody", "uid": 65534.0,
 		"namespaces": []any{"mount", "pid", "ipc", "uts", "net"}, "limits": "cgroup " + cg, "memory": "1GiB", "pids": 100.0, "cpus": 0.5,
-		"machine": map[string]any{"root": true, "user_namespaces": machine["user_namespaces"], "cgroup": cg, "openat2": machine["openat2"]}}
+		"machine": map[string]any{"root": true, "user_namespaces": machine["user_namespaces"], "cgroup": cg, "openat2": machine["openat2"],
+			"landlock": machine["landlock"]}}
 	if c != 200 || (cg != "v1" && cg != "v2") || !reflect.DeepEqual(iso, want) {
 		t.Errorf("capabilities isolation: %d %v\nwant %v", c, iso, want)
 	}
@@ -1080,4 +1090,19 @@ func TestIsolationA2CUp(t *testing.T) {
 			}
 		})
 	}
+}
+
+// landlockABI is the Landlock ABI the daemon reports in its capabilities.
+func landlockABI(t *testing.T, d *isoDaemon) int {
+	t.Helper()
+	_, e := d.a.call("GET", "/v1/capabilities", "/v1/capabilities", nil)
+	var caps struct {
+		Isolation struct {
+			Machine struct {
+				Landlock int `json:"landlock"`
+			} `json:"machine"`
+		} `json:"isolation"`
+	}
+	_ = json.Unmarshal(e.Data, &caps)
+	return caps.Isolation.Machine.Landlock
 }
