@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/a2c-smcp/a2c-go/blob"
 	"github.com/a2c-smcp/a2c-go/computer"
 	"github.com/a2c-smcp/a2c-go/computer/config"
 	"github.com/a2c-smcp/a2c-go/smcp"
@@ -148,9 +147,11 @@ func (d *Daemon) officeComputer(o OfficeOptions) (*computer.Computer, error) {
 		ProtocolVersion: o.ProtocolVersion, LandingRoot: o.LandingRoot, SkillsDir: o.SkillsDir,
 		Local: []computer.LocalServer{{BundleID: o.BundleID, Name: "aiod sandbox", Connect: d.MCP().Connect}}}
 	if d.sandbox != nil {
-		// What an Agent uploads is for the sandbox's processes to read.
-		_, uid, gid := d.sandbox.Account()
-		co.Uploads.Owner = &blob.Owner{UID: uid, GID: gid}
+		// The landing root is in the workspace, which the sandbox can
+		// write: its path work runs in the sandbox's view, as the sandbox
+		// account, so no link planted there leads the daemon's writes
+		// out, and what an Agent uploads is the sandbox's processes'.
+		co.Uploads.Do = d.sandbox.Do
 	}
 	if o.Token != "" {
 		co.Auth = map[string]any{o.AuthField: o.Token}

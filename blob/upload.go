@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -47,14 +48,27 @@ type UploadOptions struct {
 	// IdleTimeout ends an upload that receives no chunk for this long.
 	// Default [DefaultUploadIdleTimeout].
 	IdleTimeout time.Duration
-	// Owner, when set, is the account landed files (and a landing root
-	// the Computer owns) are given to: the sandbox account of an aiod
-	// whose processes must read what Agents upload. It needs root.
-	Owner *Owner
+	// Do, when set, runs every path operation of the landing: making the
+	// root and its .a2c-upload folder, resolving the root, creating,
+	// renaming and removing .part files, and the janitor's listing,
+	// stat-ing and removal of orphans. Nil runs them in place. A
+	// sandboxed aiod sets it to its sandbox's Do: its landing root lies
+	// in the workspace, which the sandbox can write, so path work done
+	// there by the daemon (root, on the host) would follow any symbolic
+	// link a sandbox process plants and could write anywhere on the
+	// host; under the sandbox's Do, paths, links included, resolve in
+	// the sandbox's view, permissions are the sandbox account's, and the
+	// files are born that account's, for the sandbox's processes to use.
+	// Content is written outside Do, through the file it opened, so no
+	// Do thread is held while an upload streams.
+	//
+	// A landing under Do trusts the sandbox with its own uploads: the
+	// .part of an upload in progress is the sandbox account's file, so a
+	// sandbox process may change it while the Computer writes it (the
+	// SHA-256 checked is that of the bytes the Computer wrote, not of
+	// what lands), as it may change the landed file afterwards anyway.
+	Do func(func() error) error
 }
-
-// Owner is a host account by ids.
-type Owner struct{ UID, GID int }
 
 func (o UploadOptions) withDefaults() UploadOptions {
 	if o.MaxBytes <= 0 {
@@ -85,7 +99,9 @@ func (o UploadOptions) withDefaults() UploadOptions {
 //     <root>/<upload_id>[_<name>], where name is the sanitised name_hint
 //     ([SanitizeName]). The landing path is absolute and inside the real
 //     root by construction: the name has no separator and the root is
-//     resolved through its symbolic links first.
+//     resolved through its symbolic links first. Every path operation
+//     runs through [UploadOptions.Do], so on a sandboxed Computer that
+//     resolution, and the path itself, are in the sandbox's view.
 //   - Any 4019 answer to a chunk of an open upload ends that upload and
 //     removes its .part: nothing resumes, the Agent starts again with a
 //     new upload_id. After integrity, too_large or forbidden no partial
@@ -244,37 +260,70 @@ func (l *Landing) Sweep() {
 		l.log.Info("put_blob: upload expired", "upload_id", s.id, "agent", s.agent, "received", s.received)
 		l.discard(s)
 	}
-	real, err := filepath.EvalSymlinks(l.root)
-	if err != nil {
-		return // no root yet: nothing to collect
-	}
-	dir := filepath.Join(real, PartDir)
-	if fi, err := os.Lstat(dir); err != nil || !fi.IsDir() {
-		return
-	}
-	entries, err := os.ReadDir(dir)
+	var dir string
+	var old []string // orphans by file name
+	err := l.do(func() error {
+		real, err := filepath.EvalSymlinks(l.root)
+		if err != nil {
+			return nil // no root yet: nothing to collect
+		}
+		dir = filepath.Join(real, PartDir)
+		if fi, err := os.Lstat(dir); err != nil || !fi.IsDir() {
+			return nil
+		}
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			return err
+		}
+		for _, e := range entries {
+			id, ok := strings.CutSuffix(e.Name(), ".part")
+			if !ok || !smcp.ValidUploadID(id) || !e.Type().IsRegular() {
+				continue
+			}
+			if info, err := e.Info(); err == nil && now.Sub(info.ModTime()) > l.opts.IdleTimeout {
+				old = append(old, e.Name())
+			}
+		}
+		return nil
+	})
 	if err != nil {
 		l.log.Warn("put_blob: cannot list the uploads in progress", "dir", dir, "err", err)
 		return
 	}
-	for _, e := range entries {
-		id, ok := strings.CutSuffix(e.Name(), ".part")
-		if !ok || !smcp.ValidUploadID(id) || !e.Type().IsRegular() {
-			continue
+	l.mu.Lock()
+	old = slices.DeleteFunc(old, func(name string) bool {
+		_, open := l.sessions[strings.TrimSuffix(name, ".part")]
+		return open
+	})
+	l.mu.Unlock()
+	if len(old) == 0 {
+		return
+	}
+	errs := make([]error, len(old))
+	if err := l.do(func() error {
+		for i, name := range old {
+			errs[i] = os.Remove(filepath.Join(dir, name))
 		}
-		l.mu.Lock()
-		_, open := l.sessions[id]
-		l.mu.Unlock()
-		info, err := e.Info()
-		if open || err != nil || now.Sub(info.ModTime()) <= l.opts.IdleTimeout {
-			continue
-		}
-		if err := os.Remove(filepath.Join(dir, e.Name())); err == nil {
-			l.log.Info("put_blob: removed an orphaned upload", "file", e.Name())
+		return nil
+	}); err != nil {
+		l.log.Warn("put_blob: cannot remove the orphaned uploads", "dir", dir, "err", err)
+		return
+	}
+	for i, name := range old {
+		if err := errs[i]; err == nil {
+			l.log.Info("put_blob: removed an orphaned upload", "file", name)
 		} else if !errors.Is(err, fs.ErrNotExist) {
-			l.log.Warn("put_blob: cannot remove an orphaned upload", "file", e.Name(), "err", err)
+			l.log.Warn("put_blob: cannot remove an orphaned upload", "file", name, "err", err)
 		}
 	}
+}
+
+// do runs f, a landing's path work, through [UploadOptions.Do] if set.
+func (l *Landing) do(f func() error) error {
+	if l.opts.Do == nil {
+		return f()
+	}
+	return l.opts.Do(f)
 }
 
 // Pending is a chunk [Landing.Accept] admitted; [Pending.Finish] writes
@@ -416,7 +465,8 @@ func (l *Landing) discard(s *session) {
 		s.file = nil
 	}
 	if s.part != "" {
-		if err := os.Remove(s.part); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		part := s.part
+		if err := l.do(func() error { return os.Remove(part) }); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			l.log.Warn("put_blob: cannot remove an upload in progress", "file", s.part, "err", err)
 		}
 		s.part = ""
@@ -572,79 +622,95 @@ func (l *Landing) writeChunk(s *session, chunk []byte) *smcp.Error {
 
 // open creates the root (mode 0700) and its .a2c-upload folder if
 // missing, resolves the root's real path and creates the session's .part
-// file (exclusive, not following a link). Failure is forbidden: the root
-// is not writable.
+// file (exclusive, not following a link), all of it in one
+// [UploadOptions.Do]. Failure is forbidden: the root is not writable.
 func (l *Landing) open(s *session) *smcp.Error {
 	forbidden := func(what string, err error) *smcp.Error {
 		l.log.Warn("put_blob: landing root not writable", "root", l.root, "step", what, "err", err)
 		return smcp.BlobWriteFailed(smcp.ReasonForbidden, map[string]any{"upload_id": s.id})
 	}
-	if err := os.MkdirAll(l.root, 0o700); err != nil {
-		return forbidden("create root", err)
-	}
-	if o := l.opts.Owner; o != nil {
-		if fi, err := os.Lstat(l.root); err == nil && fi.IsDir() && ownedBySelf(fi) {
-			if err := os.Lchown(l.root, o.UID, o.GID); err != nil {
-				return forbidden("give the root to its owner", err)
-			}
+	step := "reach the root"
+	var real, part string
+	var f *os.File
+	err := l.do(func() error {
+		step = "create root"
+		if err := os.MkdirAll(l.root, 0o700); err != nil {
+			return err
 		}
-	}
-	real, err := filepath.EvalSymlinks(l.root)
+		step = "resolve root"
+		var err error
+		if real, err = filepath.EvalSymlinks(l.root); err != nil {
+			return err
+		}
+		dir := filepath.Join(real, PartDir)
+		step = "create " + PartDir
+		if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+			return err
+		}
+		step = PartDir + " is not a folder"
+		if fi, err := os.Lstat(dir); err != nil {
+			return err
+		} else if !fi.IsDir() {
+			return errNotDir
+		}
+		step = "create .part"
+		part = filepath.Join(dir, s.id+".part")
+		f, err = os.OpenFile(part, os.O_WRONLY|os.O_CREATE|os.O_EXCL|noFollow, 0o600)
+		return err
+	})
 	if err != nil {
-		return forbidden("resolve root", err)
-	}
-	dir := filepath.Join(real, PartDir)
-	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
-		return forbidden("create "+PartDir, err)
-	}
-	if fi, err := os.Lstat(dir); err != nil || !fi.IsDir() {
-		return forbidden(PartDir+" is not a folder", err)
-	}
-	part := filepath.Join(dir, s.id+".part")
-	f, err := os.OpenFile(part, os.O_WRONLY|os.O_CREATE|os.O_EXCL|noFollow, 0o600)
-	if err != nil {
-		return forbidden("create .part", err)
+		if f != nil { // f ran to its end, but Do failed after it
+			_ = f.Close()
+			_ = l.do(func() error { return os.Remove(part) })
+		}
+		return forbidden(step, err)
 	}
 	s.dir, s.part, s.file = real, part, f
 	return nil
 }
 
+// errNotDir says a path is not a directory.
+var errNotDir = errors.New("not a directory")
+
 // land moves the finished .part to its name in the real root, never
 // replacing a file: when the name is taken it tries <id>-1[_name], then
-// -2, up to -99.
+// -2, up to -99. The renames run in one [UploadOptions.Do].
 func (l *Landing) land(s *session) (string, *smcp.Error) {
 	base, frag, _ := strings.Cut(s.name, "_")
-	for i := 0; i < 100; i++ {
-		name := base
-		if i > 0 {
-			name += "-" + strconv.Itoa(i)
-		}
-		if frag != "" {
-			name += "_" + frag
-		}
-		dst := filepath.Join(s.dir, name)
-		if filepath.Dir(dst) != s.dir { // the fence; cannot fail for a name without separators
-			break
-		}
-		err := renameNoReplace(s.part, dst)
-		if err == nil {
-			if o := l.opts.Owner; o != nil {
-				if err := os.Lchown(dst, o.UID, o.GID); err != nil {
-					l.log.Warn("put_blob: cannot give the upload to its owner", "upload_id", s.id, "err", err)
-					_ = os.Remove(dst)
-					return "", smcp.BlobWriteFailed(smcp.ReasonIOError, map[string]any{"upload_id": s.id})
-				}
+	var dst string
+	err := l.do(func() error {
+		for i := 0; i < 100; i++ {
+			name := base
+			if i > 0 {
+				name += "-" + strconv.Itoa(i)
 			}
-			return dst, nil
+			if frag != "" {
+				name += "_" + frag
+			}
+			to := filepath.Join(s.dir, name)
+			if filepath.Dir(to) != s.dir { // the fence; cannot fail for a name without separators
+				break
+			}
+			err := renameNoReplace(s.part, to)
+			if err == nil {
+				dst = to
+				return nil
+			}
+			if !errors.Is(err, fs.ErrExist) {
+				return err
+			}
 		}
-		if !errors.Is(err, fs.ErrExist) {
-			l.log.Warn("put_blob: cannot land the upload", "upload_id", s.id, "err", err)
-			return "", smcp.BlobWriteFailed(smcp.ReasonIOError, map[string]any{"upload_id": s.id})
-		}
+		return errNoFreeName
+	})
+	if err != nil {
+		l.log.Warn("put_blob: cannot land the upload", "upload_id", s.id, "err", err)
+		return "", smcp.BlobWriteFailed(smcp.ReasonIOError, map[string]any{"upload_id": s.id})
 	}
-	l.log.Warn("put_blob: no free name to land the upload", "upload_id", s.id)
-	return "", smcp.BlobWriteFailed(smcp.ReasonIOError, map[string]any{"upload_id": s.id})
+	return dst, nil
 }
+
+// errNoFreeName: every name land tries is taken.
+var errNoFreeName = errors.New("no free name to land the upload")
 
 // SanitizeName turns a name_hint into a file name fragment: every run of
 // characters outside [A-Za-z0-9._-] (separators and "..", spaces,

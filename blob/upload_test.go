@@ -5,11 +5,12 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -828,23 +829,101 @@ func TestStageRefusalDuringBackgroundWrite(t *testing.T) {
 	}
 }
 
-// TestLandingOwner: with an Owner, the root the Computer made and every
-// landed file belong to that account (the sandbox's, under aiod's
-// isolation); the uploads in progress stay the Computer's.
-func TestLandingOwner(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("giving files away needs root")
-	}
-	l, _ := newTestLanding(t, UploadOptions{Owner: &Owner{UID: 65534, GID: 65534}})
-	ret := upload(t, l, "a", []byte("payload"), 4, ptr("n.txt"))
-	for _, p := range []string{l.Root(), ret.LandingPath} {
-		var st syscall.Stat_t
-		if err := syscall.Lstat(p, &st); err != nil || st.Uid != 65534 || st.Gid != 65534 {
-			t.Errorf("%s: owner %d:%d %v", p, st.Uid, st.Gid, err)
+// TestLandingDo: with UploadOptions.Do every step of an upload that
+// touches a path (the first chunk's open, the landing, an abort, the
+// janitor's listing and removal) runs through it, and a middle chunk,
+// content only, does not; a Do that fails refuses the upload, before
+// anything is made or with what it made removed. (TestLandingDoConfines, as root, shows that nothing
+// escapes it.)
+func TestLandingDo(t *testing.T) {
+	var calls atomic.Int32
+	first := make(chan struct{})
+	var once sync.Once
+	var fail, failAfter atomic.Bool
+	do := func(f func() error) error {
+		calls.Add(1)
+		once.Do(func() { close(first) }) // the janitor's sweep at start
+		if fail.Load() {
+			return errors.New("no sandbox")
 		}
+		if err := f(); err != nil || !failAfter.Load() {
+			return err
+		}
+		return errors.New("the sandbox ended")
 	}
-	var st syscall.Stat_t
-	if err := syscall.Lstat(filepath.Join(l.Root(), PartDir), &st); err != nil || st.Uid != 0 {
-		t.Errorf("%s stays the Computer's: %d %v", PartDir, st.Uid, err)
+	l, c := newTestLanding(t, UploadOptions{Do: do})
+	select {
+	case <-first:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the janitor's first sweep did not run through Do")
+	}
+	data := []byte("0123456789")
+	var id string
+	old := time.Unix(1_000_000_000, 0)
+	steps := []struct {
+		name string
+		run  func(t *testing.T)
+		want int32
+	}{
+		{"open", func(t *testing.T) { id = mustPut(t, l, firstReq("a", data, 3, nil)).UploadID }, 1},
+		{"content", func(t *testing.T) { mustPut(t, l, nextReq("a", id, data, 3, 6)) }, 0},
+		{"land", func(t *testing.T) { mustPut(t, l, nextReq("a", id, data, 6, 10)) }, 1},
+		{"abort", func(t *testing.T) {
+			id = mustPut(t, l, firstReq("a", data, 3, nil)).UploadID
+			_, err := l.Put(nextReq("a", id, data, 4, 6))
+			wantRefused(t, err, smcp.ReasonRange, map[string]any{"upload_id": id, "chunk_offset": int64(3)})
+		}, 2},
+		{"sweep nothing", func(t *testing.T) { l.Sweep() }, 1},
+		{"sweep an orphan", func(t *testing.T) {
+			orphan := filepath.Join(l.Root(), PartDir, strings.Repeat("e", 32)+".part")
+			if err := os.WriteFile(orphan, nil, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			_ = os.Chtimes(orphan, old, old)
+			l.Sweep()
+			if _, err := os.Stat(orphan); !os.IsNotExist(err) {
+				t.Errorf("orphan kept: %v", err)
+			}
+		}, 2},
+		{"expire", func(t *testing.T) {
+			id = mustPut(t, l, firstReq("a", data, 3, nil)).UploadID
+			c.add(time.Hour)
+			l.Sweep() // with the open: the session's removal, the listing
+			if got := files(t, l.Root()); len(got) != 1 {
+				t.Errorf("files = %v", got)
+			}
+		}, 3},
+		{"refused", func(t *testing.T) {
+			fail.Store(true)
+			defer fail.Store(false)
+			if err := os.RemoveAll(l.Root()); err != nil {
+				t.Fatal(err)
+			}
+			_, err := l.Put(firstReq("a", data, 3, nil))
+			if err == nil || err.Reason() != smcp.ReasonForbidden {
+				t.Fatalf("answer %s, want forbidden", wire(err))
+			}
+			if _, err := os.Lstat(l.Root()); !os.IsNotExist(err) {
+				t.Errorf("root made outside Do: %v", err)
+			}
+		}, 1},
+		{"failed after its work", func(t *testing.T) {
+			failAfter.Store(true)
+			defer failAfter.Store(false)
+			_, err := l.Put(firstReq("a", data, 3, nil))
+			if err == nil || err.Reason() != smcp.ReasonForbidden {
+				t.Fatalf("answer %s, want forbidden", wire(err))
+			}
+			if got := files(t, l.Root()); len(got) != 0 {
+				t.Errorf("files = %v", got)
+			}
+		}, 2}, // the open, the removal of its .part
+	}
+	for _, st := range steps {
+		calls.Store(0)
+		st.run(t)
+		if got := calls.Load(); got != st.want {
+			t.Errorf("%s: %d calls of Do, want %d", st.name, got, st.want)
+		}
 	}
 }
