@@ -5,6 +5,7 @@ package sandbox
 import (
 	"errors"
 	"log/slog"
+	"os"
 	"os/exec"
 )
 
@@ -41,9 +42,9 @@ func (s *Sandbox) Account() (string, int, int) { return "", 0, 0 }
 // Probe reads what the machine allows: nothing, here.
 func Probe() Machine { return Machine{Cgroup: "none"} }
 
-// HostPath fails: there is no sandbox here.
-func (s *Sandbox) HostPath(string) (string, error) {
-	return "", errors.New("isolation namespaces needs Linux")
+// OpenInView fails: there is no sandbox here.
+func (s *Sandbox) OpenInView(string) (*os.File, error) {
+	return nil, errors.New("isolation namespaces needs Linux")
 }
 
 // OOMKills is 0: there is no sandbox here.
