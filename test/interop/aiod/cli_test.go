@@ -139,7 +139,7 @@ func TestAiodDoctor(t *testing.T) {
 			Fix      string
 		}
 	}
-	if err := json.Unmarshal([]byte(out), &r); code != 0 || err != nil || !r.OK || len(r.Planes) != 10 {
+	if err := json.Unmarshal([]byte(out), &r); code != 0 || err != nil || !r.OK || len(r.Planes) != 11 || r.Planes[10].Plane != "isolation" || !r.Planes[10].OK || r.Planes[10].Required {
 		t.Fatalf("doctor --json: exit %d %v\n%s", code, err, out)
 	}
 	for _, p := range r.Planes {
