@@ -457,8 +457,8 @@ func (m *memResponse) code() int {
 func isolationCheck(d *Daemon, failed error) doctorCheck {
 	m := sandbox.Probe()
 	allows := fmt.Sprintf("machine: root %t, user namespaces %t, cgroup %s, openat2 %t", m.Root, m.UserNamespaces, m.Cgroup, m.Openat2)
-	ch := doctorCheck{Plane: "isolation", Needs: "with --isolation namespaces: root, mount/PID/IPC/UTS namespaces, and cgroups (v2, or v1) for the limits",
-		Fix: "run aiod as root, or pass --isolation none (AIO_ISOLATION=none)"}
+	ch := doctorCheck{Plane: "isolation", Needs: "with --isolation namespaces: root (or unprivileged user namespaces), mount/PID/IPC/UTS namespaces, and cgroups (v2, or v1) for the limits",
+		Fix: "run aiod as root or allow unprivileged user namespaces, or pass --isolation none (AIO_ISOLATION=none)"}
 	if failed != nil {
 		ch.Required, ch.Problem, ch.Found = true, failed.Error(), allows
 		return ch

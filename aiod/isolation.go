@@ -169,8 +169,43 @@ func startSandbox(cfg Config, log *slog.Logger) (*sandbox.Sandbox, error) {
 	}
 	sb, err := sandbox.New(sandbox.Config{Workspace: cfg.Workspace, User: iso.User, Network: iso.Network,
 		Memory: iso.Memory, Pids: iso.Pids, CPUs: iso.CPUs, KeepOwner: iso.keepOwner}, log)
-	if err != nil {
+	switch {
+	case err != nil && iso.Fallback:
+		log.Warn("isolation: the sandbox cannot start here, so processes run WITHOUT isolation; pass --isolation none to silence this", "err", err)
+		return nil, nil
+	case err != nil:
 		return nil, fmt.Errorf("isolation: %w", err)
 	}
 	return sb, nil
+}
+
+// ReexecForIsolation gives an unprivileged daemon its sandbox: when the
+// command line flags (or AIO_ISOLATION, else def) ask for isolation
+// namespaces and the process is not root, it runs argv (the whole
+// command line, program name first) again in a user namespace of its own
+// (see sandbox.ReexecUnprivileged) and returns that run's exit code with
+// ok true. Otherwise, or where the machine refuses, it does nothing.
+func ReexecForIsolation(argv, flags []string, def string) (code int, ok bool) {
+	mode := def
+	if v := os.Getenv(EnvIsolation); v != "" {
+		mode = v
+	}
+	for i := 0; i < len(flags); i++ {
+		f := strings.TrimLeft(flags[i], "-")
+		if !strings.HasPrefix(flags[i], "-") || f == "" {
+			continue
+		}
+		if f == "" || flags[i] == "--" {
+			break
+		}
+		if v, isIso := strings.CutPrefix(f, "isolation="); isIso {
+			mode = v
+		} else if f == "isolation" && i+1 < len(flags) {
+			mode = flags[i+1]
+		}
+	}
+	if mode != sandbox.Namespaces {
+		return 0, false
+	}
+	return sandbox.ReexecUnprivileged(argv)
 }

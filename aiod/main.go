@@ -36,6 +36,19 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	if code, ok := SandboxInit(args); ok {
 		return code
 	}
+	// Not root and asked to isolate: run again in a user namespace of
+	// our own, where the sandbox can be made (start, and doctor, which
+	// checks it).
+	switch {
+	case len(args) == 0 || strings.HasPrefix(args[0], "-") && !helpOrVersion(args[0]):
+		if code, ok := ReexecForIsolation(append([]string{os.Args[0]}, args...), args, sandbox.None); ok {
+			return code
+		}
+	case args[0] == "start" || args[0] == "doctor":
+		if code, ok := ReexecForIsolation(append([]string{os.Args[0]}, args...), args[1:], sandbox.None); ok {
+			return code
+		}
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	err := dispatch(ctx, args, stdout, stderr)
@@ -296,6 +309,16 @@ func startFlagSet() (*flag.FlagSet, *startValues) {
 	}
 	v.isolation = AddIsolationFlags(fs, "none")
 	return fs, v
+}
+
+// helpOrVersion reports whether a first argument asks for help or the
+// version, which need no sandbox.
+func helpOrVersion(a string) bool {
+	switch strings.TrimLeft(a, "-") {
+	case "h", "help", "version":
+		return true
+	}
+	return false
 }
 
 // SandboxInit runs the sandbox's init when args (a command line without

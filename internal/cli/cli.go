@@ -23,6 +23,13 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	if code, ok := aiod.SandboxInit(args); ok { // a2c up's sandbox init is this binary
 		return code
 	}
+	if len(args) > 0 && args[0] == "up" {
+		// Not root: a2c up runs again in a user namespace of its own to
+		// isolate its sandbox (see aiod.ReexecForIsolation).
+		if code, ok := aiod.ReexecForIsolation(append([]string{os.Args[0]}, args...), args[1:], "namespaces"); ok {
+			return code
+		}
+	}
 	if len(args) == 0 {
 		usage(stderr)
 		return 2

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
+	"strings"
 	"syscall"
 	"unsafe"
 
@@ -148,7 +149,7 @@ func build(spec initSpec) error {
 	// A devpts instance of the sandbox's own: the daemon opens /dev/ptmx
 	// in the sandbox's view (from the spawner thread), so a terminal's
 	// name exists inside, and the host's terminals are not listed.
-	if err := mkdirMount("devpts", r+"/dev/pts", "devpts", unix.MS_NOSUID|unix.MS_NOEXEC, "newinstance,ptmxmode=0666,mode=0620,gid=5"); err != nil {
+	if err := mkdirMount("devpts", r+"/dev/pts", "devpts", unix.MS_NOSUID|unix.MS_NOEXEC, ptsOptions()); err != nil {
 		return err
 	}
 	for name, target := range map[string]string{"ptmx": "pts/ptmx", "fd": "/proc/self/fd", "stdin": "/proc/self/fd/0",
@@ -268,4 +269,15 @@ func loopbackUp() error {
 		return e
 	}
 	return nil
+}
+
+// ptsOptions are the options of the sandbox's devpts: terminals of
+// group tty (5) where that group exists, i.e. not inside the user
+// namespace of an unprivileged daemon, which maps only its own ids.
+func ptsOptions() string {
+	opts := "newinstance,ptmxmode=0666,mode=0620"
+	if b, err := os.ReadFile("/proc/self/gid_map"); err == nil && len(strings.Fields(string(b))) >= 3 && strings.Fields(string(b))[2] == "4294967295" {
+		opts += ",gid=5"
+	}
+	return opts
 }

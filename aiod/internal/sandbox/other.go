@@ -52,3 +52,6 @@ func (s *Sandbox) OOMKills() uint64 { return 0 }
 
 // OOMNote is "": there is no sandbox here.
 func (s *Sandbox) OOMNote(uint64) string { return "" }
+
+// ReexecUnprivileged does nothing: there is no sandbox here.
+func ReexecUnprivileged([]string) (int, bool) { return 0, false }

@@ -9,7 +9,8 @@ import (
 
 // Probe reads what the machine allows. It changes nothing.
 func Probe() Machine {
-	m := Machine{Root: os.Geteuid() == 0, Cgroup: cgroupVersion(), Landlock: landlockABI()}
+	_, userns := userNSHost()
+	m := Machine{Root: os.Geteuid() == 0 && !userns, Cgroup: cgroupVersion(), Landlock: landlockABI()}
 	if m.Cgroup == "" {
 		m.Cgroup = "none"
 	}

@@ -24,7 +24,7 @@ type Report struct {
 
 // Machine is what this machine allows, whatever the isolation in force.
 type Machine struct {
-	Root           bool   `json:"root"`            // the daemon runs as root (needed for namespaces)
+	Root           bool   `json:"root"`            // the daemon runs as root on the host
 	UserNamespaces bool   `json:"user_namespaces"` // unprivileged user namespaces can be created
 	Cgroup         string `json:"cgroup"`          // "v2", "v1" or "none"
 	Openat2        bool   `json:"openat2"`         // the kernel has openat2 (RESOLVE_IN_ROOT)

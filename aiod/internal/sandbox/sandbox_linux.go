@@ -37,7 +37,9 @@ const doThreads = 4
 type Sandbox struct {
 	cfg      Config
 	log      *slog.Logger
-	uid, gid int
+	uid, gid int // the account, as the daemon's user namespace sees it
+	hostUID  int // the account's uid on the host
+	userns   bool // the daemon runs in a user namespace of its own (ReexecUnprivileged)
 	cg       *cgroups // nil: rlimits only
 	warnings []string
 
@@ -69,7 +71,7 @@ type instance struct {
 }
 
 // errNeedRoot is returned by New when the daemon is not root.
-var errNeedRoot = errors.New("isolation namespaces needs aiod to run as root (this release enters the sandbox with setns, which an unprivileged process may not do)")
+var errNeedRoot = errors.New("isolation namespaces needs aiod to run as root, or a machine that allows unprivileged user namespaces")
 
 // New starts a sandbox with cfg and returns it once its view is built.
 // The caller owns it and must Close it.
@@ -81,7 +83,7 @@ func New(cfg Config, log *slog.Logger) (*Sandbox, error) {
 	if err := CheckNetwork(cfg.Network); err != nil {
 		return nil, err
 	}
-	if os.Geteuid() != 0 {
+	if os.Geteuid() != 0 { // root, or root of ReexecUnprivileged's user namespace
 		return nil, errNeedRoot
 	}
 	// A descriptor the daemon inherited without close-on-exec (from a
@@ -91,21 +93,38 @@ func New(cfg Config, log *slog.Logger) (*Sandbox, error) {
 	if err := unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err != nil {
 		return nil, fmt.Errorf("sandbox: marking inherited descriptors close-on-exec: %w", err)
 	}
-	u, err := user.Lookup(cfg.User)
-	if err != nil {
-		return nil, fmt.Errorf("sandbox account %q: %w", cfg.User, err)
-	}
-	uid, _ := strconv.Atoi(u.Uid)
-	gid, _ := strconv.Atoi(u.Gid)
-	if uid == 0 {
-		return nil, fmt.Errorf("sandbox account %q is root; name an unprivileged account", cfg.User)
+	var uid, gid, hostUID int
+	h, userns := userNSHost()
+	if userns {
+		// An unprivileged daemon in a user namespace of its own
+		// (ReexecUnprivileged): the only account there is the caller,
+		// mapped to root, and sandbox processes run as it. The sandbox
+		// hides the host from them; it cannot give them less than the
+		// caller's own rights on the host.
+		hostUID = h
+		if u, err := user.LookupId(strconv.Itoa(h)); err == nil {
+			cfg.User = u.Username
+		} else {
+			cfg.User = strconv.Itoa(h)
+		}
+	} else {
+		u, err := user.Lookup(cfg.User)
+		if err != nil {
+			return nil, fmt.Errorf("sandbox account %q: %w", cfg.User, err)
+		}
+		uid, _ = strconv.Atoi(u.Uid)
+		gid, _ = strconv.Atoi(u.Gid)
+		if uid == 0 {
+			return nil, fmt.Errorf("sandbox account %q is root; name an unprivileged account", cfg.User)
+		}
+		hostUID = uid
 	}
 	ws, err := filepath.Abs(cfg.Workspace)
 	if err != nil || cfg.Workspace == "" {
 		return nil, fmt.Errorf("sandbox: workspace %q must be a directory", cfg.Workspace)
 	}
 	cfg.Workspace = ws
-	s := &Sandbox{cfg: cfg, log: log, uid: uid, gid: gid, stop: make(chan struct{})}
+	s := &Sandbox{cfg: cfg, log: log, uid: uid, gid: gid, hostUID: hostUID, userns: userns, stop: make(chan struct{})}
 	if err := s.ownWorkspace(); err != nil {
 		return nil, err
 	}
@@ -311,7 +330,7 @@ func (s *Sandbox) spawner(inst *instance, ready chan<- error) {
 		return
 	}
 	// Init is alive and has reported: its PID is still its own.
-	if err := openNS(inst, cmd.Process.Pid); err != nil {
+	if err := openNS(inst, cmd.Process.Pid, s.cfg.Network == NetworkNone); err != nil {
 		keepW.Close()
 		<-inst.done
 		fail(err)
@@ -358,9 +377,12 @@ var nsNames = []struct {
 
 // openNS opens init's namespaces and root; the caller has checked that
 // init is alive and ready, so the PID is still init's.
-func openNS(inst *instance, pid int) error {
+func openNS(inst *instance, pid int, ownNet bool) error {
 	inst.ns = map[string]int{}
 	for _, n := range nsNames {
+		if n.name == "net" && !ownNet {
+			continue // the host's, which every thread already has
+		}
 		fd, err := unix.Open("/proc/"+strconv.Itoa(pid)+"/ns/"+n.name, unix.O_RDONLY|unix.O_CLOEXEC, 0)
 		if err != nil {
 			closeNS(inst)
@@ -388,8 +410,8 @@ func closeNS(inst *instance) {
 }
 
 // enter joins the calling, locked thread to the instance's namespaces:
-// with all, IPC, UTS, the network one (a namespace of the sandbox's own
-// or the host's, the same either way) and PID (for the thread's future
+// with all, IPC, UTS, the network one (when the sandbox has its own)
+// and PID (for the thread's future
 // children); always the mount namespace, last, after unsharing the
 // file-system attributes the Go runtime's threads share (setns to a
 // mount namespace refuses a thread that shares them).
@@ -398,10 +420,11 @@ func enter(inst *instance, all bool) error {
 		return fmt.Errorf("sandbox: unshare: %w", err)
 	}
 	for _, n := range nsNames {
-		if !all && n.name != "mnt" && n.name != "net" {
+		fd, ok := inst.ns[n.name]
+		if !ok || !all && n.name != "mnt" && n.name != "net" {
 			continue
 		}
-		if err := unix.Setns(inst.ns[n.name], n.flag); err != nil {
+		if err := unix.Setns(fd, n.flag); err != nil {
 			return fmt.Errorf("sandbox: entering the %s namespace: %w", n.name, err)
 		}
 	}
@@ -454,7 +477,9 @@ func (s *Sandbox) joinView(inst *instance) error {
 	if err := enter(inst, false); err != nil {
 		return err
 	}
-	if _, _, e := unix.RawSyscall(unix.SYS_SETGROUPS, 0, 0, 0); e != 0 {
+	// In an unprivileged daemon's user namespace the groups cannot be
+	// changed (the kernel denies setgroups there) and are the caller's.
+	if _, _, e := unix.RawSyscall(unix.SYS_SETGROUPS, 0, 0, 0); e != 0 && !s.userns {
 		return fmt.Errorf("sandbox: setgroups: %w", e)
 	}
 	if _, _, e := unix.RawSyscall(unix.SYS_SETRESGID, uintptr(s.gid), uintptr(s.gid), uintptr(s.gid)); e != 0 {
@@ -514,7 +539,7 @@ func (s *Sandbox) Wrap(cmd *exec.Cmd, start func() error) func() error {
 		if cmd.SysProcAttr == nil {
 			cmd.SysProcAttr = &syscall.SysProcAttr{}
 		}
-		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: uint32(s.uid), Gid: uint32(s.gid), Groups: []uint32{}}
+		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: uint32(s.uid), Gid: uint32(s.gid), Groups: []uint32{}, NoSetGroups: s.userns}
 		s.intoCgroup(cmd)
 		done := make(chan struct{})
 		f := func() {
@@ -703,10 +728,13 @@ func (s *Sandbox) Report() Report {
 	if s == nil {
 		return Report{Isolation: None}
 	}
-	r := Report{Isolation: Namespaces, Network: s.cfg.Network, User: s.cfg.User, UID: s.uid,
+	r := Report{Isolation: Namespaces, Network: s.cfg.Network, User: s.cfg.User, UID: s.hostUID,
 		Namespaces: []string{"mount", "pid", "ipc", "uts"}, Limits: "rlimit", Warnings: s.warnings}
 	if s.cfg.Network == NetworkNone {
 		r.Namespaces = append(r.Namespaces, "net")
+	}
+	if s.userns {
+		r.Namespaces = append(r.Namespaces, "user")
 	}
 	if why, _ := s.scopeErr.Load().(string); why != "" {
 		r.Warnings = append(append([]string{}, r.Warnings...), "the host's abstract Unix sockets are reachable under --network host: "+why)

@@ -165,11 +165,12 @@ type Identity struct {
 // may take another identity.
 func (x *Exec) Account(name string) (*Identity, error) {
 	if x.sandbox != nil {
-		acct, uid, gid := x.sandbox.Account()
+		acct, uid, _ := x.sandbox.Account()
 		if name != "" && name != acct && name != strconv.Itoa(uid) {
 			return nil, fmt.Errorf("cannot run as %s: under isolation every process runs as the sandbox account %s", name, acct)
 		}
-		return &Identity{Name: acct, Cred: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), Groups: []uint32{}},
+		// The sandbox sets the credential it starts with (Wrap).
+		return &Identity{Name: acct, Cred: nil,
 			Env: []string{"HOME=" + x.workspace, "USER=" + acct, "LOGNAME=" + acct}}, nil
 	}
 	if name == "" {

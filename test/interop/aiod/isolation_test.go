@@ -1013,8 +1013,8 @@ func TestIsolationReport(t *testing.T) {
 	found := regexp.MustCompile(`^namespaces \(mount, pid, ipc, uts\), network host, account nobody \(uid 65534\), limits by cgroup (v1|v2): memory 2GiB, pids 1024, cpus 1\.5; machine: root true, user namespaces (true|false), cgroup (v1|v2), openat2 (true|false)$`)
 	m := found.FindStringSubmatch(p.Found)
 	if !p.Required || !p.OK || m == nil || m[1] != m[3] ||
-		p.Needs != "with --isolation namespaces: root, mount/PID/IPC/UTS namespaces, and cgroups (v2, or v1) for the limits" ||
-		p.Fix != "run aiod as root, or pass --isolation none (AIO_ISOLATION=none)" {
+		p.Needs != "with --isolation namespaces: root (or unprivileged user namespaces), mount/PID/IPC/UTS namespaces, and cgroups (v2, or v1) for the limits" ||
+		p.Fix != "run aiod as root or allow unprivileged user namespaces, or pass --isolation none (AIO_ISOLATION=none)" {
 		t.Errorf("isolation plane: %+v", p)
 	}
 
@@ -1105,4 +1105,73 @@ func landlockABI(t *testing.T, d *isoDaemon) int {
 	}
 	_ = json.Unmarshal(e.Data, &caps)
 	return caps.Isolation.Machine.Landlock
+}
+
+// TestIsolationUnprivileged: an aiod that is not root (here the account
+// nobody) isolates too, through a user namespace of its own: its
+// processes see the same view, only their own processes, and no root
+// file, and run with the caller's rights on the host; its capabilities
+// say so, and everything ends with the daemon.
+func TestIsolationUnprivileged(t *testing.T) {
+	requireRoot(t) // to start the daemon as another account
+	if b, err := os.ReadFile("/proc/sys/user/max_user_namespaces"); err != nil || strings.TrimSpace(string(b)) == "0" {
+		t.Skip("no unprivileged user namespaces here")
+	}
+	// The binary and the workspace where nobody may use them.
+	dir, err := os.MkdirTemp("", "aiod-unprivileged-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	bin, ws := filepath.Join(dir, "aiod"), filepath.Join(dir, "ws")
+	src, err := os.ReadFile(harness.Bin(t, "aiod"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bin, src, 0o755); err != nil || os.Chmod(dir, 0o755) != nil || os.Mkdir(ws, 0o755) != nil || os.Chown(ws, 65534, 65534) != nil {
+		t.Fatal("cannot lay out the daemon for nobody", err)
+	}
+	cmd := exec.Command(bin, "--port", "0", "--workspace", ws, "--isolation", "namespaces")
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=/nonexistent", "AIO_PYTHON_BIN=/usr/bin/python3"}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534, Groups: []uint32{}}}
+	p := harness.Run(t, cmd, true)
+	d := &isoDaemon{Proc: p, a: &aio{t: t, base: p.URL}, ws: ws}
+	var inits []int
+	t.Cleanup(func() {
+		p.Stop(t)
+		waitUntil(t, 10*time.Second, "the unprivileged sandbox outlived its daemon", func() bool {
+			return !slices.ContainsFunc(inits, isoAlive)
+		})
+	})
+
+	m := d.command(t, map[string]any{"command": "id -u; ps -e -o comm= | head -1; cat /etc/shadow 2>&1; ls /root 2>&1; echo hi > f; touch /usr/aiod-unprivileged-test 2>&1; true"})
+	want := "0\nsandbox-init\ncat: /etc/shadow: Permission denied\nls: cannot access '/root': No such file or directory\n" +
+		"touch: cannot touch '/usr/aiod-unprivileged-test': Read-only file system\n"
+	if m["stdout"] != want {
+		t.Errorf("inside: %q, want %q", m["stdout"], want)
+	}
+	var st syscall.Stat_t
+	if err := syscall.Stat(filepath.Join(ws, "f"), &st); err != nil || st.Uid != 65534 {
+		t.Errorf("a file of the sandbox on the host: owner %d %v", st.Uid, err)
+	}
+	inits = processesWith("__aiod-sandbox-init")
+	_, e := d.a.call("GET", "/v1/capabilities", "/v1/capabilities", nil)
+	var caps struct {
+		Isolation struct {
+			Isolation  string   `json:"isolation"`
+			User       string   `json:"user"`
+			UID        int      `json:"uid"`
+			Namespaces []string `json:"namespaces"`
+			Limits     string   `json:"limits"`
+			Machine    struct {
+				Root bool `json:"root"`
+			} `json:"machine"`
+		} `json:"isolation"`
+	}
+	_ = json.Unmarshal(e.Data, &caps)
+	iso := caps.Isolation
+	if iso.Isolation != "namespaces" || iso.User != "nobody" || iso.UID != 65534 || iso.Machine.Root ||
+		!slices.Equal(iso.Namespaces, []string{"mount", "pid", "ipc", "uts", "user"}) {
+		t.Errorf("capabilities: %+v", iso)
+	}
 }
