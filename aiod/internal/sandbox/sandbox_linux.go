@@ -37,9 +37,9 @@ const doThreads = 4
 type Sandbox struct {
 	cfg      Config
 	log      *slog.Logger
-	uid, gid int // the account, as the daemon's user namespace sees it
-	hostUID  int // the account's uid on the host
-	userns   bool // the daemon runs in a user namespace of its own (ReexecUnprivileged)
+	uid, gid int      // the account, as the daemon's user namespace sees it
+	hostUID  int      // the account's uid on the host
+	userns   bool     // the daemon runs in a user namespace of its own (ReexecUnprivileged)
 	cg       *cgroups // nil: rlimits only
 	warnings []string
 
