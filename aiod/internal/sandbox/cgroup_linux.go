@@ -333,12 +333,7 @@ func removeStale(base string) {
 		return
 	}
 	for _, e := range entries {
-		rest, ok := strings.CutPrefix(e.Name(), "aiod-sandbox-")
-		if !ok || !e.IsDir() {
-			continue
-		}
-		pid, _, _ := strings.Cut(rest, "-")
-		if n, err := strconv.Atoi(pid); err == nil && unix.Kill(n, 0) == unix.ESRCH {
+		if e.IsDir() && ofDeadDaemon(e.Name()) {
 			_ = os.Remove(filepath.Join(base, e.Name()))
 		}
 	}

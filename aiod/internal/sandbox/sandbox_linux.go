@@ -158,12 +158,19 @@ func removeStaleDirs() {
 		return
 	}
 	for _, e := range entries {
-		rest, ok := strings.CutPrefix(e.Name(), "aiod-sandbox-")
-		pid, _, _ := strings.Cut(rest, "-")
-		if n, err := strconv.Atoi(pid); ok && e.IsDir() && err == nil && n != os.Getpid() && unix.Kill(n, 0) == unix.ESRCH {
+		if e.IsDir() && ofDeadDaemon(e.Name()) {
 			_ = os.Remove(filepath.Join(os.TempDir(), e.Name()))
 		}
 	}
+}
+
+// ofDeadDaemon reports whether name is a sandbox's (a view directory or
+// a cgroup, aiod-sandbox-<pid>-...) whose daemon has died.
+func ofDeadDaemon(name string) bool {
+	rest, ok := strings.CutPrefix(name, "aiod-sandbox-")
+	pid, _, _ := strings.Cut(rest, "-")
+	n, err := strconv.Atoi(pid)
+	return ok && err == nil && n != os.Getpid() && unix.Kill(n, 0) == unix.ESRCH
 }
 
 // ownWorkspace checks the workspace and makes it writable by the
