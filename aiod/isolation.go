@@ -31,7 +31,8 @@ type Isolation struct {
 	Memory int64
 	Pids   int
 	CPUs   float64
-	// Fallback lets a daemon that cannot isolate (not root) run with
+	// Fallback lets a daemon whose sandbox cannot start (not root and no
+	// user namespace of its own, or the machine refused) run with
 	// isolation none and a warning instead of failing: a2c up's default,
 	// never an explicit request.
 	Fallback bool
@@ -164,7 +165,7 @@ func startSandbox(cfg Config, log *slog.Logger) (*sandbox.Sandbox, error) {
 		return nil, fmt.Errorf("isolation: the default user %s and the sandbox account %s differ; under --isolation namespaces every process runs as the sandbox account", cfg.DefaultUser, iso.User)
 	}
 	if iso.Fallback && os.Geteuid() != 0 {
-		log.Warn("isolation: not running as root, so processes run WITHOUT isolation (on the host, as this account); run as root for the sandbox, or pass --isolation none to silence this")
+		log.Warn("isolation: neither root nor in a user namespace of its own (the machine refuses unprivileged ones), so processes run WITHOUT isolation, on the host as this account; pass --isolation none to silence this")
 		return nil, nil
 	}
 	sb, err := sandbox.New(sandbox.Config{Workspace: cfg.Workspace, User: iso.User, Network: iso.Network,
