@@ -1,0 +1,115 @@
+package cluster
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Config configures a [Node]. Only URL is required.
+type Config struct {
+	// URL names Redis: redis://[user:pass@]host:port[/db],
+	// rediss://... for TLS, or several such URLs (or host:port
+	// addresses) separated by commas for a Redis Cluster, whose nodes are
+	// then found from any of them. See [ParseURL].
+	URL string
+	// NodeID names this node in Redis and on the other nodes. Default: 16
+	// random hex digits. Letters, digits, '-', '_' and '.' only.
+	NodeID string
+	// LeaseTTL is how long the node's lease lives without a heartbeat:
+	// a node whose lease has expired is dead. Default 5s.
+	LeaseTTL time.Duration
+	// Heartbeat is how often the lease is renewed. Default LeaseTTL/5.
+	Heartbeat time.Duration
+	// SweepEvery is how often this node looks for dead nodes to sweep.
+	// Default 1s.
+	SweepEvery time.Duration
+	// OpTimeout bounds every Redis command this package sends. Default 1s.
+	OpTimeout time.Duration
+	// Logger receives the node's logs. Default: discard.
+	Logger *slog.Logger
+}
+
+func (c *Config) fill() error {
+	if c.NodeID == "" {
+		var b [8]byte
+		_, _ = rand.Read(b[:])
+		c.NodeID = hex.EncodeToString(b[:])
+	}
+	if !validID(c.NodeID) {
+		return fmt.Errorf("cluster: node id %q: use 1 to 128 letters, digits, '-', '_' or '.'", c.NodeID)
+	}
+	if c.LeaseTTL <= 0 {
+		c.LeaseTTL = 5 * time.Second
+	}
+	if c.Heartbeat <= 0 {
+		c.Heartbeat = c.LeaseTTL / 5
+	}
+	if c.Heartbeat >= c.LeaseTTL {
+		return fmt.Errorf("cluster: heartbeat %v must be shorter than the lease %v", c.Heartbeat, c.LeaseTTL)
+	}
+	if c.SweepEvery <= 0 {
+		c.SweepEvery = time.Second
+	}
+	if c.OpTimeout <= 0 {
+		c.OpTimeout = time.Second
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return nil
+}
+
+// RemovalBound is the longest time from a node's death (kill -9) to the
+// publication of its members' departures: the lease must expire (at most
+// LeaseTTL after the last heartbeat), then the next sweep finds it (within
+// SweepEvery) and runs one index read and one script per office, each
+// within OpTimeout (counted twice for the index and the scripts of a
+// node's offices, which run back to back). With the defaults: 5 + 1 + 2 =
+// 8 s, well inside the 15 s the documentation promises.
+func (c Config) RemovalBound() time.Duration {
+	return c.LeaseTTL + c.SweepEvery + 2*c.OpTimeout
+}
+
+// ParseURL turns a Redis URL (or a comma-separated list for a Redis
+// Cluster) into go-redis options, and reports whether it names a
+// cluster. One URL is a single Redis (or one Valkey); two or more are the
+// seed nodes of a Redis Cluster, which must agree on user, password and
+// TLS (the first one's are used) and select database 0.
+func ParseURL(s string) (*redis.UniversalOptions, bool, error) {
+	var parts []string
+	for p := range strings.SplitSeq(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			parts = append(parts, p)
+		}
+	}
+	if len(parts) == 0 {
+		return nil, false, errors.New("cluster: empty Redis URL")
+	}
+	u := &redis.UniversalOptions{}
+	for i, p := range parts {
+		if !strings.Contains(p, "://") {
+			p = "redis://" + p
+		}
+		o, err := redis.ParseURL(p)
+		if err != nil {
+			return nil, false, fmt.Errorf("cluster: Redis URL %d: %w", i+1, err)
+		}
+		if i == 0 {
+			u.Username, u.Password, u.DB, u.TLSConfig = o.Username, o.Password, o.DB, o.TLSConfig
+		}
+		u.Addrs = append(u.Addrs, o.Addr)
+	}
+	cluster := len(parts) > 1
+	if cluster && u.DB != 0 {
+		return nil, false, errors.New("cluster: a Redis Cluster has database 0 only")
+	}
+	u.IsClusterMode = cluster
+	return u, cluster, nil
+}

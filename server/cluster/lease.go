@@ -1,0 +1,255 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// heartbeat renews the lease every cfg.Heartbeat. A renewal that finds
+// no lease (it expired during an outage, or Redis restarted empty)
+// registers the node again; after any failure, the first success
+// re-asserts the node's members and reloads the offices it follows.
+func (n *Node) heartbeat() {
+	defer n.wg.Done()
+	t := time.NewTicker(n.cfg.Heartbeat)
+	defer t.Stop()
+	for {
+		select {
+		case <-n.ctx.Done():
+			return
+		case <-t.C:
+		}
+		c, cancel := n.op(n.ctx)
+		ok, err := n.rdb.SetXX(c, leaseKey(n.id), n.id, n.cfg.LeaseTTL).Result()
+		cancel()
+		if err != nil {
+			if n.ctx.Err() == nil && n.healthy.Swap(false) {
+				n.log.Warn("Redis unreachable: joins refused until it returns", "err", err)
+			}
+			n.needSync.Store(true)
+			continue
+		}
+		if !ok {
+			n.log.Warn("lease lost: registering again")
+			if err := n.register(n.ctx); err != nil {
+				n.healthy.Store(false)
+				continue
+			}
+			n.needSync.Store(true)
+		}
+		if n.needSync.Load() {
+			if err := n.resync(n.ctx); err != nil {
+				n.log.Warn("re-assert failed; retrying", "err", err)
+				continue
+			}
+		}
+		if !n.healthy.Swap(true) {
+			n.log.Info("Redis back: cluster state restored")
+		}
+	}
+}
+
+// resync re-asserts every member this node holds (the join script again:
+// already seated is a no-op; a seat taken meanwhile evicts the member
+// here), removes the records of this node that it no longer holds, and
+// reloads every office it follows.
+func (n *Node) resync(ctx context.Context) error {
+	n.needSync.Store(false)
+	n.mu.Lock()
+	held := make(map[string][]Member, len(n.local))
+	for office, ms := range n.local {
+		for _, m := range ms {
+			held[office] = append(held[office], m)
+		}
+	}
+	n.mu.Unlock()
+	fail := func(err error) error {
+		n.needSync.Store(true)
+		return err
+	}
+	// Offices in the index that we no longer hold: drop our leftovers.
+	c, cancel := n.op(ctx)
+	idx, err := n.rdb.SMembers(c, nodeIndex(n.id)).Result()
+	cancel()
+	if err != nil {
+		return fail(err)
+	}
+	for _, office := range idx {
+		if _, ok := held[office]; !ok {
+			if _, err := n.sweepOfficeExcept(ctx, n.id, office, nil); err != nil {
+				return fail(err)
+			}
+			c, cancel := n.op(ctx)
+			_ = n.rdb.SRem(c, nodeIndex(n.id), office).Err()
+			cancel()
+		}
+	}
+	for office, ms := range held {
+		keep := make(map[string]bool, len(ms))
+		for _, m := range ms {
+			keep[m.SID] = true
+			code, _, err := n.seat(ctx, office, m)
+			if err != nil {
+				return fail(err)
+			}
+			if code >= 2 {
+				n.evict(office, m)
+				delete(keep, m.SID)
+			}
+		}
+		if _, err := n.sweepOfficeExcept(ctx, n.id, office, keep); err != nil {
+			return fail(err)
+		}
+		if err := n.load(ctx, office); err != nil {
+			return fail(err)
+		}
+	}
+	return nil
+}
+
+func (n *Node) evict(office string, m Member) {
+	n.mu.Lock()
+	delete(n.local[office], m.SID)
+	if len(n.local[office]) == 0 {
+		delete(n.local, office)
+	}
+	n.mu.Unlock()
+	n.log.Warn("member evicted: its seat was taken while Redis was away", "office", office, "sid", m.SID, "name", m.Name)
+	if n.h.Evicted != nil {
+		n.h.Evicted(office, m)
+	}
+}
+
+// sweeper looks for dead nodes every cfg.SweepEvery and removes their
+// members. Every node sweeps; the scripts make concurrent sweeps of the
+// same dead node harmless (a member is removed, and its departure
+// published, once).
+func (n *Node) sweeper() {
+	defer n.wg.Done()
+	t := time.NewTicker(n.cfg.SweepEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-n.ctx.Done():
+			return
+		case <-t.C:
+		}
+		if err := n.sweep(n.ctx); err != nil && n.ctx.Err() == nil {
+			n.log.Debug("sweep failed", "err", err)
+		}
+	}
+}
+
+// sweep finds the registered nodes whose lease has expired and sweeps
+// each: every office of its index, then the index and the registration.
+func (n *Node) sweep(ctx context.Context) error {
+	c, cancel := n.op(ctx)
+	defer cancel()
+	ids, err := n.rdb.SMembers(c, nodesKey).Result()
+	if err != nil {
+		return err
+	}
+	var others []string
+	var checks []*redis.IntCmd
+	_, err = n.rdb.Pipelined(c, func(p redis.Pipeliner) error {
+		for _, id := range ids {
+			if id != n.id {
+				others = append(others, id)
+				checks = append(checks, p.Exists(c, leaseKey(id)))
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for i, id := range others {
+		if checks[i].Val() > 0 {
+			continue
+		}
+		if err := n.sweepNode(ctx, id); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// sweepNode removes every member of a dead node, office by office, then
+// forgets the node. If the node comes back meanwhile its own re-assert
+// seats its members again.
+func (n *Node) sweepNode(ctx context.Context, dead string) error {
+	c, cancel := n.op(ctx)
+	offices, err := n.rdb.SMembers(c, nodeIndex(dead)).Result()
+	cancel()
+	if err != nil {
+		return err
+	}
+	for _, office := range offices {
+		if _, err := n.sweepOffice(ctx, dead, office); err != nil {
+			return err
+		}
+	}
+	c, cancel = n.op(ctx)
+	defer cancel()
+	_, err = n.rdb.TxPipelined(c, func(p redis.Pipeliner) error {
+		p.Del(c, nodeIndex(dead))
+		p.SRem(c, nodesKey, dead)
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return err
+	}
+	n.log.Info("dead node swept", "dead", dead, "offices", len(offices))
+	return nil
+}
+
+// sweepOffice removes from office every member held by node.
+func (n *Node) sweepOffice(ctx context.Context, node, office string) ([]Member, error) {
+	return n.sweepOfficeExcept(ctx, node, office, nil)
+}
+
+// sweepOfficeExcept removes node's members of office, except the sids in
+// keep (when keep is not nil, one leave script per extra member runs
+// instead of the sweep script).
+func (n *Node) sweepOfficeExcept(ctx context.Context, node, office string, keep map[string]bool) ([]Member, error) {
+	c, cancel := n.op(ctx)
+	defer cancel()
+	var removed []Member
+	if keep == nil {
+		res, err := sweepScript.Run(c, n.rdb, officeKeys(office), node, officeChannel(office), n.pubCmd).Slice()
+		if err != nil {
+			return nil, n.fail("sweep", err)
+		}
+		for i := 0; i+1 < len(res); i += 2 {
+			sid, _ := res[i].(string)
+			rec, _ := res[i+1].(string)
+			if m, err := parseMember(sid, rec); err == nil {
+				removed = append(removed, m)
+			}
+		}
+	} else {
+		all, err := n.rdb.HGetAll(c, officeKeys(office)[0]).Result()
+		if err != nil {
+			return nil, n.fail("members", err)
+		}
+		for sid, rec := range all {
+			m, err := parseMember(sid, rec)
+			if err != nil || m.Node != node || keep[sid] {
+				continue
+			}
+			if err := leaveScript.Run(c, n.rdb, officeKeys(office), sid, node, officeChannel(office), n.pubCmd).Err(); err != nil && !errors.Is(err, redis.Nil) {
+				return nil, n.fail("leave", err)
+			}
+			removed = append(removed, m)
+		}
+	}
+	for _, m := range removed {
+		if m.Role == "computer" {
+			_ = n.rdb.SRem(c, nameKey(m.Name), office).Err()
+		}
+	}
+	return removed, nil
+}

@@ -1,0 +1,591 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/a2c-smcp/a2c-go/smcp"
+)
+
+// ErrUnavailable is returned (wrapped) when Redis cannot be reached or
+// answered with an error: the cluster-wide state cannot be read or
+// changed now.
+var ErrUnavailable = errors.New("cluster: Redis unavailable")
+
+// Handler receives what arrives for a node. Its functions are called from
+// one goroutine per subscription, in arrival order, never under a lock of
+// the node: they may call the node's methods. They must not block for
+// long (queue, as sio.Socket.Emit does).
+type Handler struct {
+	// Frame receives a frame published to this node.
+	Frame func(Frame)
+	// Event receives each membership change of an office in which this
+	// node holds a member, its own members' changes included (the server
+	// skips those: it announced them itself). A departure of another
+	// node's member ends the calls waiting on it.
+	Event func(Event)
+	// Evicted is called when re-asserting a member after an outage finds
+	// its seat taken by another member: the node must drop the
+	// connection's membership (and tell it, as a leave).
+	Evicted func(office string, m Member)
+}
+
+// Node is one `a2c server` in a cluster: it holds a lease in Redis, sweeps
+// dead nodes, keeps the office rules cluster-wide with scripts, follows
+// the membership of the offices where it holds members, and exchanges
+// frames with the other nodes. Close stops everything it started.
+type Node struct {
+	cfg     Config
+	id      string
+	rdb     redis.UniversalClient
+	cluster bool
+	pubCmd  string
+	h       Handler
+	log     *slog.Logger
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	healthy atomic.Bool
+	// needSync is set when events may have been missed (an outage, a lost
+	// lease): the next healthy heartbeat re-asserts and reloads.
+	needSync atomic.Bool
+
+	mu     sync.Mutex
+	local  map[string]map[string]Member // office -> sid -> member held here
+	views  map[string]*view             // event channel -> followed office
+	subs   map[string]*redis.PubSub     // cluster mode: channel -> its own subscription
+	shared *redis.PubSub                // single Redis: every channel on one connection
+}
+
+// view is this node's copy of an office's membership, current as of
+// version. Events received before the first snapshot wait in pending.
+type view struct {
+	office  string
+	loaded  bool
+	version int64
+	members map[string]Member
+	pending []Event
+}
+
+// Start connects to Redis, registers the node (lease and registry),
+// subscribes to its channel and starts the heartbeat, the sweeper and the
+// receivers. It fails if Redis does not answer within cfg.OpTimeout.
+func Start(ctx context.Context, cfg Config, h Handler) (*Node, error) {
+	if err := cfg.fill(); err != nil {
+		return nil, err
+	}
+	opts, cluster, err := ParseURL(cfg.URL)
+	if err != nil {
+		return nil, err
+	}
+	opts.DialTimeout, opts.ReadTimeout, opts.WriteTimeout = cfg.OpTimeout, cfg.OpTimeout, cfg.OpTimeout
+	opts.ClientName = "a2c-" + cfg.NodeID
+	n := &Node{cfg: cfg, id: cfg.NodeID, rdb: redis.NewUniversalClient(opts), cluster: cluster, pubCmd: "PUBLISH", h: h,
+		log:   cfg.Logger.With("node", cfg.NodeID),
+		local: make(map[string]map[string]Member), views: make(map[string]*view), subs: make(map[string]*redis.PubSub)}
+	if cluster {
+		n.pubCmd = "SPUBLISH"
+	}
+	n.ctx, n.cancel = context.WithCancel(context.Background())
+	if err := n.register(ctx); err != nil {
+		n.cancel()
+		_ = n.rdb.Close()
+		return nil, err
+	}
+	if !cluster {
+		n.shared = n.rdb.Subscribe(n.ctx)
+		n.wg.Add(1)
+		go n.receive(n.shared)
+	}
+	if err := n.subscribe(ctx, nodeChannel(n.id)); err != nil {
+		n.Close()
+		return nil, err
+	}
+	n.healthy.Store(true)
+	n.wg.Add(2)
+	go n.heartbeat()
+	go n.sweeper()
+	return n, nil
+}
+
+// ID is the node's id.
+func (n *Node) ID() string { return n.id }
+
+// Healthy reports whether the last exchange with Redis succeeded.
+func (n *Node) Healthy() bool { return n.healthy.Load() }
+
+// Close stops the heartbeat, the sweeper and the receivers and closes the
+// connections. It does not remove the node's members: a node that stops
+// cleanly leaves its members first (Leave); one that does not is swept
+// when its lease expires.
+func (n *Node) Close() {
+	n.cancel()
+	n.mu.Lock()
+	if n.shared != nil {
+		_ = n.shared.Close()
+	}
+	for _, ps := range n.subs {
+		_ = ps.Close()
+	}
+	n.mu.Unlock()
+	n.wg.Wait()
+	_ = n.rdb.Close()
+}
+
+func (n *Node) op(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, n.cfg.OpTimeout)
+}
+
+func (n *Node) register(ctx context.Context) error {
+	c, cancel := n.op(ctx)
+	defer cancel()
+	_, err := n.rdb.Pipelined(c, func(p redis.Pipeliner) error {
+		p.SAdd(c, nodesKey, n.id)
+		p.Set(c, leaseKey(n.id), n.id, n.cfg.LeaseTTL)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("%w: register: %w", ErrUnavailable, err)
+	}
+	return nil
+}
+
+// subscribe adds a channel: to the shared subscription on a single Redis,
+// or as a sharded subscription of its own on a Redis Cluster (a shard
+// channel is served by its slot's master, so channels of different slots
+// cannot share a connection).
+func (n *Node) subscribe(ctx context.Context, ch string) error {
+	if !n.cluster {
+		c, cancel := n.op(ctx)
+		defer cancel()
+		if err := n.shared.Subscribe(c, ch); err != nil {
+			return fmt.Errorf("%w: subscribe: %w", ErrUnavailable, err)
+		}
+		return nil
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.subs[ch] != nil || n.ctx.Err() != nil {
+		return nil
+	}
+	ps := n.rdb.SSubscribe(n.ctx, ch)
+	n.subs[ch] = ps
+	n.wg.Add(1)
+	go n.receive(ps)
+	return nil
+}
+
+func (n *Node) unsubscribe(ch string) {
+	if !n.cluster {
+		c, cancel := n.op(n.ctx)
+		defer cancel()
+		_ = n.shared.Unsubscribe(c, ch)
+		return
+	}
+	n.mu.Lock()
+	ps := n.subs[ch]
+	delete(n.subs, ch)
+	n.mu.Unlock()
+	if ps != nil {
+		_ = ps.Close()
+	}
+}
+
+// receive dispatches the messages of one subscription until it closes.
+func (n *Node) receive(ps *redis.PubSub) {
+	defer n.wg.Done()
+	ch := ps.Channel(redis.WithChannelSize(1024))
+	mine := nodeChannel(n.id)
+	for msg := range ch {
+		if msg.Channel == mine {
+			f, err := DecodeFrame([]byte(msg.Payload))
+			if err != nil {
+				n.log.Warn("frame dropped", "err", err)
+				continue
+			}
+			if n.h.Frame != nil {
+				n.h.Frame(f)
+			}
+			continue
+		}
+		n.onEvent(msg.Channel, msg.Payload)
+	}
+}
+
+// Publish sends one frame to a node's channel: one PUBLISH (SPUBLISH on a
+// Redis Cluster), nothing else. It reports ErrUnavailable when Redis
+// fails; a frame to a node that is gone is accepted by Redis and lost, so
+// the caller's deadline (or the node's sweep) ends the call.
+func (n *Node) Publish(ctx context.Context, node string, f *Frame) error {
+	c, cancel := n.op(ctx)
+	defer cancel()
+	b := AppendFrame(make([]byte, 0, 64+len(f.Payload)), f)
+	var err error
+	if n.cluster {
+		err = n.rdb.SPublish(c, nodeChannel(node), b).Err()
+	} else {
+		err = n.rdb.Publish(c, nodeChannel(node), b).Err()
+	}
+	if err != nil {
+		return fmt.Errorf("%w: publish: %w", ErrUnavailable, err)
+	}
+	return nil
+}
+
+// Join applies the office rules cluster-wide to the connection sid (whose
+// role is role, "" before its first join, and which now sits at cur, the
+// zero Seat if nowhere) asking for req. It returns the same decision as
+// the single-node rules; when accepted the seat is taken in Redis and the
+// entry is published, and a Computer that switched offices has left the
+// former one. An error (ErrUnavailable) means nothing was decided: the
+// caller refuses with [RefuseUnavailable].
+func (n *Node) Join(ctx context.Context, sid string, role smcp.Role, cur, req Seat) (Decision, error) {
+	if d, done := decideLocal(role, cur, req); done {
+		return d, nil
+	}
+	if !validID(sid) {
+		return Decision{}, fmt.Errorf("cluster: invalid sid %q", sid)
+	}
+	if !n.healthy.Load() {
+		return Decision{}, fmt.Errorf("%w: not connected", ErrUnavailable)
+	}
+	m := Member{SID: sid, Role: req.Role, Name: req.Name, Node: n.id}
+	if err := n.follow(ctx, req.Office); err != nil {
+		return Decision{}, err
+	}
+	code, holder, err := n.seat(ctx, req.Office, m)
+	if err == nil && code >= 2 && code <= 3 && holder != "" && holder != n.id && !n.alive(ctx, holder) {
+		// The seat's holder is on a dead node not swept yet: sweep this
+		// office for it now, then try once more.
+		if _, err = n.sweepOffice(ctx, holder, req.Office); err == nil {
+			code, _, err = n.seat(ctx, req.Office, m)
+		}
+	}
+	if err != nil {
+		n.unfollowIfIdle(req.Office)
+		return Decision{}, err
+	}
+	var d Decision
+	switch code {
+	case 0, 1:
+		n.mu.Lock()
+		if n.local[req.Office] == nil {
+			n.local[req.Office] = make(map[string]Member)
+		}
+		n.local[req.Office][sid] = m
+		n.mu.Unlock()
+		d.Already = code == 1 && cur.Office == req.Office
+		if cur.Office != "" && cur.Office != req.Office {
+			d.SwitchOffice = true
+			if err := n.Leave(ctx, cur.Office, sid); err != nil {
+				n.log.Warn("switching office: leave deferred to the next re-assert", "office", cur.Office, "err", err)
+			}
+		}
+		if err := n.load(ctx, req.Office); err != nil {
+			n.needSync.Store(true)
+		}
+		return d, nil
+	case 2:
+		d.Refuse = RefuseAgentTaken
+	case 3:
+		d.Refuse = RefuseNameTaken
+	default:
+		d.Refuse = RefuseOtherName
+	}
+	n.unfollowIfIdle(req.Office)
+	return d, nil
+}
+
+// seat runs the join script. The office is added to the node's index
+// first, so the index always covers the node's seats and a sweep after a
+// crash between the two finds every one.
+func (n *Node) seat(ctx context.Context, office string, m Member) (code int64, holder string, err error) {
+	c, cancel := n.op(ctx)
+	defer cancel()
+	if err := n.rdb.SAdd(c, nodeIndex(n.id), office).Err(); err != nil {
+		return 0, "", n.fail("index", err)
+	}
+	res, err := joinScript.Run(c, n.rdb, officeKeys(office), m.SID, string(m.Role), m.Name, m.Node, officeChannel(office), n.pubCmd).Slice()
+	if err != nil {
+		return 0, "", n.fail("join", err)
+	}
+	if len(res) == 0 {
+		return 0, "", fmt.Errorf("%w: join: empty reply", ErrUnavailable)
+	}
+	code, _ = res[0].(int64)
+	if len(res) > 1 {
+		holder, _ = res[1].(string)
+	}
+	if code >= 0 && code <= 1 && m.Role == smcp.RoleComputer {
+		_ = n.rdb.SAdd(c, nameKey(m.Name), office).Err()
+	}
+	return code, holder, nil
+}
+
+// Leave removes the connection sid, held by this node, from office and
+// publishes its departure. Without Redis the member is forgotten locally
+// at once and its record removed by the next re-assert.
+func (n *Node) Leave(ctx context.Context, office, sid string) error {
+	n.mu.Lock()
+	m, held := n.local[office][sid]
+	if held {
+		delete(n.local[office], sid)
+		if len(n.local[office]) == 0 {
+			delete(n.local, office)
+		}
+	}
+	n.mu.Unlock()
+	defer n.unfollowIfIdle(office)
+	c, cancel := n.op(ctx)
+	defer cancel()
+	rec, err := leaveScript.Run(c, n.rdb, officeKeys(office), sid, n.id, officeChannel(office), n.pubCmd).Text()
+	if errors.Is(err, redis.Nil) {
+		return nil
+	}
+	if err != nil {
+		n.needSync.Store(true)
+		return n.fail("leave", err)
+	}
+	if held && m.Role == smcp.RoleComputer {
+		n.dropName(c, rec, office)
+	}
+	return nil
+}
+
+// dropName removes office from the name index of the Computer in rec,
+// unless the office holds that name again.
+func (n *Node) dropName(ctx context.Context, rec, office string) {
+	m, err := parseMember("x", rec)
+	if err != nil || m.Role != smcp.RoleComputer {
+		return
+	}
+	_ = n.rdb.SRem(ctx, nameKey(m.Name), office).Err()
+}
+
+// ComputerElsewhere reports whether a Computer of this name sits in any
+// office: it tells "not in your office" (4104) from "not found" (404) on
+// the error path of a relay, never on a call that is delivered.
+func (n *Node) ComputerElsewhere(ctx context.Context, name string) (bool, error) {
+	c, cancel := n.op(ctx)
+	defer cancel()
+	k, err := n.rdb.SCard(c, nameKey(name)).Result()
+	if err != nil {
+		return false, n.fail("names", err)
+	}
+	return k > 0, nil
+}
+
+// Lookup finds a member of a followed office by role and name in the
+// node's copy, with no Redis command: this is how a request is routed.
+func (n *Node) Lookup(office string, role smcp.Role, name string) (Member, bool) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if v := n.views[officeChannel(office)]; v != nil {
+		for _, m := range v.members {
+			if m.Role == role && m.Name == name {
+				return m, true
+			}
+		}
+	}
+	return Member{}, false
+}
+
+// Members returns the members of a followed office (every node's), in no
+// order, from the node's copy.
+func (n *Node) Members(office string) []Member {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	v := n.views[officeChannel(office)]
+	if v == nil {
+		return nil
+	}
+	out := make([]Member, 0, len(v.members))
+	for _, m := range v.members {
+		out = append(out, m)
+	}
+	return out
+}
+
+// Nodes returns the ids of the nodes other than this one that hold a
+// member of office: where a broadcast goes, one frame each.
+func (n *Node) Nodes(office string) []string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	v := n.views[officeChannel(office)]
+	if v == nil {
+		return nil
+	}
+	seen := map[string]bool{n.id: true}
+	var out []string
+	for _, m := range v.members {
+		if !seen[m.Node] {
+			seen[m.Node] = true
+			out = append(out, m.Node)
+		}
+	}
+	return out
+}
+
+// follow makes sure the node receives office's events before it changes
+// the office, so that no event after its snapshot is missed.
+func (n *Node) follow(ctx context.Context, office string) error {
+	ch := officeChannel(office)
+	n.mu.Lock()
+	_, ok := n.views[ch]
+	if !ok {
+		n.views[ch] = &view{office: office, members: make(map[string]Member)}
+	}
+	n.mu.Unlock()
+	if ok {
+		return nil
+	}
+	return n.subscribe(ctx, ch)
+}
+
+// unfollowIfIdle stops following an office where the node holds nobody.
+func (n *Node) unfollowIfIdle(office string) {
+	ch := officeChannel(office)
+	n.mu.Lock()
+	_, ok := n.views[ch]
+	idle := ok && len(n.local[office]) == 0
+	if idle {
+		delete(n.views, ch)
+	}
+	n.mu.Unlock()
+	if idle {
+		n.unsubscribe(ch)
+	}
+}
+
+// load reads an office's snapshot and makes it the node's copy, then
+// applies the events that arrived meanwhile with a later version. The
+// differences from the former copy are reported as events (version 0),
+// so a member that vanished during an outage ends its pending calls.
+func (n *Node) load(ctx context.Context, office string) error {
+	c, cancel := n.op(ctx)
+	defer cancel()
+	res, err := snapshotScript.Run(c, n.rdb, officeKeys(office)).Slice()
+	if err != nil {
+		return n.fail("snapshot", err)
+	}
+	if len(res) == 0 || len(res)%2 == 0 {
+		return fmt.Errorf("%w: snapshot: %d values", errMember, len(res))
+	}
+	ver, _ := res[0].(int64)
+	fresh := make(map[string]Member, len(res)/2)
+	for i := 1; i+1 < len(res); i += 2 {
+		sid, _ := res[i].(string)
+		rec, _ := res[i+1].(string)
+		m, err := parseMember(sid, rec)
+		if err != nil {
+			n.log.Warn("member record skipped", "office", office, "err", err)
+			continue
+		}
+		fresh[sid] = m
+	}
+	var out []Event
+	n.mu.Lock()
+	v := n.views[officeChannel(office)]
+	if v == nil {
+		n.mu.Unlock()
+		return nil
+	}
+	for sid, m := range v.members {
+		if _, ok := fresh[sid]; !ok {
+			out = append(out, Event{Office: office, Member: m})
+		}
+	}
+	for sid, m := range fresh {
+		if old, ok := v.members[sid]; !ok || old != m {
+			out = append(out, Event{Office: office, Enter: true, Member: m})
+		}
+	}
+	v.members, v.version, v.loaded = fresh, ver, true
+	pending := v.pending
+	v.pending = nil
+	for _, ev := range pending {
+		out = append(out, n.applyLocked(v, ev)...)
+	}
+	n.mu.Unlock()
+	n.emit(out)
+	return nil
+}
+
+// onEvent applies one message of an office channel to the node's copy.
+func (n *Node) onEvent(ch, payload string) {
+	n.mu.Lock()
+	v := n.views[ch]
+	if v == nil {
+		n.mu.Unlock()
+		return
+	}
+	ev, err := parseEvent(v.office, payload)
+	if err != nil {
+		n.mu.Unlock()
+		n.log.Warn("event dropped", "office", v.office, "err", err)
+		return
+	}
+	if !v.loaded {
+		v.pending = append(v.pending, ev)
+		n.mu.Unlock()
+		return
+	}
+	if ev.Version > v.version+1 {
+		// A gap: an event was missed. Reload the office.
+		office := v.office
+		n.mu.Unlock()
+		if err := n.load(n.ctx, office); err != nil {
+			n.needSync.Store(true)
+		}
+		return
+	}
+	out := n.applyLocked(v, ev)
+	n.mu.Unlock()
+	n.emit(out)
+}
+
+func (n *Node) applyLocked(v *view, ev Event) []Event {
+	if ev.Version <= v.version {
+		return nil
+	}
+	v.version = ev.Version
+	if ev.Enter {
+		v.members[ev.Member.SID] = ev.Member
+	} else {
+		delete(v.members, ev.Member.SID)
+	}
+	return []Event{ev}
+}
+
+func (n *Node) emit(evs []Event) {
+	if n.h.Event == nil {
+		return
+	}
+	for _, ev := range evs {
+		n.h.Event(ev)
+	}
+}
+
+// fail records a Redis failure and wraps it.
+func (n *Node) fail(what string, err error) error {
+	if n.ctx.Err() == nil {
+		n.healthy.Store(false)
+		n.needSync.Store(true)
+	}
+	return fmt.Errorf("%w: %s: %w", ErrUnavailable, what, err)
+}
+
+func (n *Node) alive(ctx context.Context, node string) bool {
+	c, cancel := n.op(ctx)
+	defer cancel()
+	k, err := n.rdb.Exists(c, leaseKey(node)).Result()
+	return err != nil || k > 0 // in doubt, alive
+}
