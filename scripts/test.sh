@@ -10,15 +10,20 @@ say() { printf '== %s\n' "$*"; }
 
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 
-# Debian packages: Python Socket.IO peers for the interop suite, and the
+# Debian packages: Python Socket.IO peers for the interop suite, the
 # Jupyter kernel (with its client, for the benchmark baseline) behind
-# aiod's code plane.
+# aiod's code plane, and Redis and nginx for the cluster tests.
 need=()
 /usr/bin/python3 -c 'import socketio, aiohttp, requests, websocket' 2>/dev/null ||
   need+=(python3-socketio python3-aiohttp python3-requests python3-websocket)
 /usr/bin/python3 -c 'import ipykernel, jupyter_client' 2>/dev/null ||
   need+=(python3-ipykernel python3-jupyter-client)
 command -v node >/dev/null 2>&1 || need+=(nodejs npm)
+# Redis (redis-server, redis-cli) and nginx for the a2c server cluster
+# tests: the harness starts its own on random loopback ports, never the
+# system services.
+command -v redis-server >/dev/null 2>&1 && command -v redis-cli >/dev/null 2>&1 || need+=(redis-server)
+command -v nginx >/dev/null 2>&1 || need+=(nginx)
 if [ ${#need[@]} -gt 0 ]; then
   say "installing Debian packages: ${need[*]}"
   as_root apt-get update -qq
