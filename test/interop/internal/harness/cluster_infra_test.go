@@ -231,6 +231,9 @@ func TestNginx(t *testing.T) {
 	if count["a"] == 0 || count["b"] == 0 {
 		t.Fatalf("20 source addresses reached only %v", count)
 	}
+	if up := n.Route(t, ipFor(seen, "b")); up != bAddr {
+		t.Fatalf("Route from a source served by b: %s", up)
+	}
 	if ip := n.SourceFor(t, bAddr); seen[ip] != "b" {
 		t.Fatalf("SourceFor(b) = %s, which reached %q", ip, seen[ip])
 	}
@@ -257,6 +260,18 @@ func TestNginx(t *testing.T) {
 			}
 		}
 		ws.Close()
+	}
+
+	// A dead upstream (a killed node refuses connections) is skipped:
+	// its clients reach the other one, before any reload.
+	a.Close()
+	for ip := range seen {
+		if body, up := get(t, n, ip); body != "b" || !strings.HasSuffix(up, bAddr) {
+			t.Fatalf("with a closed, from %s: %q via %s", ip, body, up)
+		}
+		if up := n.Route(t, ip); up != bAddr {
+			t.Fatalf("Route from %s with a closed: %s", ip, up)
+		}
 	}
 
 	// Reload to b alone: every source reaches b.
@@ -286,6 +301,16 @@ func TestNginx(t *testing.T) {
 			t.Fatalf("after Stop worker %d still there (%v)", pid, err)
 		}
 	}
+}
+
+// ipFor is a source address that reached backend name.
+func ipFor(seen map[string]string, name string) string {
+	for ip, b := range seen {
+		if b == name {
+			return ip
+		}
+	}
+	return ""
 }
 
 func TestLoopbackDialer(t *testing.T) {

@@ -37,8 +37,9 @@ import (
 // loopback on Linux) with [LoopbackDialer] or [LoopbackHTTPClient];
 // [NginxProxy.Route] tells which upstream a source address reaches and
 // [NginxProxy.SourceFor] finds a source address for a wanted upstream.
-// Every answer carries the upstream that served it in the
-// X-Upstream-Addr header.
+// Every answer proxied carries the upstreams nginx tried in the
+// X-Upstream-Addr header (nginx's $upstream_addr: the one that answered
+// last, after any that refused).
 //
 // An upstream that refuses connections (a killed node) is skipped for
 // the next one on the hash ring after one failure, for 10 s (nginx's
@@ -386,9 +387,10 @@ func (n *NginxProxy) Stop() {
 	}
 }
 
-// Route is the upstream (host:port) nginx sends a client dialling from
-// the loopback address sourceIP to, read from the X-Upstream-Addr header
-// of a request through it. The upstream must answer HTTP (any status).
+// Route is the upstream (host:port) that answers a client dialling nginx
+// from the loopback address sourceIP, read from the X-Upstream-Addr
+// header of a request through it (a fresh connection). The upstream must
+// answer HTTP (any status).
 func (n *NginxProxy) Route(t testing.TB, sourceIP string) string {
 	t.Helper()
 	client := LoopbackHTTPClient(sourceIP)
@@ -399,7 +401,10 @@ func (n *NginxProxy) Route(t testing.TB, sourceIP string) string {
 	}
 	io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
-	up := resp.Header.Get("X-Upstream-Addr")
+	// Upstreams tried before the one that answered come first, comma
+	// separated ("127.0.0.1:A, 127.0.0.1:B" when A refused).
+	hdr := resp.Header.Get("X-Upstream-Addr")
+	up := strings.TrimSpace(hdr[strings.LastIndexByte(hdr, ',')+1:])
 	if up == "" {
 		t.Fatalf("nginx route from %s: no X-Upstream-Addr (%s)", sourceIP, resp.Status)
 	}
