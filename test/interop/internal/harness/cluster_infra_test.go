@@ -43,8 +43,8 @@ func requirePgrep(t *testing.T) {
 }
 
 func TestRedisStartRestartKill(t *testing.T) {
-	requirePgrep(t)
 	r := Redis(t)
+	requirePgrep(t)
 	if !strings.HasPrefix(r.Addr(), "127.0.0.1:") || r.URL() != "redis://"+r.Addr() {
 		t.Fatalf("Addr %q URL %q", r.Addr(), r.URL())
 	}
@@ -101,8 +101,8 @@ func TestRedisStartRestartKill(t *testing.T) {
 }
 
 func TestRedisCluster(t *testing.T) {
-	requirePgrep(t)
 	c := RedisCluster(t, 3)
+	requirePgrep(t)
 	addrs := c.Addrs()
 	if len(addrs) != 3 {
 		t.Fatalf("Addrs %v", addrs)
@@ -203,11 +203,11 @@ func get(t *testing.T, n *NginxProxy, sourceIP string) (body, upstream string) {
 }
 
 func TestNginx(t *testing.T) {
-	requirePgrep(t)
 	a, b := backend(t, "a"), backend(t, "b")
 	aAddr, bAddr := strings.TrimPrefix(a.URL, "http://"), strings.TrimPrefix(b.URL, "http://")
 	name := map[string]string{aAddr: "a", bAddr: "b"}
 	n := Nginx(t, []string{aAddr, bAddr})
+	requirePgrep(t)
 	if !strings.HasPrefix(n.Addr(), "127.0.0.1:") || n.URL() != "http://"+n.Addr() {
 		t.Fatalf("Addr %q URL %q", n.Addr(), n.URL())
 	}
