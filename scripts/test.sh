@@ -26,8 +26,19 @@ command -v redis-server >/dev/null 2>&1 && command -v redis-cli >/dev/null 2>&1 
 command -v nginx >/dev/null 2>&1 || need+=(nginx)
 if [ ${#need[@]} -gt 0 ]; then
   say "installing Debian packages: ${need[*]}"
+  # The packages' install scripts would start the system's nginx (port 80)
+  # and redis-server (6379): services no test uses and nothing would stop.
+  # A policy-rc.d that refuses every start keeps them down, for the
+  # install only (one already there is left as it is).
+  norc=
+  if [ ! -e /usr/sbin/policy-rc.d ]; then
+    printf '#!/bin/sh\nexit 101\n' | as_root tee /usr/sbin/policy-rc.d >/dev/null
+    as_root chmod 755 /usr/sbin/policy-rc.d
+    norc=1
+  fi
   as_root apt-get update -qq
   as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}"
+  [ -z "$norc" ] || as_root rm -f /usr/sbin/policy-rc.d
 fi
 
 # npm packages, pinned by their lock files: the official JavaScript client;
