@@ -35,10 +35,11 @@ if [ ${#need[@]} -gt 0 ]; then
     printf '#!/bin/sh\nexit 101\n' | as_root tee /usr/sbin/policy-rc.d >/dev/null
     as_root chmod 755 /usr/sbin/policy-rc.d
     norc=1
+    trap 'as_root rm -f /usr/sbin/policy-rc.d' EXIT
   fi
   as_root apt-get update -qq
   as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}"
-  [ -z "$norc" ] || as_root rm -f /usr/sbin/policy-rc.d
+  [ -z "$norc" ] || { as_root rm -f /usr/sbin/policy-rc.d; trap - EXIT; }
 fi
 
 # npm packages, pinned by their lock files: the official JavaScript client;
