@@ -1,0 +1,148 @@
+package cluster
+
+import (
+	"bytes"
+	"reflect"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+func TestFrameRoundTrip(t *testing.T) {
+	frames := []Frame{
+		{Kind: KindRequest, From: "n1", To: "sid", Office: "o", Event: "client:tool_call", Call: 1, TimeoutMS: 35000, Payload: []byte(`[{"a":1}]`)},
+		{Kind: KindAnswer, From: "n2", To: "sid", Office: "o", Call: 1<<64 - 1, Payload: []byte{}},
+		{Kind: KindBroadcast, From: "n2", Office: "o{x}", Event: "notify:update_config"},
+		{Kind: KindGone, From: "n", To: strings.Repeat("s", MaxField), Call: 7},
+	}
+	for _, f := range frames {
+		b := AppendFrame(nil, &f)
+		got, err := DecodeFrame(b)
+		if err != nil {
+			t.Fatalf("%+v: %v", f, err)
+		}
+		if got.Payload == nil {
+			got.Payload = []byte{}
+		}
+		if f.Payload == nil {
+			f.Payload = []byte{}
+		}
+		if !reflect.DeepEqual(got, f) {
+			t.Fatalf("got %+v, want %+v", got, f)
+		}
+	}
+}
+
+func TestFrameRejects(t *testing.T) {
+	good := AppendFrame(nil, &Frame{Kind: KindRequest, From: "n", To: "s", Office: "o", Event: "e", Call: 1})
+	long := AppendFrame(nil, &Frame{Kind: KindRequest, From: strings.Repeat("n", MaxField+1)})
+	bad := map[string][]byte{
+		"empty":     nil,
+		"version":   append([]byte{0xA2}, good[1:]...),
+		"kind 0":    append([]byte{frameVersion, 0}, good[2:]...),
+		"kind 9":    append([]byte{frameVersion, 9}, good[2:]...),
+		"truncated": good[:5],
+		"no call":   good[:len(good)-2],
+		"too long":  long,
+		"huge len":  {frameVersion, 1, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01},
+	}
+	for name, b := range bad {
+		if _, err := DecodeFrame(b); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+}
+
+// FuzzDecodeFrame: frames come from Redis, which is not trusted blindly.
+// A frame that decodes re-encodes to one that decodes to the same frame.
+func FuzzDecodeFrame(f *testing.F) {
+	f.Add(AppendFrame(nil, &Frame{Kind: KindRequest, From: "n1", To: "sid", Office: "o", Event: "client:tool_call", Call: 3, TimeoutMS: 1000, Payload: []byte("[1]")}))
+	f.Add([]byte{frameVersion, 2, 0, 0, 0, 0, 0, 0})
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		fr, err := DecodeFrame(b)
+		if err != nil {
+			return
+		}
+		again, err := DecodeFrame(AppendFrame(nil, &fr))
+		if err != nil {
+			t.Fatalf("re-encoded frame rejected: %v", err)
+		}
+		if again.Kind != fr.Kind || again.From != fr.From || again.To != fr.To || again.Office != fr.Office ||
+			again.Event != fr.Event || again.Call != fr.Call || again.TimeoutMS != fr.TimeoutMS || !bytes.Equal(again.Payload, fr.Payload) {
+			t.Fatalf("%+v != %+v", again, fr)
+		}
+	})
+}
+
+func TestParseEvent(t *testing.T) {
+	tests := []struct {
+		in   string
+		want Event
+		ok   bool
+	}{
+		{"+3|sid1|computer|n1|my|name", Event{Office: "o", Enter: true, Version: 3, Member: Member{SID: "sid1", Role: "computer", Name: "my|name", Node: "n1"}}, true},
+		{"-12|s|agent|n|A", Event{Office: "o", Version: 12, Member: Member{SID: "s", Role: "agent", Name: "A", Node: "n"}}, true},
+		{"*1|s|agent|n|A", Event{}, false},
+		{"+0|s|agent|n|A", Event{}, false},
+		{"+x|s|agent|n|A", Event{}, false},
+		{"+1|s|boss|n|A", Event{}, false},
+		{"+1|s|agent|n|", Event{}, false},
+		{"+1|s s|agent|n|A", Event{}, false},
+		{"+1|s|agent|n{x}|A", Event{}, false},
+		{"+1|s|agent", Event{}, false},
+		{"", Event{}, false},
+	}
+	for _, tt := range tests {
+		got, err := parseEvent("o", tt.in)
+		if (err == nil) != tt.ok || (tt.ok && got != tt.want) {
+			t.Errorf("%q: %+v %v", tt.in, got, err)
+		}
+	}
+}
+
+// FuzzParseEvent: membership events come from Redis too. A parsed event
+// re-encodes (as the scripts build it) to one that parses the same.
+func FuzzParseEvent(f *testing.F) {
+	f.Add("+3|sid1|computer|n1|name")
+	f.Add("-1|s|agent|n|A")
+	f.Fuzz(func(t *testing.T, s string) {
+		ev, err := parseEvent("o", s)
+		if err != nil {
+			return
+		}
+		sign := "-"
+		if ev.Enter {
+			sign = "+"
+		}
+		again, err := parseEvent("o", sign+itoa(ev.Version)+"|"+ev.Member.SID+"|"+encodeMember(ev.Member))
+		if err != nil || again != ev {
+			t.Fatalf("%q: %+v, again %+v %v", s, ev, again, err)
+		}
+	})
+}
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+func TestTags(t *testing.T) {
+	seen := map[string]string{}
+	for _, office := range []string{"o", "{}", "~7b7d", "a}b", "x{", "~", "{"} {
+		k := officeKeys(office)[0]
+		if prev, ok := seen[k]; ok {
+			t.Fatalf("offices %q and %q share key %q", prev, office, k)
+		}
+		seen[k] = office
+		// Every key of an office has the same non-empty hash tag.
+		tagOf := func(k string) string {
+			i := strings.IndexByte(k, '{')
+			j := strings.IndexByte(k[i+1:], '}')
+			return k[i+1 : i+1+j]
+		}
+		ks := append(officeKeys(office), officeChannel(office))
+		for _, x := range ks {
+			if tg := tagOf(x); tg == "" || tg != tagOf(ks[0]) {
+				t.Fatalf("office %q: key %q tag %q", office, x, tg)
+			}
+		}
+	}
+}

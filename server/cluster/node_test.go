@@ -1,0 +1,375 @@
+package cluster
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/a2c-smcp/a2c-go/smcp"
+)
+
+// testNode is a Node with its handler's traffic recorded.
+type testNode struct {
+	*Node
+	frames chan Frame
+	mu     sync.Mutex
+	events []Event
+}
+
+func (tn *testNode) eventsOf(office string) []Event {
+	tn.mu.Lock()
+	defer tn.mu.Unlock()
+	var out []Event
+	for _, e := range tn.events {
+		if e.Office == office {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+func fastConfig(url, id string) Config {
+	return Config{URL: url, NodeID: id, LeaseTTL: time.Second, Heartbeat: 100 * time.Millisecond, SweepEvery: 100 * time.Millisecond, OpTimeout: 500 * time.Millisecond}
+}
+
+func startNode(t *testing.T, cfg Config) *testNode {
+	t.Helper()
+	tn := &testNode{frames: make(chan Frame, 1024)}
+	h := Handler{
+		Frame: func(f Frame) { tn.frames <- f },
+		Event: func(e Event) { tn.mu.Lock(); tn.events = append(tn.events, e); tn.mu.Unlock() },
+	}
+	n, err := Start(context.Background(), cfg, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tn.Node = n
+	t.Cleanup(n.Close)
+	return tn
+}
+
+func agent(office, name string) Seat    { return Seat{Office: office, Role: smcp.RoleAgent, Name: name} }
+func computer(office, name string) Seat { return Seat{Office: office, Role: smcp.RoleComputer, Name: name} }
+
+func mustJoin(t *testing.T, n *testNode, sid string, cur, req Seat) {
+	t.Helper()
+	d, err := n.Join(context.Background(), sid, cur.Role, cur, req)
+	if err != nil || d.Refuse != "" {
+		t.Fatalf("join %s %+v: %+v %v", sid, req, d, err)
+	}
+}
+
+// TestSeatRace: two nodes, two Redis clients, race for the same Agent seat
+// and the same Computer name; exactly one wins each round.
+func TestSeatRace(t *testing.T) {
+	r := startRedis(t)
+	a := startNode(t, fastConfig(r.url(), "na"))
+	b := startNode(t, fastConfig(r.url(), "nb"))
+	ctx := context.Background()
+	for i := range 1000 {
+		for _, role := range []smcp.Role{smcp.RoleAgent, smcp.RoleComputer} {
+			office := fmt.Sprintf("race-%s-%d", role, i)
+			req := Seat{Office: office, Role: role, Name: "x"}
+			var da, db Decision
+			var ea, eb error
+			var wg sync.WaitGroup
+			wg.Add(2)
+			go func() { defer wg.Done(); da, ea = a.Join(ctx, fmt.Sprintf("sa%d", i), "", Seat{}, req) }()
+			go func() { defer wg.Done(); db, eb = b.Join(ctx, fmt.Sprintf("sb%d", i), "", Seat{}, req) }()
+			wg.Wait()
+			if ea != nil || eb != nil {
+				t.Fatalf("round %d: %v %v", i, ea, eb)
+			}
+			want := RefuseAgentTaken
+			if role == smcp.RoleComputer {
+				want = RefuseNameTaken
+			}
+			wins := 0
+			for _, d := range []Decision{da, db} {
+				switch d.Refuse {
+				case "":
+					wins++
+				case want:
+				default:
+					t.Fatalf("round %d %s: refusal %q", i, role, d.Refuse)
+				}
+			}
+			if wins != 1 {
+				t.Fatalf("round %d %s: %d winners (%+v, %+v)", i, role, wins, da, db)
+			}
+		}
+	}
+}
+
+// TestRules: the cluster-wide decisions equal server/rooms.go's
+// decideJoin, case by case. Node b seats the other members, node a
+// decides.
+func TestRules(t *testing.T) {
+	r := startRedis(t)
+	a := startNode(t, fastConfig(r.url(), "ra"))
+	b := startNode(t, fastConfig(r.url(), "rb"))
+	tests := []struct {
+		name  string
+		setup func(o string) (role smcp.Role, cur Seat) // seats others on b, and the member itself on a
+		req   func(o string) Seat
+		want  Decision
+		after func(t *testing.T, o string)
+	}{
+		{"first agent", nil, func(o string) Seat { return agent(o, "A") }, Decision{}, nil},
+		{"first computer", nil, func(o string) Seat { return computer(o, "c") }, Decision{}, nil},
+		{"agent seat taken", func(o string) (smcp.Role, Seat) {
+			mustJoin(t, b, "other", Seat{}, agent(o, "B"))
+			return "", Seat{}
+		}, func(o string) Seat { return agent(o, "A") }, Decision{Refuse: RefuseAgentTaken}, nil},
+		{"computer name taken", func(o string) (smcp.Role, Seat) {
+			mustJoin(t, b, "other", Seat{}, computer(o, "c"))
+			return "", Seat{}
+		}, func(o string) Seat { return computer(o, "c") }, Decision{Refuse: RefuseNameTaken}, nil},
+		{"agent name = computer name is fine", func(o string) (smcp.Role, Seat) {
+			mustJoin(t, b, "other", Seat{}, computer(o, "c"))
+			return "", Seat{}
+		}, func(o string) Seat { return agent(o, "c") }, Decision{}, nil},
+		{"second computer", func(o string) (smcp.Role, Seat) {
+			mustJoin(t, b, "other", Seat{}, computer(o, "c1"))
+			mustJoin(t, b, "other2", Seat{}, agent(o, "A"))
+			return "", Seat{}
+		}, func(o string) Seat { return computer(o, "c2") }, Decision{}, nil},
+		{"role change", func(o string) (smcp.Role, Seat) {
+			return smcp.RoleComputer, Seat{}
+		}, func(o string) Seat { return agent(o, "A") }, Decision{Refuse: RefuseRole}, nil},
+		{"same seat again", func(o string) (smcp.Role, Seat) {
+			mustJoin(t, a, "me", Seat{}, computer(o, "c"))
+			return smcp.RoleComputer, computer(o, "c")
+		}, func(o string) Seat { return computer(o, "c") }, Decision{Already: true}, nil},
+		{"agent in another office", func(o string) (smcp.Role, Seat) {
+			mustJoin(t, a, "me", Seat{}, agent(o+"-first", "A"))
+			return smcp.RoleAgent, agent(o+"-first", "A")
+		}, func(o string) Seat { return agent(o, "A") }, Decision{Refuse: RefuseAgentElsewhr}, nil},
+		{"another name in the same office", func(o string) (smcp.Role, Seat) {
+			mustJoin(t, a, "me", Seat{}, computer(o, "c"))
+			return smcp.RoleComputer, computer(o, "c")
+		}, func(o string) Seat { return computer(o, "d") }, Decision{Refuse: RefuseOtherName}, nil},
+		{"computer switches office", func(o string) (smcp.Role, Seat) {
+			mustJoin(t, a, "me", Seat{}, computer(o+"-first", "c"))
+			return smcp.RoleComputer, computer(o+"-first", "c")
+		}, func(o string) Seat { return computer(o, "c") }, Decision{SwitchOffice: true}, func(t *testing.T, o string) {
+			if len(b.Members(o+"-first")) != 0 || len(a.Members(o+"-first")) != 0 {
+				t.Errorf("still in the first office")
+			}
+			if got := seats(t, r, o+"-first"); got != 0 {
+				t.Errorf("first office holds %d records", got)
+			}
+		}},
+		{"switch refused keeps the first office", func(o string) (smcp.Role, Seat) {
+			mustJoin(t, b, "other", Seat{}, computer(o, "c"))
+			mustJoin(t, a, "me", Seat{}, computer(o+"-first", "c"))
+			return smcp.RoleComputer, computer(o+"-first", "c")
+		}, func(o string) Seat { return computer(o, "c") }, Decision{Refuse: RefuseNameTaken}, func(t *testing.T, o string) {
+			if got := seats(t, r, o+"-first"); got != 1 {
+				t.Errorf("first office holds %d records, want 1", got)
+			}
+		}},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := fmt.Sprintf("rules-%d", i)
+			var role smcp.Role
+			var cur Seat
+			if tt.setup != nil {
+				role, cur = tt.setup(o)
+			}
+			d, err := a.Join(context.Background(), "me", role, cur, tt.req(o))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d != tt.want {
+				t.Fatalf("decision %+v, want %+v", d, tt.want)
+			}
+			if tt.after != nil {
+				tt.after(t, o)
+			}
+		})
+	}
+}
+
+// seats counts the member records of an office in Redis.
+func seats(t *testing.T, r *redisServer, office string) int {
+	t.Helper()
+	s, err := r.do("HLEN", officeKeys(office)[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	fmt.Sscan(s, &n)
+	return n
+}
+
+// TestCrossNodeCall: a request and its answer cross between two nodes
+// with exactly one PUBLISH each and no other Redis command, and the
+// routing lookups are served from the node's copy.
+func TestCrossNodeCall(t *testing.T) {
+	r := startRedis(t)
+	slow := func(id string) Config {
+		return Config{URL: r.url(), NodeID: id, LeaseTTL: time.Minute, Heartbeat: 30 * time.Second, SweepEvery: 30 * time.Second}
+	}
+	a := startNode(t, slow("ca"))
+	b := startNode(t, slow("cb"))
+	mustJoin(t, a, "agentsid", Seat{}, agent("o1", "A"))
+	mustJoin(t, b, "compsid", Seat{}, computer("o1", "c1"))
+	waitFor(t, 2*time.Second, "a sees c1", func() bool { _, ok := a.Lookup("o1", smcp.RoleComputer, "c1"); return ok })
+	ctx := context.Background()
+	if _, err := r.do("CONFIG", "RESETSTAT"); err != nil {
+		t.Fatal(err)
+	}
+	const calls = 100
+	for i := range calls {
+		target, ok := a.Lookup("o1", smcp.RoleComputer, "c1")
+		if !ok || target.Node != "cb" || target.SID != "compsid" {
+			t.Fatalf("lookup: %+v %v", target, ok)
+		}
+		payload := []byte(fmt.Sprintf(`[{"tool_name":"echo","n":%d}]`, i))
+		req := Frame{Kind: KindRequest, From: a.ID(), To: target.SID, Office: "o1", Event: smcp.EventToolCall, Call: uint64(i + 1), TimeoutMS: 5000, Payload: payload}
+		if err := a.Publish(ctx, target.Node, &req); err != nil {
+			t.Fatal(err)
+		}
+		got := recv(t, b.frames)
+		if got.Kind != req.Kind || got.From != req.From || got.To != req.To || got.Office != req.Office || got.Event != req.Event || got.Call != req.Call || got.TimeoutMS != req.TimeoutMS || !bytes.Equal(got.Payload, payload) {
+			t.Fatalf("request %+v, want %+v", got, req)
+		}
+		ans := Frame{Kind: KindAnswer, From: b.ID(), To: "agentsid", Office: "o1", Call: got.Call, Payload: []byte(`[{"content":[]}]`)}
+		if err := b.Publish(ctx, got.From, &ans); err != nil {
+			t.Fatal(err)
+		}
+		back := recv(t, a.frames)
+		if back.Kind != KindAnswer || back.Call != uint64(i+1) || back.To != "agentsid" {
+			t.Fatalf("answer %+v", back)
+		}
+	}
+	stats := r.commandStats()
+	delete(stats, "config|resetstat")
+	delete(stats, "info")
+	if len(stats) != 1 || stats["publish"] != 2*calls {
+		t.Fatalf("commands for %d cross-node calls: %v; want only publish=%d", calls, stats, 2*calls)
+	}
+	t.Logf("%d cross-node calls: %v", calls, stats)
+}
+
+func recv(t *testing.T, ch chan Frame) Frame {
+	t.Helper()
+	select {
+	case f := <-ch:
+		return f
+	case <-time.After(3 * time.Second):
+		t.Fatal("no frame")
+		return Frame{}
+	}
+}
+
+// TestDeadNodeSwept: a node that stops renewing its lease has its members
+// removed by the others within the removal bound, with a departure each.
+func TestDeadNodeSwept(t *testing.T) {
+	r := startRedis(t)
+	a := startNode(t, fastConfig(r.url(), "sa"))
+	bcfg := fastConfig(r.url(), "sb")
+	b := startNode(t, bcfg)
+	mustJoin(t, a, "agentsid", Seat{}, agent("o", "A"))
+	mustJoin(t, b, "c1sid", Seat{}, computer("o", "c1"))
+	mustJoin(t, b, "c2sid", Seat{}, computer("o", "c2"))
+	mustJoin(t, b, "elsewhere", Seat{}, computer("o2", "c1"))
+	waitFor(t, 2*time.Second, "a sees both", func() bool { return len(a.Members("o")) == 3 })
+	b.Close() // as kill -9 does: no leave, the lease is not removed
+	died := time.Now()
+	bound := bcfg
+	_ = bound.fill()
+	waitFor(t, bound.RemovalBound()+time.Second, "departures", func() bool {
+		n := 0
+		for _, e := range a.eventsOf("o") {
+			if !e.Enter && e.Member.Node == "sb" {
+				n++
+			}
+		}
+		return n == 2
+	})
+	took := time.Since(died)
+	if took > bound.RemovalBound() {
+		t.Errorf("swept after %v, bound %v", took, bound.RemovalBound())
+	}
+	t.Logf("dead node swept %v after its death (bound %v)", took, bound.RemovalBound())
+	if m := a.Members("o"); len(m) != 1 || m[0].SID != "agentsid" {
+		t.Fatalf("members left: %+v", m)
+	}
+	waitFor(t, 2*time.Second, "o2 emptied", func() bool { return seats(t, r, "o2") == 0 })
+	// The name is free again: a Computer that rejoins through node a wins.
+	mustJoin(t, a, "c1again", Seat{}, computer("o", "c1"))
+	if ok, err := a.ComputerElsewhere(context.Background(), "c1"); err != nil || !ok {
+		t.Fatalf("name index: %v %v", ok, err)
+	}
+}
+
+// TestRedisRestart: Redis lost and restarted empty. Joins are refused
+// while it is away; when it is back each node re-asserts its members and
+// reloads its copy, and events flow again.
+func TestRedisRestart(t *testing.T) {
+	r := startRedis(t)
+	a := startNode(t, fastConfig(r.url(), "xa"))
+	b := startNode(t, fastConfig(r.url(), "xb"))
+	mustJoin(t, a, "agentsid", Seat{}, agent("o", "A"))
+	mustJoin(t, b, "c1sid", Seat{}, computer("o", "c1"))
+	waitFor(t, 2*time.Second, "a sees c1", func() bool { return len(a.Members("o")) == 2 })
+
+	r.stop()
+	waitFor(t, 3*time.Second, "a unhealthy", func() bool { return !a.Healthy() })
+	_, err := a.Join(context.Background(), "newsid", "", Seat{}, computer("o", "c2"))
+	if !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("join without Redis: %v, want ErrUnavailable", err)
+	}
+	// The copy still routes between the members the nodes know.
+	if _, ok := a.Lookup("o", smcp.RoleComputer, "c1"); !ok {
+		t.Fatal("copy lost while Redis is away")
+	}
+
+	r.restart()
+	waitFor(t, 5*time.Second, "state restored", func() bool { return a.Healthy() && b.Healthy() && seats(t, r, "o") == 2 })
+	d, err := a.Join(context.Background(), "newsid", "", Seat{}, computer("o", "c1"))
+	if err != nil || d.Refuse != RefuseNameTaken {
+		t.Fatalf("rules after restart: %+v %v", d, err)
+	}
+	mustJoin(t, a, "newsid", Seat{}, computer("o", "c2"))
+	waitFor(t, 3*time.Second, "b sees c2", func() bool { _, ok := b.Lookup("o", smcp.RoleComputer, "c2"); return ok })
+}
+
+func TestParseURL(t *testing.T) {
+	tests := []struct {
+		in      string
+		addrs   []string
+		cluster bool
+		tls     bool
+		db      int
+		wantErr bool
+	}{
+		{in: "redis://127.0.0.1:6379", addrs: []string{"127.0.0.1:6379"}},
+		{in: "redis://:pw@h:1/2", addrs: []string{"h:1"}, db: 2},
+		{in: "rediss://h:6380", addrs: []string{"h:6380"}, tls: true},
+		{in: "redis://a:1, redis://b:2,c:3", addrs: []string{"a:1", "b:2", "c:3"}, cluster: true},
+		{in: "redis://a:1/1,redis://b:2", wantErr: true},
+		{in: "", wantErr: true},
+		{in: "http://x", wantErr: true},
+	}
+	for _, tt := range tests {
+		o, cluster, err := ParseURL(tt.in)
+		if (err != nil) != tt.wantErr {
+			t.Errorf("%q: err %v", tt.in, err)
+			continue
+		}
+		if err != nil {
+			continue
+		}
+		if fmt.Sprint(o.Addrs) != fmt.Sprint(tt.addrs) || cluster != tt.cluster || (o.TLSConfig != nil) != tt.tls || o.DB != tt.db {
+			t.Errorf("%q: %v cluster=%v tls=%v db=%d", tt.in, o.Addrs, cluster, o.TLSConfig != nil, o.DB)
+		}
+	}
+}

@@ -1,0 +1,152 @@
+package cluster
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// redisServer is one real redis-server on 127.0.0.1, owned by a test.
+type redisServer struct {
+	t    *testing.T
+	port int
+	dir  string
+	cmd  *exec.Cmd
+}
+
+// startRedis starts a redis-server with no persistence on a free port and
+// stops it when the test ends; it skips the test when redis-server is not
+// installed.
+func startRedis(t *testing.T) *redisServer {
+	t.Helper()
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		t.Skip("redis-server not installed")
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	r := &redisServer{t: t, port: port, dir: t.TempDir()}
+	r.start()
+	t.Cleanup(r.stop)
+	return r
+}
+
+func (r *redisServer) url() string { return fmt.Sprintf("redis://127.0.0.1:%d", r.port) }
+
+func (r *redisServer) start() {
+	r.t.Helper()
+	r.cmd = exec.Command("redis-server", "--port", strconv.Itoa(r.port), "--bind", "127.0.0.1",
+		"--save", "", "--appendonly", "no", "--dir", r.dir)
+	if err := r.cmd.Start(); err != nil {
+		r.t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if _, err := r.do("PING"); err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			r.t.Fatal("redis-server did not start")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func (r *redisServer) stop() {
+	if r.cmd == nil || r.cmd.Process == nil {
+		return
+	}
+	_ = r.cmd.Process.Kill()
+	_ = r.cmd.Wait()
+	r.cmd = nil
+}
+
+// restart stops Redis and starts an empty one on the same port.
+func (r *redisServer) restart() {
+	r.stop()
+	r.start()
+}
+
+// do sends one inline command on a fresh connection and returns the
+// reply's lines (enough for PING, CONFIG RESETSTAT and INFO).
+func (r *redisServer) do(args ...string) (string, error) {
+	c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", r.port), time.Second)
+	if err != nil {
+		return "", err
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(3 * time.Second))
+	var b strings.Builder
+	fmt.Fprintf(&b, "*%d\r\n", len(args))
+	for _, a := range args {
+		fmt.Fprintf(&b, "$%d\r\n%s\r\n", len(a), a)
+	}
+	if _, err := c.Write([]byte(b.String())); err != nil {
+		return "", err
+	}
+	rd := bufio.NewReader(c)
+	line, err := rd.ReadString('\n')
+	if err != nil {
+		return "", err
+	}
+	switch line[0] {
+	case '+', ':':
+		return strings.TrimSpace(line[1:]), nil
+	case '-':
+		return "", fmt.Errorf("redis: %s", strings.TrimSpace(line[1:]))
+	case '$':
+		n, _ := strconv.Atoi(strings.TrimSpace(line[1:]))
+		if n < 0 {
+			return "", nil
+		}
+		buf := make([]byte, n+2)
+		if _, err := io.ReadFull(rd, buf); err != nil {
+			return "", err
+		}
+		return string(buf[:n]), nil
+	}
+	return "", fmt.Errorf("redis: unexpected reply %q", line)
+}
+
+// commandStats returns INFO commandstats as command -> calls.
+func (r *redisServer) commandStats() map[string]int {
+	r.t.Helper()
+	s, err := r.do("INFO", "commandstats")
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	out := map[string]int{}
+	for line := range strings.SplitSeq(s, "\n") {
+		name, rest, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if !ok || !strings.HasPrefix(name, "cmdstat_") {
+			continue
+		}
+		calls, _, _ := strings.Cut(strings.TrimPrefix(rest, "calls="), ",")
+		out[strings.TrimPrefix(name, "cmdstat_")], _ = strconv.Atoi(calls)
+	}
+	return out
+}
+
+// waitFor polls cond every 10 ms until it holds or d passes.
+func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	for !cond() {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("timed out after %v waiting for %s", d, what)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
