@@ -81,16 +81,17 @@ func TestParseEvent(t *testing.T) {
 		want Event
 		ok   bool
 	}{
-		{"+3|sid1|computer|n1|my|name", Event{Office: "o", Enter: true, Version: 3, Member: Member{SID: "sid1", Role: "computer", Name: "my|name", Node: "n1"}}, true},
-		{"-12|s|agent|n|A", Event{Office: "o", Version: 12, Member: Member{SID: "s", Role: "agent", Name: "A", Node: "n"}}, true},
-		{"*1|s|agent|n|A", Event{}, false},
-		{"+0|s|agent|n|A", Event{}, false},
-		{"+x|s|agent|n|A", Event{}, false},
-		{"+1|s|boss|n|A", Event{}, false},
-		{"+1|s|agent|n|", Event{}, false},
-		{"+1|s s|agent|n|A", Event{}, false},
-		{"+1|s|agent|n{x}|A", Event{}, false},
+		{"+3|sid1|computer|n1|0.4.0|my|name", Event{Office: "o", Enter: true, Version: 3, Member: Member{SID: "sid1", Role: "computer", Name: "my|name", Node: "n1", Version: "0.4.0"}}, true},
+		{"-12|s|agent|n||A", Event{Office: "o", Version: 12, Member: Member{SID: "s", Role: "agent", Name: "A", Node: "n"}}, true},
+		{"*1|s|agent|n||A", Event{}, false},
+		{"+0|s|agent|n||A", Event{}, false},
+		{"+x|s|agent|n||A", Event{}, false},
+		{"+1|s|boss|n||A", Event{}, false},
+		{"+1|s|agent|n||", Event{}, false},
+		{"+1|s s|agent|n||A", Event{}, false},
+		{"+1|s|agent|n{x}||A", Event{}, false},
 		{"+1|s|agent", Event{}, false},
+		{"+1|s|agent|n|A", Event{}, false},
 		{"", Event{}, false},
 	}
 	for _, tt := range tests {
@@ -104,8 +105,8 @@ func TestParseEvent(t *testing.T) {
 // FuzzParseEvent: membership events come from Redis too. A parsed event
 // re-encodes (as the scripts build it) to one that parses the same.
 func FuzzParseEvent(f *testing.F) {
-	f.Add("+3|sid1|computer|n1|name")
-	f.Add("-1|s|agent|n|A")
+	f.Add("+3|sid1|computer|n1|0.4.0|name")
+	f.Add("-1|s|agent|n||A")
 	f.Fuzz(func(t *testing.T, s string) {
 		ev, err := parseEvent("o", s)
 		if err != nil {

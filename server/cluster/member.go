@@ -16,6 +16,9 @@ type Member struct {
 	Name string
 	// Node is the id of the node that holds the member's connection.
 	Node string
+	// Version is the a2c_version the connection presented (server:list_room
+	// reports it).
+	Version string
 }
 
 // Event is one change of an office's membership, published by the join,
@@ -36,11 +39,15 @@ type Event struct {
 var errMember = errors.New("cluster: malformed member record")
 
 // encodeMember is the value of a member in the office hash:
-// "role|node|name". Role and node hold no '|' (checked at the edge);
-// the name comes last, so it may.
+// "role|node|version|name". Role, node and version hold no '|' (checked
+// at the edge); the name comes last, so it may.
 func encodeMember(m Member) string {
-	return string(m.Role) + "|" + m.Node + "|" + m.Name
+	return string(m.Role) + "|" + m.Node + "|" + m.Version + "|" + m.Name
 }
+
+// validVersion reports whether an a2c_version may be stored: at most 64
+// bytes, no '|'.
+func validVersion(v string) bool { return len(v) <= 64 && !strings.Contains(v, "|") }
 
 // parseMember parses a value of the office hash. The content comes from
 // Redis and is checked, not trusted.
@@ -49,15 +56,19 @@ func parseMember(sid, v string) (Member, error) {
 	if !ok {
 		return Member{}, fmt.Errorf("%w: %q", errMember, v)
 	}
-	node, name, ok := strings.Cut(rest, "|")
-	if !ok || !smcp.Role(role).Valid() || !validID(node) || name == "" || len(name) > MaxField || !validID(sid) {
+	node, rest, ok := strings.Cut(rest, "|")
+	if !ok {
 		return Member{}, fmt.Errorf("%w: %q", errMember, v)
 	}
-	return Member{SID: sid, Role: smcp.Role(role), Name: name, Node: node}, nil
+	version, name, ok := strings.Cut(rest, "|")
+	if !ok || !smcp.Role(role).Valid() || !validID(node) || !validVersion(version) || name == "" || len(name) > MaxField || !validID(sid) {
+		return Member{}, fmt.Errorf("%w: %q", errMember, v)
+	}
+	return Member{SID: sid, Role: smcp.Role(role), Name: name, Node: node, Version: version}, nil
 }
 
 // parseEvent parses a message of an office's event channel:
-// "+version|sid|role|node|name" for an arrival, '-' for a departure (the
+// "+seq|sid|role|node|a2c_version|name" for an arrival, '-' for a departure (the
 // scripts build it).
 func parseEvent(office, msg string) (Event, error) {
 	if len(msg) < 2 || (msg[0] != '+' && msg[0] != '-') {

@@ -240,24 +240,33 @@ func (n *Node) Publish(ctx context.Context, node string, f *Frame) error {
 	return nil
 }
 
-// Join applies the office rules cluster-wide to the connection sid (whose
-// role is role, "" before its first join, and which now sits at cur, the
-// zero Seat if nowhere) asking for req. It returns the same decision as
+// Conn is the connection that asks to join, as its node knows it.
+type Conn struct {
+	SID string
+	// Role is the role of the connection's first join ("" before it).
+	Role smcp.Role
+	// Version is the a2c_version it presented at the handshake.
+	Version string
+}
+
+// Join applies the office rules cluster-wide to the connection c, which
+// now sits at cur (the zero Seat if nowhere), asking for req. It returns the same decision as
 // the single-node rules; when accepted the seat is taken in Redis and the
 // entry is published, and a Computer that switched offices has left the
 // former one. An error (ErrUnavailable) means nothing was decided: the
 // caller refuses with [RefuseUnavailable].
-func (n *Node) Join(ctx context.Context, sid string, role smcp.Role, cur, req Seat) (Decision, error) {
-	if d, done := decideLocal(role, cur, req); done {
+func (n *Node) Join(ctx context.Context, c Conn, cur, req Seat) (Decision, error) {
+	if d, done := decideLocal(c.Role, cur, req); done {
 		return d, nil
 	}
-	if !validID(sid) {
-		return Decision{}, fmt.Errorf("cluster: invalid sid %q", sid)
+	sid := c.SID
+	if !validID(sid) || !validVersion(c.Version) || req.Name == "" || len(req.Name) > MaxField {
+		return Decision{}, fmt.Errorf("cluster: invalid member %q %q %q", sid, c.Version, req.Name)
 	}
 	if !n.healthy.Load() {
 		return Decision{}, fmt.Errorf("%w: not connected", ErrUnavailable)
 	}
-	m := Member{SID: sid, Role: req.Role, Name: req.Name, Node: n.id}
+	m := Member{SID: sid, Role: req.Role, Name: req.Name, Node: n.id, Version: c.Version}
 	if err := n.follow(ctx, req.Office); err != nil {
 		return Decision{}, err
 	}
@@ -313,7 +322,7 @@ func (n *Node) seat(ctx context.Context, office string, m Member) (code int64, h
 	if err := n.rdb.SAdd(c, nodeIndex(n.id), office).Err(); err != nil {
 		return 0, "", n.fail("index", err)
 	}
-	res, err := joinScript.Run(c, n.rdb, officeKeys(office), m.SID, string(m.Role), m.Name, m.Node, officeChannel(office), n.pubCmd).Slice()
+	res, err := joinScript.Run(c, n.rdb, officeKeys(office), m.SID, string(m.Role), m.Name, m.Node, officeChannel(office), n.pubCmd, m.Version).Slice()
 	if err != nil {
 		return 0, "", n.fail("join", err)
 	}

@@ -52,12 +52,14 @@ func startNode(t *testing.T, cfg Config) *testNode {
 	return tn
 }
 
-func agent(office, name string) Seat    { return Seat{Office: office, Role: smcp.RoleAgent, Name: name} }
-func computer(office, name string) Seat { return Seat{Office: office, Role: smcp.RoleComputer, Name: name} }
+func agent(office, name string) Seat { return Seat{Office: office, Role: smcp.RoleAgent, Name: name} }
+func computer(office, name string) Seat {
+	return Seat{Office: office, Role: smcp.RoleComputer, Name: name}
+}
 
 func mustJoin(t *testing.T, n *testNode, sid string, cur, req Seat) {
 	t.Helper()
-	d, err := n.Join(context.Background(), sid, cur.Role, cur, req)
+	d, err := n.Join(context.Background(), Conn{SID: sid, Role: cur.Role, Version: "0.4.0"}, cur, req)
 	if err != nil || d.Refuse != "" {
 		t.Fatalf("join %s %+v: %+v %v", sid, req, d, err)
 	}
@@ -78,8 +80,8 @@ func TestSeatRace(t *testing.T) {
 			var ea, eb error
 			var wg sync.WaitGroup
 			wg.Add(2)
-			go func() { defer wg.Done(); da, ea = a.Join(ctx, fmt.Sprintf("sa%d", i), "", Seat{}, req) }()
-			go func() { defer wg.Done(); db, eb = b.Join(ctx, fmt.Sprintf("sb%d", i), "", Seat{}, req) }()
+			go func() { defer wg.Done(); da, ea = a.Join(ctx, Conn{SID: fmt.Sprintf("sa%d", i)}, Seat{}, req) }()
+			go func() { defer wg.Done(); db, eb = b.Join(ctx, Conn{SID: fmt.Sprintf("sb%d", i)}, Seat{}, req) }()
 			wg.Wait()
 			if ea != nil || eb != nil {
 				t.Fatalf("round %d: %v %v", i, ea, eb)
@@ -182,7 +184,7 @@ func TestRules(t *testing.T) {
 			if tt.setup != nil {
 				role, cur = tt.setup(o)
 			}
-			d, err := a.Join(context.Background(), "me", role, cur, tt.req(o))
+			d, err := a.Join(context.Background(), Conn{SID: "me", Role: role, Version: "0.4.0"}, cur, tt.req(o))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -228,7 +230,7 @@ func TestCrossNodeCall(t *testing.T) {
 	const calls = 100
 	for i := range calls {
 		target, ok := a.Lookup("o1", smcp.RoleComputer, "c1")
-		if !ok || target.Node != "cb" || target.SID != "compsid" {
+		if !ok || target.Node != "cb" || target.SID != "compsid" || target.Version != "0.4.0" {
 			t.Fatalf("lookup: %+v %v", target, ok)
 		}
 		payload := []byte(fmt.Sprintf(`[{"tool_name":"echo","n":%d}]`, i))
@@ -323,7 +325,7 @@ func TestRedisRestart(t *testing.T) {
 
 	r.stop()
 	waitFor(t, 3*time.Second, "a unhealthy", func() bool { return !a.Healthy() })
-	_, err := a.Join(context.Background(), "newsid", "", Seat{}, computer("o", "c2"))
+	_, err := a.Join(context.Background(), Conn{SID: "newsid"}, Seat{}, computer("o", "c2"))
 	if !errors.Is(err, ErrUnavailable) {
 		t.Fatalf("join without Redis: %v, want ErrUnavailable", err)
 	}
@@ -334,7 +336,7 @@ func TestRedisRestart(t *testing.T) {
 
 	r.restart()
 	waitFor(t, 5*time.Second, "state restored", func() bool { return a.Healthy() && b.Healthy() && seats(t, r, "o") == 2 })
-	d, err := a.Join(context.Background(), "newsid", "", Seat{}, computer("o", "c1"))
+	d, err := a.Join(context.Background(), Conn{SID: "newsid"}, Seat{}, computer("o", "c1"))
 	if err != nil || d.Refuse != RefuseNameTaken {
 		t.Fatalf("rules after restart: %+v %v", d, err)
 	}

@@ -11,7 +11,7 @@ import (
 // so on a Redis Cluster they live in one slot and one script may touch
 // them all; the same goes for a node's channel and index.
 //
-//	a2c:{O}:m      hash  sid -> "role|node|name"   the office's members
+//	a2c:{O}:m      hash  sid -> "role|node|a2c_version|name"   the members
 //	a2c:{O}:s      hash  seat -> sid  ("a" the Agent, "c:<name>" a Computer)
 //	a2c:{O}:v      counter, +1 per change: the office's version
 //	a2c:{O}:ev     channel of membership events
@@ -52,7 +52,8 @@ const nodesKey = "a2c:nodes"
 // and the event are one step, so every node sees the office's changes in
 // the order they happened, numbered without gaps.
 
-// joinScript seats ARGV sid as (role, name) held by node. It returns
+// joinScript seats ARGV sid as (role, name) held by node, with the
+// connection's a2c_version in ARGV[7]. It returns
 // {0} seated, {1} already seated so, {2, holderNode} the Agent seat is
 // taken, {3, holderNode} the Computer name is taken, {4} the sid holds
 // another seat in this office.
@@ -60,7 +61,7 @@ var joinScript = redis.NewScript(`
 local sid, role, name, node = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local seat = 'a'
 if role == 'computer' then seat = 'c:' .. name end
-local rec = role .. '|' .. node .. '|' .. name
+local rec = role .. '|' .. node .. '|' .. ARGV[7] .. '|' .. name
 local cur = redis.call('HGET', KEYS[1], sid)
 if cur then
   if cur == rec then return {1} end
@@ -89,7 +90,7 @@ return {0}
 var leaveScript = redis.NewScript(`
 local rec = redis.call('HGET', KEYS[1], ARGV[1])
 if not rec then return false end
-local role, node, name = string.match(rec, '^([^|]*)|([^|]*)|(.*)$')
+local role, node, name = string.match(rec, '^([^|]*)|([^|]*)|[^|]*|(.*)$')
 if ARGV[2] ~= '' and node ~= ARGV[2] then return false end
 local seat = 'a'
 if role == 'computer' then seat = 'c:' .. name end
@@ -113,7 +114,7 @@ local all = redis.call('HGETALL', KEYS[1])
 local out = {}
 for i = 1, #all, 2 do
   local sid, rec = all[i], all[i+1]
-  local role, node, name = string.match(rec, '^([^|]*)|([^|]*)|(.*)$')
+  local role, node, name = string.match(rec, '^([^|]*)|([^|]*)|[^|]*|(.*)$')
   if node == ARGV[1] then
     local seat = 'a'
     if role == 'computer' then seat = 'c:' .. name end
