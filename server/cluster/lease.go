@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -58,6 +59,13 @@ func (n *Node) heartbeat() {
 // reloads every office it follows.
 func (n *Node) resync(ctx context.Context) error {
 	n.needSync.Store(false)
+	fail := func(err error) error {
+		n.needSync.Store(true)
+		return err
+	}
+	if err := n.resubscribe(ctx); err != nil {
+		return fail(err)
+	}
 	n.mu.Lock()
 	held := make(map[string][]Member, len(n.local))
 	for office, ms := range n.local {
@@ -66,10 +74,6 @@ func (n *Node) resync(ctx context.Context) error {
 		}
 	}
 	n.mu.Unlock()
-	fail := func(err error) error {
-		n.needSync.Store(true)
-		return err
-	}
 	// Offices in the index that we no longer hold: drop our leftovers.
 	c, cancel := n.op(ctx)
 	idx, err := n.rdb.SMembers(c, nodeIndex(n.id)).Result()
@@ -106,6 +110,31 @@ func (n *Node) resync(ctx context.Context) error {
 		if err := n.load(ctx, office); err != nil {
 			return fail(err)
 		}
+	}
+	return nil
+}
+
+// resubscribe subscribes again to the node's channel and every followed
+// office's. The client library resubscribes by itself after a reconnect,
+// but only when its connection notices the loss; subscribing again
+// (harmless when still subscribed) forces a fresh connection now.
+func (n *Node) resubscribe(ctx context.Context) error {
+	n.subMu.Lock()
+	defer n.subMu.Unlock()
+	n.mu.Lock()
+	chs := []string{nodeChannel(n.id)}
+	for ch := range n.views {
+		chs = append(chs, ch)
+	}
+	n.mu.Unlock()
+	if n.cluster {
+		// Each sharded subscription reconnects on its own connection.
+		return nil
+	}
+	c, cancel := n.op(ctx)
+	defer cancel()
+	if err := n.shared.Subscribe(c, chs...); err != nil {
+		return fmt.Errorf("%w: resubscribe: %w", ErrUnavailable, err)
 	}
 	return nil
 }

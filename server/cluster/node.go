@@ -58,6 +58,9 @@ type Node struct {
 	// lease): the next healthy heartbeat re-asserts and reloads.
 	needSync atomic.Bool
 
+	// subMu orders the subscriptions to office channels with the views
+	// they feed, so an unsubscribe never overtakes a newer subscribe.
+	subMu  sync.Mutex
 	mu     sync.Mutex
 	local  map[string]map[string]Member // office -> sid -> member held here
 	views  map[string]*view             // event channel -> followed office
@@ -73,6 +76,9 @@ type view struct {
 	version int64
 	members map[string]Member
 	pending []Event
+	// pins counts the joins in progress that need the view: it is not
+	// dropped while one runs, even if the node holds nobody there yet.
+	pins int
 }
 
 // Start connects to Redis, registers the node (lease and registry),
@@ -270,6 +276,7 @@ func (n *Node) Join(ctx context.Context, c Conn, cur, req Seat) (Decision, error
 	if err := n.follow(ctx, req.Office); err != nil {
 		return Decision{}, err
 	}
+	defer n.unpin(req.Office)
 	code, holder, err := n.seat(ctx, req.Office, m)
 	if err == nil && code >= 2 && code <= 3 && holder != "" && holder != n.id && !n.alive(ctx, holder) {
 		// The seat's holder is on a dead node not swept yet: sweep this
@@ -279,7 +286,6 @@ func (n *Node) Join(ctx context.Context, c Conn, cur, req Seat) (Decision, error
 		}
 	}
 	if err != nil {
-		n.unfollowIfIdle(req.Office)
 		return Decision{}, err
 	}
 	var d Decision
@@ -309,7 +315,6 @@ func (n *Node) Join(ctx context.Context, c Conn, cur, req Seat) (Decision, error
 	default:
 		d.Refuse = RefuseOtherName
 	}
-	n.unfollowIfIdle(req.Office)
 	return d, nil
 }
 
@@ -444,14 +449,19 @@ func (n *Node) Nodes(office string) []string {
 }
 
 // follow makes sure the node receives office's events before it changes
-// the office, so that no event after its snapshot is missed.
+// the office, so that no event after its snapshot is missed, and pins the
+// view until the caller's unpin.
 func (n *Node) follow(ctx context.Context, office string) error {
 	ch := officeChannel(office)
+	n.subMu.Lock()
+	defer n.subMu.Unlock()
 	n.mu.Lock()
-	_, ok := n.views[ch]
+	v, ok := n.views[ch]
 	if !ok {
-		n.views[ch] = &view{office: office, members: make(map[string]Member)}
+		v = &view{office: office, members: make(map[string]Member)}
+		n.views[ch] = v
 	}
+	v.pins++
 	n.mu.Unlock()
 	if ok {
 		return nil
@@ -459,12 +469,25 @@ func (n *Node) follow(ctx context.Context, office string) error {
 	return n.subscribe(ctx, ch)
 }
 
-// unfollowIfIdle stops following an office where the node holds nobody.
+// unpin ends a join's hold on the office's view.
+func (n *Node) unpin(office string) {
+	n.mu.Lock()
+	if v := n.views[officeChannel(office)]; v != nil {
+		v.pins--
+	}
+	n.mu.Unlock()
+	n.unfollowIfIdle(office)
+}
+
+// unfollowIfIdle stops following an office where the node holds nobody
+// and no join is in progress.
 func (n *Node) unfollowIfIdle(office string) {
 	ch := officeChannel(office)
+	n.subMu.Lock()
+	defer n.subMu.Unlock()
 	n.mu.Lock()
-	_, ok := n.views[ch]
-	idle := ok && len(n.local[office]) == 0
+	v, ok := n.views[ch]
+	idle := ok && len(n.local[office]) == 0 && v.pins == 0
 	if idle {
 		delete(n.views, ch)
 	}

@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -42,6 +44,9 @@ func startNode(t *testing.T, cfg Config) *testNode {
 	h := Handler{
 		Frame: func(f Frame) { tn.frames <- f },
 		Event: func(e Event) { tn.mu.Lock(); tn.events = append(tn.events, e); tn.mu.Unlock() },
+	}
+	if os.Getenv("CLUSTER_DEBUG") != "" {
+		cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
 	n, err := Start(context.Background(), cfg, h)
 	if err != nil {
