@@ -1,0 +1,148 @@
+// Package cluster lets any number of `a2c server` processes (nodes) act
+// as one hub, coordinated through Redis (or Valkey, or a Redis Cluster).
+// A client cannot tell a cluster from one server: the office rules hold
+// cluster-wide, requests and answers cross nodes unchanged, and a node's
+// death or a Redis outage ends in the answers the single server gives.
+//
+// # Nodes and liveness
+//
+// Each node has an id (Config.NodeID, random by default) and, while it
+// lives, a lease: the key a2c:{N}:lease, written with a TTL of
+// Config.LeaseTTL (5 s) and renewed every Config.Heartbeat (1 s) with
+// SET XX PX. The registry set a2c:nodes lists the node ids. A node is dead
+// when its lease has expired. Every node runs a sweeper that every
+// Config.SweepEvery (1 s) reads the registry and checks each lease (one
+// pipelined EXISTS each); for a dead node it runs the sweep script on each
+// office of the dead node's index, then deletes the index and the
+// registration. So a node killed with kill -9 has all its members removed,
+// and a departure published for each, within Config.RemovalBound: LeaseTTL
+// + SweepEvery + 2 × OpTimeout = 8 s with the defaults (the promise to
+// users is ≤ 15 s). The sweep script only removes members that are still
+// there, so several sweepers racing on one dead node publish each
+// departure once.
+//
+// # What is stored where
+//
+// Every key of one office carries the office's hash tag ({O}, or {~hex}
+// when O holds a brace or starts with '~'), so on a Redis Cluster they
+// share one slot and one script may touch them all:
+//
+//	a2c:{O}:m      hash sid -> "role|node|a2c_version|name": the members
+//	a2c:{O}:s      hash seat -> sid: "a" the Agent seat, "c:<name>" a Computer name
+//	a2c:{O}:v      the office's version, +1 per change
+//	a2c:{O}:ev     channel: the office's membership events
+//	a2c:{N}:idx    set: the offices where node N holds (or held) members
+//	a2c:{N}:lease  node N's lease
+//	a2c:{N}:ch     channel: frames for node N
+//	a2c:nodes      set: registered node ids
+//	a2c:cn:{name}  set: the offices holding a Computer of that name
+//
+// A node adds an office to its index before it takes a seat there, so
+// whatever the moment of a crash the index covers every seat the node
+// holds and the sweep finds them all. The name index only tells "not in
+// your office" (4104) from "not found" (404) on a request that cannot be
+// routed; it is updated after the seat scripts, best effort.
+//
+// # The office rules
+//
+// A connection lives on one node, so whatever depends on the connection
+// alone is decided there without Redis, as server/rooms.go decides it: a
+// connection keeps the role of its first join; rejoining the seat it holds
+// is a no-op success; an Agent in an office must leave before joining
+// another; a member may not take a second name in its own office. What
+// depends on the other members is decided by ONE Lua script per change,
+// atomic in Redis: the join script refuses the Agent seat if another sid
+// holds it ("Room already has an agent") and a Computer name held by
+// another sid ("Computer name already in use in this office"), else writes
+// the member and its seat, adds one to the version and publishes the
+// entry on the office channel, all in one step. The leave script removes a
+// member (only the caller's own, by node) the same way. Two clients racing
+// for one seat on two nodes: Redis runs the two scripts one after the
+// other, the first wins, the second gets the usual refusal. A Computer
+// switching offices takes the new seat first, then leaves the old office
+// (two scripts: on a Redis Cluster the two offices may live on different
+// shards); nothing crosses offices, so no one can observe the order, and a
+// refused switch leaves it where it was. [Node.Join] returns a [Decision]
+// that mirrors server/rooms.go's joinDecision (Refuse/refuse,
+// Already/already, SwitchOffice/switchOffice) with the same refusal texts.
+// A seat held by a member of a node whose lease has expired but which no
+// sweeper has reached yet is freed on the spot: the joining node sweeps
+// that office for the dead node and tries once more.
+//
+// # The membership copy
+//
+// A node follows every office where it holds a member: it subscribes to
+// the office channel first, changes the office, then reads a snapshot
+// (one script: the version and every member). Each event carries the
+// office's version after the change; the copy applies an event whose
+// version is the next one, ignores older ones, and reloads the snapshot on
+// a gap (a lost message). Changes found by a reload are reported as
+// events too, so the server learns of a member that vanished while it was
+// not listening. Requests are routed, list_room answered and broadcast
+// destinations chosen from this copy ([Node.Lookup], [Node.Members],
+// [Node.Nodes]) with no Redis command. The node stops following an office
+// when it holds nobody there.
+//
+// # Traffic between nodes
+//
+// A request from an Agent on node A to a Computer on node B travels as one
+// [Frame] of kind [KindRequest] that A publishes on B's channel
+// a2c:{B}:ch; B checks that it holds that sid as a Computer of the frame's
+// office, relays the request to the socket with the frame's deadline, and
+// publishes the answer (or its own timeout or "disconnected" answer) as a
+// [KindAnswer] frame on A's channel. That is two PUBLISH commands per
+// cross-node call and nothing else: the target comes from A's copy. If B
+// no longer holds the sid it answers [KindGone] and A answers "Computer
+// disconnected" at once. A keeps its own deadline for the call (the same
+// as on one node), so a frame lost with a dying node still ends in the
+// usual timeout answer; a departure event of the target (a leave or a
+// sweep) ends A's waiting calls to it with the usual "Computer
+// disconnected" answer at once. A request between two members of one node
+// never reaches this package: it touches Redis zero times.
+//
+// notify:* events and server:tool_call_cancel go to the sender's own
+// node's members directly, and as one [KindBroadcast] frame to each other
+// node that holds a member of the office; the receiving node delivers it
+// to its members of that office except the sender. Enter and leave
+// notifications are not frames: each node turns the office events of
+// other nodes' members into notify:enter_office / notify:leave_office for
+// its own members of that office.
+//
+// On a Redis Cluster the node channel is a shard channel (SPUBLISH,
+// SSUBSCRIBE) whose hash tag is the node id, and office events are
+// published with SPUBLISH on the office's shard channel by the scripts
+// (the channel shares the office's slot); each shard channel has its own
+// subscription connection, as a shard channel is served by its slot's
+// master.
+//
+// # Frames
+//
+// A frame is binary: the byte 0xA1, the kind, four strings (from node,
+// to sid, office, event) each prefixed by its length as a uvarint and at
+// most [MaxField] bytes, the call id and the timeout in milliseconds as
+// uvarints, then the payload to the end (the Socket.IO arguments, relayed
+// byte for byte). [DecodeFrame] checks every length and never trusts
+// Redis content; it and the event parser are fuzzed.
+//
+// # Failures
+//
+// A node dies: see liveness above. Its clients reconnect through the load
+// balancer to another node and join again.
+//
+// Redis unreachable: each node keeps relaying between the members it
+// holds and routing by its copy; frames to other nodes fail and those
+// calls end in the usual answers. A join is refused with
+// [RefuseUnavailable] instead of guessing at the office rules ([Node.Join]
+// returns [ErrUnavailable]); a leave is applied locally at once. When the
+// heartbeat succeeds again, the node re-asserts: it subscribes again, runs
+// the join script for every member it holds (a no-op for those still
+// seated), removes its records for members it no longer holds, and
+// reloads every office it follows. If another client took a seat in the
+// meantime (because this node's lease expired and it was swept), the
+// member here is evicted ([Handler].Evicted): the server drops its
+// membership, as if it had left.
+//
+// Redis restarted empty: the heartbeat finds no lease (SET XX fails),
+// registers the node again and re-asserts as above, so the cluster-wide
+// state is rebuilt by the nodes themselves within a heartbeat or two.
+package cluster
