@@ -223,7 +223,7 @@ func (n *Node) sweepNode(ctx context.Context, dead string) error {
 	}
 	c, cancel = n.op(ctx)
 	defer cancel()
-	_, err = n.rdb.TxPipelined(c, func(p redis.Pipeliner) error {
+	_, err = n.rdb.Pipelined(c, func(p redis.Pipeliner) error {
 		p.Del(c, nodeIndex(dead))
 		p.SRem(c, nodesKey, dead)
 		return nil

@@ -17,9 +17,10 @@ import (
 // testNode is a Node with its handler's traffic recorded.
 type testNode struct {
 	*Node
-	frames chan Frame
-	mu     sync.Mutex
-	events []Event
+	frames  chan Frame
+	mu      sync.Mutex
+	events  []Event
+	evicted []Member
 }
 
 func (tn *testNode) eventsOf(office string) []Event {
@@ -42,8 +43,9 @@ func startNode(t *testing.T, cfg Config) *testNode {
 	t.Helper()
 	tn := &testNode{frames: make(chan Frame, 1024)}
 	h := Handler{
-		Frame: func(f Frame) { tn.frames <- f },
-		Event: func(e Event) { tn.mu.Lock(); tn.events = append(tn.events, e); tn.mu.Unlock() },
+		Frame:   func(f Frame) { tn.frames <- f },
+		Event:   func(e Event) { tn.mu.Lock(); tn.events = append(tn.events, e); tn.mu.Unlock() },
+		Evicted: func(office string, m Member) { tn.mu.Lock(); tn.evicted = append(tn.evicted, m); tn.mu.Unlock() },
 	}
 	if os.Getenv("CLUSTER_DEBUG") != "" {
 		cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
@@ -378,5 +380,87 @@ func TestParseURL(t *testing.T) {
 		if fmt.Sprint(o.Addrs) != fmt.Sprint(tt.addrs) || cluster != tt.cluster || (o.TLSConfig != nil) != tt.tls || o.DB != tt.db {
 			t.Errorf("%q: %v cluster=%v tls=%v db=%d", tt.in, o.Addrs, cluster, o.TLSConfig != nil, o.DB)
 		}
+	}
+}
+
+// TestRedisCluster runs the rules, a seat race, the cross-node frames and
+// the membership events on a three-master Redis Cluster (sharded
+// publish/subscribe, scripts confined to one slot per office).
+func TestRedisCluster(t *testing.T) {
+	url := startRedisCluster(t)
+	a := startNode(t, fastConfig(url, "ka"))
+	b := startNode(t, fastConfig(url, "kb"))
+	if !a.cluster {
+		t.Fatal("not in cluster mode")
+	}
+	ctx := context.Background()
+	for i := range 50 {
+		office := fmt.Sprintf("k-%d", i)
+		var da, db Decision
+		var ea, eb error
+		var wg sync.WaitGroup
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			da, ea = a.Join(ctx, Conn{SID: fmt.Sprintf("a%d", i)}, Seat{}, agent(office, "A"))
+		}()
+		go func() {
+			defer wg.Done()
+			db, eb = b.Join(ctx, Conn{SID: fmt.Sprintf("b%d", i)}, Seat{}, agent(office, "B"))
+		}()
+		wg.Wait()
+		if ea != nil || eb != nil {
+			t.Fatalf("round %d: %v %v", i, ea, eb)
+		}
+		if (da.Refuse == "") == (db.Refuse == "") {
+			t.Fatalf("round %d: %+v %+v", i, da, db)
+		}
+	}
+	mustJoin(t, a, "agentsid", Seat{}, agent("office{1}", "A"))
+	mustJoin(t, b, "compsid", Seat{}, computer("office{1}", "c1"))
+	waitFor(t, 3*time.Second, "a sees c1", func() bool { _, ok := a.Lookup("office{1}", smcp.RoleComputer, "c1"); return ok })
+	req := Frame{Kind: KindRequest, From: a.ID(), To: "compsid", Office: "office{1}", Event: smcp.EventToolCall, Call: 1, Payload: []byte(`[{}]`)}
+	if err := a.Publish(ctx, "kb", &req); err != nil {
+		t.Fatal(err)
+	}
+	if got := recv(t, b.frames); got.Call != 1 || got.To != "compsid" {
+		t.Fatalf("frame %+v", got)
+	}
+	if err := b.Leave(ctx, "office{1}", "compsid"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 3*time.Second, "a sees c1 leave", func() bool { _, ok := a.Lookup("office{1}", smcp.RoleComputer, "c1"); return !ok })
+}
+
+// TestEvictedAfterLostLease: a node whose lease vanished (a partition
+// longer than the TTL) is swept; a client takes its member's seat through
+// another node; when the first node re-asserts, the seat is taken, so its
+// member is evicted, and its other member is seated again.
+func TestEvictedAfterLostLease(t *testing.T) {
+	r := startRedis(t)
+	a := startNode(t, fastConfig(r.url(), "ea"))
+	b := startNode(t, fastConfig(r.url(), "eb"))
+	mustJoin(t, b, "agentsid", Seat{}, agent("o", "A"))
+	mustJoin(t, b, "c1sid", Seat{}, computer("o", "c1"))
+	mustJoin(t, b, "c2sid", Seat{}, computer("o2", "c2"))
+	// Both the lease and the seats vanish, as after a sweep by another
+	// node during a partition; a's sweeper may also run meanwhile.
+	if _, err := r.do("DEL", leaseKey("eb")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.do("DEL", officeKeys("o")[0], officeKeys("o")[1]); err != nil {
+		t.Fatal(err)
+	}
+	mustJoin(t, a, "thief", Seat{}, computer("o", "c1"))
+	waitFor(t, 3*time.Second, "eviction", func() bool {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		return len(b.evicted) == 1 && b.evicted[0].SID == "c1sid"
+	})
+	waitFor(t, 3*time.Second, "others re-seated", func() bool {
+		return seats(t, r, "o") == 2 && seats(t, r, "o2") == 1
+	})
+	if m, ok := b.Lookup("o", smcp.RoleComputer, "c1"); !ok || m.SID != "thief" {
+		t.Fatalf("b's copy: %+v %v", m, ok)
 	}
 }

@@ -150,3 +150,69 @@ func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
 		}
 	}
 }
+
+// startRedisCluster starts a Redis Cluster of three masters on loopback
+// and returns its seed URL list; it skips when redis-cli is missing.
+func startRedisCluster(t *testing.T) string {
+	t.Helper()
+	if _, err := exec.LookPath("redis-cli"); err != nil {
+		t.Skip("redis-cli not installed")
+	}
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		t.Skip("redis-server not installed")
+	}
+	var servers []*redisServer
+	var addrs, urls []string
+	for range 3 {
+		port := freeClusterPort(t)
+		r := &redisServer{t: t, port: port, dir: t.TempDir()}
+		r.cmd = exec.Command("redis-server", "--port", strconv.Itoa(port), "--bind", "127.0.0.1",
+			"--save", "", "--appendonly", "no", "--dir", r.dir,
+			"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "2000")
+		if err := r.cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(r.stop)
+		waitFor(t, 10*time.Second, "redis-server up", func() bool { _, err := r.do("PING"); return err == nil })
+		servers = append(servers, r)
+		addrs = append(addrs, fmt.Sprintf("127.0.0.1:%d", port))
+		urls = append(urls, "redis://"+addrs[len(addrs)-1])
+	}
+	args := append([]string{"--cluster", "create"}, addrs...)
+	args = append(args, "--cluster-replicas", "0", "--cluster-yes")
+	if out, err := exec.Command("redis-cli", args...).CombinedOutput(); err != nil {
+		t.Fatalf("redis-cli --cluster create: %v\n%s", err, out)
+	}
+	for _, r := range servers {
+		waitFor(t, 15*time.Second, "cluster_state:ok", func() bool {
+			s, err := r.do("CLUSTER", "INFO")
+			return err == nil && strings.Contains(s, "cluster_state:ok")
+		})
+	}
+	return strings.Join(urls, ",")
+}
+
+// freeClusterPort finds a port free both itself and +10000 (the bus).
+func freeClusterPort(t *testing.T) int {
+	t.Helper()
+	for range 100 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		port := l.Addr().(*net.TCPAddr).Port
+		if port+10000 > 65535 {
+			l.Close()
+			continue
+		}
+		l2, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port+10000))
+		l.Close()
+		if err != nil {
+			continue
+		}
+		l2.Close()
+		return port
+	}
+	t.Fatal("no free port pair")
+	return 0
+}
