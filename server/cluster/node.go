@@ -100,6 +100,7 @@ func Start(ctx context.Context, cfg Config, h Handler) (*Node, error) {
 	if cluster {
 		n.pubCmd = "SPUBLISH"
 	}
+	logOnce.Do(func() { redis.SetLogger(redisLog{cfg.Logger}) })
 	n.ctx, n.cancel = context.WithCancel(context.Background())
 	if err := n.register(ctx); err != nil {
 		n.cancel()
@@ -120,6 +121,17 @@ func Start(ctx context.Context, cfg Config, h Handler) (*Node, error) {
 	go n.heartbeat()
 	go n.sweeper()
 	return n, nil
+}
+
+// logOnce routes the client library's own logs (reconnection attempts)
+// to the first node's logger at debug level instead of stderr; the
+// library's logger is process-wide.
+var logOnce sync.Once
+
+type redisLog struct{ l *slog.Logger }
+
+func (r redisLog) Printf(_ context.Context, format string, v ...any) {
+	r.l.Debug("redis client: " + fmt.Sprintf(format, v...))
 }
 
 // ID is the node's id.

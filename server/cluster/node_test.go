@@ -464,3 +464,26 @@ func TestEvictedAfterLostLease(t *testing.T) {
 		t.Fatalf("b's copy: %+v %v", m, ok)
 	}
 }
+
+// TestDeadNodeSweptDefaults: with the default lease, heartbeat and sweep
+// period, a dead node's members are gone within Config.RemovalBound (8 s).
+func TestDeadNodeSweptDefaults(t *testing.T) {
+	if testing.Short() {
+		t.Skip("takes the default lease TTL")
+	}
+	r := startRedis(t)
+	a := startNode(t, Config{URL: r.url(), NodeID: "da"})
+	b := startNode(t, Config{URL: r.url(), NodeID: "db"})
+	mustJoin(t, a, "agentsid", Seat{}, agent("o", "A"))
+	mustJoin(t, b, "c1sid", Seat{}, computer("o", "c1"))
+	waitFor(t, 2*time.Second, "a sees c1", func() bool { return len(a.Members("o")) == 2 })
+	b.Close()
+	died := time.Now()
+	bound := b.cfg.RemovalBound()
+	waitFor(t, bound+time.Second, "departure", func() bool { return len(a.Members("o")) == 1 })
+	if took := time.Since(died); took > bound {
+		t.Fatalf("swept after %v, bound %v", took, bound)
+	} else {
+		t.Logf("swept %v after death with the defaults (bound %v)", took, bound)
+	}
+}
