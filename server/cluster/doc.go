@@ -97,7 +97,9 @@
 // as on one node), so a frame lost with a dying node still ends in the
 // usual timeout answer; a departure event of the target (a leave or a
 // sweep) ends A's waiting calls to it with the usual "Computer
-// disconnected" answer at once. A request between two members of one node
+// disconnected" answer at once. [Calls] keeps A's side: each call ends
+// exactly once, by its answer, a gone frame, its target's departure, its
+// deadline or the node's shutdown. A request between two members of one node
 // never reaches this package: it touches Redis zero times.
 //
 // notify:* events and server:tool_call_cancel go to the sender's own
