@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/a2c-smcp/a2c-go/aiod/internal/planetest"
 	"github.com/a2c-smcp/a2c-go/aiod/internal/sandbox"
 )
 
@@ -25,16 +26,7 @@ func TestMain(m *testing.M) {
 // of the test), or skips where the machine cannot have one.
 func newSandbox(t testing.TB, network string) (*sandbox.Sandbox, string) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("a sandbox needs root")
-	}
-	ws := t.TempDir()
-	sb, err := sandbox.New(sandbox.Config{Workspace: ws, Network: network}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { sb.Close() })
-	return sb, ws
+	return planetest.Sandbox(t, sandbox.Config{Network: network})
 }
 
 // sandboxed is a plane whose kernels and node sessions run in a sandbox.

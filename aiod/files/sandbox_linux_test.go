@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/a2c-smcp/a2c-go/aiod/internal/planetest"
 	"github.com/a2c-smcp/a2c-go/aiod/internal/sandbox"
 )
 
@@ -21,15 +22,7 @@ const nobody = 65534
 // workspace; it skips where a sandbox cannot be made (not root).
 func newSandboxed(t *testing.T) *fixture {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("a sandbox needs root")
-	}
-	dir := t.TempDir()
-	sb, err := sandbox.New(sandbox.Config{Workspace: dir}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { sb.Close() })
+	sb, dir := planetest.Sandbox(t, sandbox.Config{})
 	p := New(Config{Workspace: dir, Sandbox: sb})
 	mux := http.NewServeMux()
 	p.Mount(mux)

@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/a2c-smcp/a2c-go/aiod/internal/planetest"
 	"github.com/a2c-smcp/a2c-go/aiod/internal/sandbox"
 )
 
@@ -31,15 +32,7 @@ type sandboxed struct {
 
 func newSandboxed(t *testing.T) *sandboxed {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("a sandbox needs root")
-	}
-	work := t.TempDir()
-	sb, err := sandbox.New(sandbox.Config{Workspace: work}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { sb.Close() })
+	sb, work := planetest.Sandbox(t, sandbox.Config{})
 	// /var is not in the view: a host directory the sandbox cannot see.
 	out, err := os.MkdirTemp("/var/tmp", "aiod-transfer-outside-")
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/a2c-smcp/a2c-go/aiod/internal/planetest"
 	"github.com/a2c-smcp/a2c-go/aiod/internal/sandbox"
 )
 
@@ -20,18 +21,7 @@ const nobody = 65534
 // it skips where a sandbox cannot be made (not root).
 func sandboxEnv(t *testing.T) (*env, *sandbox.Sandbox) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("a sandbox needs root")
-	}
-	dir, err := filepath.EvalSymlinks(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	sb, err := sandbox.New(sandbox.Config{Workspace: dir}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { sb.Close() })
+	sb, dir := planetest.Sandbox(t, sandbox.Config{})
 	e := newEnv(t, Config{Workspace: dir, Sandbox: sb})
 	e.dir = dir
 	return e, sb
