@@ -320,9 +320,14 @@ func (u *Upstream) notifier(ctx context.Context) {
 
 // setState records a state change. While the Upstream reconnects it keeps
 // its last tool list, so that a restart does not make tools vanish (calls
-// wait for the new session); only Close clears it.
+// wait for the new session), and the last failure, so that State says
+// why it is connecting again; only Ready clears the failure and only
+// Close the tools.
 func (u *Upstream) setState(st State, err error) {
 	u.mu.Lock()
+	if err == nil && st == Connecting {
+		err = u.lastErr
+	}
 	u.state, u.lastErr = st, err
 	if st != Ready {
 		u.session, u.caps = nil, nil
