@@ -34,10 +34,12 @@ func TestWSJSON(t *testing.T) {
 	}
 	// Resize nested under data; any other frame is typed as it is.
 	send(t, c, map[string]any{"type": "resize", "data": map[string]int{"cols": 101, "rows": 33}})
-	if err := c.WriteMessage(websocket.TextMessage, []byte("tput cols\n")); err != nil {
+	// stty reads the terminal's size itself (tput may take COLUMNS from
+	// an environment bash's readline updates on its own schedule).
+	if err := c.WriteMessage(websocket.TextMessage, []byte("stty size\n")); err != nil {
 		t.Fatal(err)
 	}
-	until(t, c, "101", 5*time.Second)
+	until(t, c, "33 101", 5*time.Second)
 	// REST and the socket share the shell.
 	h.exec(id, map[string]any{"command": "echo from-rest"})
 	until(t, c, "from-rest", 5*time.Second)
