@@ -63,17 +63,6 @@ func ioText(no syscall.Errno) string {
 
 func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
 
-// sameJSON reports whether two JSON texts hold the same value.
-func sameJSON(a, b []byte) bool {
-	var x, y any
-	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
-		return false
-	}
-	xa, _ := json.Marshal(x)
-	ya, _ := json.Marshal(y)
-	return bytes.Equal(xa, ya)
-}
-
 // brief is data to show in a failure: an error object whole, anything
 // else (what a read let through: a secret) by its size only.
 func brief(data []byte) string {
@@ -150,7 +139,7 @@ func TestSandboxView(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			e2 := f.do(tt.v2m, tt.v2t, tt.v2body)
-			if e2.status != tt.status || e2.Success || !sameJSON(e2.Data, []byte(tt.want)) || e2.Message != fileErr(t, e2).Message {
+			if e2.status != tt.status || e2.Success || !planetest.SameJSON(e2.Data, []byte(tt.want)) || e2.Message != fileErr(t, e2).Message {
 				t.Fatalf("v2: %d %s %q\nwant %d %s", e2.status, brief(e2.Data), e2.Message, tt.status, tt.want)
 			}
 			if tt.v1body == nil {

@@ -98,16 +98,6 @@ func errObject(op, msg, path string, no int, name, typ, exc string) string {
 	return string(b)
 }
 
-func sameJSON(a, b []byte) bool {
-	var x, y any
-	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
-		return false
-	}
-	xa, _ := json.Marshal(x)
-	ya, _ := json.Marshal(y)
-	return bytes.Equal(xa, ya)
-}
-
 // TestSandboxDownload: downloads resolve in the view as the sandbox
 // account: /etc/shadow and a link to it are 403, a host file outside the
 // view, a link to it and /root/x are 404, all bare statuses.
@@ -156,7 +146,7 @@ func TestSandboxUpload(t *testing.T) {
 		w := s.do("POST", c.route, body, "Content-Type", ct)
 		r := decode(t, w)
 		want := `{"file_path":"` + filepath.Join(s.work, c.want) + `","file_size":` + itoa(len("data "+c.path)) + `,"success":true}`
-		if w.Code != 200 || !r.Success || !sameJSON(r.Data, []byte(want)) {
+		if w.Code != 200 || !r.Success || !planetest.SameJSON(r.Data, []byte(want)) {
 			t.Fatalf("%s %s: %d %s", c.route, c.path, w.Code, w.Body)
 		}
 		if got := readFile(t, filepath.Join(s.work, c.want)); got != "data "+c.path {
@@ -176,7 +166,7 @@ func TestSandboxUpload(t *testing.T) {
 		w := s.do("POST", "/v2/fs/upload", body, "Content-Type", ct)
 		r := decode(t, w)
 		if want := errObject("upload", msg, dest, 2, "ENOENT", "not_found", "FileNotFoundError"); w.Code != 404 || r.Success ||
-			r.Message != msg || !sameJSON(r.Data, []byte(want)) {
+			r.Message != msg || !planetest.SameJSON(r.Data, []byte(want)) {
 			t.Errorf("%s: %d %s", dest, w.Code, w.Body)
 		}
 	}
@@ -204,7 +194,7 @@ func TestSandboxTree(t *testing.T) {
 			w := s.do("PUT", treeURL(dest)+"&user=root", bytes.NewReader(arch))
 			r := decode(t, w)
 			want := `{"path":"` + filepath.Join(s.work, dest) + `","entries":4,"mode":"` + mode + `"}`
-			if w.Code != 200 || !r.Success || !sameJSON(r.Data, []byte(want)) {
+			if w.Code != 200 || !r.Success || !planetest.SameJSON(r.Data, []byte(want)) {
 				t.Fatalf("import %s (%s): %d %s", dest, mode, w.Code, w.Body)
 			}
 		}
@@ -262,7 +252,7 @@ func TestSandboxTree(t *testing.T) {
 	for _, p := range []string{"to-outside", s.outDir, "/root"} {
 		w := s.do("GET", treeURL(p), nil)
 		want := errObject("tree", "Failed to transfer tree: No such file or directory (os error 2)", p, 2, "ENOENT", "not_found", "FileNotFoundError")
-		if r := decode(t, w); w.Code != 404 || !sameJSON(r.Data, []byte(want)) {
+		if r := decode(t, w); w.Code != 404 || !planetest.SameJSON(r.Data, []byte(want)) {
 			t.Errorf("export %s: %d %s", p, w.Code, w.Body)
 		}
 	}

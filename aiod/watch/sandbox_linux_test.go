@@ -116,7 +116,7 @@ func TestSandboxWatchRefusals(t *testing.T) {
 		want := fmt.Sprintf(c.want, c.path)
 		var m map[string]any
 		_ = json.Unmarshal([]byte(want), &m)
-		if code != c.status || r.Success || r.Message != m["message"] || !sameJSON(r.Data, []byte(want)) {
+		if code != c.status || r.Success || r.Message != m["message"] || !planetest.SameJSON(r.Data, []byte(want)) {
 			t.Errorf("%s %s %s: %d %s %s", c.method, c.route, c.path, code, r.Message, r.Data)
 		}
 	}
@@ -143,14 +143,4 @@ func TestSandboxMounts(t *testing.T) {
 	if !proc || !dev || work {
 		t.Errorf("/proc %v /dev/pts %v workspace %v", proc, dev, work)
 	}
-}
-
-func sameJSON(a, b []byte) bool {
-	var x, y any
-	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
-		return false
-	}
-	xa, _ := json.Marshal(x)
-	ya, _ := json.Marshal(y)
-	return bytes.Equal(xa, ya)
 }

@@ -6,17 +6,15 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"net/url"
 	"os"
 	"os/exec"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/gorilla/websocket"
-
 	"github.com/a2c-smcp/a2c-go/bench/internal/lat"
 	"github.com/a2c-smcp/a2c-go/bench/internal/procs"
+	"github.com/a2c-smcp/a2c-go/internal/proctree"
 )
 
 // isoDaemon is one aiod of the isolation part: its process, its URL and
@@ -203,27 +201,11 @@ func maxOf(v []float64) float64 {
 	return m
 }
 
-// sandboxInit is the pid of the child of daemon whose command line
-// starts with aiod-sandbox-init, or 0.
+// sandboxInit is the pid of the process under daemon whose command
+// line starts with aiod-sandbox-init, or 0.
 func sandboxInit(daemon int) int {
-	ents, err := os.ReadDir("/proc")
-	check(err)
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		// The fields after the command name: state, then ppid.
-		_, rest, ok := bytes.Cut(stat, []byte(") "))
-		f := strings.Fields(string(rest))
-		if !ok || len(f) < 2 || f[1] != strconv.Itoa(daemon) {
-			continue
-		}
-		cmdline, _ := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+	for _, pid := range proctree.Descendants(daemon) {
+		cmdline, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
 		if bytes.HasPrefix(cmdline, []byte("aiod-sandbox-init\x00")) {
 			return pid
 		}
@@ -272,13 +254,7 @@ func timeStart(bin, mode, ws string) float64 {
 // socket closes), so a quiet period can be awaited without a read
 // deadline, which would break the connection.
 func ptyKeys(base string) (func() error, func()) {
-	data, err := postJSON(base+"/v2/pty/sessions", map[string]any{"id": "iso-bench"})
-	check(err)
-	id, _ := data["session_id"].(string)
-	u, _ := url.Parse(base)
-	u.Scheme, u.Path = "ws", "/v2/pty/sessions/"+id+"/ws"
-	c, _, err := websocket.DefaultDialer.Dial(u.String(), nil)
-	check(err)
+	c, id, _ := openPTY(base, "iso-bench")
 	frames := make(chan map[string]any, 256)
 	go func() {
 		defer close(frames)

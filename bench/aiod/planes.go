@@ -44,15 +44,23 @@ func benchCode(base, root string, calls int) {
 	fmt.Printf("\n- p50 %s vs target %s (1.2x + 1 ms): ratio %.2fx\n\n", lat.US(o50), lat.US(b50*12/10+time.Millisecond), float64(o50)/float64(b50))
 }
 
+// openPTY creates the terminal id on base and dials its WebSocket; it
+// returns the socket, the session id the daemon answered and the
+// socket's URL (to dial again).
+func openPTY(base, id string) (c *websocket.Conn, sid, wsURL string) {
+	data, err := postJSON(base+"/v2/pty/sessions", map[string]any{"id": id})
+	check(err)
+	sid, _ = data["session_id"].(string)
+	u, _ := url.Parse(base)
+	u.Scheme, u.Path = "ws", "/v2/pty/sessions/"+sid+"/ws"
+	c, _, err = websocket.DefaultDialer.Dial(u.String(), nil)
+	check(err)
+	return c, sid, u.String()
+}
+
 // benchPTY times a keystroke to its echo over the terminal WebSocket.
 func benchPTY(base string, calls int) {
-	data, err := postJSON(base+"/v2/pty/sessions", map[string]any{"id": "bench"})
-	check(err)
-	id, _ := data["session_id"].(string)
-	u, _ := url.Parse(base)
-	u.Scheme, u.Path = "ws", "/v2/pty/sessions/"+id+"/ws"
-	c, _, err := websocket.DefaultDialer.Dial(u.String(), nil)
-	check(err)
+	c, id, wsURL := openPTY(base, "bench")
 	defer c.Close()
 	read := func() map[string]any {
 		_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
@@ -71,7 +79,7 @@ func benchPTY(base string, calls int) {
 			break
 		}
 	}
-	c, _, err = websocket.DefaultDialer.Dial(u.String()+"?durable=true", nil)
+	c, _, err := websocket.DefaultDialer.Dial(wsURL+"?durable=true", nil)
 	check(err)
 	for f := read(); f["type"] != "ready"; f = read() {
 	}

@@ -111,3 +111,15 @@ func (c Client) Fails(status int, method, path string, body any) string {
 	}
 	return r.Message
 }
+
+// SameJSON reports whether two JSON texts hold the same value, whatever
+// their key order and spacing.
+func SameJSON(a, b []byte) bool {
+	var x, y any
+	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
+		return false
+	}
+	xa, _ := json.Marshal(x)
+	ya, _ := json.Marshal(y)
+	return bytes.Equal(xa, ya)
+}
