@@ -180,24 +180,21 @@ func startSandbox(cfg Config, log *slog.Logger) (*sandbox.Sandbox, error) {
 	return sb, nil
 }
 
-// ReexecForIsolation gives an unprivileged daemon its sandbox: when the
-// command line flags (or AIO_ISOLATION, else def) ask for isolation
-// namespaces and the process is not root, it runs argv (the whole
-// command line, program name first) again in a user namespace of its own
-// (see sandbox.ReexecUnprivileged) and returns that run's exit code with
-// ok true. Otherwise, or where the machine refuses, it does nothing.
-func ReexecForIsolation(argv, flags []string, def string) (code int, ok bool) {
+// isolationMode is the isolation a command line asks for, before its
+// flags are parsed: the last --isolation (or -isolation, =VALUE or
+// VALUE) before "--", else env (AIO_ISOLATION), else def.
+func isolationMode(flags []string, env, def string) string {
 	mode := def
-	if v := os.Getenv(EnvIsolation); v != "" {
-		mode = v
+	if env != "" {
+		mode = env
 	}
 	for i := 0; i < len(flags); i++ {
+		if flags[i] == "--" {
+			break // the flags end here
+		}
 		f := strings.TrimLeft(flags[i], "-")
 		if !strings.HasPrefix(flags[i], "-") || f == "" {
 			continue
-		}
-		if f == "" || flags[i] == "--" {
-			break
 		}
 		if v, isIso := strings.CutPrefix(f, "isolation="); isIso {
 			mode = v
@@ -205,7 +202,17 @@ func ReexecForIsolation(argv, flags []string, def string) (code int, ok bool) {
 			mode = flags[i+1]
 		}
 	}
-	if mode != sandbox.Namespaces {
+	return mode
+}
+
+// ReexecForIsolation gives an unprivileged daemon its sandbox: when the
+// command line flags (or AIO_ISOLATION, else def) ask for isolation
+// namespaces and the process is not root, it runs argv (the whole
+// command line, program name first) again in a user namespace of its own
+// (see sandbox.ReexecUnprivileged) and returns that run's exit code with
+// ok true. Otherwise, or where the machine refuses, it does nothing.
+func ReexecForIsolation(argv, flags []string, def string) (code int, ok bool) {
+	if isolationMode(flags, os.Getenv(EnvIsolation), def) != sandbox.Namespaces {
 		return 0, false
 	}
 	return sandbox.ReexecUnprivileged(argv)
