@@ -1,12 +1,14 @@
 package server
 
 import (
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/a2c-smcp/a2c-go/internal/sio"
+	"github.com/a2c-smcp/a2c-go/server/cluster"
 	"github.com/a2c-smcp/a2c-go/smcp"
 )
 
@@ -32,6 +34,9 @@ type metrics struct {
 
 	// Children resolved once, so the relay path does no label lookups.
 	byEvent map[string]*eventMetrics
+
+	// cluster is set once, when the server joins a cluster.
+	cluster atomic.Pointer[clusterMetrics]
 }
 
 type eventMetrics struct {
@@ -118,4 +123,93 @@ func (c loopCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	n += st.Durations[len(sio.LoopIterationBuckets)]
 	ch <- prometheus.MustNewConstHistogram(c.duration, n, st.Total.Seconds(), buckets)
+}
+
+// clusterMetrics are the metrics of a clustered server: which node this
+// is, the frames it exchanges with other nodes, and its Redis commands'
+// latency and errors. They are registered only when the server joins a
+// cluster, so a server that runs alone exports none of them.
+type clusterMetrics struct {
+	frames    *prometheus.CounterVec
+	framesOut [5]prometheus.Counter // by cluster.Kind
+	framesIn  [5]prometheus.Counter
+	redis     *prometheus.HistogramVec
+	redisErrs *prometheus.CounterVec
+}
+
+// frameKinds names the frame kinds for the "kind" label, by cluster.Kind.
+var frameKinds = [...]string{1: "request", 2: "answer", 3: "broadcast", 4: "gone"}
+
+// clustered registers the cluster metrics for node id.
+func (m *metrics) clustered(id string, s *Server) {
+	c := &clusterMetrics{
+		frames: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "a2c_cluster_frames_total", Help: "Frames exchanged with other nodes of the cluster, by direction (out, in) and kind (request, answer, broadcast, gone).",
+		}, []string{"direction", "kind"}),
+		redis: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "a2c_cluster_redis_duration_seconds",
+			Help:    "Time each Redis command (or pipeline) of the cluster took, by command.",
+			Buckets: []float64{.00005, .0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1},
+		}, []string{"command"}),
+		redisErrs: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "a2c_cluster_redis_errors_total", Help: "Redis commands of the cluster that failed (unreachable, timeout, error reply), by command.",
+		}, []string{"command"}),
+	}
+	for k := 1; k < len(frameKinds); k++ {
+		c.framesOut[k] = c.frames.WithLabelValues("out", frameKinds[k])
+		c.framesIn[k] = c.frames.WithLabelValues("in", frameKinds[k])
+	}
+	info := prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "a2c_cluster_node_info", Help: "Always 1; its label is this server's node id in the cluster.",
+		ConstLabels: prometheus.Labels{"node": id},
+	})
+	info.Set(1)
+	m.reg.MustRegister(c.frames, c.redis, c.redisErrs, info, clusterMembers{s: s, desc: prometheus.NewDesc("a2c_cluster_members",
+		"Members of the offices where this node holds members, by the node that holds each one and role (this node's view of the cluster).",
+		[]string{"node", "role"}, nil)})
+	m.cluster.Store(c)
+}
+
+func (m *metrics) frameOut(k cluster.Kind) {
+	if c := m.cluster.Load(); c != nil && int(k) < len(c.framesOut) && c.framesOut[k] != nil {
+		c.framesOut[k].Inc()
+	}
+}
+
+func (m *metrics) frameIn(k cluster.Kind) {
+	if c := m.cluster.Load(); c != nil && int(k) < len(c.framesIn) && c.framesIn[k] != nil {
+		c.framesIn[k].Inc()
+	}
+}
+
+// redisObserved is the node's Observe hook.
+func (m *metrics) redisObserved(cmd string, d time.Duration, err error) {
+	c := m.cluster.Load()
+	if c == nil {
+		return
+	}
+	c.redis.WithLabelValues(cmd).Observe(d.Seconds())
+	if err != nil {
+		c.redisErrs.WithLabelValues(cmd).Inc()
+	}
+}
+
+// clusterMembers counts, at scrape time, the members of the offices this
+// node follows by the node that holds each: with the members gauge it
+// shows where every member of the cluster sits.
+type clusterMembers struct {
+	s    *Server
+	desc *prometheus.Desc
+}
+
+func (c clusterMembers) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+
+func (c clusterMembers) Collect(ch chan<- prometheus.Metric) {
+	h := c.s.hub
+	if h == nil {
+		return
+	}
+	for k, n := range h.node.Census() {
+		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(n), k.Node, string(k.Role))
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/a2c-smcp/a2c-go/internal/sio"
+	"github.com/a2c-smcp/a2c-go/server/cluster"
 	"github.com/a2c-smcp/a2c-go/smcp"
 )
 
@@ -35,6 +36,17 @@ func (s *Server) relay(m *member, e *sio.Event) {
 	}
 	s.mu.RLock()
 	target, perr := s.routeLocked(m, req.Target())
+	var remote cluster.Member
+	if s.hub != nil && perr != nil && (perr.Code == smcp.CodeNotFound || perr.Code == smcp.CodeCrossRoom) {
+		// Not held here: on another node of the cluster, or nowhere.
+		var ok bool
+		if remote, ok = s.routeRemote(m, req.Target()); !ok {
+			s.refuseUnrouted(m, e, req.Target())
+			s.mu.RUnlock()
+			return
+		}
+		perr = nil
+	}
 	draining := s.draining
 	s.mu.RUnlock()
 	if perr == nil && draining {
@@ -51,6 +63,10 @@ func (s *Server) relay(m *member, e *sio.Event) {
 	if tc, ok := req.(*smcp.ToolCallReq); ok {
 		timeout = time.Duration(tc.Timeout)*time.Second + s.cfg.ToolCallSlack
 	}
+	if target == nil {
+		s.relayRemote(m, e, remote, timeout, start)
+		return
+	}
 	s.inFlight.Add(1)
 	s.metrics.inFlight.Inc()
 	name := e.Name
@@ -63,20 +79,9 @@ func (s *Server) relay(m *member, e *sio.Event) {
 		switch {
 		case err == nil:
 		case errors.Is(err, sio.ErrAckTimeout):
-			outcome = outcomeTimeout
-			if name == smcp.EventToolCall {
-				ans = jsonMessage(smcp.TimeoutResult("Computer did not answer within the tool call's timeout"))
-			} else {
-				ans = jsonMessage(smcp.NewError(smcp.CodeTimeout, "Computer did not answer in time"))
-			}
+			outcome, ans = outcomeTimeout, timeoutAnswer(name)
 		default:
-			outcome = outcomeGone
-			if name == smcp.EventToolCall {
-				r := smcp.CallToolResult{IsError: true, Content: []json.RawMessage{textContent("Computer disconnected before answering")}}
-				ans = jsonMessage(r)
-			} else {
-				ans = jsonMessage(smcp.NewError(smcp.CodeNotFound, "Computer disconnected before answering"))
-			}
+			outcome, ans = outcomeGone, goneAnswer(name)
 		}
 		if e.WantsAck() && e.AckDirect(ans) != nil {
 			outcome = outcomeDropped

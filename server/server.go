@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/a2c-smcp/a2c-go/internal/sio"
+	"github.com/a2c-smcp/a2c-go/server/cluster"
 	"github.com/a2c-smcp/a2c-go/smcp"
 )
 
@@ -59,6 +60,11 @@ type Config struct {
 	// instead of the Linux epoll event loop (see [sio.Options]). The event
 	// loop is the default; other systems always use goroutines.
 	GoroutinePerConn bool
+	// Cluster, when Cluster.URL names a Redis, makes this server one node
+	// of a cluster of servers that act as one hub (see package cluster and
+	// clustered.go). With no URL the server works alone and runs no Redis
+	// code at all. Cluster.Logger defaults to Logger.
+	Cluster cluster.Config
 	// Logger receives structured logs. Default: discard.
 	Logger *slog.Logger
 }
@@ -82,6 +88,9 @@ type Server struct {
 	draining bool
 
 	inFlight atomic.Int64
+
+	// hub is the cluster side, nil when the server runs alone.
+	hub *hub
 }
 
 // member is one connected client. Its office fields are guarded by
@@ -93,6 +102,10 @@ type member struct {
 	role    smcp.Role
 	office  *office
 	gone    bool // its socket has disconnected: it may join nothing
+
+	// ops runs the member's office operations in a cluster (see serial);
+	// unused by a server that runs alone.
+	ops serial
 }
 
 type office struct {
@@ -166,6 +179,13 @@ func New(cfg Config) (*Server, error) {
 	mux.HandleFunc("GET /healthz", s.healthz)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{}))
 	s.handler = s.io.BoundBodies(mux) // a stalled body holds nothing, on any route
+	if cfg.Cluster.URL != "" {
+		if err := s.startHub(cfg.Cluster); err != nil {
+			s.io.Close()
+			return nil, fmt.Errorf("server: joining the cluster: %w", err)
+		}
+		s.cfg.Cluster.NodeID = s.hub.node.ID()
+	}
 	return s, nil
 }
 
@@ -205,15 +225,28 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		case <-t.C:
 		}
 	}
+	type seat struct{ office, sid string }
+	var left []seat
 	s.mu.Lock()
 	for _, o := range s.offices {
 		var all []*member
 		o.each(func(m *member) { all = append(all, m) })
 		for _, m := range all {
-			s.leaveLocked(m)
+			left = append(left, seat{o.id, m.sock.ID()})
+			s.leaveLocalLocked(m)
 		}
 	}
 	s.mu.Unlock()
+	if s.hub != nil {
+		// The other nodes learn of each departure from Redis now, not at
+		// this node's sweep.
+		for _, l := range left {
+			c, cancel := opContext()
+			_ = s.hub.node.Leave(c, l.office, l.sid)
+			cancel()
+		}
+		s.hub.close()
+	}
 	s.io.Close()
 	return err
 }
@@ -271,6 +304,19 @@ func (h *nsHandler) Event(sock *sio.Socket, e *sio.Event) {
 		s.tooLarge(e, n, limit)
 		return
 	}
+	if s.hub != nil && (e.Name == smcp.EventJoinOffice || e.Name == smcp.EventLeaveOffice || m.ops.busy()) {
+		// In a cluster, joins and leaves talk to Redis: they run on the
+		// member's queue, and whatever the client sends meanwhile waits
+		// behind them, so its events take effect in the order it sent
+		// them.
+		m.ops.do(func() { s.dispatch(m, e) })
+		return
+	}
+	s.dispatch(m, e)
+}
+
+// dispatch handles one event of member m.
+func (s *Server) dispatch(m *member, e *sio.Event) {
 	switch e.Name {
 	case smcp.EventJoinOffice:
 		s.join(m, e)
@@ -412,17 +458,14 @@ func (s *Server) join(m *member, e *sio.Event) {
 		ackTuple(e, false, msg)
 		return
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.draining {
-		ackTuple(e, false, "Server is shutting down")
+	if s.hub != nil {
+		s.joinCluster(m, e, req)
 		return
 	}
-	if m.gone || m.sock.Closed() {
-		// The socket left while its join was on the way: a member added
-		// now would never be removed (a ghost that holds its name, or its
-		// office's Agent seat, until restart).
-		ackTuple(e, false, "Connection closed")
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if msg := s.joinClosedLocked(m); msg != "" {
+		ackTuple(e, false, msg)
 		return
 	}
 	o := s.offices[req.OfficeID]
@@ -438,6 +481,29 @@ func (s *Server) join(m *member, e *sio.Event) {
 	case d.switchOffice:
 		s.leaveLocked(m)
 	}
+	s.seatLocked(m, req)
+	ackTuple(e, true, "")
+	broadcastLocked(m.office, m, smcp.NotifyEnterOffice, notification(m.office, m))
+}
+
+// joinClosedLocked is why a join can no longer be taken ("" if it can):
+// the server is draining, or the socket left while its join was on the
+// way (a member added then would never be removed: a ghost that holds its
+// name, or its office's Agent seat, until restart).
+func (s *Server) joinClosedLocked(m *member) string {
+	switch {
+	case s.draining:
+		return "Server is shutting down"
+	case m.gone || m.sock.Closed():
+		return "Connection closed"
+	}
+	return ""
+}
+
+// seatLocked puts m in the office and seat req names, creating the
+// office on this server if needed. The rules were checked before.
+func (s *Server) seatLocked(m *member, req smcp.EnterOfficeReq) {
+	o := s.offices[req.OfficeID]
 	if o == nil {
 		o = &office{id: req.OfficeID, computers: make(map[string]*member)}
 		s.offices[req.OfficeID] = o
@@ -451,14 +517,16 @@ func (s *Server) join(m *member, e *sio.Event) {
 		s.names[m.name]++
 	}
 	s.metrics.members.WithLabelValues(string(m.role)).Inc()
-	ackTuple(e, true, "")
-	broadcastLocked(o, m, smcp.NotifyEnterOffice, notification(o, m))
 }
 
 func (s *Server) leave(m *member, e *sio.Event) {
 	var req smcp.LeaveOfficeReq
 	if err := smcp.DecodeRequest(payload(e), &req); err != nil {
 		ackTuple(e, false, errMessage(err))
+		return
+	}
+	if s.hub != nil {
+		s.leaveCluster(m, e, req)
 		return
 	}
 	s.mu.Lock()
@@ -471,8 +539,22 @@ func (s *Server) leave(m *member, e *sio.Event) {
 	ackTuple(e, true, "")
 }
 
-// leaveLocked tells the office that m leaves, then removes it.
+// leaveLocked tells the office that m leaves, then removes it; in a
+// cluster the member's record in Redis goes next, on its queue.
 func (s *Server) leaveLocked(m *member) {
+	o := m.office
+	if o == nil {
+		return
+	}
+	s.leaveLocalLocked(m)
+	if s.hub != nil {
+		s.leaveRemote(m, o.id)
+	}
+}
+
+// leaveLocalLocked tells this server's members of m's office that m
+// leaves, then removes it from the office here.
+func (s *Server) leaveLocalLocked(m *member) {
 	o := m.office
 	if o == nil {
 		return
@@ -514,10 +596,15 @@ func (s *Server) listRoom(m *member, e *sio.Event) {
 		return
 	}
 	// The Agent first, then the Computers by name.
-	ret := smcp.ListRoomRet{ReqID: req.ReqID, Sessions: make([]smcp.SessionInfo, 0, 1+len(o.computers))}
-	o.each(func(x *member) {
-		ret.Sessions = append(ret.Sessions, smcp.SessionInfo{SID: x.sock.ID(), Name: x.name, Role: x.role, OfficeID: o.id, A2CVersion: x.version})
-	})
+	ret := smcp.ListRoomRet{ReqID: req.ReqID}
+	if s.hub != nil {
+		ret.Sessions = s.clusterSessions(o)
+	} else {
+		ret.Sessions = make([]smcp.SessionInfo, 0, 1+len(o.computers))
+		o.each(func(x *member) {
+			ret.Sessions = append(ret.Sessions, smcp.SessionInfo{SID: x.sock.ID(), Name: x.name, Role: x.role, OfficeID: o.id, A2CVersion: x.version})
+		})
+	}
 	s.mu.RUnlock()
 	sort.SliceStable(ret.Sessions, func(i, j int) bool {
 		a, b := ret.Sessions[i], ret.Sessions[j]
@@ -544,6 +631,7 @@ func (s *Server) cancel(m *member, e *sio.Event) {
 		return
 	}
 	broadcastLocked(m.office, m, smcp.NotifyCancelToolCall, req)
+	s.broadcastRemote(m.office.id, m, smcp.NotifyCancelToolCall, req)
 }
 
 // update turns a Computer's server:update_* into the matching notify:* to
@@ -560,6 +648,7 @@ func (s *Server) update(m *member, e *sio.Event, notify string) {
 		return
 	}
 	broadcastLocked(m.office, m, notify, smcp.ComputerRef{Computer: m.name})
+	s.broadcastRemote(m.office.id, m, notify, smcp.ComputerRef{Computer: m.name})
 }
 
 // ackEmpty answers an event that has no result, so no client waits.

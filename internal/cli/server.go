@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/a2c-smcp/a2c-go/server"
+	"github.com/a2c-smcp/a2c-go/server/cluster"
 )
 
 func runServer(ctx context.Context, e *env, args []string) error {
@@ -29,6 +30,8 @@ func runServer(ctx context.Context, e *env, args []string) error {
 	drain := fs.Duration("shutdown-timeout", 30*time.Second, "on SIGTERM, how long in-flight calls may take to finish")
 	bodyIdle := fs.Duration("body-idle-timeout", 30*time.Second, "cut a request body that makes no progress for this long")
 	wsMode := fs.String("websocket-mode", "loop", "how WebSockets are served: loop (one epoll event loop, Linux) or goroutine (a reader goroutine each)")
+	redisURL := fs.String("redis", "", "join a cluster of servers through this Redis: redis://HOST:PORT[/DB], rediss://..., or several addresses, comma-separated, of a Redis Cluster (default $A2C_REDIS_URL)")
+	nodeID := fs.String("node-id", "", "this server's name in the cluster: letters, digits, '-', '_', '.' (default $A2C_NODE_ID, else random)")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	cpuProfile := fs.String("cpu-profile", "", "write a Go CPU profile to this file until shutdown (for benchmarks)")
 	if err := e.parse(fs, args); err != nil {
@@ -63,6 +66,15 @@ func runServer(ctx context.Context, e *env, args []string) error {
 	if secret == "" {
 		secret = os.Getenv("A2C_TOKEN")
 	}
+	if *redisURL == "" {
+		*redisURL = os.Getenv("A2C_REDIS_URL")
+	}
+	if *nodeID == "" {
+		*nodeID = os.Getenv("A2C_NODE_ID")
+	}
+	if *nodeID != "" && *redisURL == "" {
+		return usageError{"--node-id needs --redis"}
+	}
 	cfg := server.Config{
 		Version:          *version,
 		Path:             *path,
@@ -71,12 +83,16 @@ func runServer(ctx context.Context, e *env, args []string) error {
 		MaxRequest:       *maxRequest,
 		GoroutinePerConn: *wsMode == "goroutine",
 		BodyIdleTimeout:  *bodyIdle,
+		Cluster:          cluster.Config{URL: *redisURL, NodeID: *nodeID},
 		Logger:           log,
 	}
 	if secret != "" {
 		cfg.Auth = server.TokenAuth(secret, *authField)
 	}
 	srv, err := server.New(cfg)
+	if errors.Is(err, cluster.ErrUnavailable) {
+		return err // Redis did not answer: not a usage error
+	}
 	if err != nil {
 		return usageError{err.Error()}
 	}
@@ -92,7 +108,7 @@ func runServer(ctx context.Context, e *env, args []string) error {
 	cfg = srv.Config()
 	// The first line says where the server listens, whatever the level.
 	log.Log(ctx, max(slog.LevelInfo, level), "a2c server listening", "addr", ln.Addr().String(), "url", "http://"+ln.Addr().String(),
-		"path", cfg.Path, "protocol", cfg.Version, "auth", secret != "")
+		"path", cfg.Path, "protocol", cfg.Version, "auth", secret != "", "node", srv.NodeID())
 	hs := &http.Server{
 		Handler:           srv.Handler(),
 		ReadHeaderTimeout: 10 * time.Second,

@@ -32,6 +32,12 @@ type Config struct {
 	SweepEvery time.Duration
 	// OpTimeout bounds every Redis command this package sends. Default 1s.
 	OpTimeout time.Duration
+	// Observe, if set, is told of every Redis command the node sends (a
+	// pipeline counts as one, named "pipeline"): its lower-case name, how
+	// long it took and its error (nil on success; a missing key is not an
+	// error). The server turns it into its Redis latency and error
+	// metrics; it must not block.
+	Observe func(cmd string, d time.Duration, err error)
 	// Logger receives the node's logs. Default: discard.
 	Logger *slog.Logger
 }

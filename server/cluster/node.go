@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -100,9 +101,12 @@ func Start(ctx context.Context, cfg Config, h Handler) (*Node, error) {
 	if cluster {
 		n.pubCmd = "SPUBLISH"
 	}
+	if cfg.Observe != nil {
+		n.rdb.AddHook(observer{cfg.Observe})
+	}
 	logOnce.Do(func() { redis.SetLogger(redisLog{cfg.Logger}) })
 	n.ctx, n.cancel = context.WithCancel(context.Background())
-	if err := n.register(ctx); err != nil {
+	if err := n.claim(ctx); err != nil {
 		n.cancel()
 		_ = n.rdb.Close()
 		return nil, err
@@ -160,6 +164,40 @@ func (n *Node) Close() {
 
 func (n *Node) op(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(ctx, n.cfg.OpTimeout)
+}
+
+// claim takes the node's lease for a new process. A node id given by the
+// operator may still be leased by this id's previous process (killed a
+// moment ago) or held by a live process started with the same id: the
+// claim waits up to LeaseTTL plus two heartbeats for the lease to expire
+// and fails if it is still renewed, so two processes never share an id.
+// A previous process's leftovers (members, index) are then swept, as
+// another node's sweeper would, before the node takes any seat.
+func (n *Node) claim(ctx context.Context) error {
+	deadline := time.Now().Add(n.cfg.LeaseTTL + 2*n.cfg.Heartbeat)
+	for {
+		c, cancel := n.op(ctx)
+		ok, err := n.rdb.SetNX(c, leaseKey(n.id), n.id, n.cfg.LeaseTTL).Result()
+		cancel()
+		if err != nil {
+			return fmt.Errorf("%w: register: %w", ErrUnavailable, err)
+		}
+		if ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("cluster: node id %q is in use by a live node", n.id)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w: register: %w", ErrUnavailable, ctx.Err())
+		case <-time.After(n.cfg.Heartbeat / 2):
+		}
+	}
+	if err := n.sweepNode(ctx, n.id); err != nil {
+		return fmt.Errorf("%w: sweeping a previous process's members: %w", ErrUnavailable, err)
+	}
+	return n.register(ctx)
 }
 
 func (n *Node) register(ctx context.Context) error {
@@ -256,6 +294,66 @@ func (n *Node) Publish(ctx context.Context, node string, f *Frame) error {
 		return fmt.Errorf("%w: publish: %w", ErrUnavailable, err)
 	}
 	return nil
+}
+
+// PublishBatch sends several frames to one node's channel in one
+// pipelined round trip, in order: one PUBLISH (SPUBLISH) each, nothing
+// else. The server's sender per destination node uses it, so frames that
+// queue up under load share a round trip and keep their order.
+func (n *Node) PublishBatch(ctx context.Context, node string, fs []*Frame) error {
+	if len(fs) == 1 {
+		return n.Publish(ctx, node, fs[0])
+	}
+	c, cancel := n.op(ctx)
+	defer cancel()
+	ch := nodeChannel(node)
+	_, err := n.rdb.Pipelined(c, func(p redis.Pipeliner) error {
+		for _, f := range fs {
+			b := AppendFrame(make([]byte, 0, 64+len(f.Payload)), f)
+			if n.cluster {
+				p.SPublish(c, ch, b)
+			} else {
+				p.Publish(c, ch, b)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("%w: publish: %w", ErrUnavailable, err)
+	}
+	return nil
+}
+
+// Office returns the members of any office, from the node's copy when it
+// follows the office, else read from Redis (one script). It is for
+// inspection (the server's office listing), not for routing.
+func (n *Node) Office(ctx context.Context, office string) ([]Member, error) {
+	n.mu.Lock()
+	v := n.views[officeChannel(office)]
+	if v != nil && v.loaded {
+		out := make([]Member, 0, len(v.members))
+		for _, m := range v.members {
+			out = append(out, m)
+		}
+		n.mu.Unlock()
+		return out, nil
+	}
+	n.mu.Unlock()
+	c, cancel := n.op(ctx)
+	defer cancel()
+	res, err := snapshotScript.Run(c, n.rdb, officeKeys(office)).Slice()
+	if err != nil {
+		return nil, n.fail("snapshot", err)
+	}
+	var out []Member
+	for i := 1; i+1 < len(res); i += 2 {
+		sid, _ := res[i].(string)
+		rec, _ := res[i+1].(string)
+		if m, err := parseMember(sid, rec); err == nil {
+			out = append(out, m)
+		}
+	}
+	return out, nil
 }
 
 // Conn is the connection that asks to join, as its node knows it.
@@ -632,4 +730,26 @@ func (n *Node) alive(ctx context.Context, node string) bool {
 	defer cancel()
 	k, err := n.rdb.Exists(c, leaseKey(node)).Result()
 	return err != nil || k > 0 // in doubt, alive
+}
+
+// CensusKey is a group of [Node.Census]: the node holding the members and
+// their role.
+type CensusKey struct {
+	Node string
+	Role smcp.Role
+}
+
+// Census counts the members of the offices this node follows, by the node
+// that holds each and role, from the node's copy: what the server's
+// metrics show of where the cluster's members sit.
+func (n *Node) Census() map[CensusKey]int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	out := make(map[CensusKey]int)
+	for _, v := range n.views {
+		for _, m := range v.members {
+			out[CensusKey{m.Node, m.Role}]++
+		}
+	}
+	return out
 }

@@ -1,0 +1,760 @@
+package server
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/a2c-smcp/a2c-go/internal/sio"
+	"github.com/a2c-smcp/a2c-go/server/cluster"
+	"github.com/a2c-smcp/a2c-go/smcp"
+)
+
+// This file joins the server to a cluster of servers (package cluster
+// holds the Redis side). The server keeps in s.offices only the members
+// whose connections it holds; the office rules are decided cluster-wide
+// by the node (one Redis script per change), and what concerns members on
+// other nodes travels as frames:
+//
+//   - a request to a Computer on another node is a KindRequest frame to
+//     that node, answered by a KindAnswer (or KindGone) frame; the
+//     deadline and the answers on timeout or departure are the same as on
+//     one node, and are produced here, on the Agent's node;
+//   - notify:update_* and notify:tool_call_cancel go to the local members
+//     directly and as one KindBroadcast frame to each other node of the
+//     office;
+//   - enter and leave notifications of other nodes' members come from the
+//     office's membership events.
+//
+// Nothing here runs on a server without Config.Cluster.URL: every entry
+// point checks s.hub first, so the single server's hot path is unchanged.
+//
+// The Socket.IO handler must never block, and Redis commands do: a join,
+// a leave and a disconnect's leave run on the member's own queue (one
+// goroutine at a time, in the order the client sent them; see serial),
+// and frames leave through one sender goroutine per destination node
+// (see sender), which keeps their order and pipelines what queues up.
+
+// maxRemoteWait caps the deadline a request frame may ask of this node:
+// a frame is not trusted to carry a sane one.
+const maxRemoteWait = 24 * time.Hour
+
+// remoteSlack is added to a request frame's deadline for this node's own
+// wait: the Agent's node owns the deadline (and its timeout answer); this
+// node only has to stop waiting at some point after it.
+const remoteSlack = time.Second
+
+// hub is the server's side of a cluster.
+type hub struct {
+	node  *cluster.Node
+	calls cluster.Calls
+
+	ready chan struct{} // closed once node is set
+
+	mu      sync.Mutex
+	senders map[string]*sender // destination node id -> its sender
+	closed  bool
+	wg      sync.WaitGroup
+}
+
+// startHub starts the cluster node; s is fully built except for s.hub.
+func (s *Server) startHub(cfg cluster.Config) error {
+	if cfg.Logger == nil {
+		cfg.Logger = s.log
+	}
+	if cfg.Observe == nil {
+		cfg.Observe = s.metrics.redisObserved
+	}
+	h := &hub{senders: make(map[string]*sender), ready: make(chan struct{})}
+	// s.hub is set before the node starts (no connection exists yet, so
+	// nothing reads it but the node's handlers), and the handlers drop
+	// what arrives before the node is in place: frames sent to a
+	// previous process that had this node id.
+	s.hub = h
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	node, err := cluster.Start(ctx, cfg, cluster.Handler{
+		Frame: func(f cluster.Frame) {
+			if h.started() {
+				s.onFrame(f)
+			}
+		},
+		Event: func(ev cluster.Event) {
+			if h.started() {
+				s.onClusterEvent(ev)
+			}
+		},
+		Evicted: func(office string, m cluster.Member) {
+			if h.started() {
+				s.onEvicted(office, m)
+			}
+		},
+	})
+	if err != nil {
+		s.hub = nil
+		return err
+	}
+	h.node = node
+	close(h.ready)
+	s.metrics.clustered(node.ID(), s)
+	return nil
+}
+
+// started reports whether the node is in place.
+func (h *hub) started() bool {
+	select {
+	case <-h.ready:
+		return true
+	default:
+		return false
+	}
+}
+
+// NodeID is this server's id in its cluster, or "" when it runs alone.
+func (s *Server) NodeID() string {
+	if s.hub == nil {
+		return ""
+	}
+	return s.hub.node.ID()
+}
+
+// close ends every call waiting on another node, stops the senders and
+// leaves Redis. The members were left before (see Shutdown).
+func (h *hub) close() {
+	h.calls.Close()
+	h.mu.Lock()
+	h.closed = true
+	for _, sd := range h.senders {
+		sd.stop()
+	}
+	h.mu.Unlock()
+	h.wg.Wait()
+	h.node.Close()
+}
+
+// send queues a frame for node. onErr, if set, is called when the frame
+// could not be published (Redis unavailable, or the hub closing).
+func (s *Server) send(node string, f *cluster.Frame, onErr func()) {
+	h := s.hub
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		if onErr != nil {
+			onErr()
+		}
+		return
+	}
+	sd := h.senders[node]
+	if sd == nil {
+		sd = &sender{s: s, node: node, wake: make(chan struct{}, 1), quit: make(chan struct{})}
+		h.senders[node] = sd
+		h.wg.Add(1)
+		go sd.run()
+	}
+	sd.q = append(sd.q, outFrame{f, onErr})
+	h.mu.Unlock()
+	select {
+	case sd.wake <- struct{}{}:
+	default:
+	}
+	s.metrics.frameOut(f.Kind)
+}
+
+type outFrame struct {
+	f     *cluster.Frame
+	onErr func()
+}
+
+// sender publishes the frames for one node, in the order they were
+// queued; the frames that queued while a publish was under way go
+// together in one pipeline. It is owned by the hub: it ends when the hub
+// closes, or after a minute with nothing to send (its node may be gone
+// for good), removing itself under the hub's lock so no frame is queued
+// to a sender that has ended.
+type sender struct {
+	s    *Server
+	node string
+	q    []outFrame // guarded by hub.mu
+	wake chan struct{}
+	quit chan struct{}
+}
+
+const senderIdle = time.Minute
+
+func (sd *sender) stop() { close(sd.quit) }
+
+func (sd *sender) run() {
+	h := sd.s.hub
+	defer h.wg.Done()
+	idle := time.NewTimer(senderIdle)
+	defer idle.Stop()
+	const batch = 256
+	for {
+		h.mu.Lock()
+		q := sd.q
+		if len(q) > batch {
+			q = q[:batch:batch]
+			sd.q = sd.q[batch:]
+		} else {
+			sd.q = nil
+		}
+		h.mu.Unlock()
+		if len(q) > 0 {
+			fs := make([]*cluster.Frame, len(q))
+			for i, o := range q {
+				fs[i] = o.f
+			}
+			if err := h.node.PublishBatch(context.Background(), sd.node, fs); err != nil {
+				sd.s.log.Warn("frames to another node lost: Redis unavailable", "node", sd.node, "frames", len(fs), "err", err)
+				for _, o := range q {
+					if o.onErr != nil {
+						o.onErr()
+					}
+				}
+			}
+			continue
+		}
+		if !idle.Stop() {
+			select {
+			case <-idle.C:
+			default:
+			}
+		}
+		idle.Reset(senderIdle)
+		select {
+		case <-sd.wake:
+		case <-sd.quit:
+			sd.fail()
+			return
+		case <-idle.C:
+			h.mu.Lock()
+			if len(sd.q) == 0 && h.senders[sd.node] == sd {
+				delete(h.senders, sd.node)
+				h.mu.Unlock()
+				return
+			}
+			h.mu.Unlock()
+		}
+	}
+}
+
+// fail ends what is still queued when the hub closes.
+func (sd *sender) fail() {
+	h := sd.s.hub
+	h.mu.Lock()
+	q := sd.q
+	sd.q = nil
+	h.mu.Unlock()
+	for _, o := range q {
+		if o.onErr != nil {
+			o.onErr()
+		}
+	}
+}
+
+// serial runs one member's office operations one at a time, in order, on
+// a goroutine that exists while there is work: a join's Redis scripts
+// must not block the connection's reader, and a client's join, leave and
+// requests must still take effect in the order it sent them. While the
+// queue is busy, the member's other events wait in it too (see
+// nsHandler.Event).
+type serial struct {
+	mu      sync.Mutex
+	q       []func()
+	running bool
+}
+
+// busy reports whether operations are queued or running.
+func (q *serial) busy() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.running
+}
+
+// do queues f and starts the queue's goroutine if it is not running.
+func (q *serial) do(f func()) {
+	q.mu.Lock()
+	q.q = append(q.q, f)
+	if q.running {
+		q.mu.Unlock()
+		return
+	}
+	q.running = true
+	q.mu.Unlock()
+	go q.run()
+}
+
+func (q *serial) run() {
+	for {
+		q.mu.Lock()
+		if len(q.q) == 0 {
+			q.running = false
+			q.mu.Unlock()
+			return
+		}
+		f := q.q[0]
+		q.q[0] = nil
+		q.q = q.q[1:]
+		q.mu.Unlock()
+		f()
+	}
+}
+
+// opContext bounds one office operation against Redis: a few commands,
+// each bounded by the node's own timeout.
+func opContext() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), 10*time.Second)
+}
+
+// joinCluster is join for a clustered server, on the member's queue. The
+// checks that need no Redis are those of the single server; the rules
+// that involve other members are decided by the node, atomically in
+// Redis; the local office then changes as on one server.
+func (s *Server) joinCluster(m *member, e *sio.Event, req smcp.EnterOfficeReq) {
+	s.mu.Lock()
+	if msg := s.joinClosedLocked(m); msg != "" {
+		s.mu.Unlock()
+		ackTuple(e, false, msg)
+		return
+	}
+	var cur cluster.Seat
+	if m.office != nil {
+		cur = cluster.Seat{Office: m.office.id, Role: m.role, Name: m.name}
+	}
+	conn := cluster.Conn{SID: m.sock.ID(), Role: m.role, Version: m.version}
+	s.mu.Unlock()
+
+	ctx, cancel := opContext()
+	defer cancel()
+	want := cluster.Seat{Office: req.OfficeID, Role: req.Role, Name: req.Name}
+	d, err := s.hub.node.Join(ctx, conn, cur, want)
+	if err != nil {
+		s.log.Warn("join refused: cluster state unavailable", "sid", conn.SID, "err", err)
+		msg := cluster.RefuseUnavailable
+		if !errors.Is(err, cluster.ErrUnavailable) {
+			msg = "invalid payload"
+		}
+		ackTuple(e, false, msg)
+		return
+	}
+	switch {
+	case d.Refuse != "":
+		s.log.Info("join refused", "sid", conn.SID, "reason", d.Refuse)
+		ackTuple(e, false, d.Refuse)
+		return
+	case d.Already:
+		ackTuple(e, true, "")
+		return
+	}
+	s.mu.Lock()
+	if m.gone || m.sock.Closed() {
+		// The socket left while Redis decided: give the seat back.
+		s.mu.Unlock()
+		_ = s.hub.node.Leave(ctx, req.OfficeID, conn.SID)
+		ackTuple(e, false, "Connection closed")
+		return
+	}
+	if d.SwitchOffice {
+		s.leaveLocalLocked(m) // the node has left the former office in Redis
+	}
+	s.seatLocked(m, req)
+	ackTuple(e, true, "")
+	broadcastLocked(m.office, m, smcp.NotifyEnterOffice, notification(m.office, m))
+	s.mu.Unlock()
+}
+
+// leaveCluster is leave for a clustered server, on the member's queue:
+// the local office changes at once, Redis (and so the other nodes) next,
+// and the answer comes last, so a client that rejoins after it finds its
+// seat free cluster-wide.
+func (s *Server) leaveCluster(m *member, e *sio.Event, req smcp.LeaveOfficeReq) {
+	s.mu.Lock()
+	if m.office == nil || m.office.id != req.OfficeID {
+		s.mu.Unlock()
+		ackTuple(e, false, "Not in this office")
+		return
+	}
+	s.leaveLocalLocked(m)
+	s.mu.Unlock()
+	ctx, cancel := opContext()
+	defer cancel()
+	if err := s.hub.node.Leave(ctx, req.OfficeID, m.sock.ID()); err != nil {
+		s.log.Warn("leave: Redis unavailable; the record goes at the next re-assert", "sid", m.sock.ID(), "err", err)
+	}
+	ackTuple(e, true, "")
+}
+
+// leaveRemote removes the member's record from Redis after the member
+// left locally (disconnect, shutdown): on its queue, after any join still
+// in progress.
+func (s *Server) leaveRemote(m *member, office string) {
+	sid := m.sock.ID()
+	m.ops.do(func() {
+		ctx, cancel := opContext()
+		defer cancel()
+		if err := s.hub.node.Leave(ctx, office, sid); err != nil {
+			s.log.Warn("leave: Redis unavailable; the record goes at the next re-assert", "sid", sid, "err", err)
+		}
+	})
+}
+
+// routeRemote finds the Computer an Agent's request goes to on another
+// node, from the node's copy of the office (no Redis command).
+func (s *Server) routeRemote(m *member, computer string) (cluster.Member, bool) {
+	return s.hub.node.Lookup(m.office.id, smcp.RoleComputer, computer)
+}
+
+// refuseUnrouted answers a request whose Computer is in no office this
+// node knows of: 4104 if a Computer of that name sits in another office
+// somewhere in the cluster, else 404. The name index is in Redis, so this
+// runs on a goroutine of its own; only the error path ever asks.
+func (s *Server) refuseUnrouted(m *member, e *sio.Event, computer string) {
+	local := s.names[computer] > 0 // read under the caller's lock
+	go func() {
+		elsewhere := local
+		if !elsewhere {
+			ctx, cancel := opContext()
+			defer cancel()
+			var err error
+			if elsewhere, err = s.hub.node.ComputerElsewhere(ctx, computer); err != nil {
+				s.log.Debug("name index unavailable: answering not found", "err", err)
+			}
+		}
+		if elsewhere {
+			s.log.Warn("cross-office request refused", "sid", m.sock.ID(), "event", e.Name)
+			s.refuse(e, smcp.NewError(smcp.CodeCrossRoom, "Computer is not in your office"))
+			return
+		}
+		s.refuse(e, smcp.NewError(smcp.CodeNotFound, "Computer not found"))
+	}()
+}
+
+// relayRemote sends a request to a Computer on another node and answers
+// the Agent as relay does on one node: with the Computer's answer byte for
+// byte, the timeout answer at the same deadline, or the "disconnected"
+// answer when the Computer leaves (or its node dies, or Redis fails)
+// first.
+func (s *Server) relayRemote(m *member, e *sio.Event, target cluster.Member, timeout time.Duration, start time.Time) {
+	h := s.hub
+	s.inFlight.Add(1)
+	s.metrics.inFlight.Inc()
+	name := e.Name
+	id := h.calls.Start(target.SID, timeout, func(payload []byte, err error) {
+		defer func() {
+			s.inFlight.Add(-1)
+			s.metrics.inFlight.Dec()
+		}()
+		outcome := outcomeOK
+		var ans sio.Message
+		switch {
+		case err == nil:
+			if ans, err = decodeMessage(payload); err != nil {
+				s.log.Warn("malformed answer from another node", "node", target.Node, "err", err)
+				outcome, ans = outcomeGone, goneAnswer(name)
+			}
+		case errors.Is(err, cluster.ErrTimeout):
+			outcome, ans = outcomeTimeout, timeoutAnswer(name)
+		default:
+			outcome, ans = outcomeGone, goneAnswer(name)
+		}
+		if e.WantsAck() && e.Ack(ans) != nil {
+			outcome = outcomeDropped
+		}
+		s.metrics.relayDone(name, outcome, start)
+	})
+	f := &cluster.Frame{
+		Kind:      cluster.KindRequest,
+		From:      h.node.ID(),
+		To:        target.SID,
+		Office:    m.office.id,
+		Event:     name,
+		Call:      id,
+		TimeoutMS: uint64(timeout / time.Millisecond),
+		Payload:   appendMessage(nil, e.Message),
+	}
+	s.send(target.Node, f, func() { h.calls.Abort(id, cluster.ErrGone) })
+}
+
+// broadcastRemote sends an office event to the other nodes that hold
+// members of the office, one frame each; each delivers it to its members
+// there except the sender. The caller holds s.mu (read), so the frames
+// queue in the order of the office's events.
+func (s *Server) broadcastRemote(office string, from *member, name string, v any) {
+	if s.hub == nil {
+		return
+	}
+	nodes := s.hub.node.Nodes(office)
+	if len(nodes) == 0 {
+		return
+	}
+	msg := jsonMessage(v)
+	payload := appendMessage(nil, msg)
+	for _, n := range nodes {
+		s.send(n, &cluster.Frame{Kind: cluster.KindBroadcast, From: s.hub.node.ID(), To: from.sock.ID(), Office: office, Event: name, Payload: payload}, nil)
+	}
+}
+
+// broadcastEvents are the events a KindBroadcast frame may carry.
+var broadcastEvents = map[string]bool{
+	smcp.NotifyCancelToolCall: true,
+	smcp.NotifyUpdateConfig:   true,
+	smcp.NotifyUpdateToolList: true,
+	smcp.NotifyUpdateDesktop:  true,
+	smcp.NotifyUpdateSkills:   true,
+}
+
+// onFrame handles a frame from another node. It runs on the node's
+// receiver goroutine, so it only queues (Emit, Request and Ack do).
+// Nothing in a frame is trusted: a request is delivered only to a
+// Computer this node holds in the frame's office, a broadcast only to
+// members of that office, and only events of the right kind.
+func (s *Server) onFrame(f cluster.Frame) {
+	s.metrics.frameIn(f.Kind)
+	switch f.Kind {
+	case cluster.KindAnswer, cluster.KindGone:
+		s.hub.calls.Answer(f)
+	case cluster.KindRequest:
+		s.serveRemote(f)
+	case cluster.KindBroadcast:
+		if !broadcastEvents[f.Event] {
+			return
+		}
+		msg, err := decodeMessage(f.Payload)
+		if err != nil {
+			return
+		}
+		s.mu.RLock()
+		if o := s.offices[f.Office]; o != nil {
+			o.each(func(x *member) {
+				if x.sock.ID() != f.To {
+					_ = x.sock.Emit(f.Event, msg)
+				}
+			})
+		}
+		s.mu.RUnlock()
+	}
+}
+
+// serveRemote relays a request from an Agent on another node to a
+// Computer this node holds, and sends the answer back. When this node
+// no longer holds the Computer (it left, or the frame is stale or
+// forged), or the Computer disconnects first, the answer is KindGone, so
+// the Agent's node answers "disconnected" at once. On this node's own
+// timeout (later than the Agent node's deadline) nothing is sent: the
+// Agent was answered already.
+func (s *Server) serveRemote(f cluster.Frame) {
+	reply := func(kind cluster.Kind, payload []byte) {
+		s.send(f.From, &cluster.Frame{Kind: kind, From: s.hub.node.ID(), Office: f.Office, Event: f.Event, Call: f.Call, Payload: payload}, nil)
+	}
+	if !s.profile.IsClientEvent(f.Event) || f.TimeoutMS == 0 {
+		reply(cluster.KindGone, nil)
+		return
+	}
+	msg, err := decodeMessage(f.Payload)
+	if err != nil {
+		reply(cluster.KindGone, nil)
+		return
+	}
+	s.mu.RLock()
+	var target *member
+	if o := s.offices[f.Office]; o != nil {
+		for _, c := range o.computers {
+			if c.sock.ID() == f.To {
+				target = c
+				break
+			}
+		}
+	}
+	draining := s.draining
+	s.mu.RUnlock()
+	if target == nil || draining {
+		reply(cluster.KindGone, nil)
+		return
+	}
+	wait := time.Duration(min(f.TimeoutMS, uint64(maxRemoteWait/time.Millisecond)))*time.Millisecond + remoteSlack
+	s.inFlight.Add(1)
+	target.sock.Request(f.Event, msg, wait, func(ans sio.Message, err error) {
+		defer s.inFlight.Add(-1)
+		switch {
+		case err == nil:
+			reply(cluster.KindAnswer, appendMessage(nil, ans))
+		case errors.Is(err, sio.ErrAckTimeout):
+		default:
+			reply(cluster.KindGone, nil)
+		}
+	})
+}
+
+// onClusterEvent turns a membership change of another node's member into
+// the notifications this node's members of the office receive, and ends
+// the calls waiting on a member that left. This node's own members'
+// changes were announced when they happened.
+func (s *Server) onClusterEvent(ev cluster.Event) {
+	if ev.Member.Node == s.hub.node.ID() {
+		return
+	}
+	if !ev.Enter {
+		s.hub.calls.Gone(ev.Member.SID)
+	}
+	n := smcp.OfficeNotification{OfficeID: ev.Office}
+	if ev.Member.Role == smcp.RoleAgent {
+		n.Agent = ev.Member.Name
+	} else {
+		n.Computer = ev.Member.Name
+	}
+	name := smcp.NotifyLeaveOffice
+	if ev.Enter {
+		name = smcp.NotifyEnterOffice
+	}
+	s.mu.RLock()
+	if o := s.offices[ev.Office]; o != nil {
+		broadcastLocked(o, nil, name, n)
+	}
+	s.mu.RUnlock()
+}
+
+// onEvicted drops a member whose seat another client took while this node
+// was cut off from Redis (its lease expired and it was swept). The
+// connection is closed, so the client reconnects and joins again, and
+// learns whether the seat is still taken.
+func (s *Server) onEvicted(office string, cm cluster.Member) {
+	s.mu.Lock()
+	var m *member
+	if o := s.offices[office]; o != nil {
+		o.each(func(x *member) {
+			if x.sock.ID() == cm.SID {
+				m = x
+			}
+		})
+	}
+	if m != nil {
+		s.leaveLocalLocked(m)
+	}
+	s.mu.Unlock()
+	if m != nil {
+		m.sock.Disconnect()
+	}
+}
+
+// listRoomCluster lists an office's members across the cluster: the
+// node's copy, plus the members held here (which the copy may lag behind
+// just after a join whose snapshot read failed).
+func (s *Server) clusterSessions(o *office) []smcp.SessionInfo {
+	seen := make(map[string]bool)
+	var out []smcp.SessionInfo
+	o.each(func(x *member) {
+		seen[x.sock.ID()] = true
+		out = append(out, smcp.SessionInfo{SID: x.sock.ID(), Name: x.name, Role: x.role, OfficeID: o.id, A2CVersion: x.version})
+	})
+	for _, cm := range s.hub.node.Members(o.id) {
+		if !seen[cm.SID] && cm.Node != s.hub.node.ID() {
+			out = append(out, smcp.SessionInfo{SID: cm.SID, Name: cm.Name, Role: cm.Role, OfficeID: o.id, A2CVersion: cm.Version})
+		}
+	}
+	return out
+}
+
+// timeoutAnswer is the answer to a request whose deadline passed: a
+// CallToolResult marked a2c_timeout for a tool call, else a 408.
+func timeoutAnswer(event string) sio.Message {
+	if event == smcp.EventToolCall {
+		return jsonMessage(smcp.TimeoutResult("Computer did not answer within the tool call's timeout"))
+	}
+	return jsonMessage(smcp.NewError(smcp.CodeTimeout, "Computer did not answer in time"))
+}
+
+// goneAnswer is the answer to a request whose Computer left before
+// answering: an isError CallToolResult for a tool call, else a 404.
+func goneAnswer(event string) sio.Message {
+	if event == smcp.EventToolCall {
+		return jsonMessage(smcp.CallToolResult{IsError: true, Content: []json.RawMessage{textContent("Computer disconnected before answering")}})
+	}
+	return jsonMessage(smcp.NewError(smcp.CodeNotFound, "Computer disconnected before answering"))
+}
+
+// errMessageFormat is returned for a payload between nodes that does not
+// parse.
+var errMessageFormat = errors.New("server: malformed message between nodes")
+
+// maxParts bounds the arguments and attachments of a message between
+// nodes; Socket.IO requests carry one argument and few attachments.
+const maxParts = 1024
+
+// appendMessage encodes a Socket.IO message for a frame: the number of
+// arguments, each argument (length, bytes), the number of attachments,
+// each attachment (length, bytes); lengths are uvarints. The arguments
+// are the JSON texts as received, so the Computer (or the Agent) gets the
+// bytes the other end sent.
+func appendMessage(b []byte, m sio.Message) []byte {
+	n := 2
+	for _, a := range m.Args {
+		n += len(a) + 5
+	}
+	for _, a := range m.Attachments {
+		n += len(a) + 5
+	}
+	b = slices.Grow(b, n)
+	b = binary.AppendUvarint(b, uint64(len(m.Args)))
+	for _, a := range m.Args {
+		b = binary.AppendUvarint(b, uint64(len(a)))
+		b = append(b, a...)
+	}
+	b = binary.AppendUvarint(b, uint64(len(m.Attachments)))
+	for _, a := range m.Attachments {
+		b = binary.AppendUvarint(b, uint64(len(a)))
+		b = append(b, a...)
+	}
+	return b
+}
+
+// decodeMessage parses what appendMessage wrote. It never trusts its
+// input: every count and length is checked against what remains, an
+// argument must be valid JSON, and nothing may follow the last part.
+func decodeMessage(b []byte) (sio.Message, error) {
+	var m sio.Message
+	parts := func(isJSON bool) ([][]byte, error) {
+		k, n := binary.Uvarint(b)
+		if n <= 0 || k > maxParts {
+			return nil, errMessageFormat
+		}
+		b = b[n:]
+		out := make([][]byte, 0, k)
+		for range k {
+			l, n := binary.Uvarint(b)
+			if n <= 0 || l > uint64(len(b)-n) || l > math.MaxInt32 {
+				return nil, errMessageFormat
+			}
+			p := b[n : n+int(l) : n+int(l)]
+			if isJSON && !json.Valid(p) {
+				return nil, fmt.Errorf("%w: an argument is not JSON", errMessageFormat)
+			}
+			out = append(out, p)
+			b = b[n+int(l):]
+		}
+		return out, nil
+	}
+	args, err := parts(true)
+	if err != nil {
+		return m, err
+	}
+	att, err := parts(false)
+	if err != nil {
+		return m, err
+	}
+	if len(b) != 0 {
+		return m, fmt.Errorf("%w: trailing bytes", errMessageFormat)
+	}
+	for _, a := range args {
+		m.Args = append(m.Args, json.RawMessage(a))
+	}
+	if len(att) > 0 {
+		m.Attachments = att
+	}
+	return m, nil
+}
