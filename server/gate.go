@@ -1,7 +1,6 @@
 package server
 
 import (
-	"encoding/json"
 	"net/http"
 	"strconv"
 
@@ -43,14 +42,8 @@ func rejectReason(raw string, e *smcp.Error) string {
 // writeVersionError answers a refused handshake: HTTP 400 with the flat
 // ErrorPayload as body, and X-A2C-Error-Code for 4008.
 func writeVersionError(w http.ResponseWriter, e *smcp.Error) {
-	body, _ := json.Marshal(e)
-	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	h.Set("Content-Length", strconv.Itoa(len(body)))
-	h.Set("Cache-Control", "no-store")
 	if e.Code == smcp.CodeVersionMismatch {
-		h[smcp.HeaderErrorCode] = []string{strconv.Itoa(e.Code)} // spelled as the specification spells it
+		w.Header()[smcp.HeaderErrorCode] = []string{strconv.Itoa(e.Code)} // spelled as the specification spells it
 	}
-	w.WriteHeader(http.StatusBadRequest)
-	_, _ = w.Write(body)
+	writeJSONError(w, http.StatusBadRequest, e)
 }

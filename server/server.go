@@ -177,6 +177,7 @@ func New(cfg Config) (*Server, error) {
 	mux := http.NewServeMux()
 	mux.Handle(cfg.Path, s.gate(s.io))
 	mux.HandleFunc("GET /healthz", s.healthz)
+	mux.HandleFunc("GET /api/offices/{office}", s.officeInfo)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{}))
 	s.handler = s.io.BoundBodies(mux) // a stalled body holds nothing, on any route
 	if cfg.Cluster.URL != "" {
