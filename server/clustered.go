@@ -56,6 +56,8 @@ type hub struct {
 	calls cluster.Calls
 
 	ready chan struct{} // closed once node is set
+	// lookups bounds the name-index reads of unroutable requests.
+	lookups semaphore
 
 	mu      sync.Mutex
 	senders map[string]*sender // destination node id -> its sender
@@ -71,7 +73,7 @@ func (s *Server) startHub(cfg cluster.Config) error {
 	if cfg.Observe == nil {
 		cfg.Observe = s.metrics.redisObserved
 	}
-	h := &hub{senders: make(map[string]*sender), ready: make(chan struct{})}
+	h := &hub{senders: make(map[string]*sender), ready: make(chan struct{}), lookups: make(semaphore, 64)}
 	// s.hub is set before the node starts (no connection exists yet, so
 	// nothing reads it but the node's handlers), and the handlers drop
 	// what arrives before the node is in place: frames sent to a
@@ -306,6 +308,22 @@ func (q *serial) run() {
 	}
 }
 
+// semaphore is a counting semaphore that never waits.
+type semaphore chan struct{}
+
+// TryAcquire takes a unit if one is free.
+func (s semaphore) TryAcquire() bool {
+	select {
+	case s <- struct{}{}:
+		return true
+	default:
+		return false
+	}
+}
+
+// Release gives a unit back.
+func (s semaphore) Release() { <-s }
+
 // opContext bounds one office operation against Redis: a few commands,
 // each bounded by the node's own timeout.
 func opContext() (context.Context, context.CancelFunc) {
@@ -416,9 +434,16 @@ func (s *Server) routeRemote(m *member, computer string) (cluster.Member, bool) 
 // runs on a goroutine of its own; only the error path ever asks.
 func (s *Server) refuseUnrouted(m *member, e *sio.Event, computer string) {
 	local := s.names[computer] > 0 // read under the caller's lock
+	ask := !local
+	if ask && !s.hub.lookups.TryAcquire() {
+		// A flood of unroutable requests does not become a flood of Redis
+		// commands: past the bound the answer is 404 without asking.
+		ask = false
+	}
 	go func() {
 		elsewhere := local
-		if !elsewhere {
+		if ask {
+			defer s.hub.lookups.Release()
 			ctx, cancel := opContext()
 			defer cancel()
 			var err error

@@ -206,7 +206,18 @@ func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
 		_, _ = w.Write([]byte(`{"status":"draining"}`))
 		return
 	}
-	_, _ = w.Write([]byte(`{"status":"ok","version":"` + s.cfg.Version + `"}`))
+	if s.hub == nil {
+		_, _ = w.Write([]byte(`{"status":"ok","version":"` + s.cfg.Version + `"}`))
+		return
+	}
+	// A node cut off from Redis still serves the members it holds, so it
+	// stays healthy for the load balancer; "redis" says what it lacks.
+	redis := "ok"
+	if !s.hub.node.Healthy() {
+		redis = "unavailable"
+	}
+	b, _ := json.Marshal(map[string]string{"status": "ok", "version": s.cfg.Version, "node": s.hub.node.ID(), "redis": redis})
+	_, _ = w.Write(b)
 }
 
 // Shutdown stops admitting joins and requests, waits until the requests

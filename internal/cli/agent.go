@@ -6,6 +6,9 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
+	"net/http"
+	"net/url"
 	"os"
 	"slices"
 	"sort"
@@ -14,6 +17,7 @@ import (
 	"time"
 
 	"github.com/a2c-smcp/a2c-go/agent"
+	"github.com/a2c-smcp/a2c-go/server"
 	"github.com/a2c-smcp/a2c-go/smcp"
 )
 
@@ -36,16 +40,21 @@ func addAgentFlags(fs *flag.FlagSet) *agentFlags {
 	return f
 }
 
+// credential is the token to present: --token, else $A2C_TOKEN.
+func (f *agentFlags) credential() string {
+	if f.token != "" {
+		return f.token
+	}
+	return os.Getenv("A2C_TOKEN")
+}
+
 // connect dials the server and joins the office.
 func (f *agentFlags) connect(ctx context.Context) (*agent.Client, error) {
 	name := f.name
 	if name == "" {
 		name = fmt.Sprintf("a2c-cli-%d", os.Getpid())
 	}
-	token := f.token
-	if token == "" {
-		token = os.Getenv("A2C_TOKEN")
-	}
+	token := f.credential()
 	o := agent.Options{Name: name, ProtocolVersion: f.version}
 	if token != "" {
 		o.Auth = map[string]any{f.authField: token}
@@ -84,15 +93,71 @@ func runRoom(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
+	// In a cluster the server also tells which node holds each member;
+	// a server that cannot (an older one) leaves the column out.
+	nodes := f.officeNodes(ctx)
+	rows := make([]roomEntry, len(sessions))
+	for i, s := range sessions {
+		rows[i] = roomEntry{SessionInfo: s, Node: nodes[s.SID]}
+	}
 	if f.json {
-		return printJSON(e, sessions)
+		return printJSON(e, rows)
 	}
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+	if len(nodes) > 0 {
+		fmt.Fprintln(tw, "ROLE\tNAME\tVERSION\tNODE\tSID")
+		for _, r := range rows {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.Role, r.Name, r.A2CVersion, r.Node, r.SID)
+		}
+		return tw.Flush()
+	}
 	fmt.Fprintln(tw, "ROLE\tNAME\tVERSION\tSID")
-	for _, s := range sessions {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", s.Role, s.Name, s.A2CVersion, s.SID)
+	for _, r := range rows {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.Role, r.Name, r.A2CVersion, r.SID)
 	}
 	return tw.Flush()
+}
+
+// roomEntry is one line of `a2c room`: what server:list_room says of a
+// member, and the node that holds it in a cluster.
+type roomEntry struct {
+	smcp.SessionInfo
+	Node string `json:"node,omitempty"`
+}
+
+// officeNodes asks the server's GET /api/offices/{office} which node
+// holds each member (sid -> node). It returns nil when the server runs
+// alone or cannot say.
+func (f *agentFlags) officeNodes(ctx context.Context) map[string]string {
+	endpoint := strings.TrimSuffix(f.server, "/") + "/api/offices/" + url.PathEscape(f.office)
+	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(rctx, http.MethodGet, endpoint, nil)
+	if err != nil {
+		return nil
+	}
+	if t := f.credential(); t != "" {
+		req.Header.Set(f.authField, t)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil
+	}
+	defer resp.Body.Close()
+	var info server.OfficeInfo
+	if resp.StatusCode != http.StatusOK || json.NewDecoder(io.LimitReader(resp.Body, 16<<20)).Decode(&info) != nil {
+		return nil
+	}
+	nodes := make(map[string]string)
+	for _, m := range info.Members {
+		if m.Node != "" {
+			nodes[m.SID] = m.Node
+		}
+	}
+	if len(nodes) == 0 {
+		return nil
+	}
+	return nodes
 }
 
 // computers lists the Computers of the office, or just the one named.
