@@ -145,14 +145,18 @@ func (h *hub) close() {
 func (s *Server) send(node string, f *cluster.Frame, onErr func()) {
 	h := s.hub
 	h.mu.Lock()
-	if h.closed {
+	sd := h.senders[node]
+	if h.closed || !h.node.Healthy() || (sd != nil && len(sd.q) >= maxQueued) {
+		// Closing, cut off from Redis (the frame would wait for a command
+		// timeout only to fail), or a backlog Redis is not draining: the
+		// frame fails now, and its call ends with the usual answer.
 		h.mu.Unlock()
+		s.metrics.frameDropped()
 		if onErr != nil {
 			onErr()
 		}
 		return
 	}
-	sd := h.senders[node]
 	if sd == nil {
 		sd = &sender{s: s, node: node, wake: make(chan struct{}, 1), quit: make(chan struct{})}
 		h.senders[node] = sd
@@ -189,6 +193,10 @@ type sender struct {
 
 const senderIdle = time.Minute
 
+// maxQueued bounds the frames waiting for one node: past it, Redis is
+// not keeping up and new frames fail at once instead of piling up.
+const maxQueued = 16384
+
 func (sd *sender) stop() { close(sd.quit) }
 
 func (sd *sender) run() {
@@ -215,6 +223,7 @@ func (sd *sender) run() {
 			if err := h.node.PublishBatch(context.Background(), sd.node, fs); err != nil {
 				sd.s.log.Warn("frames to another node lost: Redis unavailable", "node", sd.node, "frames", len(fs), "err", err)
 				for _, o := range q {
+					sd.s.metrics.frameDropped()
 					if o.onErr != nil {
 						o.onErr()
 					}

@@ -135,6 +135,7 @@ type clusterMetrics struct {
 	framesIn  [5]prometheus.Counter
 	redis     *prometheus.HistogramVec
 	redisErrs *prometheus.CounterVec
+	dropped   prometheus.Counter
 }
 
 // frameKinds names the frame kinds for the "kind" label, by cluster.Kind.
@@ -155,6 +156,9 @@ func (m *metrics) clustered(id string, s *Server) {
 			Name: "a2c_cluster_redis_errors_total", Help: "Redis commands of the cluster that failed (unreachable, timeout, error reply), by command.",
 		}, []string{"command"}),
 	}
+	c.dropped = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "a2c_cluster_frames_failed_total", Help: "Frames to other nodes that could not be sent (Redis unavailable, or a backlog past 16384 for one node); each ended its call with the usual answer.",
+	})
 	for k := 1; k < len(frameKinds); k++ {
 		c.framesOut[k] = c.frames.WithLabelValues("out", frameKinds[k])
 		c.framesIn[k] = c.frames.WithLabelValues("in", frameKinds[k])
@@ -164,7 +168,7 @@ func (m *metrics) clustered(id string, s *Server) {
 		ConstLabels: prometheus.Labels{"node": id},
 	})
 	info.Set(1)
-	m.reg.MustRegister(c.frames, c.redis, c.redisErrs, info, clusterMembers{s: s, desc: prometheus.NewDesc("a2c_cluster_members",
+	m.reg.MustRegister(c.frames, c.redis, c.redisErrs, c.dropped, info, clusterMembers{s: s, desc: prometheus.NewDesc("a2c_cluster_members",
 		"Members of the offices where this node holds members, by the node that holds each one and role (this node's view of the cluster).",
 		[]string{"node", "role"}, nil)})
 	m.cluster.Store(c)
@@ -179,6 +183,12 @@ func (m *metrics) frameOut(k cluster.Kind) {
 func (m *metrics) frameIn(k cluster.Kind) {
 	if c := m.cluster.Load(); c != nil && int(k) < len(c.framesIn) && c.framesIn[k] != nil {
 		c.framesIn[k].Inc()
+	}
+}
+
+func (m *metrics) frameDropped() {
+	if c := m.cluster.Load(); c != nil {
+		c.dropped.Inc()
 	}
 }
 
