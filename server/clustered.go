@@ -140,16 +140,21 @@ func (h *hub) close() {
 	h.node.Close()
 }
 
-// send queues a frame for node. onErr, if set, is called when the frame
-// could not be published (Redis unavailable, or the hub closing).
-func (s *Server) send(node string, f *cluster.Frame, onErr func()) {
+// send queues a frame for node. A frame with a zero retryUntil is sent
+// at most once: if Redis fails, onErr (if set) is called. That is how
+// requests go, since a request published twice could run a tool twice.
+// Answers and broadcasts, which are harmless twice, are retried until
+// retryUntil while Redis is away, so an answer this node holds reaches
+// the Agent's node if Redis returns before the call's deadline.
+func (s *Server) send(node string, f *cluster.Frame, retryUntil time.Time, onErr func()) {
 	h := s.hub
 	h.mu.Lock()
 	sd := h.senders[node]
-	if h.closed || !h.node.Healthy() || (sd != nil && len(sd.q) >= maxQueued) {
-		// Closing, cut off from Redis (the frame would wait for a command
-		// timeout only to fail), or a backlog Redis is not draining: the
-		// frame fails now, and its call ends with the usual answer.
+	if h.closed || (retryUntil.IsZero() && !h.node.Healthy()) || (sd != nil && len(sd.q) >= maxQueued) {
+		// Closing, a request while cut off from Redis (it would wait for
+		// a command timeout only to fail), or a backlog Redis is not
+		// draining: the frame fails now, and its call ends with the
+		// usual answer.
 		h.mu.Unlock()
 		s.metrics.frameDropped()
 		if onErr != nil {
@@ -163,7 +168,7 @@ func (s *Server) send(node string, f *cluster.Frame, onErr func()) {
 		h.wg.Add(1)
 		go sd.run()
 	}
-	sd.q = append(sd.q, outFrame{f, onErr})
+	sd.q = append(sd.q, outFrame{f, retryUntil, onErr})
 	h.mu.Unlock()
 	select {
 	case sd.wake <- struct{}{}:
@@ -174,6 +179,7 @@ func (s *Server) send(node string, f *cluster.Frame, onErr func()) {
 
 type outFrame struct {
 	f     *cluster.Frame
+	until time.Time // retried until then; zero: sent at most once
 	onErr func()
 }
 
@@ -221,12 +227,9 @@ func (sd *sender) run() {
 				fs[i] = o.f
 			}
 			if err := h.node.PublishBatch(context.Background(), sd.node, fs); err != nil {
-				sd.s.log.Warn("frames to another node lost: Redis unavailable", "node", sd.node, "frames", len(fs), "err", err)
-				for _, o := range q {
-					sd.s.metrics.frameDropped()
-					if o.onErr != nil {
-						o.onErr()
-					}
+				if !sd.retry(q, err) {
+					sd.fail()
+					return
 				}
 			}
 			continue
@@ -252,6 +255,46 @@ func (sd *sender) run() {
 			}
 			h.mu.Unlock()
 		}
+	}
+}
+
+// retryBackoff is the pause before frames that failed are sent again.
+const retryBackoff = 100 * time.Millisecond
+
+// retry handles a batch that Redis refused: the frames that may be
+// retried and have time left go back to the head of the queue (their
+// order kept) and are sent again after a pause; the others fail. It
+// reports false when the hub closes meanwhile.
+func (sd *sender) retry(q []outFrame, err error) bool {
+	now := time.Now()
+	var keep []outFrame
+	failed := 0
+	for _, o := range q {
+		if o.until.After(now) {
+			keep = append(keep, o)
+			continue
+		}
+		failed++
+		sd.s.metrics.frameDropped()
+		if o.onErr != nil {
+			o.onErr()
+		}
+	}
+	if failed > 0 {
+		sd.s.log.Warn("frames to another node failed: Redis unavailable", "node", sd.node, "frames", failed, "err", err)
+	}
+	if len(keep) == 0 {
+		return true
+	}
+	h := sd.s.hub
+	h.mu.Lock()
+	sd.q = append(keep, sd.q...)
+	h.mu.Unlock()
+	select {
+	case <-sd.quit:
+		return false
+	case <-time.After(retryBackoff):
+		return true
 	}
 }
 
@@ -512,7 +555,7 @@ func (s *Server) relayRemote(m *member, e *sio.Event, target cluster.Member, tim
 		TimeoutMS: uint64(timeout / time.Millisecond),
 		Payload:   appendMessage(nil, e.Message),
 	}
-	s.send(target.Node, f, func() { h.calls.Abort(id, cluster.ErrGone) })
+	s.send(target.Node, f, time.Time{}, func() { h.calls.Abort(id, cluster.ErrGone) })
 }
 
 // broadcastRemote sends an office event to the other nodes that hold
@@ -529,10 +572,15 @@ func (s *Server) broadcastRemote(office string, from *member, name string, v any
 	}
 	msg := jsonMessage(v)
 	payload := appendMessage(nil, msg)
+	until := time.Now().Add(broadcastRetry)
 	for _, n := range nodes {
-		s.send(n, &cluster.Frame{Kind: cluster.KindBroadcast, From: s.hub.node.ID(), To: from.sock.ID(), Office: office, Event: name, Payload: payload}, nil)
+		s.send(n, &cluster.Frame{Kind: cluster.KindBroadcast, From: s.hub.node.ID(), To: from.sock.ID(), Office: office, Event: name, Payload: payload}, until, nil)
 	}
 }
+
+// broadcastRetry is how long a broadcast to another node is retried while
+// Redis is away.
+const broadcastRetry = 10 * time.Second
 
 // broadcastEvents are the events a KindBroadcast frame may carry.
 var broadcastEvents = map[string]bool{
@@ -583,8 +631,12 @@ func (s *Server) onFrame(f cluster.Frame) {
 // timeout (later than the Agent node's deadline) nothing is sent: the
 // Agent was answered already.
 func (s *Server) serveRemote(f cluster.Frame) {
+	// The Agent's node waits at most TimeoutMS from about now: an answer
+	// is worth retrying until then.
+	wait := time.Duration(min(f.TimeoutMS, uint64(maxRemoteWait/time.Millisecond))) * time.Millisecond
+	until := time.Now().Add(wait)
 	reply := func(kind cluster.Kind, payload []byte) {
-		s.send(f.From, &cluster.Frame{Kind: kind, From: s.hub.node.ID(), Office: f.Office, Event: f.Event, Call: f.Call, Payload: payload}, nil)
+		s.send(f.From, &cluster.Frame{Kind: kind, From: s.hub.node.ID(), Office: f.Office, Event: f.Event, Call: f.Call, Payload: payload}, until, nil)
 	}
 	if !s.profile.IsClientEvent(f.Event) || f.TimeoutMS == 0 {
 		reply(cluster.KindGone, nil)
@@ -611,9 +663,8 @@ func (s *Server) serveRemote(f cluster.Frame) {
 		reply(cluster.KindGone, nil)
 		return
 	}
-	wait := time.Duration(min(f.TimeoutMS, uint64(maxRemoteWait/time.Millisecond)))*time.Millisecond + remoteSlack
 	s.inFlight.Add(1)
-	target.sock.Request(f.Event, msg, wait, func(ans sio.Message, err error) {
+	target.sock.Request(f.Event, msg, wait+remoteSlack, func(ans sio.Message, err error) {
 		defer s.inFlight.Add(-1)
 		switch {
 		case err == nil:

@@ -231,7 +231,11 @@ func (n *Node) sweepNode(ctx context.Context, dead string) error {
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return err
 	}
-	n.log.Info("dead node swept", "dead", dead, "offices", len(offices))
+	if dead == n.id {
+		n.log.Debug("a previous process's records swept", "offices", len(offices))
+	} else {
+		n.log.Info("dead node swept", "dead", dead, "offices", len(offices))
+	}
 	return nil
 }
 

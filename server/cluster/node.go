@@ -149,6 +149,7 @@ func (n *Node) Healthy() bool { return n.healthy.Load() }
 // cleanly leaves its members first (Leave); one that does not is swept
 // when its lease expires.
 func (n *Node) Close() {
+	n.retire()
 	n.cancel()
 	n.mu.Lock()
 	if n.shared != nil {
@@ -160,6 +161,26 @@ func (n *Node) Close() {
 	n.mu.Unlock()
 	n.wg.Wait()
 	_ = n.rdb.Close()
+}
+
+// retire removes the node's lease, index and registration when it holds
+// no member any more (it left them all), so that a process started again
+// with the same id does not wait for the lease to expire. A node that
+// still holds members keeps them for the sweep.
+func (n *Node) retire() {
+	n.mu.Lock()
+	held := len(n.local) > 0
+	n.mu.Unlock()
+	if held || n.ctx.Err() != nil {
+		return
+	}
+	c, cancel := n.op(n.ctx)
+	defer cancel()
+	_, _ = n.rdb.Pipelined(c, func(p redis.Pipeliner) error {
+		p.SRem(c, nodesKey, n.id)
+		p.Del(c, nodeIndex(n.id), leaseKey(n.id))
+		return nil
+	})
 }
 
 func (n *Node) op(ctx context.Context) (context.Context, context.CancelFunc) {
