@@ -91,7 +91,13 @@ func runServer(ctx context.Context, e *env, args []string) error {
 	}
 	srv, err := server.New(cfg)
 	if errors.Is(err, cluster.ErrUnavailable) {
-		return err // Redis did not answer: not a usage error
+		// Redis did not answer: not a usage error. The address is named
+		// without the URL's credentials.
+		where := "Redis"
+		if o, _, perr := cluster.ParseURL(*redisURL); perr == nil {
+			where += " at " + strings.Join(o.Addrs, ",")
+		}
+		return fmt.Errorf("%s did not answer: %w", where, err)
 	}
 	if err != nil {
 		return usageError{err.Error()}
