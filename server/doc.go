@@ -7,7 +7,14 @@
 // any number of uniquely named Computers each, with enter and leave
 // notifications), the relay of the eight client:* requests from an Agent
 // to one Computer of its office with per-call deadlines, the server:*
-// events, and the server's Prometheus metrics.
+// events, the operators' office listing (GET /api/offices/{office}), and
+// the server's Prometheus metrics.
+//
+// With [Config].Cluster set, a server is one node of a cluster of servers
+// that act as one hub through Redis: package cluster holds the Redis side
+// (leases, the office rules as scripts, membership copies, frames between
+// nodes) and clustered.go joins it to the server. Without it, no cluster
+// code runs at all.
 //
 // It does not know what a tool is: payloads are validated and routed,
 // never interpreted, and Computers' answers are relayed byte for byte.
