@@ -521,36 +521,29 @@ func (s *Server) relayRemote(m *member, e *sio.Event, target cluster.Member, tim
 	h := s.hub
 	s.inFlight.Add(1)
 	s.metrics.inFlight.Inc()
-	name := e.Name
 	id := h.calls.Start(target.SID, timeout, func(payload []byte, err error) {
-		defer func() {
-			s.inFlight.Add(-1)
-			s.metrics.inFlight.Dec()
-		}()
 		outcome := outcomeOK
 		var ans sio.Message
 		switch {
 		case err == nil:
 			if ans, err = decodeMessage(payload); err != nil {
 				s.log.Warn("malformed answer from another node", "node", target.Node, "err", err)
-				outcome, ans = outcomeGone, goneAnswer(name)
+				outcome = outcomeGone
 			}
 		case errors.Is(err, cluster.ErrTimeout):
-			outcome, ans = outcomeTimeout, timeoutAnswer(name)
+			outcome = outcomeTimeout
 		default:
-			outcome, ans = outcomeGone, goneAnswer(name)
+			outcome = outcomeGone
 		}
-		if e.WantsAck() && e.Ack(ans) != nil {
-			outcome = outcomeDropped
-		}
-		s.metrics.relayDone(name, outcome, start)
+		// This may run on the node's receiver: never write here.
+		s.endRelay(e, ans, outcome, start, false)
 	})
 	f := &cluster.Frame{
 		Kind:      cluster.KindRequest,
 		From:      h.node.ID(),
 		To:        target.SID,
 		Office:    m.office.id,
-		Event:     name,
+		Event:     e.Name,
 		Call:      id,
 		TimeoutMS: uint64(timeout / time.Millisecond),
 		Payload:   appendMessage(nil, e.Message),

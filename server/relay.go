@@ -69,25 +69,42 @@ func (s *Server) relay(m *member, e *sio.Event) {
 	}
 	s.inFlight.Add(1)
 	s.metrics.inFlight.Inc()
-	name := e.Name
-	target.sock.RequestDirect(name, e.Message, timeout, func(ans sio.Message, err error) {
-		defer func() {
-			s.inFlight.Add(-1)
-			s.metrics.inFlight.Dec()
-		}()
+	target.sock.RequestDirect(e.Name, e.Message, timeout, func(ans sio.Message, err error) {
 		outcome := outcomeOK
 		switch {
 		case err == nil:
 		case errors.Is(err, sio.ErrAckTimeout):
-			outcome, ans = outcomeTimeout, timeoutAnswer(name)
+			outcome = outcomeTimeout
 		default:
-			outcome, ans = outcomeGone, goneAnswer(name)
+			outcome = outcomeGone
 		}
-		if e.WantsAck() && e.AckDirect(ans) != nil {
-			outcome = outcomeDropped
-		}
-		s.metrics.relayDone(name, outcome, start)
+		s.endRelay(e, ans, outcome, start, true)
 	})
+}
+
+// endRelay answers the Agent at the end of a relayed request, with the
+// Computer's answer, or the server's own for a timeout or a departure,
+// and counts the outcome. direct answers on the calling goroutine (see
+// sio.Event.AckDirect); a caller that must not block passes false.
+func (s *Server) endRelay(e *sio.Event, ans sio.Message, outcome string, start time.Time, direct bool) {
+	defer func() {
+		s.inFlight.Add(-1)
+		s.metrics.inFlight.Dec()
+	}()
+	switch outcome {
+	case outcomeTimeout:
+		ans = timeoutAnswer(e.Name)
+	case outcomeGone:
+		ans = goneAnswer(e.Name)
+	}
+	ack := e.Ack
+	if direct {
+		ack = e.AckDirect
+	}
+	if e.WantsAck() && ack(ans) != nil {
+		outcome = outcomeDropped
+	}
+	s.metrics.relayDone(e.Name, outcome, start)
 }
 
 // routeLocked finds the Computer an Agent's request goes to.
