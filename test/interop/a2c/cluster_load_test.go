@@ -733,13 +733,14 @@ func ldBackgroundPerTick(nodes int) map[string]int64 {
 }
 
 // ldConnSetup are the commands the client library sends on a new
-// connection (HELLO, then CLIENT SETNAME with the node's name): a pool
-// grows by a connection when a heartbeat or a sweep runs while the
-// senders hold the others. That is not per call; ldConnBound per node
-// bounds it in any one batch.
+// connection (HELLO, then CLIENT SETNAME with the node's name). A young
+// node's pool grows by a connection when a heartbeat or a sweep runs
+// while the frame senders hold the others, and settles at four or five
+// connections (measured: none more over six batches of 10,000 calls).
+// That is not per call; ldConnBound per node bounds it in any one batch.
 var ldConnSetup = map[string]bool{"hello": true, "client|setname": true, "client|setinfo": true}
 
-const ldConnBound = 3
+const ldConnBound = 5
 
 // ldCheckCommands checks the Redis commands counted while calls ran for
 // elapsed on a cluster of nodes: publishCmd exactly wantPublish times,
@@ -820,6 +821,23 @@ func (cs ldCallsCase) run(t *testing.T, tag string, n, conc int) (ldCallStats, m
 	return st, delta
 }
 
+// ldWarmUp calls each computer until a little more than a second of load
+// has passed (so that a heartbeat and a sweep ran beside it): the frame
+// senders, the subscriptions and the Redis connection pools are in place
+// before anything is counted.
+func ldWarmUp(t *testing.T, caller *ldCaller, computers ...string) {
+	t.Helper()
+	start := time.Now()
+	for i := 0; i == 0 || time.Since(start) < 1200*time.Millisecond; i++ {
+		for _, c := range computers {
+			tag := "warm-" + strconv.Itoa(i) + "-" + c
+			if st := caller.run(t, c, tag, 500, 32); st.answered != 500 || st.mismatched+st.duplicated+st.lost != 0 {
+				t.Fatalf("warm-up: %s; %s", st, st.firstBad)
+			}
+		}
+	}
+}
+
 // TestClusterCrossNodeCalls makes 10,000 tool calls from an Agent on
 // node1 to a Computer on node1, then 10,000 to a Computer on node2, 32 in
 // flight. Each answer carries its call's req_id and params back, so a lost,
@@ -835,13 +853,7 @@ func TestClusterCrossNodeCalls(t *testing.T) {
 	remote := ldDialEcho(t, nodes[1].URL, office, "echo-remote")
 	local := ldDialEcho(t, nodes[0].URL, office, "echo-local")
 	caller := ldDialCaller(t, nodes[0], "node1", office, "agent-calls")
-	// Warm up: the frame senders, the subscriptions and the Redis
-	// connection pools are in place before anything is counted.
-	for _, c := range []string{"echo-remote", "echo-local"} {
-		if st := caller.run(t, c, "warm-"+c, 300, 32); st.answered != 300 || st.mismatched+st.duplicated+st.lost != 0 {
-			t.Fatalf("warm-up: %s; %s", st, st.firstBad)
-		}
-	}
+	ldWarmUp(t, caller, "echo-local", "echo-remote")
 	const n = 10000
 	t.Run("same-node", func(t *testing.T) {
 		st, delta := ldCallsCase{caller: caller, echo: local, computer: "echo-local", redis: []*harness.RedisServer{r},
@@ -852,5 +864,412 @@ func TestClusterCrossNodeCalls(t *testing.T) {
 		st, delta := ldCallsCase{caller: caller, echo: remote, computer: "echo-remote", redis: []*harness.RedisServer{r},
 			nodes: 2, frames: nodes[0], pubCmd: "publish", perCall: 2}.run(t, "remote", n, 32)
 		t.Logf("cross node: %s; Redis commands meanwhile: %v; publishes per call %.4f", st, delta, float64(delta["publish"])/n)
+	})
+}
+
+// ldBlob is the binary attachment of the get_blob answer and of the
+// put_blob chunk: every byte value once.
+var ldBlob = func() []byte {
+	b := make([]byte, 256)
+	for i := range b {
+		b[i] = byte(i)
+	}
+	return b
+}()
+
+// ldRequest is the payload of a client:* request from agent-a to
+// computer, with req_id rid; a tool call names tool and has a one-second
+// timeout (so that a call no one answers ends in 1 s + the server's
+// slack).
+func ldRequest(event, computer, rid, tool string) string {
+	head := `{"agent":"agent-a","req_id":"` + rid + `","computer":"` + computer + `"`
+	switch event {
+	case smcp.EventToolCall:
+		return head + `,"tool_name":"` + tool + `","params":{"x":"\u00e9 é"},"timeout":1}`
+	case smcp.EventGetDesktop:
+		return head + `,"desktop_size":3,"window":"window://a/1"}`
+	case smcp.EventGetResources:
+		return head + `,"mcp_server":"b"}`
+	case smcp.EventGetSkill:
+		return head + `,"name":"s","rel_path":"SKILL.md"}`
+	case smcp.EventGetBlob:
+		return head + `,"blob_handle":"h-1","chunk_offset":0,"max_chunk_bytes":4096}`
+	case smcp.EventPutBlob:
+		return head + `,"total_size":256,"sha256":"40aff2e9d2d8922e47afd4648e6967497158785fbd1da870e7110266bf944880","eof":true,"blob":{"_placeholder":true,"num":0}}`
+	}
+	return head + "}"
+}
+
+// ldAnswerOf is the answer a Computer of TestClusterEveryEvent gives to a
+// client:* request: odd spacing and escapes that any re-encoding would
+// change, two arguments for get_desktop, a binary attachment for get_blob,
+// and for put_blob the chunk's own attachment sent back.
+func ldAnswerOf(e *sio.Event) (sio.Message, bool) {
+	if !strings.HasPrefix(e.Name, "client:") || len(e.Args) == 0 {
+		return sio.Message{}, false
+	}
+	var req struct {
+		ReqID string `json:"req_id"`
+	}
+	_ = json.Unmarshal(e.Args[0], &req)
+	rid, _ := json.Marshal(req.ReqID)
+	switch e.Name {
+	case smcp.EventToolCall:
+		return ldMsg(`{"content":[ {"type":"text","text":"ok \u00e9 é"} ],"isError":false, "structuredContent":{"req_id":` + string(rid) + `}}`), true
+	case smcp.EventGetDesktop:
+		return ldMsg(`{"req_id":`+string(rid)+`,"desktops":["window://a/1\n\nhello \ud83d\ude00"]}`, `"second argument"`), true
+	case smcp.EventGetBlob:
+		m := ldMsg(`{"req_id":` + string(rid) + `,"blob_handle":"h-1","blob":{"_placeholder":true,"num":0},"eof":true}`)
+		m.Attachments = [][]byte{ldBlob}
+		return m, true
+	case smcp.EventPutBlob:
+		m := ldMsg(`{"req_id":` + string(rid) + `,"upload_id":"0123456789abcdef0123456789abcdef","chunk_offset":0,"echo":{"_placeholder":true,"num":0}}`)
+		m.Attachments = ldClone(e.Message).Attachments
+		return m, true
+	}
+	return ldMsg(`{ "req_id" : ` + string(rid) + ` , "event":"` + e.Name + `", "x":"\u00e9", "n":1.50 }`), true
+}
+
+// ldComputer is office A's Computer "pc" of TestClusterEveryEvent: it
+// answers with ldAnswerOf and keeps what it sent by req_id; a tool call
+// of the tool "hold" is answered only when its notify:tool_call_cancel
+// arrives (so a cancel that overtook its call leaves the call unanswered
+// until its deadline).
+type ldComputer struct {
+	mu   sync.Mutex
+	sent map[string]sio.Message
+	held map[string]*sio.Event
+}
+
+func (c *ldComputer) reply(_ *ldPeer, e *sio.Event) (sio.Message, bool) {
+	var req struct {
+		ReqID    string `json:"req_id"`
+		ToolName string `json:"tool_name"`
+	}
+	if len(e.Args) > 0 {
+		_ = json.Unmarshal(e.Args[0], &req)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case e.Name == smcp.EventToolCall && req.ToolName == "hold":
+		c.held[req.ReqID] = e
+		return sio.Message{}, false
+	case e.Name == smcp.NotifyCancelToolCall:
+		if h := c.held[req.ReqID]; h != nil {
+			delete(c.held, req.ReqID)
+			m := ldMsg(`{"content":[],"isError":true,"structuredContent":{"cancelled":"` + req.ReqID + `"}}`)
+			c.sent[req.ReqID] = m
+			_ = h.Ack(m)
+		}
+		return sio.Message{}, false
+	}
+	m, ok := ldAnswerOf(e)
+	if ok {
+		c.sent[req.ReqID] = m
+	}
+	return m, ok
+}
+
+func (c *ldComputer) answer(rid string) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	m, ok := c.sent[rid]
+	if !ok {
+		return "(no answer sent)"
+	}
+	return ldString(m)
+}
+
+// ldWorld places the peers of ldEveryEvent: the Agents' server, the
+// Computers' server, and the server of the Computer of a third office.
+// For one server alone, all three are the same.
+type ldWorld struct{ agents, computers, third string }
+
+// ldEveryEvent plays one fixed scenario in w and returns what the clients
+// received, by outcome name, as raw text (ldString): every client:* answer,
+// every error of the server, every notification. Office, peer and req_id
+// names are the same in every world, so the outcomes of a cluster and of
+// one server must be equal byte for byte; only sids differ, and list_room
+// shows names in their place. It also checks, in each world, that each
+// answer is the Computer's own, the error codes, the deadlines,
+// server:tool_call_cancel arriving after the call it cancels, and that a
+// second office on the same servers hears none of it. slow adds the tool
+// call that ends in a2c_timeout (1 s + the server's 5 s slack).
+func ldEveryEvent(t *testing.T, w ldWorld, slow bool) map[string]string {
+	out := map[string]string{}
+	// Office B, the bystander: an Agent and a Computer named like office
+	// A's, on the same servers.
+	agentB := ldDial(t, w.agents, nil)
+	agentB.join(t, smcp.RoleAgent, "agent-b", "office-b")
+	pcB := ldDial(t, w.computers, func(_ *ldPeer, e *sio.Event) (sio.Message, bool) { return ldAnswerOf(e) })
+	pcB.join(t, smcp.RoleComputer, "pc", "office-b")
+	agentB.await(t, smcp.NotifyEnterOffice, `"computer":"pc"`)
+	far := ldDial(t, w.third, nil)
+	far.join(t, smcp.RoleComputer, "far", "office-z")
+
+	comp := &ldComputer{sent: map[string]sio.Message{}, held: map[string]*sio.Event{}}
+	pc := ldDial(t, w.computers, comp.reply)
+	pc.join(t, smcp.RoleComputer, "pc", "office-a")
+	silent := ldDial(t, w.computers, nil)
+	silent.join(t, smcp.RoleComputer, "silent", "office-a")
+	agentA := ldDial(t, w.agents, nil)
+	agentA.join(t, smcp.RoleAgent, "agent-a", "office-a")
+	out["notify:enter_office of the Agent, at a Computer"] = pc.await(t, smcp.NotifyEnterOffice, `"agent":"agent-a"`).payload()
+
+	// Requests no Computer answers, first: their deadlines run meanwhile.
+	late408 := agentA.requestAsync(smcp.EventGetTools, ldRequest(smcp.EventGetTools, "silent", "r-408", ""))
+	var lateTimeout <-chan ldAck
+	if slow {
+		lateTimeout = agentA.requestAsync(smcp.EventToolCall, ldRequest(smcp.EventToolCall, "silent", "r-timeout", "b__echo"))
+	}
+
+	for _, ev := range smcp.DefaultProfile().ClientEvents() {
+		rid := "r-" + ev
+		var att [][]byte
+		if ev == smcp.EventPutBlob {
+			att = [][]byte{ldBlob}
+		}
+		got := ldString(agentA.request(t, ev, ldRequest(ev, "pc", rid, "b__echo"), att...))
+		out["answer to "+ev] = got
+		if want := comp.answer(rid); got != want {
+			t.Errorf("%s: the Agent got %s, the Computer answered %s", ev, got, want)
+		}
+	}
+
+	// The server's own errors.
+	stranger := ldDial(t, w.agents, nil)
+	out["4103 from an Agent in no office"] = ldString(stranger.request(t, smcp.EventGetTools, ldRequest(smcp.EventGetTools, "pc", "r-4103", "")))
+	out["403 to a Computer sending client:*"] = ldString(pc.request(t, smcp.EventGetTools, ldRequest(smcp.EventGetTools, "silent", "r-403", "")))
+	out["404 no such Computer"] = ldString(agentA.request(t, smcp.EventGetTools, ldRequest(smcp.EventGetTools, "nobody", "r-404", "")))
+	out["404 no such Computer, tool call"] = ldString(agentA.request(t, smcp.EventToolCall, ldRequest(smcp.EventToolCall, "nobody", "r-404t", "b__echo")))
+	out["4104 Computer in another office"] = ldString(agentA.request(t, smcp.EventGetTools, ldRequest(smcp.EventGetTools, "far", "r-4104", "")))
+	out["4104 Computer in another office, tool call"] = ldString(agentA.request(t, smcp.EventToolCall, ldRequest(smcp.EventToolCall, "far", "r-4104t", "b__echo")))
+	out["400 invalid payload"] = ldString(agentA.request(t, smcp.EventToolCall, strings.Replace(ldRequest(smcp.EventToolCall, "pc", "r-400", "b__echo"), `"timeout":1`, `"timeout":0`, 1)))
+	for key, code := range map[string]int{
+		"4103 from an Agent in no office": smcp.CodeNotInRoom, "403 to a Computer sending client:*": smcp.CodeForbidden,
+		"404 no such Computer": smcp.CodeNotFound, "404 no such Computer, tool call": smcp.CodeNotFound,
+		"4104 Computer in another office": smcp.CodeCrossRoom, "4104 Computer in another office, tool call": smcp.CodeCrossRoom,
+		"400 invalid payload": smcp.CodeBadRequest,
+	} {
+		if got := ldCode(out[key]); got != code {
+			t.Errorf("%s: %s", key, out[key])
+		}
+	}
+
+	// A Computer that disconnects while a call waits for it.
+	for _, dc := range []struct{ name, event string }{{"dc1", smcp.EventToolCall}, {"dc2", smcp.EventGetTools}} {
+		p := ldDial(t, w.computers, func(p *ldPeer, e *sio.Event) (sio.Message, bool) {
+			if strings.HasPrefix(e.Name, "client:") {
+				go p.sock.Disconnect()
+			}
+			return sio.Message{}, false
+		})
+		p.join(t, smcp.RoleComputer, dc.name, "office-a")
+		out["notify:enter_office of "+dc.name] = agentA.await(t, smcp.NotifyEnterOffice, `"computer":"`+dc.name+`"`).payload()
+		out["Computer disconnected mid-call, "+dc.event] = ldString(agentA.request(t, dc.event, ldRequest(dc.event, dc.name, "r-"+dc.name, "b__echo")))
+		out["notify:leave_office of "+dc.name+" (disconnected)"] = agentA.await(t, smcp.NotifyLeaveOffice, `"computer":"`+dc.name+`"`).payload()
+	}
+	if got := out["Computer disconnected mid-call, "+smcp.EventToolCall]; !strings.Contains(got, `"isError":true`) || !strings.Contains(got, "Computer disconnected before answering") {
+		t.Errorf("tool call to a Computer that disconnected: %s", got)
+	}
+	if got := out["Computer disconnected mid-call, "+smcp.EventGetTools]; ldCode(got) != smcp.CodeNotFound || !strings.Contains(got, "Computer disconnected before answering") {
+		t.Errorf("get_tools to a Computer that disconnected: %s", got)
+	}
+
+	// A Computer that joins and leaves.
+	temp := ldDial(t, w.computers, nil)
+	temp.join(t, smcp.RoleComputer, "temp", "office-a")
+	out["notify:enter_office of a Computer"] = agentA.await(t, smcp.NotifyEnterOffice, `"computer":"temp"`).payload()
+	temp.leave(t, "office-a")
+	out["notify:leave_office of a Computer"] = agentA.await(t, smcp.NotifyLeaveOffice, `"computer":"temp"`).payload()
+
+	// server:update_* from the Computer, notify:* at the Agent.
+	for _, u := range [][2]string{
+		{smcp.EventUpdateToolList, smcp.NotifyUpdateToolList}, {smcp.EventUpdateConfig, smcp.NotifyUpdateConfig},
+		{smcp.EventUpdateDesktop, smcp.NotifyUpdateDesktop}, {smcp.EventUpdateSkills, smcp.NotifyUpdateSkills},
+	} {
+		pc.emit(t, u[0], `{"computer":"pc"}`)
+		out[u[1]] = ldString(agentA.await(t, u[1], "").msg)
+	}
+
+	// server:tool_call_cancel sent right behind the call it cancels must
+	// reach the Computer after that call.
+	const pairs = 20
+	var holds []<-chan ldAck
+	for k := range pairs {
+		rid := "cx-" + strconv.Itoa(k)
+		holds = append(holds, agentA.requestAsync(smcp.EventToolCall, ldRequest(smcp.EventToolCall, "pc", rid, "hold")))
+		agentA.emit(t, smcp.EventCancelToolCall, `{"agent":"agent-a","req_id":"`+rid+`"}`)
+	}
+	for k, h := range holds {
+		rid := "cx-" + strconv.Itoa(k)
+		got := ldString(ldAwait(t, "held call "+rid, h).msg)
+		if want := comp.answer(rid); got != want {
+			t.Errorf("held call %s: the Agent got %s, the Computer answered %s (did the cancel overtake the call?)", rid, got, want)
+		}
+		if k == 0 {
+			out["answer to a cancelled call"] = got
+		}
+	}
+	evs := pc.seen()
+	for k := range pairs {
+		rid := `"req_id":"cx-` + strconv.Itoa(k) + `"`
+		call, cancel, n := -1, -1, 0
+		for i, e := range evs {
+			switch {
+			case e.name == smcp.EventToolCall && strings.Contains(e.payload(), rid):
+				call = i
+			case e.name == smcp.NotifyCancelToolCall && strings.Contains(e.payload(), rid):
+				cancel = i
+				n++
+				if k == 0 {
+					out[smcp.NotifyCancelToolCall] = ldString(e.msg)
+				}
+			}
+		}
+		if call < 0 || cancel < call || n != 1 {
+			t.Errorf("cx-%d at the Computer: the call at %d, the cancel at %d (%d cancels); want the call first and one cancel", k, call, cancel, n)
+		}
+	}
+
+	// list_room across nodes, with names in place of the sids.
+	lr := ldString(agentA.request(t, smcp.EventListRoom, `{"agent":"agent-a","req_id":"r-list","office_id":"office-a"}`))
+	want := "[" + string(smcp.Encode(smcp.ListRoomRet{ReqID: "r-list", Sessions: []smcp.SessionInfo{
+		{SID: agentA.sock.ID(), Name: "agent-a", Role: smcp.RoleAgent, OfficeID: "office-a", A2CVersion: smcp.ProtocolVersion},
+		{SID: pc.sock.ID(), Name: "pc", Role: smcp.RoleComputer, OfficeID: "office-a", A2CVersion: smcp.ProtocolVersion},
+		{SID: silent.sock.ID(), Name: "silent", Role: smcp.RoleComputer, OfficeID: "office-a", A2CVersion: smcp.ProtocolVersion},
+	}})) + "]"
+	if lr != want {
+		t.Errorf("list_room: %s, want %s", lr, want)
+	}
+	out["list_room"] = strings.NewReplacer(agentA.sock.ID(), "<sid agent-a>", pc.sock.ID(), "<sid pc>", silent.sock.ID(), "<sid silent>").Replace(lr)
+
+	// The requests no one answered end at their deadlines.
+	a := ldAwait(t, "get_tools to a silent Computer", late408)
+	out["408 no answer within --relay-timeout"] = ldString(a.msg)
+	if ldCode(ldString(a.msg)) != smcp.CodeTimeout || a.took < time.Second || a.took > 3*time.Second {
+		t.Errorf("get_tools to a silent Computer: %s after %s, want a 408 after 1 s", ldString(a.msg), a.took)
+	}
+	if slow {
+		a := ldAwait(t, "tool call to a silent Computer", lateTimeout)
+		got := ldString(a.msg)
+		out["a2c_timeout of a tool call"] = got
+		if !strings.Contains(got, `"a2c_timeout":true`) || !strings.Contains(got, `"isError":true`) || a.took < 6*time.Second || a.took > 8*time.Second {
+			t.Errorf("tool call to a silent Computer: %s after %s, want a2c_timeout after 1 s + 5 s", got, a.took)
+		}
+	}
+
+	// The Agent leaves: the Computer on the other node hears it.
+	agentA.leave(t, "office-a")
+	out["notify:leave_office of the Agent, at a Computer"] = pc.await(t, smcp.NotifyLeaveOffice, `"agent":"agent-a"`).payload()
+
+	// Office B heard nothing of office A. Its own request and
+	// notification go last, behind everything above on the same nodes,
+	// so whatever leaked would have arrived first.
+	if got := ldString(agentB.request(t, smcp.EventGetTools, `{"agent":"agent-b","req_id":"r-b","computer":"pc"}`)); !strings.Contains(got, `"r-b"`) {
+		t.Errorf("office B's own request: %s", got)
+	}
+	pcB.emit(t, smcp.EventUpdateDesktop, `{"computer":"pc"}`)
+	agentB.await(t, smcp.NotifyUpdateDesktop, "")
+	if got, want := ldNames(agentB.seen()), smcp.NotifyEnterOffice+` {"office_id":"office-b","computer":"pc"}; `+smcp.NotifyUpdateDesktop+` {"computer":"pc"}; `; got != want {
+		t.Errorf("office B's Agent received %s, want only %s", got, want)
+	}
+	if got := pcB.seen(); len(got) != 1 || got[0].name != smcp.EventGetTools {
+		t.Errorf("office B's Computer received %s, want only its own get_tools", ldNames(got))
+	}
+	if got := far.seen(); len(got) != 0 {
+		t.Errorf("office Z's Computer received %s, want nothing", ldNames(got))
+	}
+	return out
+}
+
+// ldCode is the code of an error answer "[{"code":N,...}]", or 0.
+func ldCode(s string) int {
+	var args []struct {
+		Code int `json:"code"`
+	}
+	if json.Unmarshal([]byte(s), &args) != nil || len(args) != 1 {
+		return 0
+	}
+	return args[0].Code
+}
+
+// ldCompareWorlds runs ldEveryEvent on one server and on a cluster at
+// the same time, and requires the same outcomes byte for byte.
+func ldCompareWorlds(t *testing.T, single ldWorld, cluster ldWorld, slow bool) {
+	var one, many map[string]string
+	t.Run("worlds", func(t *testing.T) {
+		t.Run("single", func(t *testing.T) {
+			t.Parallel()
+			one = ldEveryEvent(t, single, slow)
+		})
+		t.Run("cluster", func(t *testing.T) {
+			t.Parallel()
+			many = ldEveryEvent(t, cluster, slow)
+		})
+	})
+	if one == nil || many == nil {
+		t.Fatal("a world did not finish")
+	}
+	keys := slices.Sorted(func(yield func(string) bool) {
+		seen := map[string]bool{}
+		for _, m := range []map[string]string{one, many} {
+			for k := range m {
+				if !seen[k] {
+					seen[k] = true
+					if !yield(k) {
+						return
+					}
+				}
+			}
+		}
+	})
+	for _, k := range keys {
+		a, oka := one[k]
+		b, okb := many[k]
+		switch {
+		case !oka || !okb:
+			t.Errorf("%s: only in one world (single %v, cluster %v)", k, oka, okb)
+		case a != b:
+			t.Errorf("%s:\n  one server: %s\n  cluster:    %s", k, a, b)
+		}
+	}
+	t.Logf("%d outcomes identical byte for byte between one server and the cluster", len(keys))
+}
+
+// TestClusterEveryEvent plays ldEveryEvent with the Agent on node1 and the
+// Computers on node2 (the Computer of another office on node3) and on one
+// server alone, and requires the same bytes everywhere.
+func TestClusterEveryEvent(t *testing.T) {
+	single := startServer(t, "--relay-timeout", "1s")
+	r := harness.Redis(t)
+	nodes := harness.Hub(t, 3, r.URL(), "--relay-timeout", "1s")
+	ldCompareWorlds(t, ldWorld{single.URL, single.URL, single.URL}, ldWorld{nodes[0].URL, nodes[1].URL, nodes[2].URL}, true)
+}
+
+// TestClusterRedisCluster runs the cross-node checks on three nodes whose
+// Redis is a three-master Redis Cluster (sharded publish and subscribe):
+// the every-event scenario without the slow tool timeout, compared with
+// one server; a seat race; and cross-node calls, counting SPUBLISH on
+// every master.
+func TestClusterRedisCluster(t *testing.T) {
+	rc := harness.RedisCluster(t, 3)
+	single := startServer(t, "--relay-timeout", "1s")
+	nodes := harness.Hub(t, 3, strings.Join(rc.Addrs(), ","), "--relay-timeout", "1s")
+	ldCompareWorlds(t, ldWorld{single.URL, single.URL, single.URL}, ldWorld{nodes[0].URL, nodes[1].URL, nodes[2].URL}, false)
+	t.Run("seat-race", func(t *testing.T) {
+		st := ldSeatRace(t, nodes[0], nodes[1], "node1", "node2", 200)
+		t.Logf("seat race on a Redis Cluster: %s", st)
+	})
+	t.Run("calls", func(t *testing.T) {
+		office := "ld-rc-calls-" + agent.NewReqID()
+		remote := ldDialEcho(t, nodes[1].URL, office, "echo-remote")
+		caller := ldDialCaller(t, nodes[0], "node1", office, "agent-calls")
+		ldWarmUp(t, caller, "echo-remote")
+		const n = 2000
+		st, delta := ldCallsCase{caller: caller, echo: remote, computer: "echo-remote", redis: rc.Nodes,
+			nodes: 3, frames: nodes[0], pubCmd: "spublish", perCall: 2}.run(t, "remote", n, 32)
+		t.Logf("cross node on a Redis Cluster: %s; commands on all masters meanwhile: %v; spublish per call %.4f", st, delta, float64(delta["spublish"])/n)
 	})
 }
