@@ -22,6 +22,16 @@
 //                          as bundle "fx" (test/interop/a2c/scenario_computer_test.go)
 //   A2C_NOROOT_OFFICE, A2C_NOROOT_COMPUTER  optional: a Computer without a
 //                          landing root
+//   A2C_PLACEMENT          optional (a cluster of servers): where each socket
+//                          connects, as JSON {"<a server URL above>": {"agent":
+//                          [SLOT...], "computer": [SLOT...]}}, SLOT = {"url": U,
+//                          "source": "127.0.0.x" (optional: the local address
+//                          the socket's connections come from, which a load
+//                          balancer hashing on the client address routes by)}.
+//                          A scenario's Agents take the agent slots, its
+//                          Computers the computer slots, each in turn; a socket
+//                          connected before its join counts as an Agent. Unset:
+//                          every socket connects to the server URL itself.
 //   A2C_VERBOSE=1          per-scenario durations on stderr
 //   A2C_TRACE=1            per-request latencies on stderr
 //
@@ -63,6 +73,14 @@ const TRANSPORTS = (process.env.A2C_TRANSPORTS || "polling,websocket")
 function trimSlash(u) {
   return u.replace(/\/+$/, "");
 }
+
+// PLACEMENT spreads the sockets over the nodes of a cluster (A2C_PLACEMENT).
+// A source address is bound with an http.Agent whose connections come from
+// it: engine.io-client hands its "agent" option to both transports (the
+// XMLHttpRequest of long-polling and the ws WebSocket).
+const PLACEMENT = Object.fromEntries(
+  Object.entries(JSON.parse(process.env.A2C_PLACEMENT || "{}")).map(([k, v]) => [trimSlash(k), v]),
+);
 
 // ---------------------------------------------------------------- helpers
 
@@ -133,6 +151,19 @@ class Ctx {
   constructor() {
     this.sockets = [];
     this.requests = [];
+    this.placed = new Map(); // "role url" -> sockets placed so far
+  }
+
+  // place is where a socket of role connects for the server at url: the
+  // server itself unless A2C_PLACEMENT says otherwise.
+  place(url, role) {
+    const slots = (PLACEMENT[trimSlash(url)] || {})[role];
+    if (!slots || slots.length === 0) return { url };
+    const key = `${role} ${url}`;
+    const i = this.placed.get(key) || 0;
+    this.placed.set(key, i + 1);
+    const slot = slots[i % slots.length];
+    return { url: trimSlash(slot.url), source: slot.source };
   }
 
   // client creates a socket and starts recording every event it gets.
@@ -143,6 +174,9 @@ class Ctx {
       timeout: 5000,
       transports: opts.transports || TRANSPORTS,
     };
+    const placed = this.place(url, opts.role || "agent");
+    url = placed.url;
+    if (placed.source) o.agent = new http.Agent({ localAddress: placed.source });
     if (opts.version !== null) o.query = { a2c_version: opts.version || PROTOCOL };
     if (opts.auth !== undefined) o.auth = opts.auth;
     if (opts.extraHeaders !== undefined) o.extraHeaders = opts.extraHeaders;
@@ -176,7 +210,7 @@ class Ctx {
   // member connects and joins an office; it fails the scenario unless the
   // join is acknowledged (true, null).
   async member(url, role, name, office, opts = {}) {
-    const s = await this.connect(url, opts);
+    const s = await this.connect(url, { ...opts, role });
     const [okv, msg] = await join(s, role, name, office);
     eq([okv, msg], [true, null], `join ${role} ${name}`);
     s.memberName = name;

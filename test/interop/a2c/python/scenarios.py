@@ -26,6 +26,15 @@ with the environment:
                             as bundle "fx" (test/interop/a2c/scenario_computer_test.go)
     A2C_NOROOT_OFFICE, A2C_NOROOT_COMPUTER  optional: a Computer without a
                             landing root
+    A2C_PLACEMENT           optional (a cluster of servers): where each peer
+                            connects, as JSON {"<a server URL above>": {"agent":
+                            [SLOT...], "computer": [SLOT...]}}, SLOT = {"url": U,
+                            "source": "127.0.0.x" (optional: the local address the
+                            peer's connections come from, which a load balancer
+                            hashing on the client address routes by)}. A
+                            scenario's Agents take the agent slots, its Computers
+                            the computer slots, each in turn. Unset: every peer
+                            connects to the server URL itself.
 
 Output: one line "PASS <name>" or "FAIL <name>: <reason>" per scenario, then
 "N passed, M failed". Exit status 0 iff nothing failed. Scenarios whose
@@ -37,12 +46,15 @@ import base64
 import hashlib
 import json
 import os
+import socket
 import sys
 import threading
 import time
 import traceback
+import urllib.parse
 import uuid
 
+import engineio
 import requests
 import socketio
 import websocket
@@ -203,6 +215,61 @@ def wait_until(pred, timeout, step=0.02):
         time.sleep(step)
 
 
+# ---------------------------------------------------------------- placement
+#
+# A2C_PLACEMENT (see the module doc) spreads the peers over the nodes of a
+# cluster. A source address is bound on both transports: long-polling
+# through the peer's requests session (an adapter that hands urllib3 a
+# source_address), WebSocket through a socket connected from that address
+# and handed to websocket-client (its "socket" option), since
+# python-engineio forwards no socket options of its own.
+
+PLACEMENT = {k.rstrip("/"): v for k, v in json.loads(os.environ.get("A2C_PLACEMENT") or "{}").items()}
+
+
+class _SourceAdapter(requests.adapters.HTTPAdapter):
+    """Every connection of the session comes from the local address source."""
+
+    def __init__(self, source):
+        self._source = source
+        super().__init__()
+
+    def init_poolmanager(self, *args, **kwargs):
+        kwargs["source_address"] = (self._source, 0)
+        super().init_poolmanager(*args, **kwargs)
+
+
+_ws_source = threading.local()  # the source of the WebSocket being opened on this thread
+
+
+def _install_ws_source():
+    """Makes engineio's WebSocket connections honour an engineio client's
+    a2c_source attribute (only done when A2C_PLACEMENT is set)."""
+    create, connect_ws = websocket.create_connection, engineio.Client._connect_websocket
+
+    def create_connection(url, timeout=None, **options):
+        source = getattr(_ws_source, "source", None)
+        if source and options.get("socket") is None:
+            u = urllib.parse.urlsplit(url)
+            options["socket"] = socket.create_connection((u.hostname, u.port or 80), timeout=timeout,
+                                                         source_address=(source, 0))
+        return create(url, timeout=timeout, **options)
+
+    def _connect_websocket(self, *args, **kwargs):
+        _ws_source.source = getattr(self, "a2c_source", None)
+        try:
+            return connect_ws(self, *args, **kwargs)
+        finally:
+            _ws_source.source = None
+
+    websocket.create_connection = create_connection
+    engineio.Client._connect_websocket = _connect_websocket
+
+
+if PLACEMENT:
+    _install_ws_source()
+
+
 class Peer:
     """One python-socketio client: records every notify:* and client:* it
     receives; Computers answer client:* through self.responders."""
@@ -264,7 +331,10 @@ class Peer:
     # -- connection
     def connect(self, url=None, transports=TRANSPORTS, version=VERSION,
                 auth=None, headers=None, wait_timeout=5):
-        url = url or URL
+        url, source = self.ctx.place(url or URL, self.role)
+        if source:
+            self.session.mount("http://", _SourceAdapter(source))
+            self.sio.eio.a2c_source = source
         full = f"{url}?a2c_version={version}" if version is not None else url
         kw = {}
         if auth is not None:
@@ -352,6 +422,18 @@ class Ctx:
 
     def __init__(self):
         self.peers = []
+        self.placed = {}  # (server url, role) -> peers placed so far
+
+    def place(self, url, role):
+        """Where a peer of role connects for the server at url: (url, source
+        address or None); the server itself unless A2C_PLACEMENT says."""
+        slots = PLACEMENT.get(url.rstrip("/"), {}).get(role)
+        if not slots:
+            return url, None
+        i = self.placed.get((url, role), 0)
+        self.placed[(url, role)] = i + 1
+        slot = slots[i % len(slots)]
+        return slot["url"].rstrip("/"), slot.get("source")
 
     def peer(self, name, role="agent"):
         return Peer(self, name, role)
