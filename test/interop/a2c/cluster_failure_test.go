@@ -341,6 +341,20 @@ func (r *flNotes) await(t *testing.T, since time.Time, event, who string, within
 	return at
 }
 
+// seenSince lists the notifications named event about who that arrived at or
+// after since, as their arrival times.
+func (r *flNotes) seenSince(since time.Time, event, who string) []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []string
+	for _, x := range r.seen {
+		if !x.at.Before(since) && x.n.Event == event && (x.n.Computer == who || x.n.Agent == who) {
+			out = append(out, "+"+x.at.Sub(since).Round(time.Millisecond).String())
+		}
+	}
+	return out
+}
+
 // flEvents is a buffered channel of an Agent callback's values, with the
 // time each arrived.
 type flEvents[T any] chan flStamped[T]
@@ -414,12 +428,20 @@ func flRefused(reason string) string {
 	return "false " + string(b)
 }
 
+// flShow renders a tool call's result for a failure message.
+func flShow(res *smcp.CallToolResult) string {
+	if res == nil {
+		return "no result"
+	}
+	return fmt.Sprintf("{isError %v, text %q, meta %v}", res.IsError, res.Text(), res.Meta)
+}
+
 // flCall runs one slow call and checks its exact answer.
 func flCall(t *testing.T, a *agent.Client, computer, msg string) {
 	t.Helper()
 	res, err := a.CallTool(ctx10(t), agent.Call{Computer: computer, Tool: "rc__slow", Params: map[string]any{"message": msg}, Timeout: 10 * time.Second})
 	if err != nil || res.IsError || res.Text() != "Slow: "+msg {
-		t.Fatalf("call %q = %+v, %v", msg, res, err)
+		t.Fatalf("call %q = %s, %v", msg, flShow(res), err)
 	}
 }
 
@@ -536,12 +558,12 @@ func TestClusterNodeKill(t *testing.T) {
 	var r result
 	select {
 	case r = <-inflight:
-	case <-time.After(deadline + 5*time.Second):
-		t.Fatalf("the call to the dead node's Computer hung past its %s deadline", deadline)
+	case <-time.After(deadline + 10*time.Second): // the server's slack is 5 s, the SDK's 6 s
+		t.Fatalf("the call to the dead node's Computer hung past its %s deadline and both slacks", deadline)
 	}
 	answered := r.at.Sub(killed)
 	if r.err != nil || !r.res.IsError || r.res.Text() != "Computer disconnected before answering" || r.res.Timeout() {
-		t.Fatalf("call in flight at the kill = %+v, %v; want the isError result \"Computer disconnected before answering\"", r.res, r.err)
+		t.Fatalf("call in flight at the kill = %s, %v; want the isError result \"Computer disconnected before answering\"", flShow(r.res), r.err)
 	}
 	if answered >= deadline {
 		t.Errorf("the disconnected answer came %s after the kill, not within the call's %s deadline", answered, deadline)
@@ -555,6 +577,14 @@ func TestClusterNodeKill(t *testing.T) {
 		return strings.Count(comp.Logs(), "joined office") > joinsBefore, comp.Logs()
 	})
 	refusals := strings.Count(comp.Logs(), "Computer name already in use in this office")
+	var retries []string
+	for _, line := range strings.Split(comp.Logs(), "\n") {
+		if strings.Contains(line, "reconnecting") {
+			_, tail, _ := strings.Cut(line, "msg=")
+			retries = append(retries, tail)
+		}
+	}
+	t.Logf("the Computer's reconnects: %q", retries)
 	live := []string{"http://" + f, "http://" + z}
 	flAwaitOffice(t, live, office, fmt.Sprintf("agent:agent@%s computer:pc@%s", idZ, idF), 10*time.Second)
 	t.Logf("Computer rejoined through nginx on %s %s after the kill (%d refused joins: name in use until the lease ended)", idF, entered.Round(time.Millisecond), refusals)
@@ -578,7 +608,7 @@ func TestClusterNodeKill(t *testing.T) {
 		t.Fatal("the call in flight when the Agent's node died did not end within 10 s")
 	}
 	if !errors.Is(r.err, agent.ErrConnectionLost) {
-		t.Fatalf("call in flight at the Agent's node's death = %+v, %v; want ErrConnectionLost", r.res, r.err)
+		t.Fatalf("call in flight at the Agent's node's death = %s, %v; want ErrConnectionLost", flShow(r.res), r.err)
 	}
 	lost := r.at.Sub(killed)
 	reason := awaitEvent(t, disconnects, "the Agent's OnDisconnect")
@@ -649,7 +679,7 @@ func flStartLoad(t *testing.T, a *agent.Client, computer string, workers int) *f
 				cancel()
 				if err != nil || res.IsError || res.Text() != string(want) {
 					l.mu.Lock()
-					l.errs = append(l.errs, fmt.Sprintf("%s at %s: %+v, %v", want, time.Now().Format("15:04:05.000"), res, err))
+					l.errs = append(l.errs, fmt.Sprintf("%s at %s: %s, %v", want, time.Now().Format("15:04:05.000"), flShow(res), err))
 					l.mu.Unlock()
 					continue
 				}
@@ -757,7 +787,7 @@ func TestClusterRedisRestart(t *testing.T) {
 		t.Helper()
 		res, err := cross(msg)
 		if want := `{"m":"` + msg + `"}`; err != nil || res.IsError || res.Text() != want {
-			t.Fatalf("call across nodes %q = %+v, %v", msg, res, err)
+			t.Fatalf("call across nodes %q = %s, %v", msg, flShow(res), err)
 		}
 	}
 	crossOK("before")
@@ -771,19 +801,24 @@ func TestClusterRedisRestart(t *testing.T) {
 		if got := sids(); got != before {
 			t.Fatalf("%s: the members' sids are %s, before %s (evicted and rejoined?)", what, got, before)
 		}
-		eventually(t, 10*time.Second, what+": server:list_room on node2", func() (bool, string) {
-			ss, err := a2.ListRoom(ctx10(t))
-			if err != nil {
-				return false, err.Error()
-			}
-			var names []string
-			for _, s := range ss {
-				names = append(names, string(s.Role)+":"+s.Name)
-			}
-			slices.Sort(names)
-			got := strings.Join(names, " ")
-			return got == "agent:agent2 computer:late computer:pc2", got
-		})
+		for _, lr := range []struct {
+			a    *agent.Client
+			want string
+		}{{a1, "agent:agent1 computer:pc1"}, {a2, "agent:agent2 computer:late computer:pc2"}} {
+			eventually(t, 10*time.Second, what+": server:list_room of "+lr.a.Name(), func() (bool, string) {
+				ss, err := lr.a.ListRoom(ctx10(t))
+				if err != nil {
+					return false, err.Error()
+				}
+				var names []string
+				for _, s := range ss {
+					names = append(names, string(s.Role)+":"+s.Name)
+				}
+				slices.Sort(names)
+				got := strings.Join(names, " ")
+				return got == lr.want, got
+			})
+		}
 		crossOK(what)
 		if _, ans := flJoin(t, n1, office2, smcp.RoleAgent, "intruder"); flAnswer(ans) != flRefused("Room already has an agent") {
 			t.Fatalf("%s: a second Agent for office2 on node1 answered %s", what, flAnswer(ans))
@@ -834,7 +869,7 @@ func TestClusterRedisRestart(t *testing.T) {
 	callStart := time.Now()
 	res, err := cross("during the outage")
 	if err != nil || !res.IsError || res.Text() != "Computer disconnected before answering" {
-		t.Errorf("a call across nodes while Redis is down = %+v, %v; want the \"disconnected\" answer", res, err)
+		t.Errorf("a call across nodes while Redis is down = %s, %v; want the \"disconnected\" answer", flShow(res), err)
 	}
 	t.Logf("outage: a call across nodes answered in %s", time.Since(callStart).Round(time.Microsecond))
 	load.awaitMore(t, 100, "calls on node1 while Redis is down")
@@ -957,6 +992,103 @@ func TestClusterNodeIDReuse(t *testing.T) {
 	flAwaitOffice(t, []string{other.URL, newURL}, office, "agent:agent@node1 computer:pc@nodeX", 10*time.Second)
 	res, err := a.CallTool(ctx10(t), agent.Call{Computer: "pc", Tool: "b__echo", Params: map[string]any{"m": "again"}, Timeout: 5 * time.Second})
 	if err != nil || res.IsError || res.Text() != `{"m":"again"}` {
-		t.Fatalf("call to the new nodeX's Computer = %+v, %v", res, err)
+		t.Fatalf("call to the new nodeX's Computer = %s, %v", flShow(res), err)
 	}
+}
+
+// TestClusterRedisRestartKeepsMembers checks that Redis coming back
+// (restarted empty, or reachable again after more than a lease with its
+// data) changes nothing a client can see for members that stayed
+// connected to live nodes:
+//
+//   - restart-newcomer: a join for a seat held on another node, made as
+//     soon as the restarted Redis answers, is refused (as "Room already
+//     has an agent" or as the "try again" refusal), and the holder keeps
+//     its seat and its connection;
+//   - restart-no-leave: an Agent is not told notify:leave_office for a
+//     Computer on another node that never left (a departure also ends
+//     every call in flight to it with "Computer disconnected");
+//   - pause-no-sweep: after Redis paused (CLIENT PAUSE ALL) for longer
+//     than a lease, so every lease expired while the records stayed, no
+//     node sweeps another live node, and no departure is told.
+func TestClusterRedisRestartKeepsMembers(t *testing.T) {
+	t.Skip("server bug: Redis coming back lets a join take a live member's seat (the member is evicted), " +
+		"reports members of other nodes as leaving and entering again, and, after an outage longer than a lease, " +
+		"has every node sweep the others as dead; see the cluster failure tests' report")
+	setup := func(t *testing.T) (*harness.RedisServer, []*harness.Proc, string, *flNotes) {
+		redis := harness.Redis(t)
+		nodes := harness.Hub(t, 2, redis.URL())
+		office := "fl-" + agent.NewReqID()
+		dialComputer(t, nodes[0].URL, office, "pc", flEchoComputer)
+		notes := &flNotes{}
+		a := dialAgent(t, nodes[1].URL, "agent", agent.Options{OnNotify: notes.add})
+		if err := a.Join(ctx10(t), office); err != nil {
+			t.Fatal(err)
+		}
+		flAwaitOffice(t, []string{nodes[0].URL, nodes[1].URL}, office, "agent:agent@node2 computer:pc@node1", 10*time.Second)
+		return redis, nodes, office, notes
+	}
+
+	t.Run("restart-newcomer", func(t *testing.T) {
+		redis, nodes, office, _ := setup(t)
+		redis.Restart(t)
+		_, ans := flJoin(t, nodes[0].URL, office, smcp.RoleAgent, "newcomer")
+		if got := flAnswer(ans); got != flRefused("Room already has an agent") && got != flRefused(flUnavailable) {
+			t.Errorf("a join for the Agent seat held on node2, right after Redis restarted, answered %s", got)
+		}
+		flAwaitOffice(t, []string{nodes[0].URL, nodes[1].URL}, office, "agent:agent@node2 computer:pc@node1", 10*time.Second)
+	})
+
+	t.Run("restart-no-leave", func(t *testing.T) {
+		redis, nodes, office, notes := setup(t)
+		start := time.Now()
+		redis.Restart(t)
+		// A Computer joins on node2 at once (accepted, or refused to try
+		// again): node2 then reads the office before node1 re-asserted pc.
+		want := "agent:agent@node2 computer:pc@node1"
+		_, ans := flJoin(t, nodes[1].URL, office, smcp.RoleComputer, "late")
+		switch flAnswer(ans) {
+		case flAccepted():
+			want += " computer:late@node2"
+		case flRefused(flUnavailable):
+		default:
+			t.Fatalf("a join right after the restart answered %s", flAnswer(ans))
+		}
+		flAwaitOffice(t, []string{nodes[0].URL, nodes[1].URL}, office, want, 10*time.Second)
+		eventually(t, 5*time.Second, "both nodes re-asserted", func() (bool, string) {
+			for _, n := range nodes {
+				if !strings.Contains(n.Logs(), "lease lost: registering again") {
+					return false, n.Logs()
+				}
+			}
+			return true, ""
+		})
+		if got := notes.seenSince(start, smcp.NotifyLeaveOffice, "pc"); len(got) > 0 {
+			t.Errorf("the Agent was told notify:leave_office for pc (never left) at %v after the restart; enter_office at %v",
+				got, notes.seenSince(start, smcp.NotifyEnterOffice, "pc"))
+		}
+	})
+
+	t.Run("pause-no-sweep", func(t *testing.T) {
+		redis, nodes, office, notes := setup(t)
+		start := time.Now()
+		redis.Command(t, "CLIENT", "PAUSE", "7000", "ALL") // leases (5 s) expire meanwhile; the records stay
+		eventually(t, 15*time.Second, "both nodes back", func() (bool, string) {
+			for _, n := range nodes {
+				if !strings.Contains(n.Logs(), "Redis back") {
+					return false, n.Logs()
+				}
+			}
+			return true, ""
+		})
+		for _, n := range nodes {
+			if strings.Contains(n.Logs(), "dead node swept") {
+				t.Errorf("a live node swept another:\n%s", n.Logs())
+			}
+		}
+		if got := notes.seenSince(start, smcp.NotifyLeaveOffice, "pc"); len(got) > 0 {
+			t.Errorf("the Agent was told notify:leave_office for pc (never left) at %v after Redis paused", got)
+		}
+		flAwaitOffice(t, []string{nodes[0].URL, nodes[1].URL}, office, "agent:agent@node2 computer:pc@node1", 10*time.Second)
+	})
 }
