@@ -1,0 +1,202 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/a2c-smcp/a2c-go/bench/internal/lat"
+	"github.com/a2c-smcp/a2c-go/internal/sio"
+	"github.com/a2c-smcp/a2c-go/smcp"
+)
+
+// peer answers the server's requests like a Computer that does nothing.
+type peer struct{}
+
+var toolResult = []json.RawMessage{json.RawMessage(`{"content":[{"type":"text","text":"ok"}],"isError":false}`)}
+
+func (peer) Event(_ *sio.Socket, e *sio.Event) {
+	if e.WantsAck() {
+		_ = e.Ack(sio.Message{Args: toolResult})
+	}
+}
+func (peer) Disconnect(*sio.Socket, string) {}
+
+func dial(srvURL string, h sio.ClientHandler) (*sio.Socket, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	return sio.Dial(ctx, srvURL, sio.ClientOptions{
+		Namespace: smcp.Namespace,
+		Query:     url.Values{smcp.QueryVersion: {smcp.ProtocolVersion}},
+		Transport: sio.WebSocketOnly,
+		Handler:   h,
+	})
+}
+
+// join takes a seat and waits for the answer.
+func join(s *sio.Socket, role smcp.Role, name, office string) error {
+	b, _ := json.Marshal(smcp.EnterOfficeReq{Role: role, Name: name, OfficeID: office})
+	done := make(chan error, 1)
+	s.Request(smcp.EventJoinOffice, sio.Message{Args: []json.RawMessage{b}}, 30*time.Second, func(m sio.Message, err error) {
+		if err == nil && (len(m.Args) == 0 || string(m.Args[0]) != "true") {
+			err = fmt.Errorf("join refused: %q", m.Args)
+		}
+		done <- err
+	})
+	return <-done
+}
+
+// pair is one Agent and its Computer, alone in their office.
+type pair struct{ agent, comp *sio.Socket }
+
+// connectPairs connects n pairs: the Computer ("c") to compURL first,
+// then the Agent ("a") to agentURL, each pair in office tag-i.
+func connectPairs(n int, agentURL, compURL, tag string) []pair {
+	out := make([]pair, n)
+	for i := range out {
+		office := fmt.Sprintf("%s-%d", tag, i)
+		c, err := dial(compURL, peer{})
+		check(err)
+		check(join(c, smcp.RoleComputer, "c", office))
+		a, err := dial(agentURL, peer{})
+		check(err)
+		check(join(a, smcp.RoleAgent, "a", office))
+		out[i] = pair{a, c}
+	}
+	return out
+}
+
+func closePairs(ps []pair) {
+	for _, p := range ps {
+		p.agent.Disconnect()
+		p.comp.Disconnect()
+	}
+}
+
+// window is one measured window of one path.
+type window struct {
+	lat   lat.Samples
+	errs  int64
+	delta snap // the processes' CPU and Redis's commands over the window
+}
+
+// runWindow lets every Agent call client:tool_call back to back: warm-up,
+// then a measured window of dur between two snapshots, then it stops the
+// calls and waits for the last answers.
+func runWindow(pairs []pair, warm, dur time.Duration, rd *redisProc, all []*proc) window {
+	var (
+		measuring atomic.Bool
+		stop      atomic.Bool
+		errs      atomic.Int64
+		wg        sync.WaitGroup
+		samples   = make([][]time.Duration, len(pairs))
+	)
+	// Each Agent sends its next call from the callback of the previous
+	// answer, on the client's reader goroutine: no hand-off on the client
+	// side (as bench/a2c/load does).
+	for i, p := range pairs {
+		wg.Add(1)
+		n := 0
+		var fire func()
+		fire = func() {
+			if stop.Load() {
+				wg.Done()
+				return
+			}
+			n++
+			// smcp.ToolCallReq, built without reflection.
+			b := fmt.Appendf(nil, `{"agent":"a","req_id":"%d-%d","computer":"c","tool_name":"b__echo","params":{"text":"hello"},"timeout":30}`, i, n)
+			t0 := time.Now()
+			p.agent.RequestDirect(smcp.EventToolCall, sio.Message{Args: []json.RawMessage{b}}, 40*time.Second, func(m sio.Message, err error) {
+				if err == nil && (len(m.Args) == 0 || !strings.Contains(string(m.Args[0]), `"isError":false`)) {
+					err = fmt.Errorf("bad answer %q", m.Args)
+				}
+				if err != nil {
+					errs.Add(1)
+				} else if measuring.Load() {
+					samples[i] = append(samples[i], time.Since(t0))
+				}
+				fire()
+			})
+		}
+		fire()
+	}
+	time.Sleep(warm)
+	s0 := snapshot(rd, all)
+	measuring.Store(true)
+	time.Sleep(dur)
+	measuring.Store(false)
+	s1 := snapshot(rd, all)
+	stop.Store(true)
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(45 * time.Second):
+		fatal(fmt.Errorf("calls still unanswered 45 s after the window"))
+	}
+	var w window
+	for _, s := range samples {
+		w.lat = append(w.lat, s...)
+	}
+	w.errs = errs.Load()
+	w.delta = s1.sub(s0)
+	return w
+}
+
+// result pools the windows of one path at one level.
+type result struct {
+	path    string
+	agents  int
+	lat     lat.Samples
+	errs    int64
+	seconds float64
+	ticks   map[string]int64 // process name -> CPU ticks over the windows
+	cmds    cmdStats
+	windows int
+}
+
+func (r *result) add(w window) {
+	r.lat = append(r.lat, w.lat...)
+	slices.Sort(r.lat)
+	r.errs += w.errs
+	r.seconds += w.delta.elapsed.Seconds()
+	if r.ticks == nil {
+		r.ticks = make(map[string]int64)
+	}
+	for k, v := range w.delta.ticks {
+		r.ticks[k] += v
+	}
+	r.cmds = r.cmds.add(w.delta.cmds)
+	r.windows++
+}
+
+func (r *result) calls() int { return len(r.lat) }
+
+func (r *result) rate() float64 { return float64(r.calls()) / r.seconds }
+
+// pct is the p-th percentile (0 < p < 100).
+func (r *result) pct(p int) time.Duration {
+	if len(r.lat) == 0 {
+		return 0
+	}
+	return r.lat[len(r.lat)*p/100]
+}
+
+// cpuPerCall is the CPU time of the named processes per call.
+func (r *result) cpuPerCall(names ...string) time.Duration {
+	if r.calls() == 0 {
+		return 0
+	}
+	var t int64
+	for _, n := range names {
+		t += r.ticks[n]
+	}
+	return time.Duration(float64(t) * float64(tick) / float64(r.calls()))
+}
