@@ -364,7 +364,7 @@ func ldSeatRace(t *testing.T, p1, p2 *harness.Proc, n1, n2 string, rounds int) l
 			names := [2]string{"agent-1", "agent-2"}
 			w := ldRace(t, i, agents, smcp.RoleAgent, names, office, "Room already has an agent")
 			ldCheckSeat(t, hc, agents[w], procs[1-w], smcp.RoleAgent, names[w], office)
-			if err := agents[w].call2(smcp.EventLeaveOffice, map[string]string{"office_id": office}); err != nil {
+			if err := agents[w].leave(office); err != nil {
 				t.Fatalf("round %d: %v", i, err)
 			}
 			st.wins[agents[w].node]++
@@ -392,11 +392,11 @@ func ldSeatRace(t *testing.T, p1, p2 *harness.Proc, n1, n2 string, rounds int) l
 				if got, want := ldOfficeBody(t, hc, procs[w], homes[l]), ldOfficeWant(homes[l], comps[l].member(smcp.RoleComputer, "pc")); got != want {
 					t.Fatalf("round %d: the loser's office after a refused switch: %s, want %s", i, got, want)
 				}
-				if err := comps[l].call2(smcp.EventLeaveOffice, map[string]string{"office_id": homes[l]}); err != nil {
+				if err := comps[l].leave(homes[l]); err != nil {
 					t.Fatalf("round %d: %v", i, err)
 				}
 			}
-			if err := comps[w].call2(smcp.EventLeaveOffice, map[string]string{"office_id": office}); err != nil {
+			if err := comps[w].leave(office); err != nil {
 				t.Fatalf("round %d: %v", i, err)
 			}
 			st.wins[comps[w].node]++
@@ -407,14 +407,14 @@ func ldSeatRace(t *testing.T, p1, p2 *harness.Proc, n1, n2 string, rounds int) l
 	return st
 }
 
-// call2 sends a join or leave and fails unless acked (true, null).
-func (c *ldRaw) call2(event string, arg any) error {
-	args, err := c.call(event, arg)
+// leave leaves office; anything but the ack (true, null) is an error.
+func (c *ldRaw) leave(office string) error {
+	args, err := c.call(smcp.EventLeaveOffice, map[string]string{"office_id": office})
 	if err != nil {
 		return err
 	}
 	if !joinedOK(args) {
-		return fmt.Errorf("%s %v: ack %s", event, arg, args)
+		return fmt.Errorf("leave %s on %s: ack %s", office, c.node, args)
 	}
 	return nil
 }
@@ -784,11 +784,10 @@ func ldNodeFrames(t *testing.T, p *harness.Proc) float64 {
 	return m["a2c_cluster_frames_total"]
 }
 
-// ldCallsCase runs n calls from caller to computer (served by echo) and
-// checks them: none lost, duplicated (at either end) or mismatched, and
-// Redis saw publishCmd wantPublishPerCall times per call and nothing else
-// but the background. frames is the node whose frame counter must grow by
-// wantPublishPerCall per call (the caller's node).
+// ldCallsCase is a batch of calls from caller to computer (served by
+// echo) on a cluster of nodes whose Redis servers are redis: each call
+// must cost perCall times pubCmd, and as many frames counted by the node
+// frames (the caller's).
 type ldCallsCase struct {
 	caller   *ldCaller
 	echo     *ldEcho
@@ -800,6 +799,11 @@ type ldCallsCase struct {
 	perCall  int64
 }
 
+// run makes n calls, conc in flight, and checks them: none lost,
+// duplicated (at either end) or mismatched; Redis saw pubCmd perCall
+// times per call and nothing else but the background (ldCheckCommands);
+// the frame counter agrees. It returns the calls' figures and the Redis
+// commands counted meanwhile.
 func (cs ldCallsCase) run(t *testing.T, tag string, n, conc int) (ldCallStats, map[string]int64) {
 	t.Helper()
 	f0 := ldNodeFrames(t, cs.frames)
