@@ -751,7 +751,7 @@ func timeoutAnswer(event string) sio.Message {
 // answering: an isError CallToolResult for a tool call, else a 404.
 func goneAnswer(event string) sio.Message {
 	if event == smcp.EventToolCall {
-		return jsonMessage(smcp.CallToolResult{IsError: true, Content: []json.RawMessage{textContent("Computer disconnected before answering")}})
+		return jsonMessage(smcp.CallToolResult{IsError: true, Content: []json.RawMessage{smcp.TextContent("Computer disconnected before answering")}})
 	}
 	return jsonMessage(smcp.NewError(smcp.CodeNotFound, "Computer disconnected before answering"))
 }

@@ -136,8 +136,3 @@ func (s *Server) refuse(e *sio.Event, err error) {
 func jsonMessage(v any) sio.Message {
 	return sio.Message{Args: []json.RawMessage{smcp.Encode(v)}}
 }
-
-func textContent(text string) json.RawMessage {
-	b, _ := json.Marshal(map[string]string{"type": "text", "text": text})
-	return b
-}

@@ -34,7 +34,14 @@ func (n *Node) heartbeat() {
 			continue
 		}
 		if !ok {
-			n.log.Warn("lease lost: registering again")
+			// Redis restarted empty, or this node was cut off for longer
+			// than its lease. The other nodes are re-asserting their
+			// members too: settle for a lease's time before taking joins,
+			// trusting snapshots or sweeping anyone.
+			n.log.Warn("lease lost: registering again; joins wait until the cluster has settled", "settle", n.cfg.LeaseTTL.String())
+			until := time.Now().Add(n.cfg.LeaseTTL).UnixNano()
+			n.settleUntil.Store(until)
+			n.sweepAfter.Store(max(n.sweepAfter.Load(), until))
 			if err := n.register(n.ctx); err != nil {
 				n.healthy.Store(false)
 				continue
@@ -47,8 +54,19 @@ func (n *Node) heartbeat() {
 				continue
 			}
 		}
-		if !n.healthy.Swap(true) {
+		if !n.healthy.Load() {
+			// Other nodes' leases may have run low while Redis was away:
+			// give them two heartbeats to renew before judging them (set
+			// before healthy, which the sweeper reads first).
+			n.sweepAfter.Store(max(n.sweepAfter.Load(), time.Now().Add(2*n.cfg.Heartbeat+n.cfg.OpTimeout).UnixNano()))
+			n.healthy.Store(true)
 			n.log.Info("Redis back: cluster state restored")
+		}
+		if !n.settling() && n.needReload.Swap(false) {
+			if err := n.reloadAll(n.ctx); err != nil {
+				n.needReload.Store(true)
+				n.log.Warn("reload after settling failed; retrying", "err", err)
+			}
 		}
 	}
 }
@@ -91,6 +109,7 @@ func (n *Node) resync(ctx context.Context) error {
 			cancel()
 		}
 	}
+	settling := n.settling()
 	for office, ms := range held {
 		keep := make(map[string]bool, len(ms))
 		for _, m := range ms {
@@ -107,8 +126,30 @@ func (n *Node) resync(ctx context.Context) error {
 		if _, err := n.sweepOfficeExcept(ctx, n.id, office, keep); err != nil {
 			return fail(err)
 		}
+		if settling {
+			// Other nodes may not have re-asserted yet: a snapshot now
+			// would show their members as gone. Reload once settled.
+			n.needReload.Store(true)
+			continue
+		}
 		if err := n.load(ctx, office); err != nil {
 			return fail(err)
+		}
+	}
+	return nil
+}
+
+// reloadAll reloads every office the node follows: the end of settling.
+func (n *Node) reloadAll(ctx context.Context) error {
+	n.mu.Lock()
+	offices := make([]string, 0, len(n.views))
+	for _, v := range n.views {
+		offices = append(offices, v.office)
+	}
+	n.mu.Unlock()
+	for _, office := range offices {
+		if err := n.load(ctx, office); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -166,6 +207,11 @@ func (n *Node) sweeper() {
 			return
 		case <-t.C:
 		}
+		if !n.healthy.Load() || time.Now().UnixNano() < n.sweepAfter.Load() {
+			// Cut off, or just back: this node is in no position to call
+			// another dead (see sweep).
+			continue
+		}
 		if err := n.sweep(n.ctx); err != nil && n.ctx.Err() == nil {
 			n.log.Debug("sweep failed", "err", err)
 		}
@@ -183,7 +229,13 @@ func (n *Node) sweep(ctx context.Context) error {
 	}
 	var others []string
 	var checks []*redis.IntCmd
+	var own *redis.IntCmd
 	_, err = n.rdb.Pipelined(c, func(p redis.Pipeliner) error {
+		// This node's own lease is read with the others': if it has
+		// expired too, Redis was away (or paused) for longer than a
+		// lease and every lease ran out, the live nodes' with the dead
+		// ones'. Nobody is judged until the heartbeats have renewed them.
+		own = p.Exists(c, leaseKey(n.id))
 		for _, id := range ids {
 			if id != n.id {
 				others = append(others, id)
@@ -194,6 +246,10 @@ func (n *Node) sweep(ctx context.Context) error {
 	})
 	if err != nil {
 		return err
+	}
+	if own.Val() == 0 {
+		n.needSync.Store(true)
+		return nil
 	}
 	for i, id := range others {
 		if checks[i].Val() > 0 {

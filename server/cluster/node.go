@@ -58,6 +58,19 @@ type Node struct {
 	// needSync is set when events may have been missed (an outage, a lost
 	// lease): the next healthy heartbeat re-asserts and reloads.
 	needSync atomic.Bool
+	// settleUntil (unix nanoseconds) ends the settling that follows a
+	// loss of this node's lease (Redis restarted empty, or an outage
+	// longer than the lease): until then the other nodes may not have
+	// re-asserted their members, so joins are refused, office events are
+	// ignored and reloads wait (a snapshot would report their members as
+	// gone), and nobody is swept. needReload asks for the reload of every
+	// followed office once it ends.
+	settleUntil atomic.Int64
+	needReload  atomic.Bool
+	// sweepAfter (unix nanoseconds) holds the sweeper back after any
+	// outage: a live node needs a heartbeat or two to renew a lease that
+	// ran low (or out) while Redis was away.
+	sweepAfter atomic.Int64
 
 	// subMu orders the subscriptions to office channels with the views
 	// they feed, so an unsubscribe never overtakes a newer subscribe.
@@ -403,6 +416,9 @@ func (n *Node) Join(ctx context.Context, c Conn, cur, req Seat) (Decision, error
 	if !n.healthy.Load() {
 		return Decision{}, fmt.Errorf("%w: not connected", ErrUnavailable)
 	}
+	if n.settling() {
+		return Decision{}, fmt.Errorf("%w: settling after Redis lost the cluster state", ErrUnavailable)
+	}
 	m := Member{SID: sid, Role: req.Role, Name: req.Name, Node: n.id, Version: c.Version}
 	if err := n.follow(ctx, req.Office); err != nil {
 		return Decision{}, err
@@ -455,8 +471,22 @@ func (n *Node) Join(ctx context.Context, c Conn, cur, req Seat) (Decision, error
 func (n *Node) seat(ctx context.Context, office string, m Member) (code int64, holder string, err error) {
 	c, cancel := n.op(ctx)
 	defer cancel()
-	if err := n.rdb.SAdd(c, nodeIndex(n.id), office).Err(); err != nil {
+	// The lease is read with the index update: if it is gone, Redis lost
+	// the cluster state (restarted empty) and this node has not noticed
+	// yet; a seat taken now could be another node's live member's, not
+	// re-asserted yet. The heartbeat registers again and settles first.
+	var lease *redis.IntCmd
+	_, err = n.rdb.Pipelined(c, func(p redis.Pipeliner) error {
+		lease = p.Exists(c, leaseKey(n.id))
+		p.SAdd(c, nodeIndex(n.id), office)
+		return nil
+	})
+	if err != nil {
 		return 0, "", n.fail("index", err)
+	}
+	if lease.Val() == 0 {
+		n.needSync.Store(true)
+		return 0, "", fmt.Errorf("%w: this node's lease is gone", ErrUnavailable)
 	}
 	res, err := joinScript.Run(c, n.rdb, officeKeys(office), m.SID, string(m.Role), m.Name, m.Node, officeChannel(office), n.pubCmd, m.Version).Slice()
 	if err != nil {
@@ -683,7 +713,13 @@ func (n *Node) load(ctx context.Context, office string) error {
 }
 
 // onEvent applies one message of an office channel to the node's copy.
+// While the node settles, events are not applied (their versions start
+// again after a restart) and the reload at the end catches up.
 func (n *Node) onEvent(ch, payload string) {
+	if n.settling() {
+		n.needReload.Store(true)
+		return
+	}
 	n.mu.Lock()
 	v := n.views[ch]
 	if v == nil {
@@ -745,6 +781,9 @@ func (n *Node) fail(what string, err error) error {
 	}
 	return fmt.Errorf("%w: %s: %w", ErrUnavailable, what, err)
 }
+
+// settling reports whether the node is settling after it lost its lease.
+func (n *Node) settling() bool { return time.Now().UnixNano() < n.settleUntil.Load() }
 
 func (n *Node) alive(ctx context.Context, node string) bool {
 	c, cancel := n.op(ctx)

@@ -1012,9 +1012,6 @@ func TestClusterNodeIDReuse(t *testing.T) {
 //     than a lease, so every lease expired while the records stayed, no
 //     node sweeps another live node, and no departure is told.
 func TestClusterRedisRestartKeepsMembers(t *testing.T) {
-	t.Skip("server bug: Redis coming back lets a join take a live member's seat (the member is evicted), " +
-		"reports members of other nodes as leaving and entering again, and, after an outage longer than a lease, " +
-		"has every node sweep the others as dead; see the cluster failure tests' report")
 	setup := func(t *testing.T) (*harness.RedisServer, []*harness.Proc, string, *flNotes) {
 		redis := harness.Redis(t)
 		nodes := harness.Hub(t, 2, redis.URL())
