@@ -90,6 +90,9 @@ func runServer(ctx context.Context, e *env, args []string) error {
 		cfg.Auth = server.TokenAuth(secret, *authField)
 	}
 	srv, err := server.New(cfg)
+	if errors.Is(err, cluster.ErrNodeIDInUse) {
+		return err // another process is that node: not a usage error
+	}
 	if errors.Is(err, cluster.ErrUnavailable) {
 		// Redis did not answer: not a usage error. The address is named
 		// without the URL's credentials.

@@ -19,6 +19,9 @@ import (
 // changed now.
 var ErrUnavailable = errors.New("cluster: Redis unavailable")
 
+// ErrNodeIDInUse is returned by [Start] when a live node holds the id.
+var ErrNodeIDInUse = errors.New("cluster: node id in use by a live node")
+
 // Handler receives what arrives for a node. Its functions are called from
 // one goroutine per subscription, in arrival order, never under a lock of
 // the node: they may call the node's methods. They must not block for
@@ -220,7 +223,7 @@ func (n *Node) claim(ctx context.Context) error {
 			break
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("cluster: node id %q is in use by a live node", n.id)
+			return fmt.Errorf("%w: %q", ErrNodeIDInUse, n.id)
 		}
 		select {
 		case <-ctx.Done():
