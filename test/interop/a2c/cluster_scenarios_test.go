@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/a2c-smcp/a2c-go/smcp"
 	"github.com/a2c-smcp/a2c-go/test/interop/internal/harness"
 )
 
@@ -161,6 +162,7 @@ func runClusterScripts(t *testing.T, name string, args ...string) {
 				"A2C_TOKEN_VALUE=s3cret",
 				"A2C_RELAY_TIMEOUT_URL=" + relay.url,
 				"A2C_TRANSPORTS=" + e.transports,
+				"A2C_VERSION=" + smcp.ProtocolVersion,
 				"A2C_PLACEMENT=" + string(pj),
 			}
 			if e.computers {
