@@ -474,42 +474,53 @@ func (s *Server) leaveRemote(m *member, office string) {
 	})
 }
 
-// routeRemote finds the Computer an Agent's request goes to on another
-// node, from the node's copy of the office (no Redis command).
-func (s *Server) routeRemote(m *member, computer string) (cluster.Member, bool) {
-	return s.hub.node.Lookup(m.office.id, smcp.RoleComputer, computer)
-}
-
-// refuseUnrouted answers a request whose Computer is in no office this
-// node knows of: 4104 if a Computer of that name sits in another office
-// somewhere in the cluster, else 404. The name index is in Redis, so this
-// runs on a goroutine of its own; only the error path ever asks.
-func (s *Server) refuseUnrouted(m *member, e *sio.Event, computer string) {
-	local := s.names[computer] > 0 // read under the caller's lock
-	ask := !local
-	if ask && !s.hub.lookups.TryAcquire() {
+// routeLater handles a request whose Computer is not in this node's copy
+// of the office, on a goroutine of its own (it asks Redis; only this
+// error path ever does). The copy may lag a join made on another node a
+// moment ago, whose answer the client has already seen: the office is
+// reloaded and the Computer looked up again, so a request right after a
+// join is routed as on one server. Then, if it is still not found: 4104
+// if a Computer of that name sits in another office somewhere in the
+// cluster, else 404. The caller holds s.mu (read).
+func (s *Server) routeLater(m *member, e *sio.Event, office, computer string, timeout time.Duration, start time.Time) {
+	local := s.names[computer] > 0 // a Computer of that name in another office here
+	if !s.hub.lookups.TryAcquire() {
 		// A flood of unroutable requests does not become a flood of Redis
-		// commands: past the bound the answer is 404 without asking.
-		ask = false
+		// commands: past the bound the answer comes from what this node
+		// knows.
+		go s.refuseUnrouted(m, e, local)
+		return
 	}
 	go func() {
+		defer s.hub.lookups.Release()
+		ctx, cancel := opContext()
+		defer cancel()
+		if err := s.hub.node.Refresh(ctx, office); err == nil {
+			if target, ok := s.hub.node.Lookup(office, smcp.RoleComputer, computer); ok {
+				s.relayRemote(e, office, target, timeout-time.Since(start), start)
+				return
+			}
+		}
 		elsewhere := local
-		if ask {
-			defer s.hub.lookups.Release()
-			ctx, cancel := opContext()
-			defer cancel()
+		if !elsewhere {
 			var err error
 			if elsewhere, err = s.hub.node.ComputerElsewhere(ctx, computer); err != nil {
 				s.log.Debug("name index unavailable: answering not found", "err", err)
 			}
 		}
-		if elsewhere {
-			s.log.Warn("cross-office request refused", "sid", m.sock.ID(), "event", e.Name)
-			s.refuse(e, smcp.NewError(smcp.CodeCrossRoom, "Computer is not in your office"))
-			return
-		}
-		s.refuse(e, smcp.NewError(smcp.CodeNotFound, "Computer not found"))
+		s.refuseUnrouted(m, e, elsewhere)
 	}()
+}
+
+// refuseUnrouted answers a request that cannot be routed: 4104 when a
+// Computer of that name is in another office, else 404.
+func (s *Server) refuseUnrouted(m *member, e *sio.Event, elsewhere bool) {
+	if elsewhere {
+		s.log.Warn("cross-office request refused", "sid", m.sock.ID(), "event", e.Name)
+		s.refuse(e, smcp.NewError(smcp.CodeCrossRoom, "Computer is not in your office"))
+		return
+	}
+	s.refuse(e, smcp.NewError(smcp.CodeNotFound, "Computer not found"))
 }
 
 // relayRemote sends a request to a Computer on another node and answers
@@ -517,7 +528,7 @@ func (s *Server) refuseUnrouted(m *member, e *sio.Event, computer string) {
 // byte, the timeout answer at the same deadline, or the "disconnected"
 // answer when the Computer leaves (or its node dies, or Redis fails)
 // first.
-func (s *Server) relayRemote(m *member, e *sio.Event, target cluster.Member, timeout time.Duration, start time.Time) {
+func (s *Server) relayRemote(e *sio.Event, office string, target cluster.Member, timeout time.Duration, start time.Time) {
 	h := s.hub
 	s.inFlight.Add(1)
 	s.metrics.inFlight.Inc()
@@ -542,7 +553,7 @@ func (s *Server) relayRemote(m *member, e *sio.Event, target cluster.Member, tim
 		Kind:      cluster.KindRequest,
 		From:      h.node.ID(),
 		To:        target.SID,
-		Office:    m.office.id,
+		Office:    office,
 		Event:     e.Name,
 		Call:      id,
 		TimeoutMS: uint64(timeout / time.Millisecond),
@@ -551,25 +562,43 @@ func (s *Server) relayRemote(m *member, e *sio.Event, target cluster.Member, tim
 	s.send(target.Node, f, time.Time{}, func() { h.calls.Abort(id, cluster.ErrGone) })
 }
 
-// broadcastRemote sends an office event to the other nodes that hold
-// members of the office, one frame each; each delivers it to its members
-// there except the sender. The caller holds s.mu (read), so the frames
-// queue in the order of the office's events.
+// broadcastRemote sends an office event to the members of the office on
+// other nodes; each node delivers it to its members there except the
+// sender. The caller holds s.mu (read), so the frames queue in the order
+// of the office's events.
+//
+// A notify:update_* is one frame on the office's channel, which every
+// node following the office receives, including one whose member joined
+// a moment ago and is not yet in this node's copy (a node follows an
+// office before its member's join is decided). The cancel of a tool call
+// goes instead as one frame to each node of this node's copy, on the
+// same ordered queue as the requests to that node, so that it never
+// overtakes the call it cancels; a node missing from the copy cannot
+// have received that call.
 func (s *Server) broadcastRemote(office string, from *member, name string, v any) {
 	if s.hub == nil {
+		return
+	}
+	f := &cluster.Frame{Kind: cluster.KindBroadcast, From: s.hub.node.ID(), To: from.sock.ID(), Office: office, Event: name}
+	until := time.Now().Add(broadcastRetry)
+	if name != smcp.NotifyCancelToolCall {
+		f.Payload = appendMessage(nil, jsonMessage(v))
+		s.send(officeSender, f, until, nil)
 		return
 	}
 	nodes := s.hub.node.Nodes(office)
 	if len(nodes) == 0 {
 		return
 	}
-	msg := jsonMessage(v)
-	payload := appendMessage(nil, msg)
-	until := time.Now().Add(broadcastRetry)
+	f.Payload = appendMessage(nil, jsonMessage(v))
 	for _, n := range nodes {
-		s.send(n, &cluster.Frame{Kind: cluster.KindBroadcast, From: s.hub.node.ID(), To: from.sock.ID(), Office: office, Event: name, Payload: payload}, until, nil)
+		s.send(n, f, until, nil)
 	}
 }
+
+// officeSender is the sender of frames published on their office's
+// channel rather than to one node (see cluster.Node.PublishBatch).
+const officeSender = ""
 
 // broadcastRetry is how long a broadcast to another node is retried while
 // Redis is away.
@@ -720,7 +749,30 @@ func (s *Server) onEvicted(office string, cm cluster.Member) {
 	}
 }
 
-// listRoomCluster lists an office's members across the cluster: the
+// listRoomCluster answers server:list_room in a cluster, on a goroutine
+// of its own: the office is reloaded from Redis first (one script), so a
+// member that joined on another node a moment ago is listed, as one
+// server lists it. Without Redis the node's copy answers.
+func (s *Server) listRoomCluster(m *member, e *sio.Event, req smcp.ListRoomReq) {
+	ctx, cancel := opContext()
+	if err := s.hub.node.Refresh(ctx, req.OfficeID); err != nil {
+		s.log.Debug("list_room from the node's copy: Redis unavailable", "err", err)
+	}
+	cancel()
+	s.mu.RLock()
+	o := m.office
+	if o == nil || o.id != req.OfficeID {
+		s.mu.RUnlock()
+		ackJSON(e, smcp.NewError(smcp.CodeNotInRoom, "Not in an office; join one first"))
+		return
+	}
+	ret := smcp.ListRoomRet{ReqID: req.ReqID, Sessions: s.clusterSessions(o)}
+	s.mu.RUnlock()
+	sortSessions(ret.Sessions)
+	ackJSON(e, ret)
+}
+
+// clusterSessions lists an office's members across the cluster: the
 // node's copy, plus the members held here (which the copy may lag behind
 // just after a join whose snapshot read failed).
 func (s *Server) clusterSessions(o *office) []smcp.SessionInfo {

@@ -34,14 +34,20 @@ func (s *Server) relay(m *member, e *sio.Event) {
 		s.refuse(e, smcp.NewError(smcp.CodeBadRequest, msg))
 		return
 	}
+	timeout := s.cfg.RelayTimeout
+	if tc, ok := req.(*smcp.ToolCallReq); ok {
+		timeout = time.Duration(tc.Timeout)*time.Second + s.cfg.ToolCallSlack
+	}
 	s.mu.RLock()
 	target, perr := s.routeLocked(m, req.Target())
 	var remote cluster.Member
+	var office string
 	if s.hub != nil && perr != nil && (perr.Code == smcp.CodeNotFound || perr.Code == smcp.CodeCrossRoom) {
 		// Not held here: on another node of the cluster, or nowhere.
+		office = m.office.id
 		var ok bool
-		if remote, ok = s.routeRemote(m, req.Target()); !ok {
-			s.refuseUnrouted(m, e, req.Target())
+		if remote, ok = s.hub.node.Lookup(office, smcp.RoleComputer, req.Target()); !ok {
+			s.routeLater(m, e, office, req.Target(), timeout, start)
 			s.mu.RUnlock()
 			return
 		}
@@ -59,12 +65,8 @@ func (s *Server) relay(m *member, e *sio.Event) {
 		s.refuse(e, perr)
 		return
 	}
-	timeout := s.cfg.RelayTimeout
-	if tc, ok := req.(*smcp.ToolCallReq); ok {
-		timeout = time.Duration(tc.Timeout)*time.Second + s.cfg.ToolCallSlack
-	}
 	if target == nil {
-		s.relayRemote(m, e, remote, timeout, start)
+		s.relayRemote(e, office, remote, timeout, start)
 		return
 	}
 	s.inFlight.Add(1)

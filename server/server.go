@@ -607,25 +607,30 @@ func (s *Server) listRoom(m *member, e *sio.Event) {
 		ackJSON(e, smcp.NewError(smcp.CodeCrossRoom, "Cannot list another office"))
 		return
 	}
-	// The Agent first, then the Computers by name.
-	ret := smcp.ListRoomRet{ReqID: req.ReqID}
 	if s.hub != nil {
-		ret.Sessions = s.clusterSessions(o)
-	} else {
-		ret.Sessions = make([]smcp.SessionInfo, 0, 1+len(o.computers))
-		o.each(func(x *member) {
-			ret.Sessions = append(ret.Sessions, smcp.SessionInfo{SID: x.sock.ID(), Name: x.name, Role: x.role, OfficeID: o.id, A2CVersion: x.version})
-		})
+		s.mu.RUnlock()
+		go s.listRoomCluster(m, e, req)
+		return
 	}
+	ret := smcp.ListRoomRet{ReqID: req.ReqID, Sessions: make([]smcp.SessionInfo, 0, 1+len(o.computers))}
+	o.each(func(x *member) {
+		ret.Sessions = append(ret.Sessions, smcp.SessionInfo{SID: x.sock.ID(), Name: x.name, Role: x.role, OfficeID: o.id, A2CVersion: x.version})
+	})
 	s.mu.RUnlock()
-	sort.SliceStable(ret.Sessions, func(i, j int) bool {
-		a, b := ret.Sessions[i], ret.Sessions[j]
+	sortSessions(ret.Sessions)
+	ackJSON(e, ret)
+}
+
+// sortSessions puts the Agent first, then the Computers by name: the
+// order of server:list_room.
+func sortSessions(ss []smcp.SessionInfo) {
+	sort.SliceStable(ss, func(i, j int) bool {
+		a, b := ss[i], ss[j]
 		if (a.Role == smcp.RoleAgent) != (b.Role == smcp.RoleAgent) {
 			return a.Role == smcp.RoleAgent
 		}
 		return a.Name < b.Name
 	})
-	ackJSON(e, ret)
 }
 
 // cancel broadcasts an Agent's cancel to its office. It never answers with

@@ -132,7 +132,7 @@ func (n *Node) resync(ctx context.Context) error {
 			n.needReload.Store(true)
 			continue
 		}
-		if err := n.load(ctx, office); err != nil {
+		if err := n.load(ctx, office, true); err != nil {
 			return fail(err)
 		}
 	}
@@ -148,7 +148,7 @@ func (n *Node) reloadAll(ctx context.Context) error {
 	}
 	n.mu.Unlock()
 	for _, office := range offices {
-		if err := n.load(ctx, office); err != nil {
+		if err := n.load(ctx, office, true); err != nil {
 			return err
 		}
 	}

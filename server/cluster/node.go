@@ -309,7 +309,30 @@ func (n *Node) receive(ps *redis.PubSub) {
 			}
 			continue
 		}
+		if len(msg.Payload) > 0 && msg.Payload[0] == frameVersion {
+			n.onOfficeFrame(msg.Channel, msg.Payload)
+			continue
+		}
 		n.onEvent(msg.Channel, msg.Payload)
+	}
+}
+
+// onOfficeFrame delivers a broadcast published on an office's channel
+// (see PublishOffice): only a KindBroadcast of that very office, and not
+// this node's own.
+func (n *Node) onOfficeFrame(ch, payload string) {
+	f, err := DecodeFrame([]byte(payload))
+	if err != nil || f.Kind != KindBroadcast || f.From == n.id || officeChannel(f.Office) != ch {
+		if err == nil {
+			err = fmt.Errorf("%w: not a broadcast of this office", ErrFrame)
+		}
+		if f.From != n.id {
+			n.log.Warn("office frame dropped", "channel", ch, "err", err)
+		}
+		return
+	}
+	if n.h.Frame != nil {
+		n.h.Frame(f)
 	}
 }
 
@@ -336,16 +359,21 @@ func (n *Node) Publish(ctx context.Context, node string, f *Frame) error {
 // PublishBatch sends several frames to one node's channel in one
 // pipelined round trip, in order: one PUBLISH (SPUBLISH) each, nothing
 // else. The server's sender per destination node uses it, so frames that
-// queue up under load share a round trip and keep their order.
+// queue up under load share a round trip and keep their order. With node
+// "", each frame goes to its office's channel instead (see
+// [Node.PublishOffice]).
 func (n *Node) PublishBatch(ctx context.Context, node string, fs []*Frame) error {
-	if len(fs) == 1 {
+	if len(fs) == 1 && node != "" {
 		return n.Publish(ctx, node, fs[0])
 	}
 	c, cancel := n.op(ctx)
 	defer cancel()
-	ch := nodeChannel(node)
 	_, err := n.rdb.Pipelined(c, func(p redis.Pipeliner) error {
 		for _, f := range fs {
+			ch := nodeChannel(node)
+			if node == "" {
+				ch = officeChannel(f.Office)
+			}
 			b := AppendFrame(make([]byte, 0, 64+len(f.Payload)), f)
 			if n.cluster {
 				p.SPublish(c, ch, b)
@@ -359,6 +387,34 @@ func (n *Node) PublishBatch(ctx context.Context, node string, fs []*Frame) error
 		return fmt.Errorf("%w: publish: %w", ErrUnavailable, err)
 	}
 	return nil
+}
+
+// PublishOffice sends a [KindBroadcast] frame on its office's channel,
+// which every node that follows the office receives, the sender's
+// included (it ignores its own). A node follows an office before its
+// first member's join script runs, so a broadcast reaches a member whose
+// join was answered even if the sending node has not seen that join yet;
+// a frame to each node of the sender's copy could miss it.
+func (n *Node) PublishOffice(ctx context.Context, f *Frame) error {
+	return n.PublishBatch(ctx, "", []*Frame{f})
+}
+
+// Refresh reloads the node's copy of an office it follows from Redis
+// (one script), reporting what changed as events. The server calls it
+// before it answers from the copy where a change made on another node a
+// moment ago must be seen: a request whose Computer is not in the copy,
+// and server:list_room. It does nothing while the node settles.
+func (n *Node) Refresh(ctx context.Context, office string) error {
+	if n.settling() {
+		return nil
+	}
+	n.mu.Lock()
+	_, ok := n.views[officeChannel(office)]
+	n.mu.Unlock()
+	if !ok {
+		return nil
+	}
+	return n.load(ctx, office, false)
 }
 
 // Office returns the members of any office, from the node's copy when it
@@ -454,7 +510,7 @@ func (n *Node) Join(ctx context.Context, c Conn, cur, req Seat) (Decision, error
 				n.log.Warn("switching office: leave deferred to the next re-assert", "office", cur.Office, "err", err)
 			}
 		}
-		if err := n.load(ctx, req.Office); err != nil {
+		if err := n.load(ctx, req.Office, false); err != nil {
 			n.needSync.Store(true)
 		}
 		return d, nil
@@ -664,8 +720,11 @@ func (n *Node) unfollowIfIdle(office string) {
 // load reads an office's snapshot and makes it the node's copy, then
 // applies the events that arrived meanwhile with a later version. The
 // differences from the former copy are reported as events (version 0),
-// so a member that vanished during an outage ends its pending calls.
-func (n *Node) load(ctx context.Context, office string) error {
+// so a member that vanished during an outage ends its pending calls. A
+// snapshot older than the copy (events applied while it was read) is
+// dropped, unless force says the versions may have started again (Redis
+// lost its state: the re-assert and the end of settling).
+func (n *Node) load(ctx context.Context, office string, force bool) error {
 	c, cancel := n.op(ctx)
 	defer cancel()
 	res, err := snapshotScript.Run(c, n.rdb, officeKeys(office)).Slice()
@@ -691,6 +750,10 @@ func (n *Node) load(ctx context.Context, office string) error {
 	n.mu.Lock()
 	v := n.views[officeChannel(office)]
 	if v == nil {
+		n.mu.Unlock()
+		return nil
+	}
+	if v.loaded && !force && ver < v.version {
 		n.mu.Unlock()
 		return nil
 	}
@@ -744,7 +807,7 @@ func (n *Node) onEvent(ch, payload string) {
 		// A gap: an event was missed. Reload the office.
 		office := v.office
 		n.mu.Unlock()
-		if err := n.load(n.ctx, office); err != nil {
+		if err := n.load(n.ctx, office, false); err != nil {
 			n.needSync.Store(true)
 		}
 		return
