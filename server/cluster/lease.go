@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/a2c-smcp/a2c-go/smcp"
 )
 
 // heartbeat renews the lease every cfg.Heartbeat. A renewal that finds
@@ -272,10 +275,12 @@ func (n *Node) sweepNode(ctx context.Context, dead string) error {
 	if err != nil {
 		return err
 	}
-	for _, office := range offices {
-		if _, err := n.sweepOffice(ctx, dead, office); err != nil {
+	for len(offices) > 0 {
+		k := min(len(offices), sweepBatch)
+		if err := n.sweepOffices(ctx, dead, offices[:k]); err != nil {
 			return err
 		}
+		offices = offices[k:]
 	}
 	c, cancel = n.op(ctx)
 	defer cancel()
@@ -292,6 +297,57 @@ func (n *Node) sweepNode(ctx context.Context, dead string) error {
 	} else {
 		n.log.Info("dead node swept", "dead", dead, "offices", len(offices))
 	}
+	return nil
+}
+
+// sweepBatch is how many offices one pipelined round trip sweeps.
+const sweepBatch = 256
+
+// sweepOffices removes node's members from each of offices: the sweep
+// script once per office, pipelined, so a dead node that held tens of
+// thousands of offices is swept in a few round trips rather than one per
+// office (its index is pruned as its offices empty, see Node.Leave).
+func (n *Node) sweepOffices(ctx context.Context, node string, offices []string) error {
+	c, cancel := n.op(ctx)
+	defer cancel()
+	if err := sweepScript.Load(c, n.rdb).Err(); err != nil {
+		return n.fail("sweep", err)
+	}
+	cmds := make([]*redis.Cmd, len(offices))
+	_, err := n.rdb.Pipelined(c, func(p redis.Pipeliner) error {
+		for i, office := range offices {
+			cmds[i] = sweepScript.EvalSha(c, p, officeKeys(office), node, officeChannel(office), n.pubCmd)
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		if strings.HasPrefix(err.Error(), "NOSCRIPT") {
+			// Redis lost its scripts between the load and the pipeline
+			// (a restart): one office at a time, with the script sent
+			// again as needed.
+			for _, office := range offices {
+				if _, err := n.sweepOffice(ctx, node, office); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+		return n.fail("sweep", err)
+	}
+	// The name index, best effort (see ComputerElsewhere).
+	_, _ = n.rdb.Pipelined(c, func(p redis.Pipeliner) error {
+		for i, cmd := range cmds {
+			res, _ := cmd.Slice()
+			for j := 0; j+1 < len(res); j += 2 {
+				sid, _ := res[j].(string)
+				rec, _ := res[j+1].(string)
+				if m, err := parseMember(sid, rec); err == nil && m.Role == smcp.RoleComputer {
+					p.SRem(c, nameKey(m.Name), offices[i])
+				}
+			}
+		}
+		return nil
+	})
 	return nil
 }
 

@@ -577,17 +577,20 @@ func (n *Node) Leave(ctx context.Context, office, sid string) error {
 		}
 	}
 	n.mu.Unlock()
-	defer n.unfollowIfIdle(office)
+	left := false // the record is gone from Redis: the index may drop the office
+	defer func() { n.unfollowIfIdle(office, left) }()
 	c, cancel := n.op(ctx)
 	defer cancel()
 	rec, err := leaveScript.Run(c, n.rdb, officeKeys(office), sid, n.id, officeChannel(office), n.pubCmd).Text()
 	if errors.Is(err, redis.Nil) {
+		left = true
 		return nil
 	}
 	if err != nil {
 		n.needSync.Store(true)
 		return n.fail("leave", err)
 	}
+	left = true
 	if held && m.Role == smcp.RoleComputer {
 		n.dropName(c, rec, office)
 	}
@@ -607,14 +610,43 @@ func (n *Node) dropName(ctx context.Context, rec, office string) {
 // ComputerElsewhere reports whether a Computer of this name sits in any
 // office: it tells "not in your office" (4104) from "not found" (404) on
 // the error path of a relay, never on a call that is delivered.
+//
+// The index is updated after the seat scripts, best effort, so it may
+// name an office where the name no longer sits (a removal lost under
+// load): the offices it names are checked against their seats, and the
+// stale entries removed, so the answer heals instead of staying wrong.
 func (n *Node) ComputerElsewhere(ctx context.Context, name string) (bool, error) {
 	c, cancel := n.op(ctx)
 	defer cancel()
-	k, err := n.rdb.SCard(c, nameKey(name)).Result()
+	const sample = 16
+	offices, err := n.rdb.SRandMemberN(c, nameKey(name), sample).Result()
 	if err != nil {
 		return false, n.fail("names", err)
 	}
-	return k > 0, nil
+	if len(offices) == 0 {
+		return false, nil
+	}
+	seats := make([]*redis.StringCmd, len(offices))
+	_, err = n.rdb.Pipelined(c, func(p redis.Pipeliner) error {
+		for i, o := range offices {
+			seats[i] = p.HGet(c, officeKeys(o)[1], "c:"+name)
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return false, n.fail("names", err)
+	}
+	var stale []any
+	for i, cmd := range seats {
+		if cmd.Err() == nil {
+			return true, nil
+		}
+		stale = append(stale, offices[i])
+	}
+	_ = n.rdb.SRem(c, nameKey(name), stale...).Err()
+	// Every office sampled was stale; a larger index may still hold a
+	// live one.
+	return len(offices) == sample, nil
 }
 
 // Lookup finds a member of a followed office by role and name in the
@@ -696,12 +728,21 @@ func (n *Node) unpin(office string) {
 		v.pins--
 	}
 	n.mu.Unlock()
-	n.unfollowIfIdle(office)
+	// A join that took no seat leaves no record: the office may leave
+	// the index again (a failed one set needSync, which prevents it).
+	n.unfollowIfIdle(office, true)
 }
 
 // unfollowIfIdle stops following an office where the node holds nobody
 // and no join is in progress.
-func (n *Node) unfollowIfIdle(office string) {
+//
+// With prune (the caller removed its member's record), the office also
+// leaves the node's index, so the index, and a sweep after this node's
+// death, stays the size of the offices it holds. That is safe under
+// subMu: a join of this node into the office pins the view (under subMu)
+// before it adds the office to the index, so it comes after. Not while
+// a re-assert is due: the index is how it finds records left behind.
+func (n *Node) unfollowIfIdle(office string, prune bool) {
 	ch := officeChannel(office)
 	n.subMu.Lock()
 	defer n.subMu.Unlock()
@@ -714,6 +755,11 @@ func (n *Node) unfollowIfIdle(office string) {
 	n.mu.Unlock()
 	if idle {
 		n.unsubscribe(ch)
+		if prune && !n.needSync.Load() {
+			c, cancel := n.op(n.ctx)
+			_ = n.rdb.SRem(c, nodeIndex(n.id), office).Err()
+			cancel()
+		}
 	}
 }
 
