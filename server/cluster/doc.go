@@ -31,7 +31,7 @@
 //	a2c:{O}:s      hash seat -> sid: "a" the Agent seat, "c:<name>" a Computer name
 //	a2c:{O}:v      the office's version, +1 per change
 //	a2c:{O}:ev     channel: the office's membership events
-//	a2c:{N}:idx    set: the offices where node N holds (or held) members
+//	a2c:{N}:idx    set: the offices where node N holds members
 //	a2c:{N}:lease  node N's lease
 //	a2c:{N}:ch     channel: frames for node N
 //	a2c:nodes      set: registered node ids
@@ -39,7 +39,10 @@
 //
 // A node adds an office to its index before it takes a seat there, so
 // whatever the moment of a crash the index covers every seat the node
-// holds and the sweep finds them all. The name index only tells "not in
+// holds and the sweep finds them all; it removes the office when its last
+// member there has left (in Redis) and no join of its is under way, so the
+// index, and the sweep of a dead node (pipelined, 256 offices per round
+// trip), stays the size of what the node holds. The name index only tells "not in
 // your office" (4104) from "not found" (404) on a request that cannot be
 // routed; it is updated after the seat scripts, best effort.
 //
@@ -81,7 +84,10 @@
 // not listening. Requests are routed, list_room answered and broadcast
 // destinations chosen from this copy ([Node.Lookup], [Node.Members],
 // [Node.Nodes]) with no Redis command. The node stops following an office
-// when it holds nobody there.
+// when it holds nobody there. The copy may lag a change made on another
+// node a moment ago (its event is on the way): where that would show,
+// the server reloads the office first ([Node.Refresh]): a request for a
+// Computer missing from the copy, and server:list_room.
 //
 // # Traffic between nodes
 //
@@ -103,9 +109,14 @@
 // never reaches this package: it touches Redis zero times.
 //
 // notify:* events and server:tool_call_cancel go to the sender's own
-// node's members directly, and as one [KindBroadcast] frame to each other
-// node that holds a member of the office; the receiving node delivers it
-// to its members of that office except the sender. Enter and leave
+// node's members directly, and as [KindBroadcast] frames to the other
+// nodes; the receiving node delivers one to its members of that office
+// except the sender. A notify:update_* is one frame on the office's
+// channel ([Node.PublishOffice]), which every node following the office
+// receives, so it reaches a member that joined on another node a moment
+// ago. A cancel is one frame to each node of the sender's copy, on the
+// same ordered queue as the requests to that node, so it never overtakes
+// the call it cancels (a node not in the copy cannot have that call). Enter and leave
 // notifications are not frames: each node turns the office events of
 // other nodes' members into notify:enter_office / notify:leave_office for
 // its own members of that office.
@@ -146,5 +157,15 @@
 //
 // Redis restarted empty: the heartbeat finds no lease (SET XX fails),
 // registers the node again and re-asserts as above, so the cluster-wide
-// state is rebuilt by the nodes themselves within a heartbeat or two.
+// state is rebuilt by the nodes themselves within a heartbeat or two. The
+// other nodes may re-assert a little later, so a node that finds its lease
+// gone (also after an outage longer than the lease) settles for LeaseTTL:
+// it refuses joins (a newcomer could take the seat of a live member not
+// re-asserted yet), ignores office events and defers its reloads (a
+// snapshot would show those members as gone), and sweeps nobody; then it
+// reloads every office it follows. A join also reads its node's lease
+// first, so a join that arrives before the heartbeat has noticed a restart
+// is refused too. A sweeper judges nobody while cut off from Redis, for
+// two heartbeats after it is back, or when its own lease ran out as well
+// (every lease expired during the outage, live nodes' included).
 package cluster
