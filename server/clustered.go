@@ -324,6 +324,24 @@ type serial struct {
 	running bool
 }
 
+// maxQueuedOps bounds what one client may have waiting on its queue (its
+// events while a join waits on Redis): a client that keeps sending
+// meanwhile is disconnected, as one whose socket backlog overflows.
+const maxQueuedOps = 256
+
+// tryDo is do for a client's event: it refuses (false) past
+// maxQueuedOps.
+func (q *serial) tryDo(f func()) bool {
+	q.mu.Lock()
+	full := len(q.q) >= maxQueuedOps
+	q.mu.Unlock()
+	if full {
+		return false
+	}
+	q.do(f)
+	return true
+}
+
 // busy reports whether operations are queued or running.
 func (q *serial) busy() bool {
 	q.mu.Lock()
@@ -423,11 +441,12 @@ func (s *Server) joinCluster(m *member, e *sio.Event, req smcp.EnterOfficeReq) {
 		return
 	}
 	s.mu.Lock()
-	if m.gone || m.sock.Closed() {
-		// The socket left while Redis decided: give the seat back.
+	if msg := s.joinClosedLocked(m); msg != "" {
+		// The socket left, or the server began to drain, while Redis
+		// decided: give the seat back (a drain's leaves may be over).
 		s.mu.Unlock()
 		_ = s.hub.node.Leave(ctx, req.OfficeID, conn.SID)
-		ackTuple(e, false, "Connection closed")
+		ackTuple(e, false, msg)
 		return
 	}
 	if d.SwitchOffice {
@@ -532,7 +551,7 @@ func (s *Server) relayRemote(e *sio.Event, office string, target cluster.Member,
 	h := s.hub
 	s.inFlight.Add(1)
 	s.metrics.inFlight.Inc()
-	id := h.calls.Start(target.SID, timeout, func(payload []byte, err error) {
+	id := h.calls.Start(target.Node, target.SID, timeout, func(payload []byte, err error) {
 		outcome := outcomeOK
 		var ans sio.Message
 		switch {
@@ -624,7 +643,7 @@ func (s *Server) onFrame(f cluster.Frame) {
 	case cluster.KindAnswer, cluster.KindGone:
 		s.hub.calls.Answer(f)
 	case cluster.KindRequest:
-		s.serveRemote(f)
+		s.serveRemote(f, true)
 	case cluster.KindBroadcast:
 		if !broadcastEvents[f.Event] {
 			return
@@ -652,13 +671,19 @@ func (s *Server) onFrame(f cluster.Frame) {
 // the Agent's node answers "disconnected" at once. On this node's own
 // timeout (later than the Agent node's deadline) nothing is sent: the
 // Agent was answered already.
-func (s *Server) serveRemote(f cluster.Frame) {
+//
+// A request may also arrive while the Computer's join is still being
+// decided here: the join script has published it, so the Agent may have
+// been told of it already. With canWait set, such a request waits on the
+// member's queue, behind its join, and is served (or answered "gone")
+// once the join has ended.
+func (s *Server) serveRemote(f cluster.Frame, canWait bool) {
 	// The Agent's node waits at most TimeoutMS from about now: an answer
 	// is worth retrying until then.
 	wait := time.Duration(min(f.TimeoutMS, uint64(maxRemoteWait/time.Millisecond))) * time.Millisecond
 	until := time.Now().Add(wait)
 	reply := func(kind cluster.Kind, payload []byte) {
-		s.send(f.From, &cluster.Frame{Kind: kind, From: s.hub.node.ID(), Office: f.Office, Event: f.Event, Call: f.Call, Payload: payload}, until, nil)
+		s.send(f.From, &cluster.Frame{Kind: kind, From: s.hub.node.ID(), To: f.To, Office: f.Office, Event: f.Event, Call: f.Call, Payload: payload}, until, nil)
 	}
 	if !s.profile.IsClientEvent(f.Event) || f.TimeoutMS == 0 {
 		reply(cluster.KindGone, nil)
@@ -680,7 +705,12 @@ func (s *Server) serveRemote(f cluster.Frame) {
 		}
 	}
 	draining := s.draining
+	pending := s.conns[f.To]
 	s.mu.RUnlock()
+	if target == nil && canWait && !draining && pending != nil && pending.ops.busy() &&
+		pending.ops.tryDo(func() { s.serveRemote(f, false) }) {
+		return
+	}
 	if target == nil || draining {
 		reply(cluster.KindGone, nil)
 		return
@@ -706,7 +736,12 @@ func (s *Server) onClusterEvent(ev cluster.Event) {
 	if ev.Member.Node == s.hub.node.ID() {
 		return
 	}
-	if !ev.Enter {
+	if ev.Swept {
+		// Its node is dead: no answer will come. A plain leave ends
+		// nothing: as on one server, a Computer that left its office may
+		// still answer on its open connection, and if the connection
+		// closes its node answers "gone" (after any answer, on the same
+		// ordered queue).
 		s.hub.calls.Gone(ev.Member.SID)
 	}
 	n := smcp.OfficeNotification{OfficeID: ev.Office}
@@ -749,24 +784,19 @@ func (s *Server) onEvicted(office string, cm cluster.Member) {
 	}
 }
 
-// listRoomCluster answers server:list_room in a cluster, on a goroutine
-// of its own: the office is reloaded from Redis first (one script), so a
-// member that joined on another node a moment ago is listed, as one
-// server lists it. Without Redis the node's copy answers.
-func (s *Server) listRoomCluster(m *member, e *sio.Event, req smcp.ListRoomReq) {
+// listRoomCluster answers server:list_room in a cluster, on the member's
+// queue (so a leave it sent next waits for it): the office is reloaded
+// from Redis first (one script), so a member that joined on another node
+// a moment ago is listed, as one server lists it. Without Redis the
+// node's copy answers.
+func (s *Server) listRoomCluster(e *sio.Event, req smcp.ListRoomReq) {
 	ctx, cancel := opContext()
 	if err := s.hub.node.Refresh(ctx, req.OfficeID); err != nil {
 		s.log.Debug("list_room from the node's copy: Redis unavailable", "err", err)
 	}
 	cancel()
 	s.mu.RLock()
-	o := m.office
-	if o == nil || o.id != req.OfficeID {
-		s.mu.RUnlock()
-		ackJSON(e, smcp.NewError(smcp.CodeNotInRoom, "Not in an office; join one first"))
-		return
-	}
-	ret := smcp.ListRoomRet{ReqID: req.ReqID, Sessions: s.clusterSessions(o)}
+	ret := smcp.ListRoomRet{ReqID: req.ReqID, Sessions: s.clusterSessions(req.OfficeID)}
 	s.mu.RUnlock()
 	sortSessions(ret.Sessions)
 	ackJSON(e, ret)
@@ -774,17 +804,19 @@ func (s *Server) listRoomCluster(m *member, e *sio.Event, req smcp.ListRoomReq) 
 
 // clusterSessions lists an office's members across the cluster: the
 // node's copy, plus the members held here (which the copy may lag behind
-// just after a join whose snapshot read failed).
-func (s *Server) clusterSessions(o *office) []smcp.SessionInfo {
+// just after a join whose snapshot read failed). The caller holds s.mu.
+func (s *Server) clusterSessions(office string) []smcp.SessionInfo {
 	seen := make(map[string]bool)
-	var out []smcp.SessionInfo
-	o.each(func(x *member) {
-		seen[x.sock.ID()] = true
-		out = append(out, smcp.SessionInfo{SID: x.sock.ID(), Name: x.name, Role: x.role, OfficeID: o.id, A2CVersion: x.version})
-	})
-	for _, cm := range s.hub.node.Members(o.id) {
+	out := []smcp.SessionInfo{}
+	if o := s.offices[office]; o != nil {
+		o.each(func(x *member) {
+			seen[x.sock.ID()] = true
+			out = append(out, smcp.SessionInfo{SID: x.sock.ID(), Name: x.name, Role: x.role, OfficeID: office, A2CVersion: x.version})
+		})
+	}
+	for _, cm := range s.hub.node.Members(office) {
 		if !seen[cm.SID] && cm.Node != s.hub.node.ID() {
-			out = append(out, smcp.SessionInfo{SID: cm.SID, Name: cm.Name, Role: cm.Role, OfficeID: o.id, A2CVersion: cm.Version})
+			out = append(out, smcp.SessionInfo{SID: cm.SID, Name: cm.Name, Role: cm.Role, OfficeID: office, A2CVersion: cm.Version})
 		}
 	}
 	return out

@@ -91,6 +91,10 @@ type Server struct {
 
 	// hub is the cluster side, nil when the server runs alone.
 	hub *hub
+	// conns holds the connected members by sid, in a cluster only (guarded
+	// by mu): a request from another node may name a member whose join is
+	// still being decided (see serveRemote).
+	conns map[string]*member
 }
 
 // member is one connected client. Its office fields are guarded by
@@ -164,6 +168,7 @@ func New(cfg Config) (*Server, error) {
 		metrics: newMetrics(),
 		offices: make(map[string]*office),
 		names:   make(map[string]int),
+		conns:   make(map[string]*member),
 	}
 	s.io = sio.NewServer(sio.Options{
 		PingInterval:     cfg.PingInterval,
@@ -251,9 +256,13 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.mu.Unlock()
 	if s.hub != nil {
 		// The other nodes learn of each departure from Redis now, not at
-		// this node's sweep.
+		// this node's sweep, as long as Redis answers and ctx lasts; the
+		// members not left by then are swept when the lease runs out.
 		for _, l := range left {
-			c, cancel := opContext()
+			if ctx.Err() != nil || !s.hub.node.Healthy() {
+				break
+			}
+			c, cancel := context.WithTimeout(ctx, 2*time.Second)
 			_ = s.hub.node.Leave(c, l.office, l.sid)
 			cancel()
 		}
@@ -288,7 +297,13 @@ func (h *nsHandler) Connect(sock *sio.Socket) error {
 		// retry (the Agent SDK does) instead of taking it for an auth one.
 		return &sio.ConnectError{Message: "Server is shutting down", Data: map[string]any{"code": http.StatusServiceUnavailable, "message": "Server is shutting down"}}
 	}
-	sock.Value = &member{sock: sock, version: hs.Query.Get(smcp.QueryVersion)}
+	m := &member{sock: sock, version: hs.Query.Get(smcp.QueryVersion)}
+	sock.Value = m
+	if s.hub != nil {
+		s.mu.Lock()
+		s.conns[sock.ID()] = m
+		s.mu.Unlock()
+	}
 	s.metrics.connections.Inc()
 	return nil
 }
@@ -305,6 +320,9 @@ func (h *nsHandler) Disconnect(sock *sio.Socket, reason string) {
 	if m.office != nil {
 		s.leaveLocked(m)
 	}
+	if s.hub != nil {
+		delete(s.conns, sock.ID())
+	}
 	s.mu.Unlock()
 	s.log.Debug("disconnected", "sid", sock.ID(), "reason", reason)
 }
@@ -316,12 +334,15 @@ func (h *nsHandler) Event(sock *sio.Socket, e *sio.Event) {
 		s.tooLarge(e, n, limit)
 		return
 	}
-	if s.hub != nil && (e.Name == smcp.EventJoinOffice || e.Name == smcp.EventLeaveOffice || m.ops.busy()) {
-		// In a cluster, joins and leaves talk to Redis: they run on the
-		// member's queue, and whatever the client sends meanwhile waits
-		// behind them, so its events take effect in the order it sent
-		// them.
-		m.ops.do(func() { s.dispatch(m, e) })
+	if s.hub != nil && (e.Name == smcp.EventJoinOffice || e.Name == smcp.EventLeaveOffice || e.Name == smcp.EventListRoom || m.ops.busy()) {
+		// In a cluster, joins, leaves and list_room talk to Redis: they
+		// run on the member's queue, and whatever the client sends
+		// meanwhile waits behind them, so its events take effect in the
+		// order it sent them.
+		if !m.ops.tryDo(func() { s.dispatch(m, e) }) {
+			s.log.Warn("client queued too many events while its office operation waited: disconnected", "sid", sock.ID())
+			sock.Disconnect()
+		}
 		return
 	}
 	s.dispatch(m, e)
@@ -609,7 +630,7 @@ func (s *Server) listRoom(m *member, e *sio.Event) {
 	}
 	if s.hub != nil {
 		s.mu.RUnlock()
-		go s.listRoomCluster(m, e, req)
+		s.listRoomCluster(e, req) // on the member's queue
 		return
 	}
 	ret := smcp.ListRoomRet{ReqID: req.ReqID, Sessions: make([]smcp.SessionInfo, 0, 1+len(o.computers))}

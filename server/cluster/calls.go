@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"errors"
+	"math/rand/v2"
 	"sync"
 	"time"
 )
@@ -32,24 +33,30 @@ type Calls struct {
 
 type call struct {
 	id    uint64
+	node  string // the node that holds the target: only it may answer
 	sid   string
 	timer *time.Timer
 	done  func(payload []byte, err error)
 }
 
-// Start registers a call to the member sid that ends within timeout and
-// returns its id, to put in the request frame. done runs once, on its own
-// goroutine or the caller of Answer/Gone/Close, never under a lock of
-// Calls.
-func (c *Calls) Start(sid string, timeout time.Duration, done func(payload []byte, err error)) uint64 {
+// Start registers a call to the member sid held by node that ends
+// within timeout and returns its id, to put in the request frame. done
+// runs once, on its own goroutine or the caller of Answer/Gone/Close,
+// never under a lock of Calls.
+//
+// Ids start at a random value in each process: a process that takes over
+// the node id of one that ended (a restart with the same --node-id) must
+// not take a late answer to the former's call for one of its own.
+func (c *Calls) Start(node, sid string, timeout time.Duration, done func(payload []byte, err error)) uint64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.calls == nil {
 		c.calls = make(map[uint64]*call)
 		c.bySID = make(map[string]map[uint64]*call)
+		c.next = rand.Uint64() >> 1
 	}
 	c.next++
-	k := &call{id: c.next, sid: sid, done: done}
+	k := &call{id: c.next, node: node, sid: sid, done: done}
 	if c.closed {
 		go done(nil, ErrGone)
 		return k.id
@@ -63,17 +70,25 @@ func (c *Calls) Start(sid string, timeout time.Duration, done func(payload []byt
 	return k.id
 }
 
-// Answer ends the call a [KindAnswer] or [KindGone] frame is about. It
-// reports false for a call already ended (a late answer, dropped) or a
-// frame of another kind.
+// Answer ends the call a [KindAnswer] or [KindGone] frame is about: the
+// frame must come from the node the call went to and name its target
+// (Frame.To). It reports false for a call already ended (a late answer,
+// dropped), a frame from elsewhere, or a frame of another kind.
 func (c *Calls) Answer(f Frame) bool {
-	switch f.Kind {
-	case KindAnswer:
-		return c.end(f.Call, f.Payload, nil)
-	case KindGone:
+	if f.Kind != KindAnswer && f.Kind != KindGone {
+		return false
+	}
+	c.mu.Lock()
+	k := c.calls[f.Call]
+	match := k != nil && k.node == f.From && k.sid == f.To
+	c.mu.Unlock()
+	if !match {
+		return false
+	}
+	if f.Kind == KindGone {
 		return c.end(f.Call, nil, ErrGone)
 	}
-	return false
+	return c.end(f.Call, f.Payload, nil)
 }
 
 // Abort ends a call whose request could not be published.

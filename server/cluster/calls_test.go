@@ -23,8 +23,8 @@ func TestCallsEnds(t *testing.T) {
 		end  func(c *Calls, id uint64)
 		want result
 	}{
-		{"answer", func(c *Calls, id uint64) { c.Answer(Frame{Kind: KindAnswer, Call: id, Payload: []byte("x")}) }, result{[]byte("x"), nil}},
-		{"gone frame", func(c *Calls, id uint64) { c.Answer(Frame{Kind: KindGone, Call: id}) }, result{nil, ErrGone}},
+		{"answer", func(c *Calls, id uint64) { c.Answer(Frame{Kind: KindAnswer, From: "n", To: "sid", Call: id, Payload: []byte("x")}) }, result{[]byte("x"), nil}},
+		{"gone frame", func(c *Calls, id uint64) { c.Answer(Frame{Kind: KindGone, From: "n", To: "sid", Call: id}) }, result{nil, ErrGone}},
 		{"target left", func(c *Calls, _ uint64) { c.Gone("sid") }, result{nil, ErrGone}},
 		{"deadline", func(*Calls, uint64) {}, result{nil, ErrTimeout}},
 		{"close", func(c *Calls, _ uint64) { c.Close() }, result{nil, ErrGone}},
@@ -34,13 +34,13 @@ func TestCallsEnds(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			var c Calls
 			got := make(chan result, 2)
-			id := c.Start("sid", 50*time.Millisecond, func(p []byte, err error) { got <- result{p, err} })
+			id := c.Start("n", "sid", 50*time.Millisecond, func(p []byte, err error) { got <- result{p, err} })
 			tt.end(&c, id)
 			r := <-got
 			if !bytes.Equal(r.payload, tt.want.payload) || !errors.Is(r.err, tt.want.err) {
 				t.Fatalf("got %q %v, want %q %v", r.payload, r.err, tt.want.payload, tt.want.err)
 			}
-			if c.Answer(Frame{Kind: KindAnswer, Call: id}) {
+			if c.Answer(Frame{Kind: KindAnswer, From: "n", To: "sid", Call: id}) {
 				t.Fatal("a second end was accepted")
 			}
 			select {
@@ -57,14 +57,44 @@ func TestCallsEnds(t *testing.T) {
 
 // TestCallsRace: an answer racing the deadline and the target's departure
 // ends the call exactly once.
+// TestCallsForeignAnswer: an answer is taken only from the node the call
+// went to and for its target; a frame with the same call id from another
+// node (or a former process of that node id, whose ids were elsewhere)
+// is dropped.
+func TestCallsForeignAnswer(t *testing.T) {
+	var c Calls
+	got := make(chan []byte, 1)
+	id := c.Start("b", "pc", time.Second, func(p []byte, err error) { got <- p })
+	for _, f := range []Frame{
+		{Kind: KindAnswer, From: "c", To: "pc", Call: id, Payload: []byte("other node")},
+		{Kind: KindAnswer, From: "b", To: "other", Call: id, Payload: []byte("other member")},
+		{Kind: KindGone, From: "c", To: "pc", Call: id},
+	} {
+		if c.Answer(f) {
+			t.Fatalf("accepted %+v", f)
+		}
+	}
+	if !c.Answer(Frame{Kind: KindAnswer, From: "b", To: "pc", Call: id, Payload: []byte("ok")}) {
+		t.Fatal("the right answer was refused")
+	}
+	if p := <-got; string(p) != "ok" {
+		t.Fatalf("got %q", p)
+	}
+	var d Calls
+	if other := d.Start("b", "pc", time.Second, func([]byte, error) {}); other == id {
+		t.Fatalf("two processes' first call ids are equal (%d): ids must start at random", id)
+	}
+	d.Close()
+}
+
 func TestCallsRace(t *testing.T) {
 	var c Calls
 	var ended atomic.Int64
 	for range 2000 {
-		id := c.Start("sid", time.Millisecond, func([]byte, error) { ended.Add(1) })
+		id := c.Start("n", "sid", time.Millisecond, func([]byte, error) { ended.Add(1) })
 		var wg sync.WaitGroup
 		wg.Add(2)
-		go func() { defer wg.Done(); c.Answer(Frame{Kind: KindAnswer, Call: id}) }()
+		go func() { defer wg.Done(); c.Answer(Frame{Kind: KindAnswer, From: "n", To: "sid", Call: id}) }()
 		go func() { defer wg.Done(); c.Gone("sid") }()
 		wg.Wait()
 	}
@@ -92,7 +122,7 @@ func TestCrossNodeCalls(t *testing.T) {
 		if f.Kind != KindRequest || f.To != "compsid" || f.Office != "o" {
 			return
 		}
-		ans := Frame{Kind: KindAnswer, From: b.ID(), To: "agentsid", Office: f.Office, Call: f.Call, Payload: f.Payload}
+		ans := Frame{Kind: KindAnswer, From: b.ID(), To: f.To, Office: f.Office, Call: f.Call, Payload: f.Payload}
 		_ = b.Publish(ctx, f.From, &ans)
 	}})
 	if err != nil {
@@ -118,7 +148,7 @@ func TestCrossNodeCalls(t *testing.T) {
 				target, _ := a.Lookup("o", smcp.RoleComputer, "c1")
 				want := []byte(fmt.Sprintf(`[{"n":%d}]`, i))
 				done := make(chan struct{})
-				id := calls.Start(target.SID, 5*time.Second, func(p []byte, err error) {
+				id := calls.Start(target.Node, target.SID, 5*time.Second, func(p []byte, err error) {
 					if err == nil && bytes.Equal(p, want) {
 						ok.Add(1)
 					} else {

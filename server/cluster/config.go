@@ -117,5 +117,12 @@ func ParseURL(s string) (*redis.UniversalOptions, bool, error) {
 		return nil, false, errors.New("cluster: a Redis Cluster has database 0 only")
 	}
 	u.IsClusterMode = cluster
+	// No command is re-sent by the client library: it would re-send one
+	// Redis already ran when the connection broke after the write (a
+	// PUBLISH of a request twice could run a tool twice). Every caller
+	// here handles a failure itself: requests end, answers and broadcasts
+	// are retried by the server until their deadline, the heartbeat and
+	// the sweeper try again on their next tick, joins are refused.
+	u.MaxRetries = -1
 	return u, cluster, nil
 }

@@ -124,6 +124,22 @@ func (n *Node) resync(ctx context.Context) error {
 			if code >= 2 {
 				n.evict(office, m)
 				delete(keep, m.SID)
+				continue
+			}
+			// The member may have left while its seat was re-asserted
+			// (its leave ran first): give the seat back, or it would
+			// stay held by nobody until the next re-assert.
+			n.mu.Lock()
+			_, still := n.local[office][m.SID]
+			n.mu.Unlock()
+			if !still {
+				delete(keep, m.SID)
+				c, cancel := n.op(ctx)
+				err := leaveScript.Run(c, n.rdb, officeKeys(office), m.SID, n.id, officeChannel(office), n.pubCmd).Err()
+				cancel()
+				if err != nil && !errors.Is(err, redis.Nil) {
+					return fail(err)
+				}
 			}
 		}
 		if _, err := n.sweepOfficeExcept(ctx, n.id, office, keep); err != nil {

@@ -28,6 +28,11 @@ type Event struct {
 	Office string
 	// Enter is true for an arrival, false for a departure.
 	Enter bool
+	// Swept marks a departure by a sweep: the member's node died (its
+	// lease expired), so no answer will come from it. A plain leave is
+	// not one: the Computer's connection may still answer what it was
+	// asked, as on one server.
+	Swept bool
 	// Version is the office's version after the change: each change adds
 	// one, so a node that sees a gap knows it missed an event and reloads
 	// the office.
@@ -68,13 +73,13 @@ func parseMember(sid, v string) (Member, error) {
 }
 
 // parseEvent parses a message of an office's event channel:
-// "+seq|sid|role|node|a2c_version|name" for an arrival, '-' for a departure (the
-// scripts build it).
+// "+seq|sid|role|node|a2c_version|name" for an arrival, '-' for a
+// departure, '!' for a departure by a sweep (the scripts build it).
 func parseEvent(office, msg string) (Event, error) {
-	if len(msg) < 2 || (msg[0] != '+' && msg[0] != '-') {
+	if len(msg) < 2 || (msg[0] != '+' && msg[0] != '-' && msg[0] != '!') {
 		return Event{}, fmt.Errorf("%w: event %q", errMember, msg)
 	}
-	ev := Event{Office: office, Enter: msg[0] == '+'}
+	ev := Event{Office: office, Enter: msg[0] == '+', Swept: msg[0] == '!'}
 	ver, rest, ok := strings.Cut(msg[1:], "|")
 	if !ok {
 		return Event{}, fmt.Errorf("%w: event %q", errMember, msg)

@@ -264,14 +264,32 @@ func (n *Node) subscribe(ctx context.Context, ch string) error {
 		}
 		return nil
 	}
+	// The callers hold subMu, so no other subscribe of ch runs meanwhile;
+	// n.mu is not held across the network (Lookup and Nodes need it on
+	// every relay).
 	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.subs[ch] != nil || n.ctx.Err() != nil {
+	have := n.subs[ch] != nil || n.ctx.Err() != nil
+	n.mu.Unlock()
+	if have {
 		return nil
 	}
-	ps := n.rdb.SSubscribe(n.ctx, ch)
+	ps := n.rdb.SSubscribe(n.ctx)
+	c, cancel := n.op(ctx)
+	err := ps.SSubscribe(c, ch)
+	cancel()
+	if err != nil {
+		_ = ps.Close()
+		return fmt.Errorf("%w: subscribe: %w", ErrUnavailable, err)
+	}
+	n.mu.Lock()
+	if n.ctx.Err() != nil {
+		n.mu.Unlock()
+		_ = ps.Close()
+		return nil
+	}
 	n.subs[ch] = ps
 	n.wg.Add(1)
+	n.mu.Unlock()
 	go n.receive(ps)
 	return nil
 }
@@ -718,7 +736,16 @@ func (n *Node) follow(ctx context.Context, office string) error {
 	if ok {
 		return nil
 	}
-	return n.subscribe(ctx, ch)
+	if err := n.subscribe(ctx, ch); err != nil {
+		// Not followed after all: the caller will not unpin.
+		n.mu.Lock()
+		if v.pins--; v.pins == 0 && len(n.local[office]) == 0 {
+			delete(n.views, ch)
+		}
+		n.mu.Unlock()
+		return err
+	}
+	return nil
 }
 
 // unpin ends a join's hold on the office's view.

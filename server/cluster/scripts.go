@@ -106,7 +106,8 @@ return rec
 `)
 
 // sweepScript removes every member held by node ARGV[1] and publishes a
-// departure for each. It returns {sid, record, sid, record, ...} of the
+// departure for each, marked '!' (a sweep: the member's node is dead, so
+// no answer will come from it). It returns {sid, record, sid, record, ...} of the
 // removed members. Running it twice removes nothing the second time, so
 // any number of nodes may sweep the same dead node.
 var sweepScript = redis.NewScript(`
@@ -121,7 +122,7 @@ for i = 1, #all, 2 do
     redis.call('HDEL', KEYS[1], sid)
     if redis.call('HGET', KEYS[2], seat) == sid then redis.call('HDEL', KEYS[2], seat) end
     local ver = redis.call('INCR', KEYS[3])
-    redis.call(ARGV[3], ARGV[2], '-' .. ver .. '|' .. sid .. '|' .. rec)
+    redis.call(ARGV[3], ARGV[2], '!' .. ver .. '|' .. sid .. '|' .. rec)
     out[#out+1] = sid
     out[#out+1] = rec
   end
