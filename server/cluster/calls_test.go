@@ -23,7 +23,9 @@ func TestCallsEnds(t *testing.T) {
 		end  func(c *Calls, id uint64)
 		want result
 	}{
-		{"answer", func(c *Calls, id uint64) { c.Answer(Frame{Kind: KindAnswer, From: "n", To: "sid", Call: id, Payload: []byte("x")}) }, result{[]byte("x"), nil}},
+		{"answer", func(c *Calls, id uint64) {
+			c.Answer(Frame{Kind: KindAnswer, From: "n", To: "sid", Call: id, Payload: []byte("x")})
+		}, result{[]byte("x"), nil}},
 		{"gone frame", func(c *Calls, id uint64) { c.Answer(Frame{Kind: KindGone, From: "n", To: "sid", Call: id}) }, result{nil, ErrGone}},
 		{"target left", func(c *Calls, _ uint64) { c.Gone("sid") }, result{nil, ErrGone}},
 		{"deadline", func(*Calls, uint64) {}, result{nil, ErrTimeout}},
