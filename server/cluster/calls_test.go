@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/a2c-smcp/a2c-go/internal/redistest"
 	"github.com/a2c-smcp/a2c-go/smcp"
 )
 
@@ -100,7 +101,7 @@ func TestCallsRace(t *testing.T) {
 		go func() { defer wg.Done(); c.Gone("sid") }()
 		wg.Wait()
 	}
-	waitFor(t, 2*time.Second, "all ended", func() bool { return c.Len() == 0 })
+	redistest.WaitFor(t, 2*time.Second, "all ended", func() bool { return c.Len() == 0 })
 	time.Sleep(5 * time.Millisecond) // a timer that lost the race must not fire a second end
 	if n := ended.Load(); n != 2000 {
 		t.Fatalf("%d ends for 2000 calls", n)
@@ -111,16 +112,16 @@ func TestCallsRace(t *testing.T) {
 // 32 at a time, each answered by b with its own payload: none lost,
 // duplicated or mismatched.
 func TestCrossNodeCalls(t *testing.T) {
-	r := startRedis(t)
+	r := redistest.Start(t)
 	var calls Calls
 	ctx := context.Background()
 	var b *Node
-	a, err := Start(ctx, fastConfig(r.url(), "ma"), Handler{Frame: func(f Frame) { calls.Answer(f) }})
+	a, err := Start(ctx, fastConfig(r.URL(), "ma"), Handler{Frame: func(f Frame) { calls.Answer(f) }})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(a.Close)
-	b, err = Start(ctx, fastConfig(r.url(), "mb"), Handler{Frame: func(f Frame) {
+	b, err = Start(ctx, fastConfig(r.URL(), "mb"), Handler{Frame: func(f Frame) {
 		if f.Kind != KindRequest || f.To != "compsid" || f.Office != "o" {
 			return
 		}
@@ -137,7 +138,7 @@ func TestCrossNodeCalls(t *testing.T) {
 	if _, err := b.Join(ctx, Conn{SID: "compsid"}, Seat{}, computer("o", "c1")); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 2*time.Second, "a sees c1", func() bool { _, ok := a.Lookup("o", smcp.RoleComputer, "c1"); return ok })
+	redistest.WaitFor(t, 2*time.Second, "a sees c1", func() bool { _, ok := a.Lookup("o", smcp.RoleComputer, "c1"); return ok })
 	const total, workers = 10000, 32
 	var ok, bad atomic.Int64
 	var wg sync.WaitGroup

@@ -6,17 +6,19 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/a2c-smcp/a2c-go/internal/redistest"
 )
 
 // TestIndexPruned: a node's index names the offices where it holds
 // members, not every office it ever held, so a sweep after its death
 // stays the size of what it holds. A refused join leaves nothing either.
 func TestIndexPruned(t *testing.T) {
-	r := startRedis(t)
-	a := startNode(t, fastConfig(r.url(), "ia"))
-	b := startNode(t, fastConfig(r.url(), "ib"))
+	r := redistest.Start(t)
+	a := startNode(t, fastConfig(r.URL(), "ia"))
+	b := startNode(t, fastConfig(r.URL(), "ib"))
 	card := func() int {
-		s, err := r.do("SCARD", nodeIndex("ia"))
+		s, err := r.Do("SCARD", nodeIndex("ia"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -54,20 +56,20 @@ func TestIndexPruned(t *testing.T) {
 // seats that name (a removal lost under load) answers "not elsewhere"
 // and is removed; a live one answers "elsewhere".
 func TestNameIndexHeals(t *testing.T) {
-	r := startRedis(t)
-	a := startNode(t, fastConfig(r.url(), "na1"))
+	r := redistest.Start(t)
+	a := startNode(t, fastConfig(r.URL(), "na1"))
 	ctx := context.Background()
-	if _, err := r.do("SADD", nameKey("ghost"), "gone1", "gone2"); err != nil {
+	if _, err := r.Do("SADD", nameKey("ghost"), "gone1", "gone2"); err != nil {
 		t.Fatal(err)
 	}
 	if ok, err := a.ComputerElsewhere(ctx, "ghost"); err != nil || ok {
 		t.Fatalf("stale entries: elsewhere=%v %v, want false", ok, err)
 	}
-	if s, _ := r.do("EXISTS", nameKey("ghost")); s != "0" {
+	if s, _ := r.Do("EXISTS", nameKey("ghost")); s != "0" {
 		t.Fatalf("stale entries not removed: EXISTS %s", s)
 	}
 	mustJoin(t, a, "live", Seat{}, computer("real", "pc"))
-	if _, err := r.do("SADD", nameKey("pc"), "stale"); err != nil {
+	if _, err := r.Do("SADD", nameKey("pc"), "stale"); err != nil {
 		t.Fatal(err)
 	}
 	if ok, err := a.ComputerElsewhere(ctx, "pc"); err != nil || !ok {
@@ -78,10 +80,10 @@ func TestNameIndexHeals(t *testing.T) {
 // TestSweepManyOffices: a dead node that held thousands of offices is
 // swept within the removal bound: the sweep scripts are pipelined.
 func TestSweepManyOffices(t *testing.T) {
-	r := startRedis(t)
-	cfg := fastConfig(r.url(), "many")
+	r := redistest.Start(t)
+	cfg := fastConfig(r.URL(), "many")
 	dead := startNode(t, cfg)
-	live := startNode(t, fastConfig(r.url(), "live"))
+	live := startNode(t, fastConfig(r.URL(), "live"))
 	const offices = 3000
 	ctx := context.Background()
 	for i := range offices {
@@ -92,8 +94,8 @@ func TestSweepManyOffices(t *testing.T) {
 	}
 	dead.Close() // holds members: no retire, its lease runs out
 	died := time.Now()
-	waitFor(t, 30*time.Second, "swept", func() bool {
-		s, err := r.do("SCARD", nodesKey)
+	redistest.WaitFor(t, 30*time.Second, "swept", func() bool {
+		s, err := r.Do("SCARD", nodesKey)
 		return err == nil && s == "1"
 	})
 	took := time.Since(died)

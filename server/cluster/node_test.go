@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/a2c-smcp/a2c-go/internal/redistest"
 	"github.com/a2c-smcp/a2c-go/smcp"
 )
 
@@ -75,9 +76,9 @@ func mustJoin(t *testing.T, n *testNode, sid string, cur, req Seat) {
 // TestSeatRace: two nodes, two Redis clients, race for the same Agent seat
 // and the same Computer name; exactly one wins each round.
 func TestSeatRace(t *testing.T) {
-	r := startRedis(t)
-	a := startNode(t, fastConfig(r.url(), "na"))
-	b := startNode(t, fastConfig(r.url(), "nb"))
+	r := redistest.Start(t)
+	a := startNode(t, fastConfig(r.URL(), "na"))
+	b := startNode(t, fastConfig(r.URL(), "nb"))
 	ctx := context.Background()
 	for i := range 1000 {
 		for _, role := range []smcp.Role{smcp.RoleAgent, smcp.RoleComputer} {
@@ -118,9 +119,9 @@ func TestSeatRace(t *testing.T) {
 // decideJoin, case by case. Node b seats the other members, node a
 // decides.
 func TestRules(t *testing.T) {
-	r := startRedis(t)
-	a := startNode(t, fastConfig(r.url(), "ra"))
-	b := startNode(t, fastConfig(r.url(), "rb"))
+	r := redistest.Start(t)
+	a := startNode(t, fastConfig(r.URL(), "ra"))
+	b := startNode(t, fastConfig(r.URL(), "rb"))
 	tests := []struct {
 		name  string
 		setup func(o string) (role smcp.Role, cur Seat) // seats others on b, and the member itself on a
@@ -206,9 +207,9 @@ func TestRules(t *testing.T) {
 }
 
 // seats counts the member records of an office in Redis.
-func seats(t *testing.T, r *redisServer, office string) int {
+func seats(t *testing.T, r *redistest.Server, office string) int {
 	t.Helper()
-	s, err := r.do("HLEN", officeKeys(office)[0])
+	s, err := r.Do("HLEN", officeKeys(office)[0])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -221,17 +222,17 @@ func seats(t *testing.T, r *redisServer, office string) int {
 // with exactly one PUBLISH each and no other Redis command, and the
 // routing lookups are served from the node's copy.
 func TestCrossNodeCall(t *testing.T) {
-	r := startRedis(t)
+	r := redistest.Start(t)
 	slow := func(id string) Config {
-		return Config{URL: r.url(), NodeID: id, LeaseTTL: time.Minute, Heartbeat: 30 * time.Second, SweepEvery: 30 * time.Second}
+		return Config{URL: r.URL(), NodeID: id, LeaseTTL: time.Minute, Heartbeat: 30 * time.Second, SweepEvery: 30 * time.Second}
 	}
 	a := startNode(t, slow("ca"))
 	b := startNode(t, slow("cb"))
 	mustJoin(t, a, "agentsid", Seat{}, agent("o1", "A"))
 	mustJoin(t, b, "compsid", Seat{}, computer("o1", "c1"))
-	waitFor(t, 2*time.Second, "a sees c1", func() bool { _, ok := a.Lookup("o1", smcp.RoleComputer, "c1"); return ok })
+	redistest.WaitFor(t, 2*time.Second, "a sees c1", func() bool { _, ok := a.Lookup("o1", smcp.RoleComputer, "c1"); return ok })
 	ctx := context.Background()
-	if _, err := r.do("CONFIG", "RESETSTAT"); err != nil {
+	if _, err := r.Do("CONFIG", "RESETSTAT"); err != nil {
 		t.Fatal(err)
 	}
 	const calls = 100
@@ -258,7 +259,7 @@ func TestCrossNodeCall(t *testing.T) {
 			t.Fatalf("answer %+v", back)
 		}
 	}
-	stats := r.commandStats()
+	stats := r.CommandStats()
 	delete(stats, "config|resetstat")
 	delete(stats, "info")
 	if len(stats) != 1 || stats["publish"] != 2*calls {
@@ -281,20 +282,20 @@ func recv(t *testing.T, ch chan Frame) Frame {
 // TestDeadNodeSwept: a node that stops renewing its lease has its members
 // removed by the others within the removal bound, with a departure each.
 func TestDeadNodeSwept(t *testing.T) {
-	r := startRedis(t)
-	a := startNode(t, fastConfig(r.url(), "sa"))
-	bcfg := fastConfig(r.url(), "sb")
+	r := redistest.Start(t)
+	a := startNode(t, fastConfig(r.URL(), "sa"))
+	bcfg := fastConfig(r.URL(), "sb")
 	b := startNode(t, bcfg)
 	mustJoin(t, a, "agentsid", Seat{}, agent("o", "A"))
 	mustJoin(t, b, "c1sid", Seat{}, computer("o", "c1"))
 	mustJoin(t, b, "c2sid", Seat{}, computer("o", "c2"))
 	mustJoin(t, b, "elsewhere", Seat{}, computer("o2", "c1"))
-	waitFor(t, 2*time.Second, "a sees both", func() bool { return len(a.Members("o")) == 3 })
+	redistest.WaitFor(t, 2*time.Second, "a sees both", func() bool { return len(a.Members("o")) == 3 })
 	b.Close() // as kill -9 does: no leave, the lease is not removed
 	died := time.Now()
 	bound := bcfg
 	_ = bound.fill()
-	waitFor(t, bound.RemovalBound()+time.Second, "departures", func() bool {
+	redistest.WaitFor(t, bound.RemovalBound()+time.Second, "departures", func() bool {
 		n := 0
 		for _, e := range a.eventsOf("o") {
 			if !e.Enter && e.Member.Node == "sb" {
@@ -311,7 +312,7 @@ func TestDeadNodeSwept(t *testing.T) {
 	if m := a.Members("o"); len(m) != 1 || m[0].SID != "agentsid" {
 		t.Fatalf("members left: %+v", m)
 	}
-	waitFor(t, 2*time.Second, "o2 emptied", func() bool { return seats(t, r, "o2") == 0 })
+	redistest.WaitFor(t, 2*time.Second, "o2 emptied", func() bool { return seats(t, r, "o2") == 0 })
 	// The name is free again: a Computer that rejoins through node a wins.
 	mustJoin(t, a, "c1again", Seat{}, computer("o", "c1"))
 	if ok, err := a.ComputerElsewhere(context.Background(), "c1"); err != nil || !ok {
@@ -323,15 +324,15 @@ func TestDeadNodeSwept(t *testing.T) {
 // while it is away; when it is back each node re-asserts its members and
 // reloads its copy, and events flow again.
 func TestRedisRestart(t *testing.T) {
-	r := startRedis(t)
-	a := startNode(t, fastConfig(r.url(), "xa"))
-	b := startNode(t, fastConfig(r.url(), "xb"))
+	r := redistest.Start(t)
+	a := startNode(t, fastConfig(r.URL(), "xa"))
+	b := startNode(t, fastConfig(r.URL(), "xb"))
 	mustJoin(t, a, "agentsid", Seat{}, agent("o", "A"))
 	mustJoin(t, b, "c1sid", Seat{}, computer("o", "c1"))
-	waitFor(t, 2*time.Second, "a sees c1", func() bool { return len(a.Members("o")) == 2 })
+	redistest.WaitFor(t, 2*time.Second, "a sees c1", func() bool { return len(a.Members("o")) == 2 })
 
-	r.stop()
-	waitFor(t, 3*time.Second, "a unhealthy", func() bool { return !a.Healthy() })
+	r.Stop()
+	redistest.WaitFor(t, 3*time.Second, "a unhealthy", func() bool { return !a.Healthy() })
 	_, err := a.Join(context.Background(), Conn{SID: "newsid"}, Seat{}, computer("o", "c2"))
 	if !errors.Is(err, ErrUnavailable) {
 		t.Fatalf("join without Redis: %v, want ErrUnavailable", err)
@@ -341,8 +342,8 @@ func TestRedisRestart(t *testing.T) {
 		t.Fatal("copy lost while Redis is away")
 	}
 
-	r.restart()
-	waitFor(t, 5*time.Second, "members re-asserted", func() bool { return a.Healthy() && b.Healthy() && seats(t, r, "o") == 2 })
+	r.Restart()
+	redistest.WaitFor(t, 5*time.Second, "members re-asserted", func() bool { return a.Healthy() && b.Healthy() && seats(t, r, "o") == 2 })
 	// Until the nodes have settled (a lease's time after they found their
 	// lease gone), joins are refused: another node may not have
 	// re-asserted its members yet.
@@ -351,13 +352,13 @@ func TestRedisRestart(t *testing.T) {
 			t.Fatalf("join while settling: %v, want ErrUnavailable", err)
 		}
 	}
-	waitFor(t, 3*time.Second, "settled", func() bool { return !a.settling() && !b.settling() })
+	redistest.WaitFor(t, 3*time.Second, "settled", func() bool { return !a.settling() && !b.settling() })
 	d, err := a.Join(context.Background(), Conn{SID: "newsid"}, Seat{}, computer("o", "c1"))
 	if err != nil || d.Refuse != RefuseNameTaken {
 		t.Fatalf("rules after restart: %+v %v", d, err)
 	}
 	mustJoin(t, a, "newsid", Seat{}, computer("o", "c2"))
-	waitFor(t, 3*time.Second, "b sees c2", func() bool { _, ok := b.Lookup("o", smcp.RoleComputer, "c2"); return ok })
+	redistest.WaitFor(t, 3*time.Second, "b sees c2", func() bool { _, ok := b.Lookup("o", smcp.RoleComputer, "c2"); return ok })
 }
 
 func TestParseURL(t *testing.T) {
@@ -396,7 +397,7 @@ func TestParseURL(t *testing.T) {
 // the membership events on a three-master Redis Cluster (sharded
 // publish/subscribe, scripts confined to one slot per office).
 func TestRedisCluster(t *testing.T) {
-	url := startRedisCluster(t)
+	url := redistest.StartCluster(t)
 	a := startNode(t, fastConfig(url, "ka"))
 	b := startNode(t, fastConfig(url, "kb"))
 	if !a.cluster {
@@ -427,7 +428,7 @@ func TestRedisCluster(t *testing.T) {
 	}
 	mustJoin(t, a, "agentsid", Seat{}, agent("office{1}", "A"))
 	mustJoin(t, b, "compsid", Seat{}, computer("office{1}", "c1"))
-	waitFor(t, 3*time.Second, "a sees c1", func() bool { _, ok := a.Lookup("office{1}", smcp.RoleComputer, "c1"); return ok })
+	redistest.WaitFor(t, 3*time.Second, "a sees c1", func() bool { _, ok := a.Lookup("office{1}", smcp.RoleComputer, "c1"); return ok })
 	req := Frame{Kind: KindRequest, From: a.ID(), To: "compsid", Office: "office{1}", Event: smcp.EventToolCall, Call: 1, Payload: []byte(`[{}]`)}
 	if err := a.Publish(ctx, "kb", &req); err != nil {
 		t.Fatal(err)
@@ -438,7 +439,7 @@ func TestRedisCluster(t *testing.T) {
 	if err := b.Leave(ctx, "office{1}", "compsid"); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 3*time.Second, "a sees c1 leave", func() bool { _, ok := a.Lookup("office{1}", smcp.RoleComputer, "c1"); return !ok })
+	redistest.WaitFor(t, 3*time.Second, "a sees c1 leave", func() bool { _, ok := a.Lookup("office{1}", smcp.RoleComputer, "c1"); return !ok })
 }
 
 // TestEvictedAfterLostLease: a node whose lease vanished (a partition
@@ -446,31 +447,31 @@ func TestRedisCluster(t *testing.T) {
 // another node; when the first node re-asserts, the seat is taken, so its
 // member is evicted, and its other member is seated again.
 func TestEvictedAfterLostLease(t *testing.T) {
-	r := startRedis(t)
-	a := startNode(t, fastConfig(r.url(), "ea"))
-	b := startNode(t, fastConfig(r.url(), "eb"))
+	r := redistest.Start(t)
+	a := startNode(t, fastConfig(r.URL(), "ea"))
+	b := startNode(t, fastConfig(r.URL(), "eb"))
 	mustJoin(t, b, "agentsid", Seat{}, agent("o", "A"))
 	mustJoin(t, b, "c1sid", Seat{}, computer("o", "c1"))
 	mustJoin(t, b, "c2sid", Seat{}, computer("o2", "c2"))
 	// Both the lease and the seats vanish, as after a sweep by another
 	// node during a partition; a's sweeper may also run meanwhile.
-	if _, err := r.do("DEL", leaseKey("eb")); err != nil {
+	if _, err := r.Do("DEL", leaseKey("eb")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.do("DEL", officeKeys("o")[0], officeKeys("o")[1]); err != nil {
+	if _, err := r.Do("DEL", officeKeys("o")[0], officeKeys("o")[1]); err != nil {
 		t.Fatal(err)
 	}
 	mustJoin(t, a, "thief", Seat{}, computer("o", "c1"))
-	waitFor(t, 3*time.Second, "eviction", func() bool {
+	redistest.WaitFor(t, 3*time.Second, "eviction", func() bool {
 		b.mu.Lock()
 		defer b.mu.Unlock()
 		return len(b.evicted) == 1 && b.evicted[0].SID == "c1sid"
 	})
-	waitFor(t, 3*time.Second, "others re-seated", func() bool {
+	redistest.WaitFor(t, 3*time.Second, "others re-seated", func() bool {
 		return seats(t, r, "o") == 2 && seats(t, r, "o2") == 1
 	})
 	// b reloads its copy once settled.
-	waitFor(t, 3*time.Second, "b's copy reloaded", func() bool {
+	redistest.WaitFor(t, 3*time.Second, "b's copy reloaded", func() bool {
 		m, ok := b.Lookup("o", smcp.RoleComputer, "c1")
 		return ok && m.SID == "thief"
 	})
@@ -482,16 +483,16 @@ func TestDeadNodeSweptDefaults(t *testing.T) {
 	if testing.Short() {
 		t.Skip("takes the default lease TTL")
 	}
-	r := startRedis(t)
-	a := startNode(t, Config{URL: r.url(), NodeID: "da"})
-	b := startNode(t, Config{URL: r.url(), NodeID: "db"})
+	r := redistest.Start(t)
+	a := startNode(t, Config{URL: r.URL(), NodeID: "da"})
+	b := startNode(t, Config{URL: r.URL(), NodeID: "db"})
 	mustJoin(t, a, "agentsid", Seat{}, agent("o", "A"))
 	mustJoin(t, b, "c1sid", Seat{}, computer("o", "c1"))
-	waitFor(t, 2*time.Second, "a sees c1", func() bool { return len(a.Members("o")) == 2 })
+	redistest.WaitFor(t, 2*time.Second, "a sees c1", func() bool { return len(a.Members("o")) == 2 })
 	b.Close()
 	died := time.Now()
 	bound := b.cfg.RemovalBound()
-	waitFor(t, bound+time.Second, "departure", func() bool { return len(a.Members("o")) == 1 })
+	redistest.WaitFor(t, bound+time.Second, "departure", func() bool { return len(a.Members("o")) == 1 })
 	if took := time.Since(died); took > bound {
 		t.Fatalf("swept after %v, bound %v", took, bound)
 	} else {

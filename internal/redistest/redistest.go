@@ -1,4 +1,4 @@
-package cluster
+package redistest
 
 import (
 	"bufio"
@@ -13,18 +13,18 @@ import (
 	"time"
 )
 
-// redisServer is one real redis-server on 127.0.0.1, owned by a test.
-type redisServer struct {
+// Server is one real redis-server on 127.0.0.1, owned by a test.
+type Server struct {
 	t    *testing.T
 	port int
 	dir  string
 	cmd  *exec.Cmd
 }
 
-// startRedis starts a redis-server with no persistence on a free port and
+// Start starts a redis-server with no persistence on a free port and
 // stops it when the test ends; it skips the test when redis-server is not
 // installed.
-func startRedis(t *testing.T) *redisServer {
+func Start(t *testing.T) *Server {
 	t.Helper()
 	if _, err := exec.LookPath("redis-server"); err != nil {
 		t.Skip("redis-server not installed")
@@ -35,15 +35,16 @@ func startRedis(t *testing.T) *redisServer {
 	}
 	port := l.Addr().(*net.TCPAddr).Port
 	l.Close()
-	r := &redisServer{t: t, port: port, dir: t.TempDir()}
+	r := &Server{t: t, port: port, dir: t.TempDir()}
 	r.start()
-	t.Cleanup(r.stop)
+	t.Cleanup(r.Stop)
 	return r
 }
 
-func (r *redisServer) url() string { return fmt.Sprintf("redis://127.0.0.1:%d", r.port) }
+// URL is redis://127.0.0.1:PORT.
+func (r *Server) URL() string { return fmt.Sprintf("redis://127.0.0.1:%d", r.port) }
 
-func (r *redisServer) start() {
+func (r *Server) start() {
 	r.t.Helper()
 	r.cmd = exec.Command("redis-server", "--port", strconv.Itoa(r.port), "--bind", "127.0.0.1",
 		"--save", "", "--appendonly", "no", "--dir", r.dir)
@@ -52,7 +53,7 @@ func (r *redisServer) start() {
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		if _, err := r.do("PING"); err == nil {
+		if _, err := r.Do("PING"); err == nil {
 			return
 		}
 		if time.Now().After(deadline) {
@@ -62,7 +63,8 @@ func (r *redisServer) start() {
 	}
 }
 
-func (r *redisServer) stop() {
+// Stop stops the server (a crash, as far as its clients can tell).
+func (r *Server) Stop() {
 	if r.cmd == nil || r.cmd.Process == nil {
 		return
 	}
@@ -71,15 +73,15 @@ func (r *redisServer) stop() {
 	r.cmd = nil
 }
 
-// restart stops Redis and starts an empty one on the same port.
-func (r *redisServer) restart() {
-	r.stop()
+// Restart stops Redis and starts an empty one on the same port.
+func (r *Server) Restart() {
+	r.Stop()
 	r.start()
 }
 
-// do sends one inline command on a fresh connection and returns the
+// Do sends one command on a fresh connection and returns the
 // reply's lines (enough for PING, CONFIG RESETSTAT and INFO).
-func (r *redisServer) do(args ...string) (string, error) {
+func (r *Server) Do(args ...string) (string, error) {
 	c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", r.port), time.Second)
 	if err != nil {
 		return "", err
@@ -118,10 +120,10 @@ func (r *redisServer) do(args ...string) (string, error) {
 	return "", fmt.Errorf("redis: unexpected reply %q", line)
 }
 
-// commandStats returns INFO commandstats as command -> calls.
-func (r *redisServer) commandStats() map[string]int {
+// CommandStats returns INFO commandstats as command -> calls.
+func (r *Server) CommandStats() map[string]int {
 	r.t.Helper()
-	s, err := r.do("INFO", "commandstats")
+	s, err := r.Do("INFO", "commandstats")
 	if err != nil {
 		r.t.Fatal(err)
 	}
@@ -137,8 +139,8 @@ func (r *redisServer) commandStats() map[string]int {
 	return out
 }
 
-// waitFor polls cond every 10 ms until it holds or d passes.
-func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
+// WaitFor polls cond every 10 ms until it holds or d passes.
+func WaitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
@@ -151,9 +153,9 @@ func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
 	}
 }
 
-// startRedisCluster starts a Redis Cluster of three masters on loopback
-// and returns its seed URL list; it skips when redis-cli is missing.
-func startRedisCluster(t *testing.T) string {
+// StartCluster starts a Redis Cluster of three masters on loopback and
+// returns its seed URL list; it skips when redis-cli is missing.
+func StartCluster(t *testing.T) string {
 	t.Helper()
 	if _, err := exec.LookPath("redis-cli"); err != nil {
 		t.Skip("redis-cli not installed")
@@ -161,19 +163,19 @@ func startRedisCluster(t *testing.T) string {
 	if _, err := exec.LookPath("redis-server"); err != nil {
 		t.Skip("redis-server not installed")
 	}
-	var servers []*redisServer
+	var servers []*Server
 	var addrs, urls []string
 	for range 3 {
 		port := freeClusterPort(t)
-		r := &redisServer{t: t, port: port, dir: t.TempDir()}
+		r := &Server{t: t, port: port, dir: t.TempDir()}
 		r.cmd = exec.Command("redis-server", "--port", strconv.Itoa(port), "--bind", "127.0.0.1",
 			"--save", "", "--appendonly", "no", "--dir", r.dir,
 			"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "2000")
 		if err := r.cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(r.stop)
-		waitFor(t, 10*time.Second, "redis-server up", func() bool { _, err := r.do("PING"); return err == nil })
+		t.Cleanup(r.Stop)
+		WaitFor(t, 10*time.Second, "redis-server up", func() bool { _, err := r.Do("PING"); return err == nil })
 		servers = append(servers, r)
 		addrs = append(addrs, fmt.Sprintf("127.0.0.1:%d", port))
 		urls = append(urls, "redis://"+addrs[len(addrs)-1])
@@ -184,8 +186,8 @@ func startRedisCluster(t *testing.T) string {
 		t.Fatalf("redis-cli --cluster create: %v\n%s", err, out)
 	}
 	for _, r := range servers {
-		waitFor(t, 15*time.Second, "cluster_state:ok", func() bool {
-			s, err := r.do("CLUSTER", "INFO")
+		WaitFor(t, 15*time.Second, "cluster_state:ok", func() bool {
+			s, err := r.Do("CLUSTER", "INFO")
 			return err == nil && strings.Contains(s, "cluster_state:ok")
 		})
 	}
