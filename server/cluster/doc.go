@@ -101,11 +101,17 @@
 // no longer holds the sid it answers [KindGone] and A answers "Computer
 // disconnected" at once. A keeps its own deadline for the call (the same
 // as on one node), so a frame lost with a dying node still ends in the
-// usual timeout answer; a departure event of the target (a leave or a
-// sweep) ends A's waiting calls to it with the usual "Computer
-// disconnected" answer at once. [Calls] keeps A's side: each call ends
-// exactly once, by its answer, a gone frame, its target's departure, its
-// deadline or the node's shutdown. A request between two members of one node
+// usual timeout answer; a sweep of the target ([Event].Swept: its node
+// died) ends A's waiting calls to it with the usual "Computer
+// disconnected" answer at once. A plain leave does not: as on one server,
+// a Computer that left its office may still answer on its connection (B
+// answers KindGone if the connection closes, after any answer, on the
+// same ordered queue). [Calls] keeps A's side: each call ends exactly
+// once, by its answer (accepted only from the node the call went to and
+// for its target; call ids start at random in each process, so a process
+// that takes over a node id never takes a late answer to its
+// predecessor's call), a gone frame, its target's sweep, its deadline or
+// the node's shutdown. A request between two members of one node
 // never reaches this package: it touches Redis zero times.
 //
 // notify:* events and server:tool_call_cancel go to the sender's own
