@@ -148,6 +148,10 @@ func (h *hub) close() {
 // the Agent's node if Redis returns before the call's deadline.
 func (s *Server) send(node string, f *cluster.Frame, retryUntil time.Time, onErr func()) {
 	h := s.hub
+	if h.node.Pipelined() {
+		s.sendPipelined(node, f, retryUntil, onErr)
+		return
+	}
 	h.mu.Lock()
 	sd := h.senders[node]
 	if h.closed || (retryUntil.IsZero() && !h.node.Healthy()) || (sd != nil && len(sd.q) >= maxQueued) {
@@ -175,6 +179,28 @@ func (s *Server) send(node string, f *cluster.Frame, retryUntil time.Time, onErr
 	default:
 	}
 	s.metrics.frameOut(f.Kind)
+}
+
+// sendPipelined is send on a single Redis: the node writes the frame on
+// its publishing connection from this goroutine, without waiting (see
+// cluster.Node.Send), so a frame costs no hand-off to a sender.
+func (s *Server) sendPipelined(node string, f *cluster.Frame, retryUntil time.Time, onErr func()) {
+	h := s.hub
+	fail := func() {
+		s.metrics.frameDropped()
+		if onErr != nil {
+			onErr()
+		}
+	}
+	h.mu.Lock()
+	closed := h.closed
+	h.mu.Unlock()
+	if closed || (retryUntil.IsZero() && !h.node.Healthy()) {
+		fail()
+		return
+	}
+	s.metrics.frameOut(f.Kind)
+	h.node.Send(node, f, retryUntil, fail)
 }
 
 type outFrame struct {

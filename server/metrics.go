@@ -1,6 +1,7 @@
 package server
 
 import (
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -135,7 +136,10 @@ type clusterMetrics struct {
 	framesIn  [5]prometheus.Counter
 	redis     *prometheus.HistogramVec
 	redisErrs *prometheus.CounterVec
-	dropped   prometheus.Counter
+	// byCmd caches each command's children: command -> redisCmdMetrics.
+	// The commands are a small fixed set (the package's own).
+	byCmd   sync.Map
+	dropped prometheus.Counter
 }
 
 // frameKinds names the frame kinds for the "kind" label, by cluster.Kind.
@@ -198,10 +202,23 @@ func (m *metrics) redisObserved(cmd string, d time.Duration, err error) {
 	if c == nil {
 		return
 	}
-	c.redis.WithLabelValues(cmd).Observe(d.Seconds())
-	if err != nil {
-		c.redisErrs.WithLabelValues(cmd).Inc()
+	o, ok := c.byCmd.Load(cmd)
+	if !ok {
+		o, _ = c.byCmd.LoadOrStore(cmd, redisCmdMetrics{c.redis.WithLabelValues(cmd), c.redisErrs.WithLabelValues(cmd)})
 	}
+	rm := o.(redisCmdMetrics)
+	rm.latency.Observe(d.Seconds())
+	if err != nil {
+		rm.errs.Inc()
+	}
+}
+
+// redisCmdMetrics are one command's children of the Redis metrics,
+// resolved once (a label lookup hashes the label on every call, and a
+// cross-node call reports two commands per node).
+type redisCmdMetrics struct {
+	latency prometheus.Observer
+	errs    prometheus.Counter
 }
 
 // clusterMembers counts, at scrape time, the members of the offices this

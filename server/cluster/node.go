@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -83,6 +84,10 @@ type Node struct {
 	views  map[string]*view             // event channel -> followed office
 	subs   map[string]*redis.PubSub     // cluster mode: channel -> its own subscription
 	shared *redis.PubSub                // single Redis: every channel on one connection
+
+	// pub publishes frames on a single Redis without TLS (see publish.go);
+	// nil on a Redis Cluster or with TLS, where go-redis publishes them.
+	pub *publisher
 }
 
 // view is this node's copy of an office's membership, current as of
@@ -127,6 +132,17 @@ func Start(ctx context.Context, cfg Config, h Handler) (*Node, error) {
 		_ = n.rdb.Close()
 		return nil, err
 	}
+	if !cluster && opts.TLSConfig == nil && len(opts.Addrs) == 1 {
+		var auth []string
+		switch {
+		case opts.Username != "":
+			auth = []string{opts.Username, opts.Password}
+		case opts.Password != "":
+			auth = []string{opts.Password}
+		}
+		n.pub = newPublisher(n, opts.Addrs[0], auth)
+		n.pub.start()
+	}
 	if !cluster {
 		n.shared = n.rdb.Subscribe(n.ctx)
 		n.wg.Add(1)
@@ -167,6 +183,9 @@ func (n *Node) Healthy() bool { return n.healthy.Load() }
 func (n *Node) Close() {
 	n.retire()
 	n.cancel()
+	if n.pub != nil {
+		n.pub.close()
+	}
 	n.mu.Lock()
 	if n.shared != nil {
 		_ = n.shared.Close()
@@ -310,29 +329,83 @@ func (n *Node) unsubscribe(ch string) {
 	}
 }
 
+// healthEvery is how long a subscription may stay silent before it is
+// checked with a PING (as go-redis's PubSub.Channel does); if the PONG
+// does not come either within as long again, the connection is taken as
+// dead and go-redis reconnects and subscribes again.
+const healthEvery = 3 * time.Second
+
 // receive dispatches the messages of one subscription until it closes.
+// It reads them itself (ReceiveTimeout) rather than through
+// PubSub.Channel, whose reading goroutine hands every message over a Go
+// channel, and pokes a health-check goroutine, on every message: two
+// goroutine wake-ups per frame that a cross-node call pays four times.
+// go-redis still reconnects and resubscribes on a read or write error;
+// the health check is done here, on silence.
 func (n *Node) receive(ps *redis.PubSub) {
 	defer n.wg.Done()
-	ch := ps.Channel(redis.WithChannelSize(1024))
 	mine := nodeChannel(n.id)
-	for msg := range ch {
-		if msg.Channel == mine {
-			f, err := DecodeFrame([]byte(msg.Payload))
-			if err != nil {
-				n.log.Warn("frame dropped", "err", err)
+	pinged := false
+	for {
+		msg, err := ps.ReceiveTimeout(n.ctx, healthEvery)
+		if err != nil {
+			if errors.Is(err, redis.ErrClosed) || n.ctx.Err() != nil {
+				return
+			}
+			var ne net.Error
+			if !errors.As(err, &ne) || !ne.Timeout() {
+				// Redis unreachable: go-redis reconnects on the next
+				// read; pause as PubSub.Channel does.
+				select {
+				case <-n.ctx.Done():
+					return
+				case <-time.After(100 * time.Millisecond):
+				}
 				continue
 			}
-			if n.h.Frame != nil {
-				n.h.Frame(f)
+			if pinged {
+				// Silent since the PING: a read whose timeout go-redis
+				// counts as a failure makes it reconnect.
+				pinged = false
+				c, cancel := context.WithDeadline(n.ctx, time.Now())
+				msg, err = ps.ReceiveTimeout(c, 0)
+				cancel()
+				if err != nil {
+					continue
+				}
+			} else {
+				pinged = true
+				c, cancel := n.op(n.ctx)
+				_ = ps.Ping(c) // a failed write makes go-redis reconnect
+				cancel()
+				continue
 			}
-			continue
 		}
-		if len(msg.Payload) > 0 && msg.Payload[0] == frameVersion {
-			n.onOfficeFrame(msg.Channel, msg.Payload)
-			continue
+		pinged = false
+		if m, ok := msg.(*redis.Message); ok {
+			n.dispatch(mine, m)
 		}
-		n.onEvent(msg.Channel, msg.Payload)
 	}
+}
+
+// dispatch hands one message of a subscription to the handler.
+func (n *Node) dispatch(mine string, msg *redis.Message) {
+	if msg.Channel == mine {
+		f, err := DecodeFrame([]byte(msg.Payload))
+		if err != nil {
+			n.log.Warn("frame dropped", "err", err)
+			return
+		}
+		if n.h.Frame != nil {
+			n.h.Frame(f)
+		}
+		return
+	}
+	if len(msg.Payload) > 0 && msg.Payload[0] == frameVersion {
+		n.onOfficeFrame(msg.Channel, msg.Payload)
+		return
+	}
+	n.onEvent(msg.Channel, msg.Payload)
 }
 
 // onOfficeFrame delivers a broadcast published on an office's channel

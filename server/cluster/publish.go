@@ -1,0 +1,624 @@
+package cluster
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// This file is the node's own publishing connection to a single Redis
+// (not a Redis Cluster, not TLS): the path of every frame to another node.
+//
+// Through go-redis, each frame cost a hand-off from the caller (the
+// Socket.IO event loop, or the receiver) to a sender goroutine, then a
+// PUBLISH that parked that goroutine until Redis replied: two goroutine
+// wake-ups per frame on top of the network's, which on a lightly loaded
+// node were most of a cross-node call's CPU. Here the caller writes the
+// PUBLISH itself, pipelined on one connection, with a write that never
+// waits (what the socket does not take at once is finished by the
+// publisher's goroutine), and one reader goroutine consumes the replies
+// in order and settles each frame. The guarantees are those of the
+// sender it replaces:
+//
+//   - Order: frames are written in the order of [Node.Send] calls, on one
+//     connection, so Redis publishes them in that order; a frame retried
+//     after a failure goes back in front of every frame not yet written.
+//     A cancel never overtakes the call it cancels.
+//   - At most once: a frame with no retry deadline (a request: published
+//     twice it could run a tool twice) is written once; if its reply does
+//     not arrive (the connection broke, Redis answered an error, no reply
+//     within the command timeout) it fails and its onErr runs.
+//   - Retry: a frame with a retry deadline (an answer, a broadcast) that
+//     fails is written again on the next connection, until its deadline.
+//   - Nothing blocks the caller: Send takes a mutex that is never held
+//     across network I/O, and writes only what the socket takes at once.
+//   - Ownership: the publisher's goroutine (reconnecting, flushing,
+//     expiring) and each connection's reader end in close, which fails
+//     whatever is still queued or unanswered.
+
+// pubBacklog bounds the frames waiting to be written (Redis unreachable,
+// or not keeping up): past it a frame fails at once.
+const pubBacklog = 16384
+
+// pubRetryBackoff is the pause between connection attempts while Redis is
+// unreachable (and before a retry after a connection broke young).
+const pubRetryBackoff = 100 * time.Millisecond
+
+// pubMaxReply bounds one reply line: PUBLISH answers an integer, and an
+// error reply is one short line.
+const pubMaxReply = 64 << 10
+
+// errPubClosed fails what is queued when the node closes.
+var errPubClosed = errors.New("cluster: node closed")
+
+// errReply wraps an error reply from Redis to a PUBLISH.
+var errReply = errors.New("cluster: Redis error reply")
+
+// pubItem is one PUBLISH command.
+type pubItem struct {
+	cmd []byte
+	// until is when a failed frame stops being retried; zero: at most once.
+	until time.Time
+	// writeBy is when a frame still waiting to be written fails (a
+	// request while the connection is down).
+	writeBy time.Time
+	onErr   func()
+	sent    time.Time // when it was written
+}
+
+// pubConn is one connection of the publisher and what was written on it.
+type pubConn struct {
+	c    net.Conn
+	raw  syscall.RawConn // nil: no direct writes (the flusher writes all)
+	born time.Time
+	// Guarded by publisher.mu:
+	out      []byte     // bytes a direct write left over, for the flusher
+	flushing bool       // the flusher is writing: no direct write now
+	sent     []*pubItem // written (or in out), replies pending, in order
+	head     int        // sent[head:] are pending
+}
+
+func (c *pubConn) pending() []*pubItem { return c.sent[c.head:] }
+
+// publisher pipelines PUBLISH commands on one connection; see the top of
+// this file.
+type publisher struct {
+	addr    string
+	auth    []string // AUTH arguments, or nil
+	name    string   // CLIENT SETNAME
+	timeout time.Duration
+	observe func(cmd string, d time.Duration, err error)
+	n       *Node
+
+	mu       sync.Mutex
+	conn     *pubConn // nil while disconnected
+	backlog  []*pubItem
+	closed   bool
+	nextDial time.Time
+	lastErr  error
+
+	wake   chan struct{}
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+func newPublisher(n *Node, addr string, auth []string) *publisher {
+	p := &publisher{addr: addr, auth: auth, name: "a2c-" + n.id + "-pub", timeout: n.cfg.OpTimeout,
+		observe: n.cfg.Observe, n: n, wake: make(chan struct{}, 1)}
+	if p.observe == nil {
+		p.observe = func(string, time.Duration, error) {}
+	}
+	p.ctx, p.cancel = context.WithCancel(context.Background())
+	return p
+}
+
+// start connects once (so a node starts with its fast path in place; a
+// failure is not fatal, the publisher keeps trying) and starts the
+// publisher's goroutine.
+func (p *publisher) start() {
+	p.connect()
+	p.wg.Add(1)
+	go p.run()
+}
+
+// appendPublish appends the RESP encoding of PUBLISH ch <frame f>.
+func appendPublish(b []byte, ch string, f *Frame) []byte {
+	frame := AppendFrame(make([]byte, 0, 64+len(f.Payload)), f)
+	b = append(b, "*3\r\n$7\r\nPUBLISH\r\n$"...)
+	b = strconv.AppendInt(b, int64(len(ch)), 10)
+	b = append(b, "\r\n"...)
+	b = append(b, ch...)
+	b = append(b, "\r\n$"...)
+	b = strconv.AppendInt(b, int64(len(frame)), 10)
+	b = append(b, "\r\n"...)
+	b = append(b, frame...)
+	return append(b, "\r\n"...)
+}
+
+// appendCommand appends the RESP encoding of a command.
+func appendCommand(b []byte, args ...string) []byte {
+	b = append(b, '*')
+	b = strconv.AppendInt(b, int64(len(args)), 10)
+	b = append(b, "\r\n"...)
+	for _, a := range args {
+		b = append(b, '$')
+		b = strconv.AppendInt(b, int64(len(a)), 10)
+		b = append(b, "\r\n"...)
+		b = append(b, a...)
+		b = append(b, "\r\n"...)
+	}
+	return b
+}
+
+// publish queues one command and writes it at once when it can. onErr
+// (not nil) runs if the frame fails for good; it may run on the caller's
+// goroutine before publish returns.
+func (p *publisher) publish(cmd []byte, until time.Time, onErr func()) {
+	it := &pubItem{cmd: cmd, until: until, onErr: onErr}
+	p.mu.Lock()
+	if p.closed || len(p.backlog) >= pubBacklog {
+		err := errPubClosed
+		if !p.closed {
+			err = fmt.Errorf("%w: %d frames waiting", ErrUnavailable, len(p.backlog))
+		}
+		p.mu.Unlock()
+		p.fail([]*pubItem{it}, err)
+		return
+	}
+	c := p.conn
+	if c == nil || len(p.backlog) > 0 || c.raw == nil {
+		// The flusher writes it, after what is before it.
+		if until.IsZero() {
+			it.writeBy = time.Now().Add(p.timeout)
+		}
+		p.backlog = append(p.backlog, it)
+		p.mu.Unlock()
+		p.signal()
+		return
+	}
+	it.sent = time.Now()
+	busy := c.flushing || len(c.pending()) > 0
+	p.addSentLocked(c, it)
+	if until.IsZero() {
+		it.cmd = nil // never written again
+	}
+	if busy {
+		// Replies are awaited: the reader, woken by them, writes this with
+		// whatever else queued meanwhile, in one write (or the flusher
+		// does, after its own write).
+		c.out = append(c.out, cmd...)
+		p.mu.Unlock()
+		return
+	}
+	n, err := writeNow(c.raw, cmd)
+	if err != nil {
+		failed := p.breakLocked(c, fmt.Errorf("%w: publish: %w", ErrUnavailable, err))
+		p.mu.Unlock()
+		p.fail(failed, err)
+		return
+	}
+	if n < len(cmd) {
+		c.out = append(c.out, cmd[n:]...)
+		p.mu.Unlock()
+		p.signal()
+		return
+	}
+	p.mu.Unlock()
+}
+
+// addSentLocked records an item written on c; the first one pending arms
+// the reply deadline.
+func (p *publisher) addSentLocked(c *pubConn, it *pubItem) {
+	if len(c.pending()) == 0 {
+		_ = c.c.SetReadDeadline(it.sent.Add(p.timeout))
+	}
+	c.sent = append(c.sent, it)
+}
+
+func (p *publisher) signal() {
+	select {
+	case p.wake <- struct{}{}:
+	default:
+	}
+}
+
+// breakLocked ends connection c after a failure: every frame written on
+// it and not yet answered either goes back in front of the backlog (a
+// frame that may be retried and has time left) or is returned, to fail.
+func (p *publisher) breakLocked(c *pubConn, err error) []*pubItem {
+	if p.conn != c {
+		return nil
+	}
+	p.conn = nil
+	p.lastErr = err
+	_ = c.c.Close()
+	// A connection that broke young is not dialled again at once: Redis
+	// may refuse what it is sent (an error reply) every time.
+	p.nextDial = c.born.Add(pubRetryBackoff)
+	now := time.Now()
+	var retry, failed []*pubItem
+	for _, it := range c.pending() {
+		if !p.closed && it.cmd != nil && it.until.After(now) {
+			retry = append(retry, it)
+		} else {
+			failed = append(failed, it)
+		}
+	}
+	c.sent, c.head, c.out = nil, 0, nil
+	if len(retry) > 0 {
+		p.backlog = append(retry, p.backlog...)
+	}
+	p.signal()
+	return failed
+}
+
+// fail runs the onErr of frames that failed for good, off every lock.
+func (p *publisher) fail(items []*pubItem, err error) {
+	if len(items) == 0 {
+		return
+	}
+	if !errors.Is(err, errPubClosed) {
+		p.n.log.Warn("frames to other nodes failed: Redis unavailable", "frames", len(items), "err", err)
+	}
+	for _, it := range items {
+		p.observe("publish", 0, err)
+		if it.onErr != nil {
+			it.onErr()
+		}
+	}
+}
+
+// run is the publisher's goroutine: it connects (and reconnects), writes
+// what direct writes could not, and fails the frames that waited past
+// their deadline. It ends when the publisher closes.
+func (p *publisher) run() {
+	defer p.wg.Done()
+	t := time.NewTimer(time.Hour)
+	defer t.Stop()
+	for {
+		select {
+		case <-p.ctx.Done():
+			return
+		case <-p.wake:
+		case <-t.C:
+		}
+		if d := p.step(); d > 0 {
+			t.Reset(d)
+		}
+	}
+}
+
+// step does what the publisher's goroutine has to do now and returns when
+// to look again (0: only when woken).
+func (p *publisher) step() time.Duration {
+	p.mu.Lock()
+	expired := p.expireLocked(time.Now())
+	c, closed := p.conn, p.closed
+	p.mu.Unlock()
+	p.fail(expired, fmt.Errorf("%w: frames waited too long", ErrUnavailable))
+	if closed {
+		return 0
+	}
+	if c == nil {
+		p.mu.Lock()
+		wait := time.Until(p.nextDial)
+		p.mu.Unlock()
+		if wait > 0 {
+			return wait
+		}
+		if !p.connect() {
+			return pubRetryBackoff
+		}
+	}
+	for p.flush() {
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.backlog) > 0 || p.conn == nil {
+		return pubRetryBackoff
+	}
+	return 0
+}
+
+// expireLocked removes from the backlog the frames whose deadline passed.
+func (p *publisher) expireLocked(now time.Time) []*pubItem {
+	var out []*pubItem
+	keep := p.backlog[:0]
+	for _, it := range p.backlog {
+		by := it.until
+		if by.IsZero() {
+			by = it.writeBy
+		}
+		if now.After(by) {
+			out = append(out, it)
+			continue
+		}
+		keep = append(keep, it)
+	}
+	clear(p.backlog[len(keep):])
+	p.backlog = keep
+	return out
+}
+
+// flush writes the backlog and the bytes a direct write left, with a
+// deadline, off the mutex (direct writes wait in the backlog meanwhile).
+// It reports whether it wrote something (there may be more).
+func (p *publisher) flush() bool {
+	p.mu.Lock()
+	c := p.conn
+	if c == nil || c.flushing || (len(c.out) == 0 && len(p.backlog) == 0) {
+		p.mu.Unlock()
+		return false
+	}
+	buf := c.out
+	c.out = nil
+	now := time.Now()
+	for _, it := range p.backlog {
+		buf = append(buf, it.cmd...)
+		it.sent = now
+		if it.until.IsZero() {
+			it.cmd = nil
+		}
+		p.addSentLocked(c, it)
+	}
+	clear(p.backlog)
+	p.backlog = p.backlog[:0]
+	c.flushing = true
+	p.mu.Unlock()
+
+	_ = c.c.SetWriteDeadline(time.Now().Add(p.timeout))
+	_, err := c.c.Write(buf)
+
+	p.mu.Lock()
+	c.flushing = false
+	var failed []*pubItem
+	if err != nil {
+		err = fmt.Errorf("%w: publish: %w", ErrUnavailable, err)
+		failed = p.breakLocked(c, err)
+	}
+	p.mu.Unlock()
+	p.fail(failed, err)
+	return err == nil
+}
+
+// connect dials Redis, authenticates and names the connection, and
+// starts its reader. It reports whether the publisher is connected.
+func (p *publisher) connect() bool {
+	c, err := p.dial()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if err != nil {
+		p.nextDial = time.Now().Add(pubRetryBackoff)
+		if p.lastErr == nil || p.lastErr.Error() != err.Error() {
+			p.n.log.Debug("publisher: Redis unreachable", "err", err)
+		}
+		p.lastErr = err
+		return false
+	}
+	if p.closed {
+		_ = c.c.Close()
+		return false
+	}
+	p.conn = c
+	p.lastErr = nil
+	p.wg.Add(1)
+	go p.read(c)
+	return true
+}
+
+func (p *publisher) dial() (*pubConn, error) {
+	ctx, cancel := context.WithTimeout(p.ctx, p.timeout)
+	defer cancel()
+	d := net.Dialer{KeepAlive: 15 * time.Second}
+	nc, err := d.DialContext(ctx, "tcp", p.addr)
+	if err != nil {
+		return nil, err
+	}
+	var setup []byte
+	replies := 1
+	if p.auth != nil {
+		setup = appendCommand(setup, append([]string{"AUTH"}, p.auth...)...)
+		replies++
+	}
+	setup = appendCommand(setup, "CLIENT", "SETNAME", p.name)
+	_ = nc.SetDeadline(time.Now().Add(p.timeout))
+	if _, err := nc.Write(setup); err != nil {
+		nc.Close()
+		return nil, err
+	}
+	buf := make([]byte, 0, 512)
+	tmp := make([]byte, 512)
+	for replies > 0 {
+		i := bytes.IndexByte(buf, '\n')
+		if i < 0 {
+			k, err := nc.Read(tmp)
+			if err != nil {
+				nc.Close()
+				return nil, err
+			}
+			if buf = append(buf, tmp[:k]...); len(buf) > pubMaxReply {
+				nc.Close()
+				return nil, fmt.Errorf("%w: connection setup: reply too long", errReply)
+			}
+			continue
+		}
+		if buf[0] == '-' {
+			nc.Close()
+			return nil, fmt.Errorf("%w: connection setup: %s", errReply, bytes.TrimSpace(buf[1:i]))
+		}
+		buf = buf[i+1:]
+		replies--
+	}
+	if len(buf) > 0 {
+		nc.Close()
+		return nil, fmt.Errorf("%w: connection setup: unexpected data", errReply)
+	}
+	_ = nc.SetDeadline(time.Time{})
+	c := &pubConn{c: nc, born: time.Now()}
+	if sc, ok := nc.(syscall.Conn); ok && directWrites {
+		c.raw, _ = sc.SyscallConn()
+	}
+	return c, nil
+}
+
+// read consumes the replies on c, in order, and settles the frames they
+// answer; it breaks the connection on an error reply, a read error, or no
+// reply within the command timeout (the read deadline).
+func (p *publisher) read(c *pubConn) {
+	defer p.wg.Done()
+	buf := make([]byte, 4096)
+	var done []*pubItem
+	r, w := 0, 0
+	for {
+		ok := 0
+		var bad error
+		for bad == nil {
+			i := bytes.IndexByte(buf[r:w], '\n')
+			if i < 0 {
+				break
+			}
+			line := buf[r : r+i+1]
+			r += i + 1
+			switch {
+			case len(line) < 3 || line[len(line)-2] != '\r':
+				bad = fmt.Errorf("%w: malformed reply %q", errReply, line)
+			case line[0] == ':' || line[0] == '+':
+				ok++
+			case line[0] == '-':
+				bad = fmt.Errorf("%w: %s", errReply, line[1:len(line)-2])
+			default:
+				bad = fmt.Errorf("%w: unexpected reply %q", errReply, line)
+			}
+		}
+		if ok > 0 {
+			done, bad = p.settle(c, ok, done)
+		}
+		if bad != nil {
+			p.broken(c, bad)
+			return
+		}
+		if r == w {
+			r, w = 0, 0
+		} else if w == len(buf) {
+			if r == 0 {
+				if len(buf) >= pubMaxReply {
+					p.broken(c, fmt.Errorf("%w: reply too long", errReply))
+					return
+				}
+				buf = append(buf, make([]byte, len(buf))...)
+			} else {
+				w = copy(buf, buf[r:w])
+				r = 0
+			}
+		}
+		k, err := c.c.Read(buf[w:])
+		w += k
+		if err != nil && k == 0 {
+			p.broken(c, fmt.Errorf("%w: publish: %w", ErrUnavailable, err))
+			return
+		}
+	}
+}
+
+// settle marks the first ok pending frames of c as published, then
+// writes what queued behind them (see publish). It returns done, emptied
+// for reuse, or an error that breaks the connection.
+func (p *publisher) settle(c *pubConn, ok int, done []*pubItem) ([]*pubItem, error) {
+	now := time.Now()
+	p.mu.Lock()
+	pending := c.pending()
+	if ok > len(pending) {
+		p.mu.Unlock()
+		return done, fmt.Errorf("%w: more replies than commands", errReply)
+	}
+	done = append(done[:0], pending[:ok]...)
+	clear(pending[:ok])
+	c.head += ok
+	if rest := c.pending(); len(rest) == 0 {
+		c.sent, c.head = c.sent[:0], 0
+		_ = c.c.SetReadDeadline(time.Time{})
+	} else {
+		if c.head >= 1024 && c.head*2 >= len(c.sent) {
+			c.sent = append(c.sent[:0], rest...)
+			clear(c.sent[len(rest) : c.head+len(rest)])
+			c.head = 0
+		}
+		_ = c.c.SetReadDeadline(rest[0].sent.Add(p.timeout))
+	}
+	var err error
+	if len(c.out) > 0 && !c.flushing {
+		var n int
+		if n, err = writeNow(c.raw, c.out); err == nil {
+			c.out = c.out[:copy(c.out, c.out[n:])]
+			if len(c.out) > 0 {
+				p.signal()
+			}
+		}
+	}
+	p.mu.Unlock()
+	for i, it := range done {
+		p.observe("publish", now.Sub(it.sent), nil)
+		done[i] = nil
+	}
+	if err != nil {
+		return done[:0], fmt.Errorf("%w: publish: %w", ErrUnavailable, err)
+	}
+	return done[:0], nil
+}
+
+// broken ends connection c after a failure seen by its reader.
+func (p *publisher) broken(c *pubConn, err error) {
+	p.mu.Lock()
+	failed := p.breakLocked(c, err)
+	closed := p.closed
+	p.mu.Unlock()
+	if !closed {
+		p.n.log.Debug("publisher: connection lost", "err", err)
+	}
+	p.fail(failed, err)
+}
+
+// close stops the publisher: what is queued or unanswered fails (onErr),
+// and its goroutines end before close returns.
+func (p *publisher) close() {
+	p.mu.Lock()
+	p.closed = true
+	var failed []*pubItem
+	if c := p.conn; c != nil {
+		failed = p.breakLocked(c, errPubClosed)
+	}
+	failed = append(failed, p.backlog...)
+	p.backlog = nil
+	p.mu.Unlock()
+	p.cancel()
+	p.fail(failed, errPubClosed)
+	p.wg.Wait()
+}
+
+// Pipelined reports whether the node sends frames with [Node.Send] (a
+// single Redis without TLS). On a Redis Cluster (or with TLS), frames go
+// with [Node.PublishBatch] instead.
+func (n *Node) Pipelined() bool { return n.pub != nil }
+
+// Send publishes f on node's channel (on its office's channel when node
+// is "", see [Node.PublishOffice]), in the order of Send calls, and never
+// blocks on the network. A zero until sends it at most once: if it may not
+// have been published (Redis unreachable, an error reply, no reply in
+// time), onErr runs. With until set it is sent again while Redis is away,
+// until then, and onErr runs only if that fails too. onErr must not be
+// nil; it may run before Send returns, and never under a lock of the
+// node. Only for a node that is [Node.Pipelined].
+func (n *Node) Send(node string, f *Frame, until time.Time, onErr func()) {
+	ch := officeChannel(f.Office)
+	if node != "" {
+		ch = nodeChannel(node)
+	}
+	n.pub.publish(appendPublish(make([]byte, 0, 96+len(ch)+len(f.Payload)), ch, f), until, onErr)
+}
