@@ -37,9 +37,13 @@ import (
 //
 // The Socket.IO handler must never block, and Redis commands do: a join,
 // a leave and a disconnect's leave run on the member's own queue (one
-// goroutine at a time, in the order the client sent them; see serial),
-// and frames leave through one sender goroutine per destination node
-// (see sender), which keeps their order and pipelines what queues up.
+// goroutine at a time, in the order the client sent them; see serial).
+// Frames on a single Redis are written by the node on the caller's
+// goroutine without waiting, pipelined on its publishing connection (see
+// sendPipelined and cluster.Node.Send); on a Redis Cluster (or with TLS)
+// they leave through one sender goroutine per destination node (see
+// sender). Either way their order is kept and what queues up is
+// pipelined.
 
 // maxRemoteWait caps the deadline a request frame may ask of this node:
 // a frame is not trusted to carry a sane one.
