@@ -2,11 +2,14 @@ package cluster
 
 import (
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/a2c-smcp/a2c-go/internal/redistest"
 )
 
 // pubCounter counts the onErr calls of frames sent in a test.
@@ -19,13 +22,13 @@ func (c *pubCounter) fail() { c.n.Add(1) }
 // goroutine's frames arrive in the order it sent them, requests and
 // broadcasts mixed on one ordered path.
 func TestSendOrderPipelined(t *testing.T) {
-	r := startRedis(t)
-	a := startNode(t, fastConfig(r.url(), "pa"))
-	b := startNode(t, fastConfig(r.url(), "pb"))
+	r := redistest.Start(t)
+	a := startNode(t, fastConfig(r.URL(), "pa"))
+	b := startNode(t, fastConfig(r.URL(), "pb"))
 	if !a.Pipelined() {
 		t.Fatal("a single Redis without TLS should be pipelined")
 	}
-	if _, err := r.do("CONFIG", "RESETSTAT"); err != nil {
+	if _, err := r.Do("CONFIG", "RESETSTAT"); err != nil {
 		t.Fatal(err)
 	}
 	const senders, each = 4, 500
@@ -56,7 +59,7 @@ func TestSendOrderPipelined(t *testing.T) {
 	if n := failed.n.Load(); n != 0 {
 		t.Fatalf("%d frames failed", n)
 	}
-	if got := r.commandStats()["publish"]; got != senders*each {
+	if got := r.CommandStats()["publish"]; got != senders*each {
 		t.Fatalf("publish: %d, want %d", got, senders*each)
 	}
 }
@@ -65,17 +68,17 @@ func TestSendOrderPipelined(t *testing.T) {
 // (onErr once) and is never published later, while an answer sent at the
 // same time is retried and published once Redis is back.
 func TestSendRequestAtMostOnce(t *testing.T) {
-	r := startRedis(t)
-	a := startNode(t, fastConfig(r.url(), "qa"))
-	r.stop()
+	r := redistest.Start(t)
+	a := startNode(t, fastConfig(r.URL(), "qa"))
+	r.Stop()
 	var reqFailed, ansFailed pubCounter
 	a.Send("nobody", &Frame{Kind: KindRequest, From: "qa", To: "s", Office: "o", Event: "e", Call: 1, TimeoutMS: 1000}, time.Time{}, reqFailed.fail)
 	a.Send("nobody", &Frame{Kind: KindAnswer, From: "qa", Office: "o", Event: "e", Call: 2}, time.Now().Add(20*time.Second), ansFailed.fail)
-	waitFor(t, 3*time.Second, "the request failed", func() bool { return reqFailed.n.Load() == 1 })
-	r.start()
-	waitFor(t, 5*time.Second, "the answer published", func() bool { return r.commandStats()["publish"] >= 1 })
+	redistest.WaitFor(t, 3*time.Second, "the request failed", func() bool { return reqFailed.n.Load() == 1 })
+	r.Restart()
+	redistest.WaitFor(t, 5*time.Second, "the answer published", func() bool { return r.CommandStats()["publish"] >= 1 })
 	time.Sleep(300 * time.Millisecond) // a request written late would show by now
-	if got := r.commandStats()["publish"]; got != 1 {
+	if got := r.CommandStats()["publish"]; got != 1 {
 		t.Fatalf("publish after the restart: %d, want 1 (the answer only)", got)
 	}
 	if reqFailed.n.Load() != 1 || ansFailed.n.Load() != 0 {
@@ -87,19 +90,20 @@ func TestSendRequestAtMostOnce(t *testing.T) {
 // flight: the request fails once its reply is overdue, and is published
 // at most once; the answer is retried and arrives when Redis resumes.
 func TestSendRedisStalled(t *testing.T) {
-	r := startRedis(t)
-	a := startNode(t, fastConfig(r.url(), "sa"))
-	b := startNode(t, fastConfig(r.url(), "sb"))
+	r := redistest.Start(t)
+	a := startNode(t, fastConfig(r.URL(), "sa"))
+	b := startNode(t, fastConfig(r.URL(), "sb"))
 	a.Send("sb", &Frame{Kind: KindBroadcast, From: "sa", Office: "o", Event: "warm"}, time.Now().Add(time.Second), func() {})
 	recv(t, b.frames)
-	if err := r.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+	pid := redisPID(t, r)
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
 	resumed := false
 	resume := func() {
 		if !resumed {
 			resumed = true
-			_ = r.cmd.Process.Signal(syscall.SIGCONT)
+			_ = syscall.Kill(pid, syscall.SIGCONT)
 		}
 	}
 	defer resume()
@@ -107,7 +111,7 @@ func TestSendRedisStalled(t *testing.T) {
 	start := time.Now()
 	a.Send("sb", &Frame{Kind: KindRequest, From: "sa", To: "s", Office: "o", Event: "req", Call: 1, TimeoutMS: 1000}, time.Time{}, reqFailed.fail)
 	a.Send("sb", &Frame{Kind: KindAnswer, From: "sa", Office: "o", Event: "ans", Call: 2}, time.Now().Add(20*time.Second), ansFailed.fail)
-	waitFor(t, 3*time.Second, "the request failed", func() bool { return reqFailed.n.Load() == 1 })
+	redistest.WaitFor(t, 3*time.Second, "the request failed", func() bool { return reqFailed.n.Load() == 1 })
 	if d := time.Since(start); d < 400*time.Millisecond {
 		t.Fatalf("request failed after %v, before its reply was overdue", d)
 	}
@@ -142,9 +146,9 @@ func TestSendRedisStalled(t *testing.T) {
 // each), ends the publisher's goroutines, and a frame sent after it fails
 // at once.
 func TestSendClose(t *testing.T) {
-	r := startRedis(t)
-	a := startNode(t, fastConfig(r.url(), "ca"))
-	r.stop()
+	r := redistest.Start(t)
+	a := startNode(t, fastConfig(r.URL(), "ca"))
+	r.Stop()
 	var failed pubCounter
 	const n = 50
 	for i := range n {
@@ -174,4 +178,22 @@ func TestAppendPublish(t *testing.T) {
 	if got := string(appendPublish(nil, "a2c:{n}:ch", f)); got != want {
 		t.Fatalf("got %q, want %q", got, want)
 	}
+}
+
+// redisPID reads the redis-server's process id from INFO server.
+func redisPID(t *testing.T, r *redistest.Server) int {
+	t.Helper()
+	info, err := r.Do("INFO", "server")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for line := range strings.SplitSeq(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "process_id:"); ok {
+			if pid, err := strconv.Atoi(v); err == nil {
+				return pid
+			}
+		}
+	}
+	t.Fatal("no process_id in INFO server")
+	return 0
 }
