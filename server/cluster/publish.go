@@ -545,12 +545,14 @@ func (p *publisher) settle(c *pubConn, ok int, done []*pubItem) ([]*pubItem, err
 		c.sent, c.head = c.sent[:0], 0
 		_ = c.c.SetReadDeadline(time.Time{})
 	} else {
+		oldest := rest[0]
 		if c.head >= 1024 && c.head*2 >= len(c.sent) {
-			c.sent = append(c.sent[:0], rest...)
-			clear(c.sent[len(rest) : c.head+len(rest)])
-			c.head = 0
+			// Move the pending ones down (rest aliases what is cleared).
+			k := copy(c.sent, rest)
+			clear(c.sent[k:])
+			c.sent, c.head = c.sent[:k], 0
 		}
-		_ = c.c.SetReadDeadline(rest[0].sent.Add(p.timeout))
+		_ = c.c.SetReadDeadline(oldest.sent.Add(p.timeout))
 	}
 	var err error
 	if len(c.out) > 0 && !c.flushing {
