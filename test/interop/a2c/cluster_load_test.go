@@ -725,11 +725,11 @@ func ldDelta(before, after map[string]int64) map[string]int64 {
 
 // ldBackgroundPerTick is what one node sends Redis every second whatever
 // the load: the heartbeat's SET XX of its lease, and the sweeper's
-// SMEMBERS of the registry plus one EXISTS per other node's lease (see
-// server/cluster/lease.go); PING is the client library's health check of
-// a subscription connection that heard nothing for a while.
+// SMEMBERS of the registry plus one EXISTS per node's lease, its own
+// included (see server/cluster/lease.go); PING is the health check of a
+// subscription connection that heard nothing for a while.
 func ldBackgroundPerTick(nodes int) map[string]int64 {
-	return map[string]int64{"set": 1, "smembers": 1, "exists": int64(nodes - 1), "ping": 1}
+	return map[string]int64{"set": 1, "smembers": 1, "exists": int64(nodes), "ping": 1}
 }
 
 // ldConnSetup are the commands the client library sends on a new
