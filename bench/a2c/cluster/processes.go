@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -25,12 +24,6 @@ type proc struct {
 	pid  int
 	cmd  *exec.Cmd // nil for the benchmark itself
 	url  string    // http://ADDR for a server
-}
-
-// orphanKill makes the kernel kill the child when the benchmark dies
-// without running its cleanup (SIGKILL, a panic on another goroutine).
-func orphanKill(cmd *exec.Cmd) {
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 }
 
 // serverEnv is the servers' environment (nil: the benchmark's).
