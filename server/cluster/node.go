@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -329,62 +328,17 @@ func (n *Node) unsubscribe(ch string) {
 	}
 }
 
-// healthEvery is how long a subscription may stay silent before it is
-// checked with a PING (as go-redis's PubSub.Channel does); if the PONG
-// does not come either within as long again, the connection is taken as
-// dead and go-redis reconnects and subscribes again.
-const healthEvery = 3 * time.Second
-
 // receive dispatches the messages of one subscription until it closes.
-// It reads them itself (ReceiveTimeout) rather than through
-// PubSub.Channel, whose reading goroutine hands every message over a Go
-// channel, and pokes a health-check goroutine, on every message: two
-// goroutine wake-ups per frame that a cross-node call pays four times.
-// go-redis still reconnects and resubscribes on a read or write error;
-// the health check is done here, on silence.
+// It reads through PubSub.Channel, which reads with no deadline in the
+// middle of a message (a read cut by a deadline and then resumed would
+// lose its place in the stream and could parse payload bytes as a
+// message), health-checks a silent connection and reconnects and
+// resubscribes by itself.
 func (n *Node) receive(ps *redis.PubSub) {
 	defer n.wg.Done()
 	mine := nodeChannel(n.id)
-	pinged := false
-	for {
-		msg, err := ps.ReceiveTimeout(n.ctx, healthEvery)
-		if err != nil {
-			if errors.Is(err, redis.ErrClosed) || n.ctx.Err() != nil {
-				return
-			}
-			var ne net.Error
-			if !errors.As(err, &ne) || !ne.Timeout() {
-				// Redis unreachable: go-redis reconnects on the next
-				// read; pause as PubSub.Channel does.
-				select {
-				case <-n.ctx.Done():
-					return
-				case <-time.After(100 * time.Millisecond):
-				}
-				continue
-			}
-			if pinged {
-				// Silent since the PING: a read whose timeout go-redis
-				// counts as a failure makes it reconnect.
-				pinged = false
-				c, cancel := context.WithDeadline(n.ctx, time.Now())
-				msg, err = ps.ReceiveTimeout(c, 0)
-				cancel()
-				if err != nil {
-					continue
-				}
-			} else {
-				pinged = true
-				c, cancel := n.op(n.ctx)
-				_ = ps.Ping(c) // a failed write makes go-redis reconnect
-				cancel()
-				continue
-			}
-		}
-		pinged = false
-		if m, ok := msg.(*redis.Message); ok {
-			n.dispatch(mine, m)
-		}
+	for msg := range ps.Channel(redis.WithChannelSize(1024)) {
+		n.dispatch(mine, msg)
 	}
 }
 

@@ -57,6 +57,11 @@ const pubMaxReply = 64 << 10
 // errPubClosed fails what is queued when the node closes.
 var errPubClosed = errors.New("cluster: node closed")
 
+// errPubFull fails a frame when pubBacklog frames already wait (Redis not
+// keeping up): counted in the metrics (failed publishes), not logged one
+// by one.
+var errPubFull = fmt.Errorf("%w: too many frames waiting", ErrUnavailable)
+
 // errReply wraps an error reply from Redis to a PUBLISH.
 var errReply = errors.New("cluster: Redis error reply")
 
@@ -163,10 +168,14 @@ func appendCommand(b []byte, args ...string) []byte {
 func (p *publisher) publish(cmd []byte, until time.Time, onErr func()) {
 	it := &pubItem{cmd: cmd, until: until, onErr: onErr}
 	p.mu.Lock()
-	if p.closed || len(p.backlog) >= pubBacklog {
+	waiting := len(p.backlog)
+	if p.conn != nil {
+		waiting += len(p.conn.pending())
+	}
+	if p.closed || waiting >= pubBacklog {
 		err := errPubClosed
 		if !p.closed {
-			err = fmt.Errorf("%w: %d frames waiting", ErrUnavailable, len(p.backlog))
+			err = errPubFull
 		}
 		p.mu.Unlock()
 		p.fail([]*pubItem{it}, err)
@@ -264,7 +273,7 @@ func (p *publisher) fail(items []*pubItem, err error) {
 	if len(items) == 0 {
 		return
 	}
-	if !errors.Is(err, errPubClosed) {
+	if !errors.Is(err, errPubClosed) && !errors.Is(err, errPubFull) {
 		p.n.log.Warn("frames to other nodes failed: Redis unavailable", "frames", len(items), "err", err)
 	}
 	for _, it := range items {
@@ -375,6 +384,10 @@ func (p *publisher) flush() bool {
 
 	_ = c.c.SetWriteDeadline(time.Now().Add(p.timeout))
 	_, err := c.c.Write(buf)
+	// Cleared at once: the callers' direct writes go through the same
+	// descriptor (RawConn.Write), which refuses to write at all once a
+	// write deadline has passed.
+	_ = c.c.SetWriteDeadline(time.Time{})
 
 	p.mu.Lock()
 	c.flushing = false
@@ -469,8 +482,9 @@ func (p *publisher) dial() (*pubConn, error) {
 }
 
 // read consumes the replies on c, in order, and settles the frames they
-// answer; it breaks the connection on an error reply, a read error, or no
-// reply within the command timeout (the read deadline).
+// answer; an error reply fails its own frame only. It breaks the
+// connection on a malformed reply, a read error, or no reply within the
+// command timeout (the read deadline).
 func (p *publisher) read(c *pubConn) {
 	defer p.wg.Done()
 	buf := make([]byte, 4096)
@@ -492,7 +506,23 @@ func (p *publisher) read(c *pubConn) {
 			case line[0] == ':' || line[0] == '+':
 				ok++
 			case line[0] == '-':
-				bad = fmt.Errorf("%w: %s", errReply, line[1:len(line)-2])
+				// Redis refused this one command (an ACL, say); the
+				// stream is still in step, so only its frame fails, and
+				// it is not retried: it would be refused again.
+				if ok > 0 {
+					if done, bad = p.settle(c, ok, done); bad != nil {
+						break
+					}
+					ok = 0
+				}
+				it, err := p.refused(c)
+				switch {
+				case it == nil:
+					bad = fmt.Errorf("%w: more replies than commands", errReply)
+				default:
+					p.fail([]*pubItem{it}, fmt.Errorf("%w: %s", errReply, line[1:len(line)-2]))
+					bad = err
+				}
 			default:
 				bad = fmt.Errorf("%w: unexpected reply %q", errReply, line)
 			}
@@ -554,25 +584,53 @@ func (p *publisher) settle(c *pubConn, ok int, done []*pubItem) ([]*pubItem, err
 		}
 		_ = c.c.SetReadDeadline(oldest.sent.Add(p.timeout))
 	}
-	var err error
-	if len(c.out) > 0 && !c.flushing {
-		var n int
-		if n, err = writeNow(c.raw, c.out); err == nil {
-			c.out = c.out[:copy(c.out, c.out[n:])]
-			if len(c.out) > 0 {
-				p.signal()
-			}
-		}
-	}
+	err := p.writeOutLocked(c)
 	p.mu.Unlock()
 	for i, it := range done {
 		p.observe("publish", now.Sub(it.sent), nil)
 		done[i] = nil
 	}
-	if err != nil {
-		return done[:0], fmt.Errorf("%w: publish: %w", ErrUnavailable, err)
+	return done[:0], err
+}
+
+// writeOutLocked writes what queued on c while replies were awaited (see
+// publish), now that one has come; what the socket does not take goes to
+// the publisher's goroutine.
+func (p *publisher) writeOutLocked(c *pubConn) error {
+	if len(c.out) == 0 || c.flushing {
+		return nil
 	}
-	return done[:0], nil
+	n, err := writeNow(c.raw, c.out)
+	if err != nil {
+		return fmt.Errorf("%w: publish: %w", ErrUnavailable, err)
+	}
+	c.out = c.out[:copy(c.out, c.out[n:])]
+	if len(c.out) > 0 {
+		p.signal()
+	}
+	return nil
+}
+
+// refused takes the oldest frame awaiting a reply on c, which Redis
+// answered with an error (nil if none awaits), and writes what queued
+// behind it.
+func (p *publisher) refused(c *pubConn) (*pubItem, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	pending := c.pending()
+	if len(pending) == 0 {
+		return nil, nil
+	}
+	it := pending[0]
+	pending[0] = nil
+	c.head++
+	if rest := c.pending(); len(rest) == 0 {
+		c.sent, c.head = c.sent[:0], 0
+		_ = c.c.SetReadDeadline(time.Time{})
+	} else {
+		_ = c.c.SetReadDeadline(rest[0].sent.Add(p.timeout))
+	}
+	return it, p.writeOutLocked(c)
 }
 
 // broken ends connection c after a failure seen by its reader.
