@@ -6,12 +6,10 @@ import (
 	"fmt"
 	"net/url"
 	"slices"
-	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/a2c-smcp/a2c-go/bench/internal/lat"
+	"github.com/a2c-smcp/a2c-go/bench/internal/relay"
 	"github.com/a2c-smcp/a2c-go/internal/sio"
 	"github.com/a2c-smcp/a2c-go/smcp"
 )
@@ -90,62 +88,22 @@ type window struct {
 // then a measured window of dur between two snapshots, then it stops the
 // calls and waits for the last answers.
 func runWindow(pairs []pair, warm, dur time.Duration, rd *redisProc, all []*proc) window {
-	var (
-		measuring atomic.Bool
-		stop      atomic.Bool
-		errs      atomic.Int64
-		wg        sync.WaitGroup
-		samples   = make([][]time.Duration, len(pairs))
-	)
-	// Each Agent sends its next call from the callback of the previous
-	// answer, on the client's reader goroutine: no hand-off on the client
-	// side (as bench/a2c/load does).
+	agents := make([]*sio.Socket, len(pairs))
 	for i, p := range pairs {
-		wg.Add(1)
-		n := 0
-		var fire func()
-		fire = func() {
-			if stop.Load() {
-				wg.Done()
-				return
-			}
-			n++
-			// smcp.ToolCallReq, built without reflection.
-			b := fmt.Appendf(nil, `{"agent":"a","req_id":"%d-%d","computer":"c","tool_name":"b__echo","params":{"text":"hello"},"timeout":30}`, i, n)
-			t0 := time.Now()
-			p.agent.RequestDirect(smcp.EventToolCall, sio.Message{Args: []json.RawMessage{b}}, 40*time.Second, func(m sio.Message, err error) {
-				if err == nil && (len(m.Args) == 0 || !strings.Contains(string(m.Args[0]), `"isError":false`)) {
-					err = fmt.Errorf("bad answer %q", m.Args)
-				}
-				if err != nil {
-					errs.Add(1)
-				} else if measuring.Load() {
-					samples[i] = append(samples[i], time.Since(t0))
-				}
-				fire()
-			})
-		}
-		fire()
+		agents[i] = p.agent
 	}
+	load := relay.Start(agents)
 	time.Sleep(warm)
 	s0 := snapshot(rd, all)
-	measuring.Store(true)
+	load.Measuring.Store(true)
 	time.Sleep(dur)
-	measuring.Store(false)
+	load.Measuring.Store(false)
 	s1 := snapshot(rd, all)
-	stop.Store(true)
-	done := make(chan struct{})
-	go func() { wg.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(45 * time.Second):
+	samples, errs, ok := load.Stop(45 * time.Second)
+	if !ok {
 		fatal(fmt.Errorf("calls still unanswered 45 s after the window"))
 	}
-	var w window
-	for _, s := range samples {
-		w.lat = append(w.lat, s...)
-	}
-	w.errs = errs.Load()
+	w := window{lat: samples, errs: errs}
 	w.delta = s1.sub(s0)
 	return w
 }

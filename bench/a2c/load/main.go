@@ -36,6 +36,7 @@ import (
 	"time"
 
 	"github.com/a2c-smcp/a2c-go/bench/internal/procs"
+	"github.com/a2c-smcp/a2c-go/bench/internal/relay"
 	"github.com/a2c-smcp/a2c-go/internal/sio"
 	"github.com/a2c-smcp/a2c-go/smcp"
 )
@@ -260,64 +261,29 @@ func measureLoad(srv *server, agents int, warm, dur time.Duration) levelResult {
 		check(join(a, smcp.RoleAgent, "a", office))
 		pairs[i] = pair{a, c}
 	}
-	var (
-		measuring atomic.Bool
-		stop      atomic.Bool
-		errs      atomic.Int64
-		wg        sync.WaitGroup
-		lat       = make([][]time.Duration, agents)
-	)
-	// Each Agent sends its next call from the callback of the previous
-	// answer, on the client's reader goroutine: no goroutine hand-off on
-	// the client side, as in the baseline's synchronous loop.
+	socks := make([]*sio.Socket, len(pairs))
 	for i, p := range pairs {
-		wg.Add(1)
-		n := 0
-		var fire func()
-		fire = func() {
-			if stop.Load() {
-				wg.Done()
-				return
-			}
-			n++
-			// The payload of smcp.ToolCallReq, built without reflection so
-			// that the load client spends as little as it can.
-			b := fmt.Appendf(nil, `{"agent":"a","req_id":"%d-%d","computer":"c","tool_name":"b__echo","params":{"text":"hello"},"timeout":30}`, i, n)
-			t0 := time.Now()
-			p.agent.RequestDirect(smcp.EventToolCall, sio.Message{Args: []json.RawMessage{b}}, 40*time.Second, func(m sio.Message, err error) {
-				if err == nil && (len(m.Args) == 0 || !strings.Contains(string(m.Args[0]), `"isError":false`)) {
-					err = fmt.Errorf("bad answer %q", m.Args)
-				}
-				if err != nil {
-					errs.Add(1)
-				} else if measuring.Load() {
-					lat[i] = append(lat[i], time.Since(t0))
-				}
-				fire()
-			})
-		}
-		fire()
+		socks[i] = p.agent
 	}
+	load := relay.Start(socks)
 	time.Sleep(warm)
 	c0 := srv.cpuTicks()
 	t0 := time.Now()
-	measuring.Store(true)
+	load.Measuring.Store(true)
 	time.Sleep(dur)
-	measuring.Store(false)
+	load.Measuring.Store(false)
 	elapsed := time.Since(t0)
 	c1 := srv.cpuTicks()
-	stop.Store(true)
-	wg.Wait()
+	all, errs, ok := load.Stop(time.Minute)
+	if !ok {
+		check(fmt.Errorf("calls still unanswered a minute after the window"))
+	}
 	for _, p := range pairs {
 		p.agent.Disconnect()
 		p.comp.Disconnect()
 	}
-	var all []time.Duration
-	for _, l := range lat {
-		all = append(all, l...)
-	}
 	slices.Sort(all)
-	r := levelResult{agents: agents, calls: len(all), seconds: elapsed.Seconds(), clientError: errs.Load()}
+	r := levelResult{agents: agents, calls: len(all), seconds: elapsed.Seconds(), clientError: errs}
 	if len(all) > 0 {
 		r.p50 = all[len(all)/2]
 		r.p99 = all[len(all)*99/100]
