@@ -30,7 +30,7 @@
 //	a2c:{O}:m      hash sid -> "role|node|a2c_version|name": the members
 //	a2c:{O}:s      hash seat -> sid: "a" the Agent seat, "c:<name>" a Computer name
 //	a2c:{O}:v      the office's version, +1 per change
-//	a2c:{O}:ev     channel: the office's membership events
+//	a2c:{O}:ev     channel: the office's membership events and broadcasts
 //	a2c:{N}:idx    set: the offices where node N holds members
 //	a2c:{N}:lease  node N's lease
 //	a2c:{N}:ch     channel: frames for node N
