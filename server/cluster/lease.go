@@ -26,6 +26,7 @@ func (n *Node) heartbeat() {
 			return
 		case <-t.C:
 		}
+		n.pingShared(n.ctx)
 		c, cancel := n.op(n.ctx)
 		ok, err := n.rdb.SetXX(c, leaseKey(n.id), n.id, n.cfg.LeaseTTL).Result()
 		cancel()

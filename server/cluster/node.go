@@ -70,6 +70,9 @@ type Node struct {
 	// followed office once it ends.
 	settleUntil atomic.Int64
 	needReload  atomic.Bool
+	// lastHeard (unix nanoseconds) is when the shared subscription last
+	// received anything (see pingShared).
+	lastHeard atomic.Int64
 	// sweepAfter (unix nanoseconds) holds the sweeper back after any
 	// outage: a live node needs a heartbeat or two to renew a lease that
 	// ran low (or out) while Redis was away.
@@ -145,7 +148,7 @@ func Start(ctx context.Context, cfg Config, h Handler) (*Node, error) {
 	if !cluster {
 		n.shared = n.rdb.Subscribe(n.ctx)
 		n.wg.Add(1)
-		go n.receive(n.shared)
+		go n.receiveShared(n.shared)
 	}
 	if err := n.subscribe(ctx, nodeChannel(n.id)); err != nil {
 		n.Close()
@@ -326,6 +329,94 @@ func (n *Node) unsubscribe(ch string) {
 	if ps != nil {
 		_ = ps.Close()
 	}
+}
+
+// sharedSilence is how long the shared subscription may hear nothing
+// before its read fails and go-redis reconnects it: the heartbeat pings a
+// subscription silent for sharedPing, so a live one hears a PONG well
+// before.
+const (
+	sharedPing    = 2 * time.Second
+	sharedSilence = 10 * time.Second
+)
+
+// receiveShared dispatches the messages of the shared subscription (a
+// single Redis) until it closes. It reads them itself, where
+// PubSub.Channel would hand each over a Go channel from a goroutine of its
+// own and wake a health-check goroutine for it: two wake-ups per frame,
+// four per cross-node call. Every read has a deadline (a context, renewed
+// as messages come): go-redis takes a read that reaches it as a failed
+// connection, closes it and subscribes again on a new one, so a read
+// never resumes in the middle of a message. The heartbeat pings a silent
+// subscription (pingShared), so a live connection never reaches it.
+func (n *Node) receiveShared(ps *redis.PubSub) {
+	defer n.wg.Done()
+	mine := nodeChannel(n.id)
+	var rd readDeadline
+	defer rd.stop()
+	rd.renew(n.ctx)
+	failed := 0
+	for {
+		if time.Until(rd.at) < sharedSilence/2 {
+			rd.renew(n.ctx)
+		}
+		msg, err := ps.Receive(rd.ctx)
+		if err != nil {
+			if errors.Is(err, redis.ErrClosed) || n.ctx.Err() != nil {
+				return
+			}
+			// The connection failed (or stayed silent past the deadline)
+			// and go-redis has dropped it; the next read subscribes again.
+			// A second failure in a row waits a little, as Channel does.
+			if failed++; failed > 1 {
+				select {
+				case <-n.ctx.Done():
+					return
+				case <-time.After(100 * time.Millisecond):
+				}
+			}
+			rd.renew(n.ctx)
+			continue
+		}
+		failed = 0
+		n.lastHeard.Store(time.Now().UnixNano())
+		if m, ok := msg.(*redis.Message); ok {
+			n.dispatch(mine, m)
+		}
+	}
+}
+
+// readDeadline is the context whose deadline bounds the shared
+// subscription's reads, renewed (one timer) every sharedSilence/2 of
+// traffic rather than per message.
+type readDeadline struct {
+	ctx    context.Context
+	cancel context.CancelFunc
+	at     time.Time
+}
+
+func (r *readDeadline) renew(parent context.Context) {
+	r.stop()
+	r.at = time.Now().Add(sharedSilence)
+	r.ctx, r.cancel = context.WithDeadline(parent, r.at)
+}
+
+func (r *readDeadline) stop() {
+	if r.cancel != nil {
+		r.cancel()
+	}
+}
+
+// pingShared pings the shared subscription when it has heard nothing for
+// sharedPing: the PONG keeps its reads within their deadline, and a
+// failed write makes go-redis reconnect it. The heartbeat calls it.
+func (n *Node) pingShared(ctx context.Context) {
+	if n.shared == nil || time.Since(time.Unix(0, n.lastHeard.Load())) < sharedPing {
+		return
+	}
+	c, cancel := n.op(ctx)
+	_ = n.shared.Ping(c)
+	cancel()
 }
 
 // receive dispatches the messages of one subscription until it closes.
