@@ -12,7 +12,8 @@ as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 
 # Debian packages: Python Socket.IO peers for the interop suite, the
 # Jupyter kernel (with its client, for the benchmark baseline) behind
-# aiod's code plane, and Redis and nginx for the cluster tests.
+# aiod's code plane, Redis and nginx for the cluster tests, and Chromium
+# with an X display for the browser and desktop planes.
 need=()
 /usr/bin/python3 -c 'import socketio, aiohttp, requests, websocket' 2>/dev/null ||
   need+=(python3-socketio python3-aiohttp python3-requests python3-websocket)
@@ -24,6 +25,16 @@ command -v node >/dev/null 2>&1 || need+=(nodejs npm)
 # system services.
 command -v redis-server >/dev/null 2>&1 && command -v redis-cli >/dev/null 2>&1 || need+=(redis-server)
 command -v nginx >/dev/null 2>&1 || need+=(nginx)
+# Chromium, an X server, a window manager and the desktop tools for aiod's
+# browser and computer-use planes (harness.Chromium, harness.Xvfb); fonts
+# so that pages render text.
+command -v chromium >/dev/null 2>&1 || need+=(chromium fonts-liberation)
+command -v Xvfb >/dev/null 2>&1 || need+=(xvfb)
+command -v openbox >/dev/null 2>&1 || need+=(openbox)
+command -v xprop >/dev/null 2>&1 || need+=(x11-utils)
+for tool in xdotool xclip ffmpeg; do
+  command -v "$tool" >/dev/null 2>&1 || need+=("$tool")
+done
 if [ ${#need[@]} -gt 0 ]; then
   say "installing Debian packages: ${need[*]}"
   # The packages' install scripts would start the system's nginx (port 80)
