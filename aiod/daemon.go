@@ -25,6 +25,7 @@ import (
 
 	"github.com/a2c-smcp/a2c-go/aiod/code"
 	"github.com/a2c-smcp/a2c-go/aiod/commands"
+	"github.com/a2c-smcp/a2c-go/aiod/computer"
 	"github.com/a2c-smcp/a2c-go/aiod/files"
 	"github.com/a2c-smcp/a2c-go/aiod/internal/api"
 	"github.com/a2c-smcp/a2c-go/aiod/internal/sandbox"
@@ -80,6 +81,9 @@ type Config struct {
 	// CDPEndpoint is where the browser's DevTools protocol is probed.
 	// Default http://127.0.0.1:9222.
 	CDPEndpoint string
+	// ComputerUseURL is where the computer-use worker is reached
+	// (AIO_COMPUTER_USE_URL). Default computer.DefaultURL.
+	ComputerUseURL string
 	// MCPServers is EXTRA_MCP_SERVERS (--mcp-servers): the loopback MCP
 	// servers whose tools /mcp lists beside the built-in ones.
 	MCPServers string
@@ -183,6 +187,7 @@ func New(cfg Config) (*Daemon, error) {
 	codePlane := code.New(code.Config{Workspace: cfg.Workspace, Logger: cfg.Logger, DefaultUser: cfg.DefaultUser,
 		Python: cfg.PythonBin, Node: cfg.NodeBin, MaxKernelSessions: cfg.MaxKernels, MaxSessions: cfg.MaxCodeSessions,
 		KernelIdle: cfg.KernelIdle, SessionIdle: cfg.CodeIdle, HideEnv: hide, Sandbox: sb})
+	compPlane := computer.New(computer.Config{URL: cfg.ComputerUseURL, Logger: cfg.Logger})
 	d.planes = []plane{
 		cmdPlane,
 		filePlane,
@@ -191,10 +196,11 @@ func New(cfg Config) (*Daemon, error) {
 		pty.New(pty.Config{Workspace: cfg.Workspace, Logger: cfg.Logger, DefaultUser: cfg.DefaultUser,
 			MaxSessions: cfg.MaxTerminals, SessionIdle: cfg.TerminalIdle, Shell: cfg.BashBin, HideEnv: hide, Sandbox: sb}),
 		codePlane,
+		compPlane,
 	}
 	ctx, stop := context.WithCancel(context.Background())
 	d.stop = stop
-	d.probe = &prober{ttl: 5 * time.Second, cdp: cfg.CDPEndpoint, python: cfg.PythonBin, node: cfg.NodeBin, ctx: ctx,
+	d.probe = &prober{ttl: 5 * time.Second, cdp: cfg.CDPEndpoint, computer: compPlane, python: cfg.PythonBin, node: cfg.NodeBin, ctx: ctx,
 		iso: isolationCaps{Report: sb.Report(), Machine: sandbox.Probe()}}
 	d.probe.start() // the first read waits for it, later ones never
 	go d.trimWhenIdle(ctx, 5*time.Second)

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
+	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -46,6 +47,8 @@ const (
 	EnvMCPAllowedHosts = "AIO_MCP_ALLOWED_HOSTS"
 	EnvHost            = "AIO_HOST"
 	EnvPort            = "AIO_PORT"
+	// EnvComputerUseURL is where the computer-use worker is reached.
+	EnvComputerUseURL = "AIO_COMPUTER_USE_URL"
 )
 
 // Surfaces are the values of AIO_API_SURFACE and --api-surface.
@@ -66,6 +69,7 @@ const (
 //	AIO_BASH_BIN                          BashBin
 //	AIO_MCP_ALLOWED_HOSTS  a,b            MCPAllowedHosts
 //	BROWSER_REMOTE_DEBUGGING_HOST, _PORT  CDPEndpoint (default 127.0.0.1:9222)
+//	AIO_COMPUTER_USE_URL                  ComputerUseURL (default http://127.0.0.1:18100)
 //	AIO_BASH_MAX_SESSIONS (50), AIO_BASH_SESSION_TIMEOUT_SECS (3600),
 //	AIO_BASH_KILL_GRACE_SECS (2, at most 10), AIO_SHELL_MAX_SESSIONS (20),
 //	AIO_SHELL_SESSION_TIMEOUT_SECS (3600), AIO_KERNEL_MAX_SESSIONS (5),
@@ -111,6 +115,12 @@ func configFromEnv(getenv func(string) string) (Config, error) {
 	}
 	if cfg.CDPEndpoint, err = cdpFromEnv(getenv); err != nil {
 		return Config{}, err
+	}
+	if v := getenv(EnvComputerUseURL); v != "" {
+		if u, perr := url.Parse(v); perr != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return Config{}, &EnvError{Name: EnvComputerUseURL, Value: v, Want: "an http:// or https:// URL such as http://127.0.0.1:18100"}
+		}
+		cfg.ComputerUseURL = v
 	}
 	ints := []struct {
 		name     string

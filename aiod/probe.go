@@ -17,6 +17,8 @@ import (
 
 	"github.com/a2c-smcp/a2c-go/aiod/internal/interp"
 	"github.com/a2c-smcp/a2c-go/aiod/internal/sandbox"
+
+	"github.com/a2c-smcp/a2c-go/aiod/computer"
 )
 
 // Status of a probed plane.
@@ -33,13 +35,13 @@ const capabilitiesSchema = "aiod.capabilities/v1"
 // /v2/sandbox embeds: which planes have a backend on this machine and the
 // binaries behind them. Clients branch on it rather than on 404s.
 type Capabilities struct {
-	Schema          string          `json:"schema"`
-	Files           map[string]bool `json:"files"`
-	Exec            execCaps        `json:"exec"`
-	Bins            bins            `json:"bins"`
-	Browser         browserCaps     `json:"browser"`
-	CodeInterpreter codeCaps        `json:"code_interpreter"`
-	Computer        computerCaps    `json:"computer"`
+	Schema          string              `json:"schema"`
+	Files           map[string]bool     `json:"files"`
+	Exec            execCaps            `json:"exec"`
+	Bins            bins                `json:"bins"`
+	Browser         browserCaps         `json:"browser"`
+	CodeInterpreter codeCaps            `json:"code_interpreter"`
+	Computer        computer.Capability `json:"computer"`
 	// Isolation is the containment in force and what the machine allows.
 	Isolation isolationCaps `json:"isolation"`
 
@@ -93,14 +95,6 @@ type codeCaps struct {
 	Warnings          []string `json:"warnings"`
 }
 
-type computerCaps struct {
-	Status   string   `json:"status"`
-	Provider *string  `json:"provider"`
-	Display  *string  `json:"display"`
-	Missing  []string `json:"missing"`
-	Warnings []string `json:"warnings"`
-}
-
 type toolSpec struct {
 	Ver   *string  `json:"ver"`
 	Bin   *string  `json:"bin"`
@@ -128,6 +122,8 @@ type toolCategory struct {
 type prober struct {
 	ttl time.Duration
 	cdp string
+	// computer is the computer-use plane, which asks its worker.
+	computer *computer.Plane
 	// python and node pin the interpreters, as the code plane's config.
 	python, node string
 	// iso is the isolation in force, copied into every snapshot.
@@ -180,7 +176,7 @@ func (p *prober) get(ctx context.Context, refresh bool) *Capabilities {
 func (p *prober) run(done chan struct{}) {
 	ctx, cancel := context.WithTimeout(p.ctx, 10*time.Second)
 	defer cancel()
-	s := probe(ctx, p.cdp, p.python, p.node)
+	s := probe(ctx, p.cdp, p.computer, p.python, p.node)
 	s.Isolation = p.iso
 	p.mu.Lock()
 	p.snap, p.at, p.inflight = s, time.Now(), nil
@@ -203,7 +199,7 @@ func look(names ...string) *string {
 }
 
 // probe looks at the machine: shells, interpreters, kernels, browser.
-func probe(ctx context.Context, cdp, pinPython, pinNode string) *Capabilities {
+func probe(ctx context.Context, cdp string, comp *computer.Plane, pinPython, pinNode string) *Capabilities {
 	c := &Capabilities{Schema: capabilitiesSchema, Files: map[string]bool{}}
 	for _, op := range []string{"native", "read", "write", "replace", "search", "find", "grep", "glob", "list", "download", "str_replace_editor"} {
 		c.Files[op] = true
@@ -214,15 +210,17 @@ func probe(ctx context.Context, cdp, pinPython, pinNode string) *Capabilities {
 	c.Exec = execCaps{Shell: c.Bins.Bash != nil || c.Bins.Sh != nil, Bash: c.Bins.Bash != nil, PTY: ptyAvailable()}
 
 	var wg sync.WaitGroup
-	wg.Add(3)
+	wg.Add(4)
 	go func() { defer wg.Done(); c.CodeInterpreter, c.runtime = probeCode(pinPython, pinNode) }()
 	go func() { defer wg.Done(); c.Browser = probeBrowser(ctx, cdp) }()
 	go func() { defer wg.Done(); c.utils = probeUtils() }()
+	go func() {
+		defer wg.Done()
+		pctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+		defer cancel()
+		c.Computer = comp.Probe(pctx, os.Getenv("DISPLAY"))
+	}()
 	wg.Wait()
-	c.Computer = computerCaps{Status: statusAbsent, Missing: []string{"computer-use worker"}, Warnings: []string{}}
-	if d := os.Getenv("DISPLAY"); d != "" {
-		c.Computer.Display = &d
-	}
 	return c
 }
 
