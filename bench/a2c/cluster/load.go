@@ -2,9 +2,7 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"net/url"
 	"slices"
 	"time"
 
@@ -14,40 +12,11 @@ import (
 	"github.com/a2c-smcp/a2c-go/smcp"
 )
 
-// peer answers the server's requests like a Computer that does nothing.
-type peer struct{}
-
-var toolResult = []json.RawMessage{json.RawMessage(`{"content":[{"type":"text","text":"ok"}],"isError":false}`)}
-
-func (peer) Event(_ *sio.Socket, e *sio.Event) {
-	if e.WantsAck() {
-		_ = e.Ack(sio.Message{Args: toolResult})
-	}
-}
-func (peer) Disconnect(*sio.Socket, string) {}
-
+// dial connects to a server with the benchmark's 30 s bound.
 func dial(srvURL string, h sio.ClientHandler) (*sio.Socket, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	return sio.Dial(ctx, srvURL, sio.ClientOptions{
-		Namespace: smcp.Namespace,
-		Query:     url.Values{smcp.QueryVersion: {smcp.ProtocolVersion}},
-		Transport: sio.WebSocketOnly,
-		Handler:   h,
-	})
-}
-
-// join takes a seat and waits for the answer.
-func join(s *sio.Socket, role smcp.Role, name, office string) error {
-	b, _ := json.Marshal(smcp.EnterOfficeReq{Role: role, Name: name, OfficeID: office})
-	done := make(chan error, 1)
-	s.Request(smcp.EventJoinOffice, sio.Message{Args: []json.RawMessage{b}}, 30*time.Second, func(m sio.Message, err error) {
-		if err == nil && (len(m.Args) == 0 || string(m.Args[0]) != "true") {
-			err = fmt.Errorf("join refused: %q", m.Args)
-		}
-		done <- err
-	})
-	return <-done
+	return relay.Dial(ctx, srvURL, h)
 }
 
 // pair is one Agent and its Computer, alone in their office.
@@ -59,12 +28,12 @@ func connectPairs(n int, agentURL, compURL, tag string) []pair {
 	out := make([]pair, n)
 	for i := range out {
 		office := fmt.Sprintf("%s-%d", tag, i)
-		c, err := dial(compURL, peer{})
+		c, err := dial(compURL, relay.Computer{})
 		check(err)
-		check(join(c, smcp.RoleComputer, "c", office))
-		a, err := dial(agentURL, peer{})
+		check(relay.Join(c, smcp.RoleComputer, "c", office))
+		a, err := dial(agentURL, nil)
 		check(err)
-		check(join(a, smcp.RoleAgent, "a", office))
+		check(relay.Join(a, smcp.RoleAgent, "a", office))
 		out[i] = pair{a, c}
 	}
 	return out

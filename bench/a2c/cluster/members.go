@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/a2c-smcp/a2c-go/bench/internal/relay"
 	"github.com/a2c-smcp/a2c-go/internal/sio"
 	"github.com/a2c-smcp/a2c-go/smcp"
 )
@@ -142,9 +143,9 @@ func connectMany(n int, where func(i int) (*proc, string, string)) []*sio.Socket
 					return
 				}
 				p, name, office := where(i)
-				s, err := dial(p.url, peer{})
+				s, err := dial(p.url, relay.Computer{})
 				check(err)
-				check(join(s, smcp.RoleComputer, name, office))
+				check(relay.Join(s, smcp.RoleComputer, name, office))
 				socks[i] = s
 			}
 		}()

@@ -17,10 +17,8 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -209,35 +207,6 @@ func (s *server) rssKiB() int64 {
 	return 0
 }
 
-// peer answers the server's requests like a Computer that does nothing.
-type peer struct{}
-
-var toolResult = []json.RawMessage{json.RawMessage(`{"content":[{"type":"text","text":"ok"}],"isError":false}`)}
-
-func (peer) Event(_ *sio.Socket, e *sio.Event) { _ = e.Ack(sio.Message{Args: toolResult}) }
-func (peer) Disconnect(*sio.Socket, string)    {}
-
-func dial(ctx context.Context, srvURL string, h sio.ClientHandler) (*sio.Socket, error) {
-	return sio.Dial(ctx, srvURL, sio.ClientOptions{
-		Namespace: smcp.Namespace,
-		Query:     url.Values{smcp.QueryVersion: {smcp.ProtocolVersion}},
-		Transport: sio.WebSocketOnly,
-		Handler:   h,
-	})
-}
-
-func join(s *sio.Socket, role smcp.Role, name, office string) error {
-	b, _ := json.Marshal(smcp.EnterOfficeReq{Role: role, Name: name, OfficeID: office})
-	done := make(chan error, 1)
-	s.Request(smcp.EventJoinOffice, sio.Message{Args: []json.RawMessage{b}}, 30*time.Second, func(m sio.Message, err error) {
-		if err == nil && (len(m.Args) == 0 || string(m.Args[0]) != "true") {
-			err = fmt.Errorf("join refused: %q", m.Args)
-		}
-		done <- err
-	})
-	return <-done
-}
-
 type levelResult struct {
 	agents      int
 	calls       int
@@ -253,12 +222,12 @@ func measureLoad(srv *server, agents int, warm, dur time.Duration) levelResult {
 	pairs := make([]pair, agents)
 	for i := range pairs {
 		office := fmt.Sprintf("bench-%d-%d", i, time.Now().UnixNano())
-		c, err := dial(ctx, srv.url, peer{})
+		c, err := relay.Dial(ctx, srv.url, relay.Computer{})
 		check(err)
-		check(join(c, smcp.RoleComputer, "c", office))
-		a, err := dial(ctx, srv.url, nil)
+		check(relay.Join(c, smcp.RoleComputer, "c", office))
+		a, err := relay.Dial(ctx, srv.url, nil)
 		check(err)
-		check(join(a, smcp.RoleAgent, "a", office))
+		check(relay.Join(a, smcp.RoleAgent, "a", office))
 		pairs[i] = pair{a, c}
 	}
 	socks := make([]*sio.Socket, len(pairs))
@@ -316,10 +285,10 @@ func measureIdle(srv *server, n int) idleResult {
 					return
 				}
 				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-				s, err := dial(ctx, srv.url, peer{})
+				s, err := relay.Dial(ctx, srv.url, relay.Computer{})
 				cancel()
 				check(err)
-				check(join(s, smcp.RoleComputer, "c", fmt.Sprintf("idle-%d", i)))
+				check(relay.Join(s, smcp.RoleComputer, "c", fmt.Sprintf("idle-%d", i)))
 				socks[i] = s
 			}
 		}()

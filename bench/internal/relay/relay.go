@@ -1,8 +1,10 @@
 package relay
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -76,4 +78,45 @@ func (l *Load) Stop(wait time.Duration) (lat []time.Duration, errs int64, ok boo
 		lat = append(lat, s...)
 	}
 	return lat, l.errs.Load(), true
+}
+
+// Computer is the benchmarks' Computer: it answers every request at once
+// with a successful tool result, so the relay is all that is measured.
+type Computer struct{}
+
+var toolResult = []json.RawMessage{json.RawMessage(`{"content":[{"type":"text","text":"ok"}],"isError":false}`)}
+
+// Event answers e.
+func (Computer) Event(_ *sio.Socket, e *sio.Event) {
+	if e.WantsAck() {
+		_ = e.Ack(sio.Message{Args: toolResult})
+	}
+}
+
+// Disconnect does nothing.
+func (Computer) Disconnect(*sio.Socket, string) {}
+
+// Dial connects to an a2c server's /smcp namespace over WebSocket (the
+// default protocol version) with h handling what the server sends (nil:
+// nothing expected).
+func Dial(ctx context.Context, srvURL string, h sio.ClientHandler) (*sio.Socket, error) {
+	return sio.Dial(ctx, srvURL, sio.ClientOptions{
+		Namespace: smcp.Namespace,
+		Query:     url.Values{smcp.QueryVersion: {smcp.ProtocolVersion}},
+		Transport: sio.WebSocketOnly,
+		Handler:   h,
+	})
+}
+
+// Join takes a seat in an office and waits (at most 30 s) for the answer.
+func Join(s *sio.Socket, role smcp.Role, name, office string) error {
+	b, _ := json.Marshal(smcp.EnterOfficeReq{Role: role, Name: name, OfficeID: office})
+	done := make(chan error, 1)
+	s.Request(smcp.EventJoinOffice, sio.Message{Args: []json.RawMessage{b}}, 30*time.Second, func(m sio.Message, err error) {
+		if err == nil && (len(m.Args) == 0 || string(m.Args[0]) != "true") {
+			err = fmt.Errorf("join refused: %q", m.Args)
+		}
+		done <- err
+	})
+	return <-done
 }
