@@ -64,7 +64,9 @@ func Chromium(t testing.TB, o ChromiumOptions) *ChromiumBrowser {
 			args = append(args, "about:blank")
 		}
 		cmd := exec.Command(bin, args...)
-		cmd.Env = append(os.Environ(), "DISPLAY="+o.Display)
+		// TMPDIR keeps the temporary folders Chromium makes
+		// (org.chromium.Chromium.*) inside the test's, which is removed.
+		cmd.Env = append(os.Environ(), "DISPLAY="+o.Display, "TMPDIR="+dir)
 		d, err := startDaemon("chromium", cmd, filepath.Join(dir, "chromium.log"))
 		if err != nil {
 			t.Fatal(err)
