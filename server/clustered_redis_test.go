@@ -118,11 +118,11 @@ func (a *rvAgent) Event(_ *sio.Socket, e *sio.Event) {
 }
 func (a *rvAgent) Disconnect(*sio.Socket, string) {}
 
-// TestClusterRequestRightAfterEnter: on one server, a Computer announced by
-// notify:enter_office is always routable. Across nodes, the Computer's
-// node publishes the join (script) and then spends two more Redis round
-// trips before it seats the member locally; a request arriving meanwhile
-// is answered KindGone -> "Computer disconnected before answering".
+// TestClusterRequestRightAfterEnter: a Computer announced by
+// notify:enter_office is routable at once, as on one server, although its
+// node publishes the join (script) before it seats the member locally: a
+// request arriving in between waits behind the join on the member's queue
+// instead of being answered "Computer disconnected before answering".
 func TestClusterRequestRightAfterEnter(t *testing.T) {
 	url := rvRedis(t)
 	_, urlA := newTestServer(t, Config{Cluster: cluster.Config{URL: url, NodeID: "na"}})
@@ -162,8 +162,8 @@ func TestClusterRequestRightAfterEnter(t *testing.T) {
 
 // TestClusterAnswerThenLeave: a Computer answers and leaves at once. One
 // server relays the answer (it came first); across nodes the answer frame
-// (per-node sender) and the leave event (leave script, member's queue)
-// race, and the leave ends the Agent's call as "disconnected".
+// and the leave event travel separately, and the answer must still win:
+// a plain leave ends no call (only a sweep does).
 func TestClusterAnswerThenLeave(t *testing.T) {
 	url := rvRedis(t)
 	_, urlA := newTestServer(t, Config{Cluster: cluster.Config{URL: url, NodeID: "na"}})

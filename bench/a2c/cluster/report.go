@@ -79,6 +79,15 @@ func (r report) levels() []int {
 
 // cmdList formats commands as "name=count" sorted by name.
 func cmdList(s cmdStats) string {
+	if len(s) == 0 {
+		return "none"
+	}
+	return formatCmds(s, func(calls int64) string { return fmt.Sprintf("=%d", calls) })
+}
+
+// formatCmds formats each command as its name and what value says of its
+// count, sorted by name and comma-separated.
+func formatCmds(s cmdStats, value func(calls int64) string) string {
 	var names []string
 	for k := range s {
 		names = append(names, k)
@@ -89,10 +98,7 @@ func cmdList(s cmdStats) string {
 		if b.Len() > 0 {
 			b.WriteString(", ")
 		}
-		fmt.Fprintf(&b, "%s=%d", k, s[k].calls)
-	}
-	if b.Len() == 0 {
-		return "none"
+		b.WriteString(k + value(s[k].calls))
 	}
 	return b.String()
 }
@@ -251,19 +257,7 @@ func pctCore(t int64, seconds float64) float64 {
 
 // perMember formats each command's count per member.
 func perMember(s cmdStats, n int) string {
-	var names []string
-	for k := range s {
-		names = append(names, k)
-	}
-	slices.Sort(names)
-	var b strings.Builder
-	for _, k := range names {
-		if b.Len() > 0 {
-			b.WriteString(", ")
-		}
-		fmt.Fprintf(&b, "%s %.2f", k, float64(s[k].calls)/float64(n))
-	}
-	return b.String()
+	return formatCmds(s, func(calls int64) string { return fmt.Sprintf(" %.2f", float64(calls)/float64(n)) })
 }
 
 // kindList formats key counts by kind, sorted by kind.
