@@ -23,6 +23,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/a2c-smcp/a2c-go/aiod/browser"
 	"github.com/a2c-smcp/a2c-go/aiod/code"
 	"github.com/a2c-smcp/a2c-go/aiod/commands"
 	"github.com/a2c-smcp/a2c-go/aiod/computer"
@@ -103,6 +104,17 @@ type Config struct {
 	BashBin string
 	// Isolation contains what the daemon runs (default none).
 	Isolation Isolation
+	// Browser makes the daemon run Chromium itself (aiod --browser),
+	// headless, with its DevTools port at CDPEndpoint, instead of only
+	// attaching to one started by someone else.
+	Browser bool
+	// Desktop makes the daemon run an X display, a window manager and the
+	// computer-use worker at ComputerUseURL (aiod --desktop).
+	Desktop bool
+	// StateDir holds what the daemon keeps between its programs' restarts
+	// (the browser's profile). Default $XDG_STATE_HOME/aiod, else
+	// ~/.local/state/aiod.
+	StateDir string
 }
 
 // Daemon is the aiod HTTP surface: the envelope, validation, auth and the
@@ -119,6 +131,8 @@ type Daemon struct {
 	stop    context.CancelFunc
 	planes  []plane
 	mcp     *mcp.Server
+	// programs are what --browser and --desktop run (see launch.go).
+	programs programs
 	// lastRequest is when the latest request began (Unix ns).
 	lastRequest atomic.Int64
 }
@@ -187,7 +201,8 @@ func New(cfg Config) (*Daemon, error) {
 	codePlane := code.New(code.Config{Workspace: cfg.Workspace, Logger: cfg.Logger, DefaultUser: cfg.DefaultUser,
 		Python: cfg.PythonBin, Node: cfg.NodeBin, MaxKernelSessions: cfg.MaxKernels, MaxSessions: cfg.MaxCodeSessions,
 		KernelIdle: cfg.KernelIdle, SessionIdle: cfg.CodeIdle, HideEnv: hide, Sandbox: sb})
-	compPlane := computer.New(computer.Config{URL: cfg.ComputerUseURL, Logger: cfg.Logger})
+	compPlane := computer.New(computer.Config{URL: cfg.ComputerUseURL, Dial: d.dial, Logger: cfg.Logger})
+	brPlane := browser.New(browser.Config{CDPEndpoint: cfg.CDPEndpoint, Dial: d.dial, Logger: cfg.Logger})
 	d.planes = []plane{
 		cmdPlane,
 		filePlane,
@@ -197,9 +212,15 @@ func New(cfg Config) (*Daemon, error) {
 			MaxSessions: cfg.MaxTerminals, SessionIdle: cfg.TerminalIdle, Shell: cfg.BashBin, HideEnv: hide, Sandbox: sb}),
 		codePlane,
 		compPlane,
+		brPlane,
 	}
 	ctx, stop := context.WithCancel(context.Background())
 	d.stop = stop
+	if err := d.startPrograms(ctx); err != nil {
+		stop()
+		_ = d.sandbox.Close()
+		return nil, err
+	}
 	d.probe = &prober{ttl: 5 * time.Second, cdp: cfg.CDPEndpoint, computer: compPlane, python: cfg.PythonBin, node: cfg.NodeBin, ctx: ctx,
 		iso: isolationCaps{Report: sb.Report(), Machine: sandbox.Probe()}}
 	d.probe.start() // the first read waits for it, later ones never
@@ -223,7 +244,7 @@ func New(cfg Config) (*Daemon, error) {
 	// The MCP tools drive the planes' own engines: a tool and its route
 	// share sessions, processes and files.
 	d.mcp = mcp.New(mcp.Config{Commands: cmdPlane.Engine(), Files: filePlane.Engine(), Code: codePlane.Engine(),
-		Context: d.sandboxContext, Packages: d.packageList, SkillsPath: cfg.SkillsPath, Upstreams: cfg.MCPServers,
+		Context: d.sandboxContext, Packages: d.packageList, Browser: newBrowserTools(d, brPlane, compPlane), SkillsPath: cfg.SkillsPath, Upstreams: cfg.MCPServers,
 		AllowedHosts: cfg.MCPAllowedHosts, Version: Version, Logger: cfg.Logger, Registerer: d.reg})
 	mux.Handle("/mcp", d.mcp)
 	d.handler = bodyProgress(cfg.BodyIdle, d.instrument(mux, requestID(cors(d.auth(limitJSON(envelopeErrors(apiSurface(cfg.APISurface, mux))))))))
@@ -533,6 +554,9 @@ func (d *Daemon) Shutdown(ctx context.Context) error {
 		if err := p.Close(ctx); err != nil && first == nil {
 			first = err
 		}
+	}
+	if err := d.stopPrograms(ctx); err != nil && first == nil {
+		first = err
 	}
 	// Last: ending the sandbox kills whatever the planes left in it.
 	if err := d.sandbox.Close(); err != nil && first == nil {

@@ -49,6 +49,9 @@ const (
 	EnvPort            = "AIO_PORT"
 	// EnvComputerUseURL is where the computer-use worker is reached.
 	EnvComputerUseURL = "AIO_COMPUTER_USE_URL"
+	// EnvStateDir is where the daemon keeps state of its own (the
+	// browser profile of --browser).
+	EnvStateDir = "AIO_STATE_DIR"
 )
 
 // Surfaces are the values of AIO_API_SURFACE and --api-surface.
@@ -70,6 +73,7 @@ const (
 //	AIO_MCP_ALLOWED_HOSTS  a,b            MCPAllowedHosts
 //	BROWSER_REMOTE_DEBUGGING_HOST, _PORT  CDPEndpoint (default 127.0.0.1:9222)
 //	AIO_COMPUTER_USE_URL                  ComputerUseURL (default http://127.0.0.1:18100)
+//	AIO_STATE_DIR                         StateDir
 //	AIO_BASH_MAX_SESSIONS (50), AIO_BASH_SESSION_TIMEOUT_SECS (3600),
 //	AIO_BASH_KILL_GRACE_SECS (2, at most 10), AIO_SHELL_MAX_SESSIONS (20),
 //	AIO_SHELL_SESSION_TIMEOUT_SECS (3600), AIO_KERNEL_MAX_SESSIONS (5),
@@ -91,6 +95,7 @@ func configFromEnv(getenv func(string) string) (Config, error) {
 		APIKey:      getenv(EnvAPIKey),
 		DefaultUser: getenv(EnvDefaultUser),
 		SkillsPath:  getenv(EnvSkillsPath),
+		StateDir:    getenv(EnvStateDir),
 		PythonBin:   getenv("AIO_PYTHON_BIN"),
 		NodeBin:     getenv("AIO_NODE_BIN"),
 		BashBin:     getenv("AIO_BASH_BIN"),

@@ -22,6 +22,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/a2c-smcp/a2c-go/aiod/desktop"
 	"github.com/a2c-smcp/a2c-go/aiod/internal/sandbox"
 	"github.com/a2c-smcp/a2c-go/computer/mcphost"
 	"github.com/a2c-smcp/a2c-go/internal/redact"
@@ -76,6 +77,7 @@ var subcommands = [][2]string{
 	{"version", "print the version line: aio-daemon <version>+<revision>"},
 	{"doctor", "check what each plane needs on this machine; exit 1 when a required plane is unusable"},
 	{"print-openapi", "print an embedded OpenAPI document: v2 (default) or v1"},
+	{"computer-use", "serve the computer-use worker on the X display in DISPLAY (at AIO_COMPUTER_USE_LISTEN)"},
 	{"help", "print this help"},
 }
 
@@ -109,11 +111,13 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return runPrintOpenAPI(rest, stdout)
 	case "doctor":
 		return runDoctor(ctx, rest, stdout)
+	case "computer-use":
+		return desktop.Run(ctx, rest, os.Getenv, stdout, stderr)
 	case "help":
 		usage(stdout)
 		return nil
 	}
-	return usageError(fmt.Sprintf("unknown command %q (commands: start, version, doctor, print-openapi; see aiod --help)", name))
+	return usageError(fmt.Sprintf("unknown command %q (commands: start, version, doctor, print-openapi, computer-use; see aiod --help)", name))
 }
 
 // usage is `aiod --help`: the subcommands, then the flags of start.
@@ -275,6 +279,8 @@ type startValues struct {
 	port                                                                *int
 	office, server, name, token, approve, config, bundleID              *string
 	protocolVersion, landingRoot, skills                                *string
+	stateDir                                                            *string
+	browser, desktop                                                    *bool
 	isolation                                                           *IsolationFlags
 }
 
@@ -306,6 +312,9 @@ func startFlagSet() (*flag.FlagSet, *startValues) {
 		protocolVersion: fs.String("protocol-version", smcp.ProtocolVersion, "with --office: the A2C-SMCP version to speak ("+strings.Join(smcp.SupportedVersions(), ", ")+")"),
 		landingRoot:     fs.String("landing-root", "", `with --office: where client:put_blob uploads land (default <workspace>/uploads; "-" refuses uploads)`),
 		skills:          fs.String("skills", "", "with --office: a folder of skill packages served on the SKILL channel (default AIO_SKILLS_PATH)"),
+		browser:         fs.Bool("browser", false, "run Chromium (headless) with its DevTools port at BROWSER_REMOTE_DEBUGGING_HOST:PORT, restart it if it dies, end it on shutdown"),
+		desktop:         fs.Bool("desktop", false, "run an X display (Xvfb), a window manager and the computer-use worker at AIO_COMPUTER_USE_URL's port"),
+		stateDir:        fs.String("state-dir", "", "folder for what the daemon keeps, such as the browser's profile (env AIO_STATE_DIR; default $XDG_STATE_HOME/aiod or ~/.local/state/aiod)"),
 	}
 	v.isolation = AddIsolationFlags(fs, "none")
 	return fs, v
@@ -387,6 +396,10 @@ func parseStart(args []string, getenv func(string) string) (startOptions, error)
 		if cfg.MCPServers, err = checkMCPServers("--mcp-servers", *v.mcpServers); err != nil {
 			return o, usageError(err.Error())
 		}
+	}
+	cfg.Browser, cfg.Desktop = *v.browser, *v.desktop
+	if set["state-dir"] {
+		cfg.StateDir = *v.stateDir
 	}
 	cfg.Revision = revision()
 	o.cfg = cfg

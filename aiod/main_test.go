@@ -117,7 +117,7 @@ func TestMainCommands(t *testing.T) {
 		{[]string{"version", "--bad"}, 2, "", `^aiod: aiod version: flag provided but not defined: -bad\n$`},
 		{[]string{"print-openapi", "v3"}, 2, "", `^aiod: print-openapi: unknown document "v3" \(want v1 or v2\)\n$`},
 		{[]string{"print-openapi", "v1", "v2"}, 2, "", `^aiod: print-openapi takes one argument, v1 or v2\n$`},
-		{[]string{"frobnicate"}, 2, "", `^aiod: unknown command "frobnicate" \(commands: start, version, doctor, print-openapi; see aiod --help\)\n$`},
+		{[]string{"frobnicate"}, 2, "", `^aiod: unknown command "frobnicate" \(commands: start, version, doctor, print-openapi, computer-use; see aiod --help\)\n$`},
 		{[]string{"start", "--bogus"}, 2, "", `^aiod: flag provided but not defined: -bogus\n$`},
 		{[]string{"--api-surface", "v3"}, 2, "", `^aiod: --api-surface must be full or v2, got "v3"\n$`},
 		{[]string{"--office", "o"}, 2, "", `^aiod: --office needs --server URL\n$`},

@@ -28,7 +28,10 @@ const (
 // Config configures the plane.
 type Config struct {
 	// URL is the worker's base URL. Default DefaultURL.
-	URL    string
+	URL string
+	// Dial opens connections to the worker: inside the sandbox's network
+	// when the daemon runs the worker there. Nil: a plain dialer.
+	Dial   func(ctx context.Context, network, addr string) (net.Conn, error)
 	Logger *slog.Logger
 }
 
@@ -47,8 +50,16 @@ func New(cfg Config) *Plane {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
+	dial := cfg.Dial
+	if dial == nil {
+		dial = (&net.Dialer{}).DialContext
+	}
 	tr := &http.Transport{
-		DialContext:           (&net.Dialer{Timeout: 2 * time.Second}).DialContext,
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+			defer cancel()
+			return dial(ctx, network, addr)
+		},
 		ResponseHeaderTimeout: responseWait,
 		MaxIdleConnsPerHost:   8,
 		IdleConnTimeout:       90 * time.Second,

@@ -1,0 +1,8 @@
+// Package desktop is the computer-use worker (`aiod computer-use`): an
+// HTTP server on AIO_COMPUTER_USE_LISTEN that drives the X display named
+// by DISPLAY. It serves /v2/computer/* itself (aiod's computer plane
+// forwards to it unchanged): screenshots read in-process from the X
+// server, input through xdotool with key names checked before anything
+// is sent, the clipboard through xclip, windows, and screen recording
+// through ffmpeg. Accessibility answers the documented 501.
+package desktop
