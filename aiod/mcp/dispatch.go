@@ -193,8 +193,13 @@ func (r rawList) MarshalJSON() ([]byte, error) { return r.raw, nil }
 // is the SDK's (initialize, ping, cancellation).
 func (s *Server) toolsMiddleware(next sdk.MethodHandler) sdk.MethodHandler {
 	return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
-		if ex := req.GetExtra(); ex != nil && ex.Header.Get(HopHeader) != "" {
-			ctx = withHop(ctx)
+		if ex := req.GetExtra(); ex != nil && ex.Header != nil {
+			if ex.Header.Get(HopHeader) != "" {
+				ctx = withHop(ctx)
+			}
+			if r := originFromHeader(ex.Header); r != nil {
+				ctx = withOrigin(ctx, r)
+			}
 		}
 		switch method {
 		case "tools/list":

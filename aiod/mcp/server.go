@@ -60,14 +60,21 @@ const statelessProtocol = "2026-07-28"
 var protocolVersions = slices.DeleteFunc(sdk.SupportedProtocolVersions(), func(v string) bool { return v >= statelessProtocol })
 
 // Browser is what the three browser tools drive. A daemon without a
-// browser plane leaves it nil and the tools answer isError.
+// browser plane leaves it nil and the tools answer isError. An error's
+// text is the tool's isError text, so it must read well on its own.
 type Browser interface {
-	// Info describes the browser (user agent, CDP url, viewport).
-	Info(ctx context.Context) (any, error)
-	// Screenshot returns an image of the display and its MIME type.
+	// Info describes the browser (user agent, CDP url, viewport):
+	// browser_get_info's JSON. origin is the /mcp request the call came
+	// with (its Host, X-Forwarded-* headers and query build the URLs), or
+	// nil for a call through [Server.Connect]; see [Origin].
+	Info(ctx context.Context, origin *http.Request) (any, error)
+	// Screenshot returns an image of the whole display and its MIME
+	// type.
 	Screenshot(ctx context.Context) ([]byte, string, error)
-	// Action performs one GUI action (the tool's "action" object).
-	Action(ctx context.Context, action json.RawMessage) (any, error)
+	// Action performs one GUI action: the tool's "action" object, a
+	// POST /v2/computer/actions body whose action_type the tool has
+	// already checked against [ActionTypes].
+	Action(ctx context.Context, action json.RawMessage) error
 }
 
 // Config configures a [Server]. The engines are the ones the HTTP planes
@@ -235,6 +242,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if s.refuseRebinding(w, r) {
 		return
 	}
+	clearOrigin(r.Header)
 	sid := r.Header.Get("Mcp-Session-Id")
 	switch r.Method {
 	case http.MethodPost:
@@ -277,6 +285,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	r.ContentLength = int64(len(body))
+	markOrigin(r)
 	s.serveSDK(w, r)
 }
 
@@ -400,7 +409,7 @@ func (j *jsonErrors) finish() {
 // answers reach [MaxBatchAnswer] bytes, the requests left are answered
 // -32000 without being run.
 func (s *Server) servePlain(w http.ResponseWriter, r *http.Request, msgs []message, batch bool) {
-	ctx := r.Context()
+	ctx := withOrigin(r.Context(), r)
 	if r.Header.Get(HopHeader) != "" {
 		ctx = withHop(ctx)
 	}

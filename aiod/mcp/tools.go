@@ -113,15 +113,15 @@ func (s *Server) builtins() []*tool {
 			description: "Take a screenshot of the whole display the browser runs on.",
 			schema:      schema(`{"type": "object", "properties": {}}`)},
 		{name: "browser_gui_execute_action", run: s.browserAction,
-			description: "Perform one GUI action on the display: move, click, drag, scroll, type, press keys or wait.",
+			description: "Perform one GUI action on the display: move, click, drag, scroll, type, press keys, wait, set the clipboard, activate or minimise a window.",
 			schema: schema(`{
   "type": "object",
   "properties": {
     "action": {
       "type": "object",
-      "description": "The action: action_type plus its own fields (x, y, dx, dy, button, text, key, keys, duration).",
+      "description": "The action: action_type plus its own fields, as POST /v2/computer/actions takes them (x, y, x_offset, y_offset, button, num_clicks, dx, dy, text, use_clipboard, key, keys, duration, window_id, node_id, value).",
       "properties": {
-        "action_type": {"type": "string", "enum": ["MOVE_TO", "MOVE_REL", "CLICK", "MOUSE_DOWN", "MOUSE_UP", "RIGHT_CLICK", "DOUBLE_CLICK", "DRAG_TO", "DRAG_REL", "SCROLL", "TYPING", "PRESS", "KEY_DOWN", "KEY_UP", "HOTKEY", "WAIT"]}
+        "action_type": {"type": "string", "enum": ["MOVE_TO", "DRAG_TO", "MOVE_REL", "DRAG_REL", "CLICK", "RIGHT_CLICK", "DOUBLE_CLICK", "MOUSE_DOWN", "MOUSE_UP", "SCROLL", "TYPING", "PRESS", "KEY_DOWN", "KEY_UP", "HOTKEY", "WAIT", "SET_CLIPBOARD", "WINDOW_ACTIVATE", "WINDOW_MINIMIZE", "NODE_FOCUS", "NODE_INVOKE", "NODE_SET_VALUE"]}
       },
       "required": ["action_type"]
     }

@@ -1,0 +1,76 @@
+package computer
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+)
+
+// TestClient: Screenshot and Act against a fake worker: the bytes and
+// type it sends, the action body passed unchanged, its refusals as
+// WorkerError with its message (and each refused field of a 422), and
+// ErrUnavailable when nothing listens.
+func TestClient(t *testing.T) {
+	var gotBody string
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /v2/computer/screenshot", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "image/png")
+		_, _ = w.Write([]byte("\x89PNG\r\n\x1a\nshot"))
+	})
+	mux.HandleFunc("POST /v2/computer/actions", func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		gotBody = string(b)
+		w.Header().Set("Content-Type", "application/json")
+		switch gotBody {
+		case `{"action_type":"WAIT","duration":11}`:
+			w.WriteHeader(http.StatusUnprocessableEntity)
+			_, _ = io.WriteString(w, `{"success":false,"message":"Request data validation failed","data":null,"errors":[{"location":["body","duration"],"message":"must be more than 0 and at most 10","type":"value_error"}]}`)
+		case `{"action_type":"TYPING","text":"é","use_clipboard":false}`:
+			w.WriteHeader(http.StatusBadRequest)
+			_, _ = io.WriteString(w, `{"success":false,"message":"non-ASCII text needs use_clipboard","data":null,"hint":null}`)
+		case `{"action_type":"PRESS","key":"x"}`:
+			w.WriteHeader(http.StatusInternalServerError)
+			_, _ = io.WriteString(w, `oops`)
+		default:
+			_, _ = io.WriteString(w, `{"success":true,"message":"ok","data":{"status":"success","action_performed":"MOVE_TO"},"hint":null,"status":"success","action_performed":"MOVE_TO"}`)
+		}
+	})
+	ws := httptest.NewServer(mux)
+	defer ws.Close()
+	p := New(Config{URL: ws.URL})
+	ctx := context.Background()
+
+	img, mt, err := p.Screenshot(ctx)
+	if err != nil || string(img) != "\x89PNG\r\n\x1a\nshot" || mt != "image/png" {
+		t.Errorf("screenshot: %q %q %v", img, mt, err)
+	}
+	if err := p.Act(ctx, []byte(`{"action_type":"MOVE_TO","x":5,"y":5}`)); err != nil || gotBody != `{"action_type":"MOVE_TO","x":5,"y":5}` {
+		t.Errorf("act: %v, the worker got %s", err, gotBody)
+	}
+	for _, c := range []struct {
+		body, msg string
+		status    int
+	}{
+		{`{"action_type":"WAIT","duration":11}`, "Request data validation failed: body.duration: must be more than 0 and at most 10", 422},
+		{`{"action_type":"TYPING","text":"é","use_clipboard":false}`, "non-ASCII text needs use_clipboard", 400},
+		{`{"action_type":"PRESS","key":"x"}`, "the computer-use worker answered 500 Internal Server Error", 500},
+	} {
+		err := p.Act(ctx, []byte(c.body))
+		var we *WorkerError
+		if !errors.As(err, &we) || we.Status != c.status || we.Message != c.msg {
+			t.Errorf("%s: %v", c.body, err)
+		}
+	}
+
+	down := New(Config{URL: deadURL(t)})
+	if _, _, err := down.Screenshot(ctx); !errors.Is(err, ErrUnavailable) ||
+		err.Error()[:len(ErrUnavailable.Error())] != "computer-use worker is not available (start computer-use or set AIO_COMPUTER_USE_URL)" {
+		t.Errorf("screenshot down: %v", err)
+	}
+	if err := down.Act(ctx, []byte(`{"action_type":"WAIT","duration":0.1}`)); !errors.Is(err, ErrUnavailable) {
+		t.Errorf("act down: %v", err)
+	}
+}
