@@ -1,28 +1,408 @@
 package aiod
 
 // This file wires package launch into the daemon: the programs
-// aiod --browser and aiod --desktop run, and the dialer the browser and
-// computer-use planes reach them with.
+// aiod --browser and aiod --desktop run, the dialer the browser and
+// computer-use planes reach them with, and the /cdp proxy a2c up serves.
 
 import (
+	"cmp"
 	"context"
+	"errors"
+	"fmt"
 	"net"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/a2c-smcp/a2c-go/aiod/computer"
+	"github.com/a2c-smcp/a2c-go/aiod/internal/sandbox"
+	"github.com/a2c-smcp/a2c-go/aiod/launch"
 )
 
-// programs are the browser and desktop the daemon runs itself.
-type programs struct{}
+// Screen size of the display aiod --desktop starts.
+const desktopWidth, desktopHeight = 1920, 1080
 
-// startPrograms starts what Config.Browser and Config.Desktop ask for.
-func (d *Daemon) startPrograms(ctx context.Context) error { return nil }
+// programs are the browser and desktop the daemon runs itself. Their
+// fields are set by startPrograms before anything is served and only
+// read afterwards.
+type programs struct {
+	display, wm, worker, browser *launch.Supervisor
+	// displayNum is the X display (":N") of --desktop.
+	displayNum int
+	// inside are the loopback addresses (host:port) of the programs the
+	// daemon runs in a sandbox with a network of its own: d.dial reaches
+	// them there.
+	inside map[string]bool
+}
 
-// stopPrograms ends them.
-func (d *Daemon) stopPrograms(ctx context.Context) error { return nil }
+// defaultStateDir is $XDG_STATE_HOME/aiod, else ~/.local/state/aiod.
+func defaultStateDir() (string, error) {
+	if x := os.Getenv("XDG_STATE_HOME"); filepath.IsAbs(x) {
+		return filepath.Join(x, "aiod"), nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", fmt.Errorf("state folder: %w (set --state-dir or AIO_STATE_DIR)", err)
+	}
+	return filepath.Join(home, ".local", "state", "aiod"), nil
+}
+
+// startPrograms starts what Config.Browser and Config.Desktop ask for:
+// the display, its window manager and the computer-use worker first (the
+// browser runs headful on that display when both are asked), then
+// Chromium; each is ready (or the daemon does not start) before it
+// returns. Under isolation they run in the sandbox as every process the
+// daemon starts.
+func (d *Daemon) startPrograms(ctx context.Context) error {
+	if !d.cfg.Browser && !d.cfg.Desktop {
+		return nil
+	}
+	d.programs.inside = map[string]bool{}
+	ownNet := d.sandbox != nil && d.cfg.Isolation.Network == sandbox.NetworkNone
+	start := func(cmd *exec.Cmd) func() error { return d.sandbox.Wrap(cmd, cmd.Start) }
+	ok := false
+	defer func() {
+		if !ok {
+			sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			_ = d.stopPrograms(sctx)
+		}
+	}()
+
+	if d.cfg.Desktop {
+		wu, err := url.Parse(cmp.Or(d.cfg.ComputerUseURL, computer.DefaultURL))
+		if err != nil || wu.Port() == "" && wu.Scheme != "http" {
+			return fmt.Errorf("--desktop: AIO_COMPUTER_USE_URL %q has no port", d.cfg.ComputerUseURL)
+		}
+		workerAddr := hostPort(wu)
+		if ownNet {
+			d.programs.inside[loopbackKey(workerAddr)] = true
+		}
+		for _, t := range launch.DesktopTools[:2] { // the worker checks its own tools
+			if _, err := exec.LookPath(t.Name); err != nil {
+				return fmt.Errorf("--desktop: %w", &launch.MissingError{Program: t.Name, Package: t.Package, Detail: "looked for " + t.Name + " on PATH"})
+			}
+		}
+		env := d.programEnv()
+		sup, n, err := launch.StartDisplay(ctx, launch.DisplayOptions{Width: desktopWidth, Height: desktopHeight, Start: start,
+			Env: env, Logger: d.log, Sandboxed: d.sandbox != nil})
+		if err != nil {
+			return fmt.Errorf("--desktop: %w", err)
+		}
+		d.programs.display, d.programs.displayNum = sup, n
+		disp := "DISPLAY=:" + strconv.Itoa(n)
+		d.log.Debug("launch: X display up", "display", ":"+strconv.Itoa(n), "pid", sup.PID(), "size", fmt.Sprintf("%dx%d", desktopWidth, desktopHeight))
+		wm, _ := exec.LookPath("openbox")
+		if d.programs.wm, err = launch.Start(ctx, launch.Program{Name: "openbox", Start: start, Sandboxed: d.sandbox != nil, Logger: d.log, Grace: 2 * time.Second,
+			Command: func() (*exec.Cmd, error) {
+				cmd := exec.Command(wm, "--sm-disable")
+				cmd.Env, cmd.Dir = append(env, disp), "/"
+				return cmd, nil
+			}}); err != nil {
+			return fmt.Errorf("--desktop: %w", err)
+		}
+		exe, err := d.selfExecutable()
+		if err != nil {
+			return fmt.Errorf("--desktop: the computer-use worker: %w", err)
+		}
+		listen := "AIO_COMPUTER_USE_LISTEN=" + workerAddr
+		worker, err := launch.Start(ctx, launch.Program{Name: "computer-use", Start: start, Sandboxed: d.sandbox != nil, Logger: d.log, Grace: 3 * time.Second,
+			Command: func() (*exec.Cmd, error) {
+				cmd := exec.Command(exe, "computer-use")
+				cmd.Env, cmd.Dir = append(env, disp, listen), "/"
+				return cmd, nil
+			}})
+		if err != nil {
+			return fmt.Errorf("--desktop: %w", err)
+		}
+		d.programs.worker = worker
+		d.log.Debug("launch: computer-use worker started", "listen", workerAddr, "pid", worker.PID())
+	}
+
+	if d.cfg.Browser {
+		br, err := launch.FindBrowser(os.Getenv)
+		if err != nil {
+			return fmt.Errorf("--browser: %w", err)
+		}
+		cu, err := url.Parse(d.cfg.CDPEndpoint)
+		if err != nil || cu.Hostname() == "" {
+			return fmt.Errorf("--browser: bad DevTools endpoint %q", d.cfg.CDPEndpoint)
+		}
+		port, _ := strconv.Atoi(cmp.Or(cu.Port(), "9222"))
+		if ownNet {
+			d.programs.inside[loopbackKey(hostPort(cu))] = true
+		}
+		profile, home, err := d.browserProfile()
+		if err != nil {
+			return fmt.Errorf("--browser: %w", err)
+		}
+		opts := launch.BrowserOptions{Host: cu.Hostname(), Port: port, Profile: profile, Headful: d.cfg.Desktop, NoDevShm: d.sandbox != nil}
+		env := d.programEnv()
+		if home != "" {
+			env = append(env, "HOME="+home)
+		}
+		if d.cfg.Desktop {
+			env = append(env, "DISPLAY=:"+strconv.Itoa(d.programs.displayNum))
+		}
+		hc := &http.Client{Transport: &http.Transport{DialContext: d.dial, DisableKeepAlives: true}}
+		version := strings.TrimSuffix(d.cfg.CDPEndpoint, "/") + "/json/version"
+		sup, err := launch.Start(ctx, launch.Program{Name: "chromium", Start: start, Sandboxed: d.sandbox != nil, Logger: d.log, ReadyTimeout: 30 * time.Second,
+			Command: func() (*exec.Cmd, error) {
+				cmd := exec.Command(br.Path, launch.BrowserArgs(opts)...)
+				cmd.Env, cmd.Dir = env, "/"
+				return cmd, nil
+			},
+			Ready: func(ctx context.Context) error {
+				req, err := http.NewRequestWithContext(ctx, http.MethodGet, version, nil)
+				if err != nil {
+					return err
+				}
+				resp, err := hc.Do(req)
+				if err != nil {
+					return err
+				}
+				resp.Body.Close()
+				if resp.StatusCode != http.StatusOK {
+					return fmt.Errorf("/json/version answered %d", resp.StatusCode)
+				}
+				return nil
+			}})
+		if err != nil {
+			return fmt.Errorf("--browser: %w", err)
+		}
+		d.programs.browser = sup
+		d.log.Debug("launch: browser up", "executable", br.Path, "cdp", d.cfg.CDPEndpoint, "profile", profile, "headless", !d.cfg.Desktop, "pid", sup.PID())
+	}
+	if d.programs.display != nil {
+		// Programs on the display lose it when the X server dies: they
+		// start again on the restarted one.
+		d.programs.display.OnRestart(func() {
+			d.programs.wm.Restart()
+			d.programs.worker.Restart()
+			if d.programs.browser != nil {
+				d.programs.browser.Restart()
+			}
+		})
+	}
+	ok = true
+	return nil
+}
+
+// stopPrograms ends them: the browser first, then the worker, the window
+// manager and the X server, each with its whole process group, reaped.
+func (d *Daemon) stopPrograms(ctx context.Context) error {
+	var errs []error
+	for _, s := range []*launch.Supervisor{d.programs.browser, d.programs.worker, d.programs.wm, d.programs.display} {
+		if err := s.Stop(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// browserProfile is the folder Chromium keeps its profile in (made if
+// missing) and, under isolation, the HOME it is given. Without isolation
+// it is <StateDir>/browser-profile. In the sandbox, whose view holds
+// only the system folders, its own /tmp and the workspace, it is
+// <workspace>/.aiod/browser-profile, made by the sandbox account (so it
+// persists with the workspace and the browser can write it); when the
+// account cannot write the workspace, the sandbox's /tmp.
+func (d *Daemon) browserProfile() (profile, home string, err error) {
+	if d.sandbox == nil {
+		dir := d.cfg.StateDir
+		if dir == "" {
+			if dir, err = defaultStateDir(); err != nil {
+				return "", "", err
+			}
+		}
+		profile = filepath.Join(dir, "browser-profile")
+		if err := os.MkdirAll(profile, 0o700); err != nil {
+			return "", "", fmt.Errorf("browser profile: %w", err)
+		}
+		return profile, "", nil
+	}
+	for _, base := range []string{filepath.Join(d.cfg.Workspace, ".aiod"), "/tmp/aiod"} {
+		profile = filepath.Join(base, "browser-profile")
+		if err = d.sandbox.Do(func() error { return os.MkdirAll(profile, 0o700) }); err == nil {
+			return profile, base, nil
+		}
+	}
+	return "", "", fmt.Errorf("browser profile in the sandbox: %w", err)
+}
+
+// selfExecutable is how a sandboxed process executes this binary: the
+// daemon's own file is usually outside the sandbox's view, but
+// /proc/self/exe of the child (a fork of the daemon until it executes)
+// is this binary wherever it lies.
+func (d *Daemon) selfExecutable() (string, error) {
+	if d.sandbox != nil {
+		return "/proc/self/exe", nil
+	}
+	return os.Executable()
+}
+
+// programEnv is the environment of the programs: the daemon's, without
+// the API key under any name (no program needs it, and a sandboxed one
+// must not see it).
+func (d *Daemon) programEnv() []string {
+	hide := map[string]bool{EnvAPIKey: true, "SANDBOX_API_KEY": true, "A2C_TOKEN": true}
+	for _, k := range keyHolders(d.cfg.APIKey, os.Environ()) {
+		hide[k] = true
+	}
+	var env []string
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		if !hide[k] && k != "DISPLAY" && k != "AIO_COMPUTER_USE_LISTEN" {
+			env = append(env, kv)
+		}
+	}
+	return env
+}
 
 // dial opens a connection to a program the daemon reaches over TCP (the
 // browser's DevTools port, the computer-use worker): inside the
-// sandbox's network under isolation with its own network, else a plain
-// dial.
+// sandbox's network when the daemon runs that program in a sandbox with
+// a network of its own (--network none), else a plain dial.
 func (d *Daemon) dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	if d.programs.inside[loopbackKey(addr)] {
+		return d.dialInside(ctx, network, addr)
+	}
 	var nd net.Dialer
 	return nd.DialContext(ctx, network, addr)
+}
+
+// dialInside connects to addr (a loopback address) in the sandbox's
+// network namespace. A socket belongs to the network namespace of the
+// thread that creates it, for its whole life: so only the socket(2) call
+// runs on a sandbox thread (Sandbox.Do, which must not block on the
+// network), and the non-blocking connect and its wait happen here,
+// through Go's poller, with ctx's deadline.
+func (d *Daemon) dialInside(ctx context.Context, network, addr string) (net.Conn, error) {
+	fail := func(err error) (net.Conn, error) {
+		return nil, &net.OpError{Op: "dial", Net: network, Addr: nil, Err: fmt.Errorf("%s in the sandbox: %w", addr, err)}
+	}
+	ap, err := resolveLoopback(addr)
+	if err != nil {
+		return fail(err)
+	}
+	family := unix.AF_INET
+	var sa unix.Sockaddr = &unix.SockaddrInet4{Port: int(ap.Port()), Addr: ap.Addr().As4()}
+	if ap.Addr().Is6() && !ap.Addr().Is4In6() {
+		family, sa = unix.AF_INET6, &unix.SockaddrInet6{Port: int(ap.Port()), Addr: ap.Addr().As16()}
+	}
+	fd := -1
+	if err := d.sandbox.Do(func() error {
+		var err error
+		fd, err = unix.Socket(family, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+		return err
+	}); err != nil {
+		return fail(err)
+	}
+	f := os.NewFile(uintptr(fd), "tcp:"+addr) // non-blocking: registered with the poller
+	defer f.Close()                           // FileConn holds a duplicate
+	if err := unix.Connect(fd, sa); err != nil && !errors.Is(err, unix.EINPROGRESS) {
+		return fail(err)
+	}
+	if dl, ok := ctx.Deadline(); ok {
+		_ = f.SetWriteDeadline(dl)
+	}
+	stop := context.AfterFunc(ctx, func() { _ = f.SetWriteDeadline(time.Now()) })
+	defer stop()
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return fail(err)
+	}
+	var connErr error
+	if err := rc.Write(func(fd uintptr) bool {
+		// Writable means the connect has finished, one way or the other.
+		if v, err := unix.GetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_ERROR); err != nil || v != 0 {
+			connErr = cmp.Or[error](err, syscall.Errno(v))
+			return true
+		}
+		_, err := unix.Getpeername(int(fd))
+		return err == nil // ENOTCONN: still in progress, wait
+	}); err != nil {
+		if ctx.Err() != nil {
+			return fail(ctx.Err())
+		}
+		return fail(err)
+	}
+	if connErr != nil {
+		return fail(connErr)
+	}
+	_ = f.SetWriteDeadline(time.Time{})
+	c, err := net.FileConn(f)
+	if err != nil {
+		return fail(err)
+	}
+	return c, nil
+}
+
+// CDPProxy is what a2c up serves at /cdp/*: the browser's DevTools
+// endpoint (HTTP and WebSocket) reached through the daemon's dialer
+// (into the sandbox's network when the browser runs there). It checks no
+// credential; the caller wraps it in its own.
+func (d *Daemon) CDPProxy() (*launch.CDPProxy, error) {
+	return launch.NewCDPProxy(d.cfg.CDPEndpoint, d.dial)
+}
+
+// Display is the X display aiod --desktop runs (":99"), or "".
+func (d *Daemon) Display() string {
+	if d.programs.display == nil {
+		return ""
+	}
+	return ":" + strconv.Itoa(d.programs.displayNum)
+}
+
+// hostPort is u's host:port, the scheme's port when it names none.
+func hostPort(u *url.URL) string {
+	port := u.Port()
+	if port == "" {
+		port = map[string]string{"https": "443"}[u.Scheme]
+		if port == "" {
+			port = "80"
+		}
+	}
+	return net.JoinHostPort(u.Hostname(), port)
+}
+
+// loopbackKey normalises a loopback host:port (localhost → 127.0.0.1) so
+// that the planes' addresses match the programs'; other addresses are
+// returned as they are.
+func loopbackKey(addr string) string {
+	if ap, err := resolveLoopback(addr); err == nil {
+		return ap.String()
+	}
+	return addr
+}
+
+// resolveLoopback parses a loopback host:port; "localhost" is
+// 127.0.0.1. Anything else is an error: the sandbox is reached on its
+// own loopback only.
+func resolveLoopback(addr string) (netip.AddrPort, error) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return netip.AddrPort{}, err
+	}
+	if host == "localhost" {
+		host = "127.0.0.1"
+	}
+	ip, err := netip.ParseAddr(host)
+	if err != nil || !ip.IsLoopback() {
+		return netip.AddrPort{}, fmt.Errorf("%s is not a loopback address", host)
+	}
+	p, err := strconv.ParseUint(port, 10, 16)
+	if err != nil {
+		return netip.AddrPort{}, fmt.Errorf("bad port %q", port)
+	}
+	return netip.AddrPortFrom(ip.Unmap(), uint16(p)), nil
 }

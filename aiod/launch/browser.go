@@ -1,0 +1,161 @@
+package launch
+
+import (
+	"os"
+	"os/exec"
+	"strconv"
+)
+
+// EnvBrowserExecutable names the Chromium executable to use
+// (BROWSER_EXECUTABLE_PATH).
+const EnvBrowserExecutable = "BROWSER_EXECUTABLE_PATH"
+
+// WellKnownBrowsers are where Debian's and Google's packages install a
+// Chromium, in the order they are tried.
+var WellKnownBrowsers = []string{"/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome", "/opt/google/chrome/chrome"}
+
+// browserNames are looked up on PATH last.
+var browserNames = []string{"chromium", "chromium-browser", "google-chrome", "chrome"}
+
+// Where a browser executable was found ([Browser.Source]), as
+// capabilities.browser.executable_source says it.
+const (
+	SourceEnv       = "env"
+	SourceWellKnown = "wellknown"
+	SourcePath      = "path"
+)
+
+// Browser is a Chromium executable found by [FindBrowser].
+type Browser struct {
+	Path   string
+	Source string // SourceEnv, SourceWellKnown or SourcePath
+}
+
+// BrowserPackage is the Debian package that provides Chromium.
+const BrowserPackage = "chromium"
+
+// MissingError is a program the daemon needs that is not installed. Its
+// text names the Debian package that provides it.
+type MissingError struct {
+	Program string // "Chromium", "Xvfb"
+	Package string // "chromium", "xvfb"
+	Detail  string // what was looked at
+}
+
+func (e *MissingError) Error() string {
+	s := "no " + e.Program + " executable"
+	if e.Detail != "" {
+		s += " (" + e.Detail + ")"
+	}
+	return s + "; install it with: apt-get install " + e.Package
+}
+
+// FindBrowser is the one rule for finding Chromium, shared by the
+// capability probe, aiod doctor and aiod --browser: BROWSER_EXECUTABLE_PATH
+// when set (and then only it: a named executable that is missing is an
+// error, never silently replaced), else the first of [WellKnownBrowsers]
+// that exists, else chromium, chromium-browser, google-chrome or chrome
+// on PATH. Nothing found is a *[MissingError] naming the package.
+func FindBrowser(getenv func(string) string) (Browser, error) {
+	if e := getenv(EnvBrowserExecutable); e != "" {
+		if executable(e) {
+			return Browser{Path: e, Source: SourceEnv}, nil
+		}
+		return Browser{}, &MissingError{Program: "Chromium", Package: BrowserPackage,
+			Detail: EnvBrowserExecutable + "=" + e + " is not an executable file"}
+	}
+	for _, p := range WellKnownBrowsers {
+		if executable(p) {
+			return Browser{Path: p, Source: SourceWellKnown}, nil
+		}
+	}
+	for _, n := range browserNames {
+		if p, err := exec.LookPath(n); err == nil {
+			return Browser{Path: p, Source: SourcePath}, nil
+		}
+	}
+	return Browser{}, &MissingError{Program: "Chromium", Package: BrowserPackage,
+		Detail: "looked for " + EnvBrowserExecutable + ", /usr/bin/chromium and chromium on PATH"}
+}
+
+// executable reports whether p is a regular file someone may execute.
+func executable(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0
+}
+
+// BrowserOptions shape Chromium's command line ([BrowserArgs]).
+type BrowserOptions struct {
+	// Host and Port are the DevTools address
+	// (BROWSER_REMOTE_DEBUGGING_HOST, _PORT).
+	Host string
+	Port int
+	// Profile is the --user-data-dir.
+	Profile string
+	// Headful runs it on the X display of its DISPLAY instead of
+	// headless.
+	Headful bool
+	// NoDevShm keeps Chromium's shared memory out of /dev/shm, which a
+	// sandbox's view does not have.
+	NoDevShm bool
+}
+
+// BrowserArgs is Chromium's command line (without the program): the
+// DevTools port on o.Host:o.Port, a private profile, a 1280x720 window,
+// no first-run work, no background traffic to Google (component updates,
+// sync, safe-browsing lists, metrics), and about:blank as the first tab.
+// --no-sandbox: Chromium's own sandbox needs user namespaces or a setuid
+// helper that a container or aiod's sandbox does not give it; aiod's
+// isolation is what contains it.
+func BrowserArgs(o BrowserOptions) []string {
+	args := []string{
+		"--no-sandbox",
+		"--remote-debugging-address=" + o.Host,
+		"--remote-debugging-port=" + strconv.Itoa(o.Port),
+		"--user-data-dir=" + o.Profile,
+		"--window-size=1280,720",
+		"--no-first-run",
+		"--no-default-browser-check",
+		"--disable-background-networking",
+		"--disable-component-update",
+		"--disable-sync",
+		"--disable-breakpad",
+		"--disable-domain-reliability",
+		"--metrics-recording-only",
+		"--password-store=basic",
+		"--use-mock-keychain",
+	}
+	if !o.Headful {
+		args = append(args, "--headless=new")
+	}
+	if o.NoDevShm {
+		args = append(args, "--disable-dev-shm-usage")
+	}
+	return append(args, "about:blank")
+}
+
+// Tool is a program of the desktop with the Debian package that
+// provides it, for aiod doctor.
+type Tool struct {
+	Name, Package, Use string
+}
+
+// DesktopTools are what aiod --desktop and the computer-use worker run.
+var DesktopTools = []Tool{
+	{"Xvfb", "xvfb", "the X display"},
+	{"openbox", "openbox", "the window manager (window activation needs one)"},
+	{"xdotool", "xdotool", "mouse, keyboard and window actions"},
+	{"xclip", "xclip", "the clipboard"},
+	{"ffmpeg", "ffmpeg", "screen recording"},
+}
+
+// MissingTools returns the tools of DesktopTools not found on PATH.
+func MissingTools() []Tool {
+	var out []Tool
+	for _, t := range DesktopTools {
+		if _, err := exec.LookPath(t.Name); err != nil {
+			out = append(out, t)
+		}
+	}
+	return out
+}

@@ -1,0 +1,110 @@
+package launch
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// Dialer opens a connection the way the daemon reaches its programs
+// (inside the sandbox's network when it has its own).
+type Dialer func(ctx context.Context, network, addr string) (net.Conn, error)
+
+// CDPPrefix is where a2c up serves the browser's DevTools endpoint.
+const CDPPrefix = "/cdp"
+
+// CDPProxy forwards /cdp/* to a browser's DevTools endpoint: HTTP (the
+// /json routes) and the WebSocket of /cdp/devtools/... , with the prefix
+// removed (/cdp/devtools/browser/<id> → /devtools/browser/<id>). It
+// checks no credential itself: the caller wraps it in its own auth, and
+// the query parameter api_key is dropped before forwarding.
+//
+// Chromium accepts DevTools requests only with a Host that is an IP
+// address or localhost, and WebSocket upgrades only without an Origin it
+// was not told to allow: the proxy presents the endpoint's own host and
+// drops Origin, the caller's auth being what admits a client.
+type CDPProxy struct {
+	target *url.URL
+	rp     *httputil.ReverseProxy
+	client *http.Client
+}
+
+// NewCDPProxy returns the proxy to endpoint (http://HOST:PORT) through
+// dial.
+func NewCDPProxy(endpoint string, dial Dialer) (*CDPProxy, error) {
+	u, err := url.Parse(endpoint)
+	if err != nil || u.Host == "" {
+		return nil, fmt.Errorf("cdp proxy: bad DevTools endpoint %q", endpoint)
+	}
+	tr := &http.Transport{DialContext: dial, ResponseHeaderTimeout: 30 * time.Second, MaxIdleConnsPerHost: 4,
+		IdleConnTimeout: 90 * time.Second}
+	p := &CDPProxy{target: u, client: &http.Client{Transport: tr, Timeout: 5 * time.Second}}
+	p.rp = &httputil.ReverseProxy{
+		Transport: tr,
+		Rewrite: func(r *httputil.ProxyRequest) {
+			r.Out.URL.Scheme, r.Out.URL.Host = "http", u.Host
+			r.Out.Host = u.Host
+			r.Out.URL.Path = strings.TrimPrefix(r.In.URL.Path, CDPPrefix)
+			if r.Out.URL.Path == "" {
+				r.Out.URL.Path = "/"
+			}
+			r.Out.URL.RawPath = ""
+			q := r.In.URL.Query()
+			q.Del("api_key")
+			r.Out.URL.RawQuery = q.Encode()
+			r.Out.Header.Del("Origin")
+			r.Out.Header.Del("Authorization")
+			r.Out.Header.Del("X-Api-Key")
+			r.Out.Header.Del("Cookie")
+		},
+		ErrorHandler: func(w http.ResponseWriter, _ *http.Request, _ error) {
+			http.Error(w, "the browser's DevTools endpoint is not reachable", http.StatusBadGateway)
+		},
+	}
+	return p, nil
+}
+
+// ServeHTTP forwards one request or WebSocket.
+func (p *CDPProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path != CDPPrefix && !strings.HasPrefix(r.URL.Path, CDPPrefix+"/") {
+		http.NotFound(w, r)
+		return
+	}
+	p.rp.ServeHTTP(w, r)
+}
+
+// BrowserPath is the path of the browser's own WebSocket, from
+// /json/version's webSocketDebuggerUrl: /devtools/browser/<uuid>.
+func (p *CDPProxy) BrowserPath(ctx context.Context) (string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.target.String()+"/json/version", nil)
+	if err != nil {
+		return "", err
+	}
+	resp, err := p.client.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	var v struct {
+		WS string `json:"webSocketDebuggerUrl"`
+	}
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("/json/version answered %d", resp.StatusCode)
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&v); err != nil {
+		return "", fmt.Errorf("/json/version: %w", err)
+	}
+	ws, err := url.Parse(v.WS)
+	if err != nil || !strings.HasPrefix(ws.Path, "/devtools/browser/") {
+		return "", errors.New("/json/version has no browser WebSocket URL")
+	}
+	return ws.Path, nil
+}
