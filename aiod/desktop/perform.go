@@ -1,0 +1,206 @@
+package desktop
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jezek/xgb"
+	"github.com/jezek/xgb/xproto"
+
+	"github.com/a2c-smcp/a2c-go/aiod/internal/api"
+	"github.com/a2c-smcp/a2c-go/aiod/internal/serde"
+)
+
+// Input timings.
+const (
+	keyTimeout = 5 * time.Second
+	typeDelay  = 8 // ms between typed characters (xdotool type --delay)
+)
+
+// errNoAccessibility is the answer of the accessibility routes and the
+// NODE_* actions: this worker has no accessibility backend (digest §2.2,
+// a documented permanent state).
+var errNoAccessibility = api.NewError(api.ErrNotImplemented, "No accessibility backend: this computer-use worker does not read the accessibility tree").
+	WithHint("use screenshots and pointer actions; GET /capabilities says accessibility:false").
+	WithData(map[string]any{"accessibility_backend": nil})
+
+// perform runs one validated action. The caller holds w.input, so no
+// other input reaches the display meanwhile.
+func (w *worker) perform(ctx context.Context, a *Action) error {
+	switch a.Type {
+	case "WAIT":
+		t := time.NewTimer(time.Duration(a.Duration * float64(time.Second)))
+		defer t.Stop()
+		select {
+		case <-t.C:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	case "NODE_FOCUS", "NODE_INVOKE", "NODE_SET_VALUE":
+		return errNoAccessibility
+	}
+	x, err := w.x.get()
+	if err != nil {
+		return w.noDisplay()
+	}
+	err = w.performX(ctx, x, a)
+	var xe xgb.Error
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &xe):
+		w.log.Warn("X request failed", "action", a.Type, "error", err.Error())
+		return api.NewError(api.ErrUnavailable, "the X server refused the input")
+	case isAnswer(err) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
+		return err
+	}
+	// anything else is the connection itself
+	w.x.broken(x, err)
+	return w.noDisplay()
+}
+
+// isAnswer: err already words itself for the client.
+func isAnswer(err error) bool {
+	var ae *api.Error
+	var an api.Answerer
+	var se *serde.Error
+	return errors.As(err, &ae) || errors.As(err, &an) || errors.As(err, &se)
+}
+
+var buttons = map[string]byte{"left": 1, "middle": 2, "right": 3}
+
+func (w *worker) performX(ctx context.Context, x *xconn, a *Action) error {
+	switch a.Type {
+	case "MOVE_TO", "MOVE_REL", "DRAG_TO", "DRAG_REL", "CLICK", "RIGHT_CLICK", "DOUBLE_CLICK", "MOUSE_DOWN", "MOUSE_UP", "SCROLL":
+		if !x.xtest {
+			return api.NewError(api.ErrUnavailable, "the X server has no XTEST extension: pointer input is unavailable")
+		}
+	}
+	switch a.Type {
+	case "MOVE_TO":
+		return x.motion(a.X, a.Y)
+	case "MOVE_REL", "DRAG_REL":
+		px, py, err := x.pointer()
+		if err != nil {
+			return err
+		}
+		scr, err := x.size()
+		if err != nil {
+			return err
+		}
+		tx, ty := px+a.DX, py+a.DY
+		if err := onScreen(tx, ty, scr, []string{"body"}); err != nil {
+			return fieldError([]string{"body"}, "x_offset", fmt.Sprintf("the move from (%d,%d) by (%d,%d) leaves the screen (%dx%d)", px, py, a.DX, a.DY, scr.Width, scr.Height))
+		}
+		if a.Type == "MOVE_REL" {
+			return x.motion(tx, ty)
+		}
+		return drag(x, px, py, tx, ty)
+	case "DRAG_TO":
+		px, py, err := x.pointer()
+		if err != nil {
+			return err
+		}
+		return drag(x, px, py, a.X, a.Y)
+	case "CLICK", "RIGHT_CLICK", "DOUBLE_CLICK":
+		if a.HasXY {
+			if err := x.motion(a.X, a.Y); err != nil {
+				return err
+			}
+		}
+		b := buttons[a.Button]
+		for range a.NumClicks {
+			if err := x.button(b, true); err != nil {
+				return err
+			}
+			if err := x.button(b, false); err != nil {
+				return err
+			}
+		}
+		return nil
+	case "MOUSE_DOWN", "MOUSE_UP":
+		return x.button(buttons[a.Button], a.Type == "MOUSE_DOWN")
+	case "SCROLL":
+		// X scrolls with buttons: 4 up, 5 down, 6 left, 7 right; +dy is
+		// up and +dx right (1.x).
+		for _, s := range []struct {
+			n        int
+			pos, neg byte
+		}{{a.DY, 4, 5}, {a.DX, 7, 6}} {
+			b := s.pos
+			if s.n < 0 {
+				b = s.neg
+			}
+			for range abs(s.n) {
+				if err := x.button(b, true); err != nil {
+					return err
+				}
+				if err := x.button(b, false); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	case "TYPING":
+		if a.UseClipboard {
+			if err := w.setClipboard(ctx, x, a.Text); err != nil {
+				return err
+			}
+			_, err := w.run(ctx, w.xdotool, keyTimeout, nil, 4096, "key", "--", "Shift_L+Insert")
+			return err
+		}
+		timeout := keyTimeout + time.Duration(len(a.Text))*time.Duration(typeDelay*3)*time.Millisecond
+		_, err := w.run(ctx, w.xdotool, timeout, nil, 4096, "type", "--delay", strconv.Itoa(typeDelay), "--", a.Text)
+		return err
+	case "PRESS", "HOTKEY":
+		_, err := w.run(ctx, w.xdotool, keyTimeout, nil, 4096, "key", "--", strings.Join(a.Keys, "+"))
+		return err
+	case "KEY_DOWN":
+		_, err := w.run(ctx, w.xdotool, keyTimeout, nil, 4096, "keydown", "--", a.Keys[0])
+		return err
+	case "KEY_UP":
+		_, err := w.run(ctx, w.xdotool, keyTimeout, nil, 4096, "keyup", "--", a.Keys[0])
+		return err
+	case "SET_CLIPBOARD":
+		return w.setClipboard(ctx, x, a.Text)
+	case "WINDOW_ACTIVATE", "WINDOW_MINIMIZE":
+		win := xproto.Window(a.Window)
+		ok, err := x.exists(win)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return api.NewError(api.ErrNotFound, fmt.Sprintf("window %d does not exist (closed?)", a.Window)).
+				WithHint("list the windows again (GET /v2/computer/windows)").WithField("window_id")
+		}
+		if a.Type == "WINDOW_ACTIVATE" {
+			return x.activate(win)
+		}
+		return x.minimize(win)
+	}
+	return api.NewError(api.ErrInternal, "unhandled action "+a.Type) // DecodeAction admits no other type
+}
+
+// drag presses the left button at (fx, fy), moves through the midpoint
+// to (tx, ty) (applications start a drag on motion with the button
+// held) and releases there.
+func drag(x *xconn, fx, fy, tx, ty int) error {
+	if err := x.motion(fx, fy); err != nil {
+		return err
+	}
+	if err := x.button(1, true); err != nil {
+		return err
+	}
+	if err := x.motion((fx+tx)/2, (fy+ty)/2); err != nil {
+		return err
+	}
+	if err := x.motion(tx, ty); err != nil {
+		return err
+	}
+	return x.button(1, false)
+}

@@ -1,0 +1,257 @@
+package desktop
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/a2c-smcp/a2c-go/aiod/internal/api"
+)
+
+// Recording limits and defaults (digest §2.2).
+const (
+	defaultFPS         = 30
+	maxFPS             = 60
+	defaultCRF         = 30
+	maxCRF             = 51
+	defaultMaxDuration = 60.0
+	maxRecordDuration  = 600.0
+	// recordStopWait is how long ffmpeg may take to finish the file
+	// after SIGINT before it is killed.
+	recordStopWait = 10 * time.Second
+)
+
+// RecordRequest is POST record's body.
+type RecordRequest struct {
+	Action      string   `json:"action" serde:"required,enum=start|status|stop"`
+	FPS         *uint32  `json:"fps"`
+	CRF         *uint32  `json:"crf"`
+	MaxDuration *float64 `json:"max_duration"`
+	Width       *uint32  `json:"width"`
+	Height      *uint32  `json:"height"`
+	SavePath    *string  `json:"save_path"`
+}
+
+// RecordState is POST record's data.
+type RecordState struct {
+	Status        string  `json:"status"` // idle, recording, stopped
+	Duration      float64 `json:"duration"`
+	SavePath      *string `json:"save_path"`
+	FileSizeBytes *int64  `json:"file_size_bytes"`
+}
+
+// recorder runs at most one ffmpeg x11grab at a time; cur is the last
+// recording started (nil: idle).
+type recorder struct {
+	mu  sync.Mutex
+	cur *recording
+}
+
+// recording is one ffmpeg run. Invariant: done is closed by the one
+// goroutine that waits for ffmpeg, after it has set end; end is read
+// only once done is closed.
+type recording struct {
+	cmd   *exec.Cmd
+	done  chan struct{}
+	path  string
+	start time.Time
+	end   time.Time
+}
+
+// record answers POST record.
+func (w *worker) record(req RecordRequest) (RecordState, error) {
+	r := &w.rec
+	switch req.Action {
+	case "status":
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		return r.stateLocked(), nil
+	case "stop":
+		return r.stop(), nil
+	}
+	return w.startRecording(req)
+}
+
+func (w *worker) startRecording(req RecordRequest) (RecordState, error) {
+	loc := []string{"body"}
+	fps, crf, maxDur := uint32(defaultFPS), uint32(defaultCRF), defaultMaxDuration
+	if req.FPS != nil {
+		if fps = *req.FPS; fps < 1 || fps > maxFPS {
+			return RecordState{}, fieldError(loc, "fps", fmt.Sprintf("fps must be between 1 and %d", maxFPS))
+		}
+	}
+	if req.CRF != nil {
+		if crf = *req.CRF; crf > maxCRF {
+			return RecordState{}, fieldError(loc, "crf", fmt.Sprintf("crf must be between 0 and %d", maxCRF))
+		}
+	}
+	if req.MaxDuration != nil {
+		if maxDur = *req.MaxDuration; !(maxDur > 0 && maxDur <= maxRecordDuration) {
+			return RecordState{}, fieldError(loc, "max_duration", fmt.Sprintf("max_duration must be greater than 0 and at most %g seconds", maxRecordDuration))
+		}
+	}
+	if w.ffmpeg.path == "" {
+		return RecordState{}, w.ffmpeg.unavailable()
+	}
+	x, err := w.x.get()
+	if err != nil {
+		return RecordState{}, w.noDisplay()
+	}
+	scr, err := x.size()
+	if err != nil {
+		w.x.broken(x, err)
+		return RecordState{}, w.noDisplay()
+	}
+	width, height := scr.Width, scr.Height
+	if req.Width != nil {
+		if width = int(*req.Width); width < 2 || width > scr.Width {
+			return RecordState{}, fieldError(loc, "width", fmt.Sprintf("width must be between 2 and the screen's %d", scr.Width))
+		}
+	}
+	if req.Height != nil {
+		if height = int(*req.Height); height < 2 || height > scr.Height {
+			return RecordState{}, fieldError(loc, "height", fmt.Sprintf("height must be between 2 and the screen's %d", scr.Height))
+		}
+	}
+	r := &w.rec
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.cur != nil && !closed(r.cur.done) {
+		return RecordState{}, api.NewError(api.ErrConflict, "a recording is already running").WithHint("stop it first (action stop)")
+	}
+	path := filepath.Join(os.TempDir(), "recording_"+time.Now().Format("20060102_150405")+".mp4")
+	if req.SavePath != nil && *req.SavePath != "" {
+		if path, err = filepath.Abs(*req.SavePath); err != nil {
+			return RecordState{}, api.NewError(api.ErrInvalid, "save_path is not a usable path").WithField("save_path")
+		}
+	}
+	created, err := prepareOutput(path)
+	if err != nil {
+		return RecordState{}, api.NewError(api.ErrInvalid, "save_path is not writable: "+path).WithField("save_path")
+	}
+	args := []string{"-hide_banner", "-nostdin", "-loglevel", "error",
+		"-f", "x11grab", "-draw_mouse", "1", "-framerate", strconv.Itoa(int(fps)),
+		"-video_size", fmt.Sprintf("%dx%d", width, height), "-i", w.displayName + "+0,0",
+		"-t", strconv.FormatFloat(maxDur, 'f', 3, 64),
+		"-c:v", "libx264", "-preset", "ultrafast", "-crf", strconv.Itoa(int(crf)), "-pix_fmt", "yuv420p",
+		"-vf", "scale=trunc(iw/2)*2:trunc(ih/2)*2", "-movflags", "+faststart", "-y", path}
+	cmd := exec.Command(w.ffmpeg.path, args...)
+	cmd.Env = w.childEnv
+	logBuf := &syncBuffer{limit: 16 << 10}
+	cmd.Stdout, cmd.Stderr = logBuf, logBuf
+	cmd.SysProcAttr = childAttr()
+	if err := cmd.Start(); err != nil {
+		if created {
+			_ = os.Remove(path)
+		}
+		return RecordState{}, &toolError{tool: "ffmpeg", err: err}
+	}
+	rec := &recording{cmd: cmd, done: make(chan struct{}), path: path, start: time.Now()}
+	go func() { // the owner of ffmpeg's exit: ends when ffmpeg does
+		_ = cmd.Wait()
+		rec.end = time.Now()
+		close(rec.done)
+	}()
+	// ffmpeg that cannot grab the display fails at once: say so now
+	// rather than at stop.
+	select {
+	case <-rec.done:
+		w.log.Warn("ffmpeg ended at start", "output", logBuf.String())
+		if created {
+			_ = os.Remove(path)
+		}
+		return RecordState{}, api.NewError(api.ErrUnavailable, "ffmpeg could not record the display")
+	case <-time.After(150 * time.Millisecond):
+	}
+	r.cur = rec
+	return r.stateLocked(), nil
+}
+
+// prepareOutput creates path's parent folders and checks that path can
+// be written (creating it empty); created says whether it did not exist.
+func prepareOutput(path string) (created bool, err error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return false, err
+	}
+	_, statErr := os.Stat(path)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE, 0o644)
+	if err != nil {
+		return false, err
+	}
+	return statErr != nil, f.Close()
+}
+
+// stop ends a running recording (SIGINT, which makes ffmpeg finish the
+// file; SIGKILL after recordStopWait) and answers the final state.
+func (r *recorder) stop() RecordState {
+	r.mu.Lock()
+	rec := r.cur
+	r.mu.Unlock()
+	if rec != nil && !closed(rec.done) {
+		_ = rec.cmd.Process.Signal(syscall.SIGINT)
+		select {
+		case <-rec.done:
+		case <-time.After(recordStopWait):
+			_ = rec.cmd.Process.Kill()
+			<-rec.done
+		}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.stateLocked()
+}
+
+func (r *recorder) stateLocked() RecordState {
+	rec := r.cur
+	if rec == nil {
+		return RecordState{Status: "idle"}
+	}
+	path := rec.path
+	s := RecordState{Status: "recording", SavePath: &path}
+	if !closed(rec.done) {
+		s.Duration = time.Since(rec.start).Seconds()
+		return s
+	}
+	s.Status = "stopped"
+	s.Duration = rec.end.Sub(rec.start).Seconds()
+	if fi, err := os.Stat(path); err == nil {
+		size := fi.Size()
+		s.FileSizeBytes = &size
+	}
+	return s
+}
+
+func closed(c chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
+}
+
+// syncBuffer keeps the first limit bytes a program writes; the program's
+// copying goroutine writes while a request may read.
+type syncBuffer struct {
+	mu sync.Mutex
+	c  capped
+	limit int
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.c.limit = b.limit
+	return b.c.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.c.buf.String()
+}

@@ -1,0 +1,550 @@
+package desktop
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"crypto/subtle"
+	_ "embed"
+	"encoding/base64"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/a2c-smcp/a2c-go/aiod/internal/api"
+	"github.com/a2c-smcp/a2c-go/aiod/internal/serde"
+)
+
+// worker is the computer-use worker's state: the X connection, the
+// programs it runs, the input lock, the clipboard holder and the
+// recorder.
+type worker struct {
+	displayName string
+	xauth       string
+	key         string
+	x           display
+	xdotool     tool
+	xclip       tool
+	ffmpeg      tool
+	childEnv    []string
+	log         *slog.Logger
+
+	// input is held for each action and for a whole batch: one sequence
+	// at a time drives the display.
+	input sync.Mutex
+	clip  clipboard
+	rec   recorder
+
+	reg      *prometheus.Registry
+	requests *prometheus.CounterVec
+	actions  *prometheus.CounterVec
+	shots    prometheus.Histogram
+	snapshot atomic.Uint64
+}
+
+//go:embed openapi.json
+var openapiDoc []byte
+
+func newWorker(displayName, xauth, key string, log *slog.Logger) *worker {
+	w := &worker{
+		displayName: displayName, xauth: xauth, key: key, log: log,
+		x:        display{name: displayName},
+		xdotool:  findTool("xdotool", "xdotool"),
+		xclip:    findTool("xclip", "xclip"),
+		ffmpeg:   findTool("ffmpeg", "ffmpeg"),
+		childEnv: childEnv(displayName, xauth),
+		reg:      prometheus.NewRegistry(),
+	}
+	w.requests = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "computer_use_requests_total",
+		Help: "HTTP requests answered, by route and status code."}, []string{"route", "code"})
+	w.actions = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "computer_use_actions_total",
+		Help: "Actions run, by type and result (ok, error)."}, []string{"action_type", "result"})
+	w.shots = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "computer_use_screenshot_seconds",
+		Help: "Time to capture and encode a screenshot.", Buckets: prometheus.ExponentialBuckets(0.005, 2, 10)})
+	w.reg.MustRegister(w.requests, w.actions, w.shots, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return w
+}
+
+// close ends what the worker started: the recording, the clipboard
+// holder, the X connection.
+func (w *worker) close() {
+	w.rec.stop()
+	w.clip.stop()
+	w.x.close()
+}
+
+// noDisplay is the 503 of a route that needs the X server while it
+// cannot be reached.
+func (w *worker) noDisplay() error {
+	return api.NewError(api.ErrUnavailable, "X display "+w.displayName+" is not reachable").
+		WithHint("check that the X server (Xvfb) on DISPLAY=" + w.displayName + " runs")
+}
+
+// handler is the worker's HTTP surface.
+func (w *worker) handler(bodyIdle time.Duration) http.Handler {
+	mux := http.NewServeMux()
+	route := func(pattern string, h http.HandlerFunc) {
+		mux.Handle(pattern, w.count(pattern, h))
+	}
+	route("GET /healthz", func(rw http.ResponseWriter, _ *http.Request) { api.OK(rw, map[string]string{"status": "ok"}) })
+	route("GET /openapi.json", func(rw http.ResponseWriter, _ *http.Request) {
+		rw.Header().Set("Content-Type", "application/json")
+		_, _ = rw.Write(openapiDoc)
+	})
+	route("GET /capabilities", func(rw http.ResponseWriter, r *http.Request) { api.JSON(rw, http.StatusOK, w.capabilities()) })
+	mux.Handle("GET /metrics", promhttp.HandlerFor(w.reg, promhttp.HandlerOpts{}))
+	route("GET /v2/computer/info", w.info)
+	route("GET /v2/computer/screenshot", w.screenshot)
+	route("POST /v2/computer/actions", w.action)
+	route("POST /v2/computer/actions/batch", w.batch)
+	route("GET /v2/computer/cursor", w.cursor)
+	route("GET /v2/computer/clipboard", w.clipboardRoute)
+	route("GET /v2/computer/windows", w.windowsRoute)
+	route("GET /v2/computer/accessibility", w.accessibility)
+	route("GET /v2/computer/accessibility/nodes", w.accessibility)
+	route("POST /v2/computer/record", w.recordRoute)
+	route("/", func(rw http.ResponseWriter, _ *http.Request) { api.Fail(rw, http.StatusNotFound, "Not Found", nil) })
+	return bodyProgress(bodyIdle, w.auth(mux))
+}
+
+// publicPaths answer without the key.
+var publicPaths = map[string]bool{"/healthz": true, "/openapi.json": true}
+
+// auth refuses every route but /healthz and /openapi.json without the
+// key, when one is set: as aiod does, Authorization: Bearer, x-api-key
+// or ?api_key=. aiod forwards its clients' headers and query unchanged,
+// so one key serves both when they share AIO_API_KEY.
+func (w *worker) auth(next http.Handler) http.Handler {
+	want := sha256.Sum256([]byte(w.key))
+	match := func(got string) bool {
+		h := sha256.Sum256([]byte(got))
+		return got != "" && subtle.ConstantTimeCompare(h[:], want[:]) == 1
+	}
+	ok := func(r *http.Request) bool {
+		if a := r.Header.Get("Authorization"); len(a) > 7 && strings.EqualFold(a[:7], "bearer ") && match(a[7:]) {
+			return true
+		}
+		if match(r.Header.Get("X-API-Key")) {
+			return true
+		}
+		if k := r.URL.Query().Get("api_key"); k != "" {
+			return match(k)
+		}
+		return false
+	}
+	return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		if w.key == "" || publicPaths[r.URL.Path] || ok(r) {
+			next.ServeHTTP(rw, r)
+			return
+		}
+		api.Fail(rw, http.StatusUnauthorized, "Unauthorized", nil)
+	})
+}
+
+// count records each answer's route and status.
+func (w *worker) count(pattern string, h http.Handler) http.Handler {
+	return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		sw := &statusWriter{ResponseWriter: rw, code: http.StatusOK}
+		h.ServeHTTP(sw, r)
+		w.requests.WithLabelValues(pattern, strconv.Itoa(sw.code)).Inc()
+	})
+}
+
+type statusWriter struct {
+	http.ResponseWriter
+	code int
+}
+
+func (s *statusWriter) WriteHeader(code int) {
+	s.code = code
+	s.ResponseWriter.WriteHeader(code)
+}
+
+// Capability is GET /capabilities: schema_version 1 and the GuiCapability
+// fields aiod reports as capabilities.computer (its computer.Capability).
+type Capability struct {
+	SchemaVersion        int        `json:"schema_version"`
+	Status               string     `json:"status"` // ready, degraded, absent
+	Provider             *string    `json:"provider"`
+	Display              *string    `json:"display"`
+	Screenshot           bool       `json:"screenshot"`
+	Actions              bool       `json:"actions"`
+	Clipboard            bool       `json:"clipboard"`
+	Recording            bool       `json:"recording"`
+	Accessibility        bool       `json:"accessibility"`
+	AccessibilityBackend *string    `json:"accessibility_backend"`
+	Resolution           Resolution `json:"resolution"`
+	Missing              []string   `json:"missing"`
+	Warnings             []string   `json:"warnings"`
+}
+
+// Resolution is a size whose parts are null when unknown.
+type Resolution struct {
+	Width  *int `json:"width"`
+	Height *int `json:"height"`
+}
+
+// capabilities reads the display and the programs now. Status: ready
+// with the display and every program, degraded with the display but a
+// program missing, absent without the display.
+func (w *worker) capabilities() Capability {
+	provider, name := "external", w.displayName
+	c := Capability{SchemaVersion: 1, Provider: &provider, Display: &name, Missing: []string{}, Warnings: []string{}}
+	x, err := w.x.get()
+	if err == nil {
+		var scr Screen
+		if scr, err = x.size(); err != nil {
+			w.x.broken(x, err)
+		} else {
+			c.Resolution = Resolution{Width: &scr.Width, Height: &scr.Height}
+		}
+	}
+	if err != nil {
+		c.Status = "absent"
+		c.Missing = append(c.Missing, "display")
+		c.Warnings = append(c.Warnings, "X display "+w.displayName+" is not reachable")
+		return c
+	}
+	c.Screenshot = x.bpp == 32 && x.lsb
+	if !c.Screenshot {
+		c.Warnings = append(c.Warnings, "the screen's pixel format is not 32-bit TrueColor: screenshots are unavailable")
+	}
+	if !x.xtest {
+		c.Missing = append(c.Missing, "xtest")
+		c.Warnings = append(c.Warnings, "the X server has no XTEST extension: pointer input is unavailable")
+	}
+	c.Actions = x.xtest && w.xdotool.path != ""
+	c.Clipboard = w.xclip.path != ""
+	c.Recording = w.ffmpeg.path != ""
+	for _, t := range []tool{w.xdotool, w.xclip, w.ffmpeg} {
+		if t.path == "" {
+			c.Missing = append(c.Missing, t.name)
+			c.Warnings = append(c.Warnings, t.name+" is not installed (apt-get install "+t.pkg+")")
+		}
+	}
+	c.Status = "ready"
+	if len(c.Missing) > 0 || !c.Screenshot {
+		c.Status = "degraded"
+	}
+	return c
+}
+
+// DisplayInfo is GET info's data.
+type DisplayInfo struct {
+	Available        bool       `json:"available"`
+	Display          *string    `json:"display"`
+	XAuthority       *string    `json:"xauthority"`
+	ScreenResolution Resolution `json:"screen_resolution"`
+	Capabilities     struct {
+		Screenshot bool `json:"screenshot"`
+		Actions    bool `json:"actions"`
+		Clipboard  bool `json:"clipboard"`
+		Recording  bool `json:"recording"`
+	} `json:"capabilities"`
+	Warnings []string `json:"warnings"`
+}
+
+func (w *worker) info(rw http.ResponseWriter, _ *http.Request) {
+	c := w.capabilities()
+	d := DisplayInfo{Available: c.Status != "absent", Display: c.Display, ScreenResolution: c.Resolution, Warnings: c.Warnings}
+	if w.xauth != "" {
+		d.XAuthority = &w.xauth
+	}
+	d.Capabilities.Screenshot, d.Capabilities.Actions, d.Capabilities.Clipboard, d.Capabilities.Recording = c.Screenshot, c.Actions, c.Clipboard, c.Recording
+	api.OK(rw, d)
+}
+
+// shot captures the screen and encodes it as PNG; the buffer goes back
+// with releaseBuffer.
+func (w *worker) shot() (png *pngShot, err error) {
+	start := time.Now()
+	x, err := w.x.get()
+	if err != nil {
+		return nil, w.noDisplay()
+	}
+	img, err := x.capture()
+	switch {
+	case errors.Is(err, errPixelFormat):
+		return nil, api.NewError(api.ErrUnavailable, "the screen's pixel format is not 32-bit TrueColor: screenshots are unavailable")
+	case err != nil:
+		var xe interface{ BadId() uint32 }
+		if !errors.As(err, &xe) {
+			w.x.broken(x, err)
+			return nil, w.noDisplay()
+		}
+		return nil, api.NewError(api.ErrUnavailable, "the X server refused the screenshot")
+	}
+	buf, err := encodePNG(img)
+	if err != nil {
+		return nil, api.NewError(api.ErrInternal, "could not encode the screenshot")
+	}
+	w.shots.Observe(time.Since(start).Seconds())
+	b := img.Bounds()
+	return &pngShot{buf: buf, width: b.Dx(), height: b.Dy()}, nil
+}
+
+// pngShot is an encoded screenshot in a pooled buffer.
+type pngShot struct {
+	buf           *bytes.Buffer
+	width, height int
+}
+
+func (p *pngShot) release() { releaseBuffer(p.buf) }
+
+func (w *worker) screenshot(rw http.ResponseWriter, _ *http.Request) {
+	s, err := w.shot()
+	if err != nil {
+		api.WriteError(rw, err)
+		return
+	}
+	defer s.release()
+	b := s.buf.Bytes()
+	h := rw.Header()
+	h.Set("Content-Type", "image/png")
+	h.Set("Content-Length", strconv.Itoa(len(b)))
+	h.Set("X-Image-Width", strconv.Itoa(s.width))
+	h.Set("X-Image-Height", strconv.Itoa(s.height))
+	h.Set("X-Screen-Width", strconv.Itoa(s.width))
+	h.Set("X-Screen-Height", strconv.Itoa(s.height))
+	_, _ = rw.Write(b)
+}
+
+// base64Shot is a screenshot for a JSON answer: the base64 PNG, or why
+// it could not be taken.
+func (w *worker) base64Shot() (shot, shotErr *string) {
+	s, err := w.shot()
+	if err != nil {
+		msg := errText(err)
+		return nil, &msg
+	}
+	defer s.release()
+	enc := base64.StdEncoding.EncodeToString(s.buf.Bytes())
+	return &enc, nil
+}
+
+// screen is the display's size for validating coordinates; zero when the
+// display cannot be reached (the action then answers 503).
+func (w *worker) screen() Screen {
+	x, err := w.x.get()
+	if err != nil {
+		return Screen{}
+	}
+	s, err := x.size()
+	if err != nil {
+		w.x.broken(x, err)
+	}
+	return s
+}
+
+// ActionReply is POST actions' answer: the envelope plus the 1.x
+// top-level status and action_performed, and the screenshot when asked.
+type ActionReply struct {
+	Success         bool       `json:"success"`
+	Message         string     `json:"message"`
+	Data            ActionData `json:"data"`
+	Hint            *string    `json:"hint"`
+	Status          string     `json:"status"`
+	ActionPerformed string     `json:"action_performed"`
+	Screenshot      *string    `json:"screenshot,omitempty"`
+	ScreenshotError *string    `json:"screenshot_error,omitempty"`
+}
+
+// ActionData is POST actions' data.
+type ActionData struct {
+	Status          string `json:"status"`
+	ActionPerformed string `json:"action_performed"`
+}
+
+type actionQuery struct {
+	IncludeScreenshot *bool `json:"include_screenshot"`
+}
+
+func (w *worker) action(rw http.ResponseWriter, r *http.Request) {
+	var q actionQuery
+	if !api.Query(rw, r, &q) {
+		return
+	}
+	body, ok := api.ReadBody(rw, r)
+	if !ok {
+		return
+	}
+	a, err := DecodeAction(body, w.screen(), []string{"body"})
+	if err != nil {
+		api.WriteError(rw, err)
+		return
+	}
+	w.input.Lock()
+	defer w.input.Unlock()
+	if err := w.perform(r.Context(), a); err != nil {
+		w.actions.WithLabelValues(a.Type, "error").Inc()
+		if r.Context().Err() == nil {
+			api.WriteError(rw, err)
+		}
+		return
+	}
+	w.actions.WithLabelValues(a.Type, "ok").Inc()
+	reply := ActionReply{Success: true, Message: api.SuccessMessage, Data: ActionData{Status: "success", ActionPerformed: a.Type},
+		Status: "success", ActionPerformed: a.Type}
+	if q.IncludeScreenshot != nil && *q.IncludeScreenshot {
+		reply.Screenshot, reply.ScreenshotError = w.base64Shot()
+	}
+	api.JSON(rw, http.StatusOK, reply)
+}
+
+// BatchResult is POST actions/batch's data.
+type BatchResult struct {
+	Performed       []string `json:"performed"`
+	FailedIndex     *int     `json:"failed_index"`
+	Error           *string  `json:"error"`
+	Status          *string  `json:"status,omitempty"`
+	Reason          *string  `json:"reason,omitempty"`
+	Screenshot      *string  `json:"screenshot"`
+	ScreenshotError *string  `json:"screenshot_error"`
+}
+
+// batch runs the actions in order under the input lock and stops at the
+// first failure; it answers 200 whatever happened once the batch was
+// valid (see DecodeBatch), with success false when an action failed.
+func (w *worker) batch(rw http.ResponseWriter, r *http.Request) {
+	body, ok := api.ReadBody(rw, r)
+	if !ok {
+		return
+	}
+	req, err := DecodeBatch(body, w.screen())
+	if err != nil {
+		api.WriteError(rw, err)
+		return
+	}
+	w.input.Lock()
+	defer w.input.Unlock()
+	res := BatchResult{Performed: []string{}}
+	msg := api.SuccessMessage
+	for i, a := range req.Actions {
+		if err := w.perform(r.Context(), a); err != nil {
+			w.actions.WithLabelValues(a.Type, "error").Inc()
+			if r.Context().Err() != nil {
+				return
+			}
+			text := errText(err)
+			res.FailedIndex, res.Error = &i, &text
+			msg = "Action " + strconv.Itoa(i) + " (" + a.Type + ") failed: " + text
+			break
+		}
+		w.actions.WithLabelValues(a.Type, "ok").Inc()
+		res.Performed = append(res.Performed, a.Type)
+	}
+	if req.IncludeScreenshot {
+		res.Screenshot, res.ScreenshotError = w.base64Shot()
+	}
+	api.JSON(rw, http.StatusOK, api.Envelope{Success: res.FailedIndex == nil, Message: msg, Data: res})
+}
+
+func (w *worker) cursor(rw http.ResponseWriter, _ *http.Request) {
+	x, err := w.x.get()
+	if err != nil {
+		api.WriteError(rw, w.noDisplay())
+		return
+	}
+	px, py, err := x.pointer()
+	if err != nil {
+		w.x.broken(x, err)
+		api.WriteError(rw, w.noDisplay())
+		return
+	}
+	api.OK(rw, map[string]int{"x": px, "y": py})
+}
+
+func (w *worker) clipboardRoute(rw http.ResponseWriter, r *http.Request) {
+	text, err := w.readClipboard(r.Context())
+	if err != nil {
+		api.WriteError(rw, err)
+		return
+	}
+	api.OK(rw, map[string]string{"format": "text", "text": text})
+}
+
+func (w *worker) windowsRoute(rw http.ResponseWriter, _ *http.Request) {
+	x, err := w.x.get()
+	if err != nil {
+		api.WriteError(rw, w.noDisplay())
+		return
+	}
+	wins, err := x.windows()
+	if err != nil {
+		w.x.broken(x, err)
+		api.WriteError(rw, w.noDisplay())
+		return
+	}
+	id := "w" + strconv.FormatUint(w.snapshot.Add(1), 10)
+	api.OK(rw, map[string]any{"snapshot_id": id, "windows": wins})
+}
+
+func (w *worker) accessibility(rw http.ResponseWriter, _ *http.Request) {
+	api.WriteError(rw, errNoAccessibility)
+}
+
+func (w *worker) recordRoute(rw http.ResponseWriter, r *http.Request) {
+	var req RecordRequest
+	if !api.Body(rw, r, &req) {
+		return
+	}
+	s, err := w.record(req)
+	if err != nil {
+		api.WriteError(rw, err)
+		return
+	}
+	api.OK(rw, s)
+}
+
+// bodyProgress cuts a request body that stalls: each read must make
+// progress within idle (aiod's guard, see aiod's bodyProgress; the
+// server's ReadHeaderTimeout covers the headers).
+func bodyProgress(idle time.Duration, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Body != nil && r.Body != http.NoBody {
+			r.Body = &progressBody{ReadCloser: r.Body, rc: http.NewResponseController(w), idle: idle}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// progressBody moves the read deadline idle past now before each read;
+// once the body has ended it sets none again (the server clears it and
+// keeps reading the connection to notice a client that leaves).
+type progressBody struct {
+	io.ReadCloser
+	rc    *http.ResponseController
+	idle  time.Duration
+	ended bool
+}
+
+func (b *progressBody) Read(p []byte) (int, error) {
+	if !b.ended && b.rc.SetReadDeadline(time.Now().Add(b.idle)) != nil {
+		b.ended = true
+	}
+	n, err := b.ReadCloser.Read(p)
+	if err == io.EOF && !b.ended {
+		b.ended = true
+		_ = b.rc.SetReadDeadline(time.Time{})
+	}
+	return n, err
+}
+
+// errText is the client-facing text of a refusal.
+func errText(err error) string {
+	var se *serde.Error
+	if errors.As(err, &se) {
+		return se.Message
+	}
+	msg, _ := api.MessageOf(err)
+	return msg
+}

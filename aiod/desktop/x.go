@@ -1,0 +1,292 @@
+package desktop
+
+import (
+	"errors"
+	"fmt"
+	"image"
+	"sync"
+	"time"
+
+	"github.com/jezek/xgb"
+	"github.com/jezek/xgb/xproto"
+	"github.com/jezek/xgb/xtest"
+)
+
+// display is the worker's one connection to the X server, shared by
+// every request (xgb serializes requests itself). A connection that
+// breaks (the server restarted, the socket closed) is dropped and the
+// next use dials again; until that succeeds the routes answer 503.
+//
+// Invariants: conn, when non-nil, has its event drain running (xgb's
+// event channel is bounded and blocks replies once full, and
+// MappingNotify reaches every client whatever its event mask); dead is
+// closed by the drain when the connection ends.
+type display struct {
+	name string
+
+	mu    sync.Mutex
+	cur   *xconn
+	since time.Time // last failed dial, to pace retries
+}
+
+// xconn is one live connection and what was learnt from its setup.
+type xconn struct {
+	c     *xgb.Conn
+	root  xproto.Window
+	depth byte
+	bpp   byte // bits per pixel of the root's depth in ZPixmap images
+	lsb   bool // image byte order LSBFirst
+	xtest bool // the XTEST extension is there
+	dead  chan struct{}
+	atoms sync.Map // name → xproto.Atom
+}
+
+// errNoDisplay is the connection failure (a 503 on the wire).
+var errNoDisplay = errors.New("X display not reachable")
+
+// dialTimeout bounds the connection handshake.
+const dialTimeout = 5 * time.Second
+
+// retryPause is how long after a failed dial the next request fails
+// fast instead of dialling again.
+const retryPause = 500 * time.Millisecond
+
+// get returns the live connection, dialling if there is none.
+func (d *display) get() (*xconn, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.cur != nil {
+		select {
+		case <-d.cur.dead:
+			d.cur = nil
+		default:
+			return d.cur, nil
+		}
+	}
+	if !d.since.IsZero() && time.Since(d.since) < retryPause {
+		return nil, errNoDisplay
+	}
+	x, err := dialX(d.name)
+	if err != nil {
+		d.since = time.Now()
+		return nil, fmt.Errorf("%w: %w", errNoDisplay, err)
+	}
+	d.since = time.Time{}
+	d.cur = x
+	return x, nil
+}
+
+// connect dials the display now (the worker's start): its error is the
+// dial's own.
+func (d *display) connect() error {
+	x, err := dialX(d.name)
+	if err != nil {
+		return err
+	}
+	d.mu.Lock()
+	d.cur = x
+	d.mu.Unlock()
+	return nil
+}
+
+// broken drops x after an error that is not an X protocol error (the
+// connection itself failed), so the next use dials again.
+func (d *display) broken(x *xconn, err error) {
+	var xe xgb.Error
+	if err == nil || errors.As(err, &xe) {
+		return
+	}
+	d.mu.Lock()
+	if d.cur == x {
+		d.cur = nil
+	}
+	d.mu.Unlock()
+	x.c.Close()
+}
+
+// close ends the connection.
+func (d *display) close() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.cur != nil {
+		d.cur.c.Close()
+		<-d.cur.dead
+		d.cur = nil
+	}
+}
+
+// dialX connects to the display within dialTimeout. xgb's handshake has
+// no deadline of its own: it runs in a goroutine that, when it finishes
+// after we gave up, closes the connection it made, so it always ends.
+func dialX(name string) (*xconn, error) {
+	type result struct {
+		c   *xgb.Conn
+		err error
+	}
+	ch := make(chan result, 1)
+	var mu sync.Mutex
+	gaveUp := false
+	go func() {
+		c, err := xgb.NewConnDisplay(name)
+		mu.Lock()
+		defer mu.Unlock()
+		if gaveUp && c != nil {
+			c.Close()
+			return
+		}
+		ch <- result{c, err}
+	}()
+	var r result
+	select {
+	case r = <-ch:
+	case <-time.After(dialTimeout):
+		mu.Lock()
+		gaveUp = true
+		mu.Unlock()
+		select { // it may have finished meanwhile
+		case r = <-ch:
+		default:
+			return nil, errors.New("the X server did not complete the handshake")
+		}
+	}
+	if r.err != nil {
+		return nil, r.err
+	}
+	c := r.c
+	setup := xproto.Setup(c)
+	scr := setup.DefaultScreen(c)
+	x := &xconn{c: c, root: scr.Root, depth: scr.RootDepth, lsb: setup.ImageByteOrder == xproto.ImageOrderLSBFirst, dead: make(chan struct{})}
+	for _, f := range setup.PixmapFormats {
+		if f.Depth == scr.RootDepth {
+			x.bpp = f.BitsPerPixel
+		}
+	}
+	x.xtest = xtest.Init(c) == nil
+	go func() { // the drain: see display's invariants
+		defer close(x.dead)
+		for {
+			ev, xerr := c.WaitForEvent()
+			if ev == nil && xerr == nil {
+				return
+			}
+		}
+	}()
+	return x, nil
+}
+
+// size is the root window's current size (it changes with RandR).
+func (x *xconn) size() (Screen, error) {
+	g, err := xproto.GetGeometry(x.c, xproto.Drawable(x.root)).Reply()
+	if err != nil {
+		return Screen{}, err
+	}
+	return Screen{Width: int(g.Width), Height: int(g.Height)}, nil
+}
+
+// errPixelFormat is a screen whose pixels the fast path does not read.
+var errPixelFormat = errors.New("unsupported pixel format")
+
+// capture reads the whole root window into an opaque RGBA image. The
+// reply's BGRX bytes are turned into RGBA in place, so the image shares
+// the reply's buffer and nothing is copied.
+func (x *xconn) capture() (*image.RGBA, error) {
+	if x.bpp != 32 || !x.lsb || x.depth < 24 {
+		return nil, errPixelFormat
+	}
+	scr, err := x.size()
+	if err != nil {
+		return nil, err
+	}
+	r, err := xproto.GetImage(x.c, xproto.ImageFormatZPixmap, xproto.Drawable(x.root), 0, 0,
+		uint16(scr.Width), uint16(scr.Height), 0xffffffff).Reply()
+	if err != nil {
+		return nil, err
+	}
+	n := scr.Width * scr.Height * 4
+	if len(r.Data) < n {
+		return nil, errPixelFormat
+	}
+	bgrxToRGBA(r.Data[:n])
+	return &image.RGBA{Pix: r.Data[:n], Stride: scr.Width * 4, Rect: image.Rect(0, 0, scr.Width, scr.Height)}, nil
+}
+
+// bgrxToRGBA swaps blue and red and makes every pixel opaque, in place.
+func bgrxToRGBA(p []byte) {
+	for i := 0; i+3 < len(p); i += 4 {
+		p[i], p[i+2], p[i+3] = p[i+2], p[i], 0xff
+	}
+}
+
+// pointer is the pointer's position on the root window.
+func (x *xconn) pointer() (int, int, error) {
+	r, err := xproto.QueryPointer(x.c, x.root).Reply()
+	if err != nil {
+		return 0, 0, err
+	}
+	return int(r.RootX), int(r.RootY), nil
+}
+
+// errNoXTest is a server without the XTEST extension.
+var errNoXTest = errors.New("the X server has no XTEST extension")
+
+// motion moves the pointer to (px, py) and waits until the server has
+// processed it (the reply of the checked request), like xdotool
+// mousemove --sync.
+func (x *xconn) motion(px, py int) error {
+	if !x.xtest {
+		return errNoXTest
+	}
+	return xtest.FakeInputChecked(x.c, xproto.MotionNotify, 0, 0, x.root, int16(px), int16(py), 0).Check()
+}
+
+// button presses (down) or releases a mouse button (1 left, 2 middle,
+// 3 right, 4-7 the scroll directions).
+func (x *xconn) button(b byte, down bool) error {
+	if !x.xtest {
+		return errNoXTest
+	}
+	t := byte(xproto.ButtonRelease)
+	if down {
+		t = xproto.ButtonPress
+	}
+	return xtest.FakeInputChecked(x.c, t, b, 0, x.root, 0, 0, 0).Check()
+}
+
+// atom interns name once per connection.
+func (x *xconn) atom(name string) (xproto.Atom, error) {
+	if a, ok := x.atoms.Load(name); ok {
+		return a.(xproto.Atom), nil
+	}
+	r, err := xproto.InternAtom(x.c, false, uint16(len(name)), name).Reply()
+	if err != nil {
+		return 0, err
+	}
+	x.atoms.Store(name, r.Atom)
+	return r.Atom, nil
+}
+
+// property reads a window property of any type (at most max 32-bit
+// units); a missing property is nil with no error.
+func (x *xconn) property(w xproto.Window, name string, max uint32) (*xproto.GetPropertyReply, error) {
+	a, err := x.atom(name)
+	if err != nil {
+		return nil, err
+	}
+	r, err := xproto.GetProperty(x.c, false, w, a, xproto.GetPropertyTypeAny, 0, max).Reply()
+	if err != nil || r.Format == 0 {
+		return nil, err
+	}
+	return r, nil
+}
+
+// cardinals is a 32-bit property's values.
+func cardinals(r *xproto.GetPropertyReply) []uint32 {
+	if r == nil || r.Format != 32 {
+		return nil
+	}
+	v := make([]uint32, 0, len(r.Value)/4)
+	for i := 0; i+3 < len(r.Value); i += 4 {
+		v = append(v, xgb.Get32(r.Value[i:]))
+	}
+	return v
+}
