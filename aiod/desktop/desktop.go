@@ -54,13 +54,13 @@ its routes answer 503.
 // error (aiod exits 1); a display lost later is reconnected, its routes
 // answering 503 meanwhile.
 func Run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	for _, a := range args {
-		switch a {
+	if len(args) > 0 {
+		switch args[0] {
 		case "-h", "-help", "--help":
 			fmt.Fprint(stdout, usageText)
 			return nil
 		}
-		return fmt.Errorf("computer-use takes no arguments (got %q); see aiod computer-use --help", a)
+		return fmt.Errorf("computer-use takes no arguments (got %q); see aiod computer-use --help", args[0])
 	}
 	name := getenv("DISPLAY")
 	if name == "" {

@@ -238,8 +238,8 @@ func closed(c chan struct{}) bool {
 // syncBuffer keeps the first limit bytes a program writes; the program's
 // copying goroutine writes while a request may read.
 type syncBuffer struct {
-	mu sync.Mutex
-	c  capped
+	mu    sync.Mutex
+	c     capped
 	limit int
 }
 

@@ -42,7 +42,7 @@ type xconn struct {
 }
 
 // errNoDisplay is the connection failure (a 503 on the wire).
-var errNoDisplay = errors.New("X display not reachable")
+var errNoDisplay = errors.New("the X display is not reachable")
 
 // dialTimeout bounds the connection handshake.
 const dialTimeout = 5 * time.Second
