@@ -18,6 +18,7 @@ import (
 	"github.com/a2c-smcp/a2c-go/aiod/internal/interp"
 	"github.com/a2c-smcp/a2c-go/aiod/internal/sandbox"
 
+	"github.com/a2c-smcp/a2c-go/aiod/browser"
 	"github.com/a2c-smcp/a2c-go/aiod/computer"
 )
 
@@ -124,6 +125,10 @@ type prober struct {
 	cdp string
 	// computer is the computer-use plane, which asks its worker.
 	computer *computer.Plane
+	// browser is the browser plane, which probes the DevTools endpoint
+	// through the daemon's dialer (inside the sandbox's network under
+	// isolation). Nil: a plain HTTP probe of cdp.
+	browser *browser.Plane
 	// python and node pin the interpreters, as the code plane's config.
 	python, node string
 	// iso is the isolation in force, copied into every snapshot.
@@ -176,7 +181,7 @@ func (p *prober) get(ctx context.Context, refresh bool) *Capabilities {
 func (p *prober) run(done chan struct{}) {
 	ctx, cancel := context.WithTimeout(p.ctx, 10*time.Second)
 	defer cancel()
-	s := probe(ctx, p.cdp, p.computer, p.python, p.node)
+	s := probe(ctx, p.cdp, p.browser, p.computer, p.python, p.node)
 	s.Isolation = p.iso
 	p.mu.Lock()
 	p.snap, p.at, p.inflight = s, time.Now(), nil
@@ -199,7 +204,7 @@ func look(names ...string) *string {
 }
 
 // probe looks at the machine: shells, interpreters, kernels, browser.
-func probe(ctx context.Context, cdp string, comp *computer.Plane, pinPython, pinNode string) *Capabilities {
+func probe(ctx context.Context, cdp string, br *browser.Plane, comp *computer.Plane, pinPython, pinNode string) *Capabilities {
 	c := &Capabilities{Schema: capabilitiesSchema, Files: map[string]bool{}}
 	for _, op := range []string{"native", "read", "write", "replace", "search", "find", "grep", "glob", "list", "download", "str_replace_editor"} {
 		c.Files[op] = true
@@ -212,7 +217,7 @@ func probe(ctx context.Context, cdp string, comp *computer.Plane, pinPython, pin
 	var wg sync.WaitGroup
 	wg.Add(4)
 	go func() { defer wg.Done(); c.CodeInterpreter, c.runtime = probeCode(pinPython, pinNode) }()
-	go func() { defer wg.Done(); c.Browser = probeBrowser(ctx, cdp) }()
+	go func() { defer wg.Done(); c.Browser = probeBrowser(ctx, cdp, br) }()
 	go func() { defer wg.Done(); c.utils = probeUtils() }()
 	go func() {
 		defer wg.Done()
@@ -277,7 +282,11 @@ func nonEmpty(s string) *string {
 // wellKnownBrowsers are where Debian and Chrome packages install.
 var wellKnownBrowsers = []string{"/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome", "/opt/google/chrome/chrome"}
 
-func probeBrowser(ctx context.Context, cdp string) browserCaps {
+// probeBrowser reports capabilities.browser: ready when the DevTools
+// endpoint answers GET /json/version within 300 ms (through the plane's
+// dialer when br is set), degraded when only the executable is found,
+// absent otherwise.
+func probeBrowser(ctx context.Context, cdp string, br *browser.Plane) browserCaps {
 	b := browserCaps{Status: statusAbsent, CDPEndpoint: cdp, Missing: []string{}, Warnings: []string{}}
 	if e := os.Getenv("BROWSER_EXECUTABLE_PATH"); e != "" {
 		if _, err := os.Stat(e); err == nil {
@@ -300,7 +309,9 @@ func probeBrowser(ctx context.Context, cdp string) browserCaps {
 	b.Process = processRunning("chromium", "chrome", "headless_shell")
 	cctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
 	defer cancel()
-	if req, err := http.NewRequestWithContext(cctx, http.MethodGet, strings.TrimSuffix(cdp, "/")+"/json/version", nil); err == nil {
+	if br != nil {
+		b.CDP = br.Probe(cctx)
+	} else if req, err := http.NewRequestWithContext(cctx, http.MethodGet, strings.TrimSuffix(cdp, "/")+"/json/version", nil); err == nil {
 		if resp, err := http.DefaultClient.Do(req); err == nil {
 			b.CDP = resp.StatusCode == http.StatusOK
 			resp.Body.Close()
@@ -318,7 +329,6 @@ func probeBrowser(ctx context.Context, cdp string) browserCaps {
 	switch {
 	case b.CDP:
 		b.Status = statusReady
-		b.Warnings = append(b.Warnings, "the browser plane is not served by this build of aiod")
 	case b.Executable != nil:
 		b.Status = statusDegraded
 	}

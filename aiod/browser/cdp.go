@@ -1,0 +1,395 @@
+package browser
+
+// This file is the plane's one DevTools connection: a WebSocket to the
+// browser target (webSocketDebuggerUrl) with flattened sessions for the
+// pages (Target.attachToTarget flatten:true). Invariants:
+//
+//   - One reader goroutine per connection owns every read; it ends when
+//     the connection fails or Close closes it, and fails every pending
+//     call then. Writers share a mutex.
+//   - A response is matched to its call by id. Chrome writes "id" first
+//     ({"id":N,"result":…}), so the reader takes the id with a prefix scan
+//     and hands the raw message to the caller, who decodes only what it
+//     needs (a screenshot is base64-decoded straight into the HTTP
+//     answer, never unmarshalled).
+//   - Events go to the subscribers registered for their session (a
+//     navigation's wait) and to the network ring.
+//   - A dead connection (the browser restarted) is replaced on the next
+//     call; the sessions of the old one are forgotten with it.
+//   - Attaching never closes a tab: sessions are detached, not the
+//     targets, when the plane closes.
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gorilla/websocket"
+)
+
+// cdpError is a failed CDP command: the method and Chrome's message.
+type cdpError struct {
+	Method  string
+	Code    int64
+	Message string
+}
+
+func (e *cdpError) Error() string { return e.Method + ": " + e.Message }
+
+// errConnLost is a call that ended because the connection went away.
+var errConnLost = errors.New("cdp: connection lost")
+
+// maxMessage bounds one CDP message (a full-page screenshot of a long
+// page is the largest).
+const maxMessage = 256 << 20
+
+// event is a CDP event.
+type event struct {
+	Method    string          `json:"method"`
+	Params    json.RawMessage `json:"params"`
+	SessionID string          `json:"sessionId"`
+}
+
+// subscriber receives the Page events of one session until it
+// unsubscribes.
+type subscriber struct {
+	session string
+	ch      chan event
+}
+
+// conn is one WebSocket connection to the browser target.
+type conn struct {
+	ws      *websocket.Conn
+	wmu     sync.Mutex
+	nextID  atomic.Int64
+	mu      sync.Mutex
+	pending map[int64]chan []byte
+	subs    map[*subscriber]struct{}
+	// sessions maps a target id to its flattened session id.
+	sessions map[string]string
+	// enabled remembers which domains a session has enabled.
+	enabled map[string]bool
+	done    chan struct{}
+	err     error
+	onEvent func(c *conn, ev *event)
+}
+
+func newConn(ws *websocket.Conn, onEvent func(c *conn, ev *event)) *conn {
+	c := &conn{ws: ws, pending: map[int64]chan []byte{}, subs: map[*subscriber]struct{}{},
+		sessions: map[string]string{}, enabled: map[string]bool{}, done: make(chan struct{}), onEvent: onEvent}
+	ws.SetReadLimit(maxMessage)
+	go c.read()
+	return c
+}
+
+// alive reports whether the connection still reads.
+func (c *conn) alive() bool {
+	select {
+	case <-c.done:
+		return false
+	default:
+		return true
+	}
+}
+
+// close ends the connection; the reader fails every pending call.
+func (c *conn) close() { _ = c.ws.Close() }
+
+func (c *conn) read() {
+	defer close(c.done)
+	for {
+		_, msg, err := c.ws.ReadMessage()
+		if err != nil {
+			c.mu.Lock()
+			c.err = err
+			for id, ch := range c.pending {
+				close(ch)
+				delete(c.pending, id)
+			}
+			c.mu.Unlock()
+			return
+		}
+		if id, ok := messageID(msg); ok {
+			c.mu.Lock()
+			ch := c.pending[id]
+			delete(c.pending, id)
+			c.mu.Unlock()
+			if ch != nil {
+				ch <- msg
+			}
+			continue
+		}
+		var ev event
+		if json.Unmarshal(msg, &ev) != nil || ev.Method == "" {
+			continue
+		}
+		c.dispatch(&ev)
+	}
+}
+
+// messageID is the id of a response, read from its start ({"id":N,).
+func messageID(msg []byte) (int64, bool) {
+	rest, ok := bytes.CutPrefix(msg, []byte(`{"id":`))
+	if !ok {
+		var r struct {
+			ID *int64 `json:"id"`
+		}
+		if json.Unmarshal(msg, &r) != nil || r.ID == nil {
+			return 0, false
+		}
+		return *r.ID, true
+	}
+	end := bytes.IndexAny(rest, ",}")
+	if end < 0 {
+		return 0, false
+	}
+	id, err := strconv.ParseInt(string(rest[:end]), 10, 64)
+	return id, err == nil
+}
+
+func (c *conn) dispatch(ev *event) {
+	if ev.Method == "Target.detachedFromTarget" {
+		var p struct {
+			SessionID string `json:"sessionId"`
+			TargetID  string `json:"targetId"`
+		}
+		if json.Unmarshal(ev.Params, &p) == nil {
+			c.forget(p.SessionID)
+		}
+	}
+	if c.onEvent != nil {
+		c.onEvent(c, ev)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for s := range c.subs {
+		if s.session == ev.SessionID && strings.HasPrefix(ev.Method, "Page.") {
+			select {
+			case s.ch <- *ev:
+			default: // a slow waiter loses events rather than stall the reader
+			}
+		}
+	}
+}
+
+// forget drops a session (its target closed or detached).
+func (c *conn) forget(session string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for t, s := range c.sessions {
+		if s == session {
+			delete(c.sessions, t)
+		}
+	}
+	for k := range c.enabled {
+		if len(k) > len(session) && k[:len(session)] == session && k[len(session)] == ' ' {
+			delete(c.enabled, k)
+		}
+	}
+}
+
+func (c *conn) subscribe(session string) *subscriber {
+	s := &subscriber{session: session, ch: make(chan event, 256)}
+	c.mu.Lock()
+	c.subs[s] = struct{}{}
+	c.mu.Unlock()
+	return s
+}
+
+func (c *conn) unsubscribe(s *subscriber) {
+	c.mu.Lock()
+	delete(c.subs, s)
+	c.mu.Unlock()
+}
+
+// request is a CDP command on the wire.
+type request struct {
+	ID        int64  `json:"id"`
+	Method    string `json:"method"`
+	Params    any    `json:"params,omitempty"`
+	SessionID string `json:"sessionId,omitempty"`
+}
+
+// response is a CDP command's answer.
+type response struct {
+	Result json.RawMessage `json:"result"`
+	Error  *struct {
+		Code    int64  `json:"code"`
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+// raw sends method to session ("" = the browser) and returns the whole
+// response message, checked for a CDP error. The wait ends with ctx.
+func (c *conn) raw(ctx context.Context, session, method string, params any) ([]byte, error) {
+	id := c.nextID.Add(1)
+	ch := make(chan []byte, 1)
+	c.mu.Lock()
+	if c.err != nil {
+		c.mu.Unlock()
+		return nil, errConnLost
+	}
+	c.pending[id] = ch
+	c.mu.Unlock()
+	b, err := json.Marshal(request{ID: id, Method: method, Params: params, SessionID: session})
+	if err != nil {
+		c.drop(id)
+		return nil, fmt.Errorf("cdp: encode %s: %w", method, err)
+	}
+	c.wmu.Lock()
+	if dl, ok := ctx.Deadline(); ok {
+		_ = c.ws.SetWriteDeadline(dl)
+	} else {
+		_ = c.ws.SetWriteDeadline(time.Now().Add(callTimeout))
+	}
+	err = c.ws.WriteMessage(websocket.TextMessage, b)
+	c.wmu.Unlock()
+	if err != nil {
+		c.drop(id)
+		c.close()
+		return nil, errConnLost
+	}
+	select {
+	case msg, ok := <-ch:
+		if !ok {
+			return nil, errConnLost
+		}
+		if err := checkError(method, msg); err != nil {
+			return nil, err
+		}
+		return msg, nil
+	case <-ctx.Done():
+		c.drop(id)
+		return nil, ctx.Err()
+	}
+}
+
+// checkError is the CDP error in msg, if any. A success never carries an
+// "error" key at its top level, and it is cheap to look for one only
+// when the message is short or names it early.
+func checkError(method string, msg []byte) error {
+	i := bytes.Index(msg, []byte(`"error":{`))
+	if i < 0 || bytes.Contains(msg[:i], []byte(`"result":`)) {
+		return nil
+	}
+	var r response
+	if err := json.Unmarshal(msg, &r); err != nil {
+		return fmt.Errorf("cdp: decode %s: %w", method, err)
+	}
+	if r.Error != nil {
+		return &cdpError{Method: method, Code: r.Error.Code, Message: r.Error.Message}
+	}
+	return nil
+}
+
+func (c *conn) drop(id int64) {
+	c.mu.Lock()
+	delete(c.pending, id)
+	c.mu.Unlock()
+}
+
+// call sends method and decodes its result into out (nil: ignored).
+func (c *conn) call(ctx context.Context, session, method string, params, out any) error {
+	msg, err := c.raw(ctx, session, method, params)
+	if err != nil {
+		return err
+	}
+	if out == nil {
+		return nil
+	}
+	var r response
+	if err := json.Unmarshal(msg, &r); err != nil {
+		return fmt.Errorf("cdp: decode %s: %w", method, err)
+	}
+	if len(r.Result) == 0 {
+		return nil
+	}
+	if rm, ok := out.(*json.RawMessage); ok {
+		*rm = r.Result
+		return nil
+	}
+	if err := json.Unmarshal(r.Result, out); err != nil {
+		return fmt.Errorf("cdp: decode %s: %w", method, err)
+	}
+	return nil
+}
+
+// session is the flattened session attached to target, attaching once.
+func (c *conn) session(ctx context.Context, target string) (string, error) {
+	c.mu.Lock()
+	s, ok := c.sessions[target]
+	c.mu.Unlock()
+	if ok {
+		return s, nil
+	}
+	var r struct {
+		SessionID string `json:"sessionId"`
+	}
+	if err := c.call(ctx, "", "Target.attachToTarget", map[string]any{"targetId": target, "flatten": true}, &r); err != nil {
+		return "", err
+	}
+	c.mu.Lock()
+	if old, ok := c.sessions[target]; ok { // a concurrent attach won
+		c.mu.Unlock()
+		_ = c.call(ctx, "", "Target.detachFromTarget", map[string]any{"sessionId": r.SessionID}, nil)
+		return old, nil
+	}
+	c.sessions[target] = r.SessionID
+	c.mu.Unlock()
+	return r.SessionID, nil
+}
+
+// enable sends domain.enable (with params) on session once.
+func (c *conn) enable(ctx context.Context, session, method string, params any) error {
+	key := session + " " + method
+	c.mu.Lock()
+	done := c.enabled[key]
+	c.mu.Unlock()
+	if done {
+		return nil
+	}
+	if err := c.call(ctx, session, method, params, nil); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	c.enabled[key] = true
+	c.mu.Unlock()
+	return nil
+}
+
+// detachAll detaches every session (the tabs stay open).
+func (c *conn) detachAll(ctx context.Context) {
+	c.mu.Lock()
+	ss := make([]string, 0, len(c.sessions))
+	for _, s := range c.sessions {
+		ss = append(ss, s)
+	}
+	c.mu.Unlock()
+	for _, s := range ss {
+		_ = c.call(ctx, "", "Target.detachFromTarget", map[string]any{"sessionId": s}, nil)
+	}
+}
+
+// callTimeout bounds a CDP call whose caller set no deadline.
+const callTimeout = 30 * time.Second
+
+// dialWS opens the WebSocket at wsURL through dial.
+func dialWS(ctx context.Context, dial dialFunc, wsURL string) (*websocket.Conn, error) {
+	d := websocket.Dialer{NetDialContext: dial, HandshakeTimeout: 5 * time.Second, ReadBufferSize: 64 << 10, WriteBufferSize: 16 << 10}
+	ws, resp, err := d.DialContext(ctx, wsURL, http.Header{})
+	if resp != nil && resp.Body != nil {
+		resp.Body.Close()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("cdp: connect: %w", err)
+	}
+	return ws, nil
+}

@@ -1,0 +1,607 @@
+package aiod
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/a2c-smcp/a2c-go/test/interop/internal/harness"
+)
+
+// brReply is an answer of the browser plane as a client reads it.
+type brReply struct {
+	status  int
+	header  http.Header
+	raw     []byte
+	Success bool            `json:"success"`
+	Message string          `json:"message"`
+	Data    json.RawMessage `json:"data"`
+	Hint    *string         `json:"hint"`
+	Errors  []struct {
+		Location []string `json:"location"`
+		Type     string   `json:"type"`
+	} `json:"errors"`
+}
+
+// brDo sends method url with body (JSON when non-empty) and header
+// pairs, and decodes the envelope when the answer is JSON.
+func brDo(t *testing.T, method, url, body string, header ...string) brReply {
+	t.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, err := http.NewRequest(method, url, rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	resp, err := (&http.Client{Timeout: 60 * time.Second}).Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, url, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	r := brReply{status: resp.StatusCode, header: resp.Header, raw: b}
+	if strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
+		if err := json.Unmarshal(b, &r); err != nil {
+			t.Fatalf("%s %s: %d %s: %v", method, url, resp.StatusCode, b, err)
+		}
+	}
+	return r
+}
+
+// brExpect fails unless the answer has status; it returns the reply.
+func brExpect(t *testing.T, status int, method, url, body string, header ...string) brReply {
+	t.Helper()
+	r := brDo(t, method, url, body, header...)
+	if r.status != status {
+		t.Fatalf("%s %s %s: %d %s, want %d", method, url, body, r.status, r.raw, status)
+	}
+	return r
+}
+
+// brKeys is the sorted key list of a JSON object.
+func brKeys(t *testing.T, raw json.RawMessage) string {
+	t.Helper()
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &m); err != nil {
+		t.Fatalf("not an object: %s", raw)
+	}
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	for i := range ks {
+		for j := i + 1; j < len(ks); j++ {
+			if ks[j] < ks[i] {
+				ks[i], ks[j] = ks[j], ks[i]
+			}
+		}
+	}
+	return strings.Join(ks, ",")
+}
+
+// brClosedPort is a loopback port nothing listens on.
+func brClosedPort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	return port
+}
+
+// brBrowserRoutes are every browser route but info and
+// network/requests, with bodies a ready browser would accept.
+var brBrowserRoutes = []struct{ method, path, body string }{
+	{"GET", "screenshot", ""},
+	{"POST", "navigate", `{"url":"about:blank"}`},
+	{"POST", "evaluate", `{"expression":"1"}`},
+	{"POST", "snapshot", `{}`},
+	{"POST", "click", `{"selector":"#x"}`},
+	{"POST", "fill", `{"selector":"#x","value":"v"}`},
+	{"POST", "upload", `{"selector":"#x","paths":["/tmp/x"]}`},
+	{"POST", "config", `{"resolution":{"width":1280,"height":720}}`},
+	{"POST", "cdp", `{"method":"Browser.getVersion","browser":true}`},
+	{"GET", "tabs", ""},
+	{"POST", "tabs", `{}`},
+	{"POST", "tabs/ABC/activate", ""},
+	{"DELETE", "tabs/ABC", ""},
+	{"POST", "cookies", `{"cookies":[{"name":"a","value":"1","url":"http://example.com/"}]}`},
+	{"GET", "cookies", ""},
+	{"DELETE", "cookies?all=true", ""},
+}
+
+// TestAiodBrowserBare is the digest's bare fixture for the browser plane
+// (R1–R3): no browser listens on the DevTools port. Capabilities say
+// so; every route but info and network/requests answers 503 with a hint
+// on v1 and v2 alike; info answers 200 with success false; there is no
+// /v2/browser/actions.
+func TestAiodBrowserBare(t *testing.T) {
+	port := brClosedPort(t)
+	p := startAiod(t, []string{"BROWSER_REMOTE_DEBUGGING_PORT=" + strconv.Itoa(port), "BROWSER_EXECUTABLE_PATH=", "DISPLAY="})
+	// R1
+	r := brExpect(t, 200, "GET", p.URL+"/v1/capabilities?refresh=true", "")
+	var caps struct {
+		Browser struct {
+			Status      string   `json:"status"`
+			CDP         bool     `json:"cdp"`
+			CDPEndpoint string   `json:"cdp_endpoint"`
+			Missing     []string `json:"missing"`
+			Warnings    []string `json:"warnings"`
+		} `json:"browser"`
+	}
+	if err := json.Unmarshal(r.Data, &caps); err != nil {
+		t.Fatal(err)
+	}
+	b := caps.Browser
+	if (b.Status != "degraded" && b.Status != "absent") || b.CDP || !strings.Contains(strings.Join(b.Missing, ","), "cdp") ||
+		b.CDPEndpoint != "http://127.0.0.1:"+strconv.Itoa(port) {
+		t.Errorf("capabilities.browser: %+v", b)
+	}
+	for _, v := range []string{"v1", "v2"} {
+		base := p.URL + "/" + v + "/browser/"
+		// R2
+		for _, rt := range brBrowserRoutes {
+			r := brDo(t, rt.method, base+rt.path, rt.body)
+			if r.status != 503 || r.Success || r.Hint == nil || *r.Hint != "Ensure the browser capability is ready (GET /v1/capabilities)." ||
+				!strings.HasPrefix(r.Message, "browser: ") || string(r.Data) != "null" {
+				t.Errorf("%s %s: %d %s", rt.method, base+rt.path, r.status, r.raw)
+			}
+		}
+		r := brExpect(t, 200, "GET", base+"info", "")
+		if r.Success || !strings.HasPrefix(r.Message, "browser: ") || string(r.Data) != "null" || r.Hint == nil {
+			t.Errorf("%s info: %s", v, r.raw)
+		}
+		r = brExpect(t, 200, "GET", base+"network/requests", "")
+		if !r.Success || string(r.Data) != "[]" {
+			t.Errorf("%s network/requests: %s", v, r.raw)
+		}
+	}
+	// R3
+	brExpect(t, 404, "POST", p.URL+"/v2/browser/actions", `{"action_type":"WAIT","duration":0.1}`)
+}
+
+// brGreeter is the fixture page: a name field, a button that greets, a
+// link and a file input.
+const brGreeter = `<!doctype html><html><head><title>Greeter</title></head><body>
+<label for="name">Name</label> <input id="name" type="text">
+<button id="greet" onclick="document.getElementById('out').textContent='hello, '+document.getElementById('name').value">Greet</button>
+<p id="out"></p>
+<a id="other" href="/other">Other page</a>
+<label for="file">File</label> <input id="file" type="file">
+</body></html>`
+
+// brFixture serves the Greeter at / and a second page at /other.
+func brFixture(t *testing.T) *httptest.Server {
+	t.Helper()
+	mux := http.NewServeMux()
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		io.WriteString(w, brGreeter)
+	})
+	mux.HandleFunc("/other", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		io.WriteString(w, `<!doctype html><html><head><title>Other</title></head><body>other</body></html>`)
+	})
+	s := httptest.NewServer(mux)
+	t.Cleanup(s.Close)
+	return s
+}
+
+// TestAiodBrowser is the digest's browser fixture (R7–R30): headless
+// Chromium and the Greeter page, every route on /v1 and on /v2 with the
+// same expectations.
+func TestAiodBrowser(t *testing.T) {
+	chrome := harness.Chromium(t, harness.ChromiumOptions{})
+	site := brFixture(t)
+	p := startAiod(t, []string{"BROWSER_REMOTE_DEBUGGING_PORT=" + strconv.Itoa(chrome.Port()), "DISPLAY="})
+	// R7
+	r := brExpect(t, 200, "GET", p.URL+"/v1/capabilities?refresh=true", "")
+	var caps struct {
+		Browser struct {
+			Status   string   `json:"status"`
+			CDP      bool     `json:"cdp"`
+			Missing  []string `json:"missing"`
+			Warnings []string `json:"warnings"`
+		} `json:"browser"`
+	}
+	if err := json.Unmarshal(r.Data, &caps); err != nil {
+		t.Fatal(err)
+	}
+	if caps.Browser.Status != "ready" || !caps.Browser.CDP || len(caps.Browser.Warnings) != 0 {
+		t.Errorf("capabilities.browser: %+v", caps.Browser)
+	}
+	for _, v := range []string{"v1", "v2"} {
+		t.Run(v, func(t *testing.T) { brSuite(t, p.URL, v, site.URL) })
+	}
+}
+
+// brSuite runs R8–R29 against /<v>/browser/.
+func brSuite(t *testing.T, aiod, v, site string) {
+	base := aiod + "/" + v + "/browser/"
+	host := strings.TrimPrefix(aiod, "http://")
+
+	// R8, R11: info's shape and cdp_url.
+	r := brExpect(t, 200, "GET", base+"info", "")
+	wantKeys := "cdp_ui_url,cdp_url,page_viewport,user_agent,viewport"
+	if v == "v1" {
+		wantKeys += ",vnc_url"
+	}
+	if got := brKeys(t, r.Data); got != wantKeys {
+		t.Errorf("info keys %s, want %s", got, wantKeys)
+	}
+	var info struct {
+		UserAgent    string  `json:"user_agent"`
+		CDPURL       string  `json:"cdp_url"`
+		CDPUIURL     *string `json:"cdp_ui_url"`
+		VNCURL       *string `json:"vnc_url"`
+		Viewport     struct{ Width, Height int }
+		PageViewport *struct{ Width, Height int } `json:"page_viewport"`
+	}
+	if err := json.Unmarshal(r.Data, &info); err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`^ws://`+regexp.QuoteMeta(host)+`/cdp/devtools/browser/[0-9a-f-]+$`).MatchString(info.CDPURL) ||
+		!strings.Contains(info.UserAgent, "HeadlessChrome") || info.CDPUIURL != nil || info.Viewport.Width <= 0 ||
+		info.PageViewport == nil || info.PageViewport.Width <= 0 || (v == "v1" && (info.VNCURL == nil || *info.VNCURL != "")) {
+		t.Errorf("info: %s", r.raw)
+	}
+	wsPath := info.CDPURL[strings.Index(info.CDPURL, "/cdp/"):]
+	// R9
+	r = brExpect(t, 200, "GET", base+"info", "", "X-Forwarded-Proto", "https", "X-Forwarded-Host", "sb.example", "X-Forwarded-Prefix", "/p/")
+	json.Unmarshal(r.Data, &info)
+	if info.CDPURL != "wss://sb.example/p"+wsPath {
+		t.Errorf("forwarded cdp_url %s", info.CDPURL)
+	}
+	// R10
+	r = brExpect(t, 200, "GET", base+"info?api_key=K", "")
+	json.Unmarshal(r.Data, &info)
+	if info.CDPURL != "ws://"+host+wsPath+"?api_key=K" {
+		t.Errorf("cdp_url with key %s", info.CDPURL)
+	}
+
+	// R12: navigate and evaluate.
+	r = brExpect(t, 200, "POST", base+"navigate", `{"url":"`+site+`/"}`)
+	var nav struct {
+		URL     string `json:"url"`
+		FrameID string `json:"frame_id"`
+	}
+	json.Unmarshal(r.Data, &nav)
+	if r.Message != "Navigated" || !r.Success || nav.URL != site+"/" || nav.FrameID == "" || brKeys(t, r.Data) != "frame_id,url" {
+		t.Errorf("navigate: %s", r.raw)
+	}
+	brEval := func(expr string, extra string) (json.RawMessage, *string) {
+		t.Helper()
+		r := brExpect(t, 200, "POST", base+"evaluate", `{"expression":`+strconv.Quote(expr)+extra+`}`)
+		var e struct {
+			Value     json.RawMessage `json:"value"`
+			Exception *string         `json:"exception"`
+		}
+		if err := json.Unmarshal(r.Data, &e); err != nil || !r.Success || brKeys(t, r.Data) != "exception,value" {
+			t.Fatalf("evaluate %s: %s", expr, r.raw)
+		}
+		return e.Value, e.Exception
+	}
+	if val, exc := brEval("document.title", ""); string(val) != `"Greeter"` || exc != nil {
+		t.Errorf("title %s %v", val, exc)
+	}
+	// R13
+	if val, exc := brEval("throw new Error('x')", ""); exc == nil || !strings.Contains(*exc, "x") || string(val) != "null" {
+		t.Errorf("throw: %s %v", val, exc)
+	}
+	if val, exc := brEval("Promise.resolve(7)", `,"await_promise":true`); string(val) != "7" || exc != nil {
+		t.Errorf("await: %s %v", val, exc)
+	}
+	brExpect(t, 422, "POST", base+"evaluate", `{}`)
+	brExpect(t, 400, "POST", base+"evaluate", `{"expression":`)
+
+	// R16: screenshots.
+	r = brExpect(t, 200, "GET", base+"screenshot", "")
+	w, werr := strconv.Atoi(r.header.Get("X-Image-Width"))
+	h, herr := strconv.Atoi(r.header.Get("X-Image-Height"))
+	if !bytes.HasPrefix(r.raw, []byte("\x89PNG\r\n\x1a\n")) || r.header.Get("Content-Type") != "image/png" || werr != nil || herr != nil || w <= 0 || h <= 0 {
+		t.Errorf("png screenshot: %v %q", r.header, r.raw[:min(len(r.raw), 16)])
+	}
+	for _, f := range []string{"jpeg", "jpg"} {
+		r = brExpect(t, 200, "GET", base+"screenshot?format="+f+"&quality=50", "")
+		if !bytes.HasPrefix(r.raw, []byte{0xFF, 0xD8}) || r.header.Get("Content-Type") != "image/jpeg" {
+			t.Errorf("%s screenshot: %v", f, r.header)
+		}
+	}
+	brExpect(t, 200, "GET", base+"screenshot?full_page=true", "")
+	brExpect(t, 422, "GET", base+"screenshot?format=gif", "")
+	brExpect(t, 422, "GET", base+"screenshot?format=jpeg&quality=101", "")
+
+	// R17: snapshot with refs.
+	r = brExpect(t, 200, "POST", base+"snapshot", `{"interactive_only":true}`)
+	var snap struct {
+		Role     string `json:"role"`
+		Children []struct {
+			Role string `json:"role"`
+			Name string `json:"name"`
+			Ref  string `json:"ref"`
+		} `json:"children"`
+	}
+	if err := json.Unmarshal(r.Data, &snap); err != nil {
+		t.Fatal(err)
+	}
+	refs := map[string]string{}
+	for _, n := range snap.Children {
+		if !regexp.MustCompile(`^e\d+$`).MatchString(n.Ref) {
+			t.Errorf("node %+v: ref", n)
+		}
+		if _, ok := refs[n.Role]; !ok {
+			refs[n.Role] = n.Ref
+		}
+	}
+	if snap.Role != "RootWebArea" || refs["textbox"] == "" || refs["button"] == "" || refs["link"] == "" {
+		t.Fatalf("snapshot: %s", r.raw)
+	}
+	r = brExpect(t, 200, "POST", base+"snapshot", `{}`)
+	if !strings.Contains(string(r.raw), `"name":"Greet"`) || !strings.Contains(string(r.raw), `"ref":"`+refs["button"]+`"`) {
+		t.Errorf("full snapshot: %s", r.raw)
+	}
+
+	// R18: fill and click by ref.
+	r = brExpect(t, 200, "POST", base+"fill", `{"ref":"`+refs["textbox"]+`","value":"Ada"}`)
+	if r.Message != "Filled" || !r.Success {
+		t.Errorf("fill: %s", r.raw)
+	}
+	r = brExpect(t, 200, "POST", base+"click", `{"ref":"`+refs["button"]+`"}`)
+	if r.Message != "Clicked" || !r.Success || string(r.Data) != "null" {
+		t.Errorf("click: %s", r.raw)
+	}
+	if val, _ := brEval("document.getElementById('out').textContent", ""); string(val) != `"hello, Ada"` {
+		t.Errorf("after ref click: %s", val)
+	}
+	// R19: by selector.
+	brExpect(t, 200, "POST", base+"fill", `{"selector":"#name","value":"Bob"}`)
+	brExpect(t, 200, "POST", base+"click", `{"selector":"#greet"}`)
+	if val, _ := brEval("document.getElementById('name').value + '|' + document.getElementById('out').textContent", ""); string(val) != `"Bob|hello, Bob"` {
+		t.Errorf("after selector fill/click: %s", val)
+	}
+	// R20
+	r = brExpect(t, 404, "POST", base+"click", `{"selector":"#nope"}`)
+	if r.Success || !strings.HasPrefix(r.Message, "browser: ") {
+		t.Errorf("404: %s", r.raw)
+	}
+	brExpect(t, 400, "POST", base+"click", `{}`)
+	brExpect(t, 400, "POST", base+"click", `{"ref":"x1"}`)
+	brExpect(t, 400, "POST", base+"click", `not json`)
+	brExpect(t, 422, "POST", base+"fill", `{"selector":"#name"}`)
+	brExpect(t, 422, "POST", base+"click", `{"selector":5}`)
+
+	// R22: upload.
+	dir := t.TempDir()
+	file := filepath.Join(dir, "hello.txt")
+	os.WriteFile(file, []byte("hi"), 0o644)
+	r = brExpect(t, 200, "POST", base+"upload", `{"selector":"#file","paths":[`+strconv.Quote(file)+`]}`)
+	if !r.Success {
+		t.Errorf("upload: %s", r.raw)
+	}
+	if val, _ := brEval("document.getElementById('file').files[0].name", ""); string(val) != `"hello.txt"` {
+		t.Errorf("uploaded file: %s", val)
+	}
+	brExpect(t, 404, "POST", base+"upload", `{"selector":"#nofile","paths":[`+strconv.Quote(file)+`]}`)
+	brExpect(t, 422, "POST", base+"upload", `{"selector":"#file"}`)
+	brExpect(t, 422, "POST", base+"upload", `{"selector":"#file","paths":["rel.txt"]}`)
+
+	// R21: a ref from before a navigation.
+	brExpect(t, 200, "POST", base+"navigate", `{"url":"`+site+`/other","wait_until":"domcontentloaded"}`)
+	if r := brDo(t, "POST", base+"click", `{"ref":"`+refs["button"]+`"}`); r.status != 200 && r.status != 503 {
+		t.Errorf("stale ref: %d %s", r.status, r.raw)
+	}
+	// R15: history.
+	r = brExpect(t, 200, "POST", base+"navigate", `{"history":"back"}`)
+	json.Unmarshal(r.Data, &nav)
+	if nav.URL != site+"/" {
+		t.Errorf("back: %s", r.raw)
+	}
+	if val, _ := brEval("location.href", ""); string(val) != strconv.Quote(site+"/") {
+		t.Errorf("after back: %s", val)
+	}
+	brExpect(t, 200, "POST", base+"navigate", `{"history":"forward","wait_until":"load"}`)
+	brExpect(t, 200, "POST", base+"navigate", `{"history":"reload","wait_until":"networkidle"}`)
+	brExpect(t, 400, "POST", base+"navigate", `{}`)
+	brExpect(t, 422, "POST", base+"navigate", `{"url":"`+site+`/","wait_until":"never"}`)
+	brExpect(t, 422, "POST", base+"navigate", `{"history":"sideways"}`)
+	// R14: a refused connection is a success.
+	closed := brClosedPort(t)
+	brExpect(t, 200, "POST", base+"navigate", `{"url":"http://127.0.0.1:`+strconv.Itoa(closed)+`/"}`)
+	if val, _ := brEval("location.href", ""); !strings.HasPrefix(string(val), `"chrome-error://`) {
+		t.Errorf("refused: %s", val)
+	}
+
+	// R23, R24, R25: tabs.
+	var tabs []struct{ ID, Title, URL, Type string }
+	listTabs := func() {
+		t.Helper()
+		r := brExpect(t, 200, "GET", base+"tabs", "")
+		tabs = nil
+		if err := json.Unmarshal(r.Data, &tabs); err != nil || len(tabs) == 0 {
+			t.Fatalf("tabs: %s", r.raw)
+		}
+		for _, tb := range tabs {
+			if tb.Type != "page" {
+				t.Errorf("tab %+v", tb)
+			}
+		}
+	}
+	listTabs()
+	first := tabs[0].ID
+	r = brExpect(t, 200, "POST", base+"tabs", `{}`)
+	var tab struct{ ID, Title, URL, Type string }
+	json.Unmarshal(r.Data, &tab)
+	if tab.URL != "about:blank" || tab.Type != "page" || tab.ID == "" || brKeys(t, r.Data) != "id,title,type,url" {
+		t.Errorf("new tab: %s", r.raw)
+	}
+	listTabs()
+	if tabs[0].ID != tab.ID {
+		t.Errorf("new tab not first: %+v", tabs)
+	}
+	// R25: tab_id.
+	if val, _ := brEval("location.href", `,"tab_id":"`+first+`"`); !strings.HasPrefix(string(val), `"chrome-error://`) {
+		t.Errorf("evaluate in tab %s: %s", first, val)
+	}
+	if val, _ := brEval("location.href", ""); string(val) != `"about:blank"` {
+		t.Errorf("evaluate in the default tab: %s", val)
+	}
+	brExpect(t, 404, "POST", base+"evaluate", `{"expression":"1","tab_id":"NOPE"}`)
+	r = brExpect(t, 200, "POST", base+"tabs/"+first+"/activate", "")
+	listTabs()
+	if tabs[0].ID != first {
+		t.Errorf("activated tab not first: %+v", tabs)
+	}
+	r = brExpect(t, 404, "POST", base+"tabs/NOPE/activate", "")
+	if r.Message != "no tab with id NOPE" {
+		t.Errorf("unknown activate: %s", r.raw)
+	}
+	brExpect(t, 405, "PUT", base+"tabs/"+first+"/activate", "")
+	brExpect(t, 200, "DELETE", base+"tabs/"+tab.ID, "")
+	listTabs()
+	for _, tb := range tabs {
+		if tb.ID == tab.ID {
+			t.Errorf("closed tab still listed")
+		}
+	}
+	r = brExpect(t, 404, "DELETE", base+"tabs/1", "")
+	if r.Message != "no tab with id 1" {
+		t.Errorf("DELETE tabs/1: %s", r.raw)
+	}
+
+	// R26: cookies.
+	r = brExpect(t, 200, "POST", base+"cookies", `{"cookies":[{"name":"a","value":"1","url":"http://example.com/"}]}`)
+	if string(r.Data) != `{"count":1}` {
+		t.Errorf("set cookies: %s", r.raw)
+	}
+	brExpect(t, 200, "POST", base+"cookies", `{"cookies":[{"name":"b","value":"2","domain":"other.test"}]}`)
+	var cookies []struct{ Name, Value, Domain string }
+	r = brExpect(t, 200, "GET", base+"cookies?domain=example.com", "")
+	json.Unmarshal(r.Data, &cookies)
+	if len(cookies) != 1 || cookies[0].Name != "a" || cookies[0].Value != "1" || cookies[0].Domain != "example.com" {
+		t.Errorf("get cookies: %s", r.raw)
+	}
+	r = brExpect(t, 200, "GET", base+"cookies?url="+"http://example.com/x", "")
+	json.Unmarshal(r.Data, &cookies)
+	if len(cookies) != 1 || cookies[0].Name != "a" {
+		t.Errorf("get cookies by url: %s", r.raw)
+	}
+	r = brExpect(t, 200, "DELETE", base+"cookies?name=a&domain=example.com", "")
+	if string(r.Data) != `{"count":1}` {
+		t.Errorf("delete cookie: %s", r.raw)
+	}
+	r = brExpect(t, 200, "GET", base+"cookies?domain=example.com", "")
+	if string(r.Data) != `[]` {
+		t.Errorf("after delete: %s", r.raw)
+	}
+	brExpect(t, 400, "DELETE", base+"cookies", "")
+	brExpect(t, 422, "POST", base+"cookies", `{}`)
+	brExpect(t, 422, "POST", base+"cookies", `{"cookies":[{"name":"a","value":"1"}]}`)
+	brExpect(t, 200, "DELETE", base+"cookies?all=true", "")
+	r = brExpect(t, 200, "GET", base+"cookies", "")
+	if string(r.Data) != `[]` {
+		t.Errorf("after all=true: %s", r.raw)
+	}
+
+	// R27: network/requests.
+	brExpect(t, 200, "GET", base+"network/requests?clear=true", "")
+	brExpect(t, 200, "POST", base+"navigate", `{"url":"`+site+`/other"}`)
+	r = brExpect(t, 200, "GET", base+"network/requests", "")
+	var reqs []struct {
+		URL          string `json:"url"`
+		Method       string `json:"method"`
+		Status       *int   `json:"status"`
+		ResourceType string `json:"resource_type"`
+	}
+	json.Unmarshal(r.Data, &reqs)
+	if len(reqs) == 0 || reqs[0].URL != site+"/other" && !brHasURL(reqs, site+"/other") || len(reqs) > 300 {
+		t.Errorf("requests: %s", r.raw)
+	}
+	if i := brIndex(reqs, site+"/other"); i < 0 || reqs[i].Method != "GET" || reqs[i].ResourceType != "Document" || reqs[i].Status == nil || *reqs[i].Status != 200 {
+		t.Errorf("request of the page: %s", r.raw)
+	}
+	brExpect(t, 200, "POST", base+"navigate", `{"url":"`+site+`/"}`)
+	r = brExpect(t, 200, "GET", base+"network/requests?limit=1", "")
+	json.Unmarshal(r.Data, &reqs)
+	if len(reqs) != 1 || reqs[0].URL != site+"/" && !strings.HasPrefix(reqs[0].URL, site) {
+		t.Errorf("newest first, limit 1: %s", r.raw)
+	}
+	brExpect(t, 200, "GET", base+"network/requests?clear=true", "")
+	r = brExpect(t, 200, "GET", base+"network/requests", "")
+	if string(r.Data) != "[]" {
+		t.Errorf("after clear: %s", r.raw)
+	}
+
+	// R28: config.
+	r = brExpect(t, 200, "POST", base+"config", `{"resolution":{"width":1280,"height":720}}`)
+	if string(r.Data) != `{"resolution":{"width":1280,"height":720}}` {
+		t.Errorf("config: %s", r.raw)
+	}
+	r = brExpect(t, 422, "POST", base+"config", `{"resolution":{"width":1234,"height":567}}`)
+	if len(r.Errors) != 1 || strings.Join(r.Errors[0].Location, ".") != "body.resolution" {
+		t.Errorf("config 422: %s", r.raw)
+	}
+	r = brExpect(t, 200, "POST", base+"config", `{}`)
+	if string(r.Data) != `{"resolution":null}` {
+		t.Errorf("config {}: %s", r.raw)
+	}
+
+	// R29: raw CDP.
+	r = brExpect(t, 200, "POST", base+"cdp", `{"method":"Browser.getVersion","browser":true}`)
+	var ver struct{ Product string }
+	if json.Unmarshal(r.Data, &ver); !strings.Contains(ver.Product, "Chrome") {
+		t.Errorf("Browser.getVersion: %s", r.raw)
+	}
+	r = brExpect(t, 200, "POST", base+"cdp", `{"method":"Runtime.evaluate","params":{"expression":"1+1"}}`)
+	if !strings.Contains(string(r.Data), `"value":2`) {
+		t.Errorf("Runtime.evaluate: %s", r.raw)
+	}
+	r = brExpect(t, 503, "POST", base+"cdp", `{"method":"Foo.bar"}`)
+	if r.Message != "browser: Foo.bar: 'Foo.bar' wasn't found" || r.Hint == nil {
+		t.Errorf("Foo.bar: %s", r.raw)
+	}
+	brExpect(t, 422, "POST", base+"cdp", `{}`)
+}
+
+func brIndex(reqs []struct {
+	URL          string `json:"url"`
+	Method       string `json:"method"`
+	Status       *int   `json:"status"`
+	ResourceType string `json:"resource_type"`
+}, url string) int {
+	for i, r := range reqs {
+		if r.URL == url {
+			return i
+		}
+	}
+	return -1
+}
+
+func brHasURL(reqs []struct {
+	URL          string `json:"url"`
+	Method       string `json:"method"`
+	Status       *int   `json:"status"`
+	ResourceType string `json:"resource_type"`
+}, url string) bool {
+	return brIndex(reqs, url) >= 0
+}
+
