@@ -5,14 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log"
 	"log/slog"
 	"net"
 	"net/http"
 	"os"
 	"time"
-
-	"github.com/jezek/xgb"
 )
 
 // DefaultListen is where the worker listens when AIO_COMPUTER_USE_LISTEN
@@ -76,7 +73,6 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		listen = DefaultListen
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, nil))
-	xgb.Logger = log.New(io.Discard, "", 0) // its messages are ours to word
 
 	w := newWorker(name, xauth, getenv("AIO_API_KEY"), logger)
 	defer w.close()

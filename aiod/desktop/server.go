@@ -8,6 +8,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"io"
+	stdlog "log"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -16,6 +17,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/jezek/xgb"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -55,6 +57,9 @@ type worker struct {
 var openapiDoc []byte
 
 func newWorker(displayName, xauth, key string, log *slog.Logger) *worker {
+	// xgb's own log lines (a missing ~/.Xauthority, say) are not ours:
+	// failures reach the worker as errors, worded here.
+	xgb.Logger = stdlog.New(io.Discard, "", 0)
 	w := &worker{
 		displayName: displayName, xauth: xauth, key: key, log: log,
 		x:        display{name: displayName},

@@ -1,0 +1,216 @@
+package desktop
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"image/png"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jezek/xgb/xproto"
+)
+
+// testXvfb starts an Xvfb of w×h×24 on a free display for the test and
+// returns its DISPLAY; it is stopped at cleanup. No Xvfb skips the test.
+func testXvfb(tb testing.TB, w, h int) string {
+	tb.Helper()
+	bin, err := exec.LookPath("Xvfb")
+	if err != nil {
+		tb.Skip("Xvfb not installed (Debian package xvfb)")
+	}
+	r, wr, err := os.Pipe()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer r.Close()
+	cmd := exec.Command(bin, "-screen", "0", fmt.Sprintf("%dx%dx24", w, h), "-nolisten", "tcp", "-displayfd", "3")
+	cmd.ExtraFiles = []*os.File{wr}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		tb.Fatal(err)
+	}
+	wr.Close()
+	tb.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+	})
+	got := make(chan string, 1)
+	go func() {
+		line, _ := bufio.NewReader(r).ReadString('\n')
+		got <- strings.TrimSpace(line)
+	}()
+	select {
+	case n := <-got:
+		if n == "" {
+			tb.Fatal("Xvfb reported no display")
+		}
+		return ":" + n
+	case <-time.After(20 * time.Second):
+		tb.Fatal("Xvfb did not start")
+	}
+	return ""
+}
+
+// testWorker is a worker on a fresh Xvfb, its handler served by
+// httptest.
+func testWorker(tb testing.TB, w, h int) (*worker, *httptest.Server) {
+	tb.Helper()
+	name := testXvfb(tb, w, h)
+	wk := newWorker(name, "", "", slog.New(slog.DiscardHandler))
+	if err := wk.x.connect(); err != nil {
+		tb.Fatal(err)
+	}
+	srv := httptest.NewServer(wk.handler(time.Second))
+	tb.Cleanup(func() { srv.Close(); wk.close() })
+	return wk, srv
+}
+
+// paint fills the root window with a pattern (a gradient with stripes),
+// so that captures compress like a real desktop rather than a black one.
+func paint(tb testing.TB, x *xconn, w, h int) {
+	tb.Helper()
+	gc, err := xproto.NewGcontextId(x.c)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := xproto.CreateGCChecked(x.c, gc, xproto.Drawable(x.root), 0, nil).Check(); err != nil {
+		tb.Fatal(err)
+	}
+	rows := 32 // 1280×32×4 = 160 KiB per request, under the 256 KiB limit
+	buf := make([]byte, w*rows*4)
+	for y0 := 0; y0 < h; y0 += rows {
+		n := min(rows, h-y0)
+		for y := range n {
+			for px := range w {
+				i := (y*w + px) * 4
+				buf[i] = byte(px * 255 / w)
+				buf[i+1] = byte((y0 + y) * 255 / h)
+				buf[i+2] = byte((px / 40) % 2 * 200)
+			}
+		}
+		if err := xproto.PutImageChecked(x.c, xproto.ImageFormatZPixmap, xproto.Drawable(x.root), gc,
+			uint16(w), uint16(n), 0, int16(y0), 0, 24, buf[:w*n*4]).Check(); err != nil {
+			tb.Fatal(err)
+		}
+	}
+}
+
+func TestScreenshot(t *testing.T) {
+	wk, srv := testWorker(t, 640, 480)
+	x, _ := wk.x.get()
+	paint(t, x, 640, 480)
+	resp, err := http.Get(srv.URL + "/v2/computer/screenshot")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	img, err := png.Decode(bytes.NewReader(b))
+	if err != nil {
+		t.Fatalf("%d %q: %v", resp.StatusCode, b[:min(len(b), 200)], err)
+	}
+	if img.Bounds().Dx() != 640 || img.Bounds().Dy() != 480 || resp.Header.Get("X-Image-Width") != "640" || resp.Header.Get("X-Screen-Height") != "480" {
+		t.Errorf("size %v, headers %v", img.Bounds(), resp.Header)
+	}
+	// the pattern's colours come back in order (BGRX read as RGB)
+	for _, p := range []struct{ x, y, r, g, b int }{{639, 479, 200, 254, 254}, {0, 0, 0, 0, 0}, {40, 0, 200, 0, 15}} {
+		r, g, bl, a := img.At(p.x, p.y).RGBA()
+		if int(r>>8) != p.r || int(g>>8) != p.g || int(bl>>8) != p.b || a != 0xffff {
+			t.Errorf("pixel (%d,%d) = %d %d %d %d, want %d %d %d opaque", p.x, p.y, r>>8, g>>8, bl>>8, a>>8, p.r, p.g, p.b)
+		}
+	}
+}
+
+// BenchmarkGetImage is the baseline: a direct X client reading the whole
+// root (ZPixmap), what xwd does, without any encoding.
+func BenchmarkGetImage(b *testing.B) {
+	wk, _ := testWorker(b, 1280, 800)
+	x, _ := wk.x.get()
+	paint(b, x, 1280, 800)
+	b.ResetTimer()
+	for b.Loop() {
+		if _, err := xproto.GetImage(x.c, xproto.ImageFormatZPixmap, xproto.Drawable(x.root), 0, 0, 1280, 800, 0xffffffff).Reply(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkScreenshot is what GET screenshot does: capture and encode.
+func BenchmarkScreenshot(b *testing.B) {
+	wk, _ := testWorker(b, 1280, 800)
+	x, _ := wk.x.get()
+	paint(b, x, 1280, 800)
+	b.ResetTimer()
+	for b.Loop() {
+		s, err := wk.shot()
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.SetBytes(int64(s.buf.Len()))
+		s.release()
+	}
+}
+
+// BenchmarkScreenshotHTTP is GET screenshot over loopback HTTP.
+func BenchmarkScreenshotHTTP(b *testing.B) {
+	wk, srv := testWorker(b, 1280, 800)
+	x, _ := wk.x.get()
+	paint(b, x, 1280, 800)
+	b.ResetTimer()
+	for b.Loop() {
+		resp, err := http.Get(srv.URL + "/v2/computer/screenshot")
+		if err != nil {
+			b.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+}
+
+// TestClickRoundTrip checks the latency target: a CLICK action's HTTP
+// round trip has p99 under 50 ms.
+func TestClickRoundTrip(t *testing.T) {
+	if testing.Short() {
+		t.Skip("timing")
+	}
+	_, srv := testWorker(t, 1280, 800)
+	var d []time.Duration
+	for i := range 200 {
+		body := `{"action_type":"CLICK","x":` + strconv.Itoa(100+i) + `,"y":200}`
+		start := time.Now()
+		resp, err := http.Post(srv.URL+"/v2/computer/actions", "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Fatalf("status %d", resp.StatusCode)
+		}
+		d = append(d, time.Since(start))
+	}
+	sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
+	p50, p99 := d[len(d)/2], d[len(d)*99/100]
+	t.Logf("click round trip: p50 %v, p99 %v", p50, p99)
+	if p99 > 50*time.Millisecond {
+		t.Errorf("p99 %v, want < 50 ms", p99)
+	}
+}
