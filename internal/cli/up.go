@@ -2,12 +2,14 @@ package cli
 
 import (
 	"context"
+	"crypto/subtle"
 	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,6 +17,7 @@ import (
 	"time"
 
 	"github.com/a2c-smcp/a2c-go/aiod"
+	"github.com/a2c-smcp/a2c-go/aiod/launch"
 	"github.com/a2c-smcp/a2c-go/computer/config"
 	"github.com/a2c-smcp/a2c-go/server"
 )
@@ -41,6 +44,8 @@ func runUp(ctx context.Context, e *env, args []string) error {
 	version := addVersionFlag(fs)
 	landing := fs.String("landing-root", "", `folder where uploads (a2c put) land (default <workspace>/uploads; "-" refuses uploads)`)
 	skillsDir := fs.String("skills", defaultSkillsDir(), "folder of the user's skill packages served on the SKILL channel (\"\" for none)")
+	browser := fs.Bool("browser", false, "run Chromium (headless; headful on the display with --desktop) for the sandbox's browser plane, and serve its DevTools endpoint at /cdp/* on the sandbox API's address (cdp_url in the banner; the token is checked)")
+	desktop := fs.Bool("desktop", false, "run an X display (Xvfb), a window manager and the computer-use worker for the sandbox's computer-use plane")
 	isolation := aiod.AddIsolationFlags(fs, "namespaces")
 	if err := e.parse(fs, args); err != nil {
 		return err
@@ -115,6 +120,7 @@ func runUp(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	dcfg.Workspace, dcfg.APIKey, dcfg.Logger = ws, secret, log
+	dcfg.Browser, dcfg.Desktop = *browser, *desktop
 	d, err := aiod.New(dcfg)
 	if err != nil {
 		return fmt.Errorf("sandbox: %w", err)
@@ -133,11 +139,29 @@ func runUp(ctx context.Context, e *env, args []string) error {
 		// servers, which run on the host, outside the sandbox.
 		log.Warn("the sandbox can reach the hub on this machine's network and call the tools of --config's MCP servers, which run outside the sandbox; set --token (or $A2C_TOKEN), or --network none")
 	}
-	printUpBanner(e, upBanner{hubAddr: hubLn.Addr().String(), server: dial, boxAddr: boxLn.Addr().String(), office: *office, name: *name,
-		workspace: ws, config: *cfgPath, auth: secret != "", token: secret, tokenFromEnv: tokenFromEnv})
+	banner := upBanner{hubAddr: hubLn.Addr().String(), server: dial, boxAddr: boxLn.Addr().String(), office: *office, name: *name,
+		workspace: ws, config: *cfgPath, auth: secret != "", token: secret, tokenFromEnv: tokenFromEnv, display: d.Display()}
+	boxHandler := d.Handler()
+	if *browser {
+		proxy, err := d.CDPProxy()
+		if err != nil {
+			_ = d.Shutdown(context.Background())
+			return fmt.Errorf("browser: %w", err)
+		}
+		// The browser answered before aiod.New returned; its WebSocket's
+		// path is what Playwright's and Puppeteer's connectOverCDP take.
+		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		banner.cdpPath, err = proxy.BrowserPath(pctx)
+		cancel()
+		if err != nil {
+			log.Warn("browser: no DevTools WebSocket to print", "err", err)
+		}
+		boxHandler = withCDP(boxHandler, proxy, secret)
+	}
+	printUpBanner(e, banner)
 
 	hubSrv := &http.Server{Handler: hub.Handler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 120 * time.Second, MaxHeaderBytes: 64 << 10}
-	boxSrv := &http.Server{Handler: d.Handler(), ReadHeaderTimeout: aiod.ReadHeaderTimeout, IdleTimeout: 120 * time.Second}
+	boxSrv := &http.Server{Handler: boxHandler, ReadHeaderTimeout: aiod.ReadHeaderTimeout, IdleTimeout: 120 * time.Second}
 	errc := make(chan error, 3)
 	go func() { errc <- fmt.Errorf("hub: %w", hubSrv.Serve(hubLn)) }()
 	go func() { errc <- fmt.Errorf("sandbox API: %w", boxSrv.Serve(boxLn)) }()
@@ -201,6 +225,10 @@ type upBanner struct {
 	hubAddr, boxAddr, office, name, workspace, config string
 	auth, tokenFromEnv                                bool
 	token                                             string
+	// cdpPath is the browser's DevTools WebSocket path
+	// (/devtools/browser/<uuid>) under --browser, display the X display
+	// under --desktop.
+	cdpPath, display string
 }
 
 // printUpBanner writes a2c up's first lines to stderr: where the hub and
@@ -215,6 +243,19 @@ func printUpBanner(e *env, b upBanner) {
 		cfg = b.config
 	}
 	fmt.Fprintf(w, "a2c up: Computer name=%s office=%s tools=%s__* config=%s\n", b.name, b.office, aiod.DefaultSandboxBundleID, cfg)
+	if b.cdpPath != "" {
+		// The token goes into the URL only when it was given on the
+		// command line (the user has it on screen already), as --token
+		// in the try line.
+		q := ""
+		if b.auth && !b.tokenFromEnv {
+			q = "?api_key=" + url.QueryEscape(b.token)
+		}
+		fmt.Fprintf(w, "a2c up: browser cdp_url=ws://%s%s%s%s auth=%t\n", localURL(b.boxAddr), launch.CDPPrefix, b.cdpPath, q, b.auth)
+	}
+	if b.display != "" {
+		fmt.Fprintf(w, "a2c up: desktop display=%s\n", b.display)
+	}
 	var flags []string
 	if b.server != "http://127.0.0.1:8000" {
 		flags = append(flags, "--server "+b.server)
@@ -230,6 +271,33 @@ func printUpBanner(e *env, b upBanner) {
 		try += " " + strings.Join(flags, " ")
 	}
 	fmt.Fprintf(w, "a2c up: try: %s\n", try)
+}
+
+// withCDP serves /cdp and /cdp/* with proxy, everything else with h.
+// A token, when set, is required there as on the rest of the sandbox
+// API: header x-api-key, Authorization: Bearer, or the query parameter
+// api_key (which WebSocket clients without headers use); missing or
+// wrong is 401.
+func withCDP(h http.Handler, proxy http.Handler, token string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != launch.CDPPrefix && !strings.HasPrefix(r.URL.Path, launch.CDPPrefix+"/") {
+			h.ServeHTTP(w, r)
+			return
+		}
+		if token != "" && !cdpAuthorized(r, token) {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="a2c up"`)
+			http.Error(w, "missing or wrong token (x-api-key, Authorization: Bearer, or ?api_key=)", http.StatusUnauthorized)
+			return
+		}
+		proxy.ServeHTTP(w, r)
+	})
+}
+
+// cdpAuthorized reports whether r carries token.
+func cdpAuthorized(r *http.Request, token string) bool {
+	same := func(s string) bool { return s != "" && subtle.ConstantTimeCompare([]byte(s), []byte(token)) == 1 }
+	bearer, isBearer := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	return same(r.Header.Get("X-Api-Key")) || isBearer && same(bearer) || same(r.URL.Query().Get("api_key"))
 }
 
 // shellQuote quotes s for a POSIX shell when it needs it.

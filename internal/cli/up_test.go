@@ -2,6 +2,8 @@ package cli
 
 import (
 	"bytes"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -65,6 +67,79 @@ func TestUpBanner(t *testing.T) {
 			}
 			if !strings.HasPrefix(lines[0], "a2c up: hub listening addr="+tc.b.hubAddr+" url="+tc.b.server+" ") {
 				t.Errorf("first line %q does not start with the hub's addr= and the URL a local client uses", lines[0])
+			}
+		})
+	}
+}
+
+func TestUpBannerBrowser(t *testing.T) {
+	const path = "/devtools/browser/0b5c9f6e-1d2a-4c3b-9e8f-7a6b5c4d3e2f"
+	for _, tc := range []struct {
+		name string
+		b    upBanner
+		want string
+	}{
+		{"open", upBanner{boxAddr: "127.0.0.1:18091", cdpPath: path},
+			"a2c up: browser cdp_url=ws://127.0.0.1:18091/cdp" + path + " auth=false"},
+		{"any-address", upBanner{boxAddr: "0.0.0.0:18091", cdpPath: path},
+			"a2c up: browser cdp_url=ws://127.0.0.1:18091/cdp" + path + " auth=false"},
+		{"token-flag", upBanner{boxAddr: "127.0.0.1:18091", cdpPath: path, auth: true, token: "a b&c"},
+			"a2c up: browser cdp_url=ws://127.0.0.1:18091/cdp" + path + "?api_key=a+b%26c auth=true"},
+		{"token-env", upBanner{boxAddr: "127.0.0.1:18091", cdpPath: path, auth: true, token: "s3cret", tokenFromEnv: true},
+			"a2c up: browser cdp_url=ws://127.0.0.1:18091/cdp" + path + " auth=true"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.b.hubAddr, tc.b.server, tc.b.office = "127.0.0.1:8000", "http://127.0.0.1:8000", "default"
+			var out bytes.Buffer
+			printUpBanner(&env{stderr: &out}, tc.b)
+			lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+			if len(lines) != 5 || lines[3] != tc.want || !strings.HasPrefix(lines[4], "a2c up: try: ") {
+				t.Fatalf("banner:\n%s\nwant line 4 %s, then the try line", out.String(), tc.want)
+			}
+			if tc.b.tokenFromEnv && strings.Contains(out.String(), tc.b.token) {
+				t.Errorf("the banner shows a token taken from the environment:\n%s", out.String())
+			}
+		})
+	}
+	var out bytes.Buffer
+	printUpBanner(&env{stderr: &out}, upBanner{hubAddr: "127.0.0.1:8000", server: "http://127.0.0.1:8000", office: "default", display: ":99"})
+	if !strings.Contains(out.String(), "\na2c up: desktop display=:99\n") {
+		t.Errorf("no desktop line in:\n%s", out.String())
+	}
+}
+
+func TestUpCDPAuth(t *testing.T) {
+	var reached []string
+	proxy := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { reached = append(reached, "cdp "+r.URL.Path) })
+	api := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { reached = append(reached, "api "+r.URL.Path) })
+	for _, tc := range []struct {
+		name, token, target string
+		hdr                 [2]string
+		code                int
+		want                string // what was reached, "" for nothing
+	}{
+		{"open", "", "/cdp/json/version", [2]string{}, 200, "cdp /cdp/json/version"},
+		{"missing", "T", "/cdp/json/version", [2]string{}, 401, ""},
+		{"wrong", "T", "/cdp/json/version?api_key=U", [2]string{}, 401, ""},
+		{"wrong-header", "T", "/cdp/devtools/browser/x", [2]string{"X-Api-Key", "U"}, 401, ""},
+		{"query", "T", "/cdp/devtools/browser/x?api_key=T", [2]string{}, 200, "cdp /cdp/devtools/browser/x"},
+		{"x-api-key", "T", "/cdp/json/list", [2]string{"X-Api-Key", "T"}, 200, "cdp /cdp/json/list"},
+		{"bearer", "T", "/cdp", [2]string{"Authorization", "Bearer T"}, 200, "cdp /cdp"},
+		{"not-bearer", "T", "/cdp", [2]string{"Authorization", "T"}, 401, ""},
+		{"other-route", "T", "/cdpx", [2]string{}, 200, "api /cdpx"},
+		{"api", "T", "/v1/capabilities", [2]string{}, 200, "api /v1/capabilities"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			reached = nil
+			req := httptest.NewRequest(http.MethodGet, tc.target, nil)
+			if tc.hdr[0] != "" {
+				req.Header.Set(tc.hdr[0], tc.hdr[1])
+			}
+			w := httptest.NewRecorder()
+			withCDP(api, proxy, tc.token).ServeHTTP(w, req)
+			got := strings.Join(reached, ",")
+			if w.Code != tc.code || got != tc.want {
+				t.Errorf("%s: %d, reached %q; want %d, %q", tc.target, w.Code, got, tc.code, tc.want)
 			}
 		})
 	}
