@@ -53,13 +53,15 @@ if [ ${#need[@]} -gt 0 ]; then
   [ -z "$norc" ] || { as_root rm -f /usr/sbin/policy-rc.d; trap - EXIT; }
 fi
 
-# npm packages, pinned by their lock files: the official JavaScript client;
-# in test/peers the real MCP servers the Computer's tests host, the official
-# MCP conformance suite and the TypeScript MCP SDK client that hold aiod's
-# /mcp to the specification.
-if [ ! -d test/interop/a2c/node/node_modules/socket.io-client ]; then
+# npm packages, pinned by their lock files: the official JavaScript client
+# and Playwright's Node client (playwright-core, which connects to a2c up
+# --browser's Chromium over CDP; no browser is downloaded); in test/peers
+# the real MCP servers the Computer's tests host, the official MCP
+# conformance suite and the TypeScript MCP SDK client that hold aiod's /mcp
+# to the specification.
+if [ ! -d test/interop/a2c/node/node_modules/socket.io-client ] || [ ! -d test/interop/a2c/node/node_modules/playwright-core ]; then
   say "installing npm packages for test/interop/a2c/node"
-  (cd test/interop/a2c/node && npm ci --no-audit --no-fund --loglevel=error)
+  (cd test/interop/a2c/node && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund --loglevel=error)
 fi
 # Installed when any pinned dependency is absent or at another version than
 # package.json pins (a machine kept from before a bump); one node start.

@@ -1,0 +1,145 @@
+package a2c
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/a2c-smcp/a2c-go/test/interop/internal/harness"
+)
+
+// ubCDPURLRE is the browser line of a2c up's banner.
+var ubCDPURLRE = regexp.MustCompile(`(?m)^a2c up: browser cdp_url=(ws://127\.0\.0\.1:\d+/cdp/devtools/browser/[0-9a-f-]+)(\?api_key=\S+)? auth=(true|false)$`)
+
+// ubFreePort is a TCP port free on 127.0.0.1 right now.
+func ubFreePort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// ubStartUp runs a2c up --browser with token on random ports (the
+// DevTools port too) and waits until it is ready; it returns the process
+// and the banner's cdp_url (with ?api_key= as printed).
+func ubStartUp(t *testing.T, token string, args ...string) (*harness.Proc, string) {
+	t.Helper()
+	if _, err := exec.LookPath("chromium"); err != nil {
+		harness.MissingPeer(t, "chromium (Debian package chromium)")
+	}
+	ws := filepath.Join(t.TempDir(), "workspace")
+	cmd := exec.Command(harness.Bin(t, "a2c"), append([]string{"up", "--listen", "127.0.0.1:0", "--sandbox-listen", "127.0.0.1:0",
+		"--workspace", ws, "--browser", "--token", token}, args...)...)
+	cmd.Env = append(os.Environ(), "BROWSER_REMOTE_DEBUGGING_PORT="+strconv.Itoa(ubFreePort(t)), "A2C_TOKEN=")
+	p := harness.Run(t, cmd, true)
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		logs := p.Logs()
+		if strings.Contains(logs, "a2c up: ready") {
+			m := ubCDPURLRE.FindStringSubmatch(logs)
+			if m == nil {
+				t.Fatalf("no cdp_url line in the banner:\n%s", logs)
+			}
+			if m[2] != "?api_key="+token || m[3] != "true" {
+				t.Fatalf("cdp_url line %q: want ?api_key=%s and auth=true (the token was given with --token)", m[0], token)
+			}
+			return p, m[1] + m[2]
+		}
+		select {
+		case <-p.Exited():
+			t.Fatalf("a2c up --browser exited before it was ready; logs:\n%s", logs)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a2c up --browser not ready after 60 s; logs:\n%s", logs)
+		}
+	}
+}
+
+// ubPlaywright runs node/cdp_title.js (Playwright's connectOverCDP) with
+// cdpURL and page and returns its JSON answer and exit error.
+func ubPlaywright(t *testing.T, cdpURL, page string) (map[string]string, error) {
+	t.Helper()
+	dir := filepath.Join(harness.Root(), "test", "interop", "a2c", "node")
+	if _, err := exec.LookPath("node"); err != nil {
+		harness.MissingPeer(t, "node (Debian package nodejs)")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", "playwright-core")); err != nil {
+		harness.MissingPeer(t, "playwright-core (npm ci in test/interop/a2c/node)")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "node", "cdp_title.js", cdpURL, page)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1")
+	out, err := cmd.Output()
+	var res map[string]string
+	if jerr := json.Unmarshal(out, &res); jerr != nil {
+		t.Fatalf("cdp_title.js printed %q (%v, exit %v)", out, jerr, err)
+	}
+	return res, err
+}
+
+// TestUpBrowserPlaywright: Playwright's Node client connects over the
+// cdp_url a2c up --browser prints (its /cdp proxy, the token in the URL)
+// and reads the title of a local page; a wrong or missing token is
+// refused with 401 before anything reaches the browser.
+func TestUpBrowserPlaywright(t *testing.T) {
+	const title = "a2c up browser fixture"
+	page := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		fmt.Fprintf(w, "<!doctype html><title>%s</title><p>hello</p>", title)
+	}))
+	defer page.Close()
+	const token = "ub-s3cret"
+	up, cdpURL := ubStartUp(t, token)
+
+	res, err := ubPlaywright(t, cdpURL, page.URL+"/fixture.html")
+	if err != nil || res["title"] != title {
+		t.Fatalf("connectOverCDP(%s): %v, %v; want the title %q\nlogs:\n%s", cdpURL, res, err, title, up.Logs())
+	}
+
+	bare, _, _ := strings.Cut(cdpURL, "?")
+	for _, u := range []string{bare, bare + "?api_key=wrong"} {
+		res, err := ubPlaywright(t, u, page.URL)
+		if err == nil || !strings.Contains(res["error"], "401") {
+			t.Errorf("connectOverCDP(%s) = %v, %v; want a refusal with 401", u, res, err)
+		}
+	}
+
+	// The HTTP side of the proxy: the token by header, and the /json
+	// routes answered by the browser with the /cdp prefix removed.
+	httpURL := "http://" + strings.TrimPrefix(bare[:strings.Index(bare, "/cdp/")], "ws://") + "/cdp/json/version"
+	for _, tc := range []struct {
+		hdr  [2]string
+		code int
+	}{{[2]string{"X-Api-Key", token}, 200}, {[2]string{"Authorization", "Bearer " + token}, 200}, {[2]string{"X-Api-Key", "no"}, 401}, {[2]string{}, 401}} {
+		req, _ := http.NewRequest(http.MethodGet, httpURL, nil)
+		if tc.hdr[0] != "" {
+			req.Header.Set(tc.hdr[0], tc.hdr[1])
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var v map[string]any
+		_ = json.NewDecoder(resp.Body).Decode(&v)
+		resp.Body.Close()
+		if resp.StatusCode != tc.code || tc.code == 200 && v["Browser"] == nil {
+			t.Errorf("GET %s with %v: %d %v; want %d (and /json/version's Browser)", httpURL, tc.hdr, resp.StatusCode, v, tc.code)
+		}
+	}
+}
