@@ -1,0 +1,79 @@
+package aiod
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/a2c-smcp/a2c-go/aiod/browser"
+	"github.com/a2c-smcp/a2c-go/aiod/computer"
+)
+
+// btDeadURL is a loopback URL where nothing listens.
+func btDeadURL(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := "http://" + l.Addr().String()
+	l.Close()
+	return u
+}
+
+// TestBrowserTools: the tools' errors are worded for an Agent: the
+// browser plane's message and hint when CDP is silent, the documented
+// worker message when the worker is down (no Go error text), the
+// worker's own message when it refuses; success passes the worker's
+// bytes and the action through unchanged.
+func TestBrowserTools(t *testing.T) {
+	dead := btDeadURL(t)
+	down := &browserTools{br: browser.New(browser.Config{CDPEndpoint: dead}), comp: computer.New(computer.Config{URL: dead})}
+	ctx := context.Background()
+	if _, err := down.Info(ctx, nil); err == nil || !strings.HasPrefix(err.Error(), "browser: ") ||
+		!strings.HasSuffix(err.Error(), ". "+browser.Hint) {
+		t.Errorf("info, no browser: %v", err)
+	}
+	want := "computer-use worker is not available (start computer-use or set AIO_COMPUTER_USE_URL)"
+	if _, _, err := down.Screenshot(ctx); err == nil || err.Error() != want {
+		t.Errorf("screenshot, no worker: %v", err)
+	}
+	if err := down.Action(ctx, json.RawMessage(`{"action_type":"WAIT","duration":0.1}`)); err == nil || err.Error() != want {
+		t.Errorf("action, no worker: %v", err)
+	}
+
+	var got string
+	worker := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/v2/computer/screenshot":
+			w.Header().Set("Content-Type", "image/png")
+			_, _ = io.WriteString(w, "\x89PNG\r\n\x1a\nx")
+		case "/v2/computer/actions":
+			b, _ := io.ReadAll(r.Body)
+			got = string(b)
+			if strings.Contains(got, "notakey") {
+				w.WriteHeader(http.StatusUnprocessableEntity)
+				_, _ = io.WriteString(w, `{"success":false,"message":"Request data validation failed","data":null,"errors":[{"location":["body","key"],"message":"unknown key \"notakey\"","type":"value_error"}]}`)
+				return
+			}
+			_, _ = io.WriteString(w, `{"success":true,"message":"ok","data":{"status":"success","action_performed":"PRESS"},"hint":null}`)
+		}
+	}))
+	defer worker.Close()
+	up := &browserTools{br: down.br, comp: computer.New(computer.Config{URL: worker.URL})}
+	if img, mt, err := up.Screenshot(ctx); err != nil || string(img) != "\x89PNG\r\n\x1a\nx" || mt != "image/png" {
+		t.Errorf("screenshot: %q %q %v", img, mt, err)
+	}
+	if err := up.Action(ctx, json.RawMessage(`{"action_type":"PRESS","key":"enter"}`)); err != nil || got != `{"action_type":"PRESS","key":"enter"}` {
+		t.Errorf("action: %v, the worker got %s", err, got)
+	}
+	if err := up.Action(ctx, json.RawMessage(`{"action_type":"PRESS","key":"notakey"}`)); err == nil ||
+		err.Error() != `Request data validation failed: body.key: unknown key "notakey"` {
+		t.Errorf("refused action: %v", err)
+	}
+}
