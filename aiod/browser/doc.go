@@ -7,4 +7,72 @@
 // manages cookies, keeps a bounded ring of network requests and relays
 // raw CDP calls. Below a ready browser only info and network/requests
 // answer; every other route is the documented 503.
+//
+// # Connection
+//
+// Every connection to the DevTools endpoint, HTTP (/json/*) and
+// WebSocket, goes through Config.Dial (the daemon's dialer, which
+// reaches into the sandbox's network under isolation). The plane keeps
+// one WebSocket to the browser target, opened on first use, with one
+// flattened session per tab it has driven (Target.attachToTarget
+// flatten:true), cached until the tab closes. When the browser dies the
+// connection ends and the next request connects again (a restarted
+// browser on the same port is picked up). Close detaches the sessions;
+// tabs are never closed by the plane except by DELETE tabs/{id}.
+//
+// The default tab is the first page of /json/list (Chrome lists new and
+// activated tabs first); tab lists keep type "page" only. A screenshot
+// is base64-decoded from the CDP message straight into the answer.
+//
+// # Choices where the published daemon is silent
+//
+//   - info with the DevTools endpoint down: 200, success false, the
+//     failure in message ("browser: read version: connection refused"),
+//     data null, the usual hint. v1 info has vnc_url "" (no VNC); v2 has
+//     no vnc_url key; cdp_ui_url is null. viewport is the window of the
+//     first tab (Browser.getWindowForTarget), page_viewport the largest
+//     innerWidth x innerHeight of the first 8 tabs.
+//   - Body not JSON: 400. Missing required field or a wrong type: the
+//     422 validation body. Unsupported enum value (format, history,
+//     wait_until), quality over 100, an unsupported resolution, relative
+//     upload paths: 422 validation body naming the field.
+//   - navigate: url wins over history; neither is 400; timeout is
+//     (0, 300] s; a navigation that fails at the network level (refused
+//     connection) is a success and the tab shows chrome-error://. history
+//     with no entry in that direction is 400. data is {url, frame_id}
+//     with url the requested (or history entry's) URL.
+//   - evaluate: await_promise false by default; a throw is 200 with
+//     value null and exception the error's description ("Error: x\n at
+//     ..."), or "Uncaught <value>" for a thrown non-error. Values JSON
+//     cannot hold (NaN, Infinity, -0, BigInt) come as their text.
+//   - snapshot: at most 2000 nodes and 48 levels; the root says
+//     truncated:true when cut. Ignored nodes, unnamed generic nodes and
+//     inline text boxes give their place to their children. Refs
+//     ("e<backendDOMNodeId>") are on interactive roles (button, link,
+//     textbox, searchbox, checkbox, radio, combobox, listbox, option,
+//     menuitem*, slider, spinbutton, switch, tab, treeitem).
+//     interactive_only answers the root with the interactive nodes as
+//     its flat list of children, in document order.
+//   - click: ref wins over selector. ref-click scrolls the node into view
+//     and sends a real mouse move, press and release at the centre of
+//     its content box; selector-click scrolls the first match into view
+//     and calls its DOM click() (no pointer events). An invalid selector
+//     is 400, no match 404, a stale ref 503 (CDP's "No node with given
+//     id found").
+//   - fill: the element's native value setter, then input and change
+//     (bubbling); contenteditable gets textContent; anything else is 422.
+//   - upload: DOM.setFileInputFiles; data {files}.
+//   - config: {} or resolution null answers {resolution:null}, no change.
+//   - cookies: POST answers {count} (cookies set); a domain without a
+//     path gets path "/". GET answers a list of CDP Network.Cookie
+//     (?url= asks Chrome which cookies that URL would get; ?domain= is a
+//     substring match on the cookie's domain). DELETE answers {count}
+//     (cookies removed); name plus url or domain, or all=true; neither
+//     is 400.
+//   - network/requests: data is a list, newest first, at most 300
+//     entries, each {id, tab_id, url, method, resource_type, status,
+//     mime_type, failed, error_text, timestamp (s since the epoch)}.
+//     Capture starts at the first call, for every open tab and every tab
+//     the plane drives afterwards. With no browser it answers what was
+//     captured (an empty list).
 package browser
