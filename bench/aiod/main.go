@@ -1,7 +1,7 @@
 // Command aiod measures the sandbox daemon against bare baselines run in
 // the same command:
 //
-//		go run ./bench/aiod [-calls 1000] [-clients 8] [-duration 5s] [-files 10000] [-planes ...]
+//		go run ./bench/aiod [-calls 1000] [-clients 8] [-duration 5s] [-files 10000] [-shots 100] [-planes ...]
 //
 //	  - commands: `echo hi` through POST /v2/commands (sync), p50/p99 over
 //	    -calls sequential calls and calls/s with -clients concurrent clients,
@@ -17,7 +17,14 @@
 //	  - isolation (only when named in -planes): two daemons started side
 //	    by side, --isolation none and namespaces (needs root), compared on
 //	    `echo hi`, a python cell, a keystroke echo, idle RSS and start
-//	    time (isolation.go).
+//	    time (isolation.go);
+//	  - browser, desktop (only when named in -planes): Xvfb, a headful
+//	    Chromium on it, the computer-use worker and a second aiod attached
+//	    to both: the browser plane's screenshot beside
+//	    Page.captureScreenshot straight over CDP, the computer-use plane's
+//	    screenshot beside a direct X client's GetImage + PNG encode (-shots
+//	    each), a CLICK round trip, and that daemon's idle RSS with the
+//	    browser's own memory apart (desktop.go).
 //
 // aiod runs as a separate process built from this module. It prints
 // markdown for bench/RESULTS.md.
@@ -66,6 +73,7 @@ func main() {
 	duration := flag.Duration("duration", 5*time.Second, "length of each calls/s run")
 	files := flag.Int("files", 10000, "files in the grep tree")
 	rounds := flag.Int("rounds", 3, "interleaved rounds for transfer and grep (medians)")
+	shots := flag.Int("shots", 100, "screenshots per path for browser and desktop")
 	planes := flag.String("planes", "commands,mcp,transfer,grep,code,pty,watch", "which parts to measure")
 	flag.Parse()
 	want := map[string]bool{}
@@ -100,8 +108,8 @@ func main() {
 	check(err)
 	defer procs.Stop(fsrv)
 
-	fmt.Printf("## aiod (`go run ./bench/aiod -calls %d -clients %d -duration %s -files %d -rounds %d -planes %s`)\n\n",
-		*calls, *clients, *duration, *files, *rounds, *planes)
+	fmt.Printf("## aiod (`go run ./bench/aiod -calls %d -clients %d -duration %s -files %d -rounds %d -shots %d -planes %s`)\n\n",
+		*calls, *clients, *duration, *files, *rounds, *shots, *planes)
 	if want["commands"] {
 		benchCommands(base, *calls, *clients, *duration)
 	}
@@ -125,6 +133,9 @@ func main() {
 	}
 	if want["isolation"] {
 		benchIsolation(bin, tmp, *calls)
+	}
+	if want["browser"] || want["desktop"] {
+		benchDesk(bin, tmp, *shots, want)
 	}
 	time.Sleep(2 * time.Second)
 	busy := rss(daemon.Process.Pid)
