@@ -69,6 +69,22 @@
 // one (localhost, 127.0.0.0/8, ::1, any port, or [Config.AllowedHosts]);
 // otherwise 403. See [Server.ServeHTTP].
 //
+// # Browser tools
+//
+// browser_get_info, browser_gui_screenshot and browser_gui_execute_action
+// drive [Config.Browser]. browser_get_info hands it the /mcp request the
+// call came with ([Origin]: Host, X-Forwarded-* headers, the query), so
+// its URLs are built as the info route builds them; on a streamable-HTTP
+// session the request is rebuilt from the call's own POST (the SDK hands
+// a call its headers only, so ServeHTTP records the host, query and
+// scheme in X-Aiod-Mcp-Origin-* headers, a client's own copies removed
+// first); through [Server.Connect] there is none. browser_gui_execute_action
+// checks action_type against [ActionTypes] before the plane sees the
+// action ("action_type is required", "Invalid action_type: X. Available
+// types: ...") and answers {"status":"success","action_performed":"X"}.
+// Every failure, a plane that is down included, is isError with the
+// plane's text.
+//
 // # Upstreams
 //
 // [Config.Upstreams] (EXTRA_MCP_SERVERS) names loopback MCP servers:
