@@ -276,7 +276,7 @@ func (w *worker) shot() (png *pngShot, err error) {
 	if err != nil {
 		return nil, w.noDisplay()
 	}
-	img, err := x.capture()
+	f, release, err := x.capture()
 	switch {
 	case errors.Is(err, errPixelFormat):
 		return nil, api.NewError(api.ErrUnavailable, "the screen's pixel format is not 32-bit TrueColor: screenshots are unavailable")
@@ -288,13 +288,13 @@ func (w *worker) shot() (png *pngShot, err error) {
 		}
 		return nil, api.NewError(api.ErrUnavailable, "the X server refused the screenshot")
 	}
-	buf, err := encodePNG(img)
+	buf, err := encodePNG(f)
+	release()
 	if err != nil {
 		return nil, api.NewError(api.ErrInternal, "could not encode the screenshot")
 	}
 	w.shots.Observe(time.Since(start).Seconds())
-	b := img.Bounds()
-	return &pngShot{buf: buf, width: b.Dx(), height: b.Dy()}, nil
+	return &pngShot{buf: buf, width: f.width, height: f.height}, nil
 }
 
 // pngShot is an encoded screenshot in a pooled buffer.

@@ -3,7 +3,6 @@ package desktop
 import (
 	"errors"
 	"fmt"
-	"image"
 	"sync"
 	"time"
 
@@ -39,6 +38,7 @@ type xconn struct {
 	xtest bool // the XTEST extension is there
 	dead  chan struct{}
 	atoms sync.Map // name → xproto.Atom
+	shm   shmState
 }
 
 // errNoDisplay is the connection failure (a 503 on the wire).
@@ -101,6 +101,7 @@ func (d *display) broken(x *xconn, err error) {
 		d.cur = nil
 	}
 	d.mu.Unlock()
+	x.freeShm()
 	x.c.Close()
 }
 
@@ -109,6 +110,7 @@ func (d *display) close() {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.cur != nil {
+		d.cur.freeShm()
 		d.cur.c.Close()
 		<-d.cur.dead
 		d.cur = nil
@@ -162,6 +164,7 @@ func dialX(name string) (*xconn, error) {
 		}
 	}
 	x.xtest = xtest.Init(c) == nil
+	x.initShm()
 	go func() { // the drain: see display's invariants
 		defer close(x.dead)
 		for {
@@ -186,35 +189,30 @@ func (x *xconn) size() (Screen, error) {
 // errPixelFormat is a screen whose pixels the fast path does not read.
 var errPixelFormat = errors.New("unsupported pixel format")
 
-// capture reads the whole root window into an opaque RGBA image. The
-// reply's BGRX bytes are turned into RGBA in place, so the image shares
-// the reply's buffer and nothing is copied.
-func (x *xconn) capture() (*image.RGBA, error) {
+// capture reads the whole root window's BGRX pixels: through MIT-SHM
+// when it can (see shm_linux.go), else with GetImage. release must be
+// called once the pixels have been read.
+func (x *xconn) capture() (f frame, release func(), err error) {
 	if x.bpp != 32 || !x.lsb || x.depth < 24 {
-		return nil, errPixelFormat
+		return frame{}, nil, errPixelFormat
 	}
 	scr, err := x.size()
 	if err != nil {
-		return nil, err
+		return frame{}, nil, err
+	}
+	if f, release, ok, err := x.captureShm(scr); ok {
+		return f, release, err
 	}
 	r, err := xproto.GetImage(x.c, xproto.ImageFormatZPixmap, xproto.Drawable(x.root), 0, 0,
 		uint16(scr.Width), uint16(scr.Height), 0xffffffff).Reply()
 	if err != nil {
-		return nil, err
+		return frame{}, nil, err
 	}
 	n := scr.Width * scr.Height * 4
 	if len(r.Data) < n {
-		return nil, errPixelFormat
+		return frame{}, nil, errPixelFormat
 	}
-	bgrxToRGBA(r.Data[:n])
-	return &image.RGBA{Pix: r.Data[:n], Stride: scr.Width * 4, Rect: image.Rect(0, 0, scr.Width, scr.Height)}, nil
-}
-
-// bgrxToRGBA swaps blue and red and makes every pixel opaque, in place.
-func bgrxToRGBA(p []byte) {
-	for i := 0; i+3 < len(p); i += 4 {
-		p[i], p[i+2], p[i+3] = p[i+2], p[i], 0xff
-	}
+	return frame{pix: r.Data[:n], width: scr.Width, height: scr.Height, stride: scr.Width * 4}, func() {}, nil
 }
 
 // pointer is the pointer's position on the root window.
