@@ -214,3 +214,59 @@ func TestClickRoundTrip(t *testing.T) {
 		t.Errorf("p99 %v, want < 50 ms", p99)
 	}
 }
+
+// TestMissingTools: a program that is not installed is named in
+// /capabilities' missing[] and its routes answer 503 with the Debian
+// package; pointer actions still work.
+func TestMissingTools(t *testing.T) {
+	wk, srv := testWorker(t, 320, 200)
+	wk.xdotool.path, wk.xclip.path, wk.ffmpeg.path = "", "", ""
+	for _, tc := range []struct {
+		method, path, body, msg string
+	}{
+		{"POST", "/v2/computer/actions", `{"action_type":"PRESS","key":"a"}`, "xdotool is not installed (Debian package xdotool)"},
+		{"POST", "/v2/computer/actions", `{"action_type":"SET_CLIPBOARD","text":"a"}`, "xclip is not installed (Debian package xclip)"},
+		{"GET", "/v2/computer/clipboard", "", "xclip is not installed (Debian package xclip)"},
+		{"POST", "/v2/computer/record", `{"action":"start"}`, "ffmpeg is not installed (Debian package ffmpeg)"},
+	} {
+		req, _ := http.NewRequest(tc.method, srv.URL+tc.path, strings.NewReader(tc.body))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 503 || !strings.Contains(string(b), `"message":"`+tc.msg+`"`) || !strings.Contains(string(b), `"hint":"apt-get install `) {
+			t.Errorf("%s %s: %d %s", tc.method, tc.path, resp.StatusCode, b)
+		}
+	}
+	c := wk.capabilities()
+	if c.Status != "degraded" || strings.Join(c.Missing, ",") != "xdotool,xclip,ffmpeg" || c.Actions || c.Clipboard || c.Recording || !c.Screenshot {
+		t.Errorf("capabilities: %+v", c)
+	}
+	resp, err := http.Post(srv.URL+"/v2/computer/actions", "application/json", strings.NewReader(`{"action_type":"CLICK","x":3,"y":4}`))
+	if err != nil || resp.StatusCode != 200 {
+		t.Errorf("CLICK without xdotool: %v %v", resp.StatusCode, err)
+	}
+	resp.Body.Close()
+}
+
+// TestReconnect: a connection that breaks is dropped and the next
+// request dials the display again.
+func TestReconnect(t *testing.T) {
+	wk, srv := testWorker(t, 320, 200)
+	x, _ := wk.x.get()
+	x.c.Close()
+	<-x.dead
+	resp, err := http.Get(srv.URL + "/v2/computer/cursor")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("cursor after the connection broke: %d", resp.StatusCode)
+	}
+	if y, _ := wk.x.get(); y == x {
+		t.Error("the broken connection was kept")
+	}
+}
