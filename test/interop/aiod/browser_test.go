@@ -182,7 +182,7 @@ func TestAiodBrowserBare(t *testing.T) {
 
 // brGreeter is the fixture page: a name field, a button that greets, a
 // link and a file input.
-const brGreeter = `<!doctype html><html><head><title>Greeter</title></head><body>
+const brGreeter = `<!doctype html><html><head><title>Greeter</title><link rel="icon" href="data:,"></head><body>
 <label for="name">Name</label> <input id="name" type="text">
 <button id="greet" onclick="document.getElementById('out').textContent='hello, '+document.getElementById('name').value">Greet</button>
 <p id="out"></p>
@@ -200,7 +200,7 @@ func brFixture(t *testing.T) *httptest.Server {
 	})
 	mux.HandleFunc("/other", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html")
-		io.WriteString(w, `<!doctype html><html><head><title>Other</title></head><body>other</body></html>`)
+		io.WriteString(w, `<!doctype html><html><head><title>Other</title><link rel="icon" href="data:,"></head><body>other</body></html>`)
 	})
 	s := httptest.NewServer(mux)
 	t.Cleanup(s.Close)
@@ -214,8 +214,8 @@ func TestAiodBrowser(t *testing.T) {
 	chrome := harness.Chromium(t, harness.ChromiumOptions{})
 	site := brFixture(t)
 	p := startAiod(t, []string{"BROWSER_REMOTE_DEBUGGING_PORT=" + strconv.Itoa(chrome.Port()), "DISPLAY="})
-	// R7
-	r := brExpect(t, 200, "GET", p.URL+"/v1/capabilities?refresh=true", "")
+	// R7. The probe's budget is 300 ms; on a loaded machine Chromium's
+	// first answer can take longer, so a few fresh probes are allowed.
 	var caps struct {
 		Browser struct {
 			Status   string   `json:"status"`
@@ -224,11 +224,18 @@ func TestAiodBrowser(t *testing.T) {
 			Warnings []string `json:"warnings"`
 		} `json:"browser"`
 	}
-	if err := json.Unmarshal(r.Data, &caps); err != nil {
-		t.Fatal(err)
+	var r brReply
+	for range 5 {
+		r = brExpect(t, 200, "GET", p.URL+"/v1/capabilities?refresh=true", "")
+		if err := json.Unmarshal(r.Data, &caps); err != nil {
+			t.Fatal(err)
+		}
+		if caps.Browser.CDP {
+			break
+		}
 	}
-	if caps.Browser.Status != "ready" || !caps.Browser.CDP || len(caps.Browser.Warnings) != 0 {
-		t.Errorf("capabilities.browser: %+v", caps.Browser)
+	if caps.Browser.Status != "ready" || !caps.Browser.CDP || len(caps.Browser.Warnings) != 0 || len(caps.Browser.Missing) != 0 {
+		t.Errorf("capabilities.browser: %s", r.Data)
 	}
 	for _, v := range []string{"v1", "v2"} {
 		t.Run(v, func(t *testing.T) { brSuite(t, p.URL, v, site.URL) })
@@ -604,4 +611,3 @@ func brHasURL(reqs []struct {
 }, url string) bool {
 	return brIndex(reqs, url) >= 0
 }
-
