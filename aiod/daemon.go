@@ -221,7 +221,7 @@ func New(cfg Config) (*Daemon, error) {
 		_ = d.sandbox.Close()
 		return nil, err
 	}
-	d.probe = &prober{ttl: 5 * time.Second, cdp: cfg.CDPEndpoint, computer: compPlane, python: cfg.PythonBin, node: cfg.NodeBin, ctx: ctx,
+	d.probe = &prober{ttl: 5 * time.Second, cdp: cfg.CDPEndpoint, computer: compPlane, browser: brPlane, python: cfg.PythonBin, node: cfg.NodeBin, ctx: ctx,
 		iso: isolationCaps{Report: sb.Report(), Machine: sandbox.Probe()}}
 	d.probe.start() // the first read waits for it, later ones never
 	go d.trimWhenIdle(ctx, 5*time.Second)
