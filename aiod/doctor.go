@@ -13,12 +13,16 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"os"
+	"os/exec"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/a2c-smcp/a2c-go/aiod/internal/interp"
 	"github.com/a2c-smcp/a2c-go/aiod/internal/sandbox"
+	"github.com/a2c-smcp/a2c-go/aiod/launch"
 )
 
 // doctorRequired are the planes a default daemon serves with nothing but
@@ -214,9 +218,16 @@ func doctor(ctx context.Context, d *Daemon) doctorReport {
 	caps := d.probe.get(pctx, true)
 	cancel()
 	ch = doctorCheck{Plane: "browser", Needs: "Chromium with its DevTools port (CDP) open at " + d.cfg.CDPEndpoint,
-		Fix: "apt-get install chromium; run chromium --headless --remote-debugging-port=9222"}
-	desk := doctorCheck{Plane: "computer-use", Needs: "an X display (Xvfb) with xdotool, xclip and ffmpeg, and the computer-use worker",
-		Fix: "apt-get install xvfb xdotool xclip ffmpeg"}
+		Fix: "apt-get install chromium; run aiod --browser (or chromium --headless --remote-debugging-port=9222)"}
+	if _, err := launch.FindBrowser(os.Getenv); err != nil {
+		// The executable by the rule aiod --browser uses: the problem
+		// and the fix name the package.
+		ch.Fix = "apt-get install " + launch.BrowserPackage + " (or set " + launch.EnvBrowserExecutable + " to a Chromium)"
+		ch.Warnings = append(ch.Warnings, "aiod --browser cannot start: "+err.Error())
+	}
+	desk := doctorCheck{Plane: "computer-use", Needs: "an X display (Xvfb) with xdotool, xclip and ffmpeg, and the computer-use worker (aiod --desktop runs them with openbox)",
+		Fix: "apt-get install xvfb openbox xdotool xclip ffmpeg; run aiod --desktop"}
+	deskMissing := desktopMissing(&desk)
 	if caps == nil {
 		ch.Problem, desk.Problem = "the capability probe did not answer", "the capability probe did not answer"
 	} else {
@@ -233,7 +244,7 @@ func doctor(ctx context.Context, d *Daemon) doctorReport {
 		if len(b.Missing) > 0 {
 			ch.Problem = "missing " + strings.Join(b.Missing, ", ")
 		}
-		ch.Warnings = b.Warnings
+		ch.Warnings = slices.Concat(b.Warnings, ch.Warnings)
 
 		cu := caps.Computer
 		desk.OK = cu.Status == statusReady
@@ -250,7 +261,7 @@ func doctor(ctx context.Context, d *Daemon) doctorReport {
 		if len(cu.Missing) > 0 {
 			desk.Problem = "missing " + strings.Join(cu.Missing, ", ")
 		}
-		desk.Warnings = cu.Warnings
+		desk.Warnings = slices.Concat(cu.Warnings, deskMissing)
 	}
 	add(ch)
 	add(desk)
@@ -271,6 +282,24 @@ func doctor(ctx context.Context, d *Daemon) doctorReport {
 		r.OK = r.OK && (p.OK || !p.Required)
 	}
 	return r
+}
+
+// desktopMissing names, as warnings, the programs aiod --desktop runs
+// or the worker uses that are not installed, each with its Debian
+// package, and narrows ch's fix to those packages.
+func desktopMissing(ch *doctorCheck) []string {
+	var missing, pkgs []string
+	for _, t := range launch.DesktopTools {
+		if _, err := exec.LookPath(t.Name); err != nil {
+			missing = append(missing, t.Name+" (package "+t.Package+", for "+t.Use+")")
+			pkgs = append(pkgs, t.Package)
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	ch.Fix = "apt-get install " + strings.Join(pkgs, " ") + "; run aiod --desktop"
+	return []string{"aiod --desktop cannot start: missing " + strings.Join(missing, ", ")}
 }
 
 // interpCheck fills a code plane's check from the interpreter discovery.

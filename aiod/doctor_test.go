@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -64,8 +65,26 @@ func TestDoctorPlanes(t *testing.T) {
 	if got["computer-use"].OK || !strings.Contains(got["computer-use"].Fix, "apt-get install xvfb") {
 		t.Errorf("computer-use: %+v", got["computer-use"])
 	}
-	if b := got["browser"]; !b.OK && b.Fix != "apt-get install chromium; run chromium --headless --remote-debugging-port=9222" {
+	if b := got["browser"]; !b.OK && b.Fix != "apt-get install chromium; run aiod --browser (or chromium --headless --remote-debugging-port=9222)" {
 		t.Errorf("browser: %+v", b)
+	}
+}
+
+// TestDoctorMissingPrograms: a Chromium or a desktop program that is not
+// installed is named with the Debian package to install.
+func TestDoctorMissingPrograms(t *testing.T) {
+	t.Setenv("PATH", t.TempDir()) // nothing on PATH
+	t.Setenv("BROWSER_EXECUTABLE_PATH", "/nonexistent/chromium")
+	got := doctorOn(t, Config{Workspace: t.TempDir(), BashBin: "/bin/bash"})
+	b := got["browser"]
+	if b.OK || b.Fix != "apt-get install chromium (or set BROWSER_EXECUTABLE_PATH to a Chromium)" ||
+		!slices.Contains(b.Warnings, "aiod --browser cannot start: no Chromium executable (BROWSER_EXECUTABLE_PATH=/nonexistent/chromium is not an executable file); install it with: apt-get install chromium") {
+		t.Errorf("browser: %+v", b)
+	}
+	d := got["computer-use"]
+	if d.OK || d.Fix != "apt-get install xvfb openbox xdotool xclip ffmpeg; run aiod --desktop" ||
+		!slices.Contains(d.Warnings, "aiod --desktop cannot start: missing Xvfb (package xvfb, for the X display), openbox (package openbox, for the window manager (window activation needs one)), xdotool (package xdotool, for mouse, keyboard and window actions), xclip (package xclip, for the clipboard), ffmpeg (package ffmpeg, for screen recording)") {
+		t.Errorf("computer-use: %+v", d)
 	}
 }
 
