@@ -131,6 +131,12 @@ func (s *Supervisor) startOnce(ctx context.Context) (<-chan error, error) {
 	if cmd.Stderr == nil {
 		cmd.Stderr = s.tail
 	}
+	// Helpers of a program that died (Chromium's zygotes) may hold the
+	// output pipe open: Wait must not wait for them, the group is killed
+	// once it returns.
+	if cmd.WaitDelay == 0 {
+		cmd.WaitDelay = time.Second
+	}
 	// Registered with package child: the daemon is a subreaper whose
 	// commands plane reaps orphaned zombies, never one an exec.Cmd owns.
 	if err := child.Start(cmd, s.p.Start(cmd)); err != nil {

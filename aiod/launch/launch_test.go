@@ -1,0 +1,185 @@
+package launch
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func TestFindBrowser(t *testing.T) {
+	dir := t.TempDir()
+	exe := filepath.Join(dir, "chrome")
+	plain := filepath.Join(dir, "plain")
+	if err := os.WriteFile(exe, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(plain, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, env string
+		want      Browser
+		err       string
+	}{
+		{"env", exe, Browser{Path: exe, Source: SourceEnv}, ""},
+		{"env-missing", "/nonexistent/chromium", Browser{}, "no Chromium executable (BROWSER_EXECUTABLE_PATH=/nonexistent/chromium is not an executable file); install it with: apt-get install chromium"},
+		{"env-not-executable", plain, Browser{}, "BROWSER_EXECUTABLE_PATH=" + plain + " is not an executable file"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := FindBrowser(func(k string) string { return map[string]string{EnvBrowserExecutable: tc.env}[k] })
+			var me *MissingError
+			if tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err) || !errors.As(err, &me) || me.Package != "chromium") {
+				t.Errorf("err = %v, want a MissingError with %q", err, tc.err)
+			}
+			if tc.err == "" && (err != nil || got != tc.want) {
+				t.Errorf("FindBrowser = %+v, %v; want %+v", got, err, tc.want)
+			}
+		})
+	}
+}
+
+func TestBrowserArgs(t *testing.T) {
+	for _, tc := range []struct {
+		o           BrowserOptions
+		has, hasNot []string
+	}{
+		{BrowserOptions{Host: "127.0.0.1", Port: 9333, Profile: "/p"},
+			[]string{"--headless=new", "--no-sandbox", "--remote-debugging-address=127.0.0.1", "--remote-debugging-port=9333", "--user-data-dir=/p", "--window-size=1280,720", "--no-first-run"},
+			[]string{"--disable-dev-shm-usage"}},
+		{BrowserOptions{Host: "127.0.0.1", Port: 1, Profile: "/p", Headful: true, NoDevShm: true},
+			[]string{"--disable-dev-shm-usage", "--remote-debugging-port=1"}, []string{"--headless=new"}},
+	} {
+		args := BrowserArgs(tc.o)
+		joined := " " + strings.Join(args, " ") + " "
+		for _, a := range tc.has {
+			if !strings.Contains(joined, " "+a+" ") {
+				t.Errorf("%+v: %q lacks %s", tc.o, args, a)
+			}
+		}
+		for _, a := range tc.hasNot {
+			if strings.Contains(joined, " "+a+" ") {
+				t.Errorf("%+v: %q has %s", tc.o, args, a)
+			}
+		}
+		if args[len(args)-1] != "about:blank" {
+			t.Errorf("last argument %q, want about:blank", args[len(args)-1])
+		}
+	}
+}
+
+// alive reports whether pid exists and is not a zombie.
+func alive(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	return err == nil && !strings.Contains(string(b), ") Z ")
+}
+
+// TestSupervisor: a program that dies is started again (a new pid), and
+// Stop ends it with the helper it forked (its process group).
+func TestSupervisor(t *testing.T) {
+	mark := filepath.Join(t.TempDir(), "ready")
+	s, err := Start(context.Background(), Program{Name: "sh", Grace: time.Second,
+		Command: func() (*exec.Cmd, error) {
+			// A helper in the same group, then wait.
+			return exec.Command("/bin/sh", "-c", "sleep 300 & touch "+mark+"; wait"), nil
+		},
+		Ready: func(context.Context) error {
+			_, err := os.Stat(mark)
+			return err
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := s.PID()
+	_ = os.Remove(mark)
+	if err := syscall.Kill(first, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for s.PID() == first || !s.running() {
+		if time.Now().After(deadline) {
+			t.Fatal("not restarted")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if s.Restarts() != 1 {
+		t.Errorf("restarts %d, want 1", s.Restarts())
+	}
+	pid := s.PID()
+	for time.Now().Before(deadline) {
+		if _, err := os.Stat(mark); err == nil {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := s.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for time.Now().Before(deadline) {
+		if !errors.Is(syscall.Kill(-pid, 0), syscall.ESRCH) {
+			time.Sleep(10 * time.Millisecond)
+			continue
+		}
+		return
+	}
+	t.Errorf("process group %d outlived Stop (alive %v)", pid, alive(pid))
+}
+
+// TestStartFails: a program that exits before it is ready fails Start
+// with its output.
+func TestStartFails(t *testing.T) {
+	_, err := Start(context.Background(), Program{Name: "sh",
+		Command: func() (*exec.Cmd, error) { return exec.Command("/bin/sh", "-c", "echo cannot start >&2; exit 3"), nil },
+		Ready:   func(context.Context) error { return errors.New("no") }})
+	if err == nil || !strings.Contains(err.Error(), "sh exited before it was ready (exit status 3): cannot start") {
+		t.Errorf("err = %v", err)
+	}
+}
+
+// TestCDPProxy: the prefix goes, api_key and the client's credentials
+// and Origin are not forwarded, and Host is the endpoint's own.
+func TestCDPProxy(t *testing.T) {
+	var got *http.Request
+	back := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got = r
+		_, _ = w.Write([]byte(`{"webSocketDebuggerUrl":"ws://` + r.Host + `/devtools/browser/abc-1"}`))
+	}))
+	defer back.Close()
+	var nd net.Dialer
+	p, err := NewCDPProxy(back.URL, nd.DialContext)
+	if err != nil {
+		t.Fatal(err)
+	}
+	front := httptest.NewServer(p)
+	defer front.Close()
+	req, _ := http.NewRequest(http.MethodGet, front.URL+"/cdp/json/version?api_key=K&x=1", nil)
+	req.Header.Set("Origin", "http://evil.example")
+	req.Header.Set("X-Api-Key", "K")
+	req.Header.Set("Authorization", "Bearer K")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 || got.URL.Path != "/json/version" || got.URL.RawQuery != "x=1" || got.Host != strings.TrimPrefix(back.URL, "http://") ||
+		got.Header.Get("Origin") != "" || got.Header.Get("X-Api-Key") != "" || got.Header.Get("Authorization") != "" {
+		t.Errorf("forwarded %d: path %q query %q host %q headers %v", resp.StatusCode, got.URL.Path, got.URL.RawQuery, got.Host, got.Header)
+	}
+	if path, err := p.BrowserPath(context.Background()); err != nil || path != "/devtools/browser/abc-1" {
+		t.Errorf("BrowserPath = %q, %v", path, err)
+	}
+	if resp, err := http.Get(front.URL + "/other"); err != nil || resp.StatusCode != 404 {
+		t.Errorf("/other: %v %v, want 404", resp, err)
+	}
+}
