@@ -20,6 +20,7 @@ import (
 
 	"github.com/a2c-smcp/a2c-go/aiod/browser"
 	"github.com/a2c-smcp/a2c-go/aiod/computer"
+	"github.com/a2c-smcp/a2c-go/aiod/launch"
 )
 
 // Status of a probed plane.
@@ -279,32 +280,15 @@ func nonEmpty(s string) *string {
 	return &s
 }
 
-// wellKnownBrowsers are where Debian and Chrome packages install.
-var wellKnownBrowsers = []string{"/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome", "/opt/google/chrome/chrome"}
-
 // probeBrowser reports capabilities.browser: ready when the DevTools
 // endpoint answers GET /json/version within 300 ms (through the plane's
-// dialer when br is set), degraded when only the executable is found,
+// dialer when br is set), degraded when only the executable is found
+// (by launch.FindBrowser, the rule aiod --browser and doctor use too),
 // absent otherwise.
 func probeBrowser(ctx context.Context, cdp string, br *browser.Plane) browserCaps {
 	b := browserCaps{Status: statusAbsent, CDPEndpoint: cdp, Missing: []string{}, Warnings: []string{}}
-	if e := os.Getenv("BROWSER_EXECUTABLE_PATH"); e != "" {
-		if _, err := os.Stat(e); err == nil {
-			b.Executable, b.ExecutableSource = &e, strp("env")
-		}
-	}
-	for _, p := range wellKnownBrowsers {
-		if b.Executable != nil {
-			break
-		}
-		if _, err := os.Stat(p); err == nil {
-			b.Executable, b.ExecutableSource = strp(p), strp("wellknown")
-		}
-	}
-	if b.Executable == nil {
-		if p := look("chromium", "chromium-browser", "google-chrome", "chrome"); p != nil {
-			b.Executable, b.ExecutableSource = p, strp("path")
-		}
+	if found, err := launch.FindBrowser(os.Getenv); err == nil {
+		b.Executable, b.ExecutableSource = strp(found.Path), strp(found.Source)
 	}
 	b.Process = processRunning("chromium", "chrome", "headless_shell")
 	cctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)

@@ -90,9 +90,16 @@ func queryError(field, msg string) error {
 func (p *Plane) serveInfo(w http.ResponseWriter, r *http.Request, v1 bool) {
 	info, err := p.Info(r.Context(), r, v1)
 	if err != nil {
-		// Never 503: a client reads the failure from success and message.
+		// Never 503: a client reads the failure from success and
+		// message. data keeps the schema's shape (an object with the
+		// required keys, empty), so a client that decodes it whole still
+		// can; cdp_url "" says there is nothing to connect to.
 		msg, hint := api.MessageOf(err)
-		api.Fail(w, http.StatusOK, msg, nil, hint)
+		empty := &Info{}
+		if v1 {
+			empty.VNCURL = new(string)
+		}
+		api.Fail(w, http.StatusOK, msg, empty, hint)
 		return
 	}
 	api.OK(w, info)

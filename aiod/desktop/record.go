@@ -1,12 +1,14 @@
 package desktop
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -52,16 +54,52 @@ type recorder struct {
 	cur *recording
 }
 
-// recording is one ffmpeg run. Invariant: done is closed by the one
-// goroutine that waits for ffmpeg, after it has set end; end is read
-// only once done is closed.
+// recording is one ffmpeg run. done is closed by the one goroutine that
+// waits for ffmpeg.
 type recording struct {
 	cmd   *exec.Cmd
 	done  chan struct{}
 	path  string
 	start time.Time
-	end   time.Time
+	// recorded is how much video ffmpeg has encoded, from its progress
+	// reports: the recording's duration. It is 0 until the first frames
+	// are written (a loaded machine may take a second to get there, and
+	// a recording stopped before that holds nothing).
+	recorded progress
 }
+
+// progress reads ffmpeg's -progress reports (key=value lines) and keeps
+// the latest out_time_us. ffmpeg writes it from exec's copying
+// goroutine while requests read it.
+type progress struct {
+	us      atomic.Int64
+	partial []byte // an unfinished line; only the writer touches it
+}
+
+func (p *progress) Write(b []byte) (int, error) {
+	n := len(b)
+	for len(b) > 0 {
+		i := bytes.IndexByte(b, '\n')
+		if i < 0 {
+			if len(p.partial) < 256 { // a report line is short; drop runaway text
+				p.partial = append(p.partial, b...)
+			}
+			break
+		}
+		line := append(p.partial, b[:i]...)
+		p.partial = p.partial[:0]
+		b = b[i+1:]
+		if v, ok := bytes.CutPrefix(bytes.TrimSpace(line), []byte("out_time_us=")); ok {
+			if us, err := strconv.ParseInt(string(v), 10, 64); err == nil && us > 0 {
+				p.us.Store(us)
+			}
+		}
+	}
+	return n, nil
+}
+
+// seconds is the video encoded so far.
+func (p *progress) seconds() float64 { return float64(p.us.Load()) / 1e6 }
 
 // record answers POST record.
 func (w *worker) record(req RecordRequest) (RecordState, error) {
@@ -134,7 +172,7 @@ func (w *worker) startRecording(req RecordRequest) (RecordState, error) {
 	if err != nil {
 		return RecordState{}, api.NewError(api.ErrInvalid, "save_path is not writable: "+path).WithField("save_path")
 	}
-	args := []string{"-hide_banner", "-nostdin", "-loglevel", "error",
+	args := []string{"-hide_banner", "-nostdin", "-loglevel", "error", "-progress", "pipe:1", "-stats_period", "0.25",
 		"-f", "x11grab", "-draw_mouse", "1", "-framerate", strconv.Itoa(int(fps)),
 		"-video_size", fmt.Sprintf("%dx%d", width, height), "-i", w.displayName + "+0,0",
 		"-t", strconv.FormatFloat(maxDur, 'f', 3, 64),
@@ -143,7 +181,8 @@ func (w *worker) startRecording(req RecordRequest) (RecordState, error) {
 	cmd := exec.Command(w.ffmpeg.path, args...)
 	cmd.Env = w.childEnv
 	logBuf := &syncBuffer{limit: 16 << 10}
-	cmd.Stdout, cmd.Stderr = logBuf, logBuf
+	rec := &recording{cmd: cmd, done: make(chan struct{}), path: path}
+	cmd.Stdout, cmd.Stderr = &rec.recorded, logBuf
 	cmd.SysProcAttr = childAttr()
 	if err := cmd.Start(); err != nil {
 		if created {
@@ -151,10 +190,9 @@ func (w *worker) startRecording(req RecordRequest) (RecordState, error) {
 		}
 		return RecordState{}, &toolError{tool: "ffmpeg", err: err}
 	}
-	rec := &recording{cmd: cmd, done: make(chan struct{}), path: path, start: time.Now()}
+	rec.start = time.Now()
 	go func() { // the owner of ffmpeg's exit: ends when ffmpeg does
 		_ = cmd.Wait()
-		rec.end = time.Now()
 		close(rec.done)
 	}()
 	// ffmpeg that cannot grab the display fails at once: say so now
@@ -213,12 +251,11 @@ func (r *recorder) stateLocked() RecordState {
 	}
 	path := rec.path
 	s := RecordState{Status: "recording", SavePath: &path}
+	s.Duration = rec.recorded.seconds()
 	if !closed(rec.done) {
-		s.Duration = time.Since(rec.start).Seconds()
 		return s
 	}
 	s.Status = "stopped"
-	s.Duration = rec.end.Sub(rec.start).Seconds()
 	if fi, err := os.Stat(path); err == nil {
 		size := fi.Size()
 		s.FileSizeBytes = &size

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -153,7 +154,15 @@ func (a *aio) call(method, tmpl, path string, body any, hdr ...string) (int, env
 
 func (a *aio) contract(method, tmpl string, status int, body []byte) {
 	a.t.Helper()
-	v1, v2 := docs(a.t)
+	holdToContract(a.t, method, tmpl, status, body)
+}
+
+// holdToContract checks one JSON answer of the route written as in the
+// OpenAPI document (tmpl) against that document, and records it for the
+// coverage gate.
+func holdToContract(t *testing.T, method, tmpl string, status int, body []byte) {
+	t.Helper()
+	v1, v2 := docs(t)
 	doc := v2
 	if strings.HasPrefix(tmpl, "/v1/") {
 		doc = v1
@@ -191,10 +200,46 @@ func (a *aio) contract(method, tmpl string, status int, body []byte) {
 		return
 	}
 	if err != nil {
-		a.t.Errorf("contract %s %s %d: %v\n%s", method, tmpl, status, err, body)
+		t.Errorf("contract %s %s %d: %v\n%s", method, tmpl, status, err, body)
 		return
 	}
 	record(method, tmpl, true)
+}
+
+// planeTemplate is the OpenAPI template of a browser or computer-use
+// route (the tab id as {tab_id}), or "" for any other path.
+func planeTemplate(path string) string {
+	for _, p := range []string{"/v1/browser/", "/v2/browser/", "/v2/computer/", "/v1/display/"} {
+		if !strings.HasPrefix(path, p) {
+			continue
+		}
+		parts := strings.Split(path, "/")
+		if len(parts) >= 5 && parts[3] == "tabs" {
+			parts[4] = "{tab_id}"
+		}
+		return strings.Join(parts, "/")
+	}
+	return ""
+}
+
+// holdPlaneAnswer holds an answer of the browser or computer-use planes,
+// got by a test's own HTTP helper, to the contract: a JSON body to its
+// schema, any other body (an image) as exercised.
+func holdPlaneAnswer(t *testing.T, method, rawURL string, resp *http.Response, body []byte) {
+	t.Helper()
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return
+	}
+	tmpl := planeTemplate(u.Path)
+	if tmpl == "" {
+		return
+	}
+	if !strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
+		record(method, tmpl, false)
+		return
+	}
+	holdToContract(t, method, tmpl, resp.StatusCode, body)
 }
 
 // covered records a route exercised by a stream or a WebSocket, whose

@@ -57,6 +57,7 @@ func brDo(t *testing.T, method, url, body string, header ...string) brReply {
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
+	holdPlaneAnswer(t, method, url, resp, b)
 	r := brReply{status: resp.StatusCode, header: resp.Header, raw: b}
 	if strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
 		if err := json.Unmarshal(b, &r); err != nil {
@@ -168,7 +169,11 @@ func TestAiodBrowserBare(t *testing.T) {
 			}
 		}
 		r := brExpect(t, 200, "GET", base+"info", "")
-		if r.Success || !strings.HasPrefix(r.Message, "browser: ") || string(r.Data) != "null" || r.Hint == nil {
+		wantData := `{"user_agent":"","cdp_url":"","viewport":{"width":0,"height":0},"page_viewport":null,"cdp_ui_url":null}`
+		if v == "v1" {
+			wantData = `{"user_agent":"","cdp_url":"","viewport":{"width":0,"height":0},"page_viewport":null,"cdp_ui_url":null,"vnc_url":""}`
+		}
+		if r.Success || !strings.HasPrefix(r.Message, "browser: ") || string(r.Data) != wantData || r.Hint == nil {
 			t.Errorf("%s info: %s", v, r.raw)
 		}
 		r = brExpect(t, 200, "GET", base+"network/requests", "")

@@ -133,6 +133,7 @@ func duDo(t *testing.T, method, url, body string, header ...string) duReply {
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
+	holdPlaneAnswer(t, method, url, resp, b)
 	r := duReply{status: resp.StatusCode, header: resp.Header, raw: b}
 	if strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
 		if err := json.Unmarshal(b, &r.env); err != nil {
