@@ -36,31 +36,43 @@ type browserTools struct {
 	// cdpHost is the DevTools endpoint's host:port (CDPEndpoint): the
 	// host of browser_get_info's cdp_url for a call with no /mcp request.
 	cdpHost string
+	// public is Config.PublicURL parsed (nil: none): where a2c up serves
+	// /cdp, for a call with no /mcp request.
+	public *url.URL
 }
 
 // newBrowserTools returns what the MCP browser tools drive.
 func newBrowserTools(d *Daemon, br *browser.Plane, comp *computer.Plane) mcp.Browser {
-	host := ""
+	t := &browserTools{br: br, comp: comp}
 	if u, err := url.Parse(d.cfg.CDPEndpoint); err == nil {
-		host = u.Host
+		t.cdpHost = u.Host
 	}
-	return &browserTools{br: br, comp: comp, cdpHost: host}
+	if u, err := url.Parse(d.cfg.PublicURL); err == nil && u.Host != "" && (u.Scheme == "http" || u.Scheme == "https") {
+		t.public = u
+	}
+	return t
 }
 
 // Info is browser_get_info: GET /v2/browser/info's data (no vnc_url).
 // On /mcp its URLs are built from the /mcp request as the route builds
 // them from its own (Host, X-Forwarded-Host/Proto/Prefix, the query).
 // A call with no HTTP request (the sandbox Computer of an office) gets
+// the URL of a2c up's /cdp proxy when the daemon has a PublicURL, else
 // the browser's own DevTools WebSocket URL,
-// ws://<BROWSER_REMOTE_DEBUGGING_HOST:PORT>/devtools/browser/<id>: the
-// daemon serves no /cdp, and that address is where the sandbox's own
-// programs reach the browser.
+// ws://<BROWSER_REMOTE_DEBUGGING_HOST:PORT>/devtools/browser/<id>, where
+// the sandbox's own programs reach it (aiod itself serves no /cdp).
 func (t *browserTools) Info(ctx context.Context, origin *http.Request) (any, error) {
 	ctx, cancel := context.WithTimeout(ctx, infoWait)
 	defer cancel()
-	direct := origin == nil
-	if direct {
+	direct := origin == nil && t.public == nil
+	switch {
+	case direct:
 		origin = (&http.Request{Method: http.MethodGet, Host: t.cdpHost, Header: http.Header{}, URL: &url.URL{Path: "/mcp"}}).WithContext(ctx)
+	case origin == nil:
+		h := http.Header{}
+		h.Set("X-Forwarded-Proto", t.public.Scheme)
+		h.Set("X-Forwarded-Prefix", t.public.Path)
+		origin = (&http.Request{Method: http.MethodGet, Host: t.public.Host, Header: h, URL: &url.URL{Path: "/mcp"}}).WithContext(ctx)
 	}
 	info, err := t.br.Info(ctx, origin, false)
 	if err != nil {

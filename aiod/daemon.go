@@ -111,6 +111,12 @@ type Config struct {
 	// Desktop makes the daemon run an X display, a window manager and the
 	// computer-use worker at ComputerUseURL (aiod --desktop).
 	Desktop bool
+	// PublicURL is the daemon's own base URL as clients reach it, set by
+	// a2c up, which serves the browser's DevTools under /cdp there:
+	// browser_get_info called with no HTTP request (the sandbox Computer
+	// of an office) builds its cdp_url on it. Empty: that cdp_url is the
+	// browser's own DevTools address.
+	PublicURL string
 	// StateDir holds what the daemon keeps between its programs' restarts
 	// (the browser's profile). Default $XDG_STATE_HOME/aiod, else
 	// ~/.local/state/aiod.
@@ -201,7 +207,7 @@ func New(cfg Config) (*Daemon, error) {
 	codePlane := code.New(code.Config{Workspace: cfg.Workspace, Logger: cfg.Logger, DefaultUser: cfg.DefaultUser,
 		Python: cfg.PythonBin, Node: cfg.NodeBin, MaxKernelSessions: cfg.MaxKernels, MaxSessions: cfg.MaxCodeSessions,
 		KernelIdle: cfg.KernelIdle, SessionIdle: cfg.CodeIdle, HideEnv: hide, Sandbox: sb})
-	compPlane := computer.New(computer.Config{URL: cfg.ComputerUseURL, Dial: d.dial, Logger: cfg.Logger})
+	compPlane := computer.New(computer.Config{URL: cfg.ComputerUseURL, Dial: d.dial, APIKey: cfg.APIKey, Logger: cfg.Logger})
 	brPlane := browser.New(browser.Config{CDPEndpoint: cfg.CDPEndpoint, Dial: d.dial, Logger: cfg.Logger})
 	d.planes = []plane{
 		cmdPlane,

@@ -102,6 +102,7 @@ func (p *Plane) call(ctx context.Context, method, path string, body []byte) (*ht
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
+	p.authorize(req)
 	resp, err := p.client.Do(req)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -175,4 +176,12 @@ func orDefault(s, def string) string {
 		return def
 	}
 	return s
+}
+
+// authorize presents the daemon's key on a request the plane makes on its
+// own behalf.
+func (p *Plane) authorize(req *http.Request) {
+	if p.key != "" {
+		req.Header.Set("Authorization", "Bearer "+p.key)
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"sync"
 	"testing"
 )
 
@@ -72,5 +73,41 @@ func TestClient(t *testing.T) {
 	}
 	if err := down.Act(ctx, []byte(`{"action_type":"WAIT","duration":0.1}`)); !errors.Is(err, ErrUnavailable) {
 		t.Errorf("act down: %v", err)
+	}
+}
+
+// TestClientKey: the plane's own requests (probe, screenshot, action)
+// present the daemon's key, and only when it has one.
+func TestClientKey(t *testing.T) {
+	for _, key := range []string{"", "s3cret"} {
+		var mu sync.Mutex
+		got := map[string]string{}
+		ws := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			mu.Lock()
+			got[r.URL.Path] = r.Header.Get("Authorization")
+			mu.Unlock()
+			switch r.URL.Path {
+			case "/v2/computer/screenshot":
+				w.Header().Set("Content-Type", "image/png")
+				_, _ = w.Write([]byte("\x89PNG"))
+			default:
+				w.Header().Set("Content-Type", "application/json")
+				_, _ = w.Write([]byte(`{"success":true,"message":"ok","data":{"status":"success","action_performed":"WAIT"},"hint":null}`))
+			}
+		}))
+		p := New(Config{URL: ws.URL, APIKey: key})
+		p.Probe(context.Background(), ":1")
+		_, _, _ = p.Screenshot(context.Background())
+		_ = p.Act(context.Background(), []byte(`{"action_type":"WAIT","duration":0.1}`))
+		ws.Close()
+		want := ""
+		if key != "" {
+			want = "Bearer " + key
+		}
+		for _, path := range []string{"/capabilities", "/v2/computer/screenshot", "/v2/computer/actions"} {
+			if a, ok := got[path]; !ok || a != want {
+				t.Errorf("key %q: %s sent Authorization %q (asked: %v), want %q", key, path, a, ok, want)
+			}
+		}
 	}
 }

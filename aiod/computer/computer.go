@@ -31,13 +31,19 @@ type Config struct {
 	URL string
 	// Dial opens connections to the worker: inside the sandbox's network
 	// when the daemon runs the worker there. Nil: a plain dialer.
-	Dial   func(ctx context.Context, network, addr string) (net.Conn, error)
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// APIKey is presented (Authorization: Bearer) on the plane's own
+	// requests to the worker: the capability probe and the MCP GUI tools.
+	// A worker started with AIO_API_KEY, sharing the daemon's key, asks
+	// for it; forwarded client requests carry the client's own.
+	APIKey string
 	Logger *slog.Logger
 }
 
 // Plane forwards the computer-use routes to the worker.
 type Plane struct {
 	base   string
+	key    string
 	log    *slog.Logger
 	client *http.Client
 }
@@ -64,7 +70,7 @@ func New(cfg Config) *Plane {
 		MaxIdleConnsPerHost:   8,
 		IdleConnTimeout:       90 * time.Second,
 	}
-	return &Plane{base: strings.TrimRight(cfg.URL, "/"), log: cfg.Logger, client: &http.Client{Transport: tr}}
+	return &Plane{base: strings.TrimRight(cfg.URL, "/"), key: cfg.APIKey, log: cfg.Logger, client: &http.Client{Transport: tr}}
 }
 
 // responseWait bounds the wait for the worker's answer: the longest
@@ -183,6 +189,7 @@ func (p *Plane) Probe(ctx context.Context, display string) Capability {
 	if err != nil {
 		return fail(err)
 	}
+	p.authorize(req)
 	resp, err := p.client.Do(req)
 	if err != nil {
 		return fail(err)

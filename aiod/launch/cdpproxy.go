@@ -1,6 +1,7 @@
 package launch
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,8 +11,11 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
+
+	"github.com/a2c-smcp/a2c-go/aiod/browser"
 )
 
 // Dialer opens a connection the way the daemon reaches its programs
@@ -64,12 +68,79 @@ func NewCDPProxy(endpoint string, dial Dialer) (*CDPProxy, error) {
 			r.Out.Header.Del("Authorization")
 			r.Out.Header.Del("X-Api-Key")
 			r.Out.Header.Del("Cookie")
+			// The answer's WebSocket URLs are rewritten for the client
+			// (see publicURLs), which needs the request it sent.
+			r.Out = r.Out.WithContext(context.WithValue(r.Out.Context(), inboundKey{}, r.In))
 		},
+		ModifyResponse: publicURLs,
 		ErrorHandler: func(w http.ResponseWriter, _ *http.Request, _ error) {
 			http.Error(w, "the browser's DevTools endpoint is not reachable", http.StatusBadGateway)
 		},
 	}
 	return p, nil
+}
+
+// inboundKey holds, in an outbound request's context, the client's
+// request it was made from.
+type inboundKey struct{}
+
+// maxJSONAnswer bounds a /json answer read for rewriting (a list of a
+// few hundred targets is far smaller).
+const maxJSONAnswer = 4 << 20
+
+// publicURLs rewrites the webSocketDebuggerUrl of the DevTools /json
+// answers (version, list, new) into the URL the client reaches them by,
+// through this proxy: what browser.CDPURL builds from the client's
+// request (its host, forwarded headers and query). Clients such as
+// Puppeteer's connect({browserURL}) and Playwright's connectOverCDP with
+// an http:// URL read /json/version and dial what it names; Chromium's
+// own URL (its loopback address) would not reach it from elsewhere.
+func publicURLs(resp *http.Response) error {
+	in, _ := resp.Request.Context().Value(inboundKey{}).(*http.Request)
+	if in == nil || resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Request.URL.Path, "/json") ||
+		!strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
+		return nil
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxJSONAnswer+1))
+	resp.Body.Close()
+	if err != nil {
+		return fmt.Errorf("cdp proxy: read %s: %w", resp.Request.URL.Path, err)
+	}
+	if len(body) <= maxJSONAnswer {
+		var v any
+		if json.Unmarshal(body, &v) == nil && rewriteWS(v, in) {
+			var out bytes.Buffer
+			enc := json.NewEncoder(&out)
+			enc.SetEscapeHTML(false) // a query's & stays as it is
+			if enc.Encode(v) == nil {
+				body = bytes.TrimSuffix(out.Bytes(), []byte("\n"))
+			}
+		}
+	}
+	resp.Body = io.NopCloser(bytes.NewReader(body))
+	resp.ContentLength = int64(len(body))
+	resp.Header.Set("Content-Length", strconv.Itoa(len(body)))
+	return nil
+}
+
+// rewriteWS replaces every webSocketDebuggerUrl in v (an object, or a
+// list of them) by its public form; it reports whether it changed any.
+func rewriteWS(v any, in *http.Request) bool {
+	changed := false
+	switch t := v.(type) {
+	case []any:
+		for _, e := range t {
+			changed = rewriteWS(e, in) || changed
+		}
+	case map[string]any:
+		if s, ok := t["webSocketDebuggerUrl"].(string); ok {
+			if u, err := url.Parse(s); err == nil && strings.HasPrefix(u.Path, "/devtools/") {
+				t["webSocketDebuggerUrl"] = browser.CDPURL(in, u.Path)
+				changed = true
+			}
+		}
+	}
+	return changed
 }
 
 // ServeHTTP forwards one request or WebSocket.

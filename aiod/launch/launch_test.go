@@ -3,6 +3,7 @@ package launch
 import (
 	"context"
 	"errors"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -148,12 +149,14 @@ func TestStartFails(t *testing.T) {
 }
 
 // TestCDPProxy: the prefix goes, api_key and the client's credentials
-// and Origin are not forwarded, and Host is the endpoint's own.
+// and Origin are not forwarded, Host is the endpoint's own, and the
+// answer's WebSocket URL is the one the client reaches through the proxy.
 func TestCDPProxy(t *testing.T) {
 	var got *http.Request
 	back := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		got = r
-		_, _ = w.Write([]byte(`{"webSocketDebuggerUrl":"ws://` + r.Host + `/devtools/browser/abc-1"}`))
+		w.Header().Set("Content-Type", "application/json; charset=UTF-8")
+		_, _ = w.Write([]byte(`{"Browser":"Chrome/156","webSocketDebuggerUrl":"ws://` + r.Host + `/devtools/browser/abc-1"}`))
 	}))
 	defer back.Close()
 	var nd net.Dialer
@@ -171,7 +174,12 @@ func TestCDPProxy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
+	want := `{"Browser":"Chrome/156","webSocketDebuggerUrl":"ws://` + strings.TrimPrefix(front.URL, "http://") + `/cdp/devtools/browser/abc-1?api_key=K&x=1"}`
+	if string(body) != want || resp.ContentLength != int64(len(want)) {
+		t.Errorf("answer %q (length %d), want %q", body, resp.ContentLength, want)
+	}
 	if resp.StatusCode != 200 || got.URL.Path != "/json/version" || got.URL.RawQuery != "x=1" || got.Host != strings.TrimPrefix(back.URL, "http://") ||
 		got.Header.Get("Origin") != "" || got.Header.Get("X-Api-Key") != "" || got.Header.Get("Authorization") != "" {
 		t.Errorf("forwarded %d: path %q query %q host %q headers %v", resp.StatusCode, got.URL.Path, got.URL.RawQuery, got.Host, got.Header)

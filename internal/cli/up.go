@@ -121,6 +121,11 @@ func runUp(ctx context.Context, e *env, args []string) error {
 	}
 	dcfg.Workspace, dcfg.APIKey, dcfg.Logger = ws, secret, log
 	dcfg.Browser, dcfg.Desktop = *browser, *desktop
+	if *browser {
+		// The office's browser_get_info names the /cdp proxy below, as
+		// the banner does.
+		dcfg.PublicURL = "http://" + localURL(boxLn.Addr().String())
+	}
 	d, err := aiod.New(dcfg)
 	if err != nil {
 		return fmt.Errorf("sandbox: %w", err)

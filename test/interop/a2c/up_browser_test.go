@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/a2c-smcp/a2c-go/agent"
 	"github.com/a2c-smcp/a2c-go/test/interop/internal/harness"
 )
 
@@ -70,8 +71,9 @@ func ubStartUp(t *testing.T, token string, args ...string) (*harness.Proc, strin
 }
 
 // ubPlaywright runs node/cdp_title.js (Playwright's connectOverCDP) with
-// cdpURL and page and returns its JSON answer and exit error.
-func ubPlaywright(t *testing.T, cdpURL, page string) (map[string]string, error) {
+// cdpURL and page (and the token as x-api-key, when given) and returns
+// its JSON answer and exit error.
+func ubPlaywright(t *testing.T, cdpURL, page string, token ...string) (map[string]string, error) {
 	t.Helper()
 	dir := filepath.Join(harness.Root(), "test", "interop", "a2c", "node")
 	if _, err := exec.LookPath("node"); err != nil {
@@ -82,7 +84,7 @@ func ubPlaywright(t *testing.T, cdpURL, page string) (map[string]string, error) 
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "node", "cdp_title.js", cdpURL, page)
+	cmd := exec.CommandContext(ctx, "node", append([]string{"cdp_title.js", cdpURL, page}, token...)...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1")
 	out, err := cmd.Output()
@@ -113,6 +115,19 @@ func TestUpBrowserPlaywright(t *testing.T) {
 	}
 
 	bare, _, _ := strings.Cut(cdpURL, "?")
+	// Through the office, browser_get_info names the same proxy (an
+	// Agent adds its token, as it has it).
+	a := dialAgent(t, up.URL, "go-agent", agent.Options{Auth: map[string]any{"x-api-key": token}})
+	if err := a.Join(ctx10(t), "default"); err != nil {
+		t.Fatal(err)
+	}
+	res2, err := a.CallTool(ctx10(t), agent.Call{Computer: "sandbox", Tool: "sandbox__browser_get_info", Params: map[string]any{}, Timeout: 20 * time.Second})
+	var info struct {
+		CDPURL string `json:"cdp_url"`
+	}
+	if err != nil || res2.IsError || json.Unmarshal([]byte(toolText(t, res2)), &info) != nil || info.CDPURL != bare {
+		t.Errorf("sandbox__browser_get_info: %v %+v; want cdp_url %s", err, res2, bare)
+	}
 	for _, u := range []string{bare, bare + "?api_key=wrong"} {
 		res, err := ubPlaywright(t, u, page.URL)
 		if err == nil || !strings.Contains(res["error"], "401") {
@@ -120,9 +135,10 @@ func TestUpBrowserPlaywright(t *testing.T) {
 		}
 	}
 
+	endpoint := "http://" + strings.TrimPrefix(bare[:strings.Index(bare, "/cdp/")], "ws://") + "/cdp"
 	// The HTTP side of the proxy: the token by header, and the /json
 	// routes answered by the browser with the /cdp prefix removed.
-	httpURL := "http://" + strings.TrimPrefix(bare[:strings.Index(bare, "/cdp/")], "ws://") + "/cdp/json/version"
+	httpURL := endpoint + "/json/version"
 	for _, tc := range []struct {
 		hdr  [2]string
 		code int
@@ -141,5 +157,34 @@ func TestUpBrowserPlaywright(t *testing.T) {
 		if resp.StatusCode != tc.code || tc.code == 200 && v["Browser"] == nil {
 			t.Errorf("GET %s with %v: %d %v; want %d (and /json/version's Browser)", httpURL, tc.hdr, resp.StatusCode, v, tc.code)
 		}
+	}
+}
+
+// TestUpBrowserNetworkNone: with the sandbox on a network of its own
+// (--network none) the browser's DevTools port exists only inside it,
+// as on another machine: Playwright still connects, over the printed
+// cdp_url and over the http:// endpoint, whose /json/version must then
+// name the proxy's WebSocket rather than the browser's own address.
+func TestUpBrowserNetworkNone(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("--network none needs root here")
+	}
+	const title = "a2c up isolated browser"
+	page := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		fmt.Fprintf(w, "<!doctype html><title>%s</title>", title)
+	}))
+	defer page.Close()
+	const token = "ub-n0ne"
+	up, cdpURL := ubStartUp(t, token, "--network", "none")
+	// The page is served on the host's loopback, which the sandboxed
+	// browser cannot reach: it gets a data: URL of the same page.
+	pageURL := "data:text/html,<title>" + strings.ReplaceAll(title, " ", "%20") + "</title>"
+	if res, err := ubPlaywright(t, cdpURL, pageURL); err != nil || res["title"] != title {
+		t.Fatalf("connectOverCDP(%s): %v, %v\nlogs:\n%s", cdpURL, res, err, up.Logs())
+	}
+	bare, _, _ := strings.Cut(cdpURL, "?")
+	endpoint := "http://" + strings.TrimPrefix(bare[:strings.Index(bare, "/cdp/")], "ws://") + "/cdp"
+	if res, err := ubPlaywright(t, endpoint, pageURL, token); err != nil || res["title"] != title {
+		t.Errorf("connectOverCDP(%s) with the token as x-api-key: %v, %v; want the title %q", endpoint, res, err, title)
 	}
 }

@@ -128,7 +128,7 @@ func TestAiodMCPPlain(t *testing.T) {
 	if text, isErr := a.callText("sandbox_file_operations", map[string]any{"action": "read", "path": missing}); !isErr || text != want {
 		t.Errorf("missing file:\n got %v %s\nwant %s", isErr, text, want)
 	}
-	if text, isErr := a.callText("browser_get_info", nil); !isErr || !strings.HasPrefix(text, "no browser") {
+	if text, isErr := a.callText("browser_get_info", nil); !isErr || !strings.HasPrefix(text, "browser: ") {
 		t.Errorf("browser: %v %q", isErr, text)
 	}
 	// The documented workflow's commands, and the cwd handed back.

@@ -1,7 +1,11 @@
 // Connects Playwright's Node client (playwright-core, no browser of its
 // own) to a running Chromium over CDP and reads a page's title:
 //
-//   node cdp_title.js CDP_URL PAGE_URL
+//   node cdp_title.js CDP_URL PAGE_URL [TOKEN]
+//
+// CDP_URL is a ws:// URL, or an http:// endpoint whose /json/version
+// names the WebSocket; TOKEN, when given, is sent as x-api-key on every
+// request of the connection.
 //
 // Prints one JSON line: {"title": "..."} on success (exit 0), or
 // {"error": "..."} when the connection or the page fails (exit 1).
@@ -10,9 +14,10 @@
 const { chromium } = require("playwright-core");
 
 async function main() {
-  const [cdpURL, pageURL] = process.argv.slice(2);
-  if (!cdpURL || !pageURL) throw new Error("usage: node cdp_title.js CDP_URL PAGE_URL");
-  const browser = await chromium.connectOverCDP(cdpURL, { timeout: 20000 });
+  const [cdpURL, pageURL, token] = process.argv.slice(2);
+  if (!cdpURL || !pageURL) throw new Error("usage: node cdp_title.js CDP_URL PAGE_URL [TOKEN]");
+  const headers = token ? { "x-api-key": token } : undefined;
+  const browser = await chromium.connectOverCDP(cdpURL, { timeout: 20000, headers });
   try {
     const context = browser.contexts()[0] || (await browser.newContext());
     const page = await context.newPage();
