@@ -2,6 +2,7 @@ package aiod
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
 	_ "embed"
@@ -207,7 +208,13 @@ func New(cfg Config) (*Daemon, error) {
 	codePlane := code.New(code.Config{Workspace: cfg.Workspace, Logger: cfg.Logger, DefaultUser: cfg.DefaultUser,
 		Python: cfg.PythonBin, Node: cfg.NodeBin, MaxKernelSessions: cfg.MaxKernels, MaxSessions: cfg.MaxCodeSessions,
 		KernelIdle: cfg.KernelIdle, SessionIdle: cfg.CodeIdle, HideEnv: hide, Sandbox: sb})
-	compPlane := computer.New(computer.Config{URL: cfg.ComputerUseURL, Dial: d.dial, APIKey: cfg.APIKey, Logger: cfg.Logger})
+	if cfg.Desktop {
+		// The worker aiod --desktop runs gets a key of its own, never the
+		// daemon's (see computer.Config.WorkerKey).
+		d.programs.workerKey = rand.Text()
+	}
+	compPlane := computer.New(computer.Config{URL: cfg.ComputerUseURL, Dial: d.dial, APIKey: cfg.APIKey,
+		WorkerKey: d.programs.workerKey, Logger: cfg.Logger})
 	brPlane := browser.New(browser.Config{CDPEndpoint: cfg.CDPEndpoint, Dial: d.dial, Logger: cfg.Logger})
 	d.planes = []plane{
 		cmdPlane,

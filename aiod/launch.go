@@ -42,6 +42,10 @@ type programs struct {
 	// daemon runs in a sandbox with a network of its own: d.dial reaches
 	// them there.
 	inside map[string]bool
+	// workerKey is the computer-use worker's own key (random, per start
+	// of the daemon): the worker knows it, the computer plane presents
+	// it; the daemon's API key never leaves the daemon.
+	workerKey string
 }
 
 // defaultStateDir is $XDG_STATE_HOME/aiod, else ~/.local/state/aiod.
@@ -115,10 +119,13 @@ func (d *Daemon) startPrograms(ctx context.Context) error {
 			return fmt.Errorf("--desktop: the computer-use worker: %w", err)
 		}
 		listen := "AIO_COMPUTER_USE_LISTEN=" + workerAddr
+		// Its own key (d.programs.workerKey): whatever reaches its port
+		// without going through the daemon is refused.
+		key := EnvAPIKey + "=" + d.programs.workerKey
 		worker, err := launch.Start(ctx, launch.Program{Name: "computer-use", Start: start, Sandboxed: d.sandbox != nil, Logger: d.log, Grace: 3 * time.Second,
 			Command: func() (*exec.Cmd, error) {
 				cmd := exec.Command(exe, "computer-use")
-				cmd.Env, cmd.Dir = append(env, disp, listen), "/"
+				cmd.Env, cmd.Dir = append(env, disp, listen, key), "/"
 				return cmd, nil
 			}})
 		if err != nil {

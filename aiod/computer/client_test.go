@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -109,5 +110,43 @@ func TestClientKey(t *testing.T) {
 				t.Errorf("key %q: %s sent Authorization %q (asked: %v), want %q", key, path, a, ok, want)
 			}
 		}
+	}
+}
+
+// TestWorkerKey: with a worker of the daemon's own, forwarded requests
+// carry the worker's key in place of the client's credentials (header or
+// query), and the plane's own requests present it too.
+func TestWorkerKey(t *testing.T) {
+	var mu sync.Mutex
+	var seen []string
+	ws := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		seen = append(seen, r.URL.Path+"?"+r.URL.RawQuery+" auth="+r.Header.Get("Authorization")+" key="+r.Header.Get("X-Api-Key"))
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"success":true,"message":"ok","data":{"status":"success","action_performed":"WAIT"},"hint":null}`))
+	}))
+	defer ws.Close()
+	p := New(Config{URL: ws.URL, APIKey: "daemon-key", WorkerKey: "wk"})
+	mux := http.NewServeMux()
+	p.Mount(mux)
+	for _, r := range []*http.Request{
+		httptest.NewRequest(http.MethodGet, "/v2/computer/cursor?api_key=daemon-key&x=1", nil),
+		httptest.NewRequest(http.MethodGet, "/v2/computer/info", nil),
+	} {
+		r.Header.Set("Authorization", "Bearer daemon-key")
+		r.Header.Set("X-Api-Key", "daemon-key")
+		mux.ServeHTTP(httptest.NewRecorder(), r)
+	}
+	_ = p.Act(context.Background(), []byte(`{"action_type":"WAIT","duration":0.1}`))
+	want := []string{
+		"/v2/computer/cursor?x=1 auth=Bearer wk key=",
+		"/v2/computer/info? auth=Bearer wk key=",
+		"/v2/computer/actions? auth=Bearer wk key=",
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if strings.Join(seen, "\n") != strings.Join(want, "\n") {
+		t.Errorf("the worker saw:\n%s\nwant:\n%s", strings.Join(seen, "\n"), strings.Join(want, "\n"))
 	}
 }

@@ -37,15 +37,25 @@ type Config struct {
 	// A worker started with AIO_API_KEY, sharing the daemon's key, asks
 	// for it; forwarded client requests carry the client's own.
 	APIKey string
-	Logger *slog.Logger
+	// WorkerKey is the key of a worker the daemon runs itself
+	// (aiod --desktop), which knows only that key and never the
+	// daemon's: it is presented on the plane's own requests, and on
+	// forwarded ones it replaces the client's credentials (the daemon has
+	// checked them already; the api_key query parameter is removed), so
+	// the user's key never reaches the worker and nothing that skips the
+	// daemon can drive the desktop.
+	WorkerKey string
+	Logger    *slog.Logger
 }
 
 // Plane forwards the computer-use routes to the worker.
 type Plane struct {
-	base   string
-	key    string
-	log    *slog.Logger
-	client *http.Client
+	base string
+	key  string
+	// ownWorker: key is a WorkerKey, replacing forwarded credentials.
+	ownWorker bool
+	log       *slog.Logger
+	client    *http.Client
 }
 
 // New returns the plane.
@@ -70,7 +80,11 @@ func New(cfg Config) *Plane {
 		MaxIdleConnsPerHost:   8,
 		IdleConnTimeout:       90 * time.Second,
 	}
-	return &Plane{base: strings.TrimRight(cfg.URL, "/"), key: cfg.APIKey, log: cfg.Logger, client: &http.Client{Transport: tr}}
+	p := &Plane{base: strings.TrimRight(cfg.URL, "/"), key: cfg.APIKey, log: cfg.Logger, client: &http.Client{Transport: tr}}
+	if cfg.WorkerKey != "" {
+		p.key, p.ownWorker = cfg.WorkerKey, true
+	}
+	return p
 }
 
 // responseWait bounds the wait for the worker's answer: the longest
@@ -114,8 +128,14 @@ func copyHeaders(dst, src http.Header) {
 // documented 503.
 func (p *Plane) forward(w http.ResponseWriter, r *http.Request, path string) {
 	target := p.base + path
-	if r.URL.RawQuery != "" {
-		target += "?" + r.URL.RawQuery
+	query := r.URL.RawQuery
+	if p.ownWorker && strings.Contains(query, "api_key") {
+		q := r.URL.Query()
+		q.Del("api_key")
+		query = q.Encode()
+	}
+	if query != "" {
+		target += "?" + query
 	}
 	var body io.Reader
 	if r.Body != nil && r.Body != http.NoBody {
@@ -127,6 +147,11 @@ func (p *Plane) forward(w http.ResponseWriter, r *http.Request, path string) {
 		return
 	}
 	copyHeaders(req.Header, r.Header)
+	if p.ownWorker {
+		req.Header.Del("X-Api-Key")
+		req.Header.Del("Authorization")
+		p.authorize(req)
+	}
 	req.ContentLength = r.ContentLength
 	resp, err := p.client.Do(req)
 	if err != nil {

@@ -1,6 +1,7 @@
 package aiod
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -253,7 +254,9 @@ func TestAiodLaunchBrowserMissing(t *testing.T) {
 func TestAiodLaunchDesktop(t *testing.T) {
 	lnNeed(t, "chromium", "Xvfb", "openbox", "xdotool", "xprop")
 	wport := lnFreePort(t)
-	d := lnStart(t, []string{"AIO_COMPUTER_USE_URL=http://127.0.0.1:" + strconv.Itoa(wport)}, "--desktop", "--browser")
+	const key = "ln-desk-key"
+	d := lnStart(t, []string{"AIO_COMPUTER_USE_URL=http://127.0.0.1:" + strconv.Itoa(wport)}, "--desktop", "--browser", "--api-key", key)
+	d.a.key = key
 	daemon := d.Cmd().Process.Pid
 	xvfb := lnChild(daemon, "Xvfb")
 	if xvfb == 0 {
@@ -304,6 +307,35 @@ func TestAiodLaunchDesktop(t *testing.T) {
 	res, _ := info["screen_resolution"].(map[string]any)
 	if res["width"] != 1920.0 || res["height"] != 1080.0 {
 		t.Errorf("screen_resolution = %v, want 1920x1080", res)
+	}
+
+	// The worker has a key of its own: the daemon's key, and no key,
+	// are refused on its port; only the daemon, which replaces its
+	// clients' credentials by the worker's key, gets in. The key is in
+	// the worker's environment; the daemon's key is not.
+	worker := "http://127.0.0.1:" + strconv.Itoa(wport)
+	for _, hdr := range [][]string{nil, {"Authorization", "Bearer " + key}, {"X-Api-Key", key}} {
+		req, _ := http.NewRequest(http.MethodGet, worker+"/v2/computer/info?api_key="+key, nil)
+		if hdr != nil {
+			req.Header.Set(hdr[0], hdr[1])
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusUnauthorized {
+			t.Errorf("the worker's own port with the daemon's key (%v): %d, want 401", hdr, resp.StatusCode)
+		}
+	}
+	if code, _ := d.a.call("GET", "/v2/computer/cursor", "/v2/computer/cursor?api_key="+key, nil); code != 200 {
+		t.Errorf("cursor through the daemon with ?api_key=: %d, want 200", code)
+	}
+	wpid := lnChild(daemon, "aiod")
+	environ, _ := os.ReadFile("/proc/" + strconv.Itoa(wpid) + "/environ")
+	if wpid == 0 || !bytes.Contains(environ, []byte("\x00AIO_API_KEY=")) && !bytes.HasPrefix(environ, []byte("AIO_API_KEY=")) ||
+		bytes.Contains(environ, []byte(key)) {
+		t.Errorf("the worker (pid %d) should hold a key of its own and not the daemon's", wpid)
 	}
 }
 
