@@ -36,7 +36,7 @@ func testXvfb(tb testing.TB, w, h int) string {
 	defer r.Close()
 	cmd := exec.Command(bin, "-screen", "0", fmt.Sprintf("%dx%dx24", w, h), "-nolisten", "tcp", "-displayfd", "3")
 	cmd.ExtraFiles = []*os.File{wr}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = childAttr()
 	if err := cmd.Start(); err != nil {
 		tb.Fatal(err)
 	}

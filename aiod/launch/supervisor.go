@@ -123,7 +123,7 @@ func (s *Supervisor) startOnce(ctx context.Context) (<-chan error, error) {
 	}
 	cmd.SysProcAttr.Setpgid = true
 	if !s.p.Sandboxed {
-		cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
+		dieWithParent(cmd.SysProcAttr)
 	}
 	if cmd.Stdout == nil {
 		cmd.Stdout = s.tail
