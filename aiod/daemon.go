@@ -3,15 +3,12 @@ package aiod
 import (
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
-	"crypto/subtle"
 	_ "embed"
 	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
-	"net/url"
 	"os"
 	"runtime"
 	"runtime/debug"
@@ -433,28 +430,14 @@ func publicRoute(raw string) bool {
 	return false
 }
 
-// keyOK reports whether r carries the key: Bearer, x-api-key, or the
-// deprecated ?api_key= (percent-decoded). Comparison is in constant time.
-func (d *Daemon) keyOK(r *http.Request) bool {
-	want := sha256.Sum256([]byte(d.cfg.APIKey))
-	match := func(got string) bool {
-		h := sha256.Sum256([]byte(got))
-		return got != "" && subtle.ConstantTimeCompare(h[:], want[:]) == 1
-	}
-	if a := r.Header.Get("Authorization"); len(a) > 7 && strings.EqualFold(a[:7], "bearer ") && match(a[7:]) {
-		return true
-	}
-	if match(r.Header.Get("X-API-Key")) {
-		return true
-	}
-	if k := r.URL.Query().Get("api_key"); k != "" {
-		if dk, err := url.QueryUnescape(k); err == nil {
-			k = dk
-		}
-		return match(k)
-	}
-	return false
-}
+// keyOK reports whether r carries the daemon's key (api.HasKey).
+func (d *Daemon) keyOK(r *http.Request) bool { return api.HasKey(r, d.cfg.APIKey) }
+
+// HasKey reports whether r carries key by the daemon's own rule
+// (Authorization: Bearer, x-api-key or ?api_key=, compared in constant
+// time): a2c up guards its /cdp proxy with it, so that one key is
+// checked one way on every route.
+func HasKey(r *http.Request, key string) bool { return api.HasKey(r, key) }
 
 // auth refuses protected routes without the key (when one is set) with
 // 401 and the envelope, before anything else runs (and so before any

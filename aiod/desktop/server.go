@@ -2,8 +2,6 @@ package desktop
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"crypto/subtle"
 	_ "embed"
 	"encoding/base64"
 	"errors"
@@ -12,7 +10,6 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -129,25 +126,8 @@ var publicPaths = map[string]bool{"/healthz": true, "/openapi.json": true}
 // or ?api_key=. aiod forwards its clients' headers and query unchanged,
 // so one key serves both when they share AIO_API_KEY.
 func (w *worker) auth(next http.Handler) http.Handler {
-	want := sha256.Sum256([]byte(w.key))
-	match := func(got string) bool {
-		h := sha256.Sum256([]byte(got))
-		return got != "" && subtle.ConstantTimeCompare(h[:], want[:]) == 1
-	}
-	ok := func(r *http.Request) bool {
-		if a := r.Header.Get("Authorization"); len(a) > 7 && strings.EqualFold(a[:7], "bearer ") && match(a[7:]) {
-			return true
-		}
-		if match(r.Header.Get("X-API-Key")) {
-			return true
-		}
-		if k := r.URL.Query().Get("api_key"); k != "" {
-			return match(k)
-		}
-		return false
-	}
 	return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
-		if w.key == "" || publicPaths[r.URL.Path] || ok(r) {
+		if w.key == "" || publicPaths[r.URL.Path] || api.HasKey(r, w.key) {
 			next.ServeHTTP(rw, r)
 			return
 		}

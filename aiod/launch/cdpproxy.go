@@ -61,9 +61,7 @@ func NewCDPProxy(endpoint string, dial Dialer) (*CDPProxy, error) {
 				r.Out.URL.Path = "/"
 			}
 			r.Out.URL.RawPath = ""
-			q := r.In.URL.Query()
-			q.Del("api_key")
-			r.Out.URL.RawQuery = q.Encode()
+			r.Out.URL.RawQuery = withoutKey(r.In.URL.RawQuery)
 			r.Out.Header.Del("Origin")
 			r.Out.Header.Del("Authorization")
 			r.Out.Header.Del("X-Api-Key")
@@ -78,6 +76,40 @@ func NewCDPProxy(endpoint string, dial Dialer) (*CDPProxy, error) {
 		},
 	}
 	return p, nil
+}
+
+// withoutKey is a raw query without its api_key parameters, everything
+// else byte for byte: /json/new?<url> takes the whole query as a URL,
+// which re-encoding (as url.Values would) breaks. A parameter counts as
+// api_key however its name is escaped (api%5Fkey).
+func withoutKey(raw string) string {
+	if raw == "" {
+		return ""
+	}
+	parts := strings.Split(raw, "&")
+	kept := parts[:0]
+	for _, p := range parts {
+		name, _, _ := strings.Cut(p, "=")
+		if n, err := url.QueryUnescape(name); err == nil && n == "api_key" {
+			continue
+		}
+		kept = append(kept, p)
+	}
+	return strings.Join(kept, "&")
+}
+
+// onlyKey is a raw query's api_key parameters alone: what the public
+// WebSocket URLs of a /json answer carry on (the client's credential, if
+// it sent it that way), without the rest of the request's query.
+func onlyKey(raw string) string {
+	var kept []string
+	for p := range strings.SplitSeq(raw, "&") {
+		name, _, _ := strings.Cut(p, "=")
+		if n, err := url.QueryUnescape(name); err == nil && n == "api_key" {
+			kept = append(kept, p)
+		}
+	}
+	return strings.Join(kept, "&")
 }
 
 // inboundKey holds, in an outbound request's context, the client's
@@ -102,19 +134,31 @@ func publicURLs(resp *http.Response) error {
 		return nil
 	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxJSONAnswer+1))
-	resp.Body.Close()
 	if err != nil {
+		resp.Body.Close()
 		return fmt.Errorf("cdp proxy: read %s: %w", resp.Request.URL.Path, err)
 	}
-	if len(body) <= maxJSONAnswer {
-		var v any
-		if json.Unmarshal(body, &v) == nil && rewriteWS(v, in) {
-			var out bytes.Buffer
-			enc := json.NewEncoder(&out)
-			enc.SetEscapeHTML(false) // a query's & stays as it is
-			if enc.Encode(v) == nil {
-				body = bytes.TrimSuffix(out.Bytes(), []byte("\n"))
-			}
+	if len(body) > maxJSONAnswer {
+		// Too large to rewrite (pages with huge URLs): passed on whole
+		// and unchanged, what was read first, then the rest.
+		resp.Body = struct {
+			io.Reader
+			io.Closer
+		}{io.MultiReader(bytes.NewReader(body), resp.Body), resp.Body}
+		return nil
+	}
+	resp.Body.Close()
+	// The public URLs keep the client's api_key (a WebSocket client may
+	// have no other way to send it) and nothing else of its query.
+	pub := in.Clone(in.Context())
+	pub.URL.RawQuery = onlyKey(in.URL.RawQuery)
+	var v any
+	if json.Unmarshal(body, &v) == nil && rewriteWS(v, pub) {
+		var out bytes.Buffer
+		enc := json.NewEncoder(&out)
+		enc.SetEscapeHTML(false) // a query's & stays as it is
+		if enc.Encode(v) == nil {
+			body = bytes.TrimSuffix(out.Bytes(), []byte("\n"))
 		}
 	}
 	resp.Body = io.NopCloser(bytes.NewReader(body))

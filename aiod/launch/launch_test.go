@@ -176,7 +176,7 @@ func TestCDPProxy(t *testing.T) {
 	}
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	want := `{"Browser":"Chrome/156","webSocketDebuggerUrl":"ws://` + strings.TrimPrefix(front.URL, "http://") + `/cdp/devtools/browser/abc-1?api_key=K&x=1"}`
+	want := `{"Browser":"Chrome/156","webSocketDebuggerUrl":"ws://` + strings.TrimPrefix(front.URL, "http://") + `/cdp/devtools/browser/abc-1?api_key=K"}`
 	if string(body) != want || resp.ContentLength != int64(len(want)) {
 		t.Errorf("answer %q (length %d), want %q", body, resp.ContentLength, want)
 	}
@@ -189,5 +189,53 @@ func TestCDPProxy(t *testing.T) {
 	}
 	if resp, err := http.Get(front.URL + "/other"); err != nil || resp.StatusCode != 404 {
 		t.Errorf("/other: %v %v, want 404", resp, err)
+	}
+}
+
+// TestCDPProxyQuery: the query reaches Chromium byte for byte but for
+// api_key (however escaped): /json/new takes it whole as the URL to open.
+func TestCDPProxyQuery(t *testing.T) {
+	for _, tc := range []struct{ in, fwd, key string }{
+		{"https://example.com/", "https://example.com/", ""},
+		{"about:blank", "about:blank", ""},
+		{"http://127.0.0.1:1/?a=1&b=%2F", "http://127.0.0.1:1/?a=1&b=%2F", ""},
+		{"api_key=K&http://h/?a=1", "http://h/?a=1", "api_key=K"},
+		{"http://h/?a=1&api%5Fkey=K", "http://h/?a=1", "api%5Fkey=K"},
+		{"api_key=K", "", "api_key=K"},
+		{"", "", ""},
+	} {
+		if got := withoutKey(tc.in); got != tc.fwd {
+			t.Errorf("withoutKey(%q) = %q, want %q", tc.in, got, tc.fwd)
+		}
+		if got := onlyKey(tc.in); got != tc.key {
+			t.Errorf("onlyKey(%q) = %q, want %q", tc.in, got, tc.key)
+		}
+	}
+}
+
+// TestCDPProxyLargeAnswer: a /json answer too large to rewrite is passed
+// on whole and unchanged, never cut.
+func TestCDPProxyLargeAnswer(t *testing.T) {
+	big := `[{"url":"` + strings.Repeat("a", maxJSONAnswer) + `","webSocketDebuggerUrl":"ws://127.0.0.1:1/devtools/page/X"}]`
+	back := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, big)
+	}))
+	defer back.Close()
+	var nd net.Dialer
+	p, err := NewCDPProxy(back.URL, nd.DialContext)
+	if err != nil {
+		t.Fatal(err)
+	}
+	front := httptest.NewServer(p)
+	defer front.Close()
+	resp, err := http.Get(front.URL + "/cdp/json/list")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil || string(body) != big {
+		t.Errorf("got %d bytes (%v), want the %d bytes unchanged", len(body), err, len(big))
 	}
 }

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"crypto/subtle"
 	"errors"
 	"flag"
 	"fmt"
@@ -289,20 +288,13 @@ func withCDP(h http.Handler, proxy http.Handler, token string) http.Handler {
 			h.ServeHTTP(w, r)
 			return
 		}
-		if token != "" && !cdpAuthorized(r, token) {
+		if token != "" && !aiod.HasKey(r, token) {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="a2c up"`)
 			http.Error(w, "missing or wrong token (x-api-key, Authorization: Bearer, or ?api_key=)", http.StatusUnauthorized)
 			return
 		}
 		proxy.ServeHTTP(w, r)
 	})
-}
-
-// cdpAuthorized reports whether r carries token.
-func cdpAuthorized(r *http.Request, token string) bool {
-	same := func(s string) bool { return s != "" && subtle.ConstantTimeCompare([]byte(s), []byte(token)) == 1 }
-	bearer, isBearer := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	return same(r.Header.Get("X-Api-Key")) || isBearer && same(bearer) || same(r.URL.Query().Get("api_key"))
 }
 
 // shellQuote quotes s for a POSIX shell when it needs it.

@@ -125,6 +125,8 @@ func TestUpCDPAuth(t *testing.T) {
 		{"query", "T", "/cdp/devtools/browser/x?api_key=T", [2]string{}, 200, "cdp /cdp/devtools/browser/x"},
 		{"x-api-key", "T", "/cdp/json/list", [2]string{"X-Api-Key", "T"}, 200, "cdp /cdp/json/list"},
 		{"bearer", "T", "/cdp", [2]string{"Authorization", "Bearer T"}, 200, "cdp /cdp"},
+		{"bearer-any-case", "T", "/cdp", [2]string{"Authorization", "bearer T"}, 200, "cdp /cdp"},
+		{"bearer-wrong", "T", "/cdp", [2]string{"Authorization", "Bearer U"}, 401, ""},
 		{"not-bearer", "T", "/cdp", [2]string{"Authorization", "T"}, 401, ""},
 		{"other-route", "T", "/cdpx", [2]string{}, 200, "api /cdpx"},
 		{"api", "T", "/v1/capabilities", [2]string{}, 200, "api /v1/capabilities"},
