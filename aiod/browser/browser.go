@@ -15,6 +15,7 @@ import (
 	"sync"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"github.com/chromedp/cdproto/target"
 
@@ -183,12 +184,30 @@ func (p *Plane) Probe(ctx context.Context) bool {
 	return err == nil
 }
 
+// Target listing limits: no page can make the list fail. /json/list
+// names every target with its URL, and a page controls its URL (a
+// multi-megabyte history.replaceState, a data: URL), so the listing is
+// decoded as a stream that keeps only id, title, type and url, each
+// title and url cut at maxTargetText bytes, and at most maxTargetList
+// bytes of the answer are read.
+const (
+	maxTargetText = 64 << 10
+	maxTargetList = 64 << 20
+)
+
 // tabs lists the page targets, most recently activated first (Chrome's
-// own order: new and activated tabs go to the head).
+// own order: new and activated tabs go to the head). /json/list gives
+// that order; when it cannot be read, Target.getTargets on the
+// browser's WebSocket answers instead (its order is Chrome's creation
+// order, so the default tab may differ until /json/list answers again).
 func (p *Plane) tabs(ctx context.Context) ([]Tab, error) {
-	var all []Tab
-	if err := p.devtools(ctx, http.MethodGet, "/json/list", &all); err != nil {
-		return nil, unreachable("list targets", err)
+	all, err := p.listTargets(ctx)
+	if err != nil {
+		var ok bool
+		if all, ok = p.getTargets(ctx); !ok {
+			return nil, unreachable("list targets", err)
+		}
+		p.log.Debug("browser: /json/list failed; targets from Target.getTargets", "err", err)
 	}
 	out := make([]Tab, 0, len(all))
 	for _, t := range all {
@@ -199,6 +218,118 @@ func (p *Plane) tabs(ctx context.Context) ([]Tab, error) {
 	return out, nil
 }
 
+// listTargets reads /json/list as a stream (see maxTargetText).
+func (p *Plane) listTargets(ctx context.Context) ([]Tab, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.base+"/json/list", nil)
+	if err != nil {
+		return nil, fmt.Errorf("devtools: %w", err)
+	}
+	resp, err := p.client.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("devtools /json/list: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("devtools /json/list: %s", resp.Status)
+	}
+	tabs, err := decodeTargets(io.LimitReader(resp.Body, maxTargetList))
+	if err != nil {
+		return nil, fmt.Errorf("devtools /json/list: %w", err)
+	}
+	return tabs, nil
+}
+
+// decodeTargets decodes a JSON list of targets one element at a time,
+// keeping id, title, type and url (title and url cut to maxTargetText).
+func decodeTargets(r io.Reader) ([]Tab, error) {
+	d := json.NewDecoder(r)
+	if tok, err := d.Token(); err != nil || tok != json.Delim('[') {
+		return nil, fmt.Errorf("not a list of targets (%v)", err)
+	}
+	var out []Tab
+	for d.More() {
+		var t Tab
+		if err := d.Decode(&t); err != nil {
+			return nil, err
+		}
+		t.Title, t.URL = cutText(t.Title), cutText(t.URL)
+		out = append(out, t)
+	}
+	if _, err := d.Token(); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// cutText cuts s to maxTargetText bytes, on a UTF-8 boundary; the
+// copy lets the decoder's larger string go.
+func cutText(s string) string {
+	if len(s) <= maxTargetText {
+		return s
+	}
+	n := maxTargetText
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return strings.Clone(s[:n])
+}
+
+// getTargets lists the targets with Target.getTargets on the browser's
+// WebSocket: the fallback when /json/list cannot be read.
+func (p *Plane) getTargets(ctx context.Context) ([]Tab, bool) {
+	c, err := p.conn(ctx)
+	if err != nil {
+		return nil, false
+	}
+	var res struct {
+		TargetInfos []targetInfo `json:"targetInfos"`
+	}
+	if err := c.call(ctx, "", "Target.getTargets", map[string]any{}, &res); err != nil {
+		return nil, false
+	}
+	out := make([]Tab, 0, len(res.TargetInfos))
+	for _, ti := range res.TargetInfos {
+		out = append(out, ti.tab())
+	}
+	return out, true
+}
+
+// targetInfo is the part of CDP's Target.TargetInfo the plane reads.
+type targetInfo struct {
+	TargetID string `json:"targetId"`
+	Type     string `json:"type"`
+	Title    string `json:"title"`
+	URL      string `json:"url"`
+}
+
+func (ti targetInfo) tab() Tab {
+	return Tab{ID: ti.TargetID, Title: cutText(ti.Title), URL: cutText(ti.URL), Type: ti.Type}
+}
+
+// tabInfo is the page tab id, asked of Chrome alone (Target.getTargetInfo,
+// which fails for an unknown id), so no other tab's content can make it
+// fail: an unknown id or a target that is not a page is the 404.
+func (p *Plane) tabInfo(ctx context.Context, id string) (Tab, *conn, error) {
+	c, err := p.conn(ctx)
+	if err != nil {
+		return Tab{}, nil, err
+	}
+	var res struct {
+		TargetInfo targetInfo `json:"targetInfo"`
+	}
+	if err := c.call(ctx, "", "Target.getTargetInfo", map[string]any{"targetId": id}, &res); err != nil {
+		var ce *cdpError
+		if errors.As(err, &ce) {
+			return Tab{}, nil, noTab(id)
+		}
+		return Tab{}, nil, cdpFailed(err)
+	}
+	if res.TargetInfo.Type != "page" {
+		return Tab{}, nil, noTab(id)
+	}
+	return res.TargetInfo.tab(), c, nil
+}
+
 // noTab is the 404 for an unknown tab id.
 func noTab(id string) *api.Error {
 	return api.NewError(api.ErrNotFound, "no tab with id "+id)
@@ -207,22 +338,20 @@ func noTab(id string) *api.Error {
 // target is the tab a route drives: id when given (it must be a page),
 // else the first page.
 func (p *Plane) target(ctx context.Context, id string) (string, error) {
+	if id != "" {
+		if _, _, err := p.tabInfo(ctx, id); err != nil {
+			return "", err
+		}
+		return id, nil
+	}
 	tabs, err := p.tabs(ctx)
 	if err != nil {
 		return "", err
 	}
-	if id == "" {
-		if len(tabs) == 0 {
-			return "", api.NewError(api.ErrUnavailable, "browser: no open tab").WithHint("Open a tab with POST /v2/browser/tabs.")
-		}
-		return tabs[0].ID, nil
+	if len(tabs) == 0 {
+		return "", api.NewError(api.ErrUnavailable, "browser: no open tab").WithHint("Open a tab with POST /v2/browser/tabs.")
 	}
-	for _, t := range tabs {
-		if t.ID == id {
-			return id, nil
-		}
-	}
-	return "", noTab(id)
+	return tabs[0].ID, nil
 }
 
 // conn is the live connection to the browser, connecting (again) when

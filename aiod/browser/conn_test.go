@@ -3,6 +3,7 @@ package browser
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -11,8 +12,11 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/gorilla/websocket"
+
+	"github.com/a2c-smcp/a2c-go/aiod/internal/api"
 )
 
 // fakeBrowser is a DevTools endpoint for the unit tests: /json/version,
@@ -24,6 +28,19 @@ type fakeBrowser struct {
 	methods []string
 	conns   []*websocket.Conn
 	gen     atomic.Int32
+	// list, when set, answers /json/list; lists counts its requests.
+	list  atomic.Pointer[http.HandlerFunc]
+	lists atomic.Int32
+	// answer, when set, answers a method first (handled false: the
+	// defaults); an errMsg is a CDP error. It runs on the socket's
+	// reader, and send writes an event (or anything) to the socket.
+	answer atomic.Pointer[func(send func(any), method, session string, params json.RawMessage) (res any, errMsg string, handled bool)]
+}
+
+// fakeTargets are the targets the fake browser has.
+var fakeTargets = []map[string]any{
+	{"targetId": "UI", "type": "browser_ui", "title": "Omnibox Popup", "url": "chrome://omnibox-popup.top-chrome/"},
+	{"targetId": "T1", "type": "page", "title": "t", "url": "about:blank"},
 }
 
 func newFakeBrowser(t *testing.T) *fakeBrowser {
@@ -35,6 +52,11 @@ func newFakeBrowser(t *testing.T) *fakeBrowser {
 			"webSocketDebuggerUrl": "ws://127.0.0.1:1/devtools/browser/g" + string(rune('0'+f.gen.Load()))})
 	})
 	mux.HandleFunc("/json/list", func(w http.ResponseWriter, r *http.Request) {
+		f.lists.Add(1)
+		if h := f.list.Load(); h != nil {
+			(*h)(w, r)
+			return
+		}
 		_, _ = w.Write([]byte(`[{"id":"UI","type":"browser_ui","title":"Omnibox Popup","url":"chrome://omnibox-popup.top-chrome/"},{"id":"T1","type":"page","title":"t","url":"about:blank"}]`))
 	})
 	up := websocket.Upgrader{}
@@ -48,9 +70,10 @@ func newFakeBrowser(t *testing.T) *fakeBrowser {
 		f.mu.Unlock()
 		for {
 			var req struct {
-				ID        int64  `json:"id"`
-				Method    string `json:"method"`
-				SessionID string `json:"sessionId"`
+				ID        int64           `json:"id"`
+				Method    string          `json:"method"`
+				SessionID string          `json:"sessionId"`
+				Params    json.RawMessage `json:"params"`
 			}
 			if ws.ReadJSON(&req) != nil {
 				return
@@ -58,8 +81,40 @@ func newFakeBrowser(t *testing.T) *fakeBrowser {
 			f.mu.Lock()
 			f.methods = append(f.methods, req.Method)
 			f.mu.Unlock()
+			if a := f.answer.Load(); a != nil {
+				send := func(v any) { _ = ws.WriteJSON(v) }
+				if res, msg, ok := (*a)(send, req.Method, req.SessionID, req.Params); ok {
+					if msg != "" {
+						_ = ws.WriteJSON(map[string]any{"id": req.ID, "error": map[string]any{"code": -32000, "message": msg}, "sessionId": req.SessionID})
+					} else {
+						_ = ws.WriteJSON(map[string]any{"id": req.ID, "result": res, "sessionId": req.SessionID})
+					}
+					continue
+				}
+			}
 			var res any = map[string]any{}
+			var tp struct {
+				TargetID string `json:"targetId"`
+			}
+			_ = json.Unmarshal(req.Params, &tp)
 			switch req.Method {
+			case "Target.getTargets":
+				res = map[string]any{"targetInfos": fakeTargets}
+			case "Target.getTargetInfo", "Target.closeTarget":
+				var info any
+				for _, ti := range fakeTargets {
+					if ti["targetId"] == tp.TargetID {
+						info = ti
+					}
+				}
+				if info == nil {
+					_ = ws.WriteJSON(map[string]any{"id": req.ID, "error": map[string]any{"code": -32602, "message": "No target with given id found"}})
+					continue
+				}
+				res = map[string]any{"targetInfo": info}
+				if req.Method == "Target.closeTarget" {
+					res = map[string]any{"success": true}
+				}
 			case "Target.attachToTarget":
 				res = map[string]any{"sessionId": "S" + r.URL.Path[len(r.URL.Path)-1:]}
 			case "Runtime.evaluate":
@@ -173,5 +228,72 @@ func TestPlaneUnreachable(t *testing.T) {
 	}
 	if _, err := p.tabs(context.Background()); err == nil || err.Error() != "browser: list targets: connection refused" {
 		t.Errorf("tabs: %v", err)
+	}
+}
+
+// TestTabsHostileList: no page content can make target listing fail. A
+// /json/list with a multi-megabyte URL is read (the URL cut at 64 KiB);
+// one that cannot be read falls back to Target.getTargets; closing a tab
+// and a browser-level cdp call do not read the list at all.
+func TestTabsHostileList(t *testing.T) {
+	f := newFakeBrowser(t)
+	p := New(Config{CDPEndpoint: f.srv.URL})
+	defer p.Close(context.Background())
+	ctx := context.Background()
+
+	huge := "http://x.test/?q=" + strings.Repeat("a", 5<<20)
+	list := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := json.Marshal([]map[string]string{
+			{"id": "BIG", "type": "page", "title": "é" + strings.Repeat("é", 40<<10), "url": huge, "devtoolsFrontendUrl": huge},
+			{"id": "IF", "type": "iframe", "url": huge},
+			{"id": "T1", "type": "page", "title": "t", "url": "about:blank"},
+		})
+		_, _ = w.Write(b)
+	})
+	f.list.Store(&list)
+	tabs, err := p.tabs(ctx)
+	if err != nil || len(tabs) != 2 || tabs[0].ID != "BIG" || tabs[1].ID != "T1" {
+		t.Fatalf("tabs with a 5 MiB URL: %d %v", len(tabs), err)
+	}
+	if len(tabs[0].URL) != maxTargetText || !strings.HasPrefix(huge, tabs[0].URL) || !utf8.ValidString(tabs[0].Title) || len(tabs[0].Title) > maxTargetText {
+		t.Errorf("cut: url %d bytes, title %d bytes (valid %v)", len(tabs[0].URL), len(tabs[0].Title), utf8.ValidString(tabs[0].Title))
+	}
+
+	for name, h := range map[string]http.HandlerFunc{
+		"500":      func(w http.ResponseWriter, r *http.Request) { http.Error(w, "no", 500) },
+		"not JSON": func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write([]byte(`[{"id":"T1",`)) },
+	} {
+		f.list.Store(&h)
+		tabs, err := p.tabs(ctx)
+		if err != nil || len(tabs) != 1 || tabs[0] != (Tab{ID: "T1", Title: "t", URL: "about:blank", Type: "page"}) {
+			t.Errorf("%s: tabs from Target.getTargets: %+v %v", name, tabs, err)
+		}
+	}
+
+	// Neither DELETE tabs/{id} nor cdp browser:true reads /json/list.
+	f.lists.Store(0)
+	del := func(id string) error {
+		r := httptest.NewRequest("DELETE", "/v2/browser/tabs/"+id, nil)
+		r.SetPathValue("id", id)
+		_, err := p.closeTab(r, struct{}{})
+		return err
+	}
+	if err := del("NOPE"); err == nil || err.Error() != "no tab with id NOPE" || !errors.Is(err, api.ErrNotFound) {
+		t.Errorf("close NOPE: %v", err)
+	}
+	if err := del("UI"); err == nil || err.Error() != "no tab with id UI" {
+		t.Errorf("close a browser_ui target: %v", err)
+	}
+	r := httptest.NewRequest("POST", "/v2/browser/cdp", nil)
+	yes := true
+	if _, err := p.rawCDP(r, cdpBody{Method: "Browser.getVersion", Browser: &yes}); err != nil {
+		t.Errorf("cdp browser:true: %v", err)
+	}
+	tab := "NOPE"
+	if _, err := p.rawCDP(r, cdpBody{Method: "Browser.getVersion", Browser: &yes, TabID: &tab}); err == nil || err.Error() != "no tab with id NOPE" {
+		t.Errorf("cdp browser:true tab NOPE: %v", err)
+	}
+	if n := f.lists.Load(); n != 0 {
+		t.Errorf("/json/list read %d times", n)
 	}
 }

@@ -21,7 +21,13 @@
 // tabs are never closed by the plane except by DELETE tabs/{id}.
 //
 // The default tab is the first page of /json/list (Chrome lists new and
-// activated tabs first); tab lists keep type "page" only. A screenshot
+// activated tabs first); tab lists keep type "page" only. A page
+// controls its own URL and title, so /json/list is read as a stream
+// keeping id, title, type and url, with title and url cut at 64 KiB and
+// at most 64 MiB read; when it still cannot be read, Target.getTargets
+// on the WebSocket answers (Chrome's creation order then). A tab named
+// by id (tab_id, tabs/{id}) is checked with Target.getTargetInfo alone,
+// and DELETE tabs/{id} is Target.closeTarget, so neither reads the list. A screenshot
 // is base64-decoded from the CDP message straight into the answer.
 //
 // # Choices where the published daemon is silent

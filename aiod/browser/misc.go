@@ -232,13 +232,10 @@ func (p *Plane) rawCDP(r *http.Request, in cdpBody) (json.RawMessage, error) {
 	var err error
 	if in.Browser != nil && *in.Browser {
 		if in.TabID != nil {
-			if _, err := p.target(ctx, *in.TabID); err != nil {
-				return nil, err
-			}
-		} else if _, err := p.tabs(ctx); err != nil {
-			return nil, err
+			_, c, err = p.tabInfo(ctx, *in.TabID)
+		} else {
+			c, err = p.conn(ctx)
 		}
-		c, err = p.conn(ctx)
 	} else {
 		c, s, err = p.session(ctx, str(in.TabID))
 	}
@@ -273,23 +270,9 @@ func (p *Plane) newTab(r *http.Request, in newTabBody) (Tab, error) {
 	return t, nil
 }
 
-// find is the page tab id, or the 404.
-func (p *Plane) find(ctx context.Context, id string) (Tab, error) {
-	tabs, err := p.tabs(ctx)
-	if err != nil {
-		return Tab{}, err
-	}
-	for _, t := range tabs {
-		if t.ID == id {
-			return t, nil
-		}
-	}
-	return Tab{}, noTab(id)
-}
-
 func (p *Plane) activateTab(r *http.Request, _ struct{}) (Tab, error) {
 	id := r.PathValue("id")
-	t, err := p.find(r.Context(), id)
+	t, _, err := p.tabInfo(r.Context(), id)
 	if err != nil {
 		return Tab{}, err
 	}
@@ -302,28 +285,33 @@ func (p *Plane) activateTab(r *http.Request, _ struct{}) (Tab, error) {
 	return t, nil
 }
 
+// closeTab closes the tab with Target.closeTarget: asked of Chrome for
+// that id alone, so no other tab's content can make it fail.
 func (p *Plane) closeTab(r *http.Request, _ struct{}) (Tab, error) {
 	id := r.PathValue("id")
-	t, err := p.find(r.Context(), id)
+	ctx, cancel := context.WithTimeout(r.Context(), callTimeout)
+	defer cancel()
+	t, c, err := p.tabInfo(ctx, id)
 	if err != nil {
 		return Tab{}, err
 	}
-	if err := p.devtools(r.Context(), http.MethodGet, "/json/close/"+url.PathEscape(id), nil); err != nil {
-		if errors.Is(err, api.ErrNotFound) {
+	if err := c.call(ctx, "", "Target.closeTarget", map[string]any{"targetId": id}, nil); err != nil {
+		var ce *cdpError
+		if errors.As(err, &ce) {
 			return Tab{}, noTab(id)
 		}
-		return Tab{}, unreachable("close tab", err)
+		return Tab{}, cdpFailed(err)
 	}
 	// Chrome closes the tab after answering; wait (briefly) until it is
-	// gone from the list, so a GET tabs that follows agrees.
-	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
-	defer cancel()
+	// gone, so a GET tabs that follows agrees.
+	wctx, wcancel := context.WithTimeout(ctx, 2*time.Second)
+	defer wcancel()
 	for {
-		if _, err := p.find(ctx, id); err != nil {
+		if _, _, err := p.tabInfo(wctx, id); err != nil {
 			return t, nil
 		}
 		select {
-		case <-ctx.Done():
+		case <-wctx.Done():
 			return t, nil
 		case <-time.After(20 * time.Millisecond):
 		}
@@ -384,12 +372,8 @@ func (p *Plane) setCookies(r *http.Request, in setCookiesBody) (cookieCount, err
 	return cookieCount{Count: len(list)}, nil
 }
 
-// browserConn is the connection for browser-level calls, after checking
-// the DevTools endpoint answers.
+// browserConn is the connection for browser-level calls.
 func (p *Plane) browserConn(ctx context.Context) (*conn, error) {
-	if _, err := p.tabs(ctx); err != nil {
-		return nil, err
-	}
 	return p.conn(ctx)
 }
 
