@@ -5,4 +5,11 @@
 // server, input through xdotool with key names checked before anything
 // is sent, the clipboard through xclip, windows, and screen recording
 // through ffmpeg. Accessibility answers the documented 501.
+//
+// Input runs one action or batch at a time, in the order the requests
+// arrived. A request whose client leaves while it waits is never run,
+// and a batch whose client leaves stops before its next action. A
+// request that has waited 15 s for the display answers 503 "the display
+// is busy: ..." (retryable), well before aiod's computer plane gives up
+// on the worker (one minute).
 package desktop

@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -38,8 +37,8 @@ type worker struct {
 	log         *slog.Logger
 
 	// input is held for each action and for a whole batch: one sequence
-	// at a time drives the display.
-	input sync.Mutex
+	// at a time drives the display, in arrival order.
+	input inputQueue
 	clip  clipboard
 	rec   recorder
 
@@ -367,8 +366,13 @@ func (w *worker) action(rw http.ResponseWriter, r *http.Request) {
 		api.WriteError(rw, err)
 		return
 	}
-	w.input.Lock()
-	defer w.input.Unlock()
+	if err := w.input.acquire(r.Context(), inputWait); err != nil {
+		if !gone(err) {
+			api.WriteError(rw, err)
+		}
+		return
+	}
+	defer w.input.release()
 	if err := w.perform(r.Context(), a); err != nil {
 		w.actions.WithLabelValues(a.Type, "error").Inc()
 		if r.Context().Err() == nil {
@@ -409,11 +413,19 @@ func (w *worker) batch(rw http.ResponseWriter, r *http.Request) {
 		api.WriteError(rw, err)
 		return
 	}
-	w.input.Lock()
-	defer w.input.Unlock()
+	if err := w.input.acquire(r.Context(), inputWait); err != nil {
+		if !gone(err) {
+			api.WriteError(rw, err)
+		}
+		return
+	}
+	defer w.input.release()
 	res := BatchResult{Performed: []string{}}
 	msg := api.SuccessMessage
 	for i, a := range req.Actions {
+		if r.Context().Err() != nil {
+			return // the client left: the rest of the batch is not run
+		}
 		if err := w.perform(r.Context(), a); err != nil {
 			w.actions.WithLabelValues(a.Type, "error").Inc()
 			if r.Context().Err() != nil {
