@@ -384,3 +384,45 @@ func TestAiodLaunchIsolated(t *testing.T) {
 		})
 	}
 }
+
+// TestAiodLaunchIsolatedDesktop: under --isolation namespaces with a
+// network of the sandbox's own, aiod --desktop --browser runs Xvfb, the
+// worker and a headful Chromium in the sandbox as its account; the
+// computer-use plane reaches the worker there (screenshot, an action,
+// the cursor), while nothing on the host can connect to the worker's
+// port.
+func TestAiodLaunchIsolatedDesktop(t *testing.T) {
+	requireRoot(t)
+	lnNeed(t, "chromium", "Xvfb", "openbox", "xdotool")
+	wport := lnFreePort(t)
+	d := lnStart(t, []string{"AIO_COMPUTER_USE_URL=http://127.0.0.1:" + strconv.Itoa(wport)},
+		"--desktop", "--browser", "--workspace", t.TempDir(), "--isolation", "namespaces", "--network", "none")
+	var info map[string]any
+	waitUntil(t, 30*time.Second, "the computer-use plane does not answer through the sandboxed worker", func() bool {
+		code, e := d.a.call("GET", "/v2/computer/info", "/v2/computer/info", nil)
+		info = e.obj()
+		return code == 200 && info["available"] == true
+	})
+	daemon := d.Cmd().Process.Pid
+	for _, comm := range []string{"Xvfb", "chromium"} {
+		pid := lnChild(daemon, comm)
+		st, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+		if pid == 0 || err != nil || !strings.Contains(string(st), fmt.Sprintf("\nUid:\t%d\t", sandboxUID)) {
+			t.Errorf("%s (pid %d) does not run as the sandbox account: %v", comm, pid, err)
+		}
+	}
+	resp, body := d.a.raw("GET", "/v2/computer/screenshot", nil)
+	if resp.StatusCode != 200 || !bytes.HasPrefix(body, []byte("\x89PNG\r\n\x1a\n")) || resp.Header.Get("X-Screen-Width") != "1920" {
+		t.Errorf("screenshot: %d %s, %d bytes", resp.StatusCode, resp.Header, len(body))
+	}
+	if code, e := d.a.call("POST", "/v2/computer/actions", "/v2/computer/actions", map[string]any{"action_type": "MOVE_TO", "x": 321, "y": 123}); code != 200 {
+		t.Errorf("MOVE_TO: %d %s", code, e.raw)
+	}
+	if code, e := d.a.call("GET", "/v2/computer/cursor", "/v2/computer/cursor", nil); code != 200 || e.obj()["x"] != 321.0 || e.obj()["y"] != 123.0 {
+		t.Errorf("cursor: %d %s, want 321,123", code, e.raw)
+	}
+	if c, err := net.DialTimeout("tcp", "127.0.0.1:"+strconv.Itoa(wport), time.Second); err == nil {
+		c.Close()
+		t.Errorf("the worker's port answers on the host's loopback under --network none")
+	}
+}
