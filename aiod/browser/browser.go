@@ -379,7 +379,7 @@ func (p *Plane) conn(ctx context.Context) (*conn, error) {
 	if err != nil {
 		return nil, unreachable("connect", err)
 	}
-	p.c = newConn(wc, p.net.onEvent)
+	p.c = newConn(wc, p.net.onEvent, p.log)
 	p.log.Debug("browser connected", "browser", v.Browser)
 	return p.c, nil
 }

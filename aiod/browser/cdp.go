@@ -25,6 +25,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
@@ -80,11 +81,15 @@ type conn struct {
 	done    chan struct{}
 	err     error
 	onEvent func(c *conn, ev *event)
+	log     *slog.Logger
 }
 
-func newConn(ws *websocket.Conn, onEvent func(c *conn, ev *event)) *conn {
+func newConn(ws *websocket.Conn, onEvent func(c *conn, ev *event), log *slog.Logger) *conn {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
 	c := &conn{ws: ws, pending: map[int64]chan []byte{}, subs: map[*subscriber]struct{}{},
-		sessions: map[string]string{}, enabled: map[string]bool{}, done: make(chan struct{}), onEvent: onEvent}
+		sessions: map[string]string{}, enabled: map[string]bool{}, done: make(chan struct{}), onEvent: onEvent, log: log}
 	ws.SetReadLimit(maxMessage)
 	go c.read()
 	return c
@@ -165,6 +170,9 @@ func (c *conn) dispatch(ev *event) {
 			c.forget(p.SessionID)
 		}
 	}
+	if ev.Method == "Page.javascriptDialogOpening" {
+		c.dialog(ev)
+	}
 	if c.onEvent != nil {
 		c.onEvent(c, ev)
 	}
@@ -178,6 +186,43 @@ func (c *conn) dispatch(ev *event) {
 			}
 		}
 	}
+}
+
+// dialogTimeout bounds the answer to a JavaScript dialog.
+const dialogTimeout = 5 * time.Second
+
+// dialog answers a JavaScript dialog that opened in a page the plane
+// drives, as browser automation usually does: alert, confirm and prompt
+// are dismissed (confirm answers false, prompt null) and beforeunload
+// is accepted, so the navigation that raised it proceeds. A dialog left
+// open would hold the page's script (an evaluate waits, every later
+// call times out). The answer is sent from a goroutine of its own (the
+// reader must go on reading to receive it), which ends with its
+// deadline or with the connection.
+func (c *conn) dialog(ev *event) {
+	var p struct {
+		Type    string `json:"type"`
+		Message string `json:"message"`
+		URL     string `json:"url"`
+	}
+	_ = json.Unmarshal(ev.Params, &p)
+	accept := p.Type == "beforeunload"
+	session := ev.SessionID
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), dialogTimeout)
+		defer cancel()
+		err := c.call(ctx, session, "Page.handleJavaScriptDialog", map[string]any{"accept": accept}, nil)
+		c.log.Debug("browser: answered a JavaScript dialog", "type", p.Type, "accept", accept,
+			"message", cut(p.Message, 200), "url", cut(p.URL, 200), "err", err)
+	}()
+}
+
+// cut is s cut to n bytes, for a log line.
+func cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
 }
 
 // forget drops a session (its target closed or detached).
@@ -322,8 +367,27 @@ func (c *conn) call(ctx context.Context, session, method string, params, out any
 	return nil
 }
 
-// session is the flattened session attached to target, attaching once.
+// session is the flattened session attached to target, attaching once,
+// with the domains the plane watches on every page enabled (see watch).
 func (c *conn) session(ctx context.Context, target string) (string, error) {
+	s, err := c.attach(ctx, target)
+	if err != nil {
+		return "", err
+	}
+	if err := c.watch(ctx, s); err != nil {
+		return "", err
+	}
+	return s, nil
+}
+
+// watch enables, once per session, Page: its JavaScript dialogs are
+// answered (see dialog).
+func (c *conn) watch(ctx context.Context, s string) error {
+	return c.enable(ctx, s, "Page.enable", nil)
+}
+
+// attach is the flattened session attached to target, attaching once.
+func (c *conn) attach(ctx context.Context, target string) (string, error) {
 	c.mu.Lock()
 	s, ok := c.sessions[target]
 	c.mu.Unlock()

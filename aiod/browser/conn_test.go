@@ -37,6 +37,9 @@ type fakeBrowser struct {
 	answer atomic.Pointer[func(send func(any), method, session string, params json.RawMessage) (res any, errMsg string, handled bool)]
 }
 
+// fakeNoReply is an answer hook's result for a request it answers later.
+var fakeNoReply = new(int)
+
 // fakeTargets are the targets the fake browser has.
 var fakeTargets = []map[string]any{
 	{"targetId": "UI", "type": "browser_ui", "title": "Omnibox Popup", "url": "chrome://omnibox-popup.top-chrome/"},
@@ -84,6 +87,9 @@ func newFakeBrowser(t *testing.T) *fakeBrowser {
 			if a := f.answer.Load(); a != nil {
 				send := func(v any) { _ = ws.WriteJSON(v) }
 				if res, msg, ok := (*a)(send, req.Method, req.SessionID, req.Params); ok {
+					if res == fakeNoReply {
+						continue
+					}
 					if msg != "" {
 						_ = ws.WriteJSON(map[string]any{"id": req.ID, "error": map[string]any{"code": -32000, "message": msg}, "sessionId": req.SessionID})
 					} else {
@@ -168,7 +174,7 @@ func TestPlaneReconnectsThroughDial(t *testing.T) {
 	}
 	eval()
 	eval()
-	if got := strings.Join(f.sent(), ","); got != "Target.attachToTarget,Runtime.evaluate,Runtime.evaluate" {
+	if got := strings.Join(f.sent(), ","); got != "Target.attachToTarget,Page.enable,Runtime.evaluate,Runtime.evaluate" {
 		t.Errorf("first connection sent %s (one attach, sessions cached)", got)
 	}
 	if dials.Load() == 0 {
@@ -180,7 +186,7 @@ func TestPlaneReconnectsThroughDial(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	eval() // a new connection, a new session
-	if got := strings.Join(f.sent(), ","); !strings.HasSuffix(got, "Runtime.evaluate,Target.attachToTarget,Runtime.evaluate") {
+	if got := strings.Join(f.sent(), ","); !strings.HasSuffix(got, "Runtime.evaluate,Target.attachToTarget,Page.enable,Runtime.evaluate") {
 		t.Errorf("after the restart: %s", got)
 	}
 	// A CDP error is the plane's 503 with the method named.
@@ -295,5 +301,68 @@ func TestTabsHostileList(t *testing.T) {
 	}
 	if n := f.lists.Load(); n != 0 {
 		t.Errorf("/json/list read %d times", n)
+	}
+}
+
+// TestDialogAnswered: a JavaScript dialog that opens during a call is
+// answered at once (alert, confirm, prompt dismissed; beforeunload
+// accepted), so the call that raised it completes.
+func TestDialogAnswered(t *testing.T) {
+	for _, tc := range []struct {
+		typ    string
+		accept bool
+	}{{"alert", false}, {"confirm", false}, {"prompt", false}, {"beforeunload", true}} {
+		t.Run(tc.typ, func(t *testing.T) {
+			f := newFakeBrowser(t)
+			var mu sync.Mutex
+			var got []string
+			hook := func(send func(any), method, session string, params json.RawMessage) (any, string, bool) {
+				switch method {
+				case "Runtime.evaluate":
+					// The dialog opens; the evaluation answers only once
+					// the dialog is closed, as Chrome's does.
+					send(map[string]any{"method": "Page.javascriptDialogOpening", "sessionId": session,
+						"params": map[string]any{"type": tc.typ, "message": "hi", "url": "http://x.test/"}})
+					return fakeNoReply, "", true
+				case "Page.handleJavaScriptDialog":
+					mu.Lock()
+					got = append(got, string(params))
+					mu.Unlock()
+					return map[string]any{}, "", true
+				}
+				return nil, "", false
+			}
+			f.answer.Store(&hook)
+			p := New(Config{CDPEndpoint: f.srv.URL})
+			defer p.Close(context.Background())
+			c, s, err := p.session(context.Background(), "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Raise the dialog with a call that is never answered: only
+			// the dialog's answer is looked at.
+			ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+			_ = c.call(ctx, s, "Runtime.evaluate", map[string]any{"expression": "alert(1); 7"}, nil)
+			cancel()
+			deadline := time.Now().Add(5 * time.Second)
+			for {
+				mu.Lock()
+				n := len(got)
+				mu.Unlock()
+				if n > 0 || time.Now().After(deadline) {
+					break
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			want := `{"accept":false}`
+			if tc.accept {
+				want = `{"accept":true}`
+			}
+			if len(got) != 1 || got[0] != want {
+				t.Errorf("Page.handleJavaScriptDialog sent %v, want [%s]", got, want)
+			}
+		})
 	}
 }

@@ -51,6 +51,14 @@
 //     value null and exception the error's description ("Error: x\n at
 //     ..."), or "Uncaught <value>" for a thrown non-error. Values JSON
 //     cannot hold (NaN, Infinity, -0, BigInt) come as their text.
+//   - JavaScript dialogs: every page session the plane attaches has Page
+//     enabled, and a dialog that opens in it is answered at once, as
+//     browser automation usually does (Playwright dismisses dialogs by
+//     default): alert, confirm and prompt are dismissed (confirm is
+//     false, prompt null) and beforeunload is accepted, so the
+//     navigation that raised it proceeds. Each is logged at debug. A
+//     dialog left open would hold the page's script: the evaluate that
+//     raised it, and every later call on the tab, would time out.
 //   - snapshot: at most 2000 nodes and 48 levels; the root says
 //     truncated:true when cut. Ignored nodes, unnamed generic nodes and
 //     inline text boxes give their place to their children. Refs

@@ -325,6 +325,21 @@ func brSuite(t *testing.T, aiod, v, site string) {
 	}
 	brExpect(t, 422, "POST", base+"evaluate", `{}`)
 	brExpect(t, 400, "POST", base+"evaluate", `{"expression":`)
+	// JavaScript dialogs are dismissed at once: the evaluation that
+	// raised one completes, and the tab stays usable.
+	start := time.Now()
+	if val, exc := brEval("alert(1); 7", ""); string(val) != "7" || exc != nil {
+		t.Errorf("alert: %s %v", val, exc)
+	}
+	if val, exc := brEval("[confirm('sure?'), prompt('name?', 'x')]", ""); string(val) != "[false,null]" || exc != nil {
+		t.Errorf("confirm, prompt: %s %v", val, exc)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("dialogs took %v", d)
+	}
+	if val, _ := brEval("document.title", ""); string(val) != `"Greeter"` {
+		t.Errorf("after dialogs: %s", val)
+	}
 
 	// R16: screenshots.
 	r = brExpect(t, 200, "GET", base+"screenshot", "")
