@@ -2,7 +2,9 @@ package desktop
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -50,8 +52,9 @@ type RecordState struct {
 // recorder runs at most one ffmpeg x11grab at a time; cur is the last
 // recording started (nil: idle).
 type recorder struct {
-	mu  sync.Mutex
-	cur *recording
+	start sync.Mutex // held by a start from its check to its end
+	mu    sync.Mutex // guards cur
+	cur   *recording
 }
 
 // recording is one ffmpeg run. done is closed by the one goroutine that
@@ -156,10 +159,16 @@ func (w *worker) startRecording(req RecordRequest) (RecordState, error) {
 			return RecordState{}, fieldError(loc, "height", fmt.Sprintf("height must be between 2 and the screen's %d", scr.Height))
 		}
 	}
+	// Starts take turns (r.start); r.mu is held only to read and set
+	// the state, never across file or process work that may block, so
+	// status and stop answer meanwhile.
 	r := &w.rec
+	r.start.Lock()
+	defer r.start.Unlock()
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.cur != nil && !closed(r.cur.done) {
+	running := r.cur != nil && !closed(r.cur.done)
+	r.mu.Unlock()
+	if running {
 		return RecordState{}, api.NewError(api.ErrConflict, "a recording is already running").WithHint("stop it first (action stop)")
 	}
 	path := filepath.Join(os.TempDir(), "recording_"+time.Now().Format("20060102_150405")+".mp4")
@@ -169,7 +178,11 @@ func (w *worker) startRecording(req RecordRequest) (RecordState, error) {
 		}
 	}
 	created, err := prepareOutput(path)
-	if err != nil {
+	switch {
+	case errors.Is(err, errNotRegular):
+		return RecordState{}, api.NewError(api.ErrInvalid, "save_path is not a regular file: "+path).
+			WithHint("name a new file or an existing regular file (not a FIFO, device, folder or symbolic link)").WithField("save_path")
+	case err != nil:
 		return RecordState{}, api.NewError(api.ErrInvalid, "save_path is not writable: "+path).WithField("save_path")
 	}
 	args := []string{"-hide_banner", "-nostdin", "-loglevel", "error", "-progress", "pipe:1", "-stats_period", "0.25",
@@ -206,22 +219,45 @@ func (w *worker) startRecording(req RecordRequest) (RecordState, error) {
 		return RecordState{}, api.NewError(api.ErrUnavailable, "ffmpeg could not record the display")
 	case <-time.After(150 * time.Millisecond):
 	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	r.cur = rec
 	return r.stateLocked(), nil
 }
 
+// errNotRegular is a save_path that exists and is not a regular file.
+var errNotRegular = errors.New("not a regular file")
+
 // prepareOutput creates path's parent folders and checks that path can
 // be written (creating it empty); created says whether it did not exist.
+// A path that exists and is not a regular file (a FIFO, whose open would
+// block until a reader comes, a device, a folder, a symbolic link) is
+// errNotRegular; the file is opened without following a link and
+// without blocking, and checked again once open.
 func prepareOutput(path string) (created bool, err error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return false, err
 	}
-	_, statErr := os.Stat(path)
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE, 0o644)
+	fi, err := os.Lstat(path)
+	switch {
+	case err == nil && !fi.Mode().IsRegular():
+		return false, errNotRegular
+	case err != nil && !errors.Is(err, fs.ErrNotExist):
+		return false, err
+	}
+	created = err != nil
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0o644)
+	if errors.Is(err, syscall.ELOOP) {
+		return false, errNotRegular // replaced by a link meanwhile
+	}
 	if err != nil {
 		return false, err
 	}
-	return statErr != nil, f.Close()
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return false, errNotRegular
+	}
+	return created, nil
 }
 
 // stop ends a running recording (SIGINT, which makes ffmpeg finish the

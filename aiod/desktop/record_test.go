@@ -1,6 +1,15 @@
 package desktop
 
-import "testing"
+import (
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
 
 // TestProgress: the recording's duration is ffmpeg's latest out_time_us,
 // whatever the chunks its report arrives in.
@@ -29,4 +38,41 @@ func TestProgress(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestRecordSavePathNotRegular: a save_path that exists and is not a
+// regular file is refused at once (a FIFO used to freeze the recorder,
+// status and shutdown included, until a reader came).
+func TestRecordSavePathNotRegular(t *testing.T) {
+	_, srv := testWorker(t, 320, 200)
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "rec.fifo")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "link.mp4")
+	if err := os.Symlink(filepath.Join(dir, "target.mp4"), link); err != nil {
+		t.Fatal(err)
+	}
+	c := &http.Client{Timeout: 5 * time.Second}
+	for _, p := range []string{fifo, link, dir, "/dev/null"} {
+		resp, err := c.Post(srv.URL+"/v2/computer/record", "application/json", strings.NewReader(`{"action":"start","save_path":"`+p+`"}`))
+		if err != nil {
+			t.Fatalf("%s: %v", p, err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		want := `{"success":false,"message":"save_path is not a regular file: ` + p + `","data":null,"hint":"name a new file or an existing regular file (not a FIFO, device, folder or symbolic link)"}`
+		if resp.StatusCode != 400 || strings.TrimSpace(string(b)) != want {
+			t.Errorf("%s: %d %s", p, resp.StatusCode, b)
+		}
+	}
+	if _, err := os.Lstat(filepath.Join(dir, "target.mp4")); err == nil {
+		t.Error("the link was followed")
+	}
+	resp, err := c.Post(srv.URL+"/v2/computer/record", "application/json", strings.NewReader(`{"action":"status"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
 }
