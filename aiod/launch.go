@@ -7,8 +7,10 @@ package aiod
 import (
 	"cmp"
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/netip"
@@ -120,13 +122,15 @@ func (d *Daemon) startPrograms(ctx context.Context) error {
 		// without going through the daemon is refused.
 		key := EnvAPIKey + "=" + d.programs.workerKey
 		worker, err := launch.Start(ctx, launch.Program{Name: "computer-use", Start: start, Sandboxed: d.sandbox != nil, Logger: d.log, Grace: 3 * time.Second,
+			ReadyTimeout: 20 * time.Second,
 			Command: func() (*exec.Cmd, error) {
 				cmd := exec.Command(exe, "computer-use")
 				cmd.Env, cmd.Dir = append(env, disp, listen, key), "/"
 				return cmd, nil
-			}})
+			},
+			Ready: d.workerReady(workerAddr)})
 		if err != nil {
-			return fmt.Errorf("--desktop: %w", err)
+			return fmt.Errorf("--desktop: the computer-use worker on %s (AIO_COMPUTER_USE_URL): %w", workerAddr, err)
 		}
 		d.programs.worker = worker
 		d.log.Debug("launch: computer-use worker started", "listen", workerAddr, "pid", worker.PID())
@@ -199,6 +203,51 @@ func (d *Daemon) startPrograms(ctx context.Context) error {
 	}
 	ok = true
 	return nil
+}
+
+// workerReady is the computer-use worker's readiness check: what
+// answers on addr must be this daemon's own worker, never another
+// program that holds the port (the worker would then fail to listen and
+// the daemon forward its clients to the squatter). The worker alone
+// knows d.programs.workerKey: GET /capabilities must answer 401 to a
+// wrong key of the same length and 200 to the worker's.
+func (d *Daemon) workerReady(addr string) func(ctx context.Context) error {
+	hc := &http.Client{Transport: &http.Transport{DialContext: d.dial, DisableKeepAlives: true}}
+	wrong := rand.Text()
+	for len(wrong) < len(d.programs.workerKey) {
+		wrong += rand.Text()
+	}
+	wrong = wrong[:len(d.programs.workerKey)]
+	probe := func(ctx context.Context, key string) (int, error) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/capabilities", nil)
+		if err != nil {
+			return 0, err
+		}
+		req.Header.Set("Authorization", "Bearer "+key)
+		resp, err := hc.Do(req)
+		if err != nil {
+			return 0, err
+		}
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+		resp.Body.Close()
+		return resp.StatusCode, nil
+	}
+	return func(ctx context.Context) error {
+		code, err := probe(ctx, wrong)
+		if err != nil {
+			return err
+		}
+		if code == http.StatusOK {
+			return fmt.Errorf("another program answers on %s (it accepts any key)", addr)
+		}
+		if code, err = probe(ctx, d.programs.workerKey); err != nil {
+			return err
+		}
+		if code != http.StatusOK {
+			return fmt.Errorf("another program answers on %s (GET /capabilities: %d)", addr, code)
+		}
+		return nil
+	}
 }
 
 // stopPrograms ends them: the browser first, then the worker, the window

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -237,5 +238,40 @@ func TestCDPProxyLargeAnswer(t *testing.T) {
 	resp.Body.Close()
 	if err != nil || string(body) != big {
 		t.Errorf("got %d bytes (%v), want the %d bytes unchanged", len(body), err, len(big))
+	}
+}
+
+// TestSupervisorForgetsReapedPID: once an instance is reaped and its
+// restart fails, the supervisor holds no pid, so no later signal (the
+// next failed restart, Stop) reaches a process that reused the id.
+func TestSupervisorForgetsReapedPID(t *testing.T) {
+	var starts atomic.Int32
+	s, err := Start(context.Background(), Program{Name: "sh", Grace: time.Second,
+		Command: func() (*exec.Cmd, error) {
+			if starts.Add(1) > 1 {
+				return nil, errors.New("no second start")
+			}
+			return exec.Command("/bin/sh", "-c", "sleep 0.2"), nil
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.PID() == 0 {
+		t.Fatal("no pid while running")
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for starts.Load() < 2 {
+		if time.Now().After(deadline) {
+			t.Fatal("no restart attempt")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if pid := s.PID(); pid != 0 {
+		t.Errorf("PID() = %d after the instance was reaped and its restart failed, want 0", pid)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := s.Stop(ctx); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -183,6 +183,7 @@ func (s *Supervisor) awaitReady(ctx context.Context, exited <-chan error, timeou
 			s.mu.Lock()
 			s.cmd = nil
 			s.mu.Unlock()
+			s.reaped()
 			return fmt.Errorf("%s exited before it was ready (%v)%s", s.p.Name, exitText(err), s.tail.lastLines(3))
 		case <-ctx.Done():
 			return fmt.Errorf("%s was not ready within %s: %w%s", s.p.Name, timeout, last, s.tail.lastLines(3))
@@ -207,14 +208,15 @@ func (s *Supervisor) run(ctx context.Context, exited <-chan error) {
 			s.end(exited)
 			backoff = 0
 		case err := <-exited:
+			pid := s.PID()
 			s.mu.Lock()
 			s.cmd = nil
 			s.mu.Unlock()
-			s.killGroup(syscall.SIGKILL) // helpers it left behind
+			s.reaped()
 			if time.Since(began) > steadyRun {
 				backoff = minBackoff
 			}
-			s.log.Warn("launch: program exited; restarting", "pid", s.PID(), "exit", exitText(err), "in", backoff,
+			s.log.Warn("launch: program exited; restarting", "pid", pid, "exit", exitText(err), "in", backoff,
 				"output", strings.TrimSpace(s.tail.lastLines(1)))
 		}
 		select {
@@ -283,7 +285,18 @@ func (s *Supervisor) end(exited <-chan error) {
 		s.killGroup(syscall.SIGKILL)
 		<-exited
 	}
-	s.killGroup(syscall.SIGKILL) // whatever of the group outlived its leader
+	s.reaped()
+}
+
+// reaped follows the reaping of the latest instance: whatever of its
+// process group outlived the leader is killed, and the pid is forgotten
+// so that no later signal (a failed restart, Stop) reaches another
+// process that was given the same id.
+func (s *Supervisor) reaped() {
+	s.killGroup(syscall.SIGKILL)
+	s.mu.Lock()
+	s.pid = 0
+	s.mu.Unlock()
 }
 
 // killGroup signals the process group of the latest instance.
@@ -293,8 +306,9 @@ func (s *Supervisor) killGroup(sig syscall.Signal) {
 	}
 }
 
-// PID is the process id of the latest instance (its process group id
-// too); 0 before the first start.
+// PID is the process id of the running instance (its process group id
+// too); 0 before the first start and once an instance has been reaped
+// until the next starts.
 func (s *Supervisor) PID() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()

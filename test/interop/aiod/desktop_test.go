@@ -585,3 +585,35 @@ func duClosedWindow(t *testing.T, display string) string {
 	}
 	return strconv.FormatUint(uint64(id), 10)
 }
+
+// TestAiodLaunchDesktopPortTaken: aiod --desktop whose worker address
+// (AIO_COMPUTER_USE_URL) is held by another program does not start: it
+// exits 1 naming the address, rather than forward its clients to the
+// program that holds the port. Whether that program accepts any key or
+// refuses every one, it cannot pass for the daemon's own worker.
+func TestAiodLaunchDesktopPortTaken(t *testing.T) {
+	for _, p := range []string{"Xvfb", "openbox", "xdotool"} {
+		if _, err := exec.LookPath(p); err != nil {
+			harness.MissingPeer(t, p)
+		}
+	}
+	for _, tc := range []struct {
+		name string
+		code int
+	}{{"open", 200}, {"keyed", 401}} {
+		t.Run(tc.name, func(t *testing.T) {
+			squatter := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(tc.code)
+				io.WriteString(w, `{"schema_version":1,"status":"ready"}`)
+			}))
+			defer squatter.Close()
+			addr := strings.TrimPrefix(squatter.URL, "http://")
+			code, _, errOut := runAiod(t, []string{"AIO_COMPUTER_USE_URL=" + squatter.URL, "AIO_STATE_DIR=" + t.TempDir(), "DISPLAY="},
+				"--port", "0", "--desktop")
+			if code != 1 || !strings.Contains(errOut, "the computer-use worker on "+addr) {
+				t.Errorf("exit %d, stderr:\n%s", code, errOut)
+			}
+		})
+	}
+}
