@@ -155,7 +155,9 @@ func (w *worker) performX(ctx context.Context, x *xconn, a *Action) error {
 			return err
 		}
 		timeout := keyTimeout + time.Duration(len(a.Text))*time.Duration(typeDelay*3)*time.Millisecond
-		_, err := w.run(ctx, w.xdotool, timeout, nil, 4096, "type", "--delay", strconv.Itoa(typeDelay), "--", a.Text)
+		// the text on standard input: an argument is capped at 128 KiB
+		// (Linux's MAX_ARG_STRLEN), and stays out of the process list
+		_, err := w.run(ctx, w.xdotool, timeout, strings.NewReader(a.Text), 4096, "type", "--delay", strconv.Itoa(typeDelay), "--file", "-")
 		return err
 	case "PRESS", "HOTKEY":
 		_, err := w.run(ctx, w.xdotool, keyTimeout, nil, 4096, "key", "--", strings.Join(a.Keys, "+"))

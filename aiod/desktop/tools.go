@@ -60,9 +60,21 @@ func (w *worker) run(ctx context.Context, t tool, timeout time.Duration, stdin i
 	case ctx.Err() == context.DeadlineExceeded:
 		return nil, api.NewError(api.ErrUnavailable, fmt.Sprintf("%s did not finish within %v", t.name, timeout))
 	case err != nil:
-		return out.buf.Bytes(), &toolError{tool: t.name, err: err, stderr: strings.TrimSpace(errOut.buf.String())}
+		te := &toolError{tool: t.name, err: err, stderr: strings.TrimSpace(errOut.buf.String())}
+		// An empty clipboard is xclip -o's error, and no failure.
+		if t.name != "xclip" || !strings.Contains(te.stderr, "not available") {
+			w.logToolError(te, args[0])
+		}
+		return out.buf.Bytes(), te
 	}
 	return out.buf.Bytes(), nil
+}
+
+// logToolError writes a failed program's error and standard error to
+// the log at Warn, with the subcommand it ran (never the other
+// arguments: they may hold typed text).
+func (w *worker) logToolError(te *toolError, sub string) {
+	w.log.Warn("program failed", "program", te.tool, "command", sub, "error", te.err.Error(), "stderr", te.stderr)
 }
 
 // toolError is a program that exited with an error: a 503 on the wire
@@ -73,6 +85,12 @@ type toolError struct {
 }
 
 func (e *toolError) Error() string { return fmt.Sprintf("%s: %v: %s", e.tool, e.err, e.stderr) }
+
+// Is makes a toolError an api.ErrUnavailable, the kind its answer has:
+// the status comes from the kind (api.Status).
+func (e *toolError) Is(target error) bool { return target == api.ErrUnavailable }
+
+func (e *toolError) Unwrap() error { return e.err }
 
 func (e *toolError) Answer() *api.Error {
 	return api.NewError(api.ErrUnavailable, e.tool+" failed")
@@ -134,7 +152,9 @@ func (w *worker) setClipboard(ctx context.Context, x *xconn, text string) error 
 	cmd.Stdin = strings.NewReader(text)
 	cmd.SysProcAttr = childAttr()
 	if err := cmd.Start(); err != nil {
-		return &toolError{tool: "xclip", err: err}
+		te := &toolError{tool: "xclip", err: err}
+		w.logToolError(te, "-i")
+		return te
 	}
 	done := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(done) }() // ends when xclip does
@@ -150,7 +170,9 @@ func (w *worker) setClipboard(ctx context.Context, x *xconn, text string) error 
 		}
 		select {
 		case <-done:
-			return &toolError{tool: "xclip", err: errors.New("exited before it owned the clipboard")}
+			te := &toolError{tool: "xclip", err: errors.New("exited before it owned the clipboard")}
+			w.logToolError(te, "-i")
+			return te
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-time.After(2 * time.Millisecond):
