@@ -26,8 +26,11 @@ import (
 // reached when BROWSER_REMOTE_DEBUGGING_HOST/PORT are not set.
 const DefaultEndpoint = "http://127.0.0.1:9222"
 
-// Hint is the hint of every 503 the plane answers.
+// Hint is the hint of the plane's 503s (but a crashed tab's).
 const Hint = "Ensure the browser capability is ready (GET /v1/capabilities)."
+
+// CrashHint is the hint of the 503 for a call on a crashed tab.
+const CrashHint = "Close the tab (DELETE /v2/browser/tabs/{id}) or navigate it again (POST /v2/browser/navigate)."
 
 type dialFunc = func(ctx context.Context, network, addr string) (net.Conn, error)
 
@@ -434,6 +437,9 @@ func cdpFailed(err error) error {
 	var ce *cdpError
 	if errors.As(err, &ce) {
 		return api.NewError(api.ErrUnavailable, "browser: "+ce.Error()).WithHint(Hint)
+	}
+	if errors.Is(err, errCrashed) {
+		return api.NewError(api.ErrUnavailable, "browser: the tab crashed").WithHint(CrashHint)
 	}
 	if errors.Is(err, context.DeadlineExceeded) {
 		return api.NewError(api.ErrUnavailable, "browser: the browser did not answer in time").WithHint(Hint)

@@ -48,6 +48,17 @@ func (e *cdpError) Error() string { return e.Method + ": " + e.Message }
 // errConnLost is a call that ended because the connection went away.
 var errConnLost = errors.New("cdp: connection lost")
 
+// errCrashed is a call on a tab whose renderer crashed
+// (Inspector.targetCrashed): it fails at once rather than wait out its
+// deadline (Chrome holds every other command until the page loads
+// again). Only a navigation is sent to a crashed tab: Chrome loads the
+// page in a new renderer, the session and its enabled domains carry on,
+// and once Chrome accepts the navigation the crash is over.
+var errCrashed = errors.New("cdp: the tab crashed")
+
+// crashOK are the methods a crashed tab is still sent.
+var crashOK = map[string]bool{"Page.navigate": true, "Page.reload": true}
+
 // maxMessage bounds one CDP message (a full-page screenshot of a long
 // page is the largest).
 const maxMessage = 256 << 20
@@ -57,6 +68,18 @@ type event struct {
 	Method    string          `json:"method"`
 	Params    json.RawMessage `json:"params"`
 	SessionID string          `json:"sessionId"`
+}
+
+// pending is a call waiting for its answer: the message, or an error
+// that ended it early (errCrashed).
+type pending struct {
+	ch      chan reply
+	session string
+}
+
+type reply struct {
+	msg []byte
+	err error
 }
 
 // subscriber receives the Page events of one session until it
@@ -72,8 +95,10 @@ type conn struct {
 	wmu     sync.Mutex
 	nextID  atomic.Int64
 	mu      sync.Mutex
-	pending map[int64]chan []byte
+	pending map[int64]*pending
 	subs    map[*subscriber]struct{}
+	// crashed holds the sessions whose renderer crashed.
+	crashed map[string]bool
 	// sessions maps a target id to its flattened session id.
 	sessions map[string]string
 	// enabled remembers which domains a session has enabled.
@@ -88,7 +113,7 @@ func newConn(ws *websocket.Conn, onEvent func(c *conn, ev *event), log *slog.Log
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	c := &conn{ws: ws, pending: map[int64]chan []byte{}, subs: map[*subscriber]struct{}{},
+	c := &conn{ws: ws, pending: map[int64]*pending{}, crashed: map[string]bool{}, subs: map[*subscriber]struct{}{},
 		sessions: map[string]string{}, enabled: map[string]bool{}, done: make(chan struct{}), onEvent: onEvent, log: log}
 	ws.SetReadLimit(maxMessage)
 	go c.read()
@@ -115,8 +140,8 @@ func (c *conn) read() {
 		if err != nil {
 			c.mu.Lock()
 			c.err = err
-			for id, ch := range c.pending {
-				close(ch)
+			for id, pc := range c.pending {
+				close(pc.ch)
 				delete(c.pending, id)
 			}
 			c.mu.Unlock()
@@ -124,11 +149,11 @@ func (c *conn) read() {
 		}
 		if id, ok := messageID(msg); ok {
 			c.mu.Lock()
-			ch := c.pending[id]
+			pc := c.pending[id]
 			delete(c.pending, id)
 			c.mu.Unlock()
-			if ch != nil {
-				ch <- msg
+			if pc != nil {
+				pc.ch <- reply{msg: msg}
 			}
 			continue
 		}
@@ -170,8 +195,15 @@ func (c *conn) dispatch(ev *event) {
 			c.forget(p.SessionID)
 		}
 	}
-	if ev.Method == "Page.javascriptDialogOpening" {
+	switch ev.Method {
+	case "Page.javascriptDialogOpening":
 		c.dialog(ev)
+	case "Inspector.targetCrashed":
+		c.crash(ev.SessionID)
+	case "Inspector.targetReloadedAfterCrash":
+		c.mu.Lock()
+		delete(c.crashed, ev.SessionID)
+		c.mu.Unlock()
 	}
 	if c.onEvent != nil {
 		c.onEvent(c, ev)
@@ -179,7 +211,7 @@ func (c *conn) dispatch(ev *event) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for s := range c.subs {
-		if s.session == ev.SessionID && strings.HasPrefix(ev.Method, "Page.") {
+		if s.session == ev.SessionID && (strings.HasPrefix(ev.Method, "Page.") || ev.Method == "Inspector.targetCrashed") {
 			select {
 			case s.ch <- *ev:
 			default: // a slow waiter loses events rather than stall the reader
@@ -217,6 +249,20 @@ func (c *conn) dialog(ev *event) {
 	}()
 }
 
+// crash marks session crashed and fails its pending calls at once.
+func (c *conn) crash(session string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.crashed[session] = true
+	for id, pc := range c.pending {
+		if pc.session == session {
+			pc.ch <- reply{err: errCrashed}
+			delete(c.pending, id)
+		}
+	}
+	c.log.Debug("browser: a tab crashed", "session", session)
+}
+
 // cut is s cut to n bytes, for a log line.
 func cut(s string, n int) string {
 	if len(s) <= n {
@@ -234,6 +280,7 @@ func (c *conn) forget(session string) {
 			delete(c.sessions, t)
 		}
 	}
+	delete(c.crashed, session)
 	for k := range c.enabled {
 		if len(k) > len(session) && k[:len(session)] == session && k[len(session)] == ' ' {
 			delete(c.enabled, k)
@@ -276,13 +323,17 @@ type response struct {
 // response message, checked for a CDP error. The wait ends with ctx.
 func (c *conn) raw(ctx context.Context, session, method string, params any) ([]byte, error) {
 	id := c.nextID.Add(1)
-	ch := make(chan []byte, 1)
+	ch := make(chan reply, 1)
 	c.mu.Lock()
 	if c.err != nil {
 		c.mu.Unlock()
 		return nil, errConnLost
 	}
-	c.pending[id] = ch
+	if session != "" && c.crashed[session] && !crashOK[method] {
+		c.mu.Unlock()
+		return nil, errCrashed
+	}
+	c.pending[id] = &pending{ch: ch, session: session}
 	c.mu.Unlock()
 	b, err := json.Marshal(request{ID: id, Method: method, Params: params, SessionID: session})
 	if err != nil {
@@ -303,14 +354,22 @@ func (c *conn) raw(ctx context.Context, session, method string, params any) ([]b
 		return nil, errConnLost
 	}
 	select {
-	case msg, ok := <-ch:
+	case r, ok := <-ch:
 		if !ok {
 			return nil, errConnLost
 		}
-		if err := checkError(method, msg); err != nil {
+		if r.err != nil {
+			return nil, r.err
+		}
+		if err := checkError(method, r.msg); err != nil {
 			return nil, err
 		}
-		return msg, nil
+		if method == "Page.navigate" || method == "Page.reload" || method == "Page.navigateToHistoryEntry" {
+			c.mu.Lock()
+			delete(c.crashed, session) // a new renderer loads the page
+			c.mu.Unlock()
+		}
+		return r.msg, nil
 	case <-ctx.Done():
 		c.drop(id)
 		return nil, ctx.Err()
@@ -380,10 +439,18 @@ func (c *conn) session(ctx context.Context, target string) (string, error) {
 	return s, nil
 }
 
-// watch enables, once per session, Page: its JavaScript dialogs are
-// answered (see dialog).
+// watch enables, once per session, Page with its lifecycle events (its
+// JavaScript dialogs are answered, see dialog; a navigation waits on
+// them, and after a crash they must already be on) and Inspector (a
+// crash fails the tab's calls at once, see crash).
 func (c *conn) watch(ctx context.Context, s string) error {
-	return c.enable(ctx, s, "Page.enable", nil)
+	if err := c.enable(ctx, s, "Page.enable", nil); err != nil {
+		return err
+	}
+	if err := c.enable(ctx, s, "Page.setLifecycleEventsEnabled", map[string]any{"enabled": true}); err != nil {
+		return err
+	}
+	return c.enable(ctx, s, "Inspector.enable", nil)
 }
 
 // attach is the flattened session attached to target, attaching once.
@@ -421,6 +488,9 @@ func (c *conn) enable(ctx context.Context, session, method string, params any) e
 		return nil
 	}
 	if err := c.call(ctx, session, method, params, nil); err != nil {
+		if errors.Is(err, errCrashed) {
+			return nil // the call that follows says so
+		}
 		return err
 	}
 	c.mu.Lock()

@@ -174,7 +174,7 @@ func TestPlaneReconnectsThroughDial(t *testing.T) {
 	}
 	eval()
 	eval()
-	if got := strings.Join(f.sent(), ","); got != "Target.attachToTarget,Page.enable,Runtime.evaluate,Runtime.evaluate" {
+	if got := strings.Join(f.sent(), ","); got != "Target.attachToTarget,Page.enable,Page.setLifecycleEventsEnabled,Inspector.enable,Runtime.evaluate,Runtime.evaluate" {
 		t.Errorf("first connection sent %s (one attach, sessions cached)", got)
 	}
 	if dials.Load() == 0 {
@@ -186,7 +186,7 @@ func TestPlaneReconnectsThroughDial(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	eval() // a new connection, a new session
-	if got := strings.Join(f.sent(), ","); !strings.HasSuffix(got, "Runtime.evaluate,Target.attachToTarget,Page.enable,Runtime.evaluate") {
+	if got := strings.Join(f.sent(), ","); !strings.HasSuffix(got, "Runtime.evaluate,Target.attachToTarget,Page.enable,Page.setLifecycleEventsEnabled,Inspector.enable,Runtime.evaluate") {
 		t.Errorf("after the restart: %s", got)
 	}
 	// A CDP error is the plane's 503 with the method named.
@@ -364,5 +364,54 @@ func TestDialogAnswered(t *testing.T) {
 				t.Errorf("Page.handleJavaScriptDialog sent %v, want [%s]", got, want)
 			}
 		})
+	}
+}
+
+// TestCrashFailsAtOnce: a tab whose renderer crashed fails its pending
+// and later calls at once with the crash's 503; a navigation is still
+// sent, and once Chrome accepts it the tab is usable again.
+func TestCrashFailsAtOnce(t *testing.T) {
+	f := newFakeBrowser(t)
+	hook := func(send func(any), method, session string, params json.RawMessage) (any, string, bool) {
+		if method == "Runtime.evaluate" && strings.Contains(string(params), "crash") {
+			send(map[string]any{"method": "Inspector.targetCrashed", "sessionId": session, "params": map[string]any{}})
+			return fakeNoReply, "", true
+		}
+		if method == "Page.navigate" {
+			return map[string]any{"frameId": "T1"}, "", true
+		}
+		return nil, "", false
+	}
+	f.answer.Store(&hook)
+	p := New(Config{CDPEndpoint: f.srv.URL})
+	defer p.Close(context.Background())
+	eval := func(expr string) error {
+		r := httptest.NewRequest("POST", "/v2/browser/evaluate", nil)
+		_, err := p.evaluate(r, evaluateBody{Expression: expr})
+		return err
+	}
+	start := time.Now()
+	err := eval("crash")
+	var ae *api.Error
+	if !errors.As(err, &ae) || ae.Message != "browser: the tab crashed" || ae.Hint != CrashHint || !errors.Is(err, api.ErrUnavailable) {
+		t.Fatalf("pending call on a crashing tab: %v", err)
+	}
+	n := len(f.sent())
+	if err := eval("1"); err == nil || err.Error() != "browser: the tab crashed" {
+		t.Errorf("later call: %v", err)
+	}
+	if len(f.sent()) != n {
+		t.Errorf("a call was sent to the crashed tab: %v", f.sent()[n:])
+	}
+	if time.Since(start) > 5*time.Second {
+		t.Errorf("took %v", time.Since(start))
+	}
+	r := httptest.NewRequest("POST", "/v2/browser/navigate", nil)
+	u, commit := "about:blank", "commit"
+	if _, err := p.navigate(r, navigateBody{URL: &u, WaitUntil: &commit}); err != nil {
+		t.Fatalf("navigate a crashed tab: %v", err)
+	}
+	if err := eval("1"); err != nil {
+		t.Errorf("after the navigation: %v", err)
 	}
 }

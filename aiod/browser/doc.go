@@ -59,6 +59,14 @@
 //     navigation that raised it proceeds. Each is logged at debug. A
 //     dialog left open would hold the page's script: the evaluate that
 //     raised it, and every later call on the tab, would time out.
+//   - A crashed tab (Inspector.targetCrashed, enabled on every page
+//     session): its pending calls and every later one fail at once with
+//     503 "browser: the tab crashed" and a hint to close it or navigate
+//     it again. Only navigate (Page.navigate, Page.reload) is still sent
+//     to it: Chrome loads the page in a new renderer on the same session,
+//     and once it accepts the navigation the tab works again. Page
+//     lifecycle events are enabled when a session is attached, since a
+//     crashed tab answers no enable until it loads again.
 //   - snapshot: at most 2000 nodes and 48 levels; the root says
 //     truncated:true when cut. Ignored nodes, unnamed generic nodes and
 //     inline text boxes give their place to their children. Refs

@@ -256,6 +256,8 @@ func awaitLifecycle(ctx context.Context, sub *subscriber, frame, loader, name st
 		select {
 		case ev := <-sub.ch:
 			switch ev.Method {
+			case "Inspector.targetCrashed":
+				return errCrashed
 			case "Page.navigatedWithinDocument":
 				if loader == "" {
 					return nil

@@ -631,3 +631,81 @@ func brHasURL(reqs []struct {
 }, url string) bool {
 	return brIndex(reqs, url) >= 0
 }
+
+// TestAiodBrowserHostile: what a page does cannot take the plane down
+// or lock a tab: multi-megabyte URLs in the target list, a crashed
+// renderer.
+func TestAiodBrowserHostile(t *testing.T) {
+	chrome := harness.Chromium(t, harness.ChromiumOptions{})
+	site := brFixture(t)
+	p := startAiod(t, []string{"BROWSER_REMOTE_DEBUGGING_PORT=" + strconv.Itoa(chrome.Port()), "DISPLAY="})
+	base := p.URL + "/v2/browser/"
+	brExpect(t, 200, "POST", base+"navigate", `{"url":"`+site.URL+`/"}`)
+	newTab := func() string {
+		t.Helper()
+		r := brExpect(t, 200, "POST", base+"tabs", `{}`)
+		var tab struct{ ID string }
+		json.Unmarshal(r.Data, &tab)
+		return tab.ID
+	}
+
+	t.Run("huge URLs", func(t *testing.T) {
+		// Three tabs each on a 1.9 MB URL: /json/list is past 5 MiB.
+		var ids []string
+		for range 3 {
+			id := newTab()
+			ids = append(ids, id)
+			brExpect(t, 200, "POST", base+"navigate", `{"url":"`+site.URL+`/other","tab_id":"`+id+`"}`)
+			brExpect(t, 200, "POST", base+"evaluate", `{"expression":"history.replaceState(null, '', '?q=' + 'a'.repeat(1900000)); location.href.length","tab_id":"`+id+`"}`)
+		}
+		r := brExpect(t, 200, "GET", base+"tabs", "")
+		var tabs []struct{ ID, URL string }
+		json.Unmarshal(r.Data, &tabs)
+		big := 0
+		for _, tb := range tabs {
+			if strings.HasPrefix(tb.URL, site.URL+"/other?q=aaa") {
+				big++
+				if len(tb.URL) != 64<<10 {
+					t.Errorf("tab %s: url of %d bytes, want cut at 64 KiB", tb.ID, len(tb.URL))
+				}
+			}
+		}
+		if big != 3 {
+			t.Errorf("%d tabs with the long URL, want 3 (%d tabs)", big, len(tabs))
+		}
+		if val := brExpect(t, 200, "POST", base+"evaluate", `{"expression":"1+1"}`); !strings.Contains(string(val.Data), `"value":2`) {
+			t.Errorf("evaluate: %s", val.raw)
+		}
+		for _, id := range ids {
+			brExpect(t, 200, "DELETE", base+"tabs/"+id, "")
+		}
+	})
+
+	t.Run("crash", func(t *testing.T) {
+		id := newTab()
+		start := time.Now()
+		// The call that crashes the tab fails with it.
+		r := brExpect(t, 503, "POST", base+"cdp", `{"method":"Page.crash","tab_id":"`+id+`"}`)
+		if r.Message != "browser: the tab crashed" {
+			t.Errorf("Page.crash: %s", r.raw)
+		}
+		r = brExpect(t, 503, "POST", base+"evaluate", `{"expression":"1","tab_id":"`+id+`"}`)
+		if r.Message != "browser: the tab crashed" || r.Hint == nil || !strings.Contains(*r.Hint, "DELETE") {
+			t.Errorf("evaluate in a crashed tab: %s", r.raw)
+		}
+		brExpect(t, 503, "POST", base+"snapshot", `{"tab_id":"`+id+`"}`)
+		if d := time.Since(start); d > 10*time.Second {
+			t.Errorf("calls on a crashed tab took %v", d)
+		}
+		// Chrome loads a crashed tab again in a new renderer.
+		brExpect(t, 200, "POST", base+"navigate", `{"url":"`+site.URL+`/other","tab_id":"`+id+`"}`)
+		{
+			if val := brExpect(t, 200, "POST", base+"evaluate", `{"expression":"document.title","tab_id":"`+id+`"}`); !strings.Contains(string(val.Data), `"Other"`) {
+				t.Errorf("after navigating again: %s", val.raw)
+			}
+		}
+		brExpect(t, 200, "DELETE", base+"tabs/"+id, "")
+		// The other tabs never noticed.
+		brExpect(t, 200, "POST", base+"evaluate", `{"expression":"document.title"}`)
+	})
+}
