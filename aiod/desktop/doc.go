@@ -12,4 +12,10 @@
 // request that has waited 15 s for the display answers 503 "the display
 // is busy: ..." (retryable), well before aiod's computer plane gives up
 // on the worker (one minute).
+//
+// Recording writes MP4 whatever save_path's name; a save_path that
+// exists and is not a regular file is a 400. A recording that ended in
+// error (ffmpeg failed: a full disk, the display gone, a stop it did not
+// finish within 10 s) still reads status "stopped", with data.error
+// saying why (null otherwise) and ffmpeg's output in the log.
 package desktop

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -41,12 +42,16 @@ type RecordRequest struct {
 	SavePath    *string  `json:"save_path"`
 }
 
-// RecordState is POST record's data.
+// RecordState is POST record's data. Error is null unless the
+// recording ended in error (ffmpeg failed: a full disk, an X server
+// gone, a stop it did not finish in time); Status is then "stopped" as
+// for any ended recording, and the file may be empty or cut short.
 type RecordState struct {
 	Status        string  `json:"status"` // idle, recording, stopped
 	Duration      float64 `json:"duration"`
 	SavePath      *string `json:"save_path"`
 	FileSizeBytes *int64  `json:"file_size_bytes"`
+	Error         *string `json:"error"`
 }
 
 // recorder runs at most one ffmpeg x11grab at a time; cur is the last
@@ -69,6 +74,44 @@ type recording struct {
 	// are written (a loaded machine may take a second to get there, and
 	// a recording stopped before that holds nothing).
 	recorded progress
+	// interrupted: stop sent SIGINT (ffmpeg then exits 255 after
+	// finishing the file, which is no failure).
+	interrupted atomic.Bool
+	// failure is why the recording ended in error ("" when it did not);
+	// written before done is closed, read after.
+	failure string
+}
+
+// failureOf words how ffmpeg ended for the client, "" for a normal end:
+// exit 0 (max_duration reached) or, after stop's SIGINT, 255.
+func failureOf(err error, interrupted bool, stderr string) string {
+	if err == nil {
+		return ""
+	}
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		if interrupted && ee.ExitCode() == 255 {
+			return ""
+		}
+		if interrupted && ee.ExitCode() == -1 {
+			return "the recording failed: ffmpeg did not finish the file within 10 s of the stop and was killed"
+		}
+	}
+	msg := "the recording failed: ffmpeg " + err.Error()
+	if line := lastLine(stderr); line != "" {
+		msg += ": " + line
+	}
+	return msg
+}
+
+// lastLine is the last non-empty line of s, at most 300 bytes.
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	l := strings.TrimSpace(lines[len(lines)-1])
+	if len(l) > 300 {
+		l = strings.ToValidUTF8(l[:300], "")
+	}
+	return l
 }
 
 // progress reads ffmpeg's -progress reports (key=value lines) and keeps
@@ -190,7 +233,7 @@ func (w *worker) startRecording(req RecordRequest) (RecordState, error) {
 		"-video_size", fmt.Sprintf("%dx%d", width, height), "-i", w.displayName + "+0,0",
 		"-t", strconv.FormatFloat(maxDur, 'f', 3, 64),
 		"-c:v", "libx264", "-preset", "ultrafast", "-crf", strconv.Itoa(int(crf)), "-pix_fmt", "yuv420p",
-		"-vf", "scale=trunc(iw/2)*2:trunc(ih/2)*2", "-movflags", "+faststart", "-y", path}
+		"-vf", "scale=trunc(iw/2)*2:trunc(ih/2)*2", "-movflags", "+faststart", "-f", "mp4", "-y", path}
 	cmd := exec.Command(w.ffmpeg.path, args...)
 	cmd.Env = w.childEnv
 	logBuf := &syncBuffer{limit: 16 << 10}
@@ -201,18 +244,25 @@ func (w *worker) startRecording(req RecordRequest) (RecordState, error) {
 		if created {
 			_ = os.Remove(path)
 		}
-		return RecordState{}, &toolError{tool: "ffmpeg", err: err}
+		te := &toolError{tool: "ffmpeg", err: err}
+		w.logToolError(te, "x11grab")
+		return RecordState{}, te
 	}
 	rec.start = time.Now()
 	go func() { // the owner of ffmpeg's exit: ends when ffmpeg does
-		_ = cmd.Wait()
+		err := cmd.Wait()
+		rec.failure = failureOf(err, rec.interrupted.Load(), logBuf.String())
+		if rec.failure != "" {
+			w.log.Warn("recording failed", "save_path", path, "error", exitText(err), "stderr", strings.TrimSpace(logBuf.String()))
+		} else if out := strings.TrimSpace(logBuf.String()); out != "" {
+			w.log.Info("recording ended", "save_path", path, "stderr", out)
+		}
 		close(rec.done)
 	}()
 	// ffmpeg that cannot grab the display fails at once: say so now
 	// rather than at stop.
 	select {
 	case <-rec.done:
-		w.log.Warn("ffmpeg ended at start", "output", logBuf.String())
 		if created {
 			_ = os.Remove(path)
 		}
@@ -267,6 +317,7 @@ func (r *recorder) stop() RecordState {
 	rec := r.cur
 	r.mu.Unlock()
 	if rec != nil && !closed(rec.done) {
+		rec.interrupted.Store(true)
 		_ = rec.cmd.Process.Signal(syscall.SIGINT)
 		select {
 		case <-rec.done:
@@ -292,6 +343,10 @@ func (r *recorder) stateLocked() RecordState {
 		return s
 	}
 	s.Status = "stopped"
+	if rec.failure != "" {
+		msg := rec.failure
+		s.Error = &msg
+	}
 	if fi, err := os.Stat(path); err == nil {
 		size := fi.Size()
 		s.FileSizeBytes = &size
@@ -327,4 +382,12 @@ func (b *syncBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.c.buf.String()
+}
+
+// exitText is how a Wait result reads in the log.
+func exitText(err error) string {
+	if err == nil {
+		return "exit status 0"
+	}
+	return err.Error()
 }

@@ -1,7 +1,9 @@
 package desktop
 
 import (
+	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -75,4 +77,66 @@ func TestRecordSavePathNotRegular(t *testing.T) {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
+}
+
+// TestRecordFailure: a recording whose ffmpeg fails says so in status
+// and stop (error, status stopped) with ffmpeg's last line, logged at
+// Warn; one ended by stop (SIGINT, exit 255) has error null. The output
+// is named mp4 whatever the file's name.
+func TestRecordFailure(t *testing.T) {
+	wk, srv := testWorker(t, 320, 200)
+	dir := t.TempDir()
+	logs := &syncBuffer{limit: 1 << 20}
+	wk.log = slog.New(slog.NewTextHandler(logs, nil))
+	post := func(body string) map[string]any {
+		t.Helper()
+		resp, err := http.Post(srv.URL+"/v2/computer/record", "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var env map[string]any
+		if err := json.NewDecoder(resp.Body).Decode(&env); err != nil || resp.StatusCode != 200 {
+			t.Fatalf("%s: %d %v %v", body, resp.StatusCode, env, err)
+		}
+		return env["data"].(map[string]any)
+	}
+	fake := func(script string) {
+		p := filepath.Join(t.TempDir(), "ffmpeg")
+		if err := os.WriteFile(p, []byte("#!/bin/sh\n"+script), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		wk.ffmpeg.path = p
+	}
+	// fails after 0.4 s, naming its arguments' tail on standard error
+	fake(`echo out_time_us=200000; sleep 0.4; echo "args: $*" >&2; echo "Error writing trailer: No space left on device" >&2; exit 1` + "\n")
+	out := filepath.Join(dir, "x.txt")
+	if d := post(`{"action":"start","save_path":"` + out + `"}`); d["status"] != "recording" || d["error"] != nil {
+		t.Fatalf("start: %v", d)
+	}
+	var d map[string]any
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if d = post(`{"action":"status"}`); d["status"] == "stopped" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("never stopped")
+		}
+	}
+	want := "the recording failed: ffmpeg exit status 1: Error writing trailer: No space left on device"
+	if d["error"] != want {
+		t.Errorf("status: %v", d)
+	}
+	if d := post(`{"action":"stop"}`); d["error"] != want || d["status"] != "stopped" {
+		t.Errorf("stop: %v", d)
+	}
+	if l := logs.String(); !strings.Contains(l, "level=WARN") || !strings.Contains(l, "No space left on device") || !strings.Contains(l, "-f mp4 -y "+out) {
+		t.Errorf("log: %s", l)
+	}
+	// stopped by stop: SIGINT, exit 255, no error
+	fake("trap 'exit 255' INT\necho out_time_us=300000\nwhile :; do sleep 0.05; done\n")
+	post(`{"action":"start","save_path":"` + filepath.Join(dir, "ok.mp4") + `"}`)
+	if d := post(`{"action":"stop"}`); d["status"] != "stopped" || d["error"] != nil {
+		t.Errorf("stop: %v", d)
+	}
 }
