@@ -28,6 +28,12 @@ const (
 	maxBatch       = 50
 	maxBatchWait   = 20.0 // seconds, the WAITs of one batch together
 	maxActionText  = 1 << 20
+	// maxTypedText caps TYPING without the clipboard, key by key at
+	// typeDelay (2000 × 8 ms ≈ 16 s), in one action and in a batch
+	// together: typing holds the display, and the answer must come well
+	// within aiod's one-minute wait for the worker. The clipboard path
+	// pastes up to maxActionText at once.
+	maxTypedText = 2000
 	maxHotkeyKeys  = 16
 	defaultButton  = "left"
 	buttonVariants = "left|right|middle"
@@ -215,6 +221,8 @@ func DecodeAction(body []byte, scr Screen, loc []string) (*Action, error) {
 		case !a.UseClipboard && !ascii(p.Text):
 			err = api.NewError(api.ErrInvalid, "TYPING with use_clipboard false types ASCII text only; use the clipboard for other characters").
 				WithHint("set use_clipboard to true").WithField("text")
+		case !a.UseClipboard && len(p.Text) > maxTypedText:
+			err = fieldError(loc, "text", fmt.Sprintf("TYPING with use_clipboard false types at most %d characters (key by key, about 16 s); paste longer text with use_clipboard true (up to 1 MiB)", maxTypedText))
 		}
 	case "PRESS", "KEY_DOWN", "KEY_UP":
 		var p keyAction
@@ -327,14 +335,20 @@ func DecodeBatch(body []byte, scr Screen) (*BatchRequest, error) {
 		return nil, fieldError(loc, "actions", fmt.Sprintf("a batch holds at most %d actions, got %d", maxBatch, len(items)))
 	}
 	req := &BatchRequest{IncludeScreenshot: b.IncludeScreenshot != nil && *b.IncludeScreenshot}
-	wait := 0.0
+	wait, typed := 0.0, 0
 	for i, it := range items {
 		a, err := DecodeAction(it, scr, []string{"body", "actions", strconv.Itoa(i)})
 		if err != nil {
 			return nil, err
 		}
 		wait += a.Duration
+		if a.Type == "TYPING" && !a.UseClipboard {
+			typed += len(a.Text)
+		}
 		req.Actions = append(req.Actions, a)
+	}
+	if typed > maxTypedText {
+		return nil, fieldError(loc, "actions", fmt.Sprintf("the TYPING actions of a batch with use_clipboard false type at most %d characters together, got %d; paste longer text with use_clipboard true", maxTypedText, typed))
 	}
 	if wait > maxBatchWait {
 		return nil, fieldError(loc, "actions", fmt.Sprintf("the WAIT actions of a batch last at most %g seconds together, got %g", maxBatchWait, wait))

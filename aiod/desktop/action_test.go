@@ -92,6 +92,8 @@ func TestDecodeActionRefusals(t *testing.T) {
 		{`{"action_type":"TYPING"}`, "body.text", "missing field `text`"},
 		{`{"action_type":"TYPING","text":""}`, "body.text", "not be empty"},
 		{`{"action_type":"TYPING","text":"é","use_clipboard":false}`, "", "ASCII"},
+		{`{"action_type":"TYPING","text":"` + strings.Repeat("a", 2001) + `","use_clipboard":false}`, "body.text", "types at most 2000 characters"},
+		{`{"action_type":"TYPING","text":"` + strings.Repeat("a", 1<<20+1) + `"}`, "body.text", "longer than 1 MiB"},
 		{`{"action_type":"PRESS","key":"notakey"}`, "body.key", `unknown key "notakey"`},
 		{`{"action_type":"PRESS","key":"hyper"}`, "body.key", `unknown key "hyper"`},
 		{`{"action_type":"PRESS","key":"fn"}`, "body.key", "unknown key"},
@@ -146,6 +148,9 @@ func TestDecodeBatch(t *testing.T) {
 		{`{"actions":{}}`, "body.actions", "sequence"},
 		{`{"actions":[` + wait(1) + `,{"action_type":"PRESS","key":"nope"}]}`, "body.actions.1.key", "unknown key"},
 		{`{"actions":[{"x":1}]}`, "body.actions.0.action_type", "missing field"},
+		{many(2, `{"action_type":"TYPING","text":"`+strings.Repeat("a", 1000)+`","use_clipboard":false}`), "", ""},
+		{many(3, `{"action_type":"TYPING","text":"`+strings.Repeat("a", 1000)+`","use_clipboard":false}`), "body.actions", "at most 2000 characters together, got 3000"},
+		{many(3, `{"action_type":"TYPING","text":"`+strings.Repeat("a", 1000)+`"}`), "", ""},
 	} {
 		b, err := DecodeBatch([]byte(tc.body), testScreen)
 		var se *serde.Error

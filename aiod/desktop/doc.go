@@ -11,7 +11,10 @@
 // and a batch whose client leaves stops before its next action. A
 // request that has waited 15 s for the display answers 503 "the display
 // is busy: ..." (retryable), well before aiod's computer plane gives up
-// on the worker (one minute).
+// on the worker (one minute). TYPING with use_clipboard false types key
+// by key and takes at most 2000 characters (about 16 s), in one action
+// and in a batch together; longer text is a 422 (the clipboard path
+// pastes up to 1 MiB).
 //
 // Recording writes MP4 whatever save_path's name; a save_path that
 // exists and is not a regular file is a 400. A recording that ended in

@@ -154,7 +154,8 @@ func (w *worker) performX(ctx context.Context, x *xconn, a *Action) error {
 			_, err := w.run(ctx, w.xdotool, keyTimeout, nil, 4096, "key", "--", "Shift_L+Insert")
 			return err
 		}
-		timeout := keyTimeout + time.Duration(len(a.Text))*time.Duration(typeDelay*3)*time.Millisecond
+		// at most maxTypedText characters: 5 s + 2000 × 16 ms = 37 s
+		timeout := keyTimeout + time.Duration(len(a.Text))*time.Duration(typeDelay*2)*time.Millisecond
 		// the text on standard input: an argument is capped at 128 KiB
 		// (Linux's MAX_ARG_STRLEN), and stays out of the process list
 		_, err := w.run(ctx, w.xdotool, timeout, strings.NewReader(a.Text), 4096, "type", "--delay", strconv.Itoa(typeDelay), "--file", "-")
