@@ -438,6 +438,11 @@ func cdpFailed(err error) error {
 	if errors.As(err, &ce) {
 		return api.NewError(api.ErrUnavailable, "browser: "+ce.Error()).WithHint(Hint)
 	}
+	var tl *tooLarge
+	if errors.As(err, &tl) {
+		return api.NewError(api.ErrTooLarge, fmt.Sprintf("browser: the result is larger than %d MiB", tl.limit>>20)).
+			WithHint("Return less: a part of the value, or a summary of it.")
+	}
 	if errors.Is(err, errCrashed) {
 		return api.NewError(api.ErrUnavailable, "browser: the tab crashed").WithHint(CrashHint)
 	}

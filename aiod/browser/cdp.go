@@ -25,6 +25,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -59,9 +60,24 @@ var errCrashed = errors.New("cdp: the tab crashed")
 // crashOK are the methods a crashed tab is still sent.
 var crashOK = map[string]bool{"Page.navigate": true, "Page.reload": true}
 
-// maxMessage bounds one CDP message (a full-page screenshot of a long
-// page is the largest).
-const maxMessage = 256 << 20
+// Message limits. A page decides how large an answer is (an evaluate
+// of "x".repeat(2e8)), so a call's answer is bounded by the call:
+// maxResult for most, maxMessage for a screenshot (a full page of a
+// long page is the largest). An answer past its call's limit fails that
+// call alone with errTooLarge; the rest of the message is read and
+// thrown away, so the connection and every other call carry on. Events
+// past maxResult are dropped.
+const (
+	maxResult  = 32 << 20
+	maxMessage = 256 << 20
+)
+
+// tooLarge is a call whose answer passed its limit.
+type tooLarge struct{ limit int64 }
+
+func (e *tooLarge) Error() string {
+	return fmt.Sprintf("cdp: the result is larger than %d MiB", e.limit>>20)
+}
 
 // event is a CDP event.
 type event struct {
@@ -75,6 +91,7 @@ type event struct {
 type pending struct {
 	ch      chan reply
 	session string
+	limit   int64
 }
 
 type reply struct {
@@ -115,7 +132,7 @@ func newConn(ws *websocket.Conn, onEvent func(c *conn, ev *event), log *slog.Log
 	}
 	c := &conn{ws: ws, pending: map[int64]*pending{}, crashed: map[string]bool{}, subs: map[*subscriber]struct{}{},
 		sessions: map[string]string{}, enabled: map[string]bool{}, done: make(chan struct{}), onEvent: onEvent, log: log}
-	ws.SetReadLimit(maxMessage)
+	ws.SetReadLimit(0) // each message is bounded by its call (see next)
 	go c.read()
 	return c
 }
@@ -136,7 +153,7 @@ func (c *conn) close() { _ = c.ws.Close() }
 func (c *conn) read() {
 	defer close(c.done)
 	for {
-		_, msg, err := c.ws.ReadMessage()
+		msg, err := c.next()
 		if err != nil {
 			c.mu.Lock()
 			c.err = err
@@ -146,6 +163,9 @@ func (c *conn) read() {
 			}
 			c.mu.Unlock()
 			return
+		}
+		if msg == nil { // past its limit, already answered
+			continue
 		}
 		if id, ok := messageID(msg); ok {
 			c.mu.Lock()
@@ -163,6 +183,57 @@ func (c *conn) read() {
 		}
 		c.dispatch(&ev)
 	}
+}
+
+// next reads one message within its limit: the limit of the call whose
+// answer it is (Chrome writes the id first), or maxResult for an event.
+// A message past its limit is read to its end and thrown away, its call
+// failed with tooLarge; next answers nil for it.
+func (c *conn) next() ([]byte, error) {
+	_, r, err := c.ws.NextReader()
+	if err != nil {
+		return nil, err
+	}
+	var head [32]byte
+	n, err := io.ReadFull(r, head[:])
+	if err == io.EOF || err == io.ErrUnexpectedEOF {
+		return append([]byte(nil), head[:n]...), nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	limit := int64(maxResult)
+	id, isAnswer := messageID(head[:n])
+	if isAnswer {
+		c.mu.Lock()
+		if pc := c.pending[id]; pc != nil && pc.limit > 0 {
+			limit = pc.limit
+		}
+		c.mu.Unlock()
+	}
+	buf := bytes.NewBuffer(make([]byte, 0, 4<<10))
+	buf.Write(head[:n])
+	if _, err := buf.ReadFrom(io.LimitReader(r, limit-int64(n)+1)); err != nil {
+		return nil, err
+	}
+	if int64(buf.Len()) <= limit {
+		return buf.Bytes(), nil
+	}
+	buf = nil
+	if _, err := io.Copy(io.Discard, r); err != nil {
+		return nil, err
+	}
+	if isAnswer {
+		c.mu.Lock()
+		pc := c.pending[id]
+		delete(c.pending, id)
+		c.mu.Unlock()
+		if pc != nil {
+			pc.ch <- reply{err: &tooLarge{limit: limit}}
+		}
+	}
+	c.log.Debug("browser: a CDP message past its limit was dropped", "limit", limit, "answer", isAnswer)
+	return nil, nil
 }
 
 // messageID is the id of a response, read from its start ({"id":N,).
@@ -322,6 +393,11 @@ type response struct {
 // raw sends method to session ("" = the browser) and returns the whole
 // response message, checked for a CDP error. The wait ends with ctx.
 func (c *conn) raw(ctx context.Context, session, method string, params any) ([]byte, error) {
+	return c.rawN(ctx, maxResult, session, method, params)
+}
+
+// rawN is raw with the answer bounded at limit bytes.
+func (c *conn) rawN(ctx context.Context, limit int64, session, method string, params any) ([]byte, error) {
 	id := c.nextID.Add(1)
 	ch := make(chan reply, 1)
 	c.mu.Lock()
@@ -333,7 +409,7 @@ func (c *conn) raw(ctx context.Context, session, method string, params any) ([]b
 		c.mu.Unlock()
 		return nil, errCrashed
 	}
-	c.pending[id] = &pending{ch: ch, session: session}
+	c.pending[id] = &pending{ch: ch, session: session, limit: limit}
 	c.mu.Unlock()
 	b, err := json.Marshal(request{ID: id, Method: method, Params: params, SessionID: session})
 	if err != nil {
@@ -409,18 +485,12 @@ func (c *conn) call(ctx context.Context, session, method string, params, out any
 	if out == nil {
 		return nil
 	}
-	var r response
-	if err := json.Unmarshal(msg, &r); err != nil {
-		return fmt.Errorf("cdp: decode %s: %w", method, err)
-	}
-	if len(r.Result) == 0 {
-		return nil
-	}
-	if rm, ok := out.(*json.RawMessage); ok {
-		*rm = r.Result
-		return nil
-	}
-	if err := json.Unmarshal(r.Result, out); err != nil {
+	// One pass: the result decodes straight into out (no copy of it
+	// as raw JSON first).
+	wrap := struct {
+		Result any `json:"result"`
+	}{Result: out}
+	if err := json.Unmarshal(msg, &wrap); err != nil {
 		return fmt.Errorf("cdp: decode %s: %w", method, err)
 	}
 	return nil

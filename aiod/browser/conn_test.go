@@ -2,6 +2,7 @@ package browser
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"net"
@@ -413,5 +414,40 @@ func TestCrashFailsAtOnce(t *testing.T) {
 	}
 	if err := eval("1"); err != nil {
 		t.Errorf("after the navigation: %v", err)
+	}
+}
+
+// TestAnswerPastLimit: an answer past its call's limit fails that call
+// alone (413, the limit named) and the connection carries on; a
+// screenshot may be larger.
+func TestAnswerPastLimit(t *testing.T) {
+	f := newFakeBrowser(t)
+	big := strings.Repeat("x", maxResult+1)
+	hook := func(send func(any), method, session string, params json.RawMessage) (any, string, bool) {
+		switch {
+		case method == "Runtime.evaluate" && strings.Contains(string(params), "big"):
+			return map[string]any{"result": map[string]any{"type": "string", "value": big}}, "", true
+		case method == "Page.captureScreenshot":
+			return map[string]any{"data": base64.StdEncoding.EncodeToString([]byte(big))}, "", true
+		}
+		return nil, "", false
+	}
+	f.answer.Store(&hook)
+	p := New(Config{CDPEndpoint: f.srv.URL})
+	defer p.Close(context.Background())
+	r := httptest.NewRequest("POST", "/v2/browser/evaluate", nil)
+	_, err := p.evaluate(r, evaluateBody{Expression: "big"})
+	var ae *api.Error
+	if !errors.As(err, &ae) || ae.Message != "browser: the result is larger than 32 MiB" || api.Status(err) != http.StatusRequestEntityTooLarge {
+		t.Fatalf("big evaluate: %v", err)
+	}
+	c := p.c
+	out, err := p.evaluate(r, evaluateBody{Expression: "1+1"})
+	if err != nil || string(out.Value) != "2" || p.c != c || !c.alive() {
+		t.Errorf("after: %s %v (same connection %v)", out.Value, err, p.c == c)
+	}
+	sh, err := p.screenshot(httptest.NewRequest("GET", "/v2/browser/screenshot", nil), screenshotQuery{})
+	if err != nil || sh.end-sh.start != base64.StdEncoding.EncodedLen(len(big)) {
+		t.Errorf("screenshot past 32 MiB: %v", err)
 	}
 }

@@ -67,6 +67,13 @@
 //     and once it accepts the navigation the tab works again. Page
 //     lifecycle events are enabled when a session is attached, since a
 //     crashed tab answers no enable until it loads again.
+//   - Answer size: a CDP answer is bounded by its call, 32 MiB for every
+//     call but a screenshot (256 MiB; a full-page PNG of a 12000 px
+//     noisy page is 46 MB). Past it the call alone fails with 413
+//     "browser: the result is larger than 32 MiB" (evaluate
+//     "'x'.repeat(5e7)", a raw cdp call); the message is read to its
+//     end and thrown away, so the connection and other calls carry on.
+//     Events past 32 MiB are dropped.
 //   - snapshot: at most 2000 nodes and 48 levels; the root says
 //     truncated:true when cut. Ignored nodes, unnamed generic nodes and
 //     inline text boxes give their place to their children. Refs

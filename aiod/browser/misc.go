@@ -68,7 +68,7 @@ func (p *Plane) screenshot(r *http.Request, in screenshotQuery) (*shot, error) {
 			params["clip"] = map[string]any{"x": 0, "y": 0, "width": m.Content.Width, "height": m.Content.Height, "scale": 1}
 		}
 	}
-	msg, err := c.raw(ctx, s, "Page.captureScreenshot", params)
+	msg, err := c.rawN(ctx, maxMessage, s, "Page.captureScreenshot", params)
 	if err != nil {
 		return nil, cdpFailed(err)
 	}

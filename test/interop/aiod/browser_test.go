@@ -681,6 +681,27 @@ func TestAiodBrowserHostile(t *testing.T) {
 		}
 	})
 
+	t.Run("huge result", func(t *testing.T) {
+		start := time.Now()
+		r := brExpect(t, 413, "POST", base+"evaluate", `{"expression":"'x'.repeat(50e6)"}`)
+		if r.Message != "browser: the result is larger than 32 MiB" || r.Hint == nil {
+			t.Errorf("50 MB result: %s", r.raw)
+		}
+		t.Logf("50 MB result refused in %v", time.Since(start))
+		if r := brExpect(t, 200, "POST", base+"evaluate", `{"expression":"'x'.repeat(1e6).length"}`); !strings.Contains(string(r.Data), `"value":1000000`) {
+			t.Errorf("after: %s", r.raw)
+		}
+		// A tall, noisy page: its full-page screenshot is well past the
+		// 32 MiB of other answers, and still answers.
+		brExpect(t, 200, "POST", base+"evaluate", `{"expression":"const c = document.createElement('canvas'); c.width = 1280; c.height = 12000; const g = c.getContext('2d'); const d = g.createImageData(1280, 12000); crypto.getRandomValues(new Uint8Array(d.data.buffer, 0, 65536)); for (let i = 0; i < d.data.length; i += 65536) crypto.getRandomValues(new Uint8Array(d.data.buffer, i, Math.min(65536, d.data.length - i))); for (let i = 3; i < d.data.length; i += 4) d.data[i] = 255; g.putImageData(d, 0, 0); document.body.append(c); document.documentElement.scrollHeight"}`)
+		start = time.Now()
+		r = brExpect(t, 200, "GET", base+"screenshot?full_page=true", "")
+		t.Logf("full-page screenshot: %d bytes, %sx%s, %v", len(r.raw), r.header.Get("X-Image-Width"), r.header.Get("X-Image-Height"), time.Since(start))
+		if !bytes.HasPrefix(r.raw, []byte("\x89PNG")) || len(r.raw) < 24<<20 {
+			t.Errorf("full-page screenshot of %d bytes", len(r.raw))
+		}
+	})
+
 	t.Run("crash", func(t *testing.T) {
 		id := newTab()
 		start := time.Now()
