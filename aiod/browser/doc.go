@@ -101,7 +101,9 @@
 //   - network/requests: data is a list, newest first, at most 300
 //     entries, each {id, tab_id, url, method, resource_type, status,
 //     mime_type, failed, error_text, timestamp (s since the epoch)}.
-//     Capture starts at the first call, for every open tab and every tab
+//     A redirect is one entry per hop: the hop redirected from has the
+//     redirect's status (302), the next hop's id is the request id plus
+//     "#" and its URL. Capture starts at the first call, for every open tab and every tab
 //     the plane drives afterwards. With no browser it answers what was
 //     captured (an empty list).
 package browser

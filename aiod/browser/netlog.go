@@ -25,6 +25,9 @@ type Request struct {
 	// Timestamp is when the request was sent, in seconds since the
 	// epoch (CDP's wallTime).
 	Timestamp float64 `json:"timestamp"`
+	// key is the CDP request id the entry was recorded under (a
+	// redirect's hops share one; the newest hop holds it).
+	key string
 }
 
 // netLog is the ring of captured requests. Capture starts at the first
@@ -35,6 +38,7 @@ type netLog struct {
 	mu   sync.Mutex
 	ring []*Request // oldest first, at most max
 	max  int
+	// byID maps a CDP request id to its newest entry.
 	byID map[string]*Request
 	// sessions maps a session id to its tab, for the entries.
 	sessions map[string]string
@@ -75,15 +79,31 @@ func (n *netLog) list(limit int, reset bool) []Request {
 	return out
 }
 
-// add appends r, dropping the oldest past max.
+// add appends r under its key, dropping the oldest past max (and its
+// key only while the key still names it, not a newer hop).
 func (n *netLog) add(r *Request) {
 	if len(n.ring) == n.max {
-		delete(n.byID, n.ring[0].ID)
+		old := n.ring[0]
+		if n.byID[old.key] == old {
+			delete(n.byID, old.key)
+		}
 		copy(n.ring, n.ring[1:])
+		n.ring[n.max-1] = nil
 		n.ring = n.ring[:n.max-1]
 	}
 	n.ring = append(n.ring, r)
-	n.byID[r.ID] = r
+	n.byID[r.key] = r
+}
+
+// cdpResponse is the part of CDP's Network.Response the ring keeps.
+type cdpResponse struct {
+	Status   int64  `json:"status"`
+	MimeType string `json:"mimeType"`
+}
+
+func (r *Request) respond(res *cdpResponse) {
+	st, mt := res.Status, res.MimeType
+	r.Status, r.MimeType = &st, &mt
 }
 
 // onEvent records the Network events of attached sessions. It runs on
@@ -100,9 +120,10 @@ func (n *netLog) onEvent(c *conn, ev *event) {
 				URL    string `json:"url"`
 				Method string `json:"method"`
 			} `json:"request"`
-			Type     string  `json:"type"`
-			WallTime float64 `json:"wallTime"`
-			FrameID  string  `json:"frameId"`
+			Type             string       `json:"type"`
+			WallTime         float64      `json:"wallTime"`
+			FrameID          string       `json:"frameId"`
+			RedirectResponse *cdpResponse `json:"redirectResponse"`
 		}
 		if json.Unmarshal(ev.Params, &p) != nil {
 			return
@@ -111,17 +132,19 @@ func (n *netLog) onEvent(c *conn, ev *event) {
 		n.mu.Lock()
 		defer n.mu.Unlock()
 		id := p.RequestID
-		if old, ok := n.byID[id]; ok && old.URL != p.Request.URL {
-			id += "#" + p.Request.URL // a redirect reuses the id
+		if old, ok := n.byID[id]; ok {
+			// A redirect reuses the id: the hop before it ends with the
+			// redirect's response, and the id names the new hop.
+			if p.RedirectResponse != nil {
+				old.respond(p.RedirectResponse)
+			}
+			id += "#" + p.Request.URL
 		}
-		n.add(&Request{ID: id, TabID: tab, URL: p.Request.URL, Method: p.Request.Method, ResourceType: p.Type, Timestamp: p.WallTime})
+		n.add(&Request{ID: id, key: p.RequestID, TabID: tab, URL: p.Request.URL, Method: p.Request.Method, ResourceType: p.Type, Timestamp: p.WallTime})
 	case "Network.responseReceived":
 		var p struct {
-			RequestID string `json:"requestId"`
-			Response  struct {
-				Status   int64  `json:"status"`
-				MimeType string `json:"mimeType"`
-			} `json:"response"`
+			RequestID string      `json:"requestId"`
+			Response  cdpResponse `json:"response"`
 		}
 		if json.Unmarshal(ev.Params, &p) != nil {
 			return
@@ -129,8 +152,7 @@ func (n *netLog) onEvent(c *conn, ev *event) {
 		n.mu.Lock()
 		defer n.mu.Unlock()
 		if r, ok := n.byID[p.RequestID]; ok {
-			st, mt := p.Response.Status, p.Response.MimeType
-			r.Status, r.MimeType = &st, &mt
+			r.respond(&p.Response)
 		}
 	case "Network.loadingFailed":
 		var p struct {

@@ -331,3 +331,35 @@ func TestNetLogRing(t *testing.T) {
 		t.Errorf("entry: %s", b)
 	}
 }
+
+// TestNetLogRedirect: a redirect's hops share a request id. The first
+// hop ends with the redirect's response, the final response goes to the
+// last hop, and evicting an older hop keeps the id on the newer one.
+func TestNetLogRedirect(t *testing.T) {
+	n := newNetLog(2)
+	n.start()
+	c := &conn{sessions: map[string]string{"T1": "S1"}}
+	ev := func(method, params string) {
+		n.onEvent(c, &event{Method: method, Params: json.RawMessage(params), SessionID: "S1"})
+	}
+	ev("Network.requestWillBeSent", `{"requestId":"1","request":{"url":"http://x/a","method":"GET"},"type":"Document"}`)
+	ev("Network.requestWillBeSent", `{"requestId":"1","request":{"url":"http://x/b","method":"GET"},"type":"Document","redirectResponse":{"status":302,"mimeType":"text/plain"}}`)
+	ev("Network.responseReceived", `{"requestId":"1","response":{"status":200,"mimeType":"text/html"}}`)
+	got := n.list(-1, false)
+	if len(got) != 2 || got[0].URL != "http://x/b" || got[0].ID != "1#http://x/b" || got[1].URL != "http://x/a" || got[1].ID != "1" {
+		t.Fatalf("hops: %+v", got)
+	}
+	if got[1].Status == nil || *got[1].Status != 302 || *got[1].MimeType != "text/plain" {
+		t.Errorf("first hop: %+v", got[1])
+	}
+	if got[0].Status == nil || *got[0].Status != 200 || *got[0].MimeType != "text/html" {
+		t.Errorf("last hop: %+v", got[0])
+	}
+	// A third request evicts hop a; the id still names hop b.
+	ev("Network.requestWillBeSent", `{"requestId":"2","request":{"url":"http://x/c","method":"GET"},"type":"Document"}`)
+	ev("Network.loadingFailed", `{"requestId":"1","errorText":"net::ERR_ABORTED"}`)
+	got = n.list(-1, false)
+	if len(got) != 2 || got[1].URL != "http://x/b" || !got[1].Failed {
+		t.Errorf("after evicting hop a: %+v", got)
+	}
+}
