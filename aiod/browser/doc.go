@@ -42,7 +42,8 @@
 //     422 validation body. Unsupported enum value (format, history,
 //     wait_until), quality over 100, an unsupported resolution, relative
 //     upload paths: 422 validation body naming the field.
-//   - navigate: url wins over history; neither is 400; timeout is
+//   - navigate: url wins over history; neither is 400; an empty url is
+//     422; timeout is
 //     (0, 300] s; a navigation that fails at the network level (refused
 //     connection) is a success and the tab shows chrome-error://. history
 //     with no entry in that direction is 400. data is {url, frame_id}
@@ -93,7 +94,9 @@
 //   - upload: DOM.setFileInputFiles; data {files}.
 //   - config: {} or resolution null answers {resolution:null}, no change.
 //   - cookies: POST answers {count} (cookies set); a domain without a
-//     path gets path "/". GET answers a list of CDP Network.Cookie
+//     path gets path "/". Fields CDP types are checked first (422 on
+//     body.cookies): url an absolute http(s) URL, expires a number,
+//     secure and httpOnly booleans, sameSite Strict, Lax or None. GET answers a list of CDP Network.Cookie
 //     (?url= asks Chrome which cookies that URL would get; ?domain= is a
 //     substring match on the cookie's domain). DELETE answers {count}
 //     (cookies removed); name plus url or domain, or all=true; neither

@@ -343,6 +343,9 @@ func parseCookies(raw json.RawMessage) ([]map[string]any, error) {
 				return nil, fieldError("cookies", at+"."+k+" must be a string")
 			}
 		}
+		if err := checkCookieFields(c, at); err != nil {
+			return nil, err
+		}
 		u, _ := c["url"].(string)
 		d, _ := c["domain"].(string)
 		if u == "" && d == "" {
@@ -353,6 +356,48 @@ func parseCookies(raw json.RawMessage) ([]map[string]any, error) {
 		}
 	}
 	return list, nil
+}
+
+// checkCookieFields checks the fields of one cookie that CDP's
+// Network.CookieParam types, so that a client's mistake is a 422 naming
+// it rather than Chrome's refusal: url an absolute http(s) URL, expires
+// a number (seconds since the epoch), the flags booleans, sameSite one
+// of its values, the rest strings.
+func checkCookieFields(c map[string]any, at string) error {
+	for k, v := range c {
+		if v == nil {
+			continue
+		}
+		ok := true
+		switch k {
+		case "url":
+			s, isStr := v.(string)
+			u, err := url.Parse(s)
+			ok = isStr && (s == "" || err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "")
+			if !ok {
+				return fieldError("cookies", at+".url must be an absolute http or https URL")
+			}
+		case "expires":
+			_, ok = v.(float64)
+			if !ok {
+				return fieldError("cookies", at+".expires must be a number (seconds since the epoch)")
+			}
+		case "secure", "httpOnly":
+			_, ok = v.(bool)
+		case "sameSite":
+			s, _ := v.(string)
+			ok = s == "Strict" || s == "Lax" || s == "None"
+			if !ok {
+				return fieldError("cookies", at+".sameSite must be Strict, Lax or None")
+			}
+		case "domain", "path", "priority", "sourceScheme":
+			_, ok = v.(string)
+		}
+		if !ok {
+			return fieldError("cookies", at+"."+k+" has the wrong type")
+		}
+	}
+	return nil
 }
 
 func (p *Plane) setCookies(r *http.Request, in setCookiesBody) (cookieCount, error) {

@@ -215,6 +215,13 @@ func TestParseCookies(t *testing.T) {
 		{`[{"name":1,"value":"1","url":"http://x/"}]`, false, false},
 		{`{"name":"a"}`, false, false},
 		{`[]`, true, false},
+		{`[{"name":"a","value":"1","url":"not a url"}]`, false, false},
+		{`[{"name":"a","value":"1","url":"ftp://x/"}]`, false, false},
+		{`[{"name":"a","value":"1","url":"https://x/","expires":"soon"}]`, false, false},
+		{`[{"name":"a","value":"1","url":"https://x/","expires":1.9e9,"secure":true,"httpOnly":false,"sameSite":"Lax"}]`, true, false},
+		{`[{"name":"a","value":"1","domain":"x","secure":"yes"}]`, false, false},
+		{`[{"name":"a","value":"1","domain":"x","sameSite":"lax"}]`, false, false},
+		{`[{"name":"a","value":"1","domain":"x","path":5}]`, false, false},
 	} {
 		list, err := parseCookies(json.RawMessage(tc.in))
 		if (err == nil) != tc.ok {

@@ -137,6 +137,9 @@ func (p *Plane) navigate(r *http.Request, in navigateBody) (navigated, error) {
 	if in.URL == nil && in.History == nil {
 		return navigated{}, api.NewError(api.ErrInvalid, "browser: url or history is required")
 	}
+	if in.URL != nil && strings.TrimSpace(*in.URL) == "" {
+		return navigated{}, fieldError("url", "url must not be empty")
+	}
 	timeout := 30.0
 	if in.Timeout != nil {
 		if *in.Timeout <= 0 || *in.Timeout > maxNavigateTimeout {

@@ -449,6 +449,9 @@ func brSuite(t *testing.T, aiod, v, site string) {
 	brExpect(t, 200, "POST", base+"navigate", `{"history":"forward","wait_until":"load"}`)
 	brExpect(t, 200, "POST", base+"navigate", `{"history":"reload","wait_until":"networkidle"}`)
 	brExpect(t, 400, "POST", base+"navigate", `{}`)
+	if r := brExpect(t, 422, "POST", base+"navigate", `{"url":""}`); len(r.Errors) != 1 || strings.Join(r.Errors[0].Location, ".") != "body.url" {
+		t.Errorf("navigate to \"\": %s", r.raw)
+	}
 	brExpect(t, 422, "POST", base+"navigate", `{"url":"`+site+`/","wait_until":"never"}`)
 	brExpect(t, 422, "POST", base+"navigate", `{"history":"sideways"}`)
 	// R14: a refused connection is a success.
@@ -543,6 +546,12 @@ func brSuite(t *testing.T, aiod, v, site string) {
 	brExpect(t, 400, "DELETE", base+"cookies", "")
 	brExpect(t, 422, "POST", base+"cookies", `{}`)
 	brExpect(t, 422, "POST", base+"cookies", `{"cookies":[{"name":"a","value":"1"}]}`)
+	for _, bad := range []string{`"url":"not a url"`, `"url":"http://example.com/","expires":"soon"`} {
+		r = brExpect(t, 422, "POST", base+"cookies", `{"cookies":[{"name":"a","value":"1",`+bad+`}]}`)
+		if len(r.Errors) != 1 || strings.Join(r.Errors[0].Location, ".") != "body.cookies" {
+			t.Errorf("cookie with %s: %s", bad, r.raw)
+		}
+	}
 	brExpect(t, 200, "DELETE", base+"cookies?all=true", "")
 	r = brExpect(t, 200, "GET", base+"cookies", "")
 	if string(r.Data) != `[]` {
