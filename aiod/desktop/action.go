@@ -22,18 +22,18 @@ var actionTypes = []string{
 
 // Limits of the action fields.
 const (
-	maxWait        = 10.0 // seconds, one WAIT
-	maxScroll      = 100  // notches, each axis
-	maxClicks      = 3
-	maxBatch       = 50
-	maxBatchWait   = 20.0 // seconds, the WAITs of one batch together
-	maxActionText  = 1 << 20
+	maxWait       = 10.0 // seconds, one WAIT
+	maxScroll     = 100  // notches, each axis
+	maxClicks     = 3
+	maxBatch      = 50
+	maxBatchWait  = 20.0 // seconds, the WAITs of one batch together
+	maxActionText = 1 << 20
 	// maxTypedText caps TYPING without the clipboard, key by key at
 	// typeDelay (2000 × 8 ms ≈ 16 s), in one action and in a batch
 	// together: typing holds the display, and the answer must come well
 	// within aiod's one-minute wait for the worker. The clipboard path
 	// pastes up to maxActionText at once.
-	maxTypedText = 2000
+	maxTypedText   = 2000
 	maxHotkeyKeys  = 16
 	defaultButton  = "left"
 	buttonVariants = "left|right|middle"
