@@ -16,6 +16,12 @@
 // and in a batch together; longer text is a 422 (the clipboard path
 // pastes up to 1 MiB).
 //
+// Every X request waits at most 3 s for its reply: an X server that does
+// not answer (stopped, wedged) makes the routes answer 503 (capabilities
+// "absent") within about 5 s, the connection is dropped and dialled
+// again, and input is sent only after a round trip shows the server
+// answers, so none runs later when a stopped server resumes.
+//
 // Recording writes MP4 whatever save_path's name; a save_path that
 // exists and is not a regular file is a 400. A recording that ended in
 // error (ffmpeg failed: a full disk, the display gone, a stop it did not

@@ -48,7 +48,11 @@ func (w *worker) perform(ctx context.Context, a *Action) error {
 	if err != nil {
 		return w.noDisplay()
 	}
-	err = w.performX(ctx, x, a)
+	// a server that does not answer now gets no input: it would run
+	// whenever the server resumes, long after the client gave up
+	if err = x.ping(); err == nil {
+		err = w.performX(ctx, x, a)
+	}
 	var xe xgb.Error
 	switch {
 	case err == nil:

@@ -9,7 +9,9 @@ import (
 	stdlog "log"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -52,10 +54,13 @@ type worker struct {
 //go:embed openapi.json
 var openapiDoc []byte
 
+// quietXGB silences xgb's package logger once: its goroutines read it.
+var quietXGB sync.Once
+
 func newWorker(displayName, xauth, key string, log *slog.Logger) *worker {
 	// xgb's own log lines (a missing ~/.Xauthority, say) are not ours:
 	// failures reach the worker as errors, worded here.
-	xgb.Logger = stdlog.New(io.Discard, "", 0)
+	quietXGB.Do(func() { xgb.Logger = stdlog.New(io.Discard, "", 0) })
 	w := &worker{
 		displayName: displayName, xauth: xauth, key: key, log: log,
 		x:        display{name: displayName},
@@ -361,9 +366,14 @@ func (w *worker) action(rw http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	a, err := DecodeAction(body, w.screen(), []string{"body"})
+	scr := w.screen()
+	a, err := DecodeAction(body, scr, []string{"body"})
 	if err != nil {
 		api.WriteError(rw, err)
+		return
+	}
+	if scr.Width == 0 && a.Type != "WAIT" {
+		api.WriteError(rw, w.noDisplay())
 		return
 	}
 	if err := w.input.acquire(r.Context(), inputWait); err != nil {
@@ -408,9 +418,14 @@ func (w *worker) batch(rw http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	req, err := DecodeBatch(body, w.screen())
+	scr := w.screen()
+	req, err := DecodeBatch(body, scr)
 	if err != nil {
 		api.WriteError(rw, err)
+		return
+	}
+	if scr.Width == 0 && slices.ContainsFunc(req.Actions, func(a *Action) bool { return a.Type != "WAIT" }) {
+		api.WriteError(rw, w.noDisplay())
 		return
 	}
 	if err := w.input.acquire(r.Context(), inputWait); err != nil {

@@ -54,8 +54,8 @@ func (x *xconn) captureShm(scr Screen) (f frame, release func(), ok bool, err er
 			return frame{}, nil, false, nil
 		}
 	}
-	_, err = shm.GetImage(x.c, xproto.Drawable(x.root), 0, 0, uint16(scr.Width), uint16(scr.Height),
-		0xffffffff, xproto.ImageFormatZPixmap, s.seg, 0).Reply()
+	_, err = reply(x, shm.GetImage(x.c, xproto.Drawable(x.root), 0, 0, uint16(scr.Width), uint16(scr.Height),
+		0xffffffff, xproto.ImageFormatZPixmap, s.seg, 0).Reply)
 	if err != nil {
 		var xe xgb.Error
 		if errors.As(err, &xe) { // the server refuses: plain GetImage from now on
@@ -83,7 +83,7 @@ func (x *xconn) newShmLocked(n int) error {
 	}
 	seg, err := shm.NewSegId(x.c)
 	if err == nil {
-		err = shm.AttachChecked(x.c, seg, uint32(id), false).Check()
+		err = check(x, shm.AttachChecked(x.c, seg, uint32(id), false).Check)
 	}
 	_, _ = unix.SysvShmCtl(id, unix.IPC_RMID, nil) // gone once both sides detach
 	if err != nil {
@@ -106,7 +106,7 @@ func (x *xconn) freeShmLocked() {
 	if x.shm.mem == nil {
 		return
 	}
-	_ = shm.DetachChecked(x.c, x.shm.seg).Check()
+	_ = check(x, shm.DetachChecked(x.c, x.shm.seg).Check)
 	_ = unix.SysvShmDetach(x.shm.mem)
 	x.shm.mem = nil
 }

@@ -143,7 +143,7 @@ func (w *worker) setClipboard(ctx context.Context, x *xconn, text string) error 
 	if err != nil {
 		return err
 	}
-	before, err := xproto.GetSelectionOwner(x.c, sel).Reply()
+	before, err := reply(x, xproto.GetSelectionOwner(x.c, sel).Reply)
 	if err != nil {
 		return err
 	}
@@ -161,7 +161,7 @@ func (w *worker) setClipboard(ctx context.Context, x *xconn, text string) error 
 	c.cmd, c.done = cmd, done
 	deadline := time.Now().Add(3 * time.Second)
 	for {
-		r, err := xproto.GetSelectionOwner(x.c, sel).Reply()
+		r, err := reply(x, xproto.GetSelectionOwner(x.c, sel).Reply)
 		if err != nil {
 			return err
 		}

@@ -40,12 +40,12 @@ func (x *xconn) windows() ([]Window, error) {
 	}
 	managed := ids != nil
 	if !managed {
-		tree, err := xproto.QueryTree(x.c, x.root).Reply()
+		tree, err := reply(x, xproto.QueryTree(x.c, x.root).Reply)
 		if err != nil {
 			return nil, err
 		}
 		for _, w := range tree.Children {
-			if a, err := xproto.GetWindowAttributes(x.c, w).Reply(); err == nil && a.MapState == xproto.MapStateViewable {
+			if a, err := reply(x, xproto.GetWindowAttributes(x.c, w).Reply); err == nil && a.MapState == xproto.MapStateViewable {
 				ids = append(ids, w)
 			}
 		}
@@ -87,14 +87,14 @@ func (x *xconn) clientList() ([]xproto.Window, error) {
 // window reads one window's title, process, bounds and state. A window
 // that is gone is an xproto.WindowError (or DrawableError).
 func (x *xconn) window(w xproto.Window) (Window, error) {
-	g, err := xproto.GetGeometry(x.c, xproto.Drawable(w)).Reply()
+	g, err := reply(x, xproto.GetGeometry(x.c, xproto.Drawable(w)).Reply)
 	if err != nil {
 		if _, ok := err.(xproto.DrawableError); ok {
 			return Window{}, xproto.WindowError{BadValue: uint32(w)}
 		}
 		return Window{}, err
 	}
-	t, err := xproto.TranslateCoordinates(x.c, w, x.root, 0, 0).Reply()
+	t, err := reply(x, xproto.TranslateCoordinates(x.c, w, x.root, 0, 0).Reply)
 	if err != nil {
 		return Window{}, err
 	}
@@ -154,7 +154,7 @@ func latin1(b []byte) string {
 
 // exists reports whether w is a window now (GetGeometry answers).
 func (x *xconn) exists(w xproto.Window) (bool, error) {
-	_, err := xproto.GetGeometry(x.c, xproto.Drawable(w)).Reply()
+	_, err := reply(x, xproto.GetGeometry(x.c, xproto.Drawable(w)).Reply)
 	switch err.(type) {
 	case nil:
 		return true, nil
@@ -181,8 +181,8 @@ func (x *xconn) clientMessage(w xproto.Window, typ string, data ...uint32) error
 	var d [5]uint32
 	copy(d[:], data)
 	ev := xproto.ClientMessageEvent{Format: 32, Window: w, Type: a, Data: xproto.ClientMessageDataUnionData32New(d[:])}
-	return xproto.SendEventChecked(x.c, false, x.root,
-		xproto.EventMaskSubstructureRedirect|xproto.EventMaskSubstructureNotify, string(ev.Bytes())).Check()
+	return check(x, xproto.SendEventChecked(x.c, false, x.root,
+		xproto.EventMaskSubstructureRedirect|xproto.EventMaskSubstructureNotify, string(ev.Bytes())).Check)
 }
 
 // activate raises and focuses w: _NET_ACTIVE_WINDOW for the window
@@ -194,13 +194,13 @@ func (x *xconn) activate(w xproto.Window) error {
 		// stealing checks
 		return x.clientMessage(w, "_NET_ACTIVE_WINDOW", 2, 0, 0)
 	}
-	if err := xproto.MapWindowChecked(x.c, w).Check(); err != nil {
+	if err := check(x, xproto.MapWindowChecked(x.c, w).Check); err != nil {
 		return err
 	}
-	if err := xproto.ConfigureWindowChecked(x.c, w, xproto.ConfigWindowStackMode, []uint32{xproto.StackModeAbove}).Check(); err != nil {
+	if err := check(x, xproto.ConfigureWindowChecked(x.c, w, xproto.ConfigWindowStackMode, []uint32{xproto.StackModeAbove}).Check); err != nil {
 		return err
 	}
-	return xproto.SetInputFocusChecked(x.c, xproto.InputFocusPointerRoot, w, 0).Check()
+	return check(x, xproto.SetInputFocusChecked(x.c, xproto.InputFocusPointerRoot, w, 0).Check)
 }
 
 // minimize iconifies w: WM_CHANGE_STATE IconicState for the window
@@ -210,5 +210,5 @@ func (x *xconn) minimize(w xproto.Window) error {
 	if x.hasWM() {
 		return x.clientMessage(w, "WM_CHANGE_STATE", iconicState)
 	}
-	return xproto.UnmapWindowChecked(x.c, w).Check()
+	return check(x, xproto.UnmapWindowChecked(x.c, w).Check)
 }

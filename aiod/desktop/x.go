@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jezek/xgb"
@@ -37,8 +38,63 @@ type xconn struct {
 	lsb   bool // image byte order LSBFirst
 	xtest bool // the XTEST extension is there
 	dead  chan struct{}
-	atoms sync.Map // name → xproto.Atom
-	shm   shmState
+	// stalled: a reply timed out; the connection is being dropped
+	stalled atomic.Bool
+	atoms   sync.Map // name → xproto.Atom
+	shm     shmState
+}
+
+// replyWait bounds each X request's reply: a server that does not
+// answer (stopped, wedged) makes the request fail with errXTimeout
+// rather than hold the route, and the connection is dropped (see
+// display.broken) so that the next use dials again.
+const replyWait = 3 * time.Second
+
+// errXTimeout is a reply that did not come within replyWait; once one
+// has timed out, every later request on the connection fails at once.
+var errXTimeout = errors.New("the X server did not answer within 3 s")
+
+// reply runs f (one X request and the wait for its reply) within
+// replyWait. On timeout f's goroutine is left to end when the reply
+// comes or the connection closes (broken closes it), and x is marked
+// stalled.
+func reply[T any](x *xconn, f func() (T, error)) (T, error) {
+	var zero T
+	if x.stalled.Load() {
+		return zero, errXTimeout
+	}
+	type result struct {
+		v   T
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		v, err := f()
+		ch <- result{v, err}
+	}()
+	t := time.NewTimer(replyWait)
+	defer t.Stop()
+	select {
+	case r := <-ch:
+		return r.v, r.err
+	case <-t.C:
+		x.stalled.Store(true)
+		return zero, errXTimeout
+	}
+}
+
+// check is reply for a request whose reply is only its success.
+func check(x *xconn, f func() error) error {
+	_, err := reply(x, func() (struct{}, error) { return struct{}{}, f() })
+	return err
+}
+
+// ping is a round trip (GetInputFocus): input is sent only to a server
+// that answers now, so that an input whose wait timed out does not run
+// later when a stopped server resumes.
+func (x *xconn) ping() error {
+	_, err := reply(x, xproto.GetInputFocus(x.c).Reply)
+	return err
 }
 
 // errNoDisplay is the connection failure (a 503 on the wire).
@@ -101,6 +157,15 @@ func (d *display) broken(x *xconn, err error) {
 		d.cur = nil
 	}
 	d.mu.Unlock()
+	if errors.Is(err, errXTimeout) {
+		// xgb's Close waits for a round trip with the server, which does
+		// not answer: this ends when it does or the socket fails.
+		go func() {
+			x.freeShm()
+			x.c.Close()
+		}()
+		return
+	}
 	x.freeShm()
 	x.c.Close()
 }
@@ -179,7 +244,7 @@ func dialX(name string) (*xconn, error) {
 
 // size is the root window's current size (it changes with RandR).
 func (x *xconn) size() (Screen, error) {
-	g, err := xproto.GetGeometry(x.c, xproto.Drawable(x.root)).Reply()
+	g, err := reply(x, xproto.GetGeometry(x.c, xproto.Drawable(x.root)).Reply)
 	if err != nil {
 		return Screen{}, err
 	}
@@ -203,8 +268,8 @@ func (x *xconn) capture() (f frame, release func(), err error) {
 	if f, release, ok, err := x.captureShm(scr); ok {
 		return f, release, err
 	}
-	r, err := xproto.GetImage(x.c, xproto.ImageFormatZPixmap, xproto.Drawable(x.root), 0, 0,
-		uint16(scr.Width), uint16(scr.Height), 0xffffffff).Reply()
+	r, err := reply(x, xproto.GetImage(x.c, xproto.ImageFormatZPixmap, xproto.Drawable(x.root), 0, 0,
+		uint16(scr.Width), uint16(scr.Height), 0xffffffff).Reply)
 	if err != nil {
 		return frame{}, nil, err
 	}
@@ -217,7 +282,7 @@ func (x *xconn) capture() (f frame, release func(), err error) {
 
 // pointer is the pointer's position on the root window.
 func (x *xconn) pointer() (int, int, error) {
-	r, err := xproto.QueryPointer(x.c, x.root).Reply()
+	r, err := reply(x, xproto.QueryPointer(x.c, x.root).Reply)
 	if err != nil {
 		return 0, 0, err
 	}
@@ -234,7 +299,7 @@ func (x *xconn) motion(px, py int) error {
 	if !x.xtest {
 		return errNoXTest
 	}
-	return xtest.FakeInputChecked(x.c, xproto.MotionNotify, 0, 0, x.root, int16(px), int16(py), 0).Check()
+	return check(x, xtest.FakeInputChecked(x.c, xproto.MotionNotify, 0, 0, x.root, int16(px), int16(py), 0).Check)
 }
 
 // button presses (down) or releases a mouse button (1 left, 2 middle,
@@ -247,7 +312,7 @@ func (x *xconn) button(b byte, down bool) error {
 	if down {
 		t = xproto.ButtonPress
 	}
-	return xtest.FakeInputChecked(x.c, t, b, 0, x.root, 0, 0, 0).Check()
+	return check(x, xtest.FakeInputChecked(x.c, t, b, 0, x.root, 0, 0, 0).Check)
 }
 
 // atom interns name once per connection.
@@ -255,7 +320,7 @@ func (x *xconn) atom(name string) (xproto.Atom, error) {
 	if a, ok := x.atoms.Load(name); ok {
 		return a.(xproto.Atom), nil
 	}
-	r, err := xproto.InternAtom(x.c, false, uint16(len(name)), name).Reply()
+	r, err := reply(x, xproto.InternAtom(x.c, false, uint16(len(name)), name).Reply)
 	if err != nil {
 		return 0, err
 	}
@@ -270,7 +335,7 @@ func (x *xconn) property(w xproto.Window, name string, max uint32) (*xproto.GetP
 	if err != nil {
 		return nil, err
 	}
-	r, err := xproto.GetProperty(x.c, false, w, a, xproto.GetPropertyTypeAny, 0, max).Reply()
+	r, err := reply(x, xproto.GetProperty(x.c, false, w, a, xproto.GetPropertyTypeAny, 0, max).Reply)
 	if err != nil || r.Format == 0 {
 		return nil, err
 	}

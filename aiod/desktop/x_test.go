@@ -25,6 +25,13 @@ import (
 // returns its DISPLAY; it is stopped at cleanup. No Xvfb skips the test.
 func testXvfb(tb testing.TB, w, h int) string {
 	tb.Helper()
+	name, _ := testXvfbProc(tb, w, h)
+	return name
+}
+
+// testXvfbProc is testXvfb that also returns the X server's process.
+func testXvfbProc(tb testing.TB, w, h int) (string, *os.Process) {
+	tb.Helper()
 	bin, err := exec.LookPath("Xvfb")
 	if err != nil {
 		tb.Skip("Xvfb not installed (Debian package xvfb)")
@@ -42,6 +49,7 @@ func testXvfb(tb testing.TB, w, h int) string {
 	}
 	wr.Close()
 	tb.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGCONT) // a test may have stopped it
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		done := make(chan struct{})
 		go func() { _ = cmd.Wait(); close(done) }()
@@ -62,11 +70,11 @@ func testXvfb(tb testing.TB, w, h int) string {
 		if n == "" {
 			tb.Fatal("Xvfb reported no display")
 		}
-		return ":" + n
+		return ":" + n, cmd.Process
 	case <-time.After(20 * time.Second):
 		tb.Fatal("Xvfb did not start")
 	}
-	return ""
+	return "", nil
 }
 
 // testWorker is a worker on a fresh Xvfb, its handler served by
@@ -255,6 +263,13 @@ func TestMissingTools(t *testing.T) {
 // request dials the display again.
 func TestReconnect(t *testing.T) {
 	wk, srv := testWorker(t, 320, 200)
+	// another client keeps the server from resetting when the worker's
+	// connection closes (a dial during the reset is refused)
+	other, err := dialX(wk.displayName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.c.Close()
 	x, _ := wk.x.get()
 	x.c.Close()
 	<-x.dead
@@ -268,5 +283,81 @@ func TestReconnect(t *testing.T) {
 	}
 	if y, _ := wk.x.get(); y == x {
 		t.Error("the broken connection was kept")
+	}
+}
+
+// TestStoppedServer: with the X server stopped (SIGSTOP), the routes
+// answer within a few seconds (503, capabilities absent) instead of
+// hanging, input sent meanwhile never runs when the server resumes, and
+// the worker reconnects once it does.
+func TestStoppedServer(t *testing.T) {
+	name, proc := testXvfbProc(t, 320, 200)
+	wk := newWorker(name, "", "", slog.New(slog.DiscardHandler))
+	if err := wk.x.connect(); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(wk.handler(time.Second))
+	defer func() { srv.Close(); wk.close() }()
+	do := func(method, path, body string) (int, string, time.Duration) {
+		t.Helper()
+		start := time.Now()
+		req, _ := http.NewRequest(method, srv.URL+path, strings.NewReader(body))
+		resp, err := (&http.Client{Timeout: 30 * time.Second}).Do(req)
+		if err != nil {
+			t.Fatalf("%s %s: %v", method, path, err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b), time.Since(start)
+	}
+	if code, b, _ := do("POST", "/v2/computer/actions", `{"action_type":"MOVE_TO","x":10,"y":10}`); code != 200 {
+		t.Fatal(code, b)
+	}
+	// another client keeps the server from resetting (and centring the
+	// pointer) when the worker's connection closes
+	other, err := dialX(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.c.Close()
+	if err := proc.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	resumed := false
+	defer func() {
+		if !resumed {
+			_ = proc.Signal(syscall.SIGCONT)
+		}
+	}()
+	for _, r := range []struct{ method, path, body, want string }{
+		{"POST", "/v2/computer/actions", `{"action_type":"MOVE_TO","x":77,"y":77}`, "503"},
+		{"GET", "/capabilities", "", `"status":"absent"`},
+		{"GET", "/v2/computer/cursor", "", "503"},
+		{"GET", "/v2/computer/screenshot", "", "503"},
+		{"POST", "/v2/computer/actions", `{"action_type":"CLICK","x":70,"y":70}`, "503"},
+	} {
+		code, b, took := do(r.method, r.path, r.body)
+		t.Logf("%s %s: %d after %v", r.method, r.path, code, took.Round(time.Millisecond))
+		if got := strconv.Itoa(code) + " " + b; !strings.Contains(got, r.want) || took > 7*time.Second {
+			t.Errorf("%s %s with the server stopped: %s after %v", r.method, r.path, got, took)
+		}
+	}
+	if err := proc.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	resumed = true
+	var last string
+	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		code, b, _ := do("GET", "/v2/computer/cursor", "")
+		if code == 200 {
+			last = b
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no reconnect after SIGCONT: %d %s", code, b)
+		}
+	}
+	if !strings.Contains(last, `"data":{"x":10,"y":10}`) {
+		t.Errorf("input sent while the server was stopped ran when it resumed: %s", last)
 	}
 }
