@@ -335,13 +335,16 @@ func DecodeBatch(body []byte, scr Screen) (*BatchRequest, error) {
 		return nil, fieldError(loc, "actions", fmt.Sprintf("a batch holds at most %d actions, got %d", maxBatch, len(items)))
 	}
 	req := &BatchRequest{IncludeScreenshot: b.IncludeScreenshot != nil && *b.IncludeScreenshot}
-	wait, typed := 0.0, 0
+	// the WAITs are summed in whole microseconds: float sums drift (25
+	// × 0.8 s added up to 20.000000000000007)
+	var waitUS int64
+	typed := 0
 	for i, it := range items {
 		a, err := DecodeAction(it, scr, []string{"body", "actions", strconv.Itoa(i)})
 		if err != nil {
 			return nil, err
 		}
-		wait += a.Duration
+		waitUS += int64(math.Round(a.Duration * 1e6))
 		if a.Type == "TYPING" && !a.UseClipboard {
 			typed += len(a.Text)
 		}
@@ -350,8 +353,8 @@ func DecodeBatch(body []byte, scr Screen) (*BatchRequest, error) {
 	if typed > maxTypedText {
 		return nil, fieldError(loc, "actions", fmt.Sprintf("the TYPING actions of a batch with use_clipboard false type at most %d characters together, got %d; paste longer text with use_clipboard true", maxTypedText, typed))
 	}
-	if wait > maxBatchWait {
-		return nil, fieldError(loc, "actions", fmt.Sprintf("the WAIT actions of a batch last at most %g seconds together, got %g", maxBatchWait, wait))
+	if waitUS > maxBatchWait*1e6 {
+		return nil, fieldError(loc, "actions", fmt.Sprintf("the WAIT actions of a batch last at most %g seconds together, got %g", maxBatchWait, float64(waitUS)/1e6))
 	}
 	return req, nil
 }
