@@ -451,3 +451,44 @@ func TestAnswerPastLimit(t *testing.T) {
 		t.Errorf("screenshot past 32 MiB: %v", err)
 	}
 }
+
+// TestObjectGroupReleased: an element lookup resolves in an object group
+// of its own, released when the request ends (found or not).
+func TestObjectGroupReleased(t *testing.T) {
+	f := newFakeBrowser(t)
+	var mu sync.Mutex
+	var groups []string
+	hook := func(send func(any), method, session string, params json.RawMessage) (any, string, bool) {
+		var p struct {
+			ObjectGroup string `json:"objectGroup"`
+		}
+		_ = json.Unmarshal(params, &p)
+		switch method {
+		case "Runtime.evaluate":
+			mu.Lock()
+			groups = append(groups, "lookup "+p.ObjectGroup)
+			mu.Unlock()
+			return map[string]any{"result": map[string]any{"type": "object", "objectId": "O1"}}, "", true
+		case "Runtime.releaseObjectGroup":
+			mu.Lock()
+			groups = append(groups, "release "+p.ObjectGroup)
+			mu.Unlock()
+			return map[string]any{}, "", true
+		case "Runtime.callFunctionOn":
+			return map[string]any{"result": map[string]any{"type": "undefined"}}, "", true
+		}
+		return nil, "", false
+	}
+	f.answer.Store(&hook)
+	p := New(Config{CDPEndpoint: f.srv.URL})
+	defer p.Close(context.Background())
+	sel := "#x"
+	if _, err := p.click(httptest.NewRequest("POST", "/v2/browser/click", nil), elementBody{Selector: &sel}); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(groups) != 2 || groups[0] == "lookup " || "release"+groups[0][len("lookup"):] != groups[1] {
+		t.Errorf("groups %q: want a lookup in a group, then its release", groups)
+	}
+}

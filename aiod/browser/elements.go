@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"path/filepath"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/a2c-smcp/a2c-go/aiod/internal/api"
@@ -245,14 +246,30 @@ func (e elementBody) element() (element, error) {
 	return element{}, api.NewError(api.ErrInvalid, "browser: selector or ref is required")
 }
 
-// object resolves el in session s to a JS object id: a selector matching
-// nothing is a 404, a malformed one a 400.
-func (p *Plane) object(ctx context.Context, c *conn, s string, el element) (string, error) {
+// objectGroups numbers the object groups of element lookups.
+var objectGroups atomic.Int64
+
+// object resolves el in session s to a JS object id, in an object group
+// of the request's own that the caller releases with its release func
+// (the page would otherwise keep every element a lookup resolved): a
+// selector matching nothing is a 404, a malformed one a 400.
+func (p *Plane) object(ctx context.Context, c *conn, s string, el element) (string, func(), error) {
+	group := "aiod-" + strconv.FormatInt(objectGroups.Add(1), 10)
+	release := func() {
+		rctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		_ = c.call(rctx, s, "Runtime.releaseObjectGroup", map[string]any{"objectGroup": group}, nil)
+	}
+	obj, err := p.resolve(ctx, c, s, el, group)
+	return obj, release, err
+}
+
+func (p *Plane) resolve(ctx context.Context, c *conn, s string, el element, group string) (string, error) {
 	if el.ref != 0 {
 		var res struct {
 			Object remoteObject `json:"object"`
 		}
-		if err := c.call(ctx, s, "DOM.resolveNode", map[string]any{"backendNodeId": el.ref}, &res); err != nil {
+		if err := c.call(ctx, s, "DOM.resolveNode", map[string]any{"backendNodeId": el.ref, "objectGroup": group}, &res); err != nil {
 			return "", cdpFailed(err)
 		}
 		return res.Object.ObjectID, nil
@@ -260,7 +277,7 @@ func (p *Plane) object(ctx context.Context, c *conn, s string, el element) (stri
 	sel, _ := json.Marshal(el.selector)
 	var res evalResult
 	expr := "(()=>{try{return document.querySelector(" + string(sel) + ")}catch(e){return 'invalid selector'}})()"
-	if err := c.call(ctx, s, "Runtime.evaluate", map[string]any{"expression": expr}, &res); err != nil {
+	if err := c.call(ctx, s, "Runtime.evaluate", map[string]any{"expression": expr, "objectGroup": group}, &res); err != nil {
 		return "", cdpFailed(err)
 	}
 	switch {
@@ -291,7 +308,8 @@ func (p *Plane) click(r *http.Request, in elementBody) (any, error) {
 		return nil, err
 	}
 	if el.ref == 0 {
-		obj, err := p.object(ctx, c, s, el)
+		obj, release, err := p.object(ctx, c, s, el)
+		defer release()
 		if err != nil {
 			return nil, err
 		}
@@ -385,7 +403,8 @@ func (p *Plane) fill(r *http.Request, in fillBody) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	obj, err := p.object(ctx, c, s, el)
+	obj, release, err := p.object(ctx, c, s, el)
+	defer release()
 	if err != nil {
 		return nil, err
 	}
@@ -433,7 +452,8 @@ func (p *Plane) upload(r *http.Request, in uploadBody) (uploaded, error) {
 	if el.ref != 0 {
 		params["backendNodeId"] = el.ref
 	} else {
-		obj, err := p.object(ctx, c, s, el)
+		obj, release, err := p.object(ctx, c, s, el)
+		defer release()
 		if err != nil {
 			return uploaded{}, err
 		}
