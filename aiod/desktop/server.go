@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -118,9 +119,47 @@ func (w *worker) handler(bodyIdle time.Duration) http.Handler {
 	route("GET /v2/computer/accessibility", w.accessibility)
 	route("GET /v2/computer/accessibility/nodes", w.accessibility)
 	route("POST /v2/computer/record", w.recordRoute)
-	route("/", func(rw http.ResponseWriter, _ *http.Request) { api.Fail(rw, http.StatusNotFound, "Not Found", nil) })
-	return bodyProgress(bodyIdle, w.auth(mux))
+	return bodyProgress(bodyIdle, w.auth(envelopeErrors(mux)))
 }
+
+// envelopeErrors turns the mux's own plain-text 404 and 405 answers into
+// envelopes, as aiod does (its envelopeErrors): a known path with
+// another method is 405 "Method Not Allowed" with the mux's Allow
+// header, an unknown path 404 "Not Found".
+func envelopeErrors(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		next.ServeHTTP(&muxErrorWriter{ResponseWriter: rw}, r)
+	})
+}
+
+type muxErrorWriter struct {
+	http.ResponseWriter
+	swallow bool
+}
+
+func (m *muxErrorWriter) WriteHeader(code int) {
+	if (code == http.StatusNotFound || code == http.StatusMethodNotAllowed) &&
+		strings.HasPrefix(m.Header().Get("Content-Type"), "text/plain") {
+		m.swallow = true
+		m.Header().Del("X-Content-Type-Options")
+		msg := "Not Found"
+		if code == http.StatusMethodNotAllowed {
+			msg = "Method Not Allowed"
+		}
+		api.Fail(m.ResponseWriter, code, msg, nil)
+		return
+	}
+	m.ResponseWriter.WriteHeader(code)
+}
+
+func (m *muxErrorWriter) Write(b []byte) (int, error) {
+	if m.swallow {
+		return len(b), nil
+	}
+	return m.ResponseWriter.Write(b)
+}
+
+func (m *muxErrorWriter) Unwrap() http.ResponseWriter { return m.ResponseWriter }
 
 // publicPaths answer without the key.
 var publicPaths = map[string]bool{"/healthz": true, "/openapi.json": true}

@@ -617,3 +617,28 @@ func TestAiodLaunchDesktopPortTaken(t *testing.T) {
 		})
 	}
 }
+
+// TestAiodComputerUseWrongMethod: a wrong method on a computer-use route
+// answers, through aiod, what aiod answers on its own routes: 405 with
+// Allow, in the envelope.
+func TestAiodComputerUseWrongMethod(t *testing.T) {
+	x := harness.Xvfb(t, 320, 200)
+	w := duWorker(t, x.Display())
+	a := startAiod(t, []string{"AIO_COMPUTER_USE_URL=" + w.URL, "DISPLAY=" + x.Display()})
+	own := duDo(t, "GET", a.URL+"/v1/code/execute", "")
+	if own.status != 405 || own.header.Get("Allow") != "POST" {
+		t.Fatalf("aiod's own 405: %d %v %s", own.status, own.header, own.raw)
+	}
+	for _, r := range []struct{ method, path string }{
+		{"GET", "/v1/display/record"},
+		{"GET", "/v2/computer/actions"},
+		{"DELETE", "/v2/computer/record"},
+		{"GET", "/v1/browser/actions"},
+	} {
+		got := duDo(t, r.method, a.URL+r.path, "")
+		if got.status != 405 || got.header.Get("Allow") != "POST" || string(got.raw) != string(own.raw) ||
+			got.header.Get("Content-Type") != own.header.Get("Content-Type") {
+			t.Errorf("%s %s: %d Allow=%q %s; aiod answers %s", r.method, r.path, got.status, got.header.Get("Allow"), got.raw, own.raw)
+		}
+	}
+}
