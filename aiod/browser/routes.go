@@ -208,8 +208,15 @@ func (p *Plane) navigate(r *http.Request, in navigateBody) (navigated, error) {
 	return out, nil
 }
 
+// errSuperseded ends the wait of a navigation whose tab committed
+// another navigation's document meanwhile.
+var errSuperseded = errors.New("browser: the navigation was superseded by another navigation of the same tab")
+
 // navFailed words a navigation's failure; its deadline is a timeout.
 func navFailed(err error, timeout float64) error {
+	if errors.Is(err, errSuperseded) {
+		return api.NewError(api.ErrUnavailable, errSuperseded.Error()).WithHint(Hint)
+	}
 	if errors.Is(err, context.DeadlineExceeded) {
 		return api.NewError(api.ErrUnavailable, "browser: navigation timed out after "+strconv.FormatFloat(timeout, 'f', -1, 64)+" s").WithHint(Hint)
 	}
@@ -274,7 +281,15 @@ func awaitLifecycle(ctx context.Context, sub *subscriber, frame, loader, name st
 					} `json:"frame"`
 					Type string `json:"type"`
 				}
-				if loader != "" || json.Unmarshal(ev.Params, &p) != nil || p.Frame.ID != frame || p.Frame.ParentID != "" {
+				if json.Unmarshal(ev.Params, &p) != nil || p.Frame.ID != frame || p.Frame.ParentID != "" {
+					continue
+				}
+				if loader != "" {
+					if p.Frame.LoaderID != loader {
+						// Another navigation of the tab committed: this
+						// one's document will never load.
+						return errSuperseded
+					}
 					continue
 				}
 				if p.Type == "BackForwardCacheRestore" {
