@@ -29,7 +29,6 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -279,16 +278,45 @@ func (c *conn) dispatch(ev *event) {
 	if c.onEvent != nil {
 		c.onEvent(c, ev)
 	}
+	if !awaited(ev) {
+		return
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for s := range c.subs {
-		if s.session == ev.SessionID && (strings.HasPrefix(ev.Method, "Page.") || ev.Method == "Inspector.targetCrashed") {
+		if s.session == ev.SessionID {
 			select {
 			case s.ch <- *ev:
 			default: // a slow waiter loses events rather than stall the reader
 			}
 		}
 	}
+}
+
+// awaited reports whether a navigation waiting on its tab's events needs
+// ev (see awaitLifecycle): commits, same-document navigations, a crash,
+// and the lifecycle events it can wait for. Everything else a busy page
+// sends (child frames attaching and loading, paint milestones) is not
+// queued, so it cannot crowd out the main frame's load in the
+// subscriber's buffer.
+func awaited(ev *event) bool {
+	switch ev.Method {
+	case "Page.frameNavigated", "Page.navigatedWithinDocument", "Inspector.targetCrashed":
+		return true
+	case "Page.lifecycleEvent":
+		var p struct {
+			Name string `json:"name"`
+		}
+		if json.Unmarshal(ev.Params, &p) != nil {
+			return false
+		}
+		for _, n := range lifecycleNames {
+			if n != "" && n == p.Name {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // dialogTimeout bounds the answer to a JavaScript dialog.
@@ -359,8 +387,12 @@ func (c *conn) forget(session string) {
 	}
 }
 
+// subscriberBuffer is how many awaited events a subscriber holds: a page
+// of a thousand frames, each loading, fits.
+const subscriberBuffer = 4096
+
 func (c *conn) subscribe(session string) *subscriber {
-	s := &subscriber{session: session, ch: make(chan event, 256)}
+	s := &subscriber{session: session, ch: make(chan event, subscriberBuffer)}
 	c.mu.Lock()
 	c.subs[s] = struct{}{}
 	c.mu.Unlock()

@@ -47,3 +47,29 @@ func TestAwaitLifecycle(t *testing.T) {
 		})
 	}
 }
+
+// TestAwaited: only the events a navigation can wait for are queued for
+// it.
+func TestAwaited(t *testing.T) {
+	for _, tc := range []struct {
+		method, params string
+		want           bool
+	}{
+		{"Page.frameNavigated", `{}`, true},
+		{"Page.navigatedWithinDocument", `{}`, true},
+		{"Inspector.targetCrashed", `{}`, true},
+		{"Page.lifecycleEvent", `{"name":"load"}`, true},
+		{"Page.lifecycleEvent", `{"name":"DOMContentLoaded"}`, true},
+		{"Page.lifecycleEvent", `{"name":"networkIdle"}`, true},
+		{"Page.lifecycleEvent", `{"name":"firstPaint"}`, false},
+		{"Page.lifecycleEvent", `{"name":""}`, false},
+		{"Page.lifecycleEvent", `not json`, false},
+		{"Page.frameAttached", `{}`, false},
+		{"Page.frameStartedLoading", `{}`, false},
+		{"Network.requestWillBeSent", `{}`, false},
+	} {
+		if got := awaited(&event{Method: tc.method, Params: json.RawMessage(tc.params)}); got != tc.want {
+			t.Errorf("awaited(%s %s) = %v, want %v", tc.method, tc.params, got, tc.want)
+		}
+	}
+}
