@@ -131,7 +131,7 @@ func TestWorkerKey(t *testing.T) {
 	mux := http.NewServeMux()
 	p.Mount(mux)
 	for _, r := range []*http.Request{
-		httptest.NewRequest(http.MethodGet, "/v2/computer/cursor?api_key=daemon-key&x=1", nil),
+		httptest.NewRequest(http.MethodGet, "/v2/computer/cursor?api_key=daemon-key&x=1&api%5Fkey=daemon-key", nil),
 		httptest.NewRequest(http.MethodGet, "/v2/computer/info", nil),
 	} {
 		r.Header.Set("Authorization", "Bearer daemon-key")

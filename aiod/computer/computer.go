@@ -129,10 +129,8 @@ func copyHeaders(dst, src http.Header) {
 func (p *Plane) forward(w http.ResponseWriter, r *http.Request, path string) {
 	target := p.base + path
 	query := r.URL.RawQuery
-	if p.ownWorker && strings.Contains(query, "api_key") {
-		q := r.URL.Query()
-		q.Del("api_key")
-		query = q.Encode()
+	if p.ownWorker {
+		query, _ = api.SplitKey(query)
 	}
 	if query != "" {
 		target += "?" + query
@@ -148,8 +146,7 @@ func (p *Plane) forward(w http.ResponseWriter, r *http.Request, path string) {
 	}
 	copyHeaders(req.Header, r.Header)
 	if p.ownWorker {
-		req.Header.Del("X-Api-Key")
-		req.Header.Del("Authorization")
+		api.DropCredentials(req.Header)
 		p.authorize(req)
 	}
 	req.ContentLength = r.ContentLength

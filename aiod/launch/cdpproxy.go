@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/a2c-smcp/a2c-go/aiod/browser"
+	"github.com/a2c-smcp/a2c-go/aiod/internal/api"
 )
 
 // Dialer opens a connection the way the daemon reaches its programs
@@ -61,11 +62,11 @@ func NewCDPProxy(endpoint string, dial Dialer) (*CDPProxy, error) {
 				r.Out.URL.Path = "/"
 			}
 			r.Out.URL.RawPath = ""
-			r.Out.URL.RawQuery = withoutKey(r.In.URL.RawQuery)
+			// The query byte for byte but the key: /json/new?<url> takes
+			// it whole as the URL to open.
+			r.Out.URL.RawQuery, _ = api.SplitKey(r.In.URL.RawQuery)
+			api.DropCredentials(r.Out.Header)
 			r.Out.Header.Del("Origin")
-			r.Out.Header.Del("Authorization")
-			r.Out.Header.Del("X-Api-Key")
-			r.Out.Header.Del("Cookie")
 			// The answer's WebSocket URLs are rewritten for the client
 			// (see publicURLs), which needs the request it sent.
 			r.Out = r.Out.WithContext(context.WithValue(r.Out.Context(), inboundKey{}, r.In))
@@ -76,40 +77,6 @@ func NewCDPProxy(endpoint string, dial Dialer) (*CDPProxy, error) {
 		},
 	}
 	return p, nil
-}
-
-// withoutKey is a raw query without its api_key parameters, everything
-// else byte for byte: /json/new?<url> takes the whole query as a URL,
-// which re-encoding (as url.Values would) breaks. A parameter counts as
-// api_key however its name is escaped (api%5Fkey).
-func withoutKey(raw string) string {
-	if raw == "" {
-		return ""
-	}
-	parts := strings.Split(raw, "&")
-	kept := parts[:0]
-	for _, p := range parts {
-		name, _, _ := strings.Cut(p, "=")
-		if n, err := url.QueryUnescape(name); err == nil && n == "api_key" {
-			continue
-		}
-		kept = append(kept, p)
-	}
-	return strings.Join(kept, "&")
-}
-
-// onlyKey is a raw query's api_key parameters alone: what the public
-// WebSocket URLs of a /json answer carry on (the client's credential, if
-// it sent it that way), without the rest of the request's query.
-func onlyKey(raw string) string {
-	var kept []string
-	for p := range strings.SplitSeq(raw, "&") {
-		name, _, _ := strings.Cut(p, "=")
-		if n, err := url.QueryUnescape(name); err == nil && n == "api_key" {
-			kept = append(kept, p)
-		}
-	}
-	return strings.Join(kept, "&")
 }
 
 // inboundKey holds, in an outbound request's context, the client's
@@ -151,7 +118,7 @@ func publicURLs(resp *http.Response) error {
 	// The public URLs keep the client's api_key (a WebSocket client may
 	// have no other way to send it) and nothing else of its query.
 	pub := in.Clone(in.Context())
-	pub.URL.RawQuery = onlyKey(in.URL.RawQuery)
+	_, pub.URL.RawQuery = api.SplitKey(in.URL.RawQuery)
 	var v any
 	if json.Unmarshal(body, &v) == nil && rewriteWS(v, pub) {
 		var out bytes.Buffer

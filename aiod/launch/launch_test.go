@@ -193,27 +193,6 @@ func TestCDPProxy(t *testing.T) {
 	}
 }
 
-// TestCDPProxyQuery: the query reaches Chromium byte for byte but for
-// api_key (however escaped): /json/new takes it whole as the URL to open.
-func TestCDPProxyQuery(t *testing.T) {
-	for _, tc := range []struct{ in, fwd, key string }{
-		{"https://example.com/", "https://example.com/", ""},
-		{"about:blank", "about:blank", ""},
-		{"http://127.0.0.1:1/?a=1&b=%2F", "http://127.0.0.1:1/?a=1&b=%2F", ""},
-		{"api_key=K&http://h/?a=1", "http://h/?a=1", "api_key=K"},
-		{"http://h/?a=1&api%5Fkey=K", "http://h/?a=1", "api%5Fkey=K"},
-		{"api_key=K", "", "api_key=K"},
-		{"", "", ""},
-	} {
-		if got := withoutKey(tc.in); got != tc.fwd {
-			t.Errorf("withoutKey(%q) = %q, want %q", tc.in, got, tc.fwd)
-		}
-		if got := onlyKey(tc.in); got != tc.key {
-			t.Errorf("onlyKey(%q) = %q, want %q", tc.in, got, tc.key)
-		}
-	}
-}
-
 // TestCDPProxyLargeAnswer: a /json answer too large to rewrite is passed
 // on whole and unchanged, never cut.
 func TestCDPProxyLargeAnswer(t *testing.T) {

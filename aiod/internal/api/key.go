@@ -38,3 +38,33 @@ func HasKey(r *http.Request, key string) bool {
 	}
 	return false
 }
+
+// SplitKey parts a raw query into the rest, byte for byte (another
+// program may read it whole: Chromium's /json/new?<url>), and its api_key
+// parameters, however the name is escaped (api%5Fkey names it too, as
+// HasKey reads it): what a proxy forwards after it has checked the key,
+// and the credential alone.
+func SplitKey(raw string) (rest, key string) {
+	if raw == "" {
+		return "", ""
+	}
+	var kept, keys []string
+	for p := range strings.SplitSeq(raw, "&") {
+		name, _, _ := strings.Cut(p, "=")
+		if n, err := url.QueryUnescape(name); err == nil && n == "api_key" {
+			keys = append(keys, p)
+			continue
+		}
+		kept = append(kept, p)
+	}
+	return strings.Join(kept, "&"), strings.Join(keys, "&")
+}
+
+// DropCredentials removes from h every header HasKey reads a key from,
+// and cookies: what a proxy removes before it forwards a request it has
+// admitted, so the client's key goes no further.
+func DropCredentials(h http.Header) {
+	h.Del("Authorization")
+	h.Del("X-Api-Key")
+	h.Del("Cookie")
+}
