@@ -423,13 +423,21 @@ type response struct {
 }
 
 // raw sends method to session ("" = the browser) and returns the whole
-// response message, checked for a CDP error. The wait ends with ctx.
+// response message, checked for a CDP error. The wait ends with ctx,
+// or after callTimeout when ctx has no deadline (see rawN).
 func (c *conn) raw(ctx context.Context, session, method string, params any) ([]byte, error) {
 	return c.rawN(ctx, maxResult, session, method, params)
 }
 
-// rawN is raw with the answer bounded at limit bytes.
+// rawN is raw with the answer bounded at limit bytes. A ctx without a
+// deadline gets callTimeout, for the write and the wait for the answer
+// both: a hung browser never holds a call longer.
 func (c *conn) rawN(ctx context.Context, limit int64, session, method string, params any) ([]byte, error) {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, callTimeout)
+		defer cancel()
+	}
 	id := c.nextID.Add(1)
 	ch := make(chan reply, 1)
 	c.mu.Lock()
@@ -449,11 +457,8 @@ func (c *conn) rawN(ctx context.Context, limit int64, session, method string, pa
 		return nil, fmt.Errorf("cdp: encode %s: %w", method, err)
 	}
 	c.wmu.Lock()
-	if dl, ok := ctx.Deadline(); ok {
-		_ = c.ws.SetWriteDeadline(dl)
-	} else {
-		_ = c.ws.SetWriteDeadline(time.Now().Add(callTimeout))
-	}
+	dl, _ := ctx.Deadline()
+	_ = c.ws.SetWriteDeadline(dl)
 	err = c.ws.WriteMessage(websocket.TextMessage, b)
 	c.wmu.Unlock()
 	if err != nil {
@@ -614,8 +619,9 @@ func (c *conn) detachAll(ctx context.Context) {
 	}
 }
 
-// callTimeout bounds a CDP call whose caller set no deadline.
-const callTimeout = 30 * time.Second
+// callTimeout bounds a CDP call whose caller set no deadline (see
+// rawN). A variable so that a test can shorten it.
+var callTimeout = 30 * time.Second
 
 // dialWS opens the WebSocket at wsURL through dial.
 func dialWS(ctx context.Context, dial dialFunc, wsURL string) (*websocket.Conn, error) {

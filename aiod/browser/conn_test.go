@@ -492,3 +492,56 @@ func TestObjectGroupReleased(t *testing.T) {
 		t.Errorf("groups %q: want a lookup in a group, then its release", groups)
 	}
 }
+
+// TestCallTimeout: a CDP call whose caller set no deadline ends after
+// callTimeout when the browser never answers (the request's context
+// alone would hold it until the client left), as the 503 that says so.
+func TestCallTimeout(t *testing.T) {
+	defer func(d time.Duration) { callTimeout = d }(callTimeout)
+	callTimeout = 300 * time.Millisecond
+	tests := []struct {
+		name   string
+		silent string // the method the browser never answers
+		run    func(p *Plane, r *http.Request) error
+	}{
+		{"activate tab", "Target.getTargetInfo", func(p *Plane, r *http.Request) error {
+			r.SetPathValue("id", "T1")
+			_, err := p.activateTab(r, struct{}{})
+			return err
+		}},
+		{"tabs by Target.getTargets", "Target.getTargets", func(p *Plane, r *http.Request) error {
+			_, err := p.tabs(r.Context())
+			return err
+		}},
+		{"snapshot", "Accessibility.getFullAXTree", func(p *Plane, r *http.Request) error {
+			_, err := p.snapshot(r, snapshotBody{})
+			return err
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFakeBrowser(t)
+			fail := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { http.Error(w, "no", http.StatusInternalServerError) })
+			if tt.silent == "Target.getTargets" {
+				f.list.Store(&fail)
+			}
+			hook := func(send func(any), method, session string, params json.RawMessage) (any, string, bool) {
+				if method == tt.silent {
+					return fakeNoReply, "", true
+				}
+				return nil, "", false
+			}
+			f.answer.Store(&hook)
+			p := New(Config{CDPEndpoint: f.srv.URL})
+			defer p.Close(context.Background())
+			start := time.Now()
+			err := tt.run(p, httptest.NewRequest("GET", "/", nil))
+			if took := time.Since(start); took > 5*time.Second {
+				t.Errorf("took %v", took)
+			}
+			if api.Status(err) != http.StatusServiceUnavailable {
+				t.Fatalf("err = %v, want a 503", err)
+			}
+		})
+	}
+}

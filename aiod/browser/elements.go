@@ -66,8 +66,7 @@ type snapshotBody struct {
 }
 
 func (p *Plane) snapshot(r *http.Request, in snapshotBody) (*Node, error) {
-	ctx, cancel := context.WithTimeout(r.Context(), callTimeout)
-	defer cancel()
+	ctx := r.Context()
 	c, s, err := p.session(ctx, str(in.TabID))
 	if err != nil {
 		return nil, err

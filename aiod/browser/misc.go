@@ -47,8 +47,7 @@ func (p *Plane) screenshot(r *http.Request, in screenshotQuery) (*shot, error) {
 		}
 		params["format"], params["quality"] = "jpeg", q
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), callTimeout)
-	defer cancel()
+	ctx := r.Context()
 	c, s, err := p.session(ctx, "")
 	if err != nil {
 		return nil, err
@@ -180,8 +179,7 @@ func (p *Plane) config(r *http.Request, in configBody) (configured, error) {
 	if err != nil || size == nil {
 		return configured{}, err
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), callTimeout)
-	defer cancel()
+	ctx := r.Context()
 	t, err := p.target(ctx, "")
 	if err != nil {
 		return configured{}, err
@@ -289,8 +287,7 @@ func (p *Plane) activateTab(r *http.Request, _ struct{}) (Tab, error) {
 // that id alone, so no other tab's content can make it fail.
 func (p *Plane) closeTab(r *http.Request, _ struct{}) (Tab, error) {
 	id := r.PathValue("id")
-	ctx, cancel := context.WithTimeout(r.Context(), callTimeout)
-	defer cancel()
+	ctx := r.Context()
 	t, c, err := p.tabInfo(ctx, id)
 	if err != nil {
 		return Tab{}, err
@@ -405,8 +402,7 @@ func (p *Plane) setCookies(r *http.Request, in setCookiesBody) (cookieCount, err
 	if err != nil {
 		return cookieCount{}, err
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), callTimeout)
-	defer cancel()
+	ctx := r.Context()
 	c, err := p.browserConn(ctx)
 	if err != nil {
 		return cookieCount{}, err
@@ -448,8 +444,7 @@ func cookieDomain(raw json.RawMessage) (name, domain string) {
 }
 
 func (p *Plane) cookies(r *http.Request, in cookiesQuery) ([]json.RawMessage, error) {
-	ctx, cancel := context.WithTimeout(r.Context(), callTimeout)
-	defer cancel()
+	ctx := r.Context()
 	var list []json.RawMessage
 	if in.URL != nil && *in.URL != "" {
 		c, s, err := p.session(ctx, "")
@@ -496,8 +491,7 @@ func (p *Plane) deleteCookies(r *http.Request, in deleteCookiesQuery) (cookieCou
 	if !all && (in.Name == nil || (in.URL == nil && in.Domain == nil)) {
 		return cookieCount{}, api.NewError(api.ErrInvalid, "browser: give name and url or domain, or all=true")
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), callTimeout)
-	defer cancel()
+	ctx := r.Context()
 	if all {
 		c, err := p.browserConn(ctx)
 		if err != nil {
