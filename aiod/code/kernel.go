@@ -55,7 +55,7 @@ type kernel struct {
 	ctx     context.Context
 	cancel  context.CancelFunc
 	exited  chan struct{}
-	stderr  tail
+	stderr  *child.Tail // the last 4 KiB of the kernel's stderr
 
 	shell, control, stdin, iopub, hb zmq4.Socket
 
@@ -97,28 +97,6 @@ func (b *mailbox) take() []routed {
 	m := b.msgs
 	b.msgs = nil
 	return m
-}
-
-// tail keeps the last 4 KiB written to it (the kernel's stderr).
-type tail struct {
-	mu  sync.Mutex
-	buf []byte
-}
-
-func (t *tail) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	t.buf = append(t.buf, p...)
-	if len(t.buf) > 4096 {
-		t.buf = t.buf[len(t.buf)-4096:]
-	}
-	t.mu.Unlock()
-	return len(p), nil
-}
-
-func (t *tail) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return string(t.buf)
 }
 
 // errKernelStart is the kind of a kernel that did not come up.
@@ -293,7 +271,7 @@ func startKernel(ctx context.Context, spec kernelSpec) (*kernel, error) {
 	_, _ = rand.Read(kb)
 	kctx, cancel := context.WithCancel(context.Background())
 	k := &kernel{spec: spec, key: []byte(hex.EncodeToString(kb)), session: newID(), ctx: kctx, cancel: cancel,
-		exited: make(chan struct{}), boxes: map[string]*mailbox{}}
+		exited: make(chan struct{}), boxes: map[string]*mailbox{}, stderr: child.NewTail(4096)}
 	file, dials, err := k.prepare()
 	if err != nil {
 		k.kill()
@@ -301,7 +279,7 @@ func startKernel(ctx context.Context, spec kernelSpec) (*kernel, error) {
 	}
 	k.cmd = exec.Command(spec.python, "-m", "ipykernel_launcher", "-f", file,
 		"--InteractiveShell.colors=NoColor", "--HistoryManager.enabled=False")
-	k.cmd.Dir, k.cmd.Env, k.cmd.Stderr, k.cmd.WaitDelay = spec.cwd, spec.env, &k.stderr, time.Second
+	k.cmd.Dir, k.cmd.Env, k.cmd.Stderr, k.cmd.WaitDelay = spec.cwd, spec.env, k.stderr, time.Second
 	k.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: spec.cred}
 	if err := child.Start(k.cmd, spec.sb.Wrap(k.cmd, k.cmd.Start)); err != nil {
 		close(k.exited)

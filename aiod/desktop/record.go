@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/a2c-smcp/a2c-go/aiod/internal/api"
+	"github.com/a2c-smcp/a2c-go/aiod/internal/child"
 )
 
 // Recording limits and defaults (digest §2.2).
@@ -84,7 +85,7 @@ type recording struct {
 
 // failureOf words how ffmpeg ended for the client, "" for a normal end:
 // exit 0 (max_duration reached) or, after stop's SIGINT, 255.
-func failureOf(err error, interrupted bool, stderr string) string {
+func failureOf(err error, interrupted bool, stderr *child.Tail) string {
 	if err == nil {
 		return ""
 	}
@@ -98,20 +99,14 @@ func failureOf(err error, interrupted bool, stderr string) string {
 		}
 	}
 	msg := "the recording failed: ffmpeg " + err.Error()
-	if line := lastLine(stderr); line != "" {
+	if lines := stderr.LastLines(1); len(lines) == 1 {
+		line := lines[0]
+		if len(line) > 300 {
+			line = strings.ToValidUTF8(line[:300], "")
+		}
 		msg += ": " + line
 	}
 	return msg
-}
-
-// lastLine is the last non-empty line of s, at most 300 bytes.
-func lastLine(s string) string {
-	lines := strings.Split(strings.TrimSpace(s), "\n")
-	l := strings.TrimSpace(lines[len(lines)-1])
-	if len(l) > 300 {
-		l = strings.ToValidUTF8(l[:300], "")
-	}
-	return l
 }
 
 // progress reads ffmpeg's -progress reports (key=value lines) and keeps
@@ -236,7 +231,7 @@ func (w *worker) startRecording(req RecordRequest) (RecordState, error) {
 		"-vf", "scale=trunc(iw/2)*2:trunc(ih/2)*2", "-movflags", "+faststart", "-f", "mp4", "-y", path}
 	cmd := exec.Command(w.ffmpeg.path, args...)
 	cmd.Env = w.childEnv
-	logBuf := &syncBuffer{limit: 16 << 10}
+	logBuf := child.NewTail(16 << 10)
 	rec := &recording{cmd: cmd, done: make(chan struct{}), path: path}
 	cmd.Stdout, cmd.Stderr = &rec.recorded, logBuf
 	cmd.SysProcAttr = childAttr()
@@ -251,9 +246,9 @@ func (w *worker) startRecording(req RecordRequest) (RecordState, error) {
 	rec.start = time.Now()
 	go func() { // the owner of ffmpeg's exit: ends when ffmpeg does
 		err := cmd.Wait()
-		rec.failure = failureOf(err, rec.interrupted.Load(), logBuf.String())
+		rec.failure = failureOf(err, rec.interrupted.Load(), logBuf)
 		if rec.failure != "" {
-			w.log.Warn("recording failed", "save_path", path, "error", exitText(err), "stderr", strings.TrimSpace(logBuf.String()))
+			w.log.Warn("recording failed", "save_path", path, "error", child.ExitText(err), "stderr", strings.TrimSpace(logBuf.String()))
 		} else if out := strings.TrimSpace(logBuf.String()); out != "" {
 			w.log.Info("recording ended", "save_path", path, "stderr", out)
 		}
@@ -361,33 +356,4 @@ func closed(c chan struct{}) bool {
 	default:
 		return false
 	}
-}
-
-// syncBuffer keeps the first limit bytes a program writes; the program's
-// copying goroutine writes while a request may read.
-type syncBuffer struct {
-	mu    sync.Mutex
-	c     capped
-	limit int
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.c.limit = b.limit
-	return b.c.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.c.buf.String()
-}
-
-// exitText is how a Wait result reads in the log.
-func exitText(err error) string {
-	if err == nil {
-		return "exit status 0"
-	}
-	return err.Error()
 }

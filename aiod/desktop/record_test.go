@@ -2,6 +2,7 @@ package desktop
 
 import (
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http"
@@ -11,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/a2c-smcp/a2c-go/aiod/internal/child"
 )
 
 // TestProgress: the recording's duration is ffmpeg's latest out_time_us,
@@ -86,7 +89,7 @@ func TestRecordSavePathNotRegular(t *testing.T) {
 func TestRecordFailure(t *testing.T) {
 	wk, srv := testWorker(t, 320, 200)
 	dir := t.TempDir()
-	logs := &syncBuffer{limit: 1 << 20}
+	logs := child.NewTail(1 << 20)
 	wk.log = slog.New(slog.NewTextHandler(logs, nil))
 	post := func(body string) map[string]any {
 		t.Helper()
@@ -138,5 +141,29 @@ func TestRecordFailure(t *testing.T) {
 	post(`{"action":"start","save_path":"` + filepath.Join(dir, "ok.mp4") + `"}`)
 	if d := post(`{"action":"stop"}`); d["status"] != "stopped" || d["error"] != nil {
 		t.Errorf("stop: %v", d)
+	}
+}
+
+// TestFailureOfQuotesLastLine: ffmpeg's last line is quoted however much
+// it wrote before it (the buffer keeps the end, not the start).
+func TestFailureOfQuotesLastLine(t *testing.T) {
+	tests := []struct {
+		name   string
+		output string
+		want   string
+	}{
+		{"no output", "", "the recording failed: ffmpeg boom"},
+		{"last line", "a\nb\n\n", "the recording failed: ffmpeg boom: b"},
+		{"after 16 KiB", strings.Repeat("noise line\n", 4000) + "Cannot open display\n", "the recording failed: ffmpeg boom: Cannot open display"},
+		{"long line capped", strings.Repeat("x", 400), "the recording failed: ffmpeg boom: " + strings.Repeat("x", 300)},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			tl := child.NewTail(16 << 10)
+			_, _ = tl.Write([]byte(tc.output))
+			if got := failureOf(errors.New("boom"), false, tl); got != tc.want {
+				t.Errorf("failureOf = %q, want %q", got, tc.want)
+			}
+		})
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/a2c-smcp/a2c-go/aiod/internal/child"
 )
 
 // TestToolFailure: a program that fails is a 503 naming it, its
@@ -21,7 +23,7 @@ func TestToolFailure(t *testing.T) {
 		t.Fatal(err)
 	}
 	wk.xdotool.path = fake
-	logs := &syncBuffer{limit: 1 << 20}
+	logs := child.NewTail(1 << 20)
 	wk.log = slog.New(slog.NewTextHandler(logs, nil))
 	for _, body := range []string{`{"action_type":"PRESS","key":"a"}`, `{"action_type":"TYPING","text":"hunter2","use_clipboard":false}`} {
 		resp, err := http.Post(srv.URL+"/v2/computer/actions", "application/json", strings.NewReader(body))

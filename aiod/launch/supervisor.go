@@ -68,7 +68,7 @@ type Supervisor struct {
 	log  *slog.Logger
 	stop context.CancelFunc
 	done chan struct{}
-	tail *tailBuffer
+	tail *child.Tail
 
 	mu       sync.Mutex
 	cmd      *exec.Cmd // the running instance, nil between two
@@ -98,7 +98,7 @@ func Start(ctx context.Context, p Program) (*Supervisor, error) {
 	}
 	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	s := &Supervisor{p: p, log: p.Logger.With("program", p.Name), stop: cancel, done: make(chan struct{}),
-		tail: newTail(16 << 10), kick: make(chan struct{}, 1)}
+		tail: child.NewTail(16 << 10), kick: make(chan struct{}, 1)}
 	exited, err := s.startOnce(rctx)
 	if err == nil {
 		err = s.awaitReady(ctx, exited, p.ReadyTimeout)
@@ -154,7 +154,7 @@ func (s *Supervisor) startOnce(ctx context.Context) (<-chan error, error) {
 	if s.p.Started != nil {
 		if err := s.p.Started(ctx, cmd); err != nil {
 			s.end(exited)
-			return nil, fmt.Errorf("%s: %w%s", s.p.Name, err, s.tail.lastLines(3))
+			return nil, fmt.Errorf("%s: %w%s", s.p.Name, err, s.lastLines(3))
 		}
 	}
 	return exited, nil
@@ -184,9 +184,9 @@ func (s *Supervisor) awaitReady(ctx context.Context, exited <-chan error, timeou
 			s.cmd = nil
 			s.mu.Unlock()
 			s.reaped()
-			return fmt.Errorf("%s exited before it was ready (%v)%s", s.p.Name, exitText(err), s.tail.lastLines(3))
+			return fmt.Errorf("%s exited before it was ready (%v)%s", s.p.Name, child.ExitText(err), s.lastLines(3))
 		case <-ctx.Done():
-			return fmt.Errorf("%s was not ready within %s: %w%s", s.p.Name, timeout, last, s.tail.lastLines(3))
+			return fmt.Errorf("%s was not ready within %s: %w%s", s.p.Name, timeout, last, s.lastLines(3))
 		case <-t.C:
 		}
 	}
@@ -216,8 +216,8 @@ func (s *Supervisor) run(ctx context.Context, exited <-chan error) {
 			if time.Since(began) > steadyRun {
 				backoff = minBackoff
 			}
-			s.log.Warn("launch: program exited; restarting", "pid", pid, "exit", exitText(err), "in", backoff,
-				"output", strings.TrimSpace(s.tail.lastLines(1)))
+			s.log.Warn("launch: program exited; restarting", "pid", pid, "exit", child.ExitText(err), "in", backoff,
+				"output", strings.Join(s.tail.LastLines(1), ""))
 		}
 		select {
 		case <-ctx.Done():
@@ -360,54 +360,12 @@ func (s *Supervisor) Stop(ctx context.Context) error {
 	}
 }
 
-// Output is the end of what the program wrote (standard output and
-// error, at most 16 KiB).
-func (s *Supervisor) Output() string { return s.tail.String() }
-
-// exitText is how a Wait result reads in a log.
-func exitText(err error) string {
-	if err == nil {
-		return "exit status 0"
-	}
-	return err.Error()
-}
-
-// tailBuffer keeps the last n bytes written to it.
-type tailBuffer struct {
-	mu  sync.Mutex
-	n   int
-	buf []byte
-}
-
-func newTail(n int) *tailBuffer { return &tailBuffer{n: n} }
-
-func (t *tailBuffer) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.buf = append(t.buf, p...)
-	if len(t.buf) > t.n {
-		t.buf = append(t.buf[:0], t.buf[len(t.buf)-t.n:]...)
-	}
-	return len(p), nil
-}
-
-func (t *tailBuffer) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return string(t.buf)
-}
-
-// lastLines is the last n non-empty lines, as ": a | b", or "".
-func (t *tailBuffer) lastLines(n int) string {
-	var keep []string
-	lines := strings.Split(t.String(), "\n")
-	for i := len(lines) - 1; i >= 0 && len(keep) < n; i-- {
-		if l := strings.TrimSpace(lines[i]); l != "" {
-			keep = append([]string{l}, keep...)
-		}
-	}
-	if len(keep) == 0 {
+// lastLines is the program's last n non-empty output lines, as
+// ": a | b", or "" when it wrote none.
+func (s *Supervisor) lastLines(n int) string {
+	lines := s.tail.LastLines(n)
+	if len(lines) == 0 {
 		return ""
 	}
-	return ": " + strings.Join(keep, " | ")
+	return ": " + strings.Join(lines, " | ")
 }
