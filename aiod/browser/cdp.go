@@ -278,11 +278,18 @@ func (c *conn) dispatch(ev *event) {
 	if c.onEvent != nil {
 		c.onEvent(c, ev)
 	}
-	if !awaited(ev) {
-		return
-	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	watched := false
+	for s := range c.subs {
+		if s.session == ev.SessionID {
+			watched = true
+			break
+		}
+	}
+	if !watched || !awaited(ev) {
+		return
+	}
 	for s := range c.subs {
 		if s.session == ev.SessionID {
 			select {
@@ -298,7 +305,8 @@ func (c *conn) dispatch(ev *event) {
 // and the lifecycle events it can wait for. Everything else a busy page
 // sends (child frames attaching and loading, paint milestones) is not
 // queued, so it cannot crowd out the main frame's load in the
-// subscriber's buffer.
+// subscriber's buffer. The reader asks only for an event of a session
+// that a navigation waits on.
 func awaited(ev *event) bool {
 	switch ev.Method {
 	case "Page.frameNavigated", "Page.navigatedWithinDocument", "Inspector.targetCrashed":
@@ -307,17 +315,22 @@ func awaited(ev *event) bool {
 		var p struct {
 			Name string `json:"name"`
 		}
-		if json.Unmarshal(ev.Params, &p) != nil {
-			return false
-		}
-		for _, n := range lifecycleNames {
-			if n != "" && n == p.Name {
-				return true
-			}
-		}
+		return json.Unmarshal(ev.Params, &p) == nil && awaitedLifecycle[p.Name]
 	}
 	return false
 }
+
+// awaitedLifecycle is the set of lifecycle event names a navigation can
+// wait for: the values of lifecycleNames but commit's "".
+var awaitedLifecycle = func() map[string]bool {
+	m := map[string]bool{}
+	for _, n := range lifecycleNames {
+		if n != "" {
+			m[n] = true
+		}
+	}
+	return m
+}()
 
 // dialogTimeout bounds the answer to a JavaScript dialog.
 const dialogTimeout = 5 * time.Second
