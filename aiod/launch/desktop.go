@@ -46,15 +46,26 @@ func StartDisplay(ctx context.Context, o DisplayOptions) (*Supervisor, int, erro
 	}
 	var lastErr error
 	for n := FirstDisplay; n < FirstDisplay+displayTries; n++ {
-		var report *os.File // the read end of this start's -displayfd pipe
+		// This start's -displayfd pipe: r is read here, w is Xvfb's fd 3.
+		// A start that fails before Started (the exec, the sandbox) leaves
+		// both open: the next Command and a failed Start close them.
+		var r, w *os.File
+		closePipe := func() {
+			for _, f := range []*os.File{r, w} {
+				if f != nil {
+					_ = f.Close()
+				}
+			}
+			r, w = nil, nil
+		}
 		p := Program{
 			Name: "Xvfb", Logger: o.Logger, Sandboxed: o.Sandboxed, Start: o.Start, Grace: 3 * time.Second, ReadyTimeout: 20 * time.Second,
 			Command: func() (*exec.Cmd, error) {
-				r, w, err := os.Pipe()
-				if err != nil {
+				closePipe()
+				var err error
+				if r, w, err = os.Pipe(); err != nil {
 					return nil, err
 				}
-				report = r
 				cmd := exec.Command(bin, ":"+strconv.Itoa(n), "-screen", "0", fmt.Sprintf("%dx%dx24", o.Width, o.Height),
 					"-nolisten", "tcp", "-displayfd", "3")
 				cmd.ExtraFiles = []*os.File{w}
@@ -63,15 +74,17 @@ func StartDisplay(ctx context.Context, o DisplayOptions) (*Supervisor, int, erro
 				return cmd, nil
 			},
 			Started: func(ctx context.Context, cmd *exec.Cmd) error {
-				cmd.ExtraFiles[0].Close()
-				defer report.Close()
-				return awaitDisplay(ctx, report, n, 20*time.Second)
+				_ = w.Close() // Xvfb has its copy
+				w = nil
+				defer closePipe()
+				return awaitDisplay(ctx, r, n, 20*time.Second)
 			},
 		}
 		s, err := Start(ctx, p)
 		if err == nil {
 			return s, n, nil
 		}
+		closePipe()
 		lastErr = err
 		if ctx.Err() != nil {
 			break

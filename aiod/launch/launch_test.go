@@ -254,3 +254,30 @@ func TestSupervisorForgetsReapedPID(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestStartDisplayClosesPipeOnStartFailure: a start that fails before
+// Xvfb runs closes both ends of its -displayfd pipe (20 tries used to
+// leave 40 descriptors behind).
+func TestStartDisplayClosesPipeOnStartFailure(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "Xvfb"), []byte("#!/bin/sh\nexit 1\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", dir)
+	countFDs := func() int {
+		ents, err := os.ReadDir("/proc/self/fd")
+		if err != nil {
+			t.Skip("no /proc/self/fd:", err)
+		}
+		return len(ents)
+	}
+	before := countFDs()
+	failing := func(*exec.Cmd) func() error { return func() error { return errors.New("refused") } }
+	_, _, err := StartDisplay(context.Background(), DisplayOptions{Width: 64, Height: 64, Start: failing})
+	if err == nil || !strings.Contains(err.Error(), "refused") {
+		t.Fatalf("StartDisplay = %v, want the start's error", err)
+	}
+	if after := countFDs(); after > before {
+		t.Errorf("%d descriptors open after, %d before: the pipes leaked", after, before)
+	}
+}
