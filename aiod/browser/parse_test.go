@@ -1,6 +1,7 @@
 package browser
 
 import (
+	"bytes"
 	"crypto/tls"
 	"encoding/base64"
 	"encoding/json"
@@ -132,6 +133,12 @@ func TestCDPURL(t *testing.T) {
 	}
 }
 
+// decodeJSON runs jsonBody on a request whose body is b.
+func decodeJSON[In any](b []byte, in *In) error {
+	r := httptest.NewRequest("POST", "/v2/browser/x", bytes.NewReader(b))
+	return jsonBody(httptest.NewRecorder(), r, in)
+}
+
 func TestDecodeJSON(t *testing.T) {
 	for _, tc := range []struct {
 		body string
@@ -144,17 +151,18 @@ func TestDecodeJSON(t *testing.T) {
 		{`{"selector":`, api.ErrInvalid, false},
 		{`{"selector":5}`, nil, true},
 		{`[]`, nil, true},
+		{`{"selector":"` + strings.Repeat("x", api.MaxJSONBody) + `"}`, api.ErrTooLarge, false},
 	} {
 		var in elementBody
 		err := decodeJSON([]byte(tc.body), &in)
 		var se *serde.Error
 		switch {
 		case tc.kind != nil && !errors.Is(err, tc.kind):
-			t.Errorf("%q: %v, want %v", tc.body, err, tc.kind)
+			t.Errorf("%q: %v, want %v", cut(tc.body, 40), err, tc.kind)
 		case tc.ser && !errors.As(err, &se):
-			t.Errorf("%q: %v, want a serde error", tc.body, err)
+			t.Errorf("%q: %v, want a serde error", cut(tc.body, 40), err)
 		case tc.kind == nil && !tc.ser && err != nil:
-			t.Errorf("%q: %v", tc.body, err)
+			t.Errorf("%q: %v", cut(tc.body, 40), err)
 		}
 	}
 	var f fillBody

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -48,33 +47,22 @@ func message[T any](msg string) func(w http.ResponseWriter, r *http.Request, out
 	return func(w http.ResponseWriter, _ *http.Request, out T) { api.OKMessage(w, msg, out) }
 }
 
-// jsonBody decodes a JSON body: a body that is not JSON is a 400 (the
-// published plane's rule), a field of the wrong type or a missing
-// required one the 422 validation body.
+// jsonBody decodes a JSON body with the daemon's reader (api.DecodeBody:
+// 413 past api.MaxJSONBody, a missing body reads as {}): a body that is
+// not JSON is a 400 (the published plane's rule), a field of the wrong
+// type or a missing required one the 422 validation body.
 func jsonBody[In any](w http.ResponseWriter, r *http.Request, in *In) error {
-	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, api.MaxJSONBody))
-	if err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			return api.NewError(api.ErrTooLarge, "Request body too large")
-		}
-		return api.NewError(api.ErrInvalid, "browser: could not read the request body")
-	}
-	return decodeJSON(b, in)
+	return notJSON(api.DecodeBody(w, r, in, nil))
 }
 
-// decodeJSON is jsonBody's decoding of b.
-func decodeJSON[In any](b []byte, in *In) error {
-	if len(strings.TrimSpace(string(b))) == 0 {
-		b = []byte("{}")
-	}
-	if !json.Valid(b) {
+// notJSON words a body that did not parse as JSON as the plane's 400;
+// any other error passes.
+func notJSON(err error) error {
+	var se *serde.Error
+	if errors.As(err, &se) && se.Type == serde.TypeJSONDecode {
 		return api.NewError(api.ErrInvalid, "browser: the request body is not JSON")
 	}
-	if se := serde.DecodeInto(b, in); se != nil {
-		return se
-	}
-	return nil
+	return err
 }
 
 // fieldError is the 422 validation body for one body field.
