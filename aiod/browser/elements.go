@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/a2c-smcp/a2c-go/aiod/internal/api"
+	"github.com/a2c-smcp/a2c-go/aiod/internal/serde"
 )
 
 // Snapshot limits: a tree past them is cut and its root says so
@@ -430,11 +431,11 @@ type uploaded struct {
 
 func (p *Plane) upload(r *http.Request, in uploadBody) (uploaded, error) {
 	if len(in.Paths) == 0 {
-		return uploaded{}, fieldError("paths", "paths must name at least one file")
+		return uploaded{}, serde.ValueError("paths must name at least one file", "body", "paths")
 	}
 	for _, f := range in.Paths {
 		if !filepath.IsAbs(f) {
-			return uploaded{}, fieldError("paths", "paths must be absolute: "+f)
+			return uploaded{}, serde.ValueError("paths must be absolute: "+f, "body", "paths")
 		}
 	}
 	el, err := elementBody{Selector: in.Selector, Ref: in.Ref}.element()

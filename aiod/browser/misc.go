@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/a2c-smcp/a2c-go/aiod/internal/api"
+	"github.com/a2c-smcp/a2c-go/aiod/internal/serde"
 )
 
 // --- screenshot
@@ -41,7 +42,7 @@ func (p *Plane) screenshot(r *http.Request, in screenshotQuery) (*shot, error) {
 		q := uint64(85)
 		if in.Quality != nil {
 			if *in.Quality > 100 {
-				return nil, queryError("quality", "quality must be between 0 and 100")
+				return nil, serde.ValueError("quality must be between 0 and 100", "query", "quality")
 			}
 			q = *in.Quality
 		}
@@ -160,7 +161,7 @@ func parseResolution(raw json.RawMessage) (*Size, error) {
 		Height *int64 `json:"height"`
 	}
 	if err := json.Unmarshal(raw, &v); err != nil || v.Width == nil || v.Height == nil {
-		return nil, fieldError("resolution", "resolution must be an object {width, height} of integers")
+		return nil, serde.ValueError("resolution must be an object {width, height} of integers", "body", "resolution")
 	}
 	for _, s := range Resolutions {
 		if s.Width == *v.Width && s.Height == *v.Height {
@@ -171,7 +172,7 @@ func parseResolution(raw json.RawMessage) (*Size, error) {
 	for i, s := range Resolutions {
 		names[i] = fmt.Sprintf("%dx%d", s.Width, s.Height)
 	}
-	return nil, fieldError("resolution", fmt.Sprintf("unsupported resolution %dx%d; supported: %s", *v.Width, *v.Height, strings.Join(names, ", ")))
+	return nil, serde.ValueError(fmt.Sprintf("unsupported resolution %dx%d; supported: %s", *v.Width, *v.Height, strings.Join(names, ", ")), "body", "resolution")
 }
 
 func (p *Plane) config(r *http.Request, in configBody) (configured, error) {
@@ -214,12 +215,12 @@ type cdpBody struct {
 
 func (p *Plane) rawCDP(r *http.Request, in cdpBody) (json.RawMessage, error) {
 	if in.Method == "" {
-		return nil, fieldError("method", "method must not be empty")
+		return nil, serde.ValueError("method must not be empty", "body", "method")
 	}
 	var params any = json.RawMessage("{}")
 	if len(in.Params) > 0 && string(in.Params) != "null" {
 		if in.Params[0] != '{' {
-			return nil, fieldError("params", "params must be an object")
+			return nil, serde.ValueError("params must be an object", "body", "params")
 		}
 		params = in.Params
 	}
@@ -331,13 +332,13 @@ type cookieCount struct {
 func parseCookies(raw json.RawMessage) ([]map[string]any, error) {
 	var list []map[string]any
 	if err := json.Unmarshal(raw, &list); err != nil {
-		return nil, fieldError("cookies", "cookies must be a list of objects")
+		return nil, serde.ValueError("cookies must be a list of objects", "body", "cookies")
 	}
 	for i, c := range list {
 		at := "cookies[" + strconv.Itoa(i) + "]"
 		for _, k := range []string{"name", "value"} {
 			if _, ok := c[k].(string); !ok {
-				return nil, fieldError("cookies", at+"."+k+" must be a string")
+				return nil, serde.ValueError(at+"."+k+" must be a string", "body", "cookies")
 			}
 		}
 		if err := checkCookieFields(c, at); err != nil {
@@ -346,7 +347,7 @@ func parseCookies(raw json.RawMessage) ([]map[string]any, error) {
 		u, _ := c["url"].(string)
 		d, _ := c["domain"].(string)
 		if u == "" && d == "" {
-			return nil, fieldError("cookies", at+" needs a url or a domain")
+			return nil, serde.ValueError(at+" needs a url or a domain", "body", "cookies")
 		}
 		if _, ok := c["path"]; !ok && u == "" {
 			c["path"] = "/"
@@ -372,12 +373,12 @@ func checkCookieFields(c map[string]any, at string) error {
 			u, err := url.Parse(s)
 			ok = isStr && (s == "" || err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "")
 			if !ok {
-				return fieldError("cookies", at+".url must be an absolute http or https URL")
+				return serde.ValueError(at+".url must be an absolute http or https URL", "body", "cookies")
 			}
 		case "expires":
 			_, ok = v.(float64)
 			if !ok {
-				return fieldError("cookies", at+".expires must be a number (seconds since the epoch)")
+				return serde.ValueError(at+".expires must be a number (seconds since the epoch)", "body", "cookies")
 			}
 		case "secure", "httpOnly":
 			_, ok = v.(bool)
@@ -385,13 +386,13 @@ func checkCookieFields(c map[string]any, at string) error {
 			s, _ := v.(string)
 			ok = s == "Strict" || s == "Lax" || s == "None"
 			if !ok {
-				return fieldError("cookies", at+".sameSite must be Strict, Lax or None")
+				return serde.ValueError(at+".sameSite must be Strict, Lax or None", "body", "cookies")
 			}
 		case "domain", "path", "priority", "sourceScheme":
 			_, ok = v.(string)
 		}
 		if !ok {
-			return fieldError("cookies", at+"."+k+" has the wrong type")
+			return serde.ValueError(at+"."+k+" has the wrong type", "body", "cookies")
 		}
 	}
 	return nil

@@ -65,16 +65,6 @@ func notJSON(err error) error {
 	return err
 }
 
-// fieldError is the 422 validation body for one body field.
-func fieldError(field, msg string) error {
-	return &serde.Error{Location: []string{"body", field}, Message: msg, Type: serde.TypeValue}
-}
-
-// queryError is the 422 validation body for one query parameter.
-func queryError(field, msg string) error {
-	return &serde.Error{Location: []string{"query", field}, Message: msg, Type: serde.TypeValue}
-}
-
 func (p *Plane) serveInfo(w http.ResponseWriter, r *http.Request, v1 bool) {
 	info, err := p.Info(r.Context(), r, v1)
 	if err != nil {
@@ -126,12 +116,12 @@ func (p *Plane) navigate(r *http.Request, in navigateBody) (navigated, error) {
 		return navigated{}, api.NewError(api.ErrInvalid, "browser: url or history is required")
 	}
 	if in.URL != nil && strings.TrimSpace(*in.URL) == "" {
-		return navigated{}, fieldError("url", "url must not be empty")
+		return navigated{}, serde.ValueError("url must not be empty", "body", "url")
 	}
 	timeout := 30.0
 	if in.Timeout != nil {
 		if *in.Timeout <= 0 || *in.Timeout > maxNavigateTimeout {
-			return navigated{}, fieldError("timeout", "timeout must be greater than 0 and at most 300 seconds")
+			return navigated{}, serde.ValueError("timeout must be greater than 0 and at most 300 seconds", "body", "timeout")
 		}
 		timeout = *in.Timeout
 	}
