@@ -44,28 +44,20 @@ func (w *worker) perform(ctx context.Context, a *Action) error {
 	case "NODE_FOCUS", "NODE_INVOKE", "NODE_SET_VALUE":
 		return errNoAccessibility
 	}
-	x, err := w.x.get()
-	if err != nil {
-		return w.noDisplay()
-	}
-	// a server that does not answer now gets no input: it would run
-	// whenever the server resumes, long after the client gave up
-	if err = x.ping(); err == nil {
-		err = w.performX(ctx, x, a)
-	}
+	err := w.withX(func(x *xconn) error {
+		// a server that does not answer now gets no input: it would run
+		// whenever the server resumes, long after the client gave up
+		if err := x.ping(); err != nil {
+			return err
+		}
+		return w.performX(ctx, x, a)
+	})
 	var xe xgb.Error
-	switch {
-	case err == nil:
-		return nil
-	case errors.As(err, &xe):
+	if errors.As(err, &xe) {
 		w.log.Warn("X request failed", "action", a.Type, "error", err.Error())
 		return api.NewError(api.ErrUnavailable, "the X server refused the input")
-	case isAnswer(err) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
-		return err
 	}
-	// anything else is the connection itself
-	w.x.broken(x, err)
-	return w.noDisplay()
+	return err
 }
 
 // isAnswer: err already words itself for the client.

@@ -177,14 +177,12 @@ func (w *worker) startRecording(req RecordRequest) (RecordState, error) {
 	if w.ffmpeg.path == "" {
 		return RecordState{}, w.ffmpeg.unavailable()
 	}
-	x, err := w.x.get()
-	if err != nil {
-		return RecordState{}, w.noDisplay()
-	}
-	scr, err := x.size()
-	if err != nil {
-		w.x.broken(x, err)
-		return RecordState{}, w.noDisplay()
+	var scr Screen
+	if err := w.withX(func(x *xconn) (err error) {
+		scr, err = x.size()
+		return err
+	}); err != nil {
+		return RecordState{}, w.xError(err)
 	}
 	width, height := scr.Width, scr.Height
 	if req.Width != nil {
@@ -211,6 +209,7 @@ func (w *worker) startRecording(req RecordRequest) (RecordState, error) {
 	}
 	path := filepath.Join(os.TempDir(), "recording_"+time.Now().Format("20060102_150405")+".mp4")
 	if req.SavePath != nil && *req.SavePath != "" {
+		var err error
 		if path, err = filepath.Abs(*req.SavePath); err != nil {
 			return RecordState{}, api.NewError(api.ErrInvalid, "save_path is not a usable path").WithField("save_path")
 		}

@@ -2,6 +2,7 @@ package desktop
 
 import (
 	"bytes"
+	"context"
 	_ "embed"
 	"encoding/base64"
 	"errors"
@@ -94,6 +95,41 @@ func (w *worker) close() {
 func (w *worker) noDisplay() error {
 	return api.NewError(api.ErrUnavailable, "X display "+w.displayName+" is not reachable").
 		WithHint("check that the X server (Xvfb) on DISPLAY=" + w.displayName + " runs")
+}
+
+// withX runs f on the X connection (dialling if needed). A failure of
+// the connection itself (anything but an X protocol error, an answer
+// for the client, a cancelled context or errPixelFormat) drops the
+// connection and is noDisplay(), as is no connection; other errors are
+// f's, for the caller to word.
+func (w *worker) withX(f func(x *xconn) error) error {
+	x, err := w.x.get()
+	if err != nil {
+		return w.noDisplay()
+	}
+	err = f(x)
+	var xe xgb.Error
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &xe), isAnswer(err), errors.Is(err, errPixelFormat),
+		errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return err
+	}
+	w.x.broken(x, err)
+	return w.noDisplay()
+}
+
+// xError is the answer for an error of withX on a read-only route: an X
+// protocol error (a window gone mid-read, a server refusing) is a 503
+// saying so; the rest are already answers.
+func (w *worker) xError(err error) error {
+	var xe xgb.Error
+	if errors.As(err, &xe) {
+		w.log.Warn("X request failed", "error", err.Error())
+		return api.NewError(api.ErrUnavailable, "the X server refused the request")
+	}
+	return err
 }
 
 // handler is the worker's HTTP surface.
@@ -227,16 +263,17 @@ type Resolution struct {
 func (w *worker) capabilities() Capability {
 	provider, name := "external", w.displayName
 	c := Capability{SchemaVersion: 1, Provider: &provider, Display: &name, Missing: []string{}, Warnings: []string{}}
-	x, err := w.x.get()
-	if err == nil {
-		var scr Screen
-		if scr, err = x.size(); err != nil {
-			w.x.broken(x, err)
-		} else {
-			c.Resolution = Resolution{Width: &scr.Width, Height: &scr.Height}
-		}
-	}
-	if err != nil {
+	var (
+		scr Screen
+		x   *xconn
+	)
+	if err := w.withX(func(cx *xconn) (err error) {
+		x = cx
+		scr, err = cx.size()
+		return err
+	}); err == nil {
+		c.Resolution = Resolution{Width: &scr.Width, Height: &scr.Height}
+	} else {
 		c.Status = "absent"
 		c.Missing = append(c.Missing, "display")
 		c.Warnings = append(c.Warnings, "X display "+w.displayName+" is not reachable")
@@ -295,21 +332,22 @@ func (w *worker) info(rw http.ResponseWriter, _ *http.Request) {
 // with releaseBuffer.
 func (w *worker) shot() (png *pngShot, err error) {
 	start := time.Now()
-	x, err := w.x.get()
-	if err != nil {
-		return nil, w.noDisplay()
-	}
-	f, release, err := x.capture()
+	var (
+		f       frame
+		release func()
+	)
+	err = w.withX(func(x *xconn) (err error) {
+		f, release, err = x.capture()
+		return err
+	})
+	var xe xgb.Error
 	switch {
 	case errors.Is(err, errPixelFormat):
 		return nil, api.NewError(api.ErrUnavailable, "the screen's pixel format is not 32-bit TrueColor: screenshots are unavailable")
-	case err != nil:
-		var xe interface{ BadId() uint32 }
-		if !errors.As(err, &xe) {
-			w.x.broken(x, err)
-			return nil, w.noDisplay()
-		}
+	case errors.As(err, &xe):
 		return nil, api.NewError(api.ErrUnavailable, "the X server refused the screenshot")
+	case err != nil:
+		return nil, err
 	}
 	buf, err := encodePNG(f)
 	release()
@@ -362,14 +400,11 @@ func (w *worker) base64Shot() (shot, shotErr *string) {
 // screen is the display's size for validating coordinates; zero when the
 // display cannot be reached (the action then answers 503).
 func (w *worker) screen() Screen {
-	x, err := w.x.get()
-	if err != nil {
-		return Screen{}
-	}
-	s, err := x.size()
-	if err != nil {
-		w.x.broken(x, err)
-	}
+	var s Screen
+	_ = w.withX(func(x *xconn) (err error) {
+		s, err = x.size()
+		return err
+	})
 	return s
 }
 
@@ -500,15 +535,12 @@ func (w *worker) batch(rw http.ResponseWriter, r *http.Request) {
 }
 
 func (w *worker) cursor(rw http.ResponseWriter, _ *http.Request) {
-	x, err := w.x.get()
-	if err != nil {
-		api.WriteError(rw, w.noDisplay())
-		return
-	}
-	px, py, err := x.pointer()
-	if err != nil {
-		w.x.broken(x, err)
-		api.WriteError(rw, w.noDisplay())
+	var px, py int
+	if err := w.withX(func(x *xconn) (err error) {
+		px, py, err = x.pointer()
+		return err
+	}); err != nil {
+		api.WriteError(rw, w.xError(err))
 		return
 	}
 	api.OK(rw, map[string]int{"x": px, "y": py})
@@ -524,15 +556,12 @@ func (w *worker) clipboardRoute(rw http.ResponseWriter, r *http.Request) {
 }
 
 func (w *worker) windowsRoute(rw http.ResponseWriter, _ *http.Request) {
-	x, err := w.x.get()
-	if err != nil {
-		api.WriteError(rw, w.noDisplay())
-		return
-	}
-	wins, err := x.windows()
-	if err != nil {
-		w.x.broken(x, err)
-		api.WriteError(rw, w.noDisplay())
+	var wins []Window
+	if err := w.withX(func(x *xconn) (err error) {
+		wins, err = x.windows()
+		return err
+	}); err != nil {
+		api.WriteError(rw, w.xError(err))
 		return
 	}
 	id := "w" + strconv.FormatUint(w.snapshot.Add(1), 10)

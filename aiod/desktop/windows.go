@@ -45,7 +45,15 @@ func (x *xconn) windows() ([]Window, error) {
 			return nil, err
 		}
 		for _, w := range tree.Children {
-			if a, err := reply(x, xproto.GetWindowAttributes(x.c, w).Reply); err == nil && a.MapState == xproto.MapStateViewable {
+			a, err := reply(x, xproto.GetWindowAttributes(x.c, w).Reply)
+			if err != nil {
+				var bad xproto.WindowError
+				if errors.As(err, &bad) {
+					continue // it vanished meanwhile
+				}
+				return nil, err
+			}
+			if a.MapState == xproto.MapStateViewable {
 				ids = append(ids, w)
 			}
 		}

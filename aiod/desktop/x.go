@@ -14,19 +14,33 @@ import (
 
 // display is the worker's one connection to the X server, shared by
 // every request (xgb serializes requests itself). A connection that
-// breaks (the server restarted, the socket closed) is dropped and the
-// next use dials again; until that succeeds the routes answer 503.
+// breaks (the server restarted, the socket closed) or stalls (a reply
+// timed out) is dropped and the next use dials again; until that
+// succeeds the routes answer 503.
 //
 // Invariants: conn, when non-nil, has its event drain running (xgb's
 // event channel is bounded and blocks replies once full, and
 // MappingNotify reaches every client whatever its event mask); dead is
-// closed by the drain when the connection ends.
+// closed by the drain when the connection ends. At most one handshake
+// runs at a time (dial is non-nil while it does), and mu is never held
+// across one.
 type display struct {
 	name string
 
-	mu    sync.Mutex
-	cur   *xconn
-	since time.Time // last failed dial, to pace retries
+	mu     sync.Mutex
+	cur    *xconn
+	dial   *dialing  // the handshake in flight, nil when none
+	since  time.Time // end of the last failed dial, to pace retries
+	closed bool      // close ran: a handshake that ends later is closed
+}
+
+// dialing is one handshake. settled is closed when its callers have an
+// answer: the connection (display.cur), err, or the timeout; the
+// handshake itself may run on after a timeout until the server answers
+// or the socket fails, and no other starts meanwhile.
+type dialing struct {
+	settled chan struct{}
+	err     error // why it failed; written before settled is closed
 }
 
 // xconn is one live connection and what was learnt from its setup.
@@ -42,6 +56,7 @@ type xconn struct {
 	stalled atomic.Bool
 	atoms   sync.Map // name → xproto.Atom
 	shm     shmState
+	closing sync.Once
 }
 
 // replyWait bounds each X request's reply: a server that does not
@@ -107,42 +122,111 @@ const dialTimeout = 5 * time.Second
 // fast instead of dialling again.
 const retryPause = 500 * time.Millisecond
 
-// get returns the live connection, dialling if there is none.
+// get returns the live connection, dialling if there is none (or the
+// one there is has ended or stalled). Callers arriving while a dial is
+// in flight wait for it; while one that timed out still runs, or within
+// retryPause of a failure, they fail at once.
 func (d *display) get() (*xconn, error) {
 	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.cur != nil {
-		select {
-		case <-d.cur.dead:
-			d.cur = nil
-		default:
-			return d.cur, nil
+	if x := d.live(); x != nil {
+		d.mu.Unlock()
+		return x, nil
+	}
+	dl := d.dial
+	if dl == nil {
+		if !d.since.IsZero() && time.Since(d.since) < retryPause {
+			d.mu.Unlock()
+			return nil, errNoDisplay
 		}
+		dl = d.startDial()
 	}
-	if !d.since.IsZero() && time.Since(d.since) < retryPause {
-		return nil, errNoDisplay
+	d.mu.Unlock()
+	<-dl.settled
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if x := d.live(); x != nil {
+		return x, nil
 	}
-	x, err := dialX(d.name)
-	if err != nil {
-		d.since = time.Now()
-		return nil, fmt.Errorf("%w: %w", errNoDisplay, err)
+	if dl.err != nil {
+		return nil, fmt.Errorf("%w: %w", errNoDisplay, dl.err)
 	}
-	d.since = time.Time{}
-	d.cur = x
-	return x, nil
+	return nil, errNoDisplay
+}
+
+// live is cur if it is usable; one that ended or stalled is dropped
+// (and closed). mu is held.
+func (d *display) live() *xconn {
+	x := d.cur
+	if x == nil {
+		return nil
+	}
+	select {
+	case <-x.dead:
+	default:
+		if !x.stalled.Load() {
+			return x
+		}
+		go x.close() // a stalled server may never answer Close's round trip
+	}
+	d.cur = nil
+	return nil
+}
+
+// startDial starts a handshake within dialTimeout; mu is held and no
+// dial is in flight. The handshake's goroutine ends when xgb's does
+// (xgb's handshake has no deadline of its own): a connection that comes
+// after the timeout is kept, unless close ran meanwhile.
+func (d *display) startDial() *dialing {
+	dl := &dialing{settled: make(chan struct{})}
+	d.dial = dl
+	settle := func(err error) { // mu is held
+		select {
+		case <-dl.settled:
+			return
+		default:
+		}
+		dl.err = err
+		if err != nil {
+			d.since = time.Now()
+		} else {
+			d.since = time.Time{}
+		}
+		close(dl.settled)
+	}
+	timer := time.AfterFunc(dialTimeout, func() {
+		d.mu.Lock()
+		settle(errors.New("the X server did not complete the handshake"))
+		d.mu.Unlock()
+	})
+	go func() {
+		x, err := dialX(d.name)
+		timer.Stop()
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		d.dial = nil
+		if err == nil && d.closed {
+			go x.close()
+			err = errors.New("the display was closed")
+		}
+		if err == nil {
+			d.cur = x
+		}
+		settle(err)
+	}()
+	return dl
 }
 
 // connect dials the display now (the worker's start): its error is the
 // dial's own.
 func (d *display) connect() error {
-	x, err := dialX(d.name)
-	if err != nil {
-		return err
-	}
 	d.mu.Lock()
-	d.cur = x
+	dl := d.dial
+	if dl == nil {
+		dl = d.startDial()
+	}
 	d.mu.Unlock()
-	return nil
+	<-dl.settled
+	return dl.err
 }
 
 // broken drops x after an error that is not an X protocol error (the
@@ -158,68 +242,45 @@ func (d *display) broken(x *xconn, err error) {
 	}
 	d.mu.Unlock()
 	if errors.Is(err, errXTimeout) {
+		x.stalled.Store(true)
 		// xgb's Close waits for a round trip with the server, which does
 		// not answer: this ends when it does or the socket fails.
-		go func() {
-			x.freeShm()
-			x.c.Close()
-		}()
+		go x.close()
 		return
 	}
-	x.freeShm()
-	x.c.Close()
+	x.close()
 }
 
-// close ends the connection.
+// close ends x's connection (and its shared memory segment), once
+// however many droppers call it.
+func (x *xconn) close() {
+	x.closing.Do(func() {
+		x.freeShm()
+		x.c.Close()
+	})
+}
+
+// close ends the connection; a handshake still in flight closes the
+// connection it makes.
 func (d *display) close() {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	d.closed = true
 	if d.cur != nil {
-		d.cur.freeShm()
-		d.cur.c.Close()
+		d.cur.close()
 		<-d.cur.dead
 		d.cur = nil
 	}
 }
 
-// dialX connects to the display within dialTimeout. xgb's handshake has
-// no deadline of its own: it runs in a goroutine that, when it finishes
-// after we gave up, closes the connection it made, so it always ends.
+// dialX connects to the display and reads what the worker needs of its
+// setup. It has no deadline (xgb's handshake has none): display.get
+// bounds the wait for it.
 func dialX(name string) (*xconn, error) {
-	type result struct {
-		c   *xgb.Conn
-		err error
+	c, err := xgb.NewConnDisplay(name)
+	if err != nil {
+		return nil, err
 	}
-	ch := make(chan result, 1)
-	var mu sync.Mutex
-	gaveUp := false
-	go func() {
-		c, err := xgb.NewConnDisplay(name)
-		mu.Lock()
-		defer mu.Unlock()
-		if gaveUp && c != nil {
-			c.Close()
-			return
-		}
-		ch <- result{c, err}
-	}()
-	var r result
-	select {
-	case r = <-ch:
-	case <-time.After(dialTimeout):
-		mu.Lock()
-		gaveUp = true
-		mu.Unlock()
-		select { // it may have finished meanwhile
-		case r = <-ch:
-		default:
-			return nil, errors.New("the X server did not complete the handshake")
-		}
-	}
-	if r.err != nil {
-		return nil, r.err
-	}
-	c := r.c
 	setup := xproto.Setup(c)
 	scr := setup.DefaultScreen(c)
 	x := &xconn{c: c, root: scr.Root, depth: scr.RootDepth, lsb: setup.ImageByteOrder == xproto.ImageOrderLSBFirst, dead: make(chan struct{})}

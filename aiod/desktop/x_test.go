@@ -3,17 +3,21 @@ package desktop
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"image/png"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -359,5 +363,91 @@ func TestStoppedServer(t *testing.T) {
 	}
 	if !strings.Contains(last, `"data":{"x":10,"y":10}`) {
 		t.Errorf("input sent while the server was stopped ran when it resumed: %s", last)
+	}
+}
+
+// TestDialInFlight: against a server that accepts but never answers the
+// handshake, concurrent requests share one dial and fail within the dial
+// timeout; while that handshake still hangs, requests fail at once and
+// no second one starts (each used to leave a socket behind); once it
+// ends, the next request dials again.
+func TestDialInFlight(t *testing.T) {
+	dir, err := os.MkdirTemp("", "xd") // short: a socket path has a small limit
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	l, err := net.Listen("unix", filepath.Join(dir, "s:0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	accepted := make(chan net.Conn, 8)
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			accepted <- c
+		}
+	}()
+	d := &display{name: filepath.Join(dir, "s") + ":0"}
+	defer d.close()
+
+	start := time.Now()
+	var wg sync.WaitGroup
+	errs := make(chan error, 4)
+	for range 4 {
+		wg.Go(func() {
+			_, err := d.get()
+			errs <- err
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if !errors.Is(err, errNoDisplay) {
+			t.Errorf("get = %v, want errNoDisplay", err)
+		}
+	}
+	if took := time.Since(start); took > dialTimeout+2*time.Second {
+		t.Errorf("the requests took %v", took)
+	}
+	var first net.Conn
+	select {
+	case first = <-accepted:
+	case <-time.After(time.Second):
+		t.Fatal("no dial reached the server")
+	}
+	time.Sleep(retryPause + 100*time.Millisecond)
+	start = time.Now()
+	if _, err := d.get(); !errors.Is(err, errNoDisplay) || time.Since(start) > 100*time.Millisecond {
+		t.Errorf("get while the handshake hangs = %v after %v, want errNoDisplay at once", err, time.Since(start))
+	}
+	select {
+	case <-accepted:
+		t.Fatal("a second handshake started while the first one hangs")
+	case <-time.After(200 * time.Millisecond):
+	}
+	first.Close() // the handshake fails: its goroutine ends
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		d.mu.Lock()
+		idle := d.dial == nil
+		d.mu.Unlock()
+		if idle {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the handshake did not end when its socket closed")
+		}
+	}
+	time.Sleep(retryPause + 100*time.Millisecond)
+	go func() { _, _ = d.get() }()
+	select {
+	case c := <-accepted:
+		c.Close()
+	case <-time.After(2 * time.Second):
+		t.Fatal("no new dial once the hung handshake ended")
 	}
 }
