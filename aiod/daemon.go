@@ -6,7 +6,6 @@ import (
 	_ "embed"
 	"encoding/json"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"os"
@@ -257,7 +256,7 @@ func New(cfg Config) (*Daemon, error) {
 		Context: d.sandboxContext, Packages: d.packageList, Browser: newBrowserTools(d, brPlane, compPlane), SkillsPath: cfg.SkillsPath, Upstreams: cfg.MCPServers,
 		AllowedHosts: cfg.MCPAllowedHosts, Version: Version, Logger: cfg.Logger, Registerer: d.reg})
 	mux.Handle("/mcp", d.mcp)
-	d.handler = bodyProgress(cfg.BodyIdle, d.instrument(mux, requestID(cors(d.auth(limitJSON(envelopeErrors(apiSurface(cfg.APISurface, mux))))))))
+	d.handler = api.BodyProgress(cfg.BodyIdle, d.instrument(mux, requestID(cors(d.auth(limitJSON(api.EnvelopeErrors(apiSurface(cfg.APISurface, mux))))))))
 	return d, nil
 }
 
@@ -505,37 +504,15 @@ func (d *Daemon) instrument(mux *http.ServeMux, next http.Handler) http.Handler 
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		d.lastRequest.Store(start.UnixNano())
-		sw := &statusWriter{ResponseWriter: w, status: 200}
+		sw := api.NewStatusWriter(w)
 		next.ServeHTTP(sw, r)
 		_, route := mux.Handler(r)
 		if route == "" || route == "/" {
 			route = "unmatched"
 		}
-		d.reqs.WithLabelValues(r.Method, route, strconv.Itoa(sw.status)).Inc()
+		d.reqs.WithLabelValues(r.Method, route, strconv.Itoa(sw.Status)).Inc()
 		d.dur.WithLabelValues(route).Observe(time.Since(start).Seconds())
 	})
-}
-
-type statusWriter struct {
-	http.ResponseWriter
-	status int
-}
-
-func (s *statusWriter) WriteHeader(code int) { s.status = code; s.ResponseWriter.WriteHeader(code) }
-
-// Unwrap lets http.ResponseController reach the connection (flushing,
-// hijacking for WebSockets).
-func (s *statusWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
-
-// ReadFrom keeps the connection's sendfile path for downloads.
-func (s *statusWriter) ReadFrom(r io.Reader) (int64, error) { return readFrom(s.ResponseWriter, r) }
-
-// readFrom copies r into w through w's own ReadFrom when it has one.
-func readFrom(w http.ResponseWriter, r io.Reader) (int64, error) {
-	if rf, ok := w.(io.ReaderFrom); ok {
-		return rf.ReadFrom(r)
-	}
-	return io.Copy(struct{ io.Writer }{w}, r)
 }
 
 // Shutdown ends what the daemon runs: every plane's processes and staged

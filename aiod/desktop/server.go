@@ -12,7 +12,6 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -155,47 +154,8 @@ func (w *worker) handler(bodyIdle time.Duration) http.Handler {
 	route("GET /v2/computer/accessibility", w.accessibility)
 	route("GET /v2/computer/accessibility/nodes", w.accessibility)
 	route("POST /v2/computer/record", w.recordRoute)
-	return bodyProgress(bodyIdle, w.auth(envelopeErrors(mux)))
+	return api.BodyProgress(bodyIdle, w.auth(api.EnvelopeErrors(mux)))
 }
-
-// envelopeErrors turns the mux's own plain-text 404 and 405 answers into
-// envelopes, as aiod does (its envelopeErrors): a known path with
-// another method is 405 "Method Not Allowed" with the mux's Allow
-// header, an unknown path 404 "Not Found".
-func envelopeErrors(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
-		next.ServeHTTP(&muxErrorWriter{ResponseWriter: rw}, r)
-	})
-}
-
-type muxErrorWriter struct {
-	http.ResponseWriter
-	swallow bool
-}
-
-func (m *muxErrorWriter) WriteHeader(code int) {
-	if (code == http.StatusNotFound || code == http.StatusMethodNotAllowed) &&
-		strings.HasPrefix(m.Header().Get("Content-Type"), "text/plain") {
-		m.swallow = true
-		m.Header().Del("X-Content-Type-Options")
-		msg := "Not Found"
-		if code == http.StatusMethodNotAllowed {
-			msg = "Method Not Allowed"
-		}
-		api.Fail(m.ResponseWriter, code, msg, nil)
-		return
-	}
-	m.ResponseWriter.WriteHeader(code)
-}
-
-func (m *muxErrorWriter) Write(b []byte) (int, error) {
-	if m.swallow {
-		return len(b), nil
-	}
-	return m.ResponseWriter.Write(b)
-}
-
-func (m *muxErrorWriter) Unwrap() http.ResponseWriter { return m.ResponseWriter }
 
 // publicPaths answer without the key.
 var publicPaths = map[string]bool{"/healthz": true, "/openapi.json": true}
@@ -217,20 +177,10 @@ func (w *worker) auth(next http.Handler) http.Handler {
 // count records each answer's route and status.
 func (w *worker) count(pattern string, h http.Handler) http.Handler {
 	return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
-		sw := &statusWriter{ResponseWriter: rw, code: http.StatusOK}
+		sw := api.NewStatusWriter(rw)
 		h.ServeHTTP(sw, r)
-		w.requests.WithLabelValues(pattern, strconv.Itoa(sw.code)).Inc()
+		w.requests.WithLabelValues(pattern, strconv.Itoa(sw.Status)).Inc()
 	})
-}
-
-type statusWriter struct {
-	http.ResponseWriter
-	code int
-}
-
-func (s *statusWriter) WriteHeader(code int) {
-	s.code = code
-	s.ResponseWriter.WriteHeader(code)
 }
 
 // Capability is GET /capabilities: schema_version 1 and the GuiCapability
@@ -583,40 +533,6 @@ func (w *worker) recordRoute(rw http.ResponseWriter, r *http.Request) {
 		return
 	}
 	api.OK(rw, s)
-}
-
-// bodyProgress cuts a request body that stalls: each read must make
-// progress within idle (aiod's guard, see aiod's bodyProgress; the
-// server's ReadHeaderTimeout covers the headers).
-func bodyProgress(idle time.Duration, next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Body != nil && r.Body != http.NoBody {
-			r.Body = &progressBody{ReadCloser: r.Body, rc: http.NewResponseController(w), idle: idle}
-		}
-		next.ServeHTTP(w, r)
-	})
-}
-
-// progressBody moves the read deadline idle past now before each read;
-// once the body has ended it sets none again (the server clears it and
-// keeps reading the connection to notice a client that leaves).
-type progressBody struct {
-	io.ReadCloser
-	rc    *http.ResponseController
-	idle  time.Duration
-	ended bool
-}
-
-func (b *progressBody) Read(p []byte) (int, error) {
-	if !b.ended && b.rc.SetReadDeadline(time.Now().Add(b.idle)) != nil {
-		b.ended = true
-	}
-	n, err := b.ReadCloser.Read(p)
-	if err == io.EOF && !b.ended {
-		b.ended = true
-		_ = b.rc.SetReadDeadline(time.Time{})
-	}
-	return n, err
 }
 
 // errText is the client-facing text of a refusal.

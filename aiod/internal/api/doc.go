@@ -3,6 +3,9 @@
 // Answers: the {success, message, data, hint} envelope ([OK], [Fail]),
 // the 422 validation body in the daemon's serde wording ([Invalid]), the
 // 2 MiB JSON body limit, body and query decoding into request structs.
+// The middleware the daemon and its computer-use worker share: the mux's
+// 404/405 as envelopes ([EnvelopeErrors]), the stalled-body guard
+// ([BodyProgress]) and the status a handler answered ([StatusWriter]).
 //
 // One error model: a plane's engine returns an [*Error] whose Kind is one
 // of the shared kinds ([ErrInvalid], [ErrNotFound], [ErrConflict],
