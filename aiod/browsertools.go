@@ -10,7 +10,6 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
-	"strings"
 	"time"
 
 	"github.com/a2c-smcp/a2c-go/aiod/browser"
@@ -74,16 +73,17 @@ func (t *browserTools) Info(ctx context.Context, origin *http.Request) (any, err
 		h.Set("X-Forwarded-Prefix", t.public.Path)
 		origin = (&http.Request{Method: http.MethodGet, Host: t.public.Host, Header: h, URL: &url.URL{Path: "/mcp"}}).WithContext(ctx)
 	}
-	info, err := t.br.Info(ctx, origin, false)
+	prefix := browser.CDPPrefix
+	if direct {
+		prefix = ""
+	}
+	info, err := t.br.Info(ctx, origin, prefix, false)
 	if err != nil {
 		msg, hint := api.MessageOf(err)
 		if hint != "" {
 			msg += ". " + hint
 		}
 		return nil, errors.New(msg)
-	}
-	if direct {
-		info.CDPURL = strings.Replace(info.CDPURL, "://"+t.cdpHost+"/cdp/", "://"+t.cdpHost+"/", 1)
 	}
 	return info, nil
 }

@@ -7,8 +7,11 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
+
+	"github.com/gorilla/websocket"
 
 	"github.com/a2c-smcp/a2c-go/aiod/browser"
 	"github.com/a2c-smcp/a2c-go/aiod/computer"
@@ -75,5 +78,51 @@ func TestBrowserTools(t *testing.T) {
 	if err := up.Action(ctx, json.RawMessage(`{"action_type":"PRESS","key":"notakey"}`)); err == nil ||
 		err.Error() != `Request data validation failed: body.key: unknown key "notakey"` {
 		t.Errorf("refused action: %v", err)
+	}
+}
+
+// TestBrowserToolsInfoURL: browser_get_info with no /mcp request names
+// the browser's own endpoint (no /cdp), or a2c up's /cdp proxy at the
+// daemon's PublicURL.
+func TestBrowserToolsInfoURL(t *testing.T) {
+	up := websocket.Upgrader{}
+	devtools := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case r.URL.Path == "/json/version":
+			_, _ = io.WriteString(w, `{"Browser":"Fake/1","User-Agent":"Fake","webSocketDebuggerUrl":"ws://127.0.0.1:1/devtools/browser/b1"}`)
+		case r.URL.Path == "/json/list":
+			_, _ = io.WriteString(w, `[]`)
+		case strings.HasPrefix(r.URL.Path, "/devtools/browser/"):
+			ws, err := up.Upgrade(w, r, nil)
+			if err != nil {
+				return
+			}
+			defer ws.Close()
+			for {
+				if _, _, err := ws.ReadMessage(); err != nil {
+					return
+				}
+			}
+		}
+	}))
+	defer devtools.Close()
+	host := strings.TrimPrefix(devtools.URL, "http://")
+	public, _ := url.Parse("https://sb.example/p")
+	for _, tc := range []struct {
+		name   string
+		public *url.URL
+		want   string
+	}{
+		{"direct", nil, "ws://" + host + "/devtools/browser/b1"},
+		{"public", public, "wss://sb.example/p/cdp/devtools/browser/b1"},
+	} {
+		br := browser.New(browser.Config{CDPEndpoint: devtools.URL})
+		bt := &browserTools{br: br, cdpHost: host, public: tc.public}
+		v, err := bt.Info(context.Background(), nil)
+		info, _ := v.(*browser.Info)
+		if err != nil || info == nil || info.CDPURL != tc.want {
+			t.Errorf("%s: %+v %v, want cdp_url %s", tc.name, v, err, tc.want)
+		}
+		_ = br.Close(context.Background())
 	}
 }

@@ -227,7 +227,7 @@ func TestPlaneUnreachable(t *testing.T) {
 	p := New(Config{CDPEndpoint: "http://" + addr})
 	defer p.Close(context.Background())
 	r := httptest.NewRequest("GET", "/v1/browser/info", nil)
-	if _, err := p.Info(context.Background(), r, true); err == nil || err.Error() != "browser: read version: connection refused" {
+	if _, err := p.Info(context.Background(), r, CDPPrefix, true); err == nil || err.Error() != "browser: read version: connection refused" {
 		t.Errorf("info: %v", err)
 	}
 	if p.Probe(context.Background()) {

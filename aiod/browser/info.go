@@ -9,6 +9,17 @@ import (
 	"time"
 )
 
+// CDPPrefix is where a2c up serves the browser's DevTools endpoint on
+// the sandbox API's address (its /cdp proxy), and so the path prefix of
+// a cdp_url that goes through it.
+const CDPPrefix = "/cdp"
+
+// UnderCDP reports whether path is CDPPrefix or below it: the requests
+// the /cdp proxy serves.
+func UnderCDP(path string) bool {
+	return path == CDPPrefix || strings.HasPrefix(path, CDPPrefix+"/")
+}
+
 // Size is a width and a height in CSS pixels.
 type Size struct {
 	Width  int64 `json:"width"`
@@ -20,7 +31,7 @@ type Size struct {
 type Info struct {
 	UserAgent string `json:"user_agent"`
 	// CDPURL is the browser's WebSocket URL as the client reaches it
-	// through the gateway's /cdp/ (see [CDPURL]).
+	// (see [CDPURL]): through a2c up's /cdp proxy, or directly.
 	CDPURL string `json:"cdp_url"`
 	// Viewport is the browser window's size.
 	Viewport Size `json:"viewport"`
@@ -34,10 +45,12 @@ type Info struct {
 }
 
 // Info answers GET info for r (its headers, Host and query build the
-// URLs; v1 adds vnc_url). The error is the plane's 503 when the DevTools
+// URLs; v1 adds vnc_url); prefix is cdp_url's path prefix (see
+// [CDPURL]): CDPPrefix through a2c up's proxy, "" for the browser's own
+// endpoint. The error is the plane's 503 when the DevTools
 // endpoint does not answer. The MCP tool browser_get_info calls it with
 // the /mcp request.
-func (p *Plane) Info(ctx context.Context, r *http.Request, v1 bool) (*Info, error) {
+func (p *Plane) Info(ctx context.Context, r *http.Request, prefix string, v1 bool) (*Info, error) {
 	vctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	v, err := p.version(vctx)
@@ -48,7 +61,7 @@ func (p *Plane) Info(ctx context.Context, r *http.Request, v1 bool) (*Info, erro
 	if err != nil {
 		return nil, unreachable("read version", err)
 	}
-	info := &Info{UserAgent: v.UserAgent, CDPURL: CDPURL(r, u.Path), Viewport: Size{Width: 1280, Height: 720}}
+	info := &Info{UserAgent: v.UserAgent, CDPURL: CDPURL(r, prefix, u.Path), Viewport: Size{Width: 1280, Height: 720}}
 	if v1 {
 		info.VNCURL = new(string)
 	}
@@ -95,13 +108,16 @@ func (p *Plane) Info(ctx context.Context, r *http.Request, v1 bool) (*Info, erro
 }
 
 // CDPURL is the browser's WebSocket URL as a client of r reaches it:
-// ws[s]://<host><prefix>/cdp<wsPath><?query>. The host is
+// ws[s]://<host><forwarded prefix><prefix><wsPath><?query>, prefix
+// being CDPPrefix through a2c up's proxy and "" for the browser's own
+// endpoint. The host is
 // X-Forwarded-Host, else Host, else the listener's address; the scheme
 // follows X-Forwarded-Proto when it is http or https, else the
-// request's; the prefix is X-Forwarded-Prefix with one leading slash and
-// no trailing one, not added when the path already starts with it; the
+// request's; the forwarded prefix is X-Forwarded-Prefix with one leading
+// slash and no trailing one, not added when the path already starts
+// with it; the
 // raw query is kept, so an ?api_key= survives.
-func CDPURL(r *http.Request, wsPath string) string {
+func CDPURL(r *http.Request, prefix, wsPath string) string {
 	host := firstValue(r.Header.Get("X-Forwarded-Host"))
 	if host == "" {
 		host = r.Host
@@ -119,9 +135,9 @@ func CDPURL(r *http.Request, wsPath string) string {
 	case r.TLS != nil:
 		scheme = "wss"
 	}
-	path := "/cdp" + wsPath
-	if prefix := normPrefix(r.Header.Get("X-Forwarded-Prefix")); prefix != "" && path != prefix && !strings.HasPrefix(path, prefix+"/") {
-		path = prefix + path
+	path := prefix + wsPath
+	if fwd := normPrefix(r.Header.Get("X-Forwarded-Prefix")); fwd != "" && path != fwd && !strings.HasPrefix(path, fwd+"/") {
+		path = fwd + path
 	}
 	out := scheme + "://" + host + path
 	if r.URL != nil && r.URL.RawQuery != "" {

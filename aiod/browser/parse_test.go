@@ -98,6 +98,15 @@ func FuzzParseResolution(f *testing.F) {
 	})
 }
 
+func TestUnderCDP(t *testing.T) {
+	for path, want := range map[string]bool{"/cdp": true, "/cdp/": true, "/cdp/json/version": true,
+		"/cdpx": false, "/": false, "/v1/cdp": false, "": false} {
+		if got := UnderCDP(path); got != want {
+			t.Errorf("UnderCDP(%q) = %v", path, got)
+		}
+	}
+}
+
 func TestCDPURL(t *testing.T) {
 	const path = "/devtools/browser/1f2e"
 	for _, tc := range []struct {
@@ -117,6 +126,7 @@ func TestCDPURL(t *testing.T) {
 		{"proto http over tls", "https://h/i", map[string]string{"X-Forwarded-Proto": "http"}, true, "ws://h/cdp/devtools/browser/1f2e"},
 		{"tls", "https://h/i", nil, true, "wss://h/cdp/devtools/browser/1f2e"},
 		{"unknown proto", "http://h/i", map[string]string{"X-Forwarded-Proto": "gopher"}, false, "ws://h/cdp/devtools/browser/1f2e"},
+		{"browser's own endpoint", "http://127.0.0.1:9222/mcp", nil, false, "ws://127.0.0.1:9222/devtools/browser/1f2e"},
 	} {
 		r := httptest.NewRequest("GET", tc.target, nil)
 		for k, v := range tc.header {
@@ -127,7 +137,11 @@ func TestCDPURL(t *testing.T) {
 		} else {
 			r.TLS = &tls.ConnectionState{}
 		}
-		if got := CDPURL(r, path); got != tc.want {
+		prefix := CDPPrefix
+		if strings.HasPrefix(tc.name, "browser's own") {
+			prefix = ""
+		}
+		if got := CDPURL(r, prefix, path); got != tc.want {
 			t.Errorf("%s: %s, want %s", tc.name, got, tc.want)
 		}
 	}

@@ -66,7 +66,7 @@ func notJSON(err error) error {
 }
 
 func (p *Plane) serveInfo(w http.ResponseWriter, r *http.Request, v1 bool) {
-	info, err := p.Info(r.Context(), r, v1)
+	info, err := p.Info(r.Context(), r, CDPPrefix, v1)
 	if err != nil {
 		// Never 503: a client reads the failure from success and
 		// message. data keeps the schema's shape (an object with the

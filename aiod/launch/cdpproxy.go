@@ -23,9 +23,6 @@ import (
 // (inside the sandbox's network when it has its own).
 type Dialer func(ctx context.Context, network, addr string) (net.Conn, error)
 
-// CDPPrefix is where a2c up serves the browser's DevTools endpoint.
-const CDPPrefix = "/cdp"
-
 // CDPProxy forwards /cdp/* to a browser's DevTools endpoint: HTTP (the
 // /json routes) and the WebSocket of /cdp/devtools/... , with the prefix
 // removed (/cdp/devtools/browser/<id> → /devtools/browser/<id>). It
@@ -57,7 +54,7 @@ func NewCDPProxy(endpoint string, dial Dialer) (*CDPProxy, error) {
 		Rewrite: func(r *httputil.ProxyRequest) {
 			r.Out.URL.Scheme, r.Out.URL.Host = "http", u.Host
 			r.Out.Host = u.Host
-			r.Out.URL.Path = strings.TrimPrefix(r.In.URL.Path, CDPPrefix)
+			r.Out.URL.Path = strings.TrimPrefix(r.In.URL.Path, browser.CDPPrefix)
 			if r.Out.URL.Path == "" {
 				r.Out.URL.Path = "/"
 			}
@@ -146,7 +143,7 @@ func rewriteWS(v any, in *http.Request) bool {
 	case map[string]any:
 		if s, ok := t["webSocketDebuggerUrl"].(string); ok {
 			if u, err := url.Parse(s); err == nil && strings.HasPrefix(u.Path, "/devtools/") {
-				t["webSocketDebuggerUrl"] = browser.CDPURL(in, u.Path)
+				t["webSocketDebuggerUrl"] = browser.CDPURL(in, browser.CDPPrefix, u.Path)
 				changed = true
 			}
 		}
@@ -156,7 +153,7 @@ func rewriteWS(v any, in *http.Request) bool {
 
 // ServeHTTP forwards one request or WebSocket.
 func (p *CDPProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.URL.Path != CDPPrefix && !strings.HasPrefix(r.URL.Path, CDPPrefix+"/") {
+	if !browser.UnderCDP(r.URL.Path) {
 		http.NotFound(w, r)
 		return
 	}

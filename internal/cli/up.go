@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/a2c-smcp/a2c-go/aiod"
-	"github.com/a2c-smcp/a2c-go/aiod/launch"
+	"github.com/a2c-smcp/a2c-go/aiod/browser"
 	"github.com/a2c-smcp/a2c-go/computer/config"
 	"github.com/a2c-smcp/a2c-go/server"
 )
@@ -255,7 +255,7 @@ func printUpBanner(e *env, b upBanner) {
 		if b.auth && !b.tokenFromEnv {
 			q = "?api_key=" + url.QueryEscape(b.token)
 		}
-		fmt.Fprintf(w, "a2c up: browser cdp_url=ws://%s%s%s%s auth=%t\n", localURL(b.boxAddr), launch.CDPPrefix, b.cdpPath, q, b.auth)
+		fmt.Fprintf(w, "a2c up: browser cdp_url=ws://%s%s%s%s auth=%t\n", localURL(b.boxAddr), browser.CDPPrefix, b.cdpPath, q, b.auth)
 	}
 	if b.display != "" {
 		fmt.Fprintf(w, "a2c up: desktop display=%s\n", b.display)
@@ -284,7 +284,7 @@ func printUpBanner(e *env, b upBanner) {
 // wrong is 401.
 func withCDP(h http.Handler, proxy http.Handler, token string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != launch.CDPPrefix && !strings.HasPrefix(r.URL.Path, launch.CDPPrefix+"/") {
+		if !browser.UnderCDP(r.URL.Path) {
 			h.ServeHTTP(w, r)
 			return
 		}
