@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -12,12 +13,25 @@ import (
 	"github.com/a2c-smcp/a2c-go/aiod/internal/serde"
 )
 
-// The action types of the contract (digest §2.3), in the order the 422
-// answer lists them.
+// actionTypes are the action types of the contract (spec §2.3), in its
+// table's order, which is the order the refusal of another lists them
+// in. The worker and aiod's MCP tool (through ActionTypes) check against
+// this one list.
 var actionTypes = []string{
-	"MOVE_TO", "MOVE_REL", "CLICK", "MOUSE_DOWN", "MOUSE_UP", "RIGHT_CLICK", "DOUBLE_CLICK",
-	"DRAG_TO", "DRAG_REL", "SCROLL", "TYPING", "PRESS", "KEY_DOWN", "KEY_UP", "HOTKEY", "WAIT",
-	"SET_CLIPBOARD", "WINDOW_ACTIVATE", "WINDOW_MINIMIZE", "NODE_FOCUS", "NODE_INVOKE", "NODE_SET_VALUE",
+	"MOVE_TO", "DRAG_TO", "MOVE_REL", "DRAG_REL", "CLICK", "RIGHT_CLICK", "DOUBLE_CLICK", "MOUSE_DOWN", "MOUSE_UP",
+	"SCROLL", "TYPING", "PRESS", "KEY_DOWN", "KEY_UP", "HOTKEY", "WAIT", "SET_CLIPBOARD",
+	"WINDOW_ACTIVATE", "WINDOW_MINIMIZE", "NODE_FOCUS", "NODE_INVOKE", "NODE_SET_VALUE",
+}
+
+// ActionTypes returns the action types POST /v2/computer/actions takes,
+// in the contract's order (a copy: aiod's MCP tool builds its schema's
+// enum from it and refuses others before they reach the worker).
+func ActionTypes() []string { return slices.Clone(actionTypes) }
+
+// InvalidActionType is the refusal of an action_type that is not one of
+// [ActionTypes], worded as aiod words it on every surface.
+func InvalidActionType(typ string) string {
+	return fmt.Sprintf("Invalid action_type: %s. Available types: %s", typ, strings.Join(actionTypes, ", "))
 }
 
 // Limits of the action fields.
@@ -138,8 +152,8 @@ func DecodeAction(body []byte, scr Screen, loc []string) (*Action, error) {
 	if err := decodeAt(body, &tag, loc); err != nil {
 		return nil, err
 	}
-	if !validType(tag.ActionType) {
-		return nil, fieldError(loc, "action_type", fmt.Sprintf("Invalid action_type: %s. Available types: %s", tag.ActionType, strings.Join(actionTypes, ", ")))
+	if !slices.Contains(actionTypes, tag.ActionType) {
+		return nil, fieldError(loc, "action_type", InvalidActionType(tag.ActionType))
 	}
 	a := &Action{Type: tag.ActionType, Button: defaultButton, NumClicks: 1}
 	var err error
@@ -357,15 +371,6 @@ func DecodeBatch(body []byte, scr Screen) (*BatchRequest, error) {
 		return nil, fieldError(loc, "actions", fmt.Sprintf("the WAIT actions of a batch last at most %g seconds together, got %g", maxBatchWait, float64(waitUS)/1e6))
 	}
 	return req, nil
-}
-
-func validType(t string) bool {
-	for _, v := range actionTypes {
-		if t == v {
-			return true
-		}
-	}
-	return false
 }
 
 // onScreen refuses a point outside the screen (1.x did too).

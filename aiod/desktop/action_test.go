@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -72,7 +73,7 @@ func TestDecodeActionRefusals(t *testing.T) {
 	}{
 		{`{}`, "body.action_type", "missing field `action_type`"},
 		{`[]`, "body", ""},
-		{`{"action_type":"FLY"}`, "body.action_type", "Invalid action_type: FLY. Available types: MOVE_TO, MOVE_REL,"},
+		{`{"action_type":"FLY"}`, "body.action_type", "Invalid action_type: FLY. Available types: MOVE_TO, DRAG_TO, MOVE_REL, DRAG_REL, CLICK,"},
 		{`{"action_type":7}`, "body.action_type", "invalid type"},
 		{`{"action_type":"MOVE_TO","x":1}`, "body.y", "missing field `y`"},
 		{`{"action_type":"MOVE_TO","x":"1","y":2}`, "body.x", "invalid type"},
@@ -219,7 +220,7 @@ func FuzzDecodeAction(f *testing.F) {
 			}
 			return
 		}
-		if !validType(a.Type) || a.NumClicks < 1 || a.NumClicks > 3 || abs(a.DX) > 1<<31 || a.Duration < 0 || a.Duration > maxWait {
+		if !slices.Contains(actionTypes, a.Type) || a.NumClicks < 1 || a.NumClicks > 3 || abs(a.DX) > 1<<31 || a.Duration < 0 || a.Duration > maxWait {
 			t.Fatalf("%q: %+v", body, a)
 		}
 		if a.Type == "SCROLL" && (abs(a.DX) > maxScroll || abs(a.DY) > maxScroll || a.DX == 0 && a.DY == 0) {

@@ -9,11 +9,11 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"net/url"
 	"slices"
-	"strings"
+
+	"github.com/a2c-smcp/a2c-go/aiod/desktop"
 )
 
 // noBrowser is what the browser tools answer without a browser plane.
@@ -21,13 +21,10 @@ const noBrowser = "no browser: this daemon has no browser plane, so browser tool
 	"(see capabilities.browser in GET /v2/sandbox)"
 
 // ActionTypes are the action types browser_gui_execute_action takes: the
-// 22 of POST /v2/computer/actions, in the published table's order. The
-// tool refuses any other before it reaches the worker.
-var ActionTypes = []string{
-	"MOVE_TO", "DRAG_TO", "MOVE_REL", "DRAG_REL", "CLICK", "RIGHT_CLICK", "DOUBLE_CLICK", "MOUSE_DOWN", "MOUSE_UP",
-	"SCROLL", "TYPING", "PRESS", "KEY_DOWN", "KEY_UP", "HOTKEY", "WAIT", "SET_CLIPBOARD",
-	"WINDOW_ACTIVATE", "WINDOW_MINIMIZE", "NODE_FOCUS", "NODE_INVOKE", "NODE_SET_VALUE",
-}
+// 22 of POST /v2/computer/actions, in the published table's order, as
+// the worker (package desktop) defines them. The tool refuses any other
+// before it reaches the worker, and its schema's enum lists them.
+var ActionTypes = desktop.ActionTypes()
 
 // The headers through which ServeHTTP hands a streamable-HTTP session's
 // tool call what the request line and connection said (the SDK passes a
@@ -163,7 +160,7 @@ func actionType(act json.RawMessage) (typ, msg string) {
 		typ = string(raw)
 	}
 	if !slices.Contains(ActionTypes, typ) {
-		return "", fmt.Sprintf("Invalid action_type: %s. Available types: %s", typ, strings.Join(ActionTypes, ", "))
+		return "", desktop.InvalidActionType(typ)
 	}
 	return typ, ""
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strings"
 )
 
 // builtins is the fixed table of built-in tools, in the published order.
@@ -114,20 +115,20 @@ func (s *Server) builtins() []*tool {
 			schema:      schema(`{"type": "object", "properties": {}}`)},
 		{name: "browser_gui_execute_action", run: s.browserAction,
 			description: "Perform one GUI action on the display: move, click, drag, scroll, type, press keys, wait, set the clipboard, activate or minimise a window.",
-			schema: schema(`{
+			schema: schema(strings.Replace(`{
   "type": "object",
   "properties": {
     "action": {
       "type": "object",
       "description": "The action: action_type plus its own fields, as POST /v2/computer/actions takes them (x, y, x_offset, y_offset, button, num_clicks, dx, dy, text, use_clipboard, key, keys, duration, window_id, node_id, value).",
       "properties": {
-        "action_type": {"type": "string", "enum": ["MOVE_TO", "DRAG_TO", "MOVE_REL", "DRAG_REL", "CLICK", "RIGHT_CLICK", "DOUBLE_CLICK", "MOUSE_DOWN", "MOUSE_UP", "SCROLL", "TYPING", "PRESS", "KEY_DOWN", "KEY_UP", "HOTKEY", "WAIT", "SET_CLIPBOARD", "WINDOW_ACTIVATE", "WINDOW_MINIMIZE", "NODE_FOCUS", "NODE_INVOKE", "NODE_SET_VALUE"]}
+        "action_type": {"type": "string", "enum": ACTION_TYPES}
       },
       "required": ["action_type"]
     }
   },
   "required": ["action"]
-}`)},
+}`, "ACTION_TYPES", string(marshal(ActionTypes)), 1))},
 	}
 }
 
