@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"net/http"
 	"os"
 	"os/exec"
 	"os/user"
@@ -293,14 +292,7 @@ func probeBrowser(ctx context.Context, cdp string, br *browser.Plane) browserCap
 	b.Process = processRunning("chromium", "chrome", "headless_shell")
 	cctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
 	defer cancel()
-	if br != nil {
-		b.CDP = br.Probe(cctx)
-	} else if req, err := http.NewRequestWithContext(cctx, http.MethodGet, strings.TrimSuffix(cdp, "/")+"/json/version", nil); err == nil {
-		if resp, err := http.DefaultClient.Do(req); err == nil {
-			b.CDP = resp.StatusCode == http.StatusOK
-			resp.Body.Close()
-		}
-	}
+	b.CDP = br.Probe(cctx)
 	if b.Executable == nil {
 		b.Missing = append(b.Missing, "browser executable")
 	}

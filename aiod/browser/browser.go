@@ -51,7 +51,6 @@ type Config struct {
 // the browser, opened on first use and replaced when the browser
 // restarts, and one flattened session per tab it has driven.
 type Plane struct {
-	cfg    Config
 	base   string
 	log    *slog.Logger
 	client *http.Client
@@ -83,7 +82,7 @@ func New(cfg Config) *Plane {
 	}
 	tr := &http.Transport{DialContext: bounded, ResponseHeaderTimeout: 10 * time.Second,
 		MaxIdleConnsPerHost: 2, IdleConnTimeout: 30 * time.Second}
-	return &Plane{cfg: cfg, base: strings.TrimRight(cfg.CDPEndpoint, "/"), log: cfg.Logger,
+	return &Plane{base: strings.TrimRight(cfg.CDPEndpoint, "/"), log: cfg.Logger,
 		client: &http.Client{Transport: tr, Timeout: 15 * time.Second}, dial: bounded, net: newNetLog(netCap)}
 }
 

@@ -29,6 +29,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -394,7 +395,7 @@ func (c *conn) forget(session string) {
 	}
 	delete(c.crashed, session)
 	for k := range c.enabled {
-		if len(k) > len(session) && k[:len(session)] == session && k[len(session)] == ' ' {
+		if strings.HasPrefix(k, session+" ") {
 			delete(c.enabled, k)
 		}
 	}

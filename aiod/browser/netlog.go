@@ -40,12 +40,10 @@ type netLog struct {
 	max  int
 	// byID maps a CDP request id to its newest entry.
 	byID map[string]*Request
-	// sessions maps a session id to its tab, for the entries.
-	sessions map[string]string
 }
 
 func newNetLog(max int) *netLog {
-	return &netLog{max: max, byID: map[string]*Request{}, sessions: map[string]string{}}
+	return &netLog{max: max, byID: map[string]*Request{}}
 }
 
 // start turns capture on; it reports whether it was off.

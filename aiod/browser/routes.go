@@ -136,13 +136,7 @@ func (p *Plane) navigate(r *http.Request, in navigateBody) (navigated, error) {
 		return navigated{}, navFailed(err, timeout)
 	}
 	frame := c.tabOf(s)
-	if err := c.enable(ctx, s, "Page.enable", nil); err != nil {
-		return navigated{}, navFailed(err, timeout)
-	}
-	if err := c.enable(ctx, s, "Page.setLifecycleEventsEnabled", map[string]any{"enabled": true}); err != nil {
-		return navigated{}, navFailed(err, timeout)
-	}
-	sub := c.subscribe(s)
+	sub := c.subscribe(s) // p.session enabled Page and its lifecycle events (see watch)
 	defer c.unsubscribe(sub)
 	out := navigated{FrameID: frame}
 	var loader string
