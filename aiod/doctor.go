@@ -14,12 +14,12 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"os/exec"
 	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
 
+	"github.com/a2c-smcp/a2c-go/aiod/internal/desktools"
 	"github.com/a2c-smcp/a2c-go/aiod/internal/interp"
 	"github.com/a2c-smcp/a2c-go/aiod/internal/sandbox"
 	"github.com/a2c-smcp/a2c-go/aiod/launch"
@@ -289,11 +289,9 @@ func doctor(ctx context.Context, d *Daemon) doctorReport {
 // package, and narrows ch's fix to those packages.
 func desktopMissing(ch *doctorCheck) []string {
 	var missing, pkgs []string
-	for _, t := range launch.DesktopTools {
-		if _, err := exec.LookPath(t.Name); err != nil {
-			missing = append(missing, t.Name+" (package "+t.Package+", for "+t.Use+")")
-			pkgs = append(pkgs, t.Package)
-		}
+	for _, t := range desktools.Missing() {
+		missing = append(missing, t.Name+" (package "+t.Package+", for "+t.Use+")")
+		pkgs = append(pkgs, t.Package)
 	}
 	if len(missing) == 0 {
 		return nil

@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/a2c-smcp/a2c-go/aiod/computer"
+	"github.com/a2c-smcp/a2c-go/aiod/internal/desktools"
 	"github.com/a2c-smcp/a2c-go/aiod/internal/sandbox"
 	"github.com/a2c-smcp/a2c-go/aiod/launch"
 )
@@ -90,10 +91,9 @@ func (d *Daemon) startPrograms(ctx context.Context) error {
 		if ownNet {
 			d.programs.inside[loopbackKey(workerAddr)] = true
 		}
-		for _, t := range launch.DesktopTools[:2] { // the worker checks its own tools
-			if _, err := exec.LookPath(t.Name); err != nil {
-				return fmt.Errorf("--desktop: %w", &launch.MissingError{Program: t.Name, Package: t.Package, Detail: "looked for " + t.Name + " on PATH"})
-			}
+		// what aiod starts itself; the worker checks its own tools
+		if m := desktools.Missing("Xvfb", "openbox"); len(m) > 0 {
+			return fmt.Errorf("--desktop: %w", &launch.MissingError{Program: m[0].Name, Package: m[0].Package, Detail: "looked for " + m[0].Name + " on PATH"})
 		}
 		env := d.programEnv()
 		sup, n, err := launch.StartDisplay(ctx, launch.DisplayOptions{Width: desktopWidth, Height: desktopHeight, Start: start,

@@ -65,9 +65,9 @@ func newWorker(displayName, xauth, key string, log *slog.Logger) *worker {
 	w := &worker{
 		displayName: displayName, xauth: xauth, key: key, log: log,
 		x:        display{name: displayName},
-		xdotool:  findTool("xdotool", "xdotool"),
-		xclip:    findTool("xclip", "xclip"),
-		ffmpeg:   findTool("ffmpeg", "ffmpeg"),
+		xdotool:  findTool("xdotool"),
+		xclip:    findTool("xclip"),
+		ffmpeg:   findTool("ffmpeg"),
 		childEnv: childEnv(displayName, xauth),
 		reg:      prometheus.NewRegistry(),
 	}

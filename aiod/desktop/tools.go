@@ -16,6 +16,7 @@ import (
 	"github.com/jezek/xgb/xproto"
 
 	"github.com/a2c-smcp/a2c-go/aiod/internal/api"
+	"github.com/a2c-smcp/a2c-go/aiod/internal/desktools"
 )
 
 // tool is one program the worker runs, with the Debian package that
@@ -30,8 +31,10 @@ func (t tool) unavailable() error {
 		WithHint("apt-get install " + t.pkg)
 }
 
-func findTool(name, pkg string) tool {
-	t := tool{name: name, pkg: pkg}
+// findTool looks the program up on PATH; its package comes from the
+// desktop's one table (desktools).
+func findTool(name string) tool {
+	t := tool{name: name, pkg: desktools.Get(name).Package}
 	t.path, _ = exec.LookPath(name)
 	return t
 }

@@ -133,29 +133,3 @@ func BrowserArgs(o BrowserOptions) []string {
 	}
 	return append(args, "about:blank")
 }
-
-// Tool is a program of the desktop with the Debian package that
-// provides it, for aiod doctor.
-type Tool struct {
-	Name, Package, Use string
-}
-
-// DesktopTools are what aiod --desktop and the computer-use worker run.
-var DesktopTools = []Tool{
-	{"Xvfb", "xvfb", "the X display"},
-	{"openbox", "openbox", "the window manager (window activation needs one)"},
-	{"xdotool", "xdotool", "mouse, keyboard and window actions"},
-	{"xclip", "xclip", "the clipboard"},
-	{"ffmpeg", "ffmpeg", "screen recording"},
-}
-
-// MissingTools returns the tools of DesktopTools not found on PATH.
-func MissingTools() []Tool {
-	var out []Tool
-	for _, t := range DesktopTools {
-		if _, err := exec.LookPath(t.Name); err != nil {
-			out = append(out, t)
-		}
-	}
-	return out
-}

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/a2c-smcp/a2c-go/aiod/internal/desktools"
 )
 
 // FirstDisplay is the first X display number aiod --desktop tries (:99,
@@ -40,9 +42,10 @@ type DisplayOptions struct {
 // its number on -displayfd when it does). A missing Xvfb is a
 // *[MissingError].
 func StartDisplay(ctx context.Context, o DisplayOptions) (*Supervisor, int, error) {
-	bin, err := exec.LookPath("Xvfb")
+	xvfb := desktools.Get("Xvfb")
+	bin, err := exec.LookPath(xvfb.Name)
 	if err != nil {
-		return nil, 0, &MissingError{Program: "Xvfb", Package: "xvfb", Detail: "looked for Xvfb on PATH"}
+		return nil, 0, &MissingError{Program: xvfb.Name, Package: xvfb.Package, Detail: "looked for " + xvfb.Name + " on PATH"}
 	}
 	var lastErr error
 	for n := FirstDisplay; n < FirstDisplay+displayTries; n++ {
