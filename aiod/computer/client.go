@@ -6,6 +6,7 @@ package computer
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -14,6 +15,8 @@ import (
 	"mime"
 	"net/http"
 	"strings"
+
+	"github.com/a2c-smcp/a2c-go/aiod/internal/api"
 )
 
 // ErrUnavailable is returned when the worker cannot be reached. Its text
@@ -78,12 +81,15 @@ func (p *Plane) Act(ctx context.Context, action []byte) error {
 		return refusal(resp)
 	}
 	var env struct {
-		Success *bool  `json:"success"`
-		Message string `json:"message"`
+		api.Reply
+		// Success shadows Reply's: a worker answering only the 1.x
+		// shape ({status, action_performed}) sends none, and that is a
+		// success.
+		Success *bool `json:"success"`
 	}
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, maxReply))
 	if json.Unmarshal(b, &env) == nil && env.Success != nil && !*env.Success {
-		return &WorkerError{Status: resp.StatusCode, Message: orDefault(env.Message, "the computer-use worker could not perform the action")}
+		return &WorkerError{Status: resp.StatusCode, Message: cmp.Or(env.Message, "the computer-use worker could not perform the action")}
 	}
 	return nil
 }
@@ -119,12 +125,8 @@ func (p *Plane) call(ctx context.Context, method, path string, body []byte) (*ht
 func refusal(resp *http.Response) error {
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, maxReply))
 	var env struct {
-		Message string          `json:"message"`
-		Detail  json.RawMessage `json:"detail"`
-		Errors  []struct {
-			Location []string `json:"location"`
-			Message  string   `json:"message"`
-		} `json:"errors"`
+		api.Reply
+		Detail json.RawMessage `json:"detail"` // a FastAPI-style worker's
 	}
 	msg := ""
 	if json.Unmarshal(b, &env) == nil {
@@ -169,13 +171,6 @@ func detailText(raw json.RawMessage) string {
 		return list[0].Msg
 	}
 	return ""
-}
-
-func orDefault(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
 }
 
 // authorize presents the daemon's key on a request the plane makes on its

@@ -36,6 +36,13 @@ func TestClient(t *testing.T) {
 		case `{"action_type":"PRESS","key":"x"}`:
 			w.WriteHeader(http.StatusInternalServerError)
 			_, _ = io.WriteString(w, `oops`)
+		case `{"action_type":"PRESS","key":"y"}`: // a 1.x worker: no envelope
+			_, _ = io.WriteString(w, `{"status":"success","action_performed":"PRESS"}`)
+		case `{"action_type":"PRESS","key":"z"}`: // a refusal answered 200
+			_, _ = io.WriteString(w, `{"success":false,"message":"","data":null,"hint":null}`)
+		case `{"action_type":"WAIT","duration":12}`: // a FastAPI-style worker
+			w.WriteHeader(http.StatusUnprocessableEntity)
+			_, _ = io.WriteString(w, `{"detail":[{"msg":"duration too long"}]}`)
 		default:
 			_, _ = io.WriteString(w, `{"success":true,"message":"ok","data":{"status":"success","action_performed":"MOVE_TO"},"hint":null,"status":"success","action_performed":"MOVE_TO"}`)
 		}
@@ -52,6 +59,9 @@ func TestClient(t *testing.T) {
 	if err := p.Act(ctx, []byte(`{"action_type":"MOVE_TO","x":5,"y":5}`)); err != nil || gotBody != `{"action_type":"MOVE_TO","x":5,"y":5}` {
 		t.Errorf("act: %v, the worker got %s", err, gotBody)
 	}
+	if err := p.Act(ctx, []byte(`{"action_type":"PRESS","key":"y"}`)); err != nil {
+		t.Errorf("act on a 1.x worker: %v", err)
+	}
 	for _, c := range []struct {
 		body, msg string
 		status    int
@@ -59,6 +69,8 @@ func TestClient(t *testing.T) {
 		{`{"action_type":"WAIT","duration":11}`, "Request data validation failed: body.duration: must be more than 0 and at most 10", 422},
 		{`{"action_type":"TYPING","text":"é","use_clipboard":false}`, "non-ASCII text needs use_clipboard", 400},
 		{`{"action_type":"PRESS","key":"x"}`, "the computer-use worker answered 500 Internal Server Error", 500},
+		{`{"action_type":"PRESS","key":"z"}`, "the computer-use worker could not perform the action", 200},
+		{`{"action_type":"WAIT","duration":12}`, "duration too long", 422},
 	} {
 		err := p.Act(ctx, []byte(c.body))
 		var we *WorkerError
