@@ -144,7 +144,7 @@ func startDesk(bin, tmp string) *desk {
 	go func() { _ = d.page.Serve(l) }()
 
 	// Chromium, headful on the display, its DevTools port on loopback.
-	port := freeLoopbackPort()
+	port := freePort()
 	d.cdp = "http://127.0.0.1:" + strconv.Itoa(port)
 	prof := filepath.Join(tmp, "chromium")
 	d.chrome = exec.Command("chromium", "--no-sandbox", "--test-type", "--remote-debugging-address=127.0.0.1",
@@ -164,7 +164,7 @@ func startDesk(bin, tmp string) *desk {
 	}
 
 	// The worker.
-	waddr := "127.0.0.1:" + strconv.Itoa(freeLoopbackPort())
+	waddr := "127.0.0.1:" + strconv.Itoa(freePort())
 	d.wurl = "http://" + waddr
 	d.worker = exec.Command(bin, "computer-use")
 	d.worker.Env = append(os.Environ(), "DISPLAY="+d.display, "AIO_COMPUTER_USE_LISTEN="+waddr, "AIO_API_KEY=")
@@ -188,14 +188,6 @@ func startDesk(bin, tmp string) *desk {
 		fail(err)
 	}
 	return d
-}
-
-// freeLoopbackPort is a 127.0.0.1 port free a moment ago.
-func freeLoopbackPort() int {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	check(err)
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
 
 // waitHTTP polls u until it answers 200 or d passes.

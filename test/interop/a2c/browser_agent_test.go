@@ -8,11 +8,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"image/png"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
@@ -42,46 +40,6 @@ body.clicked button{background:#17a34a;box-shadow:0 8px 24px rgba(23,163,74,.35)
 <p id="status">An Agent drives this page through the sandbox's GUI tools.</p>
 <button id="go" onclick="document.body.classList.add('clicked');document.getElementById('status').textContent='Clicked by the Agent';this.textContent='Done'">Click me</button>
 </main></body></html>`
-
-// baWorker starts the computer-use worker (`aiod computer-use`) on
-// display and waits until its /healthz answers; it returns its URL.
-func baWorker(t *testing.T, display string) string {
-	t.Helper()
-	addr := "127.0.0.1:" + strconv.Itoa(baFreePort(t))
-	cmd := exec.Command(harness.Bin(t, "aiod"), "computer-use")
-	cmd.Env = append(os.Environ(), "DISPLAY="+display, "AIO_COMPUTER_USE_LISTEN="+addr, "AIO_API_KEY=")
-	p := harness.Run(t, cmd, false)
-	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/healthz", nil)
-		resp, err := http.DefaultClient.Do(req)
-		cancel()
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return "http://" + addr
-			}
-		}
-		select {
-		case <-p.Exited():
-			t.Fatalf("the worker exited:\n%s", p.Logs())
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the worker's /healthz did not answer within 15 s:\n%s", p.Logs())
-		}
-	}
-}
-
-func baFreePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
 
 // baEval evaluates expr (by value) in the first page target of the
 // browser at cdp, over its own WebSocket, and decodes the value into v.
@@ -203,7 +161,7 @@ func TestBrowserAgentDesktop(t *testing.T) {
 	t.Cleanup(page.Close)
 	b := harness.Chromium(t, harness.ChromiumOptions{Display: x.Display(),
 		Args: []string{"--test-type", "--window-position=0,0", fmt.Sprintf("--window-size=%d,%d", w, h), page.URL + "/"}})
-	worker := baWorker(t, x.Display())
+	worker := harness.ComputerUseWorker(t, x.Display()).URL
 
 	// The page is up and its window fills the screen: the button's centre
 	// on the screen is its box's centre plus the window's content offset.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -23,17 +22,6 @@ import (
 // ubCDPURLRE is the browser line of a2c up's banner.
 var ubCDPURLRE = regexp.MustCompile(`(?m)^a2c up: browser cdp_url=(ws://127\.0\.0\.1:\d+/cdp/devtools/browser/[0-9a-f-]+)(\?api_key=\S+)? auth=(true|false)$`)
 
-// ubFreePort is a TCP port free on 127.0.0.1 right now.
-func ubFreePort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
-}
-
 // ubStartUp runs a2c up --browser with token on random ports (the
 // DevTools port too) and waits until it is ready; it returns the process
 // and the banner's cdp_url (with ?api_key= as printed).
@@ -45,7 +33,7 @@ func ubStartUp(t *testing.T, token string, args ...string) (*harness.Proc, strin
 	ws := filepath.Join(t.TempDir(), "workspace")
 	cmd := exec.Command(harness.Bin(t, "a2c"), append([]string{"up", "--listen", "127.0.0.1:0", "--sandbox-listen", "127.0.0.1:0",
 		"--workspace", ws, "--browser", "--token", token}, args...)...)
-	cmd.Env = append(os.Environ(), "BROWSER_REMOTE_DEBUGGING_PORT="+strconv.Itoa(ubFreePort(t)), "A2C_TOKEN=")
+	cmd.Env = append(os.Environ(), "BROWSER_REMOTE_DEBUGGING_PORT="+strconv.Itoa(freePort(t)), "A2C_TOKEN=")
 	p := harness.Run(t, cmd, true)
 	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 		logs := p.Logs()

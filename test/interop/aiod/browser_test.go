@@ -18,11 +18,15 @@ import (
 	"github.com/a2c-smcp/a2c-go/test/interop/internal/harness"
 )
 
-// brReply is an answer of the browser plane as a client reads it.
-type brReply struct {
+// planeReply is an answer of the browser or computer-use plane as the
+// tests read it: status, headers, raw body and, when the body is JSON,
+// the envelope both decoded (Success … Errors) and as a generic map (env:
+// any key, such as the 1.x top-level ones).
+type planeReply struct {
 	status  int
 	header  http.Header
 	raw     []byte
+	env     map[string]any
 	Success bool            `json:"success"`
 	Message string          `json:"message"`
 	Data    json.RawMessage `json:"data"`
@@ -33,9 +37,9 @@ type brReply struct {
 	} `json:"errors"`
 }
 
-// brDo sends method url with body (JSON when non-empty) and header
+// planeDo sends method url with body (JSON when non-empty) and header
 // pairs, and decodes the envelope when the answer is JSON.
-func brDo(t *testing.T, method, url, body string, header ...string) brReply {
+func planeDo(t *testing.T, method, url, body string, header ...string) planeReply {
 	t.Helper()
 	var rd io.Reader
 	if body != "" {
@@ -58,19 +62,20 @@ func brDo(t *testing.T, method, url, body string, header ...string) brReply {
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	holdPlaneAnswer(t, method, url, resp, b)
-	r := brReply{status: resp.StatusCode, header: resp.Header, raw: b}
+	r := planeReply{status: resp.StatusCode, header: resp.Header, raw: b}
 	if strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
 		if err := json.Unmarshal(b, &r); err != nil {
 			t.Fatalf("%s %s: %d %s: %v", method, url, resp.StatusCode, b, err)
 		}
+		_ = json.Unmarshal(b, &r.env) // an array or a scalar leaves it nil
 	}
 	return r
 }
 
-// brExpect fails unless the answer has status; it returns the reply.
-func brExpect(t *testing.T, status int, method, url, body string, header ...string) brReply {
+// planeExpect fails unless the answer has status; it returns the reply.
+func planeExpect(t *testing.T, status int, method, url, body string, header ...string) planeReply {
 	t.Helper()
-	r := brDo(t, method, url, body, header...)
+	r := planeDo(t, method, url, body, header...)
 	if r.status != status {
 		t.Fatalf("%s %s %s: %d %s, want %d", method, url, body, r.status, r.raw, status)
 	}
@@ -140,7 +145,7 @@ func TestAiodBrowserBare(t *testing.T) {
 	port := brClosedPort(t)
 	p := startAiod(t, []string{"BROWSER_REMOTE_DEBUGGING_PORT=" + strconv.Itoa(port), "BROWSER_EXECUTABLE_PATH=", "DISPLAY="})
 	// R1
-	r := brExpect(t, 200, "GET", p.URL+"/v1/capabilities?refresh=true", "")
+	r := planeExpect(t, 200, "GET", p.URL+"/v1/capabilities?refresh=true", "")
 	var caps struct {
 		Browser struct {
 			Status      string   `json:"status"`
@@ -162,13 +167,13 @@ func TestAiodBrowserBare(t *testing.T) {
 		base := p.URL + "/" + v + "/browser/"
 		// R2
 		for _, rt := range brBrowserRoutes {
-			r := brDo(t, rt.method, base+rt.path, rt.body)
+			r := planeDo(t, rt.method, base+rt.path, rt.body)
 			if r.status != 503 || r.Success || r.Hint == nil || *r.Hint != "Ensure the browser capability is ready (GET /v1/capabilities)." ||
 				!strings.HasPrefix(r.Message, "browser: ") || string(r.Data) != "null" {
 				t.Errorf("%s %s: %d %s", rt.method, base+rt.path, r.status, r.raw)
 			}
 		}
-		r := brExpect(t, 200, "GET", base+"info", "")
+		r := planeExpect(t, 200, "GET", base+"info", "")
 		wantData := `{"user_agent":"","cdp_url":"","viewport":{"width":0,"height":0},"page_viewport":null,"cdp_ui_url":null}`
 		if v == "v1" {
 			wantData = `{"user_agent":"","cdp_url":"","viewport":{"width":0,"height":0},"page_viewport":null,"cdp_ui_url":null,"vnc_url":""}`
@@ -176,13 +181,13 @@ func TestAiodBrowserBare(t *testing.T) {
 		if r.Success || !strings.HasPrefix(r.Message, "browser: ") || string(r.Data) != wantData || r.Hint == nil {
 			t.Errorf("%s info: %s", v, r.raw)
 		}
-		r = brExpect(t, 200, "GET", base+"network/requests", "")
+		r = planeExpect(t, 200, "GET", base+"network/requests", "")
 		if !r.Success || string(r.Data) != "[]" {
 			t.Errorf("%s network/requests: %s", v, r.raw)
 		}
 	}
 	// R3
-	brExpect(t, 404, "POST", p.URL+"/v2/browser/actions", `{"action_type":"WAIT","duration":0.1}`)
+	planeExpect(t, 404, "POST", p.URL+"/v2/browser/actions", `{"action_type":"WAIT","duration":0.1}`)
 }
 
 // brGreeter is the fixture page: a name field, a button that greets, a
@@ -229,9 +234,9 @@ func TestAiodBrowser(t *testing.T) {
 			Warnings []string `json:"warnings"`
 		} `json:"browser"`
 	}
-	var r brReply
+	var r planeReply
 	for range 5 {
-		r = brExpect(t, 200, "GET", p.URL+"/v1/capabilities?refresh=true", "")
+		r = planeExpect(t, 200, "GET", p.URL+"/v1/capabilities?refresh=true", "")
 		if err := json.Unmarshal(r.Data, &caps); err != nil {
 			t.Fatal(err)
 		}
@@ -253,7 +258,7 @@ func brSuite(t *testing.T, aiod, v, site string) {
 	host := strings.TrimPrefix(aiod, "http://")
 
 	// R8, R11: info's shape and cdp_url.
-	r := brExpect(t, 200, "GET", base+"info", "")
+	r := planeExpect(t, 200, "GET", base+"info", "")
 	wantKeys := "cdp_ui_url,cdp_url,page_viewport,user_agent,viewport"
 	if v == "v1" {
 		wantKeys += ",vnc_url"
@@ -279,20 +284,20 @@ func brSuite(t *testing.T, aiod, v, site string) {
 	}
 	wsPath := info.CDPURL[strings.Index(info.CDPURL, "/cdp/"):]
 	// R9
-	r = brExpect(t, 200, "GET", base+"info", "", "X-Forwarded-Proto", "https", "X-Forwarded-Host", "sb.example", "X-Forwarded-Prefix", "/p/")
+	r = planeExpect(t, 200, "GET", base+"info", "", "X-Forwarded-Proto", "https", "X-Forwarded-Host", "sb.example", "X-Forwarded-Prefix", "/p/")
 	json.Unmarshal(r.Data, &info)
 	if info.CDPURL != "wss://sb.example/p"+wsPath {
 		t.Errorf("forwarded cdp_url %s", info.CDPURL)
 	}
 	// R10
-	r = brExpect(t, 200, "GET", base+"info?api_key=K", "")
+	r = planeExpect(t, 200, "GET", base+"info?api_key=K", "")
 	json.Unmarshal(r.Data, &info)
 	if info.CDPURL != "ws://"+host+wsPath+"?api_key=K" {
 		t.Errorf("cdp_url with key %s", info.CDPURL)
 	}
 
 	// R12: navigate and evaluate.
-	r = brExpect(t, 200, "POST", base+"navigate", `{"url":"`+site+`/"}`)
+	r = planeExpect(t, 200, "POST", base+"navigate", `{"url":"`+site+`/"}`)
 	var nav struct {
 		URL     string `json:"url"`
 		FrameID string `json:"frame_id"`
@@ -303,7 +308,7 @@ func brSuite(t *testing.T, aiod, v, site string) {
 	}
 	brEval := func(expr string, extra string) (json.RawMessage, *string) {
 		t.Helper()
-		r := brExpect(t, 200, "POST", base+"evaluate", `{"expression":`+strconv.Quote(expr)+extra+`}`)
+		r := planeExpect(t, 200, "POST", base+"evaluate", `{"expression":`+strconv.Quote(expr)+extra+`}`)
 		var e struct {
 			Value     json.RawMessage `json:"value"`
 			Exception *string         `json:"exception"`
@@ -323,8 +328,8 @@ func brSuite(t *testing.T, aiod, v, site string) {
 	if val, exc := brEval("Promise.resolve(7)", `,"await_promise":true`); string(val) != "7" || exc != nil {
 		t.Errorf("await: %s %v", val, exc)
 	}
-	brExpect(t, 422, "POST", base+"evaluate", `{}`)
-	brExpect(t, 400, "POST", base+"evaluate", `{"expression":`)
+	planeExpect(t, 422, "POST", base+"evaluate", `{}`)
+	planeExpect(t, 400, "POST", base+"evaluate", `{"expression":`)
 	// JavaScript dialogs are dismissed at once: the evaluation that
 	// raised one completes, and the tab stays usable.
 	start := time.Now()
@@ -342,24 +347,24 @@ func brSuite(t *testing.T, aiod, v, site string) {
 	}
 
 	// R16: screenshots.
-	r = brExpect(t, 200, "GET", base+"screenshot", "")
+	r = planeExpect(t, 200, "GET", base+"screenshot", "")
 	w, werr := strconv.Atoi(r.header.Get("X-Image-Width"))
 	h, herr := strconv.Atoi(r.header.Get("X-Image-Height"))
 	if !bytes.HasPrefix(r.raw, []byte("\x89PNG\r\n\x1a\n")) || r.header.Get("Content-Type") != "image/png" || werr != nil || herr != nil || w <= 0 || h <= 0 {
 		t.Errorf("png screenshot: %v %q", r.header, r.raw[:min(len(r.raw), 16)])
 	}
 	for _, f := range []string{"jpeg", "jpg"} {
-		r = brExpect(t, 200, "GET", base+"screenshot?format="+f+"&quality=50", "")
+		r = planeExpect(t, 200, "GET", base+"screenshot?format="+f+"&quality=50", "")
 		if !bytes.HasPrefix(r.raw, []byte{0xFF, 0xD8}) || r.header.Get("Content-Type") != "image/jpeg" {
 			t.Errorf("%s screenshot: %v", f, r.header)
 		}
 	}
-	brExpect(t, 200, "GET", base+"screenshot?full_page=true", "")
-	brExpect(t, 422, "GET", base+"screenshot?format=gif", "")
-	brExpect(t, 422, "GET", base+"screenshot?format=jpeg&quality=101", "")
+	planeExpect(t, 200, "GET", base+"screenshot?full_page=true", "")
+	planeExpect(t, 422, "GET", base+"screenshot?format=gif", "")
+	planeExpect(t, 422, "GET", base+"screenshot?format=jpeg&quality=101", "")
 
 	// R17: snapshot with refs.
-	r = brExpect(t, 200, "POST", base+"snapshot", `{"interactive_only":true}`)
+	r = planeExpect(t, 200, "POST", base+"snapshot", `{"interactive_only":true}`)
 	var snap struct {
 		Role     string `json:"role"`
 		Children []struct {
@@ -383,17 +388,17 @@ func brSuite(t *testing.T, aiod, v, site string) {
 	if snap.Role != "RootWebArea" || refs["textbox"] == "" || refs["button"] == "" || refs["link"] == "" {
 		t.Fatalf("snapshot: %s", r.raw)
 	}
-	r = brExpect(t, 200, "POST", base+"snapshot", `{}`)
+	r = planeExpect(t, 200, "POST", base+"snapshot", `{}`)
 	if !strings.Contains(string(r.raw), `"name":"Greet"`) || !strings.Contains(string(r.raw), `"ref":"`+refs["button"]+`"`) {
 		t.Errorf("full snapshot: %s", r.raw)
 	}
 
 	// R18: fill and click by ref.
-	r = brExpect(t, 200, "POST", base+"fill", `{"ref":"`+refs["textbox"]+`","value":"Ada"}`)
+	r = planeExpect(t, 200, "POST", base+"fill", `{"ref":"`+refs["textbox"]+`","value":"Ada"}`)
 	if r.Message != "Filled" || !r.Success {
 		t.Errorf("fill: %s", r.raw)
 	}
-	r = brExpect(t, 200, "POST", base+"click", `{"ref":"`+refs["button"]+`"}`)
+	r = planeExpect(t, 200, "POST", base+"click", `{"ref":"`+refs["button"]+`"}`)
 	if r.Message != "Clicked" || !r.Success || string(r.Data) != "null" {
 		t.Errorf("click: %s", r.raw)
 	}
@@ -401,44 +406,44 @@ func brSuite(t *testing.T, aiod, v, site string) {
 		t.Errorf("after ref click: %s", val)
 	}
 	// R19: by selector.
-	brExpect(t, 200, "POST", base+"fill", `{"selector":"#name","value":"Bob"}`)
-	brExpect(t, 200, "POST", base+"click", `{"selector":"#greet"}`)
+	planeExpect(t, 200, "POST", base+"fill", `{"selector":"#name","value":"Bob"}`)
+	planeExpect(t, 200, "POST", base+"click", `{"selector":"#greet"}`)
 	if val, _ := brEval("document.getElementById('name').value + '|' + document.getElementById('out').textContent", ""); string(val) != `"Bob|hello, Bob"` {
 		t.Errorf("after selector fill/click: %s", val)
 	}
 	// R20
-	r = brExpect(t, 404, "POST", base+"click", `{"selector":"#nope"}`)
+	r = planeExpect(t, 404, "POST", base+"click", `{"selector":"#nope"}`)
 	if r.Success || !strings.HasPrefix(r.Message, "browser: ") {
 		t.Errorf("404: %s", r.raw)
 	}
-	brExpect(t, 400, "POST", base+"click", `{}`)
-	brExpect(t, 400, "POST", base+"click", `{"ref":"x1"}`)
-	brExpect(t, 400, "POST", base+"click", `not json`)
-	brExpect(t, 422, "POST", base+"fill", `{"selector":"#name"}`)
-	brExpect(t, 422, "POST", base+"click", `{"selector":5}`)
+	planeExpect(t, 400, "POST", base+"click", `{}`)
+	planeExpect(t, 400, "POST", base+"click", `{"ref":"x1"}`)
+	planeExpect(t, 400, "POST", base+"click", `not json`)
+	planeExpect(t, 422, "POST", base+"fill", `{"selector":"#name"}`)
+	planeExpect(t, 422, "POST", base+"click", `{"selector":5}`)
 
 	// R22: upload.
 	dir := t.TempDir()
 	file := filepath.Join(dir, "hello.txt")
 	os.WriteFile(file, []byte("hi"), 0o644)
-	r = brExpect(t, 200, "POST", base+"upload", `{"selector":"#file","paths":[`+strconv.Quote(file)+`]}`)
+	r = planeExpect(t, 200, "POST", base+"upload", `{"selector":"#file","paths":[`+strconv.Quote(file)+`]}`)
 	if !r.Success {
 		t.Errorf("upload: %s", r.raw)
 	}
 	if val, _ := brEval("document.getElementById('file').files[0].name", ""); string(val) != `"hello.txt"` {
 		t.Errorf("uploaded file: %s", val)
 	}
-	brExpect(t, 404, "POST", base+"upload", `{"selector":"#nofile","paths":[`+strconv.Quote(file)+`]}`)
-	brExpect(t, 422, "POST", base+"upload", `{"selector":"#file"}`)
-	brExpect(t, 422, "POST", base+"upload", `{"selector":"#file","paths":["rel.txt"]}`)
+	planeExpect(t, 404, "POST", base+"upload", `{"selector":"#nofile","paths":[`+strconv.Quote(file)+`]}`)
+	planeExpect(t, 422, "POST", base+"upload", `{"selector":"#file"}`)
+	planeExpect(t, 422, "POST", base+"upload", `{"selector":"#file","paths":["rel.txt"]}`)
 
 	// R21: a ref from before a navigation.
-	brExpect(t, 200, "POST", base+"navigate", `{"url":"`+site+`/other","wait_until":"domcontentloaded"}`)
-	if r := brDo(t, "POST", base+"click", `{"ref":"`+refs["button"]+`"}`); r.status != 200 && r.status != 503 {
+	planeExpect(t, 200, "POST", base+"navigate", `{"url":"`+site+`/other","wait_until":"domcontentloaded"}`)
+	if r := planeDo(t, "POST", base+"click", `{"ref":"`+refs["button"]+`"}`); r.status != 200 && r.status != 503 {
 		t.Errorf("stale ref: %d %s", r.status, r.raw)
 	}
 	// R15: history.
-	r = brExpect(t, 200, "POST", base+"navigate", `{"history":"back"}`)
+	r = planeExpect(t, 200, "POST", base+"navigate", `{"history":"back"}`)
 	json.Unmarshal(r.Data, &nav)
 	if nav.URL != site+"/" {
 		t.Errorf("back: %s", r.raw)
@@ -446,17 +451,17 @@ func brSuite(t *testing.T, aiod, v, site string) {
 	if val, _ := brEval("location.href", ""); string(val) != strconv.Quote(site+"/") {
 		t.Errorf("after back: %s", val)
 	}
-	brExpect(t, 200, "POST", base+"navigate", `{"history":"forward","wait_until":"load"}`)
-	brExpect(t, 200, "POST", base+"navigate", `{"history":"reload","wait_until":"networkidle"}`)
-	brExpect(t, 400, "POST", base+"navigate", `{}`)
-	if r := brExpect(t, 422, "POST", base+"navigate", `{"url":""}`); len(r.Errors) != 1 || strings.Join(r.Errors[0].Location, ".") != "body.url" {
+	planeExpect(t, 200, "POST", base+"navigate", `{"history":"forward","wait_until":"load"}`)
+	planeExpect(t, 200, "POST", base+"navigate", `{"history":"reload","wait_until":"networkidle"}`)
+	planeExpect(t, 400, "POST", base+"navigate", `{}`)
+	if r := planeExpect(t, 422, "POST", base+"navigate", `{"url":""}`); len(r.Errors) != 1 || strings.Join(r.Errors[0].Location, ".") != "body.url" {
 		t.Errorf("navigate to \"\": %s", r.raw)
 	}
-	brExpect(t, 422, "POST", base+"navigate", `{"url":"`+site+`/","wait_until":"never"}`)
-	brExpect(t, 422, "POST", base+"navigate", `{"history":"sideways"}`)
+	planeExpect(t, 422, "POST", base+"navigate", `{"url":"`+site+`/","wait_until":"never"}`)
+	planeExpect(t, 422, "POST", base+"navigate", `{"history":"sideways"}`)
 	// R14: a refused connection is a success.
 	closed := brClosedPort(t)
-	brExpect(t, 200, "POST", base+"navigate", `{"url":"http://127.0.0.1:`+strconv.Itoa(closed)+`/"}`)
+	planeExpect(t, 200, "POST", base+"navigate", `{"url":"http://127.0.0.1:`+strconv.Itoa(closed)+`/"}`)
 	if val, _ := brEval("location.href", ""); !strings.HasPrefix(string(val), `"chrome-error://`) {
 		t.Errorf("refused: %s", val)
 	}
@@ -465,7 +470,7 @@ func brSuite(t *testing.T, aiod, v, site string) {
 	var tabs []struct{ ID, Title, URL, Type string }
 	listTabs := func() {
 		t.Helper()
-		r := brExpect(t, 200, "GET", base+"tabs", "")
+		r := planeExpect(t, 200, "GET", base+"tabs", "")
 		tabs = nil
 		if err := json.Unmarshal(r.Data, &tabs); err != nil || len(tabs) == 0 {
 			t.Fatalf("tabs: %s", r.raw)
@@ -478,7 +483,7 @@ func brSuite(t *testing.T, aiod, v, site string) {
 	}
 	listTabs()
 	first := tabs[0].ID
-	r = brExpect(t, 200, "POST", base+"tabs", `{}`)
+	r = planeExpect(t, 200, "POST", base+"tabs", `{}`)
 	var tab struct{ ID, Title, URL, Type string }
 	json.Unmarshal(r.Data, &tab)
 	if tab.URL != "about:blank" || tab.Type != "page" || tab.ID == "" || brKeys(t, r.Data) != "id,title,type,url" {
@@ -495,73 +500,73 @@ func brSuite(t *testing.T, aiod, v, site string) {
 	if val, _ := brEval("location.href", ""); string(val) != `"about:blank"` {
 		t.Errorf("evaluate in the default tab: %s", val)
 	}
-	brExpect(t, 404, "POST", base+"evaluate", `{"expression":"1","tab_id":"NOPE"}`)
-	r = brExpect(t, 200, "POST", base+"tabs/"+first+"/activate", "")
+	planeExpect(t, 404, "POST", base+"evaluate", `{"expression":"1","tab_id":"NOPE"}`)
+	r = planeExpect(t, 200, "POST", base+"tabs/"+first+"/activate", "")
 	listTabs()
 	if tabs[0].ID != first {
 		t.Errorf("activated tab not first: %+v", tabs)
 	}
-	r = brExpect(t, 404, "POST", base+"tabs/NOPE/activate", "")
+	r = planeExpect(t, 404, "POST", base+"tabs/NOPE/activate", "")
 	if r.Message != "no tab with id NOPE" {
 		t.Errorf("unknown activate: %s", r.raw)
 	}
-	brExpect(t, 405, "PUT", base+"tabs/"+first+"/activate", "")
-	brExpect(t, 200, "DELETE", base+"tabs/"+tab.ID, "")
+	planeExpect(t, 405, "PUT", base+"tabs/"+first+"/activate", "")
+	planeExpect(t, 200, "DELETE", base+"tabs/"+tab.ID, "")
 	listTabs()
 	for _, tb := range tabs {
 		if tb.ID == tab.ID {
 			t.Errorf("closed tab still listed")
 		}
 	}
-	r = brExpect(t, 404, "DELETE", base+"tabs/1", "")
+	r = planeExpect(t, 404, "DELETE", base+"tabs/1", "")
 	if r.Message != "no tab with id 1" {
 		t.Errorf("DELETE tabs/1: %s", r.raw)
 	}
 
 	// R26: cookies.
-	r = brExpect(t, 200, "POST", base+"cookies", `{"cookies":[{"name":"a","value":"1","url":"http://example.com/"}]}`)
+	r = planeExpect(t, 200, "POST", base+"cookies", `{"cookies":[{"name":"a","value":"1","url":"http://example.com/"}]}`)
 	if string(r.Data) != `{"count":1}` {
 		t.Errorf("set cookies: %s", r.raw)
 	}
-	brExpect(t, 200, "POST", base+"cookies", `{"cookies":[{"name":"b","value":"2","domain":"other.test"}]}`)
+	planeExpect(t, 200, "POST", base+"cookies", `{"cookies":[{"name":"b","value":"2","domain":"other.test"}]}`)
 	var cookies []struct{ Name, Value, Domain string }
-	r = brExpect(t, 200, "GET", base+"cookies?domain=example.com", "")
+	r = planeExpect(t, 200, "GET", base+"cookies?domain=example.com", "")
 	json.Unmarshal(r.Data, &cookies)
 	if len(cookies) != 1 || cookies[0].Name != "a" || cookies[0].Value != "1" || cookies[0].Domain != "example.com" {
 		t.Errorf("get cookies: %s", r.raw)
 	}
-	r = brExpect(t, 200, "GET", base+"cookies?url="+"http://example.com/x", "")
+	r = planeExpect(t, 200, "GET", base+"cookies?url="+"http://example.com/x", "")
 	json.Unmarshal(r.Data, &cookies)
 	if len(cookies) != 1 || cookies[0].Name != "a" {
 		t.Errorf("get cookies by url: %s", r.raw)
 	}
-	r = brExpect(t, 200, "DELETE", base+"cookies?name=a&domain=example.com", "")
+	r = planeExpect(t, 200, "DELETE", base+"cookies?name=a&domain=example.com", "")
 	if string(r.Data) != `{"count":1}` {
 		t.Errorf("delete cookie: %s", r.raw)
 	}
-	r = brExpect(t, 200, "GET", base+"cookies?domain=example.com", "")
+	r = planeExpect(t, 200, "GET", base+"cookies?domain=example.com", "")
 	if string(r.Data) != `[]` {
 		t.Errorf("after delete: %s", r.raw)
 	}
-	brExpect(t, 400, "DELETE", base+"cookies", "")
-	brExpect(t, 422, "POST", base+"cookies", `{}`)
-	brExpect(t, 422, "POST", base+"cookies", `{"cookies":[{"name":"a","value":"1"}]}`)
+	planeExpect(t, 400, "DELETE", base+"cookies", "")
+	planeExpect(t, 422, "POST", base+"cookies", `{}`)
+	planeExpect(t, 422, "POST", base+"cookies", `{"cookies":[{"name":"a","value":"1"}]}`)
 	for _, bad := range []string{`"url":"not a url"`, `"url":"http://example.com/","expires":"soon"`} {
-		r = brExpect(t, 422, "POST", base+"cookies", `{"cookies":[{"name":"a","value":"1",`+bad+`}]}`)
+		r = planeExpect(t, 422, "POST", base+"cookies", `{"cookies":[{"name":"a","value":"1",`+bad+`}]}`)
 		if len(r.Errors) != 1 || strings.Join(r.Errors[0].Location, ".") != "body.cookies" {
 			t.Errorf("cookie with %s: %s", bad, r.raw)
 		}
 	}
-	brExpect(t, 200, "DELETE", base+"cookies?all=true", "")
-	r = brExpect(t, 200, "GET", base+"cookies", "")
+	planeExpect(t, 200, "DELETE", base+"cookies?all=true", "")
+	r = planeExpect(t, 200, "GET", base+"cookies", "")
 	if string(r.Data) != `[]` {
 		t.Errorf("after all=true: %s", r.raw)
 	}
 
 	// R27: network/requests.
-	brExpect(t, 200, "GET", base+"network/requests?clear=true", "")
-	brExpect(t, 200, "POST", base+"navigate", `{"url":"`+site+`/other"}`)
-	r = brExpect(t, 200, "GET", base+"network/requests", "")
+	planeExpect(t, 200, "GET", base+"network/requests?clear=true", "")
+	planeExpect(t, 200, "POST", base+"navigate", `{"url":"`+site+`/other"}`)
+	r = planeExpect(t, 200, "GET", base+"network/requests", "")
 	var reqs []struct {
 		URL          string `json:"url"`
 		Method       string `json:"method"`
@@ -575,47 +580,47 @@ func brSuite(t *testing.T, aiod, v, site string) {
 	if i := brIndex(reqs, site+"/other"); i < 0 || reqs[i].Method != "GET" || reqs[i].ResourceType != "Document" || reqs[i].Status == nil || *reqs[i].Status != 200 {
 		t.Errorf("request of the page: %s", r.raw)
 	}
-	brExpect(t, 200, "POST", base+"navigate", `{"url":"`+site+`/"}`)
-	r = brExpect(t, 200, "GET", base+"network/requests?limit=1", "")
+	planeExpect(t, 200, "POST", base+"navigate", `{"url":"`+site+`/"}`)
+	r = planeExpect(t, 200, "GET", base+"network/requests?limit=1", "")
 	json.Unmarshal(r.Data, &reqs)
 	if len(reqs) != 1 || reqs[0].URL != site+"/" && !strings.HasPrefix(reqs[0].URL, site) {
 		t.Errorf("newest first, limit 1: %s", r.raw)
 	}
-	brExpect(t, 200, "GET", base+"network/requests?clear=true", "")
-	r = brExpect(t, 200, "GET", base+"network/requests", "")
+	planeExpect(t, 200, "GET", base+"network/requests?clear=true", "")
+	r = planeExpect(t, 200, "GET", base+"network/requests", "")
 	if string(r.Data) != "[]" {
 		t.Errorf("after clear: %s", r.raw)
 	}
 
 	// R28: config.
-	r = brExpect(t, 200, "POST", base+"config", `{"resolution":{"width":1280,"height":720}}`)
+	r = planeExpect(t, 200, "POST", base+"config", `{"resolution":{"width":1280,"height":720}}`)
 	if string(r.Data) != `{"resolution":{"width":1280,"height":720}}` {
 		t.Errorf("config: %s", r.raw)
 	}
-	r = brExpect(t, 422, "POST", base+"config", `{"resolution":{"width":1234,"height":567}}`)
+	r = planeExpect(t, 422, "POST", base+"config", `{"resolution":{"width":1234,"height":567}}`)
 	if len(r.Errors) != 1 || strings.Join(r.Errors[0].Location, ".") != "body.resolution" {
 		t.Errorf("config 422: %s", r.raw)
 	}
-	r = brExpect(t, 200, "POST", base+"config", `{}`)
+	r = planeExpect(t, 200, "POST", base+"config", `{}`)
 	if string(r.Data) != `{"resolution":null}` {
 		t.Errorf("config {}: %s", r.raw)
 	}
 
 	// R29: raw CDP.
-	r = brExpect(t, 200, "POST", base+"cdp", `{"method":"Browser.getVersion","browser":true}`)
+	r = planeExpect(t, 200, "POST", base+"cdp", `{"method":"Browser.getVersion","browser":true}`)
 	var ver struct{ Product string }
 	if json.Unmarshal(r.Data, &ver); !strings.Contains(ver.Product, "Chrome") {
 		t.Errorf("Browser.getVersion: %s", r.raw)
 	}
-	r = brExpect(t, 200, "POST", base+"cdp", `{"method":"Runtime.evaluate","params":{"expression":"1+1"}}`)
+	r = planeExpect(t, 200, "POST", base+"cdp", `{"method":"Runtime.evaluate","params":{"expression":"1+1"}}`)
 	if !strings.Contains(string(r.Data), `"value":2`) {
 		t.Errorf("Runtime.evaluate: %s", r.raw)
 	}
-	r = brExpect(t, 503, "POST", base+"cdp", `{"method":"Foo.bar"}`)
+	r = planeExpect(t, 503, "POST", base+"cdp", `{"method":"Foo.bar"}`)
 	if r.Message != "browser: Foo.bar: 'Foo.bar' wasn't found" || r.Hint == nil {
 		t.Errorf("Foo.bar: %s", r.raw)
 	}
-	brExpect(t, 422, "POST", base+"cdp", `{}`)
+	planeExpect(t, 422, "POST", base+"cdp", `{}`)
 }
 
 func brIndex(reqs []struct {
@@ -649,10 +654,10 @@ func TestAiodBrowserHostile(t *testing.T) {
 	site := brFixture(t)
 	p := startAiod(t, []string{"BROWSER_REMOTE_DEBUGGING_PORT=" + strconv.Itoa(chrome.Port()), "DISPLAY="})
 	base := p.URL + "/v2/browser/"
-	brExpect(t, 200, "POST", base+"navigate", `{"url":"`+site.URL+`/"}`)
+	planeExpect(t, 200, "POST", base+"navigate", `{"url":"`+site.URL+`/"}`)
 	newTab := func() string {
 		t.Helper()
-		r := brExpect(t, 200, "POST", base+"tabs", `{}`)
+		r := planeExpect(t, 200, "POST", base+"tabs", `{}`)
 		var tab struct{ ID string }
 		json.Unmarshal(r.Data, &tab)
 		return tab.ID
@@ -664,10 +669,10 @@ func TestAiodBrowserHostile(t *testing.T) {
 		for range 3 {
 			id := newTab()
 			ids = append(ids, id)
-			brExpect(t, 200, "POST", base+"navigate", `{"url":"`+site.URL+`/other","tab_id":"`+id+`"}`)
-			brExpect(t, 200, "POST", base+"evaluate", `{"expression":"history.replaceState(null, '', '?q=' + 'a'.repeat(1900000)); location.href.length","tab_id":"`+id+`"}`)
+			planeExpect(t, 200, "POST", base+"navigate", `{"url":"`+site.URL+`/other","tab_id":"`+id+`"}`)
+			planeExpect(t, 200, "POST", base+"evaluate", `{"expression":"history.replaceState(null, '', '?q=' + 'a'.repeat(1900000)); location.href.length","tab_id":"`+id+`"}`)
 		}
-		r := brExpect(t, 200, "GET", base+"tabs", "")
+		r := planeExpect(t, 200, "GET", base+"tabs", "")
 		var tabs []struct{ ID, URL string }
 		json.Unmarshal(r.Data, &tabs)
 		big := 0
@@ -682,29 +687,29 @@ func TestAiodBrowserHostile(t *testing.T) {
 		if big != 3 {
 			t.Errorf("%d tabs with the long URL, want 3 (%d tabs)", big, len(tabs))
 		}
-		if val := brExpect(t, 200, "POST", base+"evaluate", `{"expression":"1+1"}`); !strings.Contains(string(val.Data), `"value":2`) {
+		if val := planeExpect(t, 200, "POST", base+"evaluate", `{"expression":"1+1"}`); !strings.Contains(string(val.Data), `"value":2`) {
 			t.Errorf("evaluate: %s", val.raw)
 		}
 		for _, id := range ids {
-			brExpect(t, 200, "DELETE", base+"tabs/"+id, "")
+			planeExpect(t, 200, "DELETE", base+"tabs/"+id, "")
 		}
 	})
 
 	t.Run("huge result", func(t *testing.T) {
 		start := time.Now()
-		r := brExpect(t, 413, "POST", base+"evaluate", `{"expression":"'x'.repeat(50e6)"}`)
+		r := planeExpect(t, 413, "POST", base+"evaluate", `{"expression":"'x'.repeat(50e6)"}`)
 		if r.Message != "browser: the result is larger than 32 MiB" || r.Hint == nil {
 			t.Errorf("50 MB result: %s", r.raw)
 		}
 		t.Logf("50 MB result refused in %v", time.Since(start))
-		if r := brExpect(t, 200, "POST", base+"evaluate", `{"expression":"'x'.repeat(1e6).length"}`); !strings.Contains(string(r.Data), `"value":1000000`) {
+		if r := planeExpect(t, 200, "POST", base+"evaluate", `{"expression":"'x'.repeat(1e6).length"}`); !strings.Contains(string(r.Data), `"value":1000000`) {
 			t.Errorf("after: %s", r.raw)
 		}
 		// A tall, noisy page: its full-page screenshot is well past the
 		// 32 MiB of other answers, and still answers.
-		brExpect(t, 200, "POST", base+"evaluate", `{"expression":"const c = document.createElement('canvas'); c.width = 1280; c.height = 12000; const g = c.getContext('2d'); const d = g.createImageData(1280, 12000); crypto.getRandomValues(new Uint8Array(d.data.buffer, 0, 65536)); for (let i = 0; i < d.data.length; i += 65536) crypto.getRandomValues(new Uint8Array(d.data.buffer, i, Math.min(65536, d.data.length - i))); for (let i = 3; i < d.data.length; i += 4) d.data[i] = 255; g.putImageData(d, 0, 0); document.body.append(c); document.documentElement.scrollHeight"}`)
+		planeExpect(t, 200, "POST", base+"evaluate", `{"expression":"const c = document.createElement('canvas'); c.width = 1280; c.height = 12000; const g = c.getContext('2d'); const d = g.createImageData(1280, 12000); crypto.getRandomValues(new Uint8Array(d.data.buffer, 0, 65536)); for (let i = 0; i < d.data.length; i += 65536) crypto.getRandomValues(new Uint8Array(d.data.buffer, i, Math.min(65536, d.data.length - i))); for (let i = 3; i < d.data.length; i += 4) d.data[i] = 255; g.putImageData(d, 0, 0); document.body.append(c); document.documentElement.scrollHeight"}`)
 		start = time.Now()
-		r = brExpect(t, 200, "GET", base+"screenshot?full_page=true", "")
+		r = planeExpect(t, 200, "GET", base+"screenshot?full_page=true", "")
 		t.Logf("full-page screenshot: %d bytes, %sx%s, %v", len(r.raw), r.header.Get("X-Image-Width"), r.header.Get("X-Image-Height"), time.Since(start))
 		if !bytes.HasPrefix(r.raw, []byte("\x89PNG")) || len(r.raw) < 24<<20 {
 			t.Errorf("full-page screenshot of %d bytes", len(r.raw))
@@ -715,27 +720,27 @@ func TestAiodBrowserHostile(t *testing.T) {
 		id := newTab()
 		start := time.Now()
 		// The call that crashes the tab fails with it.
-		r := brExpect(t, 503, "POST", base+"cdp", `{"method":"Page.crash","tab_id":"`+id+`"}`)
+		r := planeExpect(t, 503, "POST", base+"cdp", `{"method":"Page.crash","tab_id":"`+id+`"}`)
 		if r.Message != "browser: the tab crashed" {
 			t.Errorf("Page.crash: %s", r.raw)
 		}
-		r = brExpect(t, 503, "POST", base+"evaluate", `{"expression":"1","tab_id":"`+id+`"}`)
+		r = planeExpect(t, 503, "POST", base+"evaluate", `{"expression":"1","tab_id":"`+id+`"}`)
 		if r.Message != "browser: the tab crashed" || r.Hint == nil || !strings.Contains(*r.Hint, "DELETE") {
 			t.Errorf("evaluate in a crashed tab: %s", r.raw)
 		}
-		brExpect(t, 503, "POST", base+"snapshot", `{"tab_id":"`+id+`"}`)
+		planeExpect(t, 503, "POST", base+"snapshot", `{"tab_id":"`+id+`"}`)
 		if d := time.Since(start); d > 10*time.Second {
 			t.Errorf("calls on a crashed tab took %v", d)
 		}
 		// Chrome loads a crashed tab again in a new renderer.
-		brExpect(t, 200, "POST", base+"navigate", `{"url":"`+site.URL+`/other","tab_id":"`+id+`"}`)
+		planeExpect(t, 200, "POST", base+"navigate", `{"url":"`+site.URL+`/other","tab_id":"`+id+`"}`)
 		{
-			if val := brExpect(t, 200, "POST", base+"evaluate", `{"expression":"document.title","tab_id":"`+id+`"}`); !strings.Contains(string(val.Data), `"Other"`) {
+			if val := planeExpect(t, 200, "POST", base+"evaluate", `{"expression":"document.title","tab_id":"`+id+`"}`); !strings.Contains(string(val.Data), `"Other"`) {
 				t.Errorf("after navigating again: %s", val.raw)
 			}
 		}
-		brExpect(t, 200, "DELETE", base+"tabs/"+id, "")
+		planeExpect(t, 200, "DELETE", base+"tabs/"+id, "")
 		// The other tabs never noticed.
-		brExpect(t, 200, "POST", base+"evaluate", `{"expression":"document.title"}`)
+		planeExpect(t, 200, "POST", base+"evaluate", `{"expression":"document.title"}`)
 	})
 }

@@ -1,9 +1,7 @@
 package aiod
 
 import (
-	"bytes"
 	"encoding/base64"
-	"encoding/binary"
 	"encoding/json"
 	"io"
 	"log"
@@ -64,8 +62,8 @@ func TestAiodComputerUseBare(t *testing.T) {
 			t.Errorf("%s %s: %d %s", r.method, r.path, resp.StatusCode, b)
 		}
 	}
-	if code, body := post(t, p.URL+"/v2/browser/actions", `{"action_type":"WAIT","duration":0.1}`); code != http.StatusNotFound {
-		t.Errorf("POST /v2/browser/actions: %d %s, want 404", code, body)
+	if r := planeDo(t, "POST", p.URL+"/v2/browser/actions", `{"action_type":"WAIT","duration":0.1}`); r.status != http.StatusNotFound {
+		t.Errorf("POST /v2/browser/actions: %d %s, want 404", r.status, r.raw)
 	}
 	code, body := get(t, p.URL+"/v1/capabilities?refresh=true")
 	var caps struct {
@@ -88,104 +86,11 @@ func TestAiodComputerUseBare(t *testing.T) {
 	}
 }
 
-// post sends a JSON body and returns the status and the trimmed body.
-func post(t *testing.T, url, body string) (int, string) {
-	t.Helper()
-	resp, err := http.Post(url, "application/json", strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, strings.TrimSpace(string(b))
-}
-
-// duReply is an answer as the desktop tests read it: status, headers,
-// raw body, and the envelope when the body is JSON.
-type duReply struct {
-	status int
-	header http.Header
-	raw    []byte
-	env    map[string]any
-}
-
-// duDo sends method url with a JSON body (when non-empty) and header
-// pairs.
-func duDo(t *testing.T, method, url, body string, header ...string) duReply {
-	t.Helper()
-	var rd io.Reader
-	if body != "" {
-		rd = strings.NewReader(body)
-	}
-	req, err := http.NewRequest(method, url, rd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if body != "" {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	for i := 0; i+1 < len(header); i += 2 {
-		req.Header.Set(header[i], header[i+1])
-	}
-	resp, err := (&http.Client{Timeout: 60 * time.Second}).Do(req)
-	if err != nil {
-		t.Fatalf("%s %s: %v", method, url, err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	holdPlaneAnswer(t, method, url, resp, b)
-	r := duReply{status: resp.StatusCode, header: resp.Header, raw: b}
-	if strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
-		if err := json.Unmarshal(b, &r.env); err != nil {
-			t.Fatalf("%s %s: not JSON: %s", method, url, b)
-		}
-	}
-	return r
-}
-
-// duExpect is duDo that fails the test unless the status is want.
-func duExpect(t *testing.T, want int, method, url, body string, header ...string) duReply {
-	t.Helper()
-	r := duDo(t, method, url, body, header...)
-	if r.status != want {
-		t.Fatalf("%s %s %s: %d %s, want %d", method, url, body, r.status, r.raw, want)
-	}
-	return r
-}
-
 // duData is the envelope's data re-encoded with sorted keys, to compare
 // whole.
-func duData(r duReply) string {
+func duData(r planeReply) string {
 	b, _ := json.Marshal(r.env["data"])
 	return string(b)
-}
-
-// duWorker starts `aiod computer-use` on display with extra environment,
-// on a random loopback port.
-func duWorker(t *testing.T, display string, env ...string) *harness.Proc {
-	t.Helper()
-	cmd := exec.Command(harness.Bin(t, "aiod"), "computer-use")
-	cmd.Env = append(cmd.Environ(), append([]string{"DISPLAY=" + display, "AIO_COMPUTER_USE_LISTEN=127.0.0.1:0", "AIO_API_KEY="}, env...)...)
-	return harness.Run(t, cmd, true)
-}
-
-// duPNGSize reads the width and height from a PNG's IHDR.
-func duPNGSize(t *testing.T, b []byte) (int, int) {
-	t.Helper()
-	if len(b) < 24 || !bytes.Equal(b[:8], []byte("\x89PNG\r\n\x1a\n")) || string(b[12:16]) != "IHDR" {
-		t.Fatalf("not a PNG: %q", b[:min(len(b), 32)])
-	}
-	return int(binary.BigEndian.Uint32(b[16:20])), int(binary.BigEndian.Uint32(b[20:24]))
-}
-
-// duUntil polls cond every 50 ms until it holds or d passes.
-func duUntil(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(d); !cond(); time.Sleep(50 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", d, what)
-		}
-	}
 }
 
 // TestAiodComputerUseCLI: --help, and the start errors of the worker (no
@@ -214,29 +119,29 @@ func TestAiodComputerUseCLI(t *testing.T) {
 // need AIO_API_KEY when it is set (Bearer, x-api-key or ?api_key=).
 func TestAiodComputerUseWorkerAuth(t *testing.T) {
 	x := harness.Xvfb(t, 640, 480)
-	w := duWorker(t, x.Display(), "AIO_API_KEY=k3y")
-	duExpect(t, 200, "GET", w.URL+"/healthz", "")
-	doc := duExpect(t, 200, "GET", w.URL+"/openapi.json", "")
+	w := harness.ComputerUseWorker(t, x.Display(), "AIO_API_KEY=k3y")
+	planeExpect(t, 200, "GET", w.URL+"/healthz", "")
+	doc := planeExpect(t, 200, "GET", w.URL+"/openapi.json", "")
 	if paths, _ := doc.env["paths"].(map[string]any); paths["/v2/computer/actions/batch"] == nil || paths["/capabilities"] == nil {
 		t.Errorf("openapi.json paths: %v", doc.env["paths"])
 	}
 	for _, p := range []string{"/capabilities", "/metrics", "/v2/computer/info"} {
-		r := duExpect(t, 401, "GET", w.URL+p, "")
+		r := planeExpect(t, 401, "GET", w.URL+p, "")
 		if strings.TrimSpace(string(r.raw)) != `{"success":false,"message":"Unauthorized","data":null,"hint":null}` {
 			t.Errorf("%s without the key: %s", p, r.raw)
 		}
-		duExpect(t, 401, "GET", w.URL+p, "", "Authorization", "Bearer nope")
+		planeExpect(t, 401, "GET", w.URL+p, "", "Authorization", "Bearer nope")
 	}
-	caps := duExpect(t, 200, "GET", w.URL+"/capabilities", "", "Authorization", "Bearer k3y")
+	caps := planeExpect(t, 200, "GET", w.URL+"/capabilities", "", "Authorization", "Bearer k3y")
 	want := `{"schema_version":1,"status":"ready","provider":"external","display":"` + x.Display() + `","screenshot":true,"actions":true,"clipboard":true,"recording":true,"accessibility":false,"accessibility_backend":null,"resolution":{"width":640,"height":480},"missing":[],"warnings":[]}`
 	if strings.TrimSpace(string(caps.raw)) != want {
 		t.Errorf("capabilities:\n got %s\nwant %s", caps.raw, want)
 	}
-	m := duExpect(t, 200, "GET", w.URL+"/metrics", "", "x-api-key", "k3y")
+	m := planeExpect(t, 200, "GET", w.URL+"/metrics", "", "x-api-key", "k3y")
 	if !strings.Contains(string(m.raw), `computer_use_requests_total{code="200",route="GET /capabilities"} 1`) {
 		t.Errorf("metrics: %s", m.raw)
 	}
-	duExpect(t, 200, "GET", w.URL+"/v2/computer/info?api_key=k3y", "")
+	planeExpect(t, 200, "GET", w.URL+"/v2/computer/info?api_key=k3y", "")
 }
 
 // duFixture serves the page of the desktop tests: a titled page with an
@@ -267,7 +172,7 @@ func duFixture(t *testing.T) (*httptest.Server, <-chan string) {
 func TestAiodComputerUse(t *testing.T) {
 	x := harness.Xvfb(t, 1280, 800)
 	x.WindowManager(t)
-	w := duWorker(t, x.Display())
+	w := harness.ComputerUseWorker(t, x.Display())
 	a := startAiod(t, []string{"AIO_COMPUTER_USE_URL=" + w.URL, "DISPLAY=" + x.Display()})
 	cu := a.URL + "/v2/computer"
 	ok := func(typ string) string {
@@ -275,7 +180,7 @@ func TestAiodComputerUse(t *testing.T) {
 	}
 
 	t.Run("R32 info", func(t *testing.T) {
-		r := duExpect(t, 200, "GET", cu+"/info", "")
+		r := planeExpect(t, 200, "GET", cu+"/info", "")
 		want := `{"available":true,"capabilities":{"actions":true,"clipboard":true,"recording":true,"screenshot":true},"display":"` + x.Display() + `","screen_resolution":{"height":800,"width":1280},"warnings":[],"xauthority":null}`
 		if r.env["success"] != true || duData(r) != want {
 			t.Errorf("info: %s", r.raw)
@@ -283,8 +188,11 @@ func TestAiodComputerUse(t *testing.T) {
 	})
 
 	t.Run("R33 screenshot", func(t *testing.T) {
-		r := duExpect(t, 200, "GET", cu+"/screenshot", "")
-		pw, ph := duPNGSize(t, r.raw)
+		r := planeExpect(t, 200, "GET", cu+"/screenshot", "")
+		pw, ph, ok := pngSize(r.raw)
+		if !ok {
+			t.Fatalf("not a PNG: %.32q", r.raw)
+		}
 		if r.header.Get("Content-Type") != "image/png" || strconv.Itoa(pw) != r.header.Get("X-Image-Width") || strconv.Itoa(ph) != r.header.Get("X-Image-Height") ||
 			r.header.Get("X-Screen-Width") != "1280" || r.header.Get("X-Screen-Height") != "800" || pw != 1280 || ph != 800 {
 			t.Errorf("screenshot %dx%d, headers %v", pw, ph, r.header)
@@ -292,19 +200,19 @@ func TestAiodComputerUse(t *testing.T) {
 	})
 
 	t.Run("R34 move and cursor", func(t *testing.T) {
-		r := duExpect(t, 200, "POST", cu+"/actions", `{"action_type":"MOVE_TO","x":100,"y":200}`)
+		r := planeExpect(t, 200, "POST", cu+"/actions", `{"action_type":"MOVE_TO","x":100,"y":200}`)
 		if got := strings.TrimSpace(string(r.raw)); got != ok("MOVE_TO") {
 			t.Errorf("MOVE_TO: %s", got)
 		}
-		c := duExpect(t, 200, "GET", cu+"/cursor", "")
+		c := planeExpect(t, 200, "GET", cu+"/cursor", "")
 		if got := strings.TrimSpace(string(c.raw)); got != `{"success":true,"message":"Operation successful","data":{"x":100,"y":200},"hint":null}` {
 			t.Errorf("cursor: %s", got)
 		}
-		duExpect(t, 200, "POST", cu+"/actions", `{"action_type":"MOVE_REL","x_offset":-50,"y_offset":25}`)
-		if c := duExpect(t, 200, "GET", cu+"/cursor", ""); duData(c) != `{"x":50,"y":225}` {
+		planeExpect(t, 200, "POST", cu+"/actions", `{"action_type":"MOVE_REL","x_offset":-50,"y_offset":25}`)
+		if c := planeExpect(t, 200, "GET", cu+"/cursor", ""); duData(c) != `{"x":50,"y":225}` {
 			t.Errorf("cursor after MOVE_REL: %s", c.raw)
 		}
-		r = duExpect(t, 422, "POST", cu+"/actions", `{"action_type":"MOVE_REL","x_offset":-51,"y_offset":0}`)
+		r = planeExpect(t, 422, "POST", cu+"/actions", `{"action_type":"MOVE_REL","x_offset":-51,"y_offset":0}`)
 		if !strings.Contains(string(r.raw), "leaves the screen") {
 			t.Errorf("MOVE_REL off screen: %s", r.raw)
 		}
@@ -312,20 +220,20 @@ func TestAiodComputerUse(t *testing.T) {
 
 	t.Run("R35 include_screenshot", func(t *testing.T) {
 		for _, u := range []string{cu + "/actions?include_screenshot=true", a.URL + "/v1/browser/actions?include_screenshot=true"} {
-			r := duExpect(t, 200, "POST", u, `{"action_type":"WAIT","duration":0.1}`)
+			r := planeExpect(t, 200, "POST", u, `{"action_type":"WAIT","duration":0.1}`)
 			s, _ := r.env["screenshot"].(string)
 			b, err := base64.StdEncoding.DecodeString(s)
 			if err != nil || r.env["action_performed"] != "WAIT" || r.env["status"] != "success" {
 				t.Fatalf("%s: %.300s", u, r.raw)
 			}
-			if pw, ph := duPNGSize(t, b); pw != 1280 || ph != 800 {
+			if pw, ph, ok := pngSize(b); !ok || pw != 1280 || ph != 800 {
 				t.Errorf("%s: screenshot %dx%d", u, pw, ph)
 			}
 			if _, has := r.env["screenshot_error"]; has {
 				t.Errorf("%s: screenshot_error with a screenshot", u)
 			}
 		}
-		r := duExpect(t, 200, "POST", a.URL+"/v1/browser/actions", `{"action_type":"MOVE_TO","x":5,"y":5}`)
+		r := planeExpect(t, 200, "POST", a.URL+"/v1/browser/actions", `{"action_type":"MOVE_TO","x":5,"y":5}`)
 		if got := strings.TrimSpace(string(r.raw)); got != ok("MOVE_TO") {
 			t.Errorf("v1 MOVE_TO: %s", got)
 		}
@@ -349,7 +257,7 @@ func TestAiodComputerUse(t *testing.T) {
 			{`{"action_type":"CLICK","num_clicks":4}`, 422, "body.num_clicks"},
 			{`{"action_type":"SCROLL"}`, 422, "body.dy"},
 		} {
-			r := duExpect(t, tc.status, "POST", cu+"/actions", tc.body)
+			r := planeExpect(t, tc.status, "POST", cu+"/actions", tc.body)
 			if tc.status == 400 {
 				if got := strings.TrimSpace(string(r.raw)); got != `{"success":false,"message":"TYPING with use_clipboard false types ASCII text only; use the clipboard for other characters","data":null,"hint":"set use_clipboard to true"}` {
 					t.Errorf("%s: %s", tc.body, got)
@@ -375,23 +283,23 @@ func TestAiodComputerUse(t *testing.T) {
 
 	t.Run("R37 batch", func(t *testing.T) {
 		item := `{"action_type":"MOVE_TO","x":10,"y":10}`
-		r := duExpect(t, 422, "POST", cu+"/actions/batch", `{"actions":[`+strings.TrimSuffix(strings.Repeat(item+",", 51), ",")+`]}`)
+		r := planeExpect(t, 422, "POST", cu+"/actions/batch", `{"actions":[`+strings.TrimSuffix(strings.Repeat(item+",", 51), ",")+`]}`)
 		if !strings.Contains(string(r.raw), `"location":["body","actions"]`) {
 			t.Errorf("51 actions: %s", r.raw)
 		}
 		wait := `{"action_type":"WAIT","duration":10}`
-		duExpect(t, 422, "POST", cu+"/actions/batch", `{"actions":[`+wait+","+wait+`,{"action_type":"WAIT","duration":1}]}`)
-		duExpect(t, 422, "POST", cu+"/actions/batch", `{"actions":[`+item+`,{"action_type":"PRESS","key":"nope"}]}`)
+		planeExpect(t, 422, "POST", cu+"/actions/batch", `{"actions":[`+wait+","+wait+`,{"action_type":"WAIT","duration":1}]}`)
+		planeExpect(t, 422, "POST", cu+"/actions/batch", `{"actions":[`+item+`,{"action_type":"PRESS","key":"nope"}]}`)
 		// 50 actions run, in order
-		r = duExpect(t, 200, "POST", cu+"/actions/batch", `{"actions":[`+strings.TrimSuffix(strings.Repeat(`{"action_type":"MOVE_REL","x_offset":1,"y_offset":0},`, 49), ",")+`,{"action_type":"MOVE_TO","x":300,"y":301}]}`)
+		r = planeExpect(t, 200, "POST", cu+"/actions/batch", `{"actions":[`+strings.TrimSuffix(strings.Repeat(`{"action_type":"MOVE_REL","x_offset":1,"y_offset":0},`, 49), ",")+`,{"action_type":"MOVE_TO","x":300,"y":301}]}`)
 		if p, _ := r.env["data"].(map[string]any)["performed"].([]any); len(p) != 50 || r.env["success"] != true {
 			t.Errorf("50 actions: %.300s", r.raw)
 		}
-		if c := duExpect(t, 200, "GET", cu+"/cursor", ""); duData(c) != `{"x":300,"y":301}` {
+		if c := planeExpect(t, 200, "GET", cu+"/cursor", ""); duData(c) != `{"x":300,"y":301}` {
 			t.Errorf("cursor after the batch: %s", c.raw)
 		}
 		// a run-time failure at index 1 (a window that does not exist)
-		r = duExpect(t, 200, "POST", cu+"/actions/batch", `{"actions":[{"action_type":"WAIT","duration":0.1},{"action_type":"WINDOW_ACTIVATE","window_id":"123456789"},`+item+`],"include_screenshot":true}`)
+		r = planeExpect(t, 200, "POST", cu+"/actions/batch", `{"actions":[{"action_type":"WAIT","duration":0.1},{"action_type":"WINDOW_ACTIVATE","window_id":"123456789"},`+item+`],"include_screenshot":true}`)
 		var v struct {
 			Success bool   `json:"success"`
 			Message string `json:"message"`
@@ -409,9 +317,11 @@ func TestAiodComputerUse(t *testing.T) {
 			t.Fatalf("failure at 1: %.400s", r.raw)
 		}
 		b, _ := base64.StdEncoding.DecodeString(*v.Data.Screenshot)
-		duPNGSize(t, b)
+		if _, _, ok := pngSize(b); !ok {
+			t.Errorf("failure at 1: the screenshot is not a PNG: %.32q", b)
+		}
 		// without a screenshot, both keys are null
-		r = duExpect(t, 200, "POST", cu+"/actions/batch", `{"actions":[`+item+`]}`)
+		r = planeExpect(t, 200, "POST", cu+"/actions/batch", `{"actions":[`+item+`]}`)
 		if duData(r) != `{"error":null,"failed_index":null,"performed":["MOVE_TO"],"screenshot":null,"screenshot_error":null}` || r.env["success"] != true {
 			t.Errorf("one action: %s", r.raw)
 		}
@@ -420,8 +330,8 @@ func TestAiodComputerUse(t *testing.T) {
 	page, values := duFixture(t)
 	harness.Chromium(t, harness.ChromiumOptions{Display: x.Display(), Args: []string{"--new-window", page.URL + "/"}})
 	var win map[string]any
-	duUntil(t, 30*time.Second, "the Chromium window in GET windows", func() bool {
-		r := duExpect(t, 200, "GET", cu+"/windows", "")
+	waitUntil(t, 30*time.Second, "the Chromium window in GET windows", func() bool {
+		r := planeExpect(t, 200, "GET", cu+"/windows", "")
 		ws, _ := r.env["data"].(map[string]any)["windows"].([]any)
 		for _, it := range ws {
 			m := it.(map[string]any)
@@ -434,7 +344,7 @@ func TestAiodComputerUse(t *testing.T) {
 	})
 
 	t.Run("R39 windows", func(t *testing.T) {
-		r := duExpect(t, 200, "GET", cu+"/windows", "")
+		r := planeExpect(t, 200, "GET", cu+"/windows", "")
 		if id, _ := r.env["data"].(map[string]any)["snapshot_id"].(string); id == "" {
 			t.Errorf("snapshot_id: %s", r.raw)
 		}
@@ -443,62 +353,62 @@ func TestAiodComputerUse(t *testing.T) {
 			t.Errorf("window: %v", win)
 		}
 		id := win["window_id"].(string)
-		r = duExpect(t, 200, "POST", cu+"/actions", `{"action_type":"WINDOW_ACTIVATE","window_id":"`+id+`"}`)
+		r = planeExpect(t, 200, "POST", cu+"/actions", `{"action_type":"WINDOW_ACTIVATE","window_id":"`+id+`"}`)
 		if strings.TrimSpace(string(r.raw)) != ok("WINDOW_ACTIVATE") {
 			t.Errorf("activate: %s", r.raw)
 		}
 		// a window that existed and was closed
 		closed := duClosedWindow(t, x.Display())
-		r = duExpect(t, 404, "POST", cu+"/actions", `{"action_type":"WINDOW_ACTIVATE","window_id":"`+closed+`"}`)
+		r = planeExpect(t, 404, "POST", cu+"/actions", `{"action_type":"WINDOW_ACTIVATE","window_id":"`+closed+`"}`)
 		if r.env["success"] != false || !strings.Contains(r.env["message"].(string), "does not exist") {
 			t.Errorf("closed window: %s", r.raw)
 		}
-		duExpect(t, 404, "POST", cu+"/actions", `{"action_type":"WINDOW_MINIMIZE","window_id":"`+closed+`"}`)
-		duExpect(t, 422, "POST", cu+"/actions", `{"action_type":"WINDOW_ACTIVATE","window_id":"chromium"}`)
+		planeExpect(t, 404, "POST", cu+"/actions", `{"action_type":"WINDOW_MINIMIZE","window_id":"`+closed+`"}`)
+		planeExpect(t, 422, "POST", cu+"/actions", `{"action_type":"WINDOW_ACTIVATE","window_id":"chromium"}`)
 	})
 
 	t.Run("R38 clipboard and typing", func(t *testing.T) {
-		r := duExpect(t, 200, "POST", cu+"/actions", `{"action_type":"SET_CLIPBOARD","text":"héllo"}`)
+		r := planeExpect(t, 200, "POST", cu+"/actions", `{"action_type":"SET_CLIPBOARD","text":"héllo"}`)
 		if strings.TrimSpace(string(r.raw)) != ok("SET_CLIPBOARD") {
 			t.Errorf("SET_CLIPBOARD: %s", r.raw)
 		}
-		c := duExpect(t, 200, "GET", cu+"/clipboard", "")
+		c := planeExpect(t, 200, "GET", cu+"/clipboard", "")
 		if got := strings.TrimSpace(string(c.raw)); got != `{"success":true,"message":"Operation successful","data":{"format":"text","text":"héllo"},"hint":null}` {
 			t.Errorf("clipboard: %s", got)
 		}
 		// the field has the focus once its window is active
-		duExpect(t, 200, "POST", cu+"/actions", `{"action_type":"WINDOW_ACTIVATE","window_id":"`+win["window_id"].(string)+`"}`)
-		duExpect(t, 200, "POST", cu+"/actions", `{"action_type":"WAIT","duration":0.3}`)
-		duExpect(t, 200, "POST", cu+"/actions", `{"action_type":"TYPING","text":"héllo"}`)
+		planeExpect(t, 200, "POST", cu+"/actions", `{"action_type":"WINDOW_ACTIVATE","window_id":"`+win["window_id"].(string)+`"}`)
+		planeExpect(t, 200, "POST", cu+"/actions", `{"action_type":"WAIT","duration":0.3}`)
+		planeExpect(t, 200, "POST", cu+"/actions", `{"action_type":"TYPING","text":"héllo"}`)
 		duAwaitValue(t, values, "héllo")
 		// ASCII typed key by key, then keys and a hotkey
-		duExpect(t, 200, "POST", cu+"/actions", `{"action_type":"TYPING","text":" Ada","use_clipboard":false}`)
+		planeExpect(t, 200, "POST", cu+"/actions", `{"action_type":"TYPING","text":" Ada","use_clipboard":false}`)
 		duAwaitValue(t, values, "héllo Ada")
-		duExpect(t, 200, "POST", cu+"/actions", `{"action_type":"PRESS","key":"backspace"}`)
+		planeExpect(t, 200, "POST", cu+"/actions", `{"action_type":"PRESS","key":"backspace"}`)
 		duAwaitValue(t, values, "héllo Ad")
-		duExpect(t, 200, "POST", cu+"/actions", `{"action_type":"HOTKEY","keys":["ctrl","a"]}`)
-		duExpect(t, 200, "POST", cu+"/actions", `{"action_type":"PRESS","key":"delete"}`)
+		planeExpect(t, 200, "POST", cu+"/actions", `{"action_type":"HOTKEY","keys":["ctrl","a"]}`)
+		planeExpect(t, 200, "POST", cu+"/actions", `{"action_type":"PRESS","key":"delete"}`)
 		duAwaitValue(t, values, "")
 	})
 
 	t.Run("R40 record", func(t *testing.T) {
 		dir := t.TempDir()
 		path := filepath.Join(dir, "sub", "dir", "rec.mp4")
-		r := duExpect(t, 200, "POST", cu+"/record", `{"action":"start","fps":10,"save_path":"`+path+`"}`)
+		r := planeExpect(t, 200, "POST", cu+"/record", `{"action":"start","fps":10,"save_path":"`+path+`"}`)
 		d := r.env["data"].(map[string]any)
 		if d["status"] != "recording" || d["save_path"] != path || d["file_size_bytes"] != nil {
 			t.Fatalf("start: %s", r.raw)
 		}
-		r = duExpect(t, 409, "POST", cu+"/record", `{"action":"start"}`)
+		r = planeExpect(t, 409, "POST", cu+"/record", `{"action":"start"}`)
 		if r.env["message"] != "a recording is already running" {
 			t.Errorf("second start: %s", r.raw)
 		}
-		duUntil(t, 10*time.Second, "a recording of 1 s", func() bool {
-			r := duExpect(t, 200, "POST", a.URL+"/v1/display/record", `{"action":"status"}`)
+		waitUntil(t, 10*time.Second, "a recording of 1 s", func() bool {
+			r := planeExpect(t, 200, "POST", a.URL+"/v1/display/record", `{"action":"status"}`)
 			d := r.env["data"].(map[string]any)
 			return d["status"] == "recording" && d["duration"].(float64) > 1
 		})
-		r = duExpect(t, 200, "POST", cu+"/record", `{"action":"stop"}`)
+		r = planeExpect(t, 200, "POST", cu+"/record", `{"action":"stop"}`)
 		d = r.env["data"].(map[string]any)
 		fi, err := os.Stat(path)
 		if d["status"] != "stopped" || d["duration"].(float64) <= 1 || err != nil || d["file_size_bytes"] != float64(fi.Size()) || fi.Size() == 0 {
@@ -506,35 +416,35 @@ func TestAiodComputerUse(t *testing.T) {
 		}
 		// max_duration ends it by itself
 		path2 := filepath.Join(dir, "short.mp4")
-		duExpect(t, 200, "POST", cu+"/record", `{"action":"start","max_duration":1,"fps":5,"width":640,"height":400,"save_path":"`+path2+`"}`)
-		duUntil(t, 15*time.Second, "the recording to end at max_duration", func() bool {
-			r := duExpect(t, 200, "POST", cu+"/record", `{"action":"status"}`)
+		planeExpect(t, 200, "POST", cu+"/record", `{"action":"start","max_duration":1,"fps":5,"width":640,"height":400,"save_path":"`+path2+`"}`)
+		waitUntil(t, 15*time.Second, "the recording to end at max_duration", func() bool {
+			r := planeExpect(t, 200, "POST", cu+"/record", `{"action":"status"}`)
 			return r.env["data"].(map[string]any)["status"] == "stopped"
 		})
 		if fi, err := os.Stat(path2); err != nil || fi.Size() == 0 {
 			t.Errorf("short recording: %v", err)
 		}
-		r = duExpect(t, 400, "POST", cu+"/record", `{"action":"start","save_path":"/proc/none/rec.mp4"}`)
+		r = planeExpect(t, 400, "POST", cu+"/record", `{"action":"start","save_path":"/proc/none/rec.mp4"}`)
 		if r.env["message"] != "save_path is not writable: /proc/none/rec.mp4" {
 			t.Errorf("unwritable: %s", r.raw)
 		}
 		for _, b := range []string{`{"action":"rewind"}`, `{}`, `{"action":"start","fps":61}`, `{"action":"start","max_duration":601}`, `{"action":"start","crf":52}`, `{"action":"start","width":1281}`} {
-			duExpect(t, 422, "POST", cu+"/record", b)
+			planeExpect(t, 422, "POST", cu+"/record", b)
 		}
 	})
 
 	t.Run("R41 accessibility", func(t *testing.T) {
 		for _, p := range []string{"/accessibility", "/accessibility/nodes?node_id=a::1.2:/x", "/accessibility?scope=desktop"} {
-			r := duExpect(t, 501, "GET", cu+p, "")
+			r := planeExpect(t, 501, "GET", cu+p, "")
 			if duData(r) != `{"accessibility_backend":null}` || r.env["success"] != false {
 				t.Errorf("%s: %s", p, r.raw)
 			}
 		}
-		r := duExpect(t, 501, "POST", cu+"/actions", `{"action_type":"NODE_FOCUS","node_id":"a::1.2:/x"}`)
+		r := planeExpect(t, 501, "POST", cu+"/actions", `{"action_type":"NODE_FOCUS","node_id":"a::1.2:/x"}`)
 		if duData(r) != `{"accessibility_backend":null}` {
 			t.Errorf("NODE_FOCUS: %s", r.raw)
 		}
-		c := duExpect(t, 200, "GET", a.URL+"/v1/capabilities?refresh=true", "")
+		c := planeExpect(t, 200, "GET", a.URL+"/v1/capabilities?refresh=true", "")
 		comp, _ := c.env["data"].(map[string]any)["computer"].(map[string]any)
 		if comp["status"] != "ready" || comp["accessibility"] != false || comp["accessibility_backend"] != nil || comp["actions"] != true ||
 			comp["display"] != x.Display() {
@@ -623,9 +533,9 @@ func TestAiodLaunchDesktopPortTaken(t *testing.T) {
 // Allow, in the envelope.
 func TestAiodComputerUseWrongMethod(t *testing.T) {
 	x := harness.Xvfb(t, 320, 200)
-	w := duWorker(t, x.Display())
+	w := harness.ComputerUseWorker(t, x.Display())
 	a := startAiod(t, []string{"AIO_COMPUTER_USE_URL=" + w.URL, "DISPLAY=" + x.Display()})
-	own := duDo(t, "GET", a.URL+"/v1/code/execute", "")
+	own := planeDo(t, "GET", a.URL+"/v1/code/execute", "")
 	if own.status != 405 || own.header.Get("Allow") != "POST" {
 		t.Fatalf("aiod's own 405: %d %v %s", own.status, own.header, own.raw)
 	}
@@ -635,7 +545,7 @@ func TestAiodComputerUseWrongMethod(t *testing.T) {
 		{"DELETE", "/v2/computer/record"},
 		{"GET", "/v1/browser/actions"},
 	} {
-		got := duDo(t, r.method, a.URL+r.path, "")
+		got := planeDo(t, r.method, a.URL+r.path, "")
 		if got.status != 405 || got.header.Get("Allow") != "POST" || string(got.raw) != string(own.raw) ||
 			got.header.Get("Content-Type") != own.header.Get("Content-Type") {
 			t.Errorf("%s %s: %d Allow=%q %s; aiod answers %s", r.method, r.path, got.status, got.header.Get("Allow"), got.raw, own.raw)

@@ -25,17 +25,6 @@ import (
 // computer-use worker, restarts them when they die, and leaves none of
 // their processes behind when it stops, with and without isolation.
 
-// lnFreePort is a TCP port free on 127.0.0.1 right now.
-func lnFreePort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
-}
-
 // lnNeed skips (or fails, under A2C_REQUIRE_PEERS) without the programs.
 func lnNeed(t *testing.T, progs ...string) {
 	t.Helper()
@@ -50,7 +39,7 @@ func lnNeed(t *testing.T, progs ...string) {
 type lnDaemon struct {
 	*harness.Proc
 	a     *aio
-	cdp   int    // the DevTools port
+	cdp   string // the DevTools port
 	state string // AIO_STATE_DIR
 }
 
@@ -61,8 +50,8 @@ type lnDaemon struct {
 // the worker) must be gone once the daemon has exited.
 func lnStart(t *testing.T, env []string, args ...string) *lnDaemon {
 	t.Helper()
-	d := &lnDaemon{cdp: lnFreePort(t), state: t.TempDir()}
-	env = append([]string{"BROWSER_REMOTE_DEBUGGING_PORT=" + strconv.Itoa(d.cdp), "AIO_STATE_DIR=" + d.state}, env...)
+	d := &lnDaemon{cdp: freePort(t), state: t.TempDir()}
+	env = append([]string{"BROWSER_REMOTE_DEBUGGING_PORT=" + d.cdp, "AIO_STATE_DIR=" + d.state}, env...)
 	d.Proc = startAiod(t, env, args...)
 	d.a = &aio{t: t, base: d.URL}
 	pid := d.Cmd().Process.Pid
@@ -153,10 +142,10 @@ func lnCmdline(pid int) []string {
 
 // lnCDPAnswers reports whether /json/version answers on the host's
 // 127.0.0.1:port.
-func lnCDPAnswers(port int) bool {
+func lnCDPAnswers(port string) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://127.0.0.1:"+strconv.Itoa(port)+"/json/version", nil)
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://127.0.0.1:"+port+"/json/version", nil)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return false
@@ -189,14 +178,14 @@ func TestAiodLaunchBrowser(t *testing.T) {
 		t.Fatalf("capabilities.browser = %v, want ready with cdp", b)
 	}
 	if !lnCDPAnswers(d.cdp) {
-		t.Fatalf("no DevTools answer on 127.0.0.1:%d", d.cdp)
+		t.Fatalf("no DevTools answer on 127.0.0.1:%s", d.cdp)
 	}
 	pid := lnChild(d.Cmd().Process.Pid, "chromium")
 	if pid == 0 {
 		t.Fatalf("no chromium child of the daemon; logs:\n%s", d.Logs())
 	}
 	args := lnCmdline(pid)
-	for _, want := range []string{"--headless=new", "--remote-debugging-address=127.0.0.1", "--remote-debugging-port=" + strconv.Itoa(d.cdp),
+	for _, want := range []string{"--headless=new", "--remote-debugging-address=127.0.0.1", "--remote-debugging-port=" + d.cdp,
 		"--user-data-dir=" + filepath.Join(d.state, "browser-profile")} {
 		if !slices.Contains(args, want) {
 			t.Errorf("chromium's command line %q lacks %s", args, want)
@@ -234,7 +223,7 @@ func TestAiodLaunchBrowserMissing(t *testing.T) {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, harness.Bin(t, "aiod"), "--port", "0", "--browser")
 	cmd.Env = append(os.Environ(), "BROWSER_EXECUTABLE_PATH=/nonexistent/chromium", "AIO_STATE_DIR="+t.TempDir(),
-		"BROWSER_REMOTE_DEBUGGING_PORT="+strconv.Itoa(lnFreePort(t)))
+		"BROWSER_REMOTE_DEBUGGING_PORT="+freePort(t))
 	out, err := cmd.CombinedOutput()
 	code := -1
 	if ee, ok := err.(*exec.ExitError); ok {
@@ -253,9 +242,9 @@ func TestAiodLaunchBrowserMissing(t *testing.T) {
 // worker; everything ends with the daemon (checked at cleanup).
 func TestAiodLaunchDesktop(t *testing.T) {
 	lnNeed(t, "chromium", "Xvfb", "openbox", "xdotool", "xprop")
-	wport := lnFreePort(t)
+	wport := freePort(t)
 	const key = "ln-desk-key"
-	d := lnStart(t, []string{"AIO_COMPUTER_USE_URL=http://127.0.0.1:" + strconv.Itoa(wport)}, "--desktop", "--browser", "--api-key", key)
+	d := lnStart(t, []string{"AIO_COMPUTER_USE_URL=http://127.0.0.1:" + wport}, "--desktop", "--browser", "--api-key", key)
 	d.a.key = key
 	daemon := d.Cmd().Process.Pid
 	xvfb := lnChild(daemon, "Xvfb")
@@ -291,7 +280,7 @@ func TestAiodLaunchDesktop(t *testing.T) {
 		return strings.TrimSpace(x("xdotool", "search", "--onlyvisible", "--name", "Chromium")) != ""
 	})
 	if !lnCDPAnswers(d.cdp) {
-		t.Errorf("the headful browser does not answer CDP on %d", d.cdp)
+		t.Errorf("the headful browser does not answer CDP on %s", d.cdp)
 	}
 
 	// The worker, through the daemon's computer-use plane.
@@ -313,7 +302,7 @@ func TestAiodLaunchDesktop(t *testing.T) {
 	// are refused on its port; only the daemon, which replaces its
 	// clients' credentials by the worker's key, gets in. The key is in
 	// the worker's environment; the daemon's key is not.
-	worker := "http://127.0.0.1:" + strconv.Itoa(wport)
+	worker := "http://127.0.0.1:" + wport
 	for _, hdr := range [][]string{nil, {"Authorization", "Bearer " + key}, {"X-Api-Key", key}} {
 		req, _ := http.NewRequest(http.MethodGet, worker+"/v2/computer/info?api_key="+key, nil)
 		if hdr != nil {
@@ -394,8 +383,8 @@ func TestAiodLaunchIsolated(t *testing.T) {
 func TestAiodLaunchIsolatedDesktop(t *testing.T) {
 	requireRoot(t)
 	lnNeed(t, "chromium", "Xvfb", "openbox", "xdotool")
-	wport := lnFreePort(t)
-	d := lnStart(t, []string{"AIO_COMPUTER_USE_URL=http://127.0.0.1:" + strconv.Itoa(wport)},
+	wport := freePort(t)
+	d := lnStart(t, []string{"AIO_COMPUTER_USE_URL=http://127.0.0.1:" + wport},
 		"--desktop", "--browser", "--workspace", t.TempDir(), "--isolation", "namespaces", "--network", "none")
 	var info map[string]any
 	waitUntil(t, 30*time.Second, "the computer-use plane does not answer through the sandboxed worker", func() bool {
@@ -421,7 +410,7 @@ func TestAiodLaunchIsolatedDesktop(t *testing.T) {
 	if code, e := d.a.call("GET", "/v2/computer/cursor", "/v2/computer/cursor", nil); code != 200 || e.obj()["x"] != 321.0 || e.obj()["y"] != 123.0 {
 		t.Errorf("cursor: %d %s, want 321,123", code, e.raw)
 	}
-	if c, err := net.DialTimeout("tcp", "127.0.0.1:"+strconv.Itoa(wport), time.Second); err == nil {
+	if c, err := net.DialTimeout("tcp", "127.0.0.1:"+wport, time.Second); err == nil {
 		c.Close()
 		t.Errorf("the worker's port answers on the host's loopback under --network none")
 	}

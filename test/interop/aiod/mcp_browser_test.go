@@ -2,14 +2,11 @@ package aiod
 
 import (
 	"bytes"
-	"context"
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
 	"net/http"
 	"net/url"
-	"os"
-	"os/exec"
 	"regexp"
 	"strconv"
 	"strings"
@@ -145,38 +142,6 @@ func TestAiodMCPBrowserInfo(t *testing.T) {
 	}
 }
 
-// mbWorker starts the computer-use worker (`aiod computer-use`) on
-// display and waits until its /healthz answers; it returns its URL.
-func mbWorker(t *testing.T, display string) string {
-	t.Helper()
-	addr := "127.0.0.1:" + freePort(t)
-	cmd := exec.Command(harness.Bin(t, "aiod"), "computer-use")
-	cmd.Env = append(os.Environ(), "DISPLAY="+display, "AIO_COMPUTER_USE_LISTEN="+addr, "AIO_API_KEY=")
-	p := harness.Run(t, cmd, false)
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/healthz", nil)
-		resp, err := http.DefaultClient.Do(req)
-		cancel()
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return "http://" + addr
-			}
-		}
-		select {
-		case <-p.Exited():
-			t.Fatalf("the worker exited:\n%s", p.Logs())
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the worker's /healthz did not answer within 15 s:\n%s", p.Logs())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
 // pngSize reads a PNG's IHDR width and height; ok is false when b is not
 // a PNG.
 func pngSize(b []byte) (w, h int, ok bool) {
@@ -192,7 +157,7 @@ func pngSize(b []byte) (w, h int, ok bool) {
 // or unknown action_type and a field the worker refuses are isError.
 func TestAiodMCPBrowserDesktop(t *testing.T) {
 	x := harness.Xvfb(t, 1280, 800)
-	worker := mbWorker(t, x.Display())
+	worker := harness.ComputerUseWorker(t, x.Display()).URL
 	d := startAiod(t, []string{"AIO_COMPUTER_USE_URL=" + worker})
 
 	items, isErr := mbCall(t, d.URL, "/mcp", "browser_gui_screenshot", map[string]any{})

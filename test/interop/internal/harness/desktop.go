@@ -261,3 +261,16 @@ func (x *XServer) Stop() {
 	}
 	_ = x.proc.stop(5 * time.Second)
 }
+
+// ComputerUseWorker starts the computer-use worker (`aiod computer-use`)
+// on display, listening on a port of its own choosing on 127.0.0.1 (the
+// address its first log line names: no port is picked before the worker
+// binds it), with AIO_API_KEY unset unless env sets it; env adds
+// variables. It returns once the worker has logged its address (it
+// listens from then on); the process is stopped at cleanup.
+func ComputerUseWorker(t testing.TB, display string, env ...string) *Proc {
+	t.Helper()
+	cmd := exec.Command(Bin(t, "aiod"), "computer-use")
+	cmd.Env = append(os.Environ(), append([]string{"DISPLAY=" + display, "AIO_COMPUTER_USE_LISTEN=127.0.0.1:0", "AIO_API_KEY="}, env...)...)
+	return Run(t, cmd, true)
+}
