@@ -353,8 +353,10 @@ func (d *Daemon) Display() string {
 func hostPort(u *url.URL) string {
 	port := u.Port()
 	if port == "" {
-		port = map[string]string{"https": "443"}[u.Scheme]
-		if port == "" {
+		switch u.Scheme {
+		case "https":
+			port = "443"
+		default:
 			port = "80"
 		}
 	}

@@ -53,10 +53,10 @@ const (
 	buttonVariants = "left|right|middle"
 )
 
-// Action is one decoded and validated action: Type plus the fields its
+// action is one decoded and validated action: Type plus the fields its
 // type uses. Keys are already X keysym names; coordinates are whole
 // pixels.
-type Action struct {
+type action struct {
 	Type string
 	// X, Y: MOVE_TO, DRAG_TO, and CLICK/RIGHT_CLICK/DOUBLE_CLICK when
 	// HasXY (else the pointer stays where it is).
@@ -76,8 +76,8 @@ type Action struct {
 	NodeID       string   // NODE_*
 }
 
-// Screen is the display's size, against which coordinates are checked.
-type Screen struct{ Width, Height int }
+// screen is the display's size, against which coordinates are checked.
+type screen struct{ Width, Height int }
 
 // Action bodies by type, decoded with serde (its 422 wording).
 type (
@@ -142,12 +142,12 @@ func fieldError(loc []string, field, msg string) *serde.Error {
 	return &serde.Error{Location: append(append([]string{}, loc...), field), Message: msg, Type: serde.TypeValue}
 }
 
-// DecodeAction decodes and validates one action body against the screen.
+// decodeAction decodes and validates one action body against the screen.
 // loc is where the action sits in the request body (["body"] for a single
 // action, ["body","actions","3"] in a batch). Its error is a
 // *serde.Error (a 422) or, for non-ASCII TYPING without the clipboard,
 // an api.ErrInvalid (400).
-func DecodeAction(body []byte, scr Screen, loc []string) (*Action, error) {
+func decodeAction(body []byte, scr screen, loc []string) (*action, error) {
 	var tag actionTag
 	if err := decodeAt(body, &tag, loc); err != nil {
 		return nil, err
@@ -155,7 +155,7 @@ func DecodeAction(body []byte, scr Screen, loc []string) (*Action, error) {
 	if !slices.Contains(actionTypes, tag.ActionType) {
 		return nil, fieldError(loc, "action_type", InvalidActionType(tag.ActionType))
 	}
-	a := &Action{Type: tag.ActionType, Button: defaultButton, NumClicks: 1}
+	a := &action{Type: tag.ActionType, Button: defaultButton, NumClicks: 1}
 	var err error
 	switch a.Type {
 	case "MOVE_TO", "DRAG_TO":
@@ -320,10 +320,10 @@ func decodeAt(body []byte, v any, loc []string) error {
 	return nil
 }
 
-// BatchRequest is POST actions/batch after decoding: the actions,
+// batchRequest is POST actions/batch after decoding: the actions,
 // validated together before any runs.
-type BatchRequest struct {
-	Actions           []*Action
+type batchRequest struct {
+	Actions           []*action
 	IncludeScreenshot bool
 }
 
@@ -332,10 +332,10 @@ type batchBody struct {
 	IncludeScreenshot *bool           `json:"include_screenshot"`
 }
 
-// DecodeBatch decodes and validates a batch: at most maxBatch actions,
+// decodeBatch decodes and validates a batch: at most maxBatch actions,
 // their WAITs together at most maxBatchWait seconds, every action valid
-// (see DecodeAction). A batch over a limit is a 422 like a bad field.
-func DecodeBatch(body []byte, scr Screen) (*BatchRequest, error) {
+// (see decodeAction). A batch over a limit is a 422 like a bad field.
+func decodeBatch(body []byte, scr screen) (*batchRequest, error) {
 	var b batchBody
 	if err := serde.DecodeInto(body, &b); err != nil {
 		return nil, err
@@ -348,13 +348,13 @@ func DecodeBatch(body []byte, scr Screen) (*BatchRequest, error) {
 	if len(items) > maxBatch {
 		return nil, fieldError(loc, "actions", fmt.Sprintf("a batch holds at most %d actions, got %d", maxBatch, len(items)))
 	}
-	req := &BatchRequest{IncludeScreenshot: b.IncludeScreenshot != nil && *b.IncludeScreenshot}
+	req := &batchRequest{IncludeScreenshot: b.IncludeScreenshot != nil && *b.IncludeScreenshot}
 	// the WAITs are summed in whole microseconds: float sums drift (25
 	// × 0.8 s added up to 20.000000000000007)
 	var waitUS int64
 	typed := 0
 	for i, it := range items {
-		a, err := DecodeAction(it, scr, []string{"body", "actions", strconv.Itoa(i)})
+		a, err := decodeAction(it, scr, []string{"body", "actions", strconv.Itoa(i)})
 		if err != nil {
 			return nil, err
 		}
@@ -374,7 +374,7 @@ func DecodeBatch(body []byte, scr Screen) (*BatchRequest, error) {
 }
 
 // onScreen refuses a point outside the screen (1.x did too).
-func onScreen(x, y int, scr Screen, loc []string) error {
+func onScreen(x, y int, scr screen, loc []string) error {
 	if scr.Width <= 0 || scr.Height <= 0 {
 		return nil // no display to check against: the action answers 503
 	}

@@ -12,42 +12,42 @@ import (
 	"github.com/a2c-smcp/a2c-go/aiod/internal/serde"
 )
 
-var testScreen = Screen{Width: 1280, Height: 800}
+var testScreen = screen{Width: 1280, Height: 800}
 
 func TestDecodeAction(t *testing.T) {
 	for _, tc := range []struct {
 		body string
-		want Action
+		want action
 	}{
-		{`{"action_type":"MOVE_TO","x":100,"y":200.4}`, Action{Type: "MOVE_TO", X: 100, Y: 200, HasXY: true}},
-		{`{"action_type":"DRAG_TO","x":1279,"y":799}`, Action{Type: "DRAG_TO", X: 1279, Y: 799, HasXY: true}},
-		{`{"action_type":"MOVE_REL","x_offset":-5,"y_offset":7.6}`, Action{Type: "MOVE_REL", DX: -5, DY: 8}},
-		{`{"action_type":"DRAG_REL","x_offset":1,"y_offset":0}`, Action{Type: "DRAG_REL", DX: 1}},
-		{`{"action_type":"CLICK"}`, Action{Type: "CLICK", Button: "left", NumClicks: 1}},
-		{`{"action_type":"CLICK","x":1,"y":2,"button":"middle","num_clicks":3}`, Action{Type: "CLICK", X: 1, Y: 2, HasXY: true, Button: "middle", NumClicks: 3}},
-		{`{"action_type":"CLICK","x":null,"y":null}`, Action{Type: "CLICK", Button: "left", NumClicks: 1}},
-		{`{"action_type":"RIGHT_CLICK","x":3,"y":4}`, Action{Type: "RIGHT_CLICK", X: 3, Y: 4, HasXY: true, Button: "right", NumClicks: 1}},
-		{`{"action_type":"DOUBLE_CLICK"}`, Action{Type: "DOUBLE_CLICK", Button: "left", NumClicks: 2}},
-		{`{"action_type":"MOUSE_DOWN"}`, Action{Type: "MOUSE_DOWN", Button: "left", NumClicks: 1}},
-		{`{"action_type":"MOUSE_UP","button":"right"}`, Action{Type: "MOUSE_UP", Button: "right", NumClicks: 1}},
-		{`{"action_type":"SCROLL","dy":-100}`, Action{Type: "SCROLL", DY: -100}},
-		{`{"action_type":"SCROLL","dx":3,"dy":0}`, Action{Type: "SCROLL", DX: 3}},
-		{`{"action_type":"TYPING","text":"héllo"}`, Action{Type: "TYPING", Text: "héllo", UseClipboard: true}},
-		{`{"action_type":"TYPING","text":"hi\n","use_clipboard":false}`, Action{Type: "TYPING", Text: "hi\n"}},
-		{`{"action_type":"PRESS","key":"Enter"}`, Action{Type: "PRESS", Keys: []string{"Return"}}},
-		{`{"action_type":"KEY_DOWN","key":"shift"}`, Action{Type: "KEY_DOWN", Keys: []string{"Shift_L"}}},
-		{`{"action_type":"KEY_UP","key":"A"}`, Action{Type: "KEY_UP", Keys: []string{"A"}}},
-		{`{"action_type":"HOTKEY","keys":["ctrl","shift","t"]}`, Action{Type: "HOTKEY", Keys: []string{"Control_L", "Shift_L", "t"}}},
-		{`{"action_type":"HOTKEY","keys":["hyper","plus"]}`, Action{Type: "HOTKEY", Keys: []string{"Control_L", "Alt_L", "Shift_L", "plus"}}},
-		{`{"action_type":"WAIT","duration":10}`, Action{Type: "WAIT", Duration: 10}},
-		{`{"action_type":"SET_CLIPBOARD","text":""}`, Action{Type: "SET_CLIPBOARD"}},
-		{`{"action_type":"WINDOW_ACTIVATE","window_id":"0x400007"}`, Action{Type: "WINDOW_ACTIVATE", Window: 0x400007}},
-		{`{"action_type":"WINDOW_MINIMIZE","window_id":"4194311"}`, Action{Type: "WINDOW_MINIMIZE", Window: 4194311}},
-		{`{"action_type":"NODE_FOCUS","node_id":"a::1.2:/x"}`, Action{Type: "NODE_FOCUS", NodeID: "a::1.2:/x"}},
-		{`{"action_type":"NODE_INVOKE","node_id":"u:1","action":"press"}`, Action{Type: "NODE_INVOKE", NodeID: "u:1"}},
-		{`{"action_type":"NODE_SET_VALUE","node_id":"u:1","value":"x"}`, Action{Type: "NODE_SET_VALUE", NodeID: "u:1"}},
+		{`{"action_type":"MOVE_TO","x":100,"y":200.4}`, action{Type: "MOVE_TO", X: 100, Y: 200, HasXY: true}},
+		{`{"action_type":"DRAG_TO","x":1279,"y":799}`, action{Type: "DRAG_TO", X: 1279, Y: 799, HasXY: true}},
+		{`{"action_type":"MOVE_REL","x_offset":-5,"y_offset":7.6}`, action{Type: "MOVE_REL", DX: -5, DY: 8}},
+		{`{"action_type":"DRAG_REL","x_offset":1,"y_offset":0}`, action{Type: "DRAG_REL", DX: 1}},
+		{`{"action_type":"CLICK"}`, action{Type: "CLICK", Button: "left", NumClicks: 1}},
+		{`{"action_type":"CLICK","x":1,"y":2,"button":"middle","num_clicks":3}`, action{Type: "CLICK", X: 1, Y: 2, HasXY: true, Button: "middle", NumClicks: 3}},
+		{`{"action_type":"CLICK","x":null,"y":null}`, action{Type: "CLICK", Button: "left", NumClicks: 1}},
+		{`{"action_type":"RIGHT_CLICK","x":3,"y":4}`, action{Type: "RIGHT_CLICK", X: 3, Y: 4, HasXY: true, Button: "right", NumClicks: 1}},
+		{`{"action_type":"DOUBLE_CLICK"}`, action{Type: "DOUBLE_CLICK", Button: "left", NumClicks: 2}},
+		{`{"action_type":"MOUSE_DOWN"}`, action{Type: "MOUSE_DOWN", Button: "left", NumClicks: 1}},
+		{`{"action_type":"MOUSE_UP","button":"right"}`, action{Type: "MOUSE_UP", Button: "right", NumClicks: 1}},
+		{`{"action_type":"SCROLL","dy":-100}`, action{Type: "SCROLL", DY: -100}},
+		{`{"action_type":"SCROLL","dx":3,"dy":0}`, action{Type: "SCROLL", DX: 3}},
+		{`{"action_type":"TYPING","text":"héllo"}`, action{Type: "TYPING", Text: "héllo", UseClipboard: true}},
+		{`{"action_type":"TYPING","text":"hi\n","use_clipboard":false}`, action{Type: "TYPING", Text: "hi\n"}},
+		{`{"action_type":"PRESS","key":"Enter"}`, action{Type: "PRESS", Keys: []string{"Return"}}},
+		{`{"action_type":"KEY_DOWN","key":"shift"}`, action{Type: "KEY_DOWN", Keys: []string{"Shift_L"}}},
+		{`{"action_type":"KEY_UP","key":"A"}`, action{Type: "KEY_UP", Keys: []string{"A"}}},
+		{`{"action_type":"HOTKEY","keys":["ctrl","shift","t"]}`, action{Type: "HOTKEY", Keys: []string{"Control_L", "Shift_L", "t"}}},
+		{`{"action_type":"HOTKEY","keys":["hyper","plus"]}`, action{Type: "HOTKEY", Keys: []string{"Control_L", "Alt_L", "Shift_L", "plus"}}},
+		{`{"action_type":"WAIT","duration":10}`, action{Type: "WAIT", Duration: 10}},
+		{`{"action_type":"SET_CLIPBOARD","text":""}`, action{Type: "SET_CLIPBOARD"}},
+		{`{"action_type":"WINDOW_ACTIVATE","window_id":"0x400007"}`, action{Type: "WINDOW_ACTIVATE", Window: 0x400007}},
+		{`{"action_type":"WINDOW_MINIMIZE","window_id":"4194311"}`, action{Type: "WINDOW_MINIMIZE", Window: 4194311}},
+		{`{"action_type":"NODE_FOCUS","node_id":"a::1.2:/x"}`, action{Type: "NODE_FOCUS", NodeID: "a::1.2:/x"}},
+		{`{"action_type":"NODE_INVOKE","node_id":"u:1","action":"press"}`, action{Type: "NODE_INVOKE", NodeID: "u:1"}},
+		{`{"action_type":"NODE_SET_VALUE","node_id":"u:1","value":"x"}`, action{Type: "NODE_SET_VALUE", NodeID: "u:1"}},
 	} {
-		got, err := DecodeAction([]byte(tc.body), testScreen, []string{"body"})
+		got, err := decodeAction([]byte(tc.body), testScreen, []string{"body"})
 		if err != nil {
 			t.Errorf("%s: %v", tc.body, err)
 			continue
@@ -114,7 +114,7 @@ func TestDecodeActionRefusals(t *testing.T) {
 		{`{"action_type":"NODE_FOCUS"}`, "body.node_id", "missing field `node_id`"},
 		{`{"action_type":"NODE_SET_VALUE","node_id":"x"}`, "body.value", "missing field `value`"},
 	} {
-		_, err := DecodeAction([]byte(tc.body), testScreen, []string{"body"})
+		_, err := decodeAction([]byte(tc.body), testScreen, []string{"body"})
 		var se *serde.Error
 		switch {
 		case err == nil:
@@ -156,7 +156,7 @@ func TestDecodeBatch(t *testing.T) {
 		{many(3, `{"action_type":"TYPING","text":"`+strings.Repeat("a", 1000)+`","use_clipboard":false}`), "body.actions", "at most 2000 characters together, got 3000"},
 		{many(3, `{"action_type":"TYPING","text":"`+strings.Repeat("a", 1000)+`"}`), "", ""},
 	} {
-		b, err := DecodeBatch([]byte(tc.body), testScreen)
+		b, err := decodeBatch([]byte(tc.body), testScreen)
 		var se *serde.Error
 		switch {
 		case tc.loc == "" && err != nil:
@@ -211,7 +211,7 @@ func FuzzDecodeAction(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		a, err := DecodeAction(body, testScreen, []string{"body"})
+		a, err := decodeAction(body, testScreen, []string{"body"})
 		if err != nil {
 			var se *serde.Error
 			var ae *api.Error

@@ -12,10 +12,10 @@ import (
 	"time"
 )
 
-// DefaultListen is where the worker listens when AIO_COMPUTER_USE_LISTEN
+// defaultListen is where the worker listens when AIO_COMPUTER_USE_LISTEN
 // is not set: every interface, as the published worker does. Set a key
 // (AIO_API_KEY) or listen on 127.0.0.1 where the network is not trusted.
-const DefaultListen = "0.0.0.0:18100"
+const defaultListen = "0.0.0.0:18100"
 
 // Server timeouts: the headers must arrive within readHeaderTimeout, and
 // a request body must keep making progress (bodyIdle per read).
@@ -70,7 +70,7 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	listen := getenv("AIO_COMPUTER_USE_LISTEN")
 	if listen == "" {
-		listen = DefaultListen
+		listen = defaultListen
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, nil))
 

@@ -30,7 +30,7 @@ var errNoAccessibility = api.NewError(api.ErrNotImplemented, "No accessibility b
 
 // perform runs one validated action. The caller holds w.input, so no
 // other input reaches the display meanwhile.
-func (w *worker) perform(ctx context.Context, a *Action) error {
+func (w *worker) perform(ctx context.Context, a *action) error {
 	switch a.Type {
 	case "WAIT":
 		t := time.NewTimer(time.Duration(a.Duration * float64(time.Second)))
@@ -70,7 +70,7 @@ func isAnswer(err error) bool {
 
 var buttons = map[string]byte{"left": 1, "middle": 2, "right": 3}
 
-func (w *worker) performX(ctx context.Context, x *xconn, a *Action) error {
+func (w *worker) performX(ctx context.Context, x *xconn, a *action) error {
 	switch a.Type {
 	case "MOVE_TO", "MOVE_REL", "DRAG_TO", "DRAG_REL", "CLICK", "RIGHT_CLICK", "DOUBLE_CLICK", "MOUSE_DOWN", "MOUSE_UP", "SCROLL":
 		if !x.xtest {
@@ -182,7 +182,7 @@ func (w *worker) performX(ctx context.Context, x *xconn, a *Action) error {
 		}
 		return x.minimize(win)
 	}
-	return api.NewError(api.ErrInternal, "unhandled action "+a.Type) // DecodeAction admits no other type
+	return api.NewError(api.ErrInternal, "unhandled action "+a.Type) // decodeAction admits no other type
 }
 
 // drag presses the left button at (fx, fy), moves through the midpoint

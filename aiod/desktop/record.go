@@ -32,8 +32,8 @@ const (
 	recordStopWait = 10 * time.Second
 )
 
-// RecordRequest is POST record's body.
-type RecordRequest struct {
+// recordRequest is POST record's body.
+type recordRequest struct {
 	Action      string   `json:"action" serde:"required,enum=start|status|stop"`
 	FPS         *uint32  `json:"fps"`
 	CRF         *uint32  `json:"crf"`
@@ -43,11 +43,11 @@ type RecordRequest struct {
 	SavePath    *string  `json:"save_path"`
 }
 
-// RecordState is POST record's data. Error is null unless the
+// recordState is POST record's data. Error is null unless the
 // recording ended in error (ffmpeg failed: a full disk, an X server
 // gone, a stop it did not finish in time); Status is then "stopped" as
 // for any ended recording, and the file may be empty or cut short.
-type RecordState struct {
+type recordState struct {
 	Status        string  `json:"status"` // idle, recording, stopped
 	Duration      float64 `json:"duration"`
 	SavePath      *string `json:"save_path"`
@@ -143,7 +143,7 @@ func (p *progress) Write(b []byte) (int, error) {
 func (p *progress) seconds() float64 { return float64(p.us.Load()) / 1e6 }
 
 // record answers POST record.
-func (w *worker) record(req RecordRequest) (RecordState, error) {
+func (w *worker) record(req recordRequest) (recordState, error) {
 	r := &w.rec
 	switch req.Action {
 	case "status":
@@ -156,43 +156,43 @@ func (w *worker) record(req RecordRequest) (RecordState, error) {
 	return w.startRecording(req)
 }
 
-func (w *worker) startRecording(req RecordRequest) (RecordState, error) {
+func (w *worker) startRecording(req recordRequest) (recordState, error) {
 	loc := []string{"body"}
 	fps, crf, maxDur := uint32(defaultFPS), uint32(defaultCRF), defaultMaxDuration
 	if req.FPS != nil {
 		if fps = *req.FPS; fps < 1 || fps > maxFPS {
-			return RecordState{}, fieldError(loc, "fps", fmt.Sprintf("fps must be between 1 and %d", maxFPS))
+			return recordState{}, fieldError(loc, "fps", fmt.Sprintf("fps must be between 1 and %d", maxFPS))
 		}
 	}
 	if req.CRF != nil {
 		if crf = *req.CRF; crf > maxCRF {
-			return RecordState{}, fieldError(loc, "crf", fmt.Sprintf("crf must be between 0 and %d", maxCRF))
+			return recordState{}, fieldError(loc, "crf", fmt.Sprintf("crf must be between 0 and %d", maxCRF))
 		}
 	}
 	if req.MaxDuration != nil {
 		if maxDur = *req.MaxDuration; !(maxDur > 0 && maxDur <= maxRecordDuration) {
-			return RecordState{}, fieldError(loc, "max_duration", fmt.Sprintf("max_duration must be greater than 0 and at most %g seconds", maxRecordDuration))
+			return recordState{}, fieldError(loc, "max_duration", fmt.Sprintf("max_duration must be greater than 0 and at most %g seconds", maxRecordDuration))
 		}
 	}
 	if w.ffmpeg.path == "" {
-		return RecordState{}, w.ffmpeg.unavailable()
+		return recordState{}, w.ffmpeg.unavailable()
 	}
-	var scr Screen
+	var scr screen
 	if err := w.withX(func(x *xconn) (err error) {
 		scr, err = x.size()
 		return err
 	}); err != nil {
-		return RecordState{}, w.xError(err)
+		return recordState{}, w.xError(err)
 	}
 	width, height := scr.Width, scr.Height
 	if req.Width != nil {
 		if width = int(*req.Width); width < 2 || width > scr.Width {
-			return RecordState{}, fieldError(loc, "width", fmt.Sprintf("width must be between 2 and the screen's %d", scr.Width))
+			return recordState{}, fieldError(loc, "width", fmt.Sprintf("width must be between 2 and the screen's %d", scr.Width))
 		}
 	}
 	if req.Height != nil {
 		if height = int(*req.Height); height < 2 || height > scr.Height {
-			return RecordState{}, fieldError(loc, "height", fmt.Sprintf("height must be between 2 and the screen's %d", scr.Height))
+			return recordState{}, fieldError(loc, "height", fmt.Sprintf("height must be between 2 and the screen's %d", scr.Height))
 		}
 	}
 	// Starts take turns (r.start); r.mu is held only to read and set
@@ -205,22 +205,22 @@ func (w *worker) startRecording(req RecordRequest) (RecordState, error) {
 	running := r.cur != nil && !closed(r.cur.done)
 	r.mu.Unlock()
 	if running {
-		return RecordState{}, api.NewError(api.ErrConflict, "a recording is already running").WithHint("stop it first (action stop)")
+		return recordState{}, api.NewError(api.ErrConflict, "a recording is already running").WithHint("stop it first (action stop)")
 	}
 	path := filepath.Join(os.TempDir(), "recording_"+time.Now().Format("20060102_150405")+".mp4")
 	if req.SavePath != nil && *req.SavePath != "" {
 		var err error
 		if path, err = filepath.Abs(*req.SavePath); err != nil {
-			return RecordState{}, api.NewError(api.ErrInvalid, "save_path is not a usable path").WithField("save_path")
+			return recordState{}, api.NewError(api.ErrInvalid, "save_path is not a usable path").WithField("save_path")
 		}
 	}
 	created, err := prepareOutput(path)
 	switch {
 	case errors.Is(err, errNotRegular):
-		return RecordState{}, api.NewError(api.ErrInvalid, "save_path is not a regular file: "+path).
+		return recordState{}, api.NewError(api.ErrInvalid, "save_path is not a regular file: "+path).
 			WithHint("name a new file or an existing regular file (not a FIFO, device, folder or symbolic link)").WithField("save_path")
 	case err != nil:
-		return RecordState{}, api.NewError(api.ErrInvalid, "save_path is not writable: "+path).WithField("save_path")
+		return recordState{}, api.NewError(api.ErrInvalid, "save_path is not writable: "+path).WithField("save_path")
 	}
 	args := []string{"-hide_banner", "-nostdin", "-loglevel", "error", "-progress", "pipe:1", "-stats_period", "0.25",
 		"-f", "x11grab", "-draw_mouse", "1", "-framerate", strconv.Itoa(int(fps)),
@@ -240,7 +240,7 @@ func (w *worker) startRecording(req RecordRequest) (RecordState, error) {
 		}
 		te := &toolError{tool: "ffmpeg", err: err}
 		w.logToolError(te, "x11grab")
-		return RecordState{}, te
+		return recordState{}, te
 	}
 	rec.start = time.Now()
 	go func() { // the owner of ffmpeg's exit: ends when ffmpeg does
@@ -260,7 +260,7 @@ func (w *worker) startRecording(req RecordRequest) (RecordState, error) {
 		if created {
 			_ = os.Remove(path)
 		}
-		return RecordState{}, api.NewError(api.ErrUnavailable, "ffmpeg could not record the display")
+		return recordState{}, api.NewError(api.ErrUnavailable, "ffmpeg could not record the display")
 	case <-time.After(150 * time.Millisecond):
 	}
 	r.mu.Lock()
@@ -306,7 +306,7 @@ func prepareOutput(path string) (created bool, err error) {
 
 // stop ends a running recording (SIGINT, which makes ffmpeg finish the
 // file; SIGKILL after recordStopWait) and answers the final state.
-func (r *recorder) stop() RecordState {
+func (r *recorder) stop() recordState {
 	r.mu.Lock()
 	rec := r.cur
 	r.mu.Unlock()
@@ -325,13 +325,13 @@ func (r *recorder) stop() RecordState {
 	return r.stateLocked()
 }
 
-func (r *recorder) stateLocked() RecordState {
+func (r *recorder) stateLocked() recordState {
 	rec := r.cur
 	if rec == nil {
-		return RecordState{Status: "idle"}
+		return recordState{Status: "idle"}
 	}
 	path := rec.path
-	s := RecordState{Status: "recording", SavePath: &path}
+	s := recordState{Status: "recording", SavePath: &path}
 	s.Duration = rec.recorded.seconds()
 	if !closed(rec.done) {
 		return s

@@ -183,9 +183,9 @@ func (w *worker) count(pattern string, h http.Handler) http.Handler {
 	})
 }
 
-// Capability is GET /capabilities: schema_version 1 and the GuiCapability
+// capability is GET /capabilities: schema_version 1 and the GuiCapability
 // fields aiod reports as capabilities.computer (its computer.Capability).
-type Capability struct {
+type capability struct {
 	SchemaVersion        int        `json:"schema_version"`
 	Status               string     `json:"status"` // ready, degraded, absent
 	Provider             *string    `json:"provider"`
@@ -196,13 +196,13 @@ type Capability struct {
 	Recording            bool       `json:"recording"`
 	Accessibility        bool       `json:"accessibility"`
 	AccessibilityBackend *string    `json:"accessibility_backend"`
-	Resolution           Resolution `json:"resolution"`
+	Resolution           resolution `json:"resolution"`
 	Missing              []string   `json:"missing"`
 	Warnings             []string   `json:"warnings"`
 }
 
-// Resolution is a size whose parts are null when unknown.
-type Resolution struct {
+// resolution is a size whose parts are null when unknown.
+type resolution struct {
 	Width  *int `json:"width"`
 	Height *int `json:"height"`
 }
@@ -210,11 +210,11 @@ type Resolution struct {
 // capabilities reads the display and the programs now. Status: ready
 // with the display and every program, degraded with the display but a
 // program missing, absent without the display.
-func (w *worker) capabilities() Capability {
+func (w *worker) capabilities() capability {
 	provider, name := "external", w.displayName
-	c := Capability{SchemaVersion: 1, Provider: &provider, Display: &name, Missing: []string{}, Warnings: []string{}}
+	c := capability{SchemaVersion: 1, Provider: &provider, Display: &name, Missing: []string{}, Warnings: []string{}}
 	var (
-		scr Screen
+		scr screen
 		x   *xconn
 	)
 	if err := w.withX(func(cx *xconn) (err error) {
@@ -222,7 +222,7 @@ func (w *worker) capabilities() Capability {
 		scr, err = cx.size()
 		return err
 	}); err == nil {
-		c.Resolution = Resolution{Width: &scr.Width, Height: &scr.Height}
+		c.Resolution = resolution{Width: &scr.Width, Height: &scr.Height}
 	} else {
 		c.Status = "absent"
 		c.Missing = append(c.Missing, "display")
@@ -253,12 +253,12 @@ func (w *worker) capabilities() Capability {
 	return c
 }
 
-// DisplayInfo is GET info's data.
-type DisplayInfo struct {
+// displayInfo is GET info's data.
+type displayInfo struct {
 	Available        bool       `json:"available"`
 	Display          *string    `json:"display"`
 	XAuthority       *string    `json:"xauthority"`
-	ScreenResolution Resolution `json:"screen_resolution"`
+	ScreenResolution resolution `json:"screen_resolution"`
 	Capabilities     struct {
 		Screenshot bool `json:"screenshot"`
 		Actions    bool `json:"actions"`
@@ -270,7 +270,7 @@ type DisplayInfo struct {
 
 func (w *worker) info(rw http.ResponseWriter, _ *http.Request) {
 	c := w.capabilities()
-	d := DisplayInfo{Available: c.Status != "absent", Display: c.Display, ScreenResolution: c.Resolution, Warnings: c.Warnings}
+	d := displayInfo{Available: c.Status != "absent", Display: c.Display, ScreenResolution: c.Resolution, Warnings: c.Warnings}
 	if w.xauth != "" {
 		d.XAuthority = &w.xauth
 	}
@@ -349,8 +349,8 @@ func (w *worker) base64Shot() (shot, shotErr *string) {
 
 // screen is the display's size for validating coordinates; zero when the
 // display cannot be reached (the action then answers 503).
-func (w *worker) screen() Screen {
-	var s Screen
+func (w *worker) screen() screen {
+	var s screen
 	_ = w.withX(func(x *xconn) (err error) {
 		s, err = x.size()
 		return err
@@ -358,12 +358,12 @@ func (w *worker) screen() Screen {
 	return s
 }
 
-// ActionReply is POST actions' answer: the envelope plus the 1.x
+// actionReply is POST actions' answer: the envelope plus the 1.x
 // top-level status and action_performed, and the screenshot when asked.
-type ActionReply struct {
+type actionReply struct {
 	Success         bool       `json:"success"`
 	Message         string     `json:"message"`
-	Data            ActionData `json:"data"`
+	Data            actionData `json:"data"`
 	Hint            *string    `json:"hint"`
 	Status          string     `json:"status"`
 	ActionPerformed string     `json:"action_performed"`
@@ -371,8 +371,8 @@ type ActionReply struct {
 	ScreenshotError *string    `json:"screenshot_error,omitempty"`
 }
 
-// ActionData is POST actions' data.
-type ActionData struct {
+// actionData is POST actions' data.
+type actionData struct {
 	Status          string `json:"status"`
 	ActionPerformed string `json:"action_performed"`
 }
@@ -391,7 +391,7 @@ func (w *worker) action(rw http.ResponseWriter, r *http.Request) {
 		return
 	}
 	scr := w.screen()
-	a, err := DecodeAction(body, scr, []string{"body"})
+	a, err := decodeAction(body, scr, []string{"body"})
 	if err != nil {
 		api.WriteError(rw, err)
 		return
@@ -415,7 +415,7 @@ func (w *worker) action(rw http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.actions.WithLabelValues(a.Type, "ok").Inc()
-	reply := ActionReply{Success: true, Message: api.SuccessMessage, Data: ActionData{Status: "success", ActionPerformed: a.Type},
+	reply := actionReply{Success: true, Message: api.SuccessMessage, Data: actionData{Status: "success", ActionPerformed: a.Type},
 		Status: "success", ActionPerformed: a.Type}
 	if q.IncludeScreenshot != nil && *q.IncludeScreenshot {
 		reply.Screenshot, reply.ScreenshotError = w.base64Shot()
@@ -423,8 +423,8 @@ func (w *worker) action(rw http.ResponseWriter, r *http.Request) {
 	api.JSON(rw, http.StatusOK, reply)
 }
 
-// BatchResult is POST actions/batch's data.
-type BatchResult struct {
+// batchResult is POST actions/batch's data.
+type batchResult struct {
 	Performed       []string `json:"performed"`
 	FailedIndex     *int     `json:"failed_index"`
 	Error           *string  `json:"error"`
@@ -436,19 +436,19 @@ type BatchResult struct {
 
 // batch runs the actions in order under the input lock and stops at the
 // first failure; it answers 200 whatever happened once the batch was
-// valid (see DecodeBatch), with success false when an action failed.
+// valid (see decodeBatch), with success false when an action failed.
 func (w *worker) batch(rw http.ResponseWriter, r *http.Request) {
 	body, ok := api.ReadBody(rw, r)
 	if !ok {
 		return
 	}
 	scr := w.screen()
-	req, err := DecodeBatch(body, scr)
+	req, err := decodeBatch(body, scr)
 	if err != nil {
 		api.WriteError(rw, err)
 		return
 	}
-	if scr.Width == 0 && slices.ContainsFunc(req.Actions, func(a *Action) bool { return a.Type != "WAIT" }) {
+	if scr.Width == 0 && slices.ContainsFunc(req.Actions, func(a *action) bool { return a.Type != "WAIT" }) {
 		api.WriteError(rw, w.noDisplay())
 		return
 	}
@@ -459,7 +459,7 @@ func (w *worker) batch(rw http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer w.input.release()
-	res := BatchResult{Performed: []string{}}
+	res := batchResult{Performed: []string{}}
 	msg := api.SuccessMessage
 	for i, a := range req.Actions {
 		if r.Context().Err() != nil {
@@ -506,7 +506,7 @@ func (w *worker) clipboardRoute(rw http.ResponseWriter, r *http.Request) {
 }
 
 func (w *worker) windowsRoute(rw http.ResponseWriter, _ *http.Request) {
-	var wins []Window
+	var wins []window
 	if err := w.withX(func(x *xconn) (err error) {
 		wins, err = x.windows()
 		return err
@@ -523,7 +523,7 @@ func (w *worker) accessibility(rw http.ResponseWriter, _ *http.Request) {
 }
 
 func (w *worker) recordRoute(rw http.ResponseWriter, r *http.Request) {
-	var req RecordRequest
+	var req recordRequest
 	if !api.Body(rw, r, &req) {
 		return
 	}

@@ -38,7 +38,7 @@ func (x *xconn) initShm() {
 // captureShm captures scr through the shared segment. ok false means
 // MIT-SHM is not usable (the caller falls back); release unlocks the
 // segment once the pixels have been read.
-func (x *xconn) captureShm(scr Screen) (f frame, release func(), ok bool, err error) {
+func (x *xconn) captureShm(scr screen) (f frame, release func(), ok bool, err error) {
 	s := &x.shm
 	s.mu.Lock()
 	if s.off {

@@ -7,6 +7,6 @@ type shmState struct{}
 
 func (x *xconn) initShm() {}
 
-func (x *xconn) captureShm(Screen) (frame, func(), bool, error) { return frame{}, nil, false, nil }
+func (x *xconn) captureShm(screen) (frame, func(), bool, error) { return frame{}, nil, false, nil }
 
 func (x *xconn) freeShm() {}

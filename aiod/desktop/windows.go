@@ -11,17 +11,17 @@ import (
 // maxWindows caps GET windows.
 const maxWindows = 200
 
-// Window is one entry of GET windows.
-type Window struct {
+// window is one entry of GET windows.
+type window struct {
 	WindowID  string  `json:"window_id"`
 	Title     string  `json:"title"`
 	ProcessID *uint32 `json:"process_id"`
-	Bounds    *Rect   `json:"bounds"`
+	Bounds    *rect   `json:"bounds"`
 	Minimized bool    `json:"minimized"`
 }
 
-// Rect is a window's bounds in screen coordinates.
-type Rect struct {
+// rect is a window's bounds in screen coordinates.
+type rect struct {
 	X      int `json:"x"`
 	Y      int `json:"y"`
 	Width  int `json:"width"`
@@ -33,7 +33,7 @@ type Rect struct {
 // viewable children of the root that have a name (what xdotool search
 // --onlyvisible --name . finds). Windows that vanish while they are read
 // are left out.
-func (x *xconn) windows() ([]Window, error) {
+func (x *xconn) windows() ([]window, error) {
 	ids, err := x.clientList()
 	if err != nil {
 		return nil, err
@@ -58,7 +58,7 @@ func (x *xconn) windows() ([]Window, error) {
 			}
 		}
 	}
-	out := []Window{}
+	out := []window{}
 	for _, w := range ids {
 		if len(out) == maxWindows {
 			break
@@ -94,20 +94,20 @@ func (x *xconn) clientList() ([]xproto.Window, error) {
 
 // window reads one window's title, process, bounds and state. A window
 // that is gone is an xproto.WindowError (or DrawableError).
-func (x *xconn) window(w xproto.Window) (Window, error) {
+func (x *xconn) window(w xproto.Window) (window, error) {
 	g, err := reply(x, xproto.GetGeometry(x.c, xproto.Drawable(w)).Reply)
 	if err != nil {
 		if _, ok := err.(xproto.DrawableError); ok {
-			return Window{}, xproto.WindowError{BadValue: uint32(w)}
+			return window{}, xproto.WindowError{BadValue: uint32(w)}
 		}
-		return Window{}, err
+		return window{}, err
 	}
 	t, err := reply(x, xproto.TranslateCoordinates(x.c, w, x.root, 0, 0).Reply)
 	if err != nil {
-		return Window{}, err
+		return window{}, err
 	}
-	win := Window{WindowID: strconv.FormatUint(uint64(w), 10),
-		Bounds: &Rect{X: int(t.DstX), Y: int(t.DstY), Width: int(g.Width), Height: int(g.Height)}}
+	win := window{WindowID: strconv.FormatUint(uint64(w), 10),
+		Bounds: &rect{X: int(t.DstX), Y: int(t.DstY), Width: int(g.Width), Height: int(g.Height)}}
 	if r, err := x.property(w, "_NET_WM_NAME", 1024); err == nil && r != nil && r.Format == 8 {
 		win.Title = string(r.Value)
 	} else if r, err := x.property(w, "WM_NAME", 1024); err == nil && r != nil && r.Format == 8 {

@@ -304,12 +304,12 @@ func dialX(name string) (*xconn, error) {
 }
 
 // size is the root window's current size (it changes with RandR).
-func (x *xconn) size() (Screen, error) {
+func (x *xconn) size() (screen, error) {
 	g, err := reply(x, xproto.GetGeometry(x.c, xproto.Drawable(x.root)).Reply)
 	if err != nil {
-		return Screen{}, err
+		return screen{}, err
 	}
-	return Screen{Width: int(g.Width), Height: int(g.Height)}, nil
+	return screen{Width: int(g.Width), Height: int(g.Height)}, nil
 }
 
 // errPixelFormat is a screen whose pixels the fast path does not read.

@@ -10,9 +10,9 @@ import (
 // (BROWSER_EXECUTABLE_PATH).
 const EnvBrowserExecutable = "BROWSER_EXECUTABLE_PATH"
 
-// WellKnownBrowsers are where Debian's and Google's packages install a
+// wellKnownBrowsers are where Debian's and Google's packages install a
 // Chromium, in the order they are tried.
-var WellKnownBrowsers = []string{"/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome", "/opt/google/chrome/chrome"}
+var wellKnownBrowsers = []string{"/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome", "/opt/google/chrome/chrome"}
 
 // browserNames are looked up on PATH last.
 var browserNames = []string{"chromium", "chromium-browser", "google-chrome", "chrome"}
@@ -53,7 +53,7 @@ func (e *MissingError) Error() string {
 // FindBrowser is the one rule for finding Chromium, shared by the
 // capability probe, aiod doctor and aiod --browser: BROWSER_EXECUTABLE_PATH
 // when set (and then only it: a named executable that is missing is an
-// error, never silently replaced), else the first of [WellKnownBrowsers]
+// error, never silently replaced), else the first of [wellKnownBrowsers]
 // that exists, else chromium, chromium-browser, google-chrome or chrome
 // on PATH. Nothing found is a *[MissingError] naming the package.
 func FindBrowser(getenv func(string) string) (Browser, error) {
@@ -64,7 +64,7 @@ func FindBrowser(getenv func(string) string) (Browser, error) {
 		return Browser{}, &MissingError{Program: "Chromium", Package: BrowserPackage,
 			Detail: EnvBrowserExecutable + "=" + e + " is not an executable file"}
 	}
-	for _, p := range WellKnownBrowsers {
+	for _, p := range wellKnownBrowsers {
 		if executable(p) {
 			return Browser{Path: p, Source: SourceWellKnown}, nil
 		}

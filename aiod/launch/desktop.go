@@ -15,10 +15,10 @@ import (
 	"github.com/a2c-smcp/a2c-go/aiod/internal/desktools"
 )
 
-// FirstDisplay is the first X display number aiod --desktop tries (:99,
+// firstDisplay is the first X display number aiod --desktop tries (:99,
 // as the published images); a number in use (by another X server, or a
 // lock file of a live one) moves it to the next.
-const FirstDisplay = 99
+const firstDisplay = 99
 
 // displayTries is how many display numbers StartDisplay tries.
 const displayTries = 20
@@ -36,7 +36,7 @@ type DisplayOptions struct {
 }
 
 // StartDisplay starts Xvfb (`Xvfb :N -screen 0 WxHx24 -nolisten tcp`) on
-// the first free display number from [FirstDisplay] up and supervises
+// the first free display number from [firstDisplay] up and supervises
 // it; a restarted Xvfb keeps its number (so the programs on it find it
 // again). It returns once the server accepts connections (Xvfb writes
 // its number on -displayfd when it does). A missing Xvfb is a
@@ -48,7 +48,7 @@ func StartDisplay(ctx context.Context, o DisplayOptions) (*Supervisor, int, erro
 		return nil, 0, &MissingError{Program: xvfb.Name, Package: xvfb.Package, Detail: "looked for " + xvfb.Name + " on PATH"}
 	}
 	var lastErr error
-	for n := FirstDisplay; n < FirstDisplay+displayTries; n++ {
+	for n := firstDisplay; n < firstDisplay+displayTries; n++ {
 		// This start's -displayfd pipe: r is read here, w is Xvfb's fd 3.
 		// A start that fails before Started (the exec, the sandbox) leaves
 		// both open: the next Command and a failed Start close them.
@@ -93,7 +93,7 @@ func StartDisplay(ctx context.Context, o DisplayOptions) (*Supervisor, int, erro
 			break
 		}
 	}
-	return nil, 0, fmt.Errorf("no free X display from :%d to :%d: %w", FirstDisplay, FirstDisplay+displayTries-1, lastErr)
+	return nil, 0, fmt.Errorf("no free X display from :%d to :%d: %w", firstDisplay, firstDisplay+displayTries-1, lastErr)
 }
 
 // awaitDisplay reads the display number Xvfb writes on its -displayfd
