@@ -29,7 +29,7 @@ func apiSurface(surface string, next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		// The mux's own answer to an unknown route, which envelopeErrors
+		// The mux's own answer to an unknown route, which api.EnvelopeErrors
 		// (outside this handler) turns into the 404 envelope.
 		http.NotFound(w, r)
 	})
