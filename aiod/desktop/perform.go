@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jezek/xgb"
@@ -120,7 +121,12 @@ func (w *worker) performX(ctx context.Context, x *xconn, a *action) error {
 		}
 		return nil
 	case "MOUSE_DOWN", "MOUSE_UP":
-		return x.button(buttons[a.Button], a.Type == "MOUSE_DOWN")
+		b, down := buttons[a.Button], a.Type == "MOUSE_DOWN"
+		if err := x.button(b, down); err != nil {
+			return err
+		}
+		w.held.button(b, down)
+		return nil
 	case "SCROLL":
 		// X scrolls with buttons: 4 up, 5 down, 6 left, 7 right; +dy is
 		// up and +dx right (1.x).
@@ -160,11 +166,17 @@ func (w *worker) performX(ctx context.Context, x *xconn, a *action) error {
 		_, err := w.run(ctx, w.xdotool, keyTimeout, nil, 4096, "key", "--", strings.Join(a.Keys, "+"))
 		return err
 	case "KEY_DOWN":
-		_, err := w.run(ctx, w.xdotool, keyTimeout, nil, 4096, "keydown", "--", a.Keys[0])
-		return err
+		if _, err := w.run(ctx, w.xdotool, keyTimeout, nil, 4096, "keydown", "--", a.Keys[0]); err != nil {
+			return err
+		}
+		w.held.key(a.Keys[0], true)
+		return nil
 	case "KEY_UP":
-		_, err := w.run(ctx, w.xdotool, keyTimeout, nil, 4096, "keyup", "--", a.Keys[0])
-		return err
+		if _, err := w.run(ctx, w.xdotool, keyTimeout, nil, 4096, "keyup", "--", a.Keys[0]); err != nil {
+			return err
+		}
+		w.held.key(a.Keys[0], false)
+		return nil
 	case "SET_CLIPBOARD":
 		return w.setClipboard(ctx, x, a.Text)
 	case "WINDOW_ACTIVATE", "WINDOW_MINIMIZE":
@@ -203,3 +215,80 @@ func drag(x *xconn, fx, fy, tx, ty int) error {
 	}
 	return x.button(1, false)
 }
+
+// heldInput is what KEY_DOWN and MOUSE_DOWN left pressed: the worker
+// releases it when it stops, so a stuck Shift or button does not outlive
+// the client that pressed it (the display may serve the next worker).
+type heldInput struct {
+	mu      sync.Mutex
+	keys    map[string]bool // keysyms
+	buttons map[byte]bool
+}
+
+func (h *heldInput) key(k string, down bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.keys == nil {
+		h.keys = map[string]bool{}
+	}
+	if down {
+		h.keys[k] = true
+	} else {
+		delete(h.keys, k)
+	}
+}
+
+func (h *heldInput) button(b byte, down bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.buttons == nil {
+		h.buttons = map[byte]bool{}
+	}
+	if down {
+		h.buttons[b] = true
+	} else {
+		delete(h.buttons, b)
+	}
+}
+
+// take returns what is held and forgets it.
+func (h *heldInput) take() (keys []string, buttons []byte) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for k := range h.keys {
+		keys = append(keys, k)
+	}
+	for b := range h.buttons {
+		buttons = append(buttons, b)
+	}
+	h.keys, h.buttons = nil, nil
+	return keys, buttons
+}
+
+// releaseHeld lets go of every key and button the clients left pressed,
+// within releaseWait; a display that cannot be reached keeps them (it
+// has nobody to serve then).
+func (w *worker) releaseHeld() {
+	keys, btns := w.held.take()
+	if len(keys) == 0 && len(btns) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), releaseWait)
+	defer cancel()
+	for _, k := range keys {
+		if _, err := w.run(ctx, w.xdotool, releaseWait, nil, 4096, "keyup", "--", k); err != nil {
+			w.log.Warn("could not release a held key at stop", "key", k, "error", err.Error())
+		}
+	}
+	_ = w.withX(func(x *xconn) error {
+		for _, b := range btns {
+			if err := x.button(b, false); err != nil {
+				w.log.Warn("could not release a held button at stop", "button", b, "error", err.Error())
+			}
+		}
+		return nil
+	})
+}
+
+// releaseWait bounds the release of held input at stop.
+const releaseWait = 3 * time.Second

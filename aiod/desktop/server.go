@@ -42,8 +42,10 @@ type worker struct {
 	// input is held for each action and for a whole batch: one sequence
 	// at a time drives the display, in arrival order.
 	input inputQueue
-	clip  clipboard
-	rec   recorder
+	// held is what KEY_DOWN and MOUSE_DOWN left pressed (released at stop).
+	held heldInput
+	clip clipboard
+	rec  recorder
 
 	reg      *prometheus.Registry
 	requests *prometheus.CounterVec
@@ -82,8 +84,10 @@ func newWorker(displayName, xauth, key string, log *slog.Logger) *worker {
 }
 
 // close ends what the worker started: the recording, the clipboard
-// holder, the X connection.
+// holder, the X connection; first it releases the keys and buttons its
+// clients left pressed.
 func (w *worker) close() {
+	w.releaseHeld()
 	w.rec.stop()
 	w.clip.stop()
 	w.x.close()
