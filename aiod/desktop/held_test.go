@@ -1,6 +1,7 @@
 package desktop
 
 import (
+	"fmt"
 	"net/http"
 	"os/exec"
 	"strings"
@@ -58,5 +59,37 @@ func TestHeldInputReleasedAtStop(t *testing.T) {
 	}
 	if keys, btns := wk.held.take(); len(keys)+len(btns) != 0 {
 		t.Errorf("still held after the stop: %v %v", keys, btns)
+	}
+}
+
+// TestWindowActionTargets: WINDOW_ACTIVATE and WINDOW_MINIMIZE act on
+// windows only: the root window, a pixmap and an unknown id are 404.
+func TestWindowActionTargets(t *testing.T) {
+	wk, srv := testWorker(t, 320, 200)
+	c, err := xgb.NewConnDisplay(wk.displayName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	scr := xproto.Setup(c).DefaultScreen(c)
+	pix, err := xproto.NewPixmapId(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := xproto.CreatePixmapChecked(c, scr.RootDepth, pix, xproto.Drawable(scr.Root), 8, 8).Check(); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []uint32{uint32(scr.Root), uint32(pix), 0x7ffffff} {
+		for _, typ := range []string{"WINDOW_ACTIVATE", "WINDOW_MINIMIZE"} {
+			body := fmt.Sprintf(`{"action_type":%q,"window_id":"%d"}`, typ, id)
+			resp, err := http.Post(srv.URL+"/v2/computer/actions", "application/json", strings.NewReader(body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusNotFound {
+				t.Errorf("%s: %d, want 404", body, resp.StatusCode)
+			}
+		}
 	}
 }

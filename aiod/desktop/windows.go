@@ -160,9 +160,14 @@ func latin1(b []byte) string {
 	return string(r)
 }
 
-// exists reports whether w is a window now (GetGeometry answers).
+// exists reports whether w is a window a client may act on now: a
+// window (GetWindowAttributes answers; a pixmap or a font id does not),
+// and not the root window.
 func (x *xconn) exists(w xproto.Window) (bool, error) {
-	_, err := reply(x, xproto.GetGeometry(x.c, xproto.Drawable(w)).Reply)
+	if w == x.root {
+		return false, nil
+	}
+	_, err := reply(x, xproto.GetWindowAttributes(x.c, w).Reply)
 	switch err.(type) {
 	case nil:
 		return true, nil
