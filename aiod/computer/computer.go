@@ -168,7 +168,9 @@ func unavailable(w http.ResponseWriter) {
 	api.Fail(w, http.StatusServiceUnavailable, UnavailableMessage, nil, UnavailableHint)
 }
 
-// Capability is capabilities.computer (the GuiCapability schema).
+// Capability is capabilities.computer (the GuiCapability schema): what
+// the worker (package desktop) serves at /capabilities and the probe
+// reads back.
 type Capability struct {
 	Status               string     `json:"status"`
 	Provider             *string    `json:"provider"`

@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/a2c-smcp/a2c-go/aiod/computer"
 	"github.com/a2c-smcp/a2c-go/aiod/internal/api"
 	"github.com/a2c-smcp/a2c-go/aiod/internal/serde"
 )
@@ -188,27 +189,11 @@ func (w *worker) count(pattern string, h http.Handler) http.Handler {
 }
 
 // capability is GET /capabilities: schema_version 1 and the GuiCapability
-// fields aiod reports as capabilities.computer (its computer.Capability).
+// fields, in the one type that aiod reads them back into and reports as
+// capabilities.computer (computer.Capability).
 type capability struct {
-	SchemaVersion        int        `json:"schema_version"`
-	Status               string     `json:"status"` // ready, degraded, absent
-	Provider             *string    `json:"provider"`
-	Display              *string    `json:"display"`
-	Screenshot           bool       `json:"screenshot"`
-	Actions              bool       `json:"actions"`
-	Clipboard            bool       `json:"clipboard"`
-	Recording            bool       `json:"recording"`
-	Accessibility        bool       `json:"accessibility"`
-	AccessibilityBackend *string    `json:"accessibility_backend"`
-	Resolution           resolution `json:"resolution"`
-	Missing              []string   `json:"missing"`
-	Warnings             []string   `json:"warnings"`
-}
-
-// resolution is a size whose parts are null when unknown.
-type resolution struct {
-	Width  *int `json:"width"`
-	Height *int `json:"height"`
+	SchemaVersion int `json:"schema_version"`
+	computer.Capability
 }
 
 // capabilities reads the display and the programs now. Status: ready
@@ -216,7 +201,7 @@ type resolution struct {
 // program missing, absent without the display.
 func (w *worker) capabilities() capability {
 	provider, name := "external", w.displayName
-	c := capability{SchemaVersion: 1, Provider: &provider, Display: &name, Missing: []string{}, Warnings: []string{}}
+	c := capability{SchemaVersion: 1, Capability: computer.Capability{Provider: &provider, Display: &name, Missing: []string{}, Warnings: []string{}}}
 	var (
 		scr screen
 		x   *xconn
@@ -226,7 +211,7 @@ func (w *worker) capabilities() capability {
 		scr, err = cx.size()
 		return err
 	}); err == nil {
-		c.Resolution = resolution{Width: &scr.Width, Height: &scr.Height}
+		c.Resolution = computer.Resolution{Width: &scr.Width, Height: &scr.Height}
 	} else {
 		c.Status = "absent"
 		c.Missing = append(c.Missing, "display")
@@ -259,10 +244,10 @@ func (w *worker) capabilities() capability {
 
 // displayInfo is GET info's data.
 type displayInfo struct {
-	Available        bool       `json:"available"`
-	Display          *string    `json:"display"`
-	XAuthority       *string    `json:"xauthority"`
-	ScreenResolution resolution `json:"screen_resolution"`
+	Available        bool                `json:"available"`
+	Display          *string             `json:"display"`
+	XAuthority       *string             `json:"xauthority"`
+	ScreenResolution computer.Resolution `json:"screen_resolution"`
 	Capabilities     struct {
 		Screenshot bool `json:"screenshot"`
 		Actions    bool `json:"actions"`
