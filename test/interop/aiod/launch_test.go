@@ -204,6 +204,16 @@ func TestAiodLaunchBrowser(t *testing.T) {
 	if fi, err := os.Stat(filepath.Join(d.state, "browser-profile")); err != nil || !fi.IsDir() {
 		t.Errorf("no profile folder under the state folder: %v", err)
 	}
+	// Its temporary folder (where Chromium keeps its singleton folder,
+	// org.chromium.Chromium.*) is next to the profile, not the machine's
+	// /tmp, where a killed Chromium would leave it behind.
+	tmp := filepath.Join(d.state, "browser-tmp")
+	if environ, _ := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid)); !slices.Contains(strings.Split(string(environ), "\x00"), "TMPDIR="+tmp) {
+		t.Errorf("chromium's TMPDIR is not %s", tmp)
+	}
+	if m, _ := filepath.Glob(filepath.Join(tmp, "org.chromium.Chromium.*")); len(m) == 0 {
+		t.Errorf("no singleton folder of chromium's in %s", tmp)
+	}
 
 	// Killed: started again, in a new process group, answering CDP.
 	group := lnGroup(pid)
@@ -223,6 +233,10 @@ func TestAiodLaunchBrowser(t *testing.T) {
 	}
 	if b := d.lnBrowserCaps(t); b["status"] != "ready" {
 		t.Errorf("after the restart capabilities.browser = %v, want ready", b)
+	}
+	// The killed one's singleton folder was swept at the restart.
+	if m, _ := filepath.Glob(filepath.Join(tmp, "org.chromium.Chromium.*")); len(m) != 1 {
+		t.Errorf("singleton folders in %s after a restart: %v, want the new one only", tmp, m)
 	}
 }
 
