@@ -166,12 +166,17 @@ func (d *Daemon) startPrograms(ctx context.Context) error {
 		version := strings.TrimSuffix(d.cfg.CDPEndpoint, "/") + "/json/version"
 		sup, err := launch.Start(ctx, launch.Program{Name: "chromium", Start: start, Sandboxed: d.sandbox != nil, Logger: d.log, ReadyTimeout: 30 * time.Second,
 			Command: func() (*exec.Cmd, error) {
-				tmp, err := d.freshBrowserTmp(profile)
-				if err != nil {
-					return nil, fmt.Errorf("browser temporary folder: %w", err)
-				}
 				cmd := exec.Command(br.Path, launch.BrowserArgs(opts)...)
-				cmd.Env, cmd.Dir = append(slices.Clip(env), "TMPDIR="+tmp), "/"
+				cmd.Env, cmd.Dir = env, "/"
+				if d.sandbox == nil {
+					// In a sandbox Chromium has the sandbox's own /tmp
+					// (its shared memory lives there too), gone with it.
+					tmp, err := d.freshBrowserTmp(profile)
+					if err != nil {
+						return nil, fmt.Errorf("browser temporary folder: %w", err)
+					}
+					cmd.Env = append(slices.Clip(env), "TMPDIR="+tmp)
+				}
 				return cmd, nil
 			},
 			Ready: func(ctx context.Context) error {
@@ -297,24 +302,17 @@ func (d *Daemon) browserProfile() (profile, home string, err error) {
 	return "", "", fmt.Errorf("browser profile in the sandbox: %w", err)
 }
 
-// freshBrowserTmp empties and makes again the TMPDIR Chromium is given,
-// next to its profile (as the sandbox account under isolation):
-// Chromium keeps its process-singleton folder there
-// (org.chromium.Chromium.*), which a Chromium that was killed leaves
-// behind; this way none lands in the machine's /tmp, and each start
-// sweeps what the last one left.
+// freshBrowserTmp empties and makes again the TMPDIR Chromium is given
+// outside a sandbox, next to its profile: Chromium keeps its
+// process-singleton folder there (org.chromium.Chromium.*), which a
+// Chromium that was killed leaves behind; this way none lands in the
+// machine's /tmp, and each start sweeps what the last one left.
 func (d *Daemon) freshBrowserTmp(profile string) (string, error) {
 	tmp := filepath.Join(filepath.Dir(profile), "browser-tmp")
-	fresh := func() error {
-		if err := os.RemoveAll(tmp); err != nil {
-			return err
-		}
-		return os.MkdirAll(tmp, 0o700)
+	if err := os.RemoveAll(tmp); err != nil {
+		return "", err
 	}
-	if d.sandbox != nil {
-		return tmp, d.sandbox.Do(fresh)
-	}
-	return tmp, fresh()
+	return tmp, os.MkdirAll(tmp, 0o700)
 }
 
 // selfExecutable is how a sandboxed process executes this binary: the
