@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -15,19 +14,8 @@ import (
 
 	"github.com/a2c-smcp/a2c-go/aiod/browser"
 	"github.com/a2c-smcp/a2c-go/aiod/computer"
+	"github.com/a2c-smcp/a2c-go/aiod/internal/planetest"
 )
-
-// btDeadURL is a loopback URL where nothing listens.
-func btDeadURL(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	u := "http://" + l.Addr().String()
-	l.Close()
-	return u
-}
 
 // TestBrowserTools: the tools' errors are worded for an Agent: the
 // browser plane's message and hint when CDP is silent, the documented
@@ -35,7 +23,7 @@ func btDeadURL(t *testing.T) string {
 // worker's own message when it refuses; success passes the worker's
 // bytes and the action through unchanged.
 func TestBrowserTools(t *testing.T) {
-	dead := btDeadURL(t)
+	dead := planetest.DeadURL(t)
 	down := &browserTools{br: browser.New(browser.Config{CDPEndpoint: dead}), comp: computer.New(computer.Config{URL: dead})}
 	ctx := context.Background()
 	if _, err := down.Info(ctx, nil); err == nil || !strings.HasPrefix(err.Error(), "browser: ") ||

@@ -18,6 +18,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/a2c-smcp/a2c-go/aiod/internal/api"
+	"github.com/a2c-smcp/a2c-go/aiod/internal/planetest"
 )
 
 // fakeBrowser is a DevTools endpoint for the unit tests: /json/version,
@@ -218,13 +219,7 @@ func TestPlaneReconnectsThroughDial(t *testing.T) {
 }
 
 func TestPlaneUnreachable(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	p := New(Config{CDPEndpoint: "http://" + addr})
+	p := New(Config{CDPEndpoint: planetest.DeadURL(t)})
 	defer p.Close(context.Background())
 	r := httptest.NewRequest("GET", "/v1/browser/info", nil)
 	if _, err := p.Info(context.Background(), r, CDPPrefix, true); err == nil || err.Error() != "browser: read version: connection refused" {

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/a2c-smcp/a2c-go/aiod/internal/planetest"
 )
 
 // TestClient: Screenshot and Act against a fake worker: the bytes and
@@ -79,7 +81,7 @@ func TestClient(t *testing.T) {
 		}
 	}
 
-	down := New(Config{URL: deadURL(t)})
+	down := New(Config{URL: planetest.DeadURL(t)})
 	if _, _, err := down.Screenshot(ctx); !errors.Is(err, ErrUnavailable) ||
 		err.Error()[:len(ErrUnavailable.Error())] != "computer-use worker is not available (start computer-use or set AIO_COMPUTER_USE_URL)" {
 		t.Errorf("screenshot down: %v", err)

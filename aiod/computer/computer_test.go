@@ -4,35 +4,18 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/a2c-smcp/a2c-go/aiod/internal/planetest"
 )
-
-// deadURL is a loopback URL where nothing listens.
-func deadURL(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	u := "http://" + l.Addr().String()
-	l.Close()
-	return u
-}
-
-func serve(p *Plane) *httptest.Server {
-	mux := http.NewServeMux()
-	p.Mount(mux)
-	return httptest.NewServer(mux)
-}
 
 // TestWorkerDown: every computer-use route and both v1 aliases answer
 // the documented 503 envelope while no worker listens.
 func TestWorkerDown(t *testing.T) {
-	ts := serve(New(Config{URL: deadURL(t)}))
+	ts := planetest.Serve(t, New(Config{URL: planetest.DeadURL(t)}))
 	defer ts.Close()
 	for _, r := range []struct{ method, path, body string }{
 		{"GET", "/v2/computer/info", ""},
@@ -78,7 +61,7 @@ func TestForward(t *testing.T) {
 		_, _ = w.Write([]byte("\x89PNG raw"))
 	}))
 	defer worker.Close()
-	ts := serve(New(Config{URL: worker.URL + "/"}))
+	ts := planetest.Serve(t, New(Config{URL: worker.URL + "/"}))
 	defer ts.Close()
 	for _, tc := range []struct{ path, want string }{
 		{"/v2/computer/actions?include_screenshot=true&x=%2F", "/v2/computer/actions?include_screenshot=true&x=%2F"},
@@ -108,7 +91,7 @@ func TestForward(t *testing.T) {
 // TestProbe: no worker is "absent" with the published daemon's missing
 // part and warning; a worker's /capabilities is reported as it says.
 func TestProbe(t *testing.T) {
-	dead := deadURL(t)
+	dead := planetest.DeadURL(t)
 	c := New(Config{URL: dead}).Probe(context.Background(), ":99")
 	b, _ := json.Marshal(c)
 	want := `{"status":"absent","provider":null,"display":":99","screenshot":false,"actions":false,"clipboard":false,"recording":false,"accessibility":false,"accessibility_backend":null,"resolution":{"width":null,"height":null},"missing":["computer-use"],"warnings":["computer-use worker probe failed: error sending request for url (` + dead + `/capabilities)"]}`
