@@ -15,6 +15,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/a2c-smcp/a2c-go/internal/sio"
 	"github.com/a2c-smcp/a2c-go/smcp"
 )
@@ -74,6 +76,11 @@ type Options struct {
 	// *[ReconnectError] wrapping the same error.
 	OnReconnectError func(err error)
 	Logger           *slog.Logger
+	// TracerProvider, if set, traces each tool call as the root span of
+	// the call's trace (a2c.agent.tool_call; see package tracing). For the
+	// hub's and the Computer's spans to join it, the provider must use
+	// tracing.IDGenerator. Nil, the default, traces nothing.
+	TracerProvider trace.TracerProvider
 	// ProtocolVersion is the A2C-SMCP version the Agent speaks, one of
 	// [smcp.SupportedVersions]. Default [smcp.ProtocolVersion].
 	ProtocolVersion string

@@ -20,6 +20,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/a2c-smcp/a2c-go/aiod/browser"
 	"github.com/a2c-smcp/a2c-go/aiod/code"
 	"github.com/a2c-smcp/a2c-go/aiod/commands"
@@ -114,6 +116,10 @@ type Config struct {
 	// of an office) builds its cdp_url on it. Empty: that cdp_url is the
 	// browser's own DevTools address.
 	PublicURL string
+	// TracerProvider, if set, traces what the sandbox runs for a tool
+	// call (aiod.tool, aiod.command, aiod.cell), as a child of the trace
+	// context the MCP request carries in params._meta. Nil traces nothing.
+	TracerProvider trace.TracerProvider
 	// StateDir holds what the daemon keeps between its programs' restarts
 	// (the browser's profile). Default $XDG_STATE_HOME/aiod, else
 	// ~/.local/state/aiod.

@@ -27,6 +27,7 @@ import (
 	"github.com/a2c-smcp/a2c-go/computer/mcphost"
 	"github.com/a2c-smcp/a2c-go/internal/redact"
 	"github.com/a2c-smcp/a2c-go/smcp"
+	"github.com/a2c-smcp/a2c-go/tracing"
 )
 
 // Main runs aiod with args (without the program name) and returns the
@@ -472,6 +473,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		log.Warn("aiod: cannot make the process non-dumpable; commands running as its account can read its environment", "error", err.Error())
 	}
 	o.cfg.Logger = log
+	tr, err := tracing.New(ctx, tracing.Options{Service: "aiod"})
+	if err != nil {
+		return usageError(err.Error())
+	}
+	defer func() {
+		fctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = tr.Shutdown(fctx)
+	}()
+	o.cfg.TracerProvider = tr.Provider
 	d, err := New(o.cfg)
 	if err != nil {
 		return err

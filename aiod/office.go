@@ -143,7 +143,7 @@ func (d *Daemon) officeComputer(o OfficeOptions) (*computer.Computer, error) {
 		o.SkillsDir = strings.Trim(strings.TrimSpace(d.cfg.SkillsPath), `"'`)
 	}
 	co := computer.Options{Server: o.Server, Path: o.Path, Office: o.Office, Name: o.Name, Config: cfg, Approval: policy,
-		Supervisor: o.Supervisor, OnJoined: o.OnJoined, Logger: d.log,
+		Supervisor: o.Supervisor, OnJoined: o.OnJoined, Logger: d.log, TracerProvider: d.cfg.TracerProvider,
 		ProtocolVersion: o.ProtocolVersion, LandingRoot: o.LandingRoot, SkillsDir: o.SkillsDir,
 		Local: []computer.LocalServer{{BundleID: o.BundleID, Name: "aiod sandbox", Connect: d.MCP().Connect}}}
 	if d.sandbox != nil {

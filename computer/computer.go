@@ -16,6 +16,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/a2c-smcp/a2c-go/blob"
 	"github.com/a2c-smcp/a2c-go/computer/config"
 	"github.com/a2c-smcp/a2c-go/computer/mcphost"
@@ -76,6 +78,12 @@ type Options struct {
 	// office (after a reconnect too), once its tools are listed there.
 	OnJoined func()
 	Logger   *slog.Logger
+	// TracerProvider, if set, traces each tool call the Computer handles
+	// (a2c.computer.tool_call, with the approval wait and the MCP call
+	// below it; see package tracing), and passes W3C trace context on to
+	// the MCP server in the request's params._meta. Nil, the default,
+	// traces nothing.
+	TracerProvider trace.TracerProvider
 
 	// ProtocolVersion is the A2C-SMCP version the Computer speaks, one of
 	// [smcp.SupportedVersions]. Default [smcp.ProtocolVersion].

@@ -531,13 +531,13 @@ func (s *Server) leaveRemote(m *member, office string) {
 // join is routed as on one server. Then, if it is still not found: 4104
 // if a Computer of that name sits in another office somewhere in the
 // cluster, else 404. The caller holds s.mu (read).
-func (s *Server) routeLater(m *member, e *sio.Event, office, computer string, timeout time.Duration, start time.Time) {
+func (s *Server) routeLater(m *member, e *sio.Event, office, computer string, timeout time.Duration, start time.Time, obs *callObs) {
 	local := s.names[computer] > 0 // a Computer of that name in another office here
 	if !s.hub.lookups.TryAcquire() {
 		// A flood of unroutable requests does not become a flood of Redis
 		// commands: past the bound the answer comes from what this node
 		// knows.
-		go s.refuseUnrouted(m, e, local)
+		go s.refuseUnrouted(m, e, local, obs)
 		return
 	}
 	go func() {
@@ -546,7 +546,7 @@ func (s *Server) routeLater(m *member, e *sio.Event, office, computer string, ti
 		defer cancel()
 		if err := s.hub.node.Refresh(ctx, office); err == nil {
 			if target, ok := s.hub.node.Lookup(office, smcp.RoleComputer, computer); ok {
-				s.relayRemote(e, office, target, timeout-time.Since(start), start)
+				s.relayRemote(e, office, target, timeout-time.Since(start), start, obs)
 				return
 			}
 		}
@@ -557,19 +557,19 @@ func (s *Server) routeLater(m *member, e *sio.Event, office, computer string, ti
 				s.log.Debug("name index unavailable: answering not found", "err", err)
 			}
 		}
-		s.refuseUnrouted(m, e, elsewhere)
+		s.refuseUnrouted(m, e, elsewhere, obs)
 	}()
 }
 
 // refuseUnrouted answers a request that cannot be routed: 4104 when a
 // Computer of that name is in another office, else 404.
-func (s *Server) refuseUnrouted(m *member, e *sio.Event, elsewhere bool) {
+func (s *Server) refuseUnrouted(m *member, e *sio.Event, elsewhere bool, obs *callObs) {
 	if elsewhere {
-		s.log.Warn("cross-office request refused", "sid", m.sock.ID(), "event", e.Name)
-		s.refuse(e, smcp.NewError(smcp.CodeCrossRoom, "Computer is not in your office"))
+		s.log.Warn("cross-office request refused", "sid", m.sid(), "event", e.Name)
+		s.refuseObserved(e, obs, smcp.NewError(smcp.CodeCrossRoom, "Computer is not in your office"))
 		return
 	}
-	s.refuse(e, smcp.NewError(smcp.CodeNotFound, "Computer not found"))
+	s.refuseObserved(e, obs, smcp.NewError(smcp.CodeNotFound, "Computer not found"))
 }
 
 // relayRemote sends a request to a Computer on another node and answers
@@ -577,7 +577,7 @@ func (s *Server) refuseUnrouted(m *member, e *sio.Event, elsewhere bool) {
 // byte, the timeout answer at the same deadline, or the "disconnected"
 // answer when the Computer leaves (or its node dies, or Redis fails)
 // first.
-func (s *Server) relayRemote(e *sio.Event, office string, target cluster.Member, timeout time.Duration, start time.Time) {
+func (s *Server) relayRemote(e *sio.Event, office string, target cluster.Member, timeout time.Duration, start time.Time, obs *callObs) {
 	h := s.hub
 	s.inFlight.Add(1)
 	s.metrics.inFlight.Inc()
@@ -596,7 +596,7 @@ func (s *Server) relayRemote(e *sio.Event, office string, target cluster.Member,
 			outcome = outcomeGone
 		}
 		// This may run on the node's receiver: never write here.
-		s.endRelay(e, ans, outcome, start, false)
+		s.endRelay(e, ans, outcome, start, false, obs)
 	})
 	f := &cluster.Frame{
 		Kind:      cluster.KindRequest,
@@ -608,6 +608,7 @@ func (s *Server) relayRemote(e *sio.Event, office string, target cluster.Member,
 		TimeoutMS: uint64(timeout / time.Millisecond),
 		Payload:   appendMessage(nil, e.Message),
 	}
+	obs.sent()
 	s.send(target.Node, f, time.Time{}, func() { h.calls.Abort(id, cluster.ErrGone) })
 }
 

@@ -30,8 +30,9 @@ func (s *Server) relay(m *member, e *sio.Event) {
 		s.refuse(e, err)
 		return
 	}
+	obs := s.observe(m, req, start) // nil unless tracing or the console's call log is on
 	if msg := checkNames(payload(e), req.Target()); msg != "" {
-		s.refuse(e, smcp.NewError(smcp.CodeBadRequest, msg))
+		s.refuseObserved(e, obs, smcp.NewError(smcp.CodeBadRequest, msg))
 		return
 	}
 	timeout := s.cfg.RelayTimeout
@@ -47,7 +48,7 @@ func (s *Server) relay(m *member, e *sio.Event) {
 		office = m.office.id
 		var ok bool
 		if remote, ok = s.hub.node.Lookup(office, smcp.RoleComputer, req.Target()); !ok {
-			s.routeLater(m, e, office, req.Target(), timeout, start)
+			s.routeLater(m, e, office, req.Target(), timeout, start, obs)
 			s.mu.RUnlock()
 			return
 		}
@@ -60,17 +61,18 @@ func (s *Server) relay(m *member, e *sio.Event) {
 	}
 	if perr != nil {
 		if perr.Code == smcp.CodeCrossRoom {
-			s.log.Warn("cross-office request refused", "sid", m.sock.ID(), "event", e.Name)
+			s.log.Warn("cross-office request refused", "sid", m.sid(), "event", e.Name)
 		}
-		s.refuse(e, perr)
+		s.refuseObserved(e, obs, perr)
 		return
 	}
 	if target == nil {
-		s.relayRemote(e, office, remote, timeout, start)
+		s.relayRemote(e, office, remote, timeout, start, obs)
 		return
 	}
 	s.inFlight.Add(1)
 	s.metrics.inFlight.Inc()
+	obs.sent()
 	target.sock.RequestDirect(e.Name, e.Message, timeout, func(ans sio.Message, err error) {
 		outcome := outcomeOK
 		switch {
@@ -80,7 +82,7 @@ func (s *Server) relay(m *member, e *sio.Event) {
 		default:
 			outcome = outcomeGone
 		}
-		s.endRelay(e, ans, outcome, start, true)
+		s.endRelay(e, ans, outcome, start, true, obs)
 	})
 }
 
@@ -88,7 +90,7 @@ func (s *Server) relay(m *member, e *sio.Event) {
 // Computer's answer, or the server's own for a timeout or a departure,
 // and counts the outcome. direct answers on the calling goroutine (see
 // sio.Event.AckDirect); a caller that must not block passes false.
-func (s *Server) endRelay(e *sio.Event, ans sio.Message, outcome string, start time.Time, direct bool) {
+func (s *Server) endRelay(e *sio.Event, ans sio.Message, outcome string, start time.Time, direct bool, obs *callObs) {
 	defer func() {
 		s.inFlight.Add(-1)
 		s.metrics.inFlight.Dec()
@@ -99,6 +101,7 @@ func (s *Server) endRelay(e *sio.Event, ans sio.Message, outcome string, start t
 	case outcomeGone:
 		ans = goneAnswer(e.Name)
 	}
+	obs.end(ans, outcome) // before the answer leaves: its span is on record when the Agent reads it
 	ack := e.Ack
 	if direct {
 		ack = e.AckDirect
@@ -124,6 +127,18 @@ func (s *Server) routeLocked(m *member, computer string) (*member, *smcp.Error) 
 		return nil, smcp.NewError(smcp.CodeCrossRoom, "Computer is not in your office")
 	}
 	return nil, smcp.NewError(smcp.CodeNotFound, "Computer not found")
+}
+
+// refuseObserved is refuse for a request that observe may have seen.
+func (s *Server) refuseObserved(e *sio.Event, obs *callObs, err error) {
+	if obs != nil {
+		var pe *smcp.Error
+		if !errors.As(err, &pe) {
+			pe = smcp.NewError(smcp.CodeBadRequest, "invalid payload")
+		}
+		obs.refused(pe)
+	}
+	s.refuse(e, err)
 }
 
 func (s *Server) refuse(e *sio.Event, err error) {

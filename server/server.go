@@ -15,10 +15,12 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/a2c-smcp/a2c-go/internal/sio"
 	"github.com/a2c-smcp/a2c-go/server/cluster"
 	"github.com/a2c-smcp/a2c-go/smcp"
+	"github.com/a2c-smcp/a2c-go/tracing"
 )
 
 // Config configures a [Server]. The zero value is a working server for
@@ -67,6 +69,20 @@ type Config struct {
 	Cluster cluster.Config
 	// Logger receives structured logs. Default: discard.
 	Logger *slog.Logger
+
+	// TracerProvider, if set, makes the server trace every tool call it
+	// relays (a2c.hub.relay, with a2c.hub.queue and a2c.hub.wire; see
+	// package tracing). Nil, the default, traces nothing and costs
+	// nothing on the relay.
+	TracerProvider trace.TracerProvider
+	// Recorder, if set, is where this process keeps its recent spans:
+	// the server serves them at GET /api/traces/{trace_id} and takes
+	// other processes' spans at POST /v1/traces (OTLP/HTTP). It should be
+	// a span processor of TracerProvider.
+	Recorder *tracing.Recorder
+	// Calls keeps a log of the recent and running tool calls and a live
+	// stream of them, for the console (see [Server.Calls]).
+	Calls bool
 }
 
 // Server is an A2C-SMCP signalling server: it admits clients (version
@@ -81,6 +97,7 @@ type Server struct {
 	io      *sio.Server
 	metrics *metrics
 	handler http.Handler
+	mux     *http.ServeMux
 
 	mu       sync.RWMutex
 	offices  map[string]*office
@@ -88,6 +105,11 @@ type Server struct {
 	draining bool
 
 	inFlight atomic.Int64
+
+	// tracer is nil when the server does not trace (see observe.go).
+	tracer trace.Tracer
+	// calls is nil unless Config.Calls is set.
+	calls *callLog
 
 	// hub is the cluster side, nil when the server runs alone.
 	hub *hub
@@ -106,6 +128,9 @@ type member struct {
 	role    smcp.Role
 	office  *office
 	gone    bool // its socket has disconnected: it may join nothing
+	// console marks the console's own member (see local.go): its calls
+	// are marked as the console's in the call log and its spans.
+	console bool
 
 	// ops runs the member's office operations in a cluster (see serial);
 	// unused by a server that runs alone.
@@ -116,6 +141,15 @@ type office struct {
 	id        string
 	agent     *member
 	computers map[string]*member
+}
+
+// sid is the member's socket id, for logs; the console's member (see
+// local.go) has no socket and logs as "console".
+func (m *member) sid() string {
+	if m.sock == nil {
+		return "console"
+	}
+	return m.sock.ID()
 }
 
 // each calls f for every member of the office.
@@ -178,12 +212,20 @@ func New(cfg Config) (*Server, error) {
 		GoroutinePerConn: cfg.GoroutinePerConn,
 		Logger:           cfg.Logger,
 	})
+	if cfg.TracerProvider != nil {
+		s.tracer = cfg.TracerProvider.Tracer("github.com/a2c-smcp/a2c-go/server")
+	}
+	if cfg.Calls {
+		s.calls = newCallLog()
+	}
 	s.io.Handle(smcp.Namespace, (*nsHandler)(s))
 	mux := http.NewServeMux()
 	mux.Handle(cfg.Path, s.gate(s.io))
 	mux.HandleFunc("GET /healthz", s.healthz)
 	mux.HandleFunc("GET /api/offices/{office}", s.officeInfo)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{}))
+	s.routes(mux)
+	s.mux = mux
 	s.handler = s.io.BoundBodies(mux) // a stalled body holds nothing, on any route
 	if cfg.Cluster.URL != "" {
 		if err := s.startHub(cfg.Cluster); err != nil {
@@ -197,6 +239,12 @@ func New(cfg Config) (*Server, error) {
 
 // Handler serves the Engine.IO path, /healthz and /metrics.
 func (s *Server) Handler() http.Handler { return s.handler }
+
+// Handle adds a route to [Server.Handler], with the pattern syntax of
+// [http.ServeMux]: the console mounts itself at "/" this way, under the
+// server's bound on stalled request bodies. Patterns must not clash with
+// the server's own routes.
+func (s *Server) Handle(pattern string, h http.Handler) { s.mux.Handle(pattern, h) }
 
 // Config returns the configuration in force, defaults filled in.
 func (s *Server) Config() Config { return s.cfg }

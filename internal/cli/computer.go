@@ -77,7 +77,12 @@ func runComputer(ctx context.Context, e *env, args []string) error {
 	if *token == "" {
 		*token = os.Getenv("A2C_TOKEN")
 	}
-	o := computer.Options{Server: *server, Path: *path, Office: *office, Name: *name, Config: cfg, Approval: policy, Logger: log,
+	tr, stopTracing, err := startTracing(ctx, "a2c-computer", nil, log)
+	if err != nil {
+		return err
+	}
+	defer stopTracing()
+	o := computer.Options{Server: *server, Path: *path, Office: *office, Name: *name, Config: cfg, Approval: policy, Logger: log, TracerProvider: tr.Provider,
 		Resolver:   &config.Resolver{Inputs: cfg.Inputs, Prompt: terminalPrompt(e), Run: runCommandInput},
 		Supervisor: supervisor(), ProtocolVersion: *version, LandingRoot: *landing, SkillsDir: *skillsDir,
 		Uploads: blob.UploadOptions{MaxBytes: *maxUpload, MaxConcurrent: *maxUploads, IdleTimeout: *uploadIdle}}

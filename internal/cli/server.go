@@ -14,6 +14,8 @@ import (
 
 	"github.com/a2c-smcp/a2c-go/server"
 	"github.com/a2c-smcp/a2c-go/server/cluster"
+	"github.com/a2c-smcp/a2c-go/server/console"
+	"github.com/a2c-smcp/a2c-go/tracing"
 )
 
 func runServer(ctx context.Context, e *env, args []string) error {
@@ -34,6 +36,7 @@ func runServer(ctx context.Context, e *env, args []string) error {
 	nodeID := fs.String("node-id", "", "this server's name in the cluster: letters, digits, '-', '_', '.' (default $A2C_NODE_ID, else random)")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	cpuProfile := fs.String("cpu-profile", "", "write a Go CPU profile to this file until shutdown (for benchmarks)")
+	withConsole := fs.Bool("console", false, "serve the web console at / (offices, tools, live calls, traces); it asks for the token when one is set")
 	if err := e.parse(fs, args); err != nil {
 		return err
 	}
@@ -75,7 +78,19 @@ func runServer(ctx context.Context, e *env, args []string) error {
 	if *nodeID != "" && *redisURL == "" {
 		return usageError{"--node-id needs --redis"}
 	}
+	var rec *tracing.Recorder
+	if *withConsole {
+		rec = tracing.NewRecorder(0, 0)
+	}
+	tr, stopTracing, err := startTracing(ctx, "a2c-server", rec, log)
+	if err != nil {
+		return err
+	}
+	defer stopTracing()
 	cfg := server.Config{
+		TracerProvider:   tr.Provider,
+		Recorder:         rec,
+		Calls:            *withConsole,
 		Version:          *version,
 		Path:             *path,
 		RelayTimeout:     *relayTimeout,
@@ -104,6 +119,13 @@ func runServer(ctx context.Context, e *env, args []string) error {
 	}
 	if err != nil {
 		return usageError{err.Error()}
+	}
+	if *withConsole {
+		con, err := console.New(console.Config{Server: srv, Token: secret, Recorder: rec, Logger: log})
+		if err != nil {
+			return err
+		}
+		defer con.Close()
 	}
 	stopProfile, err := cpuProfileTo(*cpuProfile)
 	if err != nil {

@@ -19,6 +19,8 @@ import (
 	"github.com/a2c-smcp/a2c-go/aiod/browser"
 	"github.com/a2c-smcp/a2c-go/computer/config"
 	"github.com/a2c-smcp/a2c-go/server"
+	"github.com/a2c-smcp/a2c-go/server/console"
+	"github.com/a2c-smcp/a2c-go/tracing"
 )
 
 // upStopTimeout bounds each step of a2c up's shutdown: the Computer's
@@ -110,7 +112,16 @@ func runUp(ctx context.Context, e *env, args []string) error {
 	}
 	defer boxLn.Close()
 
-	scfg := server.Config{Logger: log, Version: *version}
+	// One process, one provider: the hub's, the Computer's and the
+	// sandbox's spans all land in rec, which the console shows; OTEL_*
+	// may add export.
+	rec := tracing.NewRecorder(0, 0)
+	tr, stopTracing, err := startTracing(ctx, "a2c-up", rec, log)
+	if err != nil {
+		return err
+	}
+	defer stopTracing()
+	scfg := server.Config{Logger: log, Version: *version, TracerProvider: tr.Provider, Recorder: rec, Calls: true}
 	if secret != "" {
 		scfg.Auth = server.TokenAuth(secret, "x-api-key")
 	}
@@ -119,6 +130,7 @@ func runUp(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	dcfg.Workspace, dcfg.APIKey, dcfg.Logger = ws, secret, log
+	dcfg.TracerProvider = tr.Provider
 	dcfg.Browser, dcfg.Desktop = *browser, *desktop
 	if *browser {
 		// The office's browser_get_info names the /cdp proxy below, as
@@ -131,6 +143,13 @@ func runUp(ctx context.Context, e *env, args []string) error {
 	}
 
 	hubURL, boxURL := "http://"+hubLn.Addr().String(), "http://"+boxLn.Addr().String()
+	con, err := console.New(console.Config{Server: hub, Token: secret, Recorder: rec, Logger: log,
+		Sandboxes: []console.Sandbox{{Name: *name, URL: "http://" + localURL(boxLn.Addr().String()), Token: secret}}})
+	if err != nil {
+		_ = d.Shutdown(context.Background())
+		return err
+	}
+	defer con.Close()
 	// The Computer dials the hub on loopback when it listens on every
 	// address (0.0.0.0 or ::).
 	dial := "http://" + localURL(hubLn.Addr().String())

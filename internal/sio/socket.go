@@ -42,6 +42,17 @@ type Event struct {
 	sock  *Socket
 	ackID int64
 	acked bool
+	// local, when set, receives the acknowledgement of an event made by
+	// NewLocalEvent instead of a socket.
+	local func(Message)
+}
+
+// NewLocalEvent returns an event that no socket sent: a request the
+// process makes of itself (the hub's console calls a Computer through the
+// same relay as an Agent). It wants an acknowledgement, which reply
+// receives once, on the goroutine that acknowledges.
+func NewLocalEvent(name string, m Message, reply func(Message)) *Event {
+	return &Event{Name: name, Message: m, local: reply}
 }
 
 // WantsAck reports whether the sender asked for an acknowledgement.
@@ -54,6 +65,10 @@ func (e *Event) Ack(m Message) error {
 		return nil
 	}
 	e.acked = true
+	if e.local != nil {
+		e.local(m)
+		return nil
+	}
 	return e.sock.send(encodeAck(messageBuf(e.sock.nsp, "", m), e.sock.nsp, e.ackID, m), m.Attachments, false)
 }
 
@@ -66,6 +81,10 @@ func (e *Event) AckDirect(m Message) error {
 		return nil
 	}
 	e.acked = true
+	if e.local != nil {
+		e.local(m)
+		return nil
+	}
 	return e.sock.send(encodeAck(messageBuf(e.sock.nsp, "", m), e.sock.nsp, e.ackID, m), m.Attachments, true)
 }
 

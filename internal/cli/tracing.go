@@ -1,0 +1,30 @@
+package cli
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/a2c-smcp/a2c-go/tracing"
+)
+
+// startTracing sets up this command's tracing from the OTEL_* environment
+// (see tracing.New), keeping spans in rec when it is set. The returned
+// stop flushes the exporter, within a bound, at the command's end.
+func startTracing(ctx context.Context, service string, rec *tracing.Recorder, log *slog.Logger) (*tracing.Tracing, func(), error) {
+	t, err := tracing.New(ctx, tracing.Options{Service: service, Recorder: rec})
+	if err != nil {
+		return nil, nil, usageError{err.Error()}
+	}
+	if t.Exporting {
+		log.Info("tracing: exporting spans over OTLP/HTTP", "service", service)
+	}
+	stop := func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := t.Shutdown(sctx); err != nil {
+			log.Warn("tracing: flushing spans at exit", "err", err)
+		}
+	}
+	return t, stop, nil
+}

@@ -1,0 +1,62 @@
+// Package console is the hub's web console: pages that show the offices
+// and their members, what each Computer offers, the tool calls as they
+// run, each call's trace as a timeline, a form to call a tool, and the
+// sandboxes the hub knows (files, commands, python cells). "a2c server
+// --console" serves it, and "a2c up" always does, at / on the hub's port.
+//
+// The page is plain HTML, CSS and JavaScript written here and embedded in
+// the binary (static/, go:embed): no framework, no build step, no request
+// to any other host. A Content-Security-Policy of 'self' holds it to that.
+//
+// # Access
+//
+// When the hub has a token, everything but the login form and the static
+// files asks for a session: POST /login with the token (form field
+// "token") sets the cookie a2c_console (HttpOnly, SameSite=Strict, Path=/,
+// Secure behind TLS), whose value is a random session id, never the
+// token. Sessions last 12 hours; POST /logout ends one. A request without
+// a valid session gets the login form (GET /) or 401 with the console's
+// error shape (the API). Requests that change anything (POST, PUT,
+// DELETE) must also carry an Origin (or Referer) of the hub itself, or
+// get 403. With no token the console is open, as the hub is.
+//
+// # Routes (the contract between console.go and static/app.js)
+//
+// Errors are {"error":{"code":N,"message":"..."}} with the HTTP status N.
+//
+//	GET  /                          the app (or the login form)
+//	POST /login, POST /logout
+//	GET  /console/static/{file}     app.js, app.css (public, no data)
+//	GET  /api/console/session       {"auth":bool,"node":"...","version":"..."}
+//	GET  /api/console/offices       {"offices":[Office]}
+//	GET  /api/console/offices/{office}
+//	                                Office
+//	GET  /api/console/offices/{office}/computers/{computer}
+//	                                {"office","computer","tools":[Tool],"servers":[Server]}
+//	POST /api/console/offices/{office}/computers/{computer}/call
+//	                                body {"tool","arguments":{},"timeout":secs}
+//	                                answer {"req_id","agent","trace_id","result":CallToolResult}
+//	GET  /api/console/calls?office=ID
+//	                                {"calls":[Call],"dropped":N}
+//	GET  /api/console/calls/stream?office=ID
+//	                                text/event-stream: "event: call" with a Call
+//	                                (at its start and at its end), "event: dropped"
+//	                                with {"dropped":N} when this page lost events
+//	GET  /api/console/calls/{agent}/{req_id}
+//	                                {"call":Call,"trace":[tracing.Span],"dropped_spans":N}
+//	GET  /api/console/sandboxes     {"sandboxes":[{"name","url"}]}
+//	ANY  /api/console/sandboxes/{name}/api/{path...}
+//	                                the sandbox's own HTTP API (aiod), its token added
+//
+// Office is {"office_id","members":[{"sid","name","role","a2c_version",
+// "node","connected_since"}]}; Tool is the Computer's tool as
+// client:get_tools lists it (name, description, inputSchema, meta with
+// tags and auto_apply); Server is one MCP server of client:get_config
+// (bundle_id, name, auto_apply); Call is {"req_id","agent","computer",
+// "office","tool","start","duration_ms","state":"running"|"done",
+// "outcome","error_code","console":bool,"trace_id","node"}.
+//
+// The console's own calls go through the same relay as an Agent's, from a
+// member of the office that has no socket (server.LocalRequest); the
+// call log and the spans mark them console: true.
+package console

@@ -1,0 +1,156 @@
+package server
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/a2c-smcp/a2c-go/internal/sio"
+	"github.com/a2c-smcp/a2c-go/smcp"
+	"github.com/a2c-smcp/a2c-go/tracing"
+)
+
+// This file is where the relay tells its observers about a tool call: the
+// hub's spans (tracing.go) and the console's call log and live stream
+// (calls.go). The relay calls observe at receipt, sent when the request
+// leaves for the Computer, and end with the answer or refusal; a nil
+// *callObs (nothing observes, the default) makes every hook a no-op, so a
+// server with tracing off and no console pays one branch per call.
+
+// callObs is one observed tool call.
+type callObs struct {
+	s       *Server
+	req     *smcp.ToolCallReq
+	office  string
+	console bool // the call came from the console (see local.go)
+	start   time.Time
+
+	trace traceState // tracing.go
+	call  callState  // calls.go
+}
+
+// observing reports whether any observer wants the server's tool calls.
+func (s *Server) observing() bool { return s.tracer != nil || s.calls != nil }
+
+// observe starts observing a tool call of member m; it returns nil when
+// nothing observes or req is not a tool call.
+func (s *Server) observe(m *member, req smcp.ClientRequest, start time.Time) *callObs {
+	if !s.observing() {
+		return nil
+	}
+	tc, ok := req.(*smcp.ToolCallReq)
+	if !ok {
+		return nil
+	}
+	o := &callObs{s: s, req: tc, start: start, console: m.console}
+	s.mu.RLock()
+	if m.office != nil {
+		o.office = m.office.id
+	}
+	s.mu.RUnlock()
+	s.traceStart(o)
+	s.callsStart(o)
+	return o
+}
+
+// sent marks the moment the request leaves for the Computer (this node's
+// connection to it, or another node's): the end of the hub's queue time.
+func (o *callObs) sent() {
+	if o == nil {
+		return
+	}
+	o.s.traceSent(o)
+}
+
+// callEnd is how a call ended, as the observers report it.
+type callEnd struct {
+	// Outcome is one of the tracing.Outcome* values.
+	Outcome string
+	// Code is the A2C error code of a failed call (0 when none): the
+	// ErrorPayload's code, or the result's _meta error_code.
+	Code int
+	// Message is the failure's message, for a span's status.
+	Message string
+	// Dropped says the Agent had gone when the answer came.
+	Dropped bool
+}
+
+// end reports the answer the Agent gets (or got, for a dropped one), with
+// the relay's own outcome (outcomeOK, outcomeTimeout, outcomeGone,
+// outcomeDropped). It runs before the answer is written, so a span is on
+// record by the time the Agent reads the answer.
+func (o *callObs) end(ans sio.Message, relayOutcome string) {
+	if o == nil {
+		return
+	}
+	e := classify(ans, relayOutcome)
+	o.s.traceEnd(o, e)
+	o.s.callsEnd(o, e)
+}
+
+// refused reports a call the server answered with an ErrorPayload.
+func (o *callObs) refused(pe *smcp.Error) {
+	if o == nil {
+		return
+	}
+	e := callEnd{Outcome: tracing.OutcomeError}
+	if pe != nil {
+		e.Code, e.Message = pe.Code, pe.Message
+	}
+	o.s.traceEnd(o, e)
+	o.s.callsEnd(o, e)
+}
+
+// classify reads the outcome of a call from its answer: a CallToolResult
+// (its isError and _meta markers) or an ErrorPayload.
+func classify(ans sio.Message, relayOutcome string) callEnd {
+	switch relayOutcome {
+	case outcomeTimeout:
+		return callEnd{Outcome: tracing.OutcomeTimeout, Message: "relay deadline passed"}
+	case outcomeGone:
+		return callEnd{Outcome: tracing.OutcomeGone, Message: "the Computer left before answering"}
+	}
+	var e callEnd
+	e.Outcome = tracing.OutcomeOK
+	if len(ans.Args) == 0 {
+		return e
+	}
+	var r struct {
+		IsError bool                       `json:"isError"`
+		Meta    map[string]json.RawMessage `json:"_meta"`
+		Content []struct {
+			Type string `json:"type"`
+			Text string `json:"text"`
+		} `json:"content"`
+		// An ErrorPayload.
+		Code    *int   `json:"code"`
+		Message string `json:"message"`
+	}
+	if json.Unmarshal(ans.Args[0], &r) != nil {
+		return e
+	}
+	if r.Code != nil && !r.IsError && r.Content == nil {
+		return callEnd{Outcome: tracing.OutcomeError, Code: *r.Code, Message: r.Message}
+	}
+	if !r.IsError {
+		return e
+	}
+	e.Outcome = tracing.OutcomeError
+	var flag bool
+	if json.Unmarshal(r.Meta[smcp.MetaTimeout], &flag) == nil && flag {
+		e.Outcome = tracing.OutcomeTimeout
+	}
+	if json.Unmarshal(r.Meta[smcp.MetaCancelled], &flag) == nil && flag {
+		e.Outcome = tracing.OutcomeCancelled
+	}
+	_ = json.Unmarshal(r.Meta[smcp.MetaErrorCode], &e.Code)
+	for _, c := range r.Content {
+		if c.Type == "text" {
+			e.Message = c.Text
+			if len(e.Message) > 256 {
+				e.Message = e.Message[:256]
+			}
+			break
+		}
+	}
+	return e
+}

@@ -1,0 +1,36 @@
+// Package tracing is how the processes of an A2C-SMCP system agree on one
+// trace per tool call without a field on the wire, and where they keep
+// their spans when nothing collects them.
+//
+// # One trace per call, no new field
+//
+// A tool call is named by its Agent and its req_id (the specification
+// makes req_id unique and never reused). Every hop derives the call's
+// trace id from that pair, and the span id of each hop's own span
+// ([HopAgent], [HopHub], [HopComputer]) the same way, with SHA-256 (see
+// [TraceID] and [SpanID]). So the hub names the Agent's span as its
+// parent, and the Computer names the hub's, though neither ever saw the
+// other's span. The A2C payloads are unchanged; a peer that does not
+// trace leaves a gap (a parent that is missing), nothing worse.
+//
+// Derived ids need the provider's help: [IDGenerator] takes them from the
+// context [Start] prepares and makes random ids for every other span.
+// [Setup] builds providers with it; a program that brings its own
+// provider and wants the Agent SDK's spans joined to the hub's adds
+// sdktrace.WithIDGenerator(tracing.IDGenerator()).
+//
+// Below the Computer, context travels the standard way: the Computer puts
+// W3C trace context (traceparent, tracestate) in each MCP request's
+// params._meta ([Inject]), as tracing MCP clients do, and an MCP server
+// such as aiod reads it back ([Extract]).
+//
+// # Export and the in-memory record
+//
+// [Setup] reads the standard OTEL_* environment: spans are exported over
+// OTLP/HTTP only when it asks for that, and nothing is exported
+// otherwise. A [Recorder] keeps the recent spans of each process in
+// memory, by trace: the console of "a2c server --console" and "a2c up"
+// shows them, and "a2c call --trace" prints them. With neither an
+// exporter nor a recorder, tracing is off and costs nothing: components
+// given no provider start no spans.
+package tracing

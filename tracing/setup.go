@@ -1,0 +1,155 @@
+package tracing
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// Options configure [New].
+type Options struct {
+	// Service is the service.name of the spans unless OTEL_SERVICE_NAME
+	// or OTEL_RESOURCE_ATTRIBUTES says otherwise: "a2c-server",
+	// "a2c-computer", "a2c-agent", "a2c-up", "aiod".
+	Service string
+	// Recorder, if set, keeps this process's spans in memory (for the
+	// console and "a2c call --trace"), whatever the environment says.
+	Recorder *Recorder
+	// Getenv reads the environment; default os.Getenv (tests set it).
+	Getenv func(string) string
+}
+
+// Tracing is a process's tracing as [New] set it up from the environment
+// and the options.
+type Tracing struct {
+	// Provider is the provider to hand to the components (server.Config,
+	// computer.Options, agent.Options, aiod.Config), or nil when tracing
+	// is off: nothing is exported and nothing recorded, and components
+	// given no provider start no spans.
+	Provider trace.TracerProvider
+	// Exporting says that spans are exported over OTLP/HTTP.
+	Exporting bool
+	// Recorder is Options.Recorder.
+	Recorder *Recorder
+
+	sdk *sdktrace.TracerProvider
+}
+
+// ErrProtocol is returned by New when the environment asks for an OTLP
+// protocol other than http/protobuf (the only one exported).
+var ErrProtocol = errors.New("tracing: unsupported OTLP protocol")
+
+// New sets up tracing from the standard OpenTelemetry environment:
+//
+//   - OTEL_SDK_DISABLED=true turns export off.
+//   - OTEL_TRACES_EXPORTER names the exporters: "otlp" exports, "none"
+//     (or nothing else we know) does not. Unset, spans are exported only
+//     when OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT
+//     is set: a process that was not asked exports nothing.
+//   - OTEL_EXPORTER_OTLP_[TRACES_]PROTOCOL must be http/protobuf (the
+//     default) when exporting; grpc and http/json are refused with
+//     [ErrProtocol] rather than silently dropping spans.
+//   - The exporter itself reads the rest (endpoint, headers, timeout,
+//     compression, certificates), the batch processor OTEL_BSP_*, the
+//     sampler OTEL_TRACES_SAMPLER[_ARG], and the resource
+//     OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES.
+//
+// With no export and no recorder the result's Provider is nil. Shutdown
+// flushes and stops what New started.
+func New(ctx context.Context, o Options) (*Tracing, error) {
+	getenv := o.Getenv
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	export, err := wantsExport(getenv)
+	if err != nil {
+		return nil, err
+	}
+	t := &Tracing{Recorder: o.Recorder, Exporting: export}
+	if !export && o.Recorder == nil {
+		return t, nil
+	}
+	opts := []sdktrace.TracerProviderOption{sdktrace.WithIDGenerator(IDGenerator())}
+	if o.Service == "" {
+		o.Service = "a2c"
+	}
+	res, err := resource.Merge(resource.Default(), resource.NewSchemaless(attribute.String("service.name", o.Service)))
+	if err != nil {
+		return nil, fmt.Errorf("tracing: resource: %w", err)
+	}
+	if fromEnv, err := resource.New(ctx, resource.WithFromEnv()); err == nil {
+		if merged, err := resource.Merge(res, fromEnv); err == nil {
+			res = merged
+		}
+	}
+	opts = append(opts, sdktrace.WithResource(res))
+	if o.Recorder != nil {
+		opts = append(opts, sdktrace.WithSpanProcessor(o.Recorder))
+	}
+	if export {
+		exp, err := otlptracehttp.New(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("tracing: OTLP exporter: %w", err)
+		}
+		opts = append(opts, sdktrace.WithBatcher(exp))
+	}
+	t.sdk = sdktrace.NewTracerProvider(opts...)
+	t.Provider = t.sdk
+	return t, nil
+}
+
+// Shutdown flushes the exporter (within ctx) and stops the provider. It
+// is safe on a nil Tracing and when tracing is off.
+func (t *Tracing) Shutdown(ctx context.Context) error {
+	if t == nil || t.sdk == nil {
+		return nil
+	}
+	return t.sdk.Shutdown(ctx)
+}
+
+// ForceFlush exports the spans ended so far (within ctx).
+func (t *Tracing) ForceFlush(ctx context.Context) error {
+	if t == nil || t.sdk == nil {
+		return nil
+	}
+	return t.sdk.ForceFlush(ctx)
+}
+
+// wantsExport applies the rules of New to the environment.
+func wantsExport(getenv func(string) string) (bool, error) {
+	if strings.EqualFold(strings.TrimSpace(getenv("OTEL_SDK_DISABLED")), "true") {
+		return false, nil
+	}
+	export := false
+	if v := strings.TrimSpace(getenv("OTEL_TRACES_EXPORTER")); v != "" {
+		for _, name := range strings.Split(v, ",") {
+			switch strings.TrimSpace(strings.ToLower(name)) {
+			case "otlp":
+				export = true
+			case "none":
+				return false, nil
+			}
+		}
+	} else {
+		export = getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != "" || getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") != ""
+	}
+	if !export {
+		return false, nil
+	}
+	proto := strings.TrimSpace(getenv("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"))
+	if proto == "" {
+		proto = strings.TrimSpace(getenv("OTEL_EXPORTER_OTLP_PROTOCOL"))
+	}
+	if proto != "" && proto != "http/protobuf" {
+		return false, fmt.Errorf("%w %q: use http/protobuf", ErrProtocol, proto)
+	}
+	return true, nil
+}
