@@ -70,6 +70,8 @@ func main() {
 	defer os.RemoveAll(tmp)
 	bin, err := procs.BuildA2C(root, tmp)
 	check(err)
+	buildDir = tmp
+	defer stopSink()
 
 	// The machine's noise drifts, so targets take turns within each round
 	// and every figure is the median over the rounds.
@@ -113,6 +115,7 @@ func main() {
 	}
 	r.targets = results
 	r.print(os.Stdout)
+	printStreams(os.Stdout)
 }
 
 func check(err error) {
@@ -147,20 +150,31 @@ func raiseNoFile() {
 type server struct {
 	url string
 	cmd *exec.Cmd
+	// watchers read the console's live stream (ours+console).
+	watchers *streamWatchers
 }
 
 func start(target, root, bin string) *server {
-	// "ours:NAME=VALUE,..." is our server with extra environment, for A/B
-	// runs of an internal setting.
+	// "ours:NAME=VALUE+..." is our server with extra environment, for A/B
+	// runs of an internal setting; "ours@REV" our server built from a
+	// git revision, and "ours+otlp", "ours+console" our server with
+	// tracing exported or the console on (see variants.go).
 	var extraEnv []string
 	if name, env, ok := strings.Cut(target, ":"); ok {
 		target = name
 		extraEnv = strings.Split(env, "+")
 	}
+	v := parseVariant(target)
+	target = v.base
+	if v.rev != "" {
+		bin = binAt(root, v.rev)
+	}
+	extraEnv = append(extraEnv, v.env()...)
 	var cmd *exec.Cmd
 	switch target {
 	case "ours":
 		cmd = exec.Command(bin, "server", "--listen", "127.0.0.1:0", "--log-level", "warn")
+		cmd.Args = append(cmd.Args, v.args()...)
 		if p := os.Getenv("A2C_BENCH_CPUPROFILE"); p != "" {
 			cmd.Args = append(cmd.Args, "--cpu-profile", p)
 		}
@@ -179,10 +193,19 @@ func start(target, root, bin string) *server {
 	url, err := procs.Start(cmd)
 	check(err)
 	time.Sleep(200 * time.Millisecond)
-	return &server{url: url, cmd: cmd}
+	srv := &server{url: url, cmd: cmd}
+	if v.console {
+		srv.watchers = watchStream(url)
+	}
+	return srv
 }
 
-func (s *server) stop() { procs.Stop(s.cmd) }
+func (s *server) stop() {
+	if s.watchers != nil {
+		s.watchers.stop(s)
+	}
+	procs.Stop(s.cmd)
+}
 
 // cpuTicks is the process's user+sys time in clock ticks (1/100 s).
 func (s *server) cpuTicks() int64 {

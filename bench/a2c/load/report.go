@@ -71,6 +71,7 @@ func (r report) print(w io.Writer) {
 			fmt.Fprintf(w, "| %s | %d | %d KiB | %d KiB | %.1f KiB | %.1f s |\n", t.name, i.conns, i.baseKiB, i.kib, i.perConnKiB, i.connectSeconds)
 		}
 	}
+	r.printAB(w)
 	var ours, ref *targetResult
 	for i := range r.targets {
 		switch r.targets[i].name {
@@ -105,5 +106,42 @@ func (r report) print(w io.Writer) {
 		}
 		fmt.Fprintf(w, "- %d idle connections: RSS per connection ours/node %s (target ≤ 0.50×)\n", id.conns,
 			ratio(id.perConnKiB, ref.idle[i].perConnKiB))
+	}
+}
+
+// printAB compares every target of ours with the first one (the "before"
+// binary of an A/B run, say ours@REV) at each agents level.
+func (r report) printAB(w io.Writer) {
+	var first *targetResult
+	for i := range r.targets {
+		if r.targets[i].name != "node" {
+			first = &r.targets[i]
+			break
+		}
+	}
+	if first == nil {
+		return
+	}
+	header := false
+	for _, t := range r.targets {
+		if t.name == "node" || t.name == first.name {
+			continue
+		}
+		if !header {
+			fmt.Fprintln(w)
+			fmt.Fprintf(w, "A/B against %s (same run, medians):\n\n", first.name)
+			fmt.Fprintln(w, "| server | agents | calls/s ratio | CPU per call ratio | p50 ratio | p99 ratio |")
+			fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|")
+			header = true
+		}
+		for i, l := range t.levels {
+			if i >= len(first.levels) {
+				break
+			}
+			b := first.levels[i]
+			fmt.Fprintf(w, "| %s | %d | %s | %s | %s | %s |\n", t.name, l.agents,
+				ratio(float64(l.calls)/l.seconds, float64(b.calls)/b.seconds), ratio(float64(l.cpuPerCall), float64(b.cpuPerCall)),
+				ratio(float64(l.p50), float64(b.p50)), ratio(float64(l.p99), float64(b.p99)))
+		}
 	}
 }
