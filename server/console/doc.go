@@ -49,12 +49,34 @@
 //	                                the sandbox's own HTTP API (aiod), its token added
 //
 // Office is {"office_id","members":[{"sid","name","role","a2c_version",
-// "node","connected_since"}]}; Tool is the Computer's tool as
-// client:get_tools lists it (name, description, inputSchema, meta with
-// tags and auto_apply); Server is one MCP server of client:get_config
-// (bundle_id, name, auto_apply); Call is {"req_id","agent","computer",
-// "office","tool","start","duration_ms","state":"running"|"done",
-// "outcome","error_code","console":bool,"trace_id","node"}.
+// "node","connected_since"}]} (connected_since: the member's join time,
+// RFC 3339, omitted when unknown: a member held by another node of a
+// cluster). The office list holds the offices where this node has
+// members (every office of a hub that runs alone).
+//
+// Tool is one tool of client:get_tools in the console's shape:
+// {"name","bundle_id","description","inputSchema":{JSON Schema},
+// "meta":{"tags":[...],"auto_apply":bool}} (inputSchema is the tool's
+// params_schema; tags [] and auto_apply false when the Computer sets
+// none). Server is one MCP server of client:get_config:
+// {"bundle_id","name","type","disabled","auto_apply"} (auto_apply: the
+// server's default_tool_meta says so), sorted by bundle_id.
+//
+// Call is {"req_id","agent","computer","office","tool","start" (RFC 3339),
+// "duration_ms" (so far while running),"state":"running"|"done",
+// "outcome" ("" while running, else ok|error|timeout|cancelled|gone),
+// "error_code" (0 when none),"console":bool,"trace_id","node"}. The list
+// holds the running calls and the last 1,000 ended ones, newest first.
+//
+// The tool call's body: "tool" the exposed tool name, "arguments" a JSON
+// object (absent: {}), "timeout" whole seconds 1..3600 (absent: 60). Its
+// answer is 200 with the Computer's CallToolResult, failed or not; when
+// the relay refuses or the Computer does not answer the answer is an
+// error: 404 (no such Computer in the office), 400 (invalid request),
+// 503 (hub shutting down or cluster unavailable), 504 (no answer in
+// time), with the relay's message. The computer page asks the Computer
+// the same way (client:get_tools, client:get_config), with the same
+// errors.
 //
 // The console's own calls go through the same relay as an Agent's, from a
 // member of the office that has no socket (server.LocalRequest); the
