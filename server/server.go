@@ -131,6 +131,9 @@ type member struct {
 	// console marks the console's own member (see local.go): its calls
 	// are marked as the console's in the call log and its spans.
 	console bool
+	// joined is when the member took its seat (the console's
+	// connected_since).
+	joined time.Time
 
 	// ops runs the member's office operations in a cluster (see serial);
 	// unused by a server that runs alone.
@@ -590,7 +593,7 @@ func (s *Server) seatLocked(m *member, req smcp.EnterOfficeReq) {
 		s.offices[req.OfficeID] = o
 		s.metrics.offices.Inc()
 	}
-	m.name, m.role, m.office = req.Name, req.Role, o
+	m.name, m.role, m.office, m.joined = req.Name, req.Role, o, time.Now()
 	if req.Role == smcp.RoleAgent {
 		o.agent = m
 	} else {
