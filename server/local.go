@@ -1,6 +1,213 @@
 package server
 
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/a2c-smcp/a2c-go/internal/sio"
+	"github.com/a2c-smcp/a2c-go/server/cluster"
+	"github.com/a2c-smcp/a2c-go/smcp"
+)
+
 // The console's requests to Computers (local calls): they go through the
 // same relay as an Agent's, from a member of the office that has no
 // socket (member.console), and are marked as the console's in the call
 // log and in their spans.
+//
+// The console's member is made for one request and seated nowhere: it
+// points at the office's own object when this node holds members there
+// (so routing reads the same table an Agent's request reads), else at a
+// detached empty office of that id that nothing else sees. In a cluster,
+// a Computer on another node is found in this node's copy of the office
+// when it follows the office, else in the office's record in Redis; the
+// request then travels as an Agent's does (relayRemote). The console is
+// no member of any office: no one is told of it, and it takes no seat
+// (an office with an Agent still accepts its requests).
+
+// ErrLocalRequest is wrapped by the errors of [Server.LocalRequest] that
+// are not the relay's own answers (a bad argument, a payload that does
+// not encode).
+var ErrLocalRequest = errors.New("server: local request")
+
+// LocalRequest sends a client:* request (event, with payload: the
+// request's JSON object, agent and req_id filled in when missing; agent
+// is always [ConsoleAgent]) to a Computer of office through the relay, as
+// an Agent of that office would, and returns the answer. A flat
+// ErrorPayload answer (the relay's refusal, or a Computer's error) is
+// returned as a *smcp.Error as well as the raw answer. It waits for the
+// answer, the relay's deadline, or ctx; when ctx ends first the request
+// still runs to its end in the relay.
+func (s *Server) LocalRequest(ctx context.Context, officeID, event string, payload any) (json.RawMessage, error) {
+	office := officeID
+	if office == "" || len(office) > maxOfficeID {
+		return nil, fmt.Errorf("%w: invalid office id", ErrLocalRequest)
+	}
+	if !s.profile.IsClientEvent(event) {
+		return nil, fmt.Errorf("%w: %q is not a client request", ErrLocalRequest, event)
+	}
+	raw, err := localPayload(payload)
+	if err != nil {
+		return nil, err
+	}
+	if len(raw) > s.requestLimit(event) {
+		return nil, smcp.NewError(smcp.CodeBadRequest, fmt.Sprintf("payload too large: %d bytes, the limit is %d", len(raw), s.requestLimit(event)))
+	}
+	req := smcp.NewClientRequest(event)
+	if err := smcp.DecodeRequest(raw, req); err != nil {
+		var pe *smcp.Error
+		if errors.As(err, &pe) {
+			return nil, pe
+		}
+		return nil, smcp.NewError(smcp.CodeBadRequest, "invalid payload")
+	}
+	answer := make(chan sio.Message, 1)
+	e := sio.NewLocalEvent(event, sio.Message{Args: []json.RawMessage{raw}}, func(m sio.Message) {
+		select { // once; never blocks whoever answers
+		case answer <- m:
+		default:
+		}
+	})
+	m := &member{console: true, role: smcp.RoleAgent, name: ConsoleAgent}
+	s.mu.RLock()
+	o := s.offices[office]
+	held := o != nil && o.computers[req.Target()] != nil
+	s.mu.RUnlock()
+	if o == nil {
+		o = newDetachedOffice(office)
+	}
+	m.office = o
+	if !held && s.hub != nil {
+		if _, ok := s.hub.node.Lookup(office, smcp.RoleComputer, req.Target()); !ok {
+			target, found, err := s.findRemote(ctx, office, req.Target())
+			if err != nil {
+				return nil, err
+			}
+			if found {
+				s.relayRemoteLocal(m, e, req, office, target)
+				return waitLocal(ctx, answer)
+			}
+		}
+	}
+	s.relay(m, e)
+	return waitLocal(ctx, answer)
+}
+
+// localPayload encodes payload as a request object with the console's
+// agent name and a req_id.
+func localPayload(payload any) (json.RawMessage, error) {
+	b, err := json.Marshal(payload)
+	if err != nil {
+		return nil, fmt.Errorf("%w: encoding the payload: %w", ErrLocalRequest, err)
+	}
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(b, &obj); err != nil || obj == nil {
+		return nil, fmt.Errorf("%w: the payload is not a JSON object", ErrLocalRequest)
+	}
+	obj["agent"], _ = json.Marshal(ConsoleAgent)
+	var id string
+	if json.Unmarshal(obj["req_id"], &id) != nil || id == "" {
+		obj["req_id"], _ = json.Marshal(NewReqID())
+	}
+	out, err := json.Marshal(obj)
+	if err != nil {
+		return nil, fmt.Errorf("%w: encoding the payload: %w", ErrLocalRequest, err)
+	}
+	return out, nil
+}
+
+// NewReqID returns a fresh random req_id for a console request.
+func NewReqID() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return "console-" + hex.EncodeToString(b[:])
+}
+
+// findRemote looks for the Computer in the office's record in Redis, for
+// an office this node does not follow.
+func (s *Server) findRemote(ctx context.Context, office, computer string) (cluster.Member, bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	ms, err := s.hub.node.Office(ctx, office)
+	if err != nil {
+		return cluster.Member{}, false, smcp.NewError(smcp.CodeInternal, cluster.RefuseUnavailable)
+	}
+	for _, m := range ms {
+		if m.Role == smcp.RoleComputer && m.Name == computer {
+			return m, true, nil
+		}
+	}
+	return cluster.Member{}, false, nil
+}
+
+// relayRemoteLocal is relay for a console request to a Computer another
+// node holds in an office this node does not follow: observed, refused
+// while draining, then sent as relay sends it.
+func (s *Server) relayRemoteLocal(m *member, e *sio.Event, req smcp.ClientRequest, office string, target cluster.Member) {
+	start := time.Now()
+	obs := s.observe(m, req, start)
+	timeout := s.cfg.RelayTimeout
+	if tc, ok := req.(*smcp.ToolCallReq); ok {
+		timeout = time.Duration(tc.Timeout)*time.Second + s.cfg.ToolCallSlack
+	}
+	s.mu.RLock()
+	draining := s.draining
+	s.mu.RUnlock()
+	if draining {
+		s.refuseObserved(e, obs, smcp.NewError(smcp.CodeInternal, "Server is shutting down"))
+		return
+	}
+	s.relayRemote(e, office, target, timeout, start, obs)
+}
+
+// waitLocal waits for a local request's answer.
+func waitLocal(ctx context.Context, answer <-chan sio.Message) (json.RawMessage, error) {
+	select {
+	case <-ctx.Done():
+		return nil, fmt.Errorf("%w: %w", ErrLocalRequest, ctx.Err())
+	case m := <-answer:
+		if len(m.Args) == 0 {
+			return nil, smcp.NewError(smcp.CodeInternal, "empty answer")
+		}
+		raw := m.Args[0]
+		if pe := errorPayload(raw); pe != nil {
+			return raw, pe
+		}
+		return raw, nil
+	}
+}
+
+// errorPayload returns the flat ErrorPayload raw holds, or nil when raw
+// is anything else (a CallToolResult has content, a list its own keys).
+func errorPayload(raw json.RawMessage) *smcp.Error {
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(raw, &obj) != nil {
+		return nil
+	}
+	if _, ok := obj["code"]; !ok {
+		return nil
+	}
+	if _, ok := obj["message"]; !ok {
+		return nil
+	}
+	for k := range obj {
+		if k != "code" && k != "message" && k != "details" {
+			return nil
+		}
+	}
+	var pe smcp.Error
+	if json.Unmarshal(raw, &pe) != nil {
+		return nil
+	}
+	return &pe
+}
+
+// newDetachedOffice is an office object of that id that no table holds:
+// the console member's office when this node holds no member there.
+func newDetachedOffice(id string) *office {
+	return &office{id: id, computers: map[string]*member{}}
+}

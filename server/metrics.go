@@ -32,6 +32,9 @@ type metrics struct {
 	latency     *prometheus.HistogramVec
 	handshakes  *prometheus.CounterVec
 	inFlight    prometheus.Gauge
+	// consoleDropped counts the call-log events a slow console stream
+	// lost (calls.go).
+	consoleDropped prometheus.Counter
 
 	// Children resolved once, so the relay path does no label lookups.
 	byEvent map[string]*eventMetrics
@@ -71,9 +74,12 @@ func newMetrics() *metrics {
 		inFlight: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "a2c_relays_in_flight", Help: "client:* requests waiting for a Computer.",
 		}),
+		consoleDropped: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "a2c_console_events_dropped_total", Help: "Call events a console's live stream lost because its page did not keep up.",
+		}),
 		byEvent: make(map[string]*eventMetrics),
 	}
-	m.reg.MustRegister(m.connections, m.offices, m.members, m.relayed, m.latency, m.handshakes, m.inFlight,
+	m.reg.MustRegister(m.connections, m.offices, m.members, m.relayed, m.latency, m.handshakes, m.inFlight, m.consoleDropped,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	// The WebSocket event loops count their own work (process-wide, as
 	// the loops serve every sio.Server in the process); read at scrape.
