@@ -2,6 +2,7 @@ package server
 
 import (
 	"encoding/json"
+	"strings"
 	"time"
 
 	"github.com/a2c-smcp/a2c-go/internal/sio"
@@ -115,8 +116,10 @@ func classify(ans sio.Message, relayOutcome string) callEnd {
 		return e
 	}
 	var r struct {
-		IsError bool                       `json:"isError"`
-		Meta    map[string]json.RawMessage `json:"_meta"`
+		IsError bool `json:"isError"`
+		// A2C's markers are under "meta"; an MCP result's under "_meta".
+		Meta      map[string]json.RawMessage `json:"meta"`
+		UnderMeta map[string]json.RawMessage `json:"_meta"`
 		Content []struct {
 			Type string `json:"type"`
 			Text string `json:"text"`
@@ -135,6 +138,14 @@ func classify(ans sio.Message, relayOutcome string) callEnd {
 		return e
 	}
 	e.Outcome = tracing.OutcomeError
+	for k, v := range r.UnderMeta {
+		if _, ok := r.Meta[k]; !ok {
+			if r.Meta == nil {
+				r.Meta = make(map[string]json.RawMessage, len(r.UnderMeta))
+			}
+			r.Meta[k] = v
+		}
+	}
 	var flag bool
 	if json.Unmarshal(r.Meta[smcp.MetaTimeout], &flag) == nil && flag {
 		e.Outcome = tracing.OutcomeTimeout
@@ -147,7 +158,8 @@ func classify(ans sio.Message, relayOutcome string) callEnd {
 		if c.Type == "text" {
 			e.Message = c.Text
 			if len(e.Message) > 256 {
-				e.Message = e.Message[:256]
+				// Cut on a byte bound, then drop a rune the cut split.
+				e.Message = strings.ToValidUTF8(e.Message[:256], "")
 			}
 			break
 		}
