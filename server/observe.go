@@ -120,7 +120,7 @@ func classify(ans sio.Message, relayOutcome string) callEnd {
 		// A2C's markers are under "meta"; an MCP result's under "_meta".
 		Meta      map[string]json.RawMessage `json:"meta"`
 		UnderMeta map[string]json.RawMessage `json:"_meta"`
-		Content []struct {
+		Content   []struct {
 			Type string `json:"type"`
 			Text string `json:"text"`
 		} `json:"content"`
