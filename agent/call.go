@@ -11,7 +11,11 @@ import (
 	"fmt"
 	"time"
 
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/a2c-smcp/a2c-go/smcp"
+	"github.com/a2c-smcp/a2c-go/tracing"
 )
 
 // CallSlack is how much longer than a tool call's own timeout the Agent
@@ -51,14 +55,90 @@ type Call struct {
 // reconnects waits for the rejoin within its timeout and ctx; if they end
 // first, the call was never sent and the error matches ErrConnectionLost
 // and context.DeadlineExceeded (or ctx.Err()).
+//
+// With Options.TracerProvider set, the call is the root span of its trace
+// (a2c.agent.tool_call, ids derived from the Agent's name and the ReqID;
+// see package tracing), with the outcome ok, error, timeout or cancelled.
 func (c *Client) CallTool(ctx context.Context, call Call) (*smcp.CallToolResult, error) {
+	if call.ReqID == "" {
+		call.ReqID = NewReqID()
+	}
+	if c.opts.TracerProvider == nil {
+		return c.callTool(ctx, call)
+	}
+	sctx, span := tracing.Start(ctx, c.opts.TracerProvider.Tracer(tracerName), tracing.HopAgent, c.opts.Name, call.ReqID, tracing.SpanAgentCall,
+		trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(
+			tracing.AttrReqID.String(call.ReqID),
+			tracing.AttrAgent.String(c.opts.Name),
+			tracing.AttrComputer.String(call.Computer),
+			tracing.AttrTool.String(call.Tool),
+			tracing.AttrOffice.String(c.Office())))
+	res, err := c.callTool(sctx, call)
+	endSpan(ctx, span, res, err)
+	return res, err
+}
+
+// tracerName is the instrumentation scope of the Agent SDK's spans.
+const tracerName = "github.com/a2c-smcp/a2c-go/agent"
+
+// endSpan ends a call's span with its outcome (see [tracing.AttrOutcome]):
+// cancelled when ctx ended first, timeout for an a2c_timeout result,
+// error for a failed tool, a protocol error (its code in
+// a2c.error_code), a lost connection or any other failure.
+func endSpan(ctx context.Context, span trace.Span, res *smcp.CallToolResult, err error) {
+	outcome, code, msg := tracing.OutcomeOK, 0, ""
+	var pe *smcp.Error
+	switch {
+	case err == nil && res.Timeout():
+		outcome, code = tracing.OutcomeTimeout, res.ErrorCode()
+	case err == nil && res.Cancelled():
+		outcome, code = tracing.OutcomeCancelled, res.ErrorCode()
+	case err == nil && res.IsError:
+		outcome, code, msg = tracing.OutcomeError, res.ErrorCode(), resultText(res)
+	case err == nil:
+	case errors.Is(err, ErrConnectionLost), errors.Is(err, ErrClosed):
+		outcome, msg = tracing.OutcomeError, err.Error()
+	case ctx.Err() != nil:
+		outcome = tracing.OutcomeCancelled
+	case errors.As(err, &pe):
+		outcome, code, msg = tracing.OutcomeError, pe.Code, pe.Message
+	default:
+		outcome, msg = tracing.OutcomeError, err.Error()
+	}
+	span.SetAttributes(tracing.AttrOutcome.String(outcome))
+	if code != 0 {
+		span.SetAttributes(tracing.AttrErrorCode.Int(code))
+	}
+	if outcome != tracing.OutcomeOK {
+		if msg == "" {
+			msg = outcome
+		}
+		span.SetStatus(codes.Error, msg)
+	}
+	span.End()
+}
+
+// resultText is the first text of a failed result, cut short, for a
+// span's status.
+func resultText(r *smcp.CallToolResult) string {
+	for _, raw := range r.Content {
+		var item struct{ Type, Text string }
+		if json.Unmarshal(raw, &item) == nil && item.Type == "text" {
+			if len(item.Text) > 256 {
+				return item.Text[:256]
+			}
+			return item.Text
+		}
+	}
+	return ""
+}
+
+// callTool is CallTool without its span; call.ReqID is set.
+func (c *Client) callTool(ctx context.Context, call Call) (*smcp.CallToolResult, error) {
 	if call.Timeout <= 0 {
 		call.Timeout = 60 * time.Second
 	}
 	secs := int((call.Timeout + time.Second - 1) / time.Second)
-	if call.ReqID == "" {
-		call.ReqID = NewReqID()
-	}
 	params := json.RawMessage(`{}`)
 	if call.Params != nil {
 		b, err := json.Marshal(call.Params)

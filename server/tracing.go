@@ -1,22 +1,289 @@
 package server
 
-import "net/http"
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	"google.golang.org/genproto/googleapis/rpc/status"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/a2c-smcp/a2c-go/smcp"
+	"github.com/a2c-smcp/a2c-go/tracing"
+)
 
 // The hub's spans of a tool call (see observe.go for the hooks):
-// a2c.hub.relay with a2c.hub.queue and a2c.hub.wire below it.
+// a2c.hub.relay from receipt to the answer, with a2c.hub.queue (receipt
+// until the request leaves for the Computer) and a2c.hub.wire (from then
+// to the answer) below it. The relay span takes the ids package tracing
+// derives from (agent, req_id), so its parent is the Agent's span and the
+// Computer's span names it as its own parent without a word on the wire.
+//
+// And the hub's trace API: GET /api/traces/{trace_id} serves what the
+// Recorder holds, POST /v1/traces (OTLP/HTTP) takes the spans of other
+// processes (a Computer run apart, pointed at the hub with
+// OTEL_EXPORTER_OTLP_ENDPOINT) into it.
 
-// traceState is a call's hub spans.
-type traceState struct{}
+// traceState is a call's hub spans; the zero value (tracing off) holds
+// nothing. In a cluster, sent and end may run on two goroutines (the
+// answer of another node can come back before relayRemote marks the
+// request sent), hence the mutex.
+type traceState struct {
+	mu    sync.Mutex
+	ctx   context.Context // carries relay, the parent of queue and wire
+	relay trace.Span
+	queue trace.Span
+	wire  trace.Span // nil until sent; never for a refused call
+	ended bool
+}
 
 // traceStart starts the call's spans when the server traces.
-func (s *Server) traceStart(o *callObs) {}
+func (s *Server) traceStart(o *callObs) {
+	if s.tracer == nil {
+		return
+	}
+	req := o.req
+	attrs := make([]attribute.KeyValue, 0, 7)
+	attrs = append(attrs,
+		tracing.AttrReqID.String(req.ReqID),
+		tracing.AttrAgent.String(req.Agent),
+		tracing.AttrComputer.String(req.Computer),
+		tracing.AttrTool.String(req.ToolName),
+		tracing.AttrOffice.String(o.office))
+	if s.hub != nil {
+		attrs = append(attrs, tracing.AttrNode.String(s.cfg.Cluster.NodeID))
+	}
+	if o.console {
+		attrs = append(attrs, tracing.AttrConsole.Bool(true))
+	}
+	t := &o.trace
+	t.ctx, t.relay = tracing.Start(context.Background(), s.tracer, tracing.HopHub, req.Agent, req.ReqID, tracing.SpanHubRelay,
+		trace.WithTimestamp(o.start), trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(attrs...))
+	_, t.queue = s.tracer.Start(t.ctx, tracing.SpanHubQueue, trace.WithTimestamp(o.start))
+}
 
 // traceSent ends the queue span and starts the wire span.
-func (s *Server) traceSent(o *callObs) {}
+func (s *Server) traceSent(o *callObs) {
+	t := &o.trace
+	if t.relay == nil {
+		return
+	}
+	now := time.Now()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.ended || t.wire != nil {
+		return
+	}
+	t.queue.End(trace.WithTimestamp(now))
+	_, t.wire = s.tracer.Start(t.ctx, tracing.SpanHubWire, trace.WithTimestamp(now), trace.WithSpanKind(trace.SpanKindClient))
+}
 
-// traceEnd ends the call's spans with its outcome.
-func (s *Server) traceEnd(o *callObs, e callEnd) {}
+// traceEnd ends the call's spans with its outcome: a2c.outcome (and
+// a2c.error_code when there is one) on the relay span, and the error
+// status on it and on the wire span for any outcome but ok. A refused
+// call ends its queue span here and has no wire span.
+func (s *Server) traceEnd(o *callObs, e callEnd) {
+	t := &o.trace
+	if t.relay == nil {
+		return
+	}
+	now := time.Now()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.ended {
+		return
+	}
+	t.ended = true
+	end := trace.WithTimestamp(now)
+	if t.wire == nil {
+		t.queue.End(end)
+	} else {
+		if e.Outcome != tracing.OutcomeOK {
+			t.wire.SetStatus(codes.Error, statusText(e))
+		}
+		t.wire.End(end)
+	}
+	t.relay.SetAttributes(tracing.AttrOutcome.String(e.Outcome))
+	if e.Code != 0 {
+		t.relay.SetAttributes(tracing.AttrErrorCode.Int(e.Code))
+	}
+	if e.Dropped {
+		t.relay.AddEvent("answer dropped: the Agent had gone", trace.WithTimestamp(now))
+	}
+	if e.Outcome != tracing.OutcomeOK {
+		t.relay.SetStatus(codes.Error, statusText(e))
+	}
+	t.relay.End(end)
+}
+
+// statusText is a failed call's span status description: the outcome,
+// or the failure's message for an OutcomeError (see tracing.Outcome*).
+func statusText(e callEnd) string {
+	if e.Outcome == tracing.OutcomeError && e.Message != "" {
+		return e.Message
+	}
+	return e.Outcome
+}
+
+// MaxOTLPBody bounds the body of POST /v1/traces, compressed or not
+// (larger: 413). The OpenTelemetry SDKs' batches are far smaller.
+const MaxOTLPBody = 4 << 20
+
+// TraceInfo is the answer of GET /api/traces/{trace_id}: the spans this
+// hub holds of one trace (its own, and those it received over OTLP), by
+// start time, and how many it dropped past the Recorder's bound.
+type TraceInfo struct {
+	TraceID      string         `json:"trace_id"`
+	Spans        []tracing.Span `json:"spans"`
+	DroppedSpans int            `json:"dropped_spans"`
+}
 
 // traceRoutes adds GET /api/traces/{trace_id} and POST /v1/traces when
 // the server has a Recorder.
-func (s *Server) traceRoutes(mux *http.ServeMux) {}
+func (s *Server) traceRoutes(mux *http.ServeMux) {
+	if s.cfg.Recorder == nil {
+		return
+	}
+	mux.HandleFunc("GET /api/traces/{trace_id}", s.traceInfo)
+	mux.HandleFunc("POST /v1/traces", s.otlpTraces)
+}
+
+// authorized checks an HTTP request of the trace API for the credential a
+// connection needs, as GET /api/offices/{office} does.
+func (s *Server) authorized(r *http.Request) bool {
+	if s.cfg.Auth == nil {
+		return true
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
+	defer cancel()
+	if err := s.cfg.Auth.Authenticate(ctx, &AuthRequest{Header: r.Header, Query: r.URL.Query(), RemoteAddr: r.RemoteAddr}); err != nil {
+		s.metrics.rejected("auth")
+		return false
+	}
+	return true
+}
+
+// traceInfo serves GET /api/traces/{trace_id}: 400 for an id that is not
+// 32 hex digits (or all zero), 404 for a trace the Recorder does not hold.
+func (s *Server) traceInfo(w http.ResponseWriter, r *http.Request) {
+	if !s.authorized(r) {
+		writeJSONError(w, http.StatusUnauthorized, smcp.NewError(smcp.CodeUnauthorized, "Authentication failed"))
+		return
+	}
+	id, err := trace.TraceIDFromHex(strings.ToLower(r.PathValue("trace_id")))
+	if err != nil {
+		writeJSONError(w, http.StatusBadRequest, smcp.NewError(smcp.CodeBadRequest, "invalid trace id"))
+		return
+	}
+	spans, dropped := s.cfg.Recorder.Trace(id)
+	if spans == nil {
+		writeJSONError(w, http.StatusNotFound, smcp.NewError(smcp.CodeNotFound, "Trace not found"))
+		return
+	}
+	body, err := json.Marshal(TraceInfo{TraceID: id.String(), Spans: spans, DroppedSpans: dropped})
+	if err != nil { // an attribute JSON cannot hold
+		s.log.Warn("trace API: encoding a trace", "trace_id", id.String(), "err", err)
+		writeJSONError(w, http.StatusInternalServerError, smcp.NewError(smcp.CodeInternal, "Trace cannot be encoded"))
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+	w.Header().Set("Cache-Control", "no-store")
+	_, _ = w.Write(body)
+}
+
+// otlpTraces serves POST /v1/traces, an OTLP/HTTP trace receiver for the
+// binary protobuf encoding (gzip or not): the spans go into the Recorder,
+// and the answer is an empty ExportTraceServiceResponse. Failures answer
+// a google.rpc.Status as OTLP/HTTP asks: 401 without the credential, 415
+// for another content type (JSON included), 413 past MaxOTLPBody, 400 for
+// a body that does not decode. Exporters retry none of these.
+func (s *Server) otlpTraces(w http.ResponseWriter, r *http.Request) {
+	if !s.authorized(r) {
+		writeOTLPError(w, http.StatusUnauthorized, "Authentication failed")
+		return
+	}
+	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/x-protobuf" {
+		writeOTLPError(w, http.StatusUnsupportedMediaType, "Content-Type must be application/x-protobuf")
+		return
+	}
+	var body io.Reader = http.MaxBytesReader(w, r.Body, MaxOTLPBody)
+	switch enc := strings.ToLower(strings.TrimSpace(r.Header.Get("Content-Encoding"))); enc {
+	case "", "identity":
+	case "gzip":
+		zr, err := gzip.NewReader(body)
+		if err != nil {
+			writeOTLPReadError(w, err)
+			return
+		}
+		defer zr.Close()
+		body = zr
+	default:
+		writeOTLPError(w, http.StatusUnsupportedMediaType, "Content-Encoding must be gzip or none")
+		return
+	}
+	var buf bytes.Buffer
+	// One byte past the bound tells a gzip bomb from a body at the limit.
+	if _, err := buf.ReadFrom(io.LimitReader(body, MaxOTLPBody+1)); err != nil {
+		writeOTLPReadError(w, err)
+		return
+	}
+	if buf.Len() > MaxOTLPBody {
+		writeOTLPError(w, http.StatusRequestEntityTooLarge, "request body too large")
+		return
+	}
+	spans, err := tracing.DecodeOTLP(buf.Bytes())
+	if err != nil {
+		writeOTLPError(w, http.StatusBadRequest, "body is not an ExportTraceServiceRequest")
+		return
+	}
+	s.cfg.Recorder.Add(spans...)
+	out, _ := proto.Marshal(&coltracepb.ExportTraceServiceResponse{})
+	w.Header().Set("Content-Type", "application/x-protobuf")
+	w.Header().Set("Content-Length", strconv.Itoa(len(out)))
+	_, _ = w.Write(out)
+}
+
+// writeOTLPReadError answers a body that could not be read: 413 past the
+// bound, else 400.
+func writeOTLPReadError(w http.ResponseWriter, err error) {
+	var tooLarge *http.MaxBytesError
+	if errors.As(err, &tooLarge) {
+		writeOTLPError(w, http.StatusRequestEntityTooLarge, "request body too large")
+		return
+	}
+	writeOTLPError(w, http.StatusBadRequest, "request body cannot be read")
+}
+
+// writeOTLPError answers an OTLP/HTTP request with a google.rpc.Status.
+func writeOTLPError(w http.ResponseWriter, code int, msg string) {
+	out, _ := proto.Marshal(&status.Status{Code: rpcCode(code), Message: msg})
+	w.Header().Set("Content-Type", "application/x-protobuf")
+	w.Header().Set("Content-Length", strconv.Itoa(len(out)))
+	w.WriteHeader(code)
+	_, _ = w.Write(out)
+}
+
+// rpcCode maps the receiver's HTTP statuses to gRPC codes.
+func rpcCode(httpStatus int) int32 {
+	switch httpStatus {
+	case http.StatusUnauthorized:
+		return 16 // UNAUTHENTICATED
+	case http.StatusRequestEntityTooLarge:
+		return 8 // RESOURCE_EXHAUSTED
+	}
+	return 3 // INVALID_ARGUMENT
+}

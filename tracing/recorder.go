@@ -74,13 +74,18 @@ func NewRecorder(maxTraces, maxSpans int) *Recorder {
 }
 
 // Add records spans made elsewhere (received over OTLP, for example).
-// Spans with an invalid trace id are ignored.
+// Spans with an invalid trace id are ignored, and so is a span whose
+// span id the trace already holds: a process that both records a span
+// and exports it to this one does not show it twice.
 func (r *Recorder) Add(spans ...Span) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, s := range spans {
 		id, err := trace.TraceIDFromHex(s.TraceID)
 		if err != nil {
+			continue
+		}
+		if t := r.traces[id]; t != nil && slices.ContainsFunc(t.spans, func(x Span) bool { return x.SpanID == s.SpanID }) {
 			continue
 		}
 		r.addLocked(id, s)
