@@ -8,11 +8,13 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/a2c-smcp/a2c-go/computer/config"
 	"github.com/a2c-smcp/a2c-go/computer/mcphost"
 	"github.com/a2c-smcp/a2c-go/internal/sio"
 	"github.com/a2c-smcp/a2c-go/smcp"
+	"github.com/a2c-smcp/a2c-go/tracing"
 )
 
 // handler receives the office connection's events. It runs on the
@@ -211,14 +213,26 @@ func (c *Computer) toolCall(e *sio.Event, raw []byte) {
 		rec.BundleID = r.server.cfg.BundleID
 	}
 	c.mu.RUnlock()
-	res := c.runTool(req, &rec)
+	ctx := context.Background()
+	var span trace.Span
+	if tp := c.opts.TracerProvider; tp != nil {
+		ctx, span = c.startCall(tp, &req, rec.BundleID)
+	}
+	res := c.runTool(ctx, req, &rec)
 	rec.Duration = time.Since(start)
 	rec.IsError = res.IsError
 	c.record(rec)
+	if span != nil {
+		// Ended before the answer is written: the span is on record
+		// by the time the Agent reads the result.
+		endSpan(span, spanOutcome(rec.Outcome), res.ErrorCode(), resultMessage(&res))
+	}
 	answer(e, res)
 }
 
-func (c *Computer) runTool(req smcp.ToolCallReq, rec *Record) smcp.CallToolResult {
+// runTool runs req within ctx (which carries the Computer's span when
+// the call is traced) and fills rec's outcome.
+func (c *Computer) runTool(ctx context.Context, req smcp.ToolCallReq, rec *Record) smcp.CallToolResult {
 	if req.Computer != c.opts.Name {
 		rec.Outcome = "refused"
 		return smcp.ToolErrorResult(smcp.CodeNotFound, "tool call addressed to another Computer")
@@ -230,7 +244,7 @@ func (c *Computer) runTool(req smcp.ToolCallReq, rec *Record) smcp.CallToolResul
 		rec.Outcome = "refused"
 		return smcp.ToolErrorResult(smcp.CodeToolNotFound, "unknown tool: "+req.ToolName)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(req.Timeout)*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, time.Duration(req.Timeout)*time.Second)
 	ctx, cancelCause := context.WithCancelCause(ctx)
 	defer cancel()
 	c.mu.Lock()
@@ -255,19 +269,27 @@ func (c *Computer) runTool(req smcp.ToolCallReq, rec *Record) smcp.CallToolResul
 	if len(req.Params) > 0 && string(req.Params) != "null" {
 		args = req.Params
 	}
-	out, err := r.server.up.CallTool(ctx, r.tool, args)
+	mctx, mspan, meta := startMCP(ctx, r.server.cfg.BundleID, r.tool)
+	out, err := r.server.up.CallToolMeta(mctx, r.tool, args, meta)
 	switch {
 	case errors.Is(context.Cause(ctx), errCancelled):
 		rec.Outcome = "cancelled"
+		endSpan(mspan, tracing.OutcomeCancelled, 0, "")
 		return smcp.CancelledResult()
 	case ctx.Err() != nil:
 		rec.Outcome = "timeout"
+		endSpan(mspan, tracing.OutcomeTimeout, 0, "")
 		return smcp.TimeoutResult("Tool call timed out")
 	case err != nil:
 		rec.Outcome = "error"
 		var ae *mcphost.AuthError
 		if errors.As(err, &ae) {
-			return authResult(ae, r.server.cfg.BundleID)
+			res := authResult(ae, r.server.cfg.BundleID)
+			endSpan(mspan, tracing.OutcomeError, res.ErrorCode(), ae.Error())
+			return res
+		}
+		if mspan != nil {
+			endSpan(mspan, tracing.OutcomeError, 0, truncate(err.Error(), 256))
 		}
 		res := smcp.ToolErrorResult(smcp.CodeToolExecutionFailed, "tool call failed")
 		res.Meta[smcp.MetaMCPServer] = r.server.cfg.BundleID
@@ -278,6 +300,9 @@ func (c *Computer) runTool(req smcp.ToolCallReq, rec *Record) smcp.CallToolResul
 		rec.Outcome = "error"
 	}
 	res := convert(out)
+	if mspan != nil {
+		endSpan(mspan, spanOutcome(rec.Outcome), 0, resultMessage(&res))
+	}
 	c.offload(&res, req.Agent)
 	return res
 }
@@ -358,7 +383,11 @@ func (c *Computer) approved(ctx context.Context, r route, req smcp.ToolCallReq) 
 		}
 		cctx, cancel := context.WithTimeout(ctx, c.opts.ConfirmTimeout)
 		defer cancel()
+		cctx, span := child(cctx, tracing.SpanApproval)
 		ok, err := c.opts.Confirm(cctx, req.ToolName, req.Params)
+		if span != nil {
+			endApproval(cctx, span, ok, err)
+		}
 		return err == nil && ok
 	}
 	return false

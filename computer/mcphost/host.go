@@ -225,6 +225,13 @@ func (a *authSink) get() *AuthError {
 // the call: the SDK sends notifications/cancelled upstream. An HTTP 401 or
 // 403 from the server during the call ends it with an *[AuthError].
 func (u *Upstream) CallTool(ctx context.Context, name string, args any) (*mcp.CallToolResult, error) {
+	return u.CallToolMeta(ctx, name, args, nil)
+}
+
+// CallToolMeta is [Upstream.CallTool] with meta as the request's
+// params._meta (nil or empty: none). The Computer puts W3C trace context
+// there (traceparent, tracestate), as MCP clients that trace do.
+func (u *Upstream) CallToolMeta(ctx context.Context, name string, args any, meta map[string]any) (*mcp.CallToolResult, error) {
 	for attempt := 0; ; attempt++ {
 		s, err := u.live(ctx)
 		if err != nil {
@@ -232,7 +239,7 @@ func (u *Upstream) CallTool(ctx context.Context, name string, args any) (*mcp.Ca
 		}
 		cctx, cancel := context.WithCancelCause(ctx)
 		sink := &authSink{cancel: cancel}
-		res, err := s.CallTool(context.WithValue(cctx, authKey{}, sink), &mcp.CallToolParams{Name: name, Arguments: args})
+		res, err := s.CallTool(context.WithValue(cctx, authKey{}, sink), &mcp.CallToolParams{Meta: meta, Name: name, Arguments: args})
 		cancel(nil)
 		if ae := sink.get(); ae != nil {
 			return nil, ae
