@@ -20,6 +20,14 @@
 // DELETE) must also carry an Origin (or Referer) of the hub itself, or
 // get 403. With no token the console is open, as the hub is.
 //
+// POST /login (and /logout) answer a plain form with 303: to / once
+// logged in (or out), else to /?error=token (wrong token), /?error=limited
+// (more than 5 wrong tokens from one address within a minute: wait) or
+// /?error=invalid. A request with "Accept: application/json" gets 204,
+// or the error (401, 429, 400) in the console's shape instead. The
+// cookie's Max-Age is the session's 12 hours; logout deletes it. At most
+// 1,024 sessions are kept (a new login past that ends the oldest).
+//
 // # Routes (the contract between console.go and static/app.js)
 //
 // Errors are {"error":{"code":N,"message":"..."}} with the HTTP status N.
@@ -28,6 +36,8 @@
 //	POST /login, POST /logout
 //	GET  /console/static/{file}     app.js, app.css (public, no data)
 //	GET  /api/console/session       {"auth":bool,"node":"...","version":"..."}
+//	                                (auth: the hub has a token, so logout
+//	                                means something; version: the protocol)
 //	GET  /api/console/offices       {"offices":[Office]}
 //	GET  /api/console/offices/{office}
 //	                                Office
@@ -37,16 +47,27 @@
 //	                                body {"tool","arguments":{},"timeout":secs}
 //	                                answer {"req_id","agent","trace_id","result":CallToolResult}
 //	GET  /api/console/calls?office=ID
-//	                                {"calls":[Call],"dropped":N}
+//	                                {"calls":[Call],"dropped":N} (N: ended calls
+//	                                fallen out of the log, the last 1,000 kept)
 //	GET  /api/console/calls/stream?office=ID
 //	                                text/event-stream: "event: call" with a Call
 //	                                (at its start and at its end), "event: dropped"
 //	                                with {"dropped":N} when this page lost events
+//	                                (N: its total so far; events wait in a
+//	                                256-event buffer per page); a ": ping"
+//	                                comment every 15 s; 503 past 64 streams
 //	GET  /api/console/calls/{agent}/{req_id}
 //	                                {"call":Call,"trace":[tracing.Span],"dropped_spans":N}
 //	GET  /api/console/sandboxes     {"sandboxes":[{"name","url"}]}
 //	ANY  /api/console/sandboxes/{name}/api/{path...}
-//	                                the sandbox's own HTTP API (aiod), its token added
+//	                                the sandbox's own HTTP API (aiod), its token added;
+//	                                only v1/file/*, v1/bash/*, v1/shell/* (not its
+//	                                WebSocket), v1/code/*, v1/jupyter/*, v2/fs/*,
+//	                                v2/commands*, v2/code/*, v2/watch* and GET
+//	                                v1/sandbox, v2/sandbox; anything else 404
+//
+// GET /api/console/offices/{office} answers 404 for an office with no
+// members.
 //
 // Office is {"office_id","members":[{"sid","name","role","a2c_version",
 // "node","connected_since"}]} (connected_since: the member's join time,
