@@ -37,6 +37,9 @@ func runServer(ctx context.Context, e *env, args []string) error {
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	cpuProfile := fs.String("cpu-profile", "", "write a Go CPU profile to this file until shutdown (for benchmarks)")
 	withConsole := fs.Bool("console", false, "serve the web console at / (offices, tools, live calls, traces); it asks for the token when one is set")
+	var boxes sandboxFlags
+	fs.Var(&boxes, "sandbox", "with --console, offer the files, commands and python cells of the aiod daemon at URL as NAME (NAME=URL; repeatable)")
+	boxTokenFile := fs.String("sandbox-token-file", "", "read the --sandbox daemons' API key from this file (default $AIO_API_KEY, else $SANDBOX_API_KEY)")
 	if err := e.parse(fs, args); err != nil {
 		return err
 	}
@@ -77,6 +80,25 @@ func runServer(ctx context.Context, e *env, args []string) error {
 	}
 	if *nodeID != "" && *redisURL == "" {
 		return usageError{"--node-id needs --redis"}
+	}
+	if len(boxes) > 0 && !*withConsole {
+		return usageError{"--sandbox needs --console"}
+	}
+	boxToken := os.Getenv("AIO_API_KEY")
+	if boxToken == "" {
+		boxToken = os.Getenv("SANDBOX_API_KEY")
+	}
+	if *boxTokenFile != "" {
+		b, err := os.ReadFile(*boxTokenFile)
+		if err != nil {
+			return fmt.Errorf("read sandbox token file: %w", err)
+		}
+		if boxToken = strings.TrimSpace(string(b)); boxToken == "" {
+			return fmt.Errorf("sandbox token file %s is empty", *boxTokenFile)
+		}
+	}
+	for i := range boxes {
+		boxes[i].Token = boxToken
 	}
 	var rec *tracing.Recorder
 	if *withConsole {
@@ -121,9 +143,9 @@ func runServer(ctx context.Context, e *env, args []string) error {
 		return usageError{err.Error()}
 	}
 	if *withConsole {
-		con, err := console.New(console.Config{Server: srv, Token: secret, Recorder: rec, Logger: log})
+		con, err := console.New(console.Config{Server: srv, Token: secret, Recorder: rec, Logger: log, Sandboxes: boxes})
 		if err != nil {
-			return err
+			return usageError{err.Error()}
 		}
 		defer con.Close()
 	}
@@ -140,6 +162,9 @@ func runServer(ctx context.Context, e *env, args []string) error {
 	// The first line says where the server listens, whatever the level.
 	log.Log(ctx, max(slog.LevelInfo, level), "a2c server listening", "addr", ln.Addr().String(), "url", "http://"+ln.Addr().String(),
 		"path", cfg.Path, "protocol", cfg.Version, "auth", secret != "", "node", srv.NodeID())
+	if *withConsole {
+		log.Log(ctx, max(slog.LevelInfo, level), "a2c console serving", "console", "http://"+localURL(ln.Addr().String())+"/", "sandboxes", len(boxes))
+	}
 	hs := &http.Server{
 		Handler:           srv.Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
@@ -184,4 +209,33 @@ func cpuProfileTo(path string) (stop func(), err error) {
 		return nil, fmt.Errorf("cpu profile: %w", err)
 	}
 	return func() { pprof.StopCPUProfile(); f.Close() }, nil
+}
+
+// sandboxFlags is --sandbox NAME=URL, repeatable: the aiod daemons the
+// console offers.
+type sandboxFlags []console.Sandbox
+
+func (f *sandboxFlags) String() string {
+	var parts []string
+	for _, b := range *f {
+		parts = append(parts, b.Name+"="+b.URL)
+	}
+	return strings.Join(parts, ",")
+}
+
+func (f *sandboxFlags) Set(v string) error {
+	name, u, ok := strings.Cut(v, "=")
+	if !ok || name == "" || u == "" {
+		return errors.New("want NAME=URL")
+	}
+	if !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") {
+		return errors.New("the URL must be http:// or https://")
+	}
+	for _, b := range *f {
+		if b.Name == name {
+			return errors.New("sandbox " + name + " given twice")
+		}
+	}
+	*f = append(*f, console.Sandbox{Name: name, URL: u})
+	return nil
 }

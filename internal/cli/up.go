@@ -182,6 +182,7 @@ func runUp(ctx context.Context, e *env, args []string) error {
 		boxHandler = withCDP(boxHandler, proxy, secret)
 	}
 	printUpBanner(e, banner)
+	fmt.Fprintf(e.stderr, "a2c up: console url=http://%s/\n", localURL(hubLn.Addr().String()))
 
 	hubSrv := &http.Server{Handler: hub.Handler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 120 * time.Second, MaxHeaderBytes: 64 << 10}
 	boxSrv := &http.Server{Handler: boxHandler, ReadHeaderTimeout: aiod.ReadHeaderTimeout, IdleTimeout: 120 * time.Second}

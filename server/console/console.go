@@ -1,8 +1,14 @@
 package console
 
 import (
+	"embed"
+	"encoding/json"
 	"errors"
+	"io/fs"
 	"log/slog"
+	"net/http"
+	"strconv"
+	"sync"
 
 	"github.com/a2c-smcp/a2c-go/server"
 	"github.com/a2c-smcp/a2c-go/tracing"
@@ -35,8 +41,25 @@ type Sandbox struct {
 
 // Console is the hub's web console, mounted at / on its server.
 type Console struct {
-	cfg Config
+	cfg      Config
+	srv      *server.Server
+	log      *slog.Logger
+	sessions *sessions
+	static   fs.FS
+	boxes    map[string]*sandboxProxy
+
+	done      chan struct{} // closed by Close: the live streams end
+	closeOnce sync.Once
 }
+
+//go:embed static
+var staticFiles embed.FS
+
+// Console limits.
+const (
+	// maxBody bounds the body of the console's own POST requests.
+	maxBody = 1 << 20
+)
 
 // New mounts the console on cfg.Server (see the package documentation
 // for its routes) and returns it; Close ends its live streams.
@@ -44,11 +67,161 @@ func New(cfg Config) (*Console, error) {
 	if cfg.Server == nil {
 		return nil, errors.New("console: no server")
 	}
+	if !cfg.Server.Config().Calls {
+		return nil, errors.New("console: the server keeps no call log (server.Config.Calls)")
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Console{cfg: cfg}, nil
+	sub, err := fs.Sub(staticFiles, "static")
+	if err != nil {
+		return nil, err
+	}
+	c := &Console{
+		cfg:      cfg,
+		srv:      cfg.Server,
+		log:      cfg.Logger,
+		sessions: newSessions(cfg.Token),
+		static:   sub,
+		boxes:    make(map[string]*sandboxProxy),
+		done:     make(chan struct{}),
+	}
+	for _, b := range cfg.Sandboxes {
+		p, err := newSandboxProxy(b)
+		if err != nil {
+			return nil, err
+		}
+		if _, dup := c.boxes[b.Name]; dup {
+			return nil, errors.New("console: two sandboxes named " + strconv.Quote(b.Name))
+		}
+		c.boxes[b.Name] = p
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /{$}", c.root)
+	mux.HandleFunc("POST /login", c.login)
+	mux.HandleFunc("POST /logout", c.logout)
+	mux.HandleFunc("GET /console/static/{file}", c.staticFile)
+	api := func(pattern string, h http.HandlerFunc) { mux.Handle(pattern, c.apiAuth(h)) }
+	api("GET /api/console/session", c.session)
+	api("GET /api/console/offices", c.offices)
+	api("GET /api/console/offices/{office}", c.office)
+	api("GET /api/console/offices/{office}/computers/{computer}", c.computer)
+	api("POST /api/console/offices/{office}/computers/{computer}/call", c.call)
+	api("GET /api/console/calls", c.calls)
+	api("GET /api/console/calls/stream", c.stream)
+	api("GET /api/console/calls/{agent}/{req_id}", c.callDetail)
+	api("GET /api/console/sandboxes", c.sandboxes)
+	api("/api/console/sandboxes/{name}/api/{path...}", c.sandboxAPI)
+	api("/api/console/", func(w http.ResponseWriter, _ *http.Request) {
+		writeError(w, http.StatusNotFound, "no such route")
+	})
+	h := c.guard(mux)
+	for _, p := range []string{"/{$}", "/login", "/logout", "/console/static/", "/api/console/"} {
+		cfg.Server.Handle(p, h)
+	}
+	return c, nil
 }
 
 // Close ends the console's live streams and sessions.
-func (c *Console) Close() {}
+func (c *Console) Close() {
+	c.closeOnce.Do(func() {
+		close(c.done)
+		c.sessions.clear()
+	})
+}
+
+// securityHeaders are on every answer of the console.
+var securityHeaders = map[string]string{
+	"Content-Security-Policy": "default-src 'self'; img-src 'self' data: blob:; style-src 'self'; script-src 'self'; connect-src 'self'; frame-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'",
+	"X-Content-Type-Options":  "nosniff",
+	"Referrer-Policy":         "no-referrer",
+	"X-Frame-Options":         "DENY",
+}
+
+// guard sets the security headers and refuses a state-changing request
+// from another origin (see sameOrigin).
+func (c *Console) guard(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		for k, v := range securityHeaders {
+			h.Set(k, v)
+		}
+		switch r.Method {
+		case http.MethodGet, http.MethodHead, http.MethodOptions:
+		default:
+			if !sameOrigin(r) {
+				writeError(w, http.StatusForbidden, "cross-origin request refused")
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// apiAuth asks for a session (when the hub has a token) and marks the
+// answer as not to be cached.
+func (c *Console) apiAuth(next http.HandlerFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "no-store")
+		if !c.sessions.valid(r) {
+			writeError(w, http.StatusUnauthorized, "login required")
+			return
+		}
+		next(w, r)
+	})
+}
+
+// root serves the app, or the login form to a request without a session.
+func (c *Console) root(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Cache-Control", "no-store")
+	page := "index.html"
+	if !c.sessions.valid(r) {
+		page = "login.html"
+	}
+	c.serveFile(w, r, page)
+}
+
+// staticFile serves app.js, app.css and whatever else static/ holds
+// (public: no data).
+func (c *Console) staticFile(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("file")
+	if name == "" || name == "index.html" || name == "login.html" || !fs.ValidPath(name) {
+		writeError(w, http.StatusNotFound, "no such file")
+		return
+	}
+	w.Header().Set("Cache-Control", "no-cache")
+	c.serveFile(w, r, name)
+}
+
+func (c *Console) serveFile(w http.ResponseWriter, r *http.Request, name string) {
+	b, err := fs.ReadFile(c.static, name)
+	if err != nil {
+		writeError(w, http.StatusNotFound, "no such file")
+		return
+	}
+	http.ServeContent(w, r, name, startTime, bytesReader(b))
+}
+
+// writeError answers with the console's error shape.
+func writeError(w http.ResponseWriter, status int, msg string) {
+	type body struct {
+		Code    int    `json:"code"`
+		Message string `json:"message"`
+	}
+	writeJSON(w, status, struct {
+		Error body `json:"error"`
+	}{body{status, msg}})
+}
+
+// writeJSON answers with v as JSON.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		status, b = http.StatusInternalServerError, []byte(`{"error":{"code":500,"message":"encoding the answer failed"}}`)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_, _ = w.Write(b)
+}

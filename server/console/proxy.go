@@ -1,0 +1,202 @@
+package console
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// The sandbox proxy: /api/console/sandboxes/{name}/api/{path...} reaches
+// the sandbox's own HTTP API (aiod) with its token, for the console's
+// file browser, command runner and python cells. Only those planes are
+// reachable (see allowed); the client's cookie and credentials never
+// reach the sandbox, and nothing the sandbox answers can set a cookie or
+// run a script in the console's origin.
+
+// allowedPrefixes are the aiod routes the console may reach: the file
+// plane, commands (bash, shell, v2 commands) and code (code, jupyter), in
+// both API versions (see aiod/openapi). Everything else is 404.
+var allowedPrefixes = []string{
+	"v1/file/", "v1/bash/", "v1/shell/", "v1/code/", "v1/jupyter/",
+	"v2/fs/", "v2/commands", "v2/code/", "v2/watch",
+}
+
+// allowedExact are single routes the console may read: the sandbox's
+// description (its workspace) in both versions, GET only.
+var allowedExact = map[string]bool{"v1/sandbox": true, "v2/sandbox": true}
+
+// refusedPaths are routes under an allowed prefix that the console does
+// not offer: WebSocket terminals.
+var refusedPaths = map[string]bool{"v1/shell/ws": true, "v1/shell/terminal-url": true}
+
+// Proxy limits.
+const (
+	// maxProxyBody bounds a request body sent to a sandbox (uploads).
+	maxProxyBody = 64 << 20
+	// proxyHeaderWait bounds the wait for a sandbox's answer to start (a
+	// python cell or a command that answers when done may run this long);
+	// a streamed answer then lasts as long as the client reads it.
+	proxyHeaderWait = 15 * time.Minute
+)
+
+// sandboxProxy reaches one sandbox.
+type sandboxProxy struct {
+	box  Sandbox
+	base *url.URL
+	rp   *httputil.ReverseProxy
+}
+
+// requestHeaders are the client's headers passed to the sandbox; every
+// other one (Cookie, Authorization, x-api-key, Origin, Referer ...) is
+// dropped.
+var requestHeaders = []string{"Accept", "Accept-Encoding", "Content-Type", "Range", "If-None-Match", "If-Modified-Since", "Last-Event-ID"}
+
+func newSandboxProxy(b Sandbox) (*sandboxProxy, error) {
+	if b.Name == "" || strings.ContainsAny(b.Name, "/?#%") {
+		return nil, fmt.Errorf("console: invalid sandbox name %q", b.Name)
+	}
+	u, err := url.Parse(strings.TrimRight(b.URL, "/"))
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("console: sandbox %s: invalid URL %q", b.Name, b.URL)
+	}
+	p := &sandboxProxy{box: b, base: u}
+	tr := &http.Transport{
+		Proxy:                 nil,
+		DialContext:           (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		TLSHandshakeTimeout:   10 * time.Second,
+		ResponseHeaderTimeout: proxyHeaderWait,
+		IdleConnTimeout:       90 * time.Second,
+		MaxIdleConnsPerHost:   8,
+	}
+	p.rp = &httputil.ReverseProxy{
+		Rewrite:       p.rewrite,
+		Transport:     tr,
+		FlushInterval: -1, // commands stream their output
+		ModifyResponse: func(resp *http.Response) error {
+			h := resp.Header
+			h.Del("Set-Cookie")
+			h.Del("Set-Cookie2")
+			// The sandbox's content never runs in the console's origin.
+			h.Set("Content-Security-Policy", "default-src 'none'; sandbox")
+			h.Set("X-Content-Type-Options", "nosniff")
+			h.Set("Cache-Control", "no-store")
+			return nil
+		},
+		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			if errors.Is(err, errBodyTooLarge) || isMaxBytes(err) {
+				writeError(w, http.StatusRequestEntityTooLarge, "request body too large")
+				return
+			}
+			writeError(w, http.StatusBadGateway, "the sandbox did not answer")
+		},
+	}
+	return p, nil
+}
+
+var errBodyTooLarge = errors.New("console: body too large")
+
+func isMaxBytes(err error) bool {
+	var mb *http.MaxBytesError
+	return errors.As(err, &mb)
+}
+
+// rewrite builds the request to the sandbox: its URL plus the checked
+// path (set by sandboxAPI in the request's context as the target),
+// only the allowed headers, and the sandbox's token.
+func (p *sandboxProxy) rewrite(pr *httputil.ProxyRequest) {
+	target := pr.In.Context().Value(targetKey{}).(*url.URL)
+	pr.Out.URL = target
+	pr.Out.Host = ""
+	in := pr.In.Header
+	out := make(http.Header)
+	for _, k := range requestHeaders {
+		if v := in.Values(k); len(v) > 0 {
+			out[k] = v
+		}
+	}
+	if p.box.Token != "" {
+		out.Set("X-Api-Key", p.box.Token)
+	}
+	pr.Out.Header = out
+}
+
+type targetKey struct{}
+
+// checkPath returns the sandbox path's segments when the console may
+// reach it with method, or false.
+func checkPath(method, path string) (string, bool) {
+	if path == "" || len(path) > 1024 || strings.ContainsAny(path, "\\\x00") {
+		return "", false
+	}
+	segs := strings.Split(path, "/")
+	for _, s := range segs {
+		if s == "" || s == "." || s == ".." {
+			return "", false
+		}
+	}
+	clean := strings.Join(segs, "/")
+	if refusedPaths[clean] {
+		return "", false
+	}
+	if allowedExact[clean] {
+		return clean, method == http.MethodGet || method == http.MethodHead
+	}
+	for _, pre := range allowedPrefixes {
+		if strings.HasPrefix(clean, pre) && (strings.HasSuffix(pre, "/") || len(clean) == len(pre) || clean[len(pre)] == '/') {
+			return clean, true
+		}
+	}
+	return "", false
+}
+
+func (c *Console) sandboxes(w http.ResponseWriter, _ *http.Request) {
+	type box struct {
+		Name string `json:"name"`
+		URL  string `json:"url"`
+	}
+	out := make([]box, 0, len(c.cfg.Sandboxes))
+	for _, b := range c.cfg.Sandboxes {
+		out = append(out, box{b.Name, b.URL})
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"sandboxes": out})
+}
+
+// sandboxAPI proxies one request to a sandbox's API.
+func (c *Console) sandboxAPI(w http.ResponseWriter, r *http.Request) {
+	p := c.boxes[r.PathValue("name")]
+	if p == nil {
+		writeError(w, http.StatusNotFound, "no such sandbox")
+		return
+	}
+	path, ok := checkPath(r.Method, r.PathValue("path"))
+	if !ok || r.Header.Get("Upgrade") != "" {
+		writeError(w, http.StatusNotFound, "not a route the console offers")
+		return
+	}
+	target := *p.base
+	segs := strings.Split(path, "/")
+	for i, s := range segs {
+		segs[i] = url.PathEscape(s)
+	}
+	target.Path = strings.TrimRight(p.base.Path, "/") + "/" + path
+	target.RawPath = strings.TrimRight(p.base.EscapedPath(), "/") + "/" + strings.Join(segs, "/")
+	target.RawQuery = r.URL.RawQuery
+	if r.ContentLength > maxProxyBody {
+		writeError(w, http.StatusRequestEntityTooLarge, "request body too large")
+		return
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, maxProxyBody)
+	r = r.WithContext(contextWith(r, &target))
+	p.rp.ServeHTTP(w, r)
+}
+
+// contextWith is r's context carrying the proxy's target URL.
+func contextWith(r *http.Request, target *url.URL) context.Context {
+	return context.WithValue(r.Context(), targetKey{}, target)
+}

@@ -1,0 +1,297 @@
+package console
+
+import (
+	"bytes"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Session and login limits.
+const (
+	// CookieName is the session cookie.
+	CookieName = "a2c_console"
+	// SessionTTL is how long a session lasts from its login.
+	SessionTTL = 12 * time.Hour
+	// MaxSessions bounds the sessions kept; past it a login ends the
+	// session that would expire first.
+	MaxSessions = 1024
+	// MaxFailedLogins is how many wrong tokens one remote address may
+	// send per LoginWindow; past it its logins get 429 until the window
+	// ends.
+	MaxFailedLogins = 5
+	// LoginWindow is the window of MaxFailedLogins.
+	LoginWindow = time.Minute
+	// maxTracked bounds the remote addresses whose failures are counted.
+	maxTracked = 4096
+)
+
+// startTime is the modification time of the embedded files.
+var startTime = time.Now()
+
+func bytesReader(b []byte) *bytes.Reader { return bytes.NewReader(b) }
+
+// sessions are the console's logins: random ids, kept here only.
+type sessions struct {
+	token [sha256.Size]byte // the hub token's hash: compared in constant time
+	open  bool              // no token: no login needed
+	now   func() time.Time
+
+	mu       sync.Mutex
+	byID     map[string]time.Time // id -> expiry
+	failures map[string]*failures // remote host -> failed logins
+}
+
+type failures struct {
+	n     int
+	since time.Time
+}
+
+func newSessions(token string) *sessions {
+	return &sessions{
+		token:    sha256.Sum256([]byte(token)),
+		open:     token == "",
+		now:      time.Now,
+		byID:     make(map[string]time.Time),
+		failures: make(map[string]*failures),
+	}
+}
+
+// valid reports whether r carries a live session (always, when open).
+func (s *sessions) valid(r *http.Request) bool {
+	if s.open {
+		return true
+	}
+	ck, err := r.Cookie(CookieName)
+	if err != nil || ck.Value == "" || len(ck.Value) > 64 {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	exp, ok := s.byID[ck.Value]
+	if !ok {
+		return false
+	}
+	if !s.now().Before(exp) {
+		delete(s.byID, ck.Value)
+		return false
+	}
+	return true
+}
+
+// checkToken compares a presented token with the hub's in constant time.
+func (s *sessions) checkToken(tok string) bool {
+	h := sha256.Sum256([]byte(tok))
+	return subtle.ConstantTimeCompare(h[:], s.token[:]) == 1
+}
+
+// limited reports whether host has used up its failed logins.
+func (s *sessions) limited(host string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f := s.failures[host]
+	if f == nil {
+		return false
+	}
+	if s.now().Sub(f.since) >= LoginWindow {
+		delete(s.failures, host)
+		return false
+	}
+	return f.n >= MaxFailedLogins
+}
+
+// failed counts a wrong token from host.
+func (s *sessions) failed(host string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.now()
+	f := s.failures[host]
+	if f == nil || now.Sub(f.since) >= LoginWindow {
+		if f == nil && len(s.failures) >= maxTracked {
+			for h, g := range s.failures {
+				if now.Sub(g.since) >= LoginWindow {
+					delete(s.failures, h)
+				}
+			}
+			if len(s.failures) >= maxTracked {
+				// Full of live entries: count everyone unknown as one.
+				host = "*"
+			}
+		}
+		if f = s.failures[host]; f == nil || now.Sub(f.since) >= LoginWindow {
+			f = &failures{since: now}
+			s.failures[host] = f
+		}
+	}
+	f.n++
+}
+
+// create opens a session and returns its id.
+func (s *sessions) create() string {
+	var b [32]byte
+	_, _ = rand.Read(b[:])
+	id := base64.RawURLEncoding.EncodeToString(b[:])
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.now()
+	if len(s.byID) >= MaxSessions {
+		var oldest string
+		var first time.Time
+		for k, exp := range s.byID {
+			if !now.Before(exp) {
+				delete(s.byID, k)
+				continue
+			}
+			if oldest == "" || exp.Before(first) {
+				oldest, first = k, exp
+			}
+		}
+		if len(s.byID) >= MaxSessions {
+			delete(s.byID, oldest)
+		}
+	}
+	s.byID[id] = now.Add(SessionTTL)
+	return id
+}
+
+// end ends the session r carries, if any.
+func (s *sessions) end(r *http.Request) {
+	if ck, err := r.Cookie(CookieName); err == nil {
+		s.mu.Lock()
+		delete(s.byID, ck.Value)
+		s.mu.Unlock()
+	}
+}
+
+func (s *sessions) clear() {
+	s.mu.Lock()
+	clear(s.byID)
+	s.mu.Unlock()
+}
+
+// count is the number of sessions kept (for tests).
+func (s *sessions) count() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.byID)
+}
+
+// cookie is the session cookie carrying id (an empty id deletes it).
+func cookie(r *http.Request, id string) *http.Cookie {
+	ck := &http.Cookie{
+		Name:     CookieName,
+		Value:    id,
+		Path:     "/",
+		HttpOnly: true,
+		SameSite: http.SameSiteStrictMode,
+		Secure:   r.TLS != nil,
+		MaxAge:   int(SessionTTL / time.Second),
+	}
+	if id == "" {
+		ck.MaxAge = -1
+	}
+	return ck
+}
+
+// wantsJSON reports whether a login or logout asks for a JSON answer
+// (a script's fetch) rather than a redirect (a plain form).
+func wantsJSON(r *http.Request) bool {
+	return strings.Contains(r.Header.Get("Accept"), "application/json")
+}
+
+// login takes the token of the login form. A form gets 303 to / (the
+// app), or to /?error=token (wrong token), /?error=limited (too many
+// failures) or /?error=invalid; a request that accepts JSON gets 204, or
+// 401, 429 or 400 in the console's error shape.
+func (c *Console) login(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Cache-Control", "no-store")
+	s := c.sessions
+	if s.open {
+		c.loginAnswer(w, r, http.StatusNoContent, "")
+		return
+	}
+	host := remoteHost(r)
+	if s.limited(host) {
+		w.Header().Set("Retry-After", "60")
+		c.loginAnswer(w, r, http.StatusTooManyRequests, "too many failed logins; try again in a minute")
+		return
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, 16<<10)
+	if err := r.ParseForm(); err != nil {
+		c.loginAnswer(w, r, http.StatusBadRequest, "invalid login form")
+		return
+	}
+	if !s.checkToken(r.PostForm.Get("token")) {
+		s.failed(host)
+		c.log.Warn("console: failed login", "remote", host)
+		c.loginAnswer(w, r, http.StatusUnauthorized, "wrong token")
+		return
+	}
+	http.SetCookie(w, cookie(r, s.create()))
+	c.loginAnswer(w, r, http.StatusNoContent, "")
+}
+
+func (c *Console) loginAnswer(w http.ResponseWriter, r *http.Request, status int, msg string) {
+	if wantsJSON(r) {
+		if status == http.StatusNoContent {
+			w.WriteHeader(status)
+			return
+		}
+		writeError(w, status, msg)
+		return
+	}
+	to := "/"
+	switch status {
+	case http.StatusNoContent:
+	case http.StatusTooManyRequests:
+		to = "/?error=limited"
+	case http.StatusUnauthorized:
+		to = "/?error=token"
+	default:
+		to = "/?error=invalid"
+	}
+	http.Redirect(w, r, to, http.StatusSeeOther)
+}
+
+// logout ends the session and deletes the cookie.
+func (c *Console) logout(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Cache-Control", "no-store")
+	c.sessions.end(r)
+	http.SetCookie(w, cookie(r, ""))
+	c.loginAnswer(w, r, http.StatusNoContent, "")
+}
+
+// remoteHost is the request's remote address without its port.
+func remoteHost(r *http.Request) string {
+	h, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return h
+}
+
+// sameOrigin reports whether a state-changing request comes from the
+// hub's own pages: its Origin (else its Referer) names the host the
+// request was sent to. The scheme is not compared: behind a proxy that
+// ends TLS the hub sees http while the page is https.
+func sameOrigin(r *http.Request) bool {
+	src := r.Header.Get("Origin")
+	if src == "" {
+		src = r.Header.Get("Referer")
+	}
+	if src == "" || src == "null" {
+		return false
+	}
+	u, err := url.Parse(src)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return false
+	}
+	return strings.EqualFold(u.Host, r.Host)
+}

@@ -1,0 +1,112 @@
+package console
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/a2c-smcp/a2c-go/server"
+)
+
+// Live stream limits.
+const (
+	// Heartbeat is the interval of the stream's comment lines, which keep
+	// proxies from closing an idle stream and tell a page it is alive.
+	Heartbeat = 15 * time.Second
+	// streamWrite bounds one write to a stream's client: a client that
+	// reads nothing for this long is cut off.
+	streamWrite = 10 * time.Second
+)
+
+// heartbeat is a var for tests.
+var heartbeat = Heartbeat
+
+// stream serves the live stream of calls as server-sent events: "call"
+// with a Call at each start and end, "dropped" with {"dropped":N} after
+// the page lost N events because it did not keep up. It ends when the
+// client goes, a write stalls, or the console closes.
+func (c *Console) stream(w http.ResponseWriter, r *http.Request) {
+	office := r.URL.Query().Get("office")
+	if len(office) > 256 {
+		writeError(w, http.StatusBadRequest, "invalid office id")
+		return
+	}
+	rc := http.NewResponseController(w)
+	sub, err := c.srv.SubscribeCalls(office, server.DefaultCallBuffer)
+	switch {
+	case errors.Is(err, server.ErrTooManySubscribers):
+		writeError(w, http.StatusServiceUnavailable, "too many live streams open")
+		return
+	case err != nil:
+		writeError(w, http.StatusServiceUnavailable, "the hub keeps no call log")
+		return
+	}
+	defer sub.Close()
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	write := func(b []byte) bool {
+		_ = rc.SetWriteDeadline(time.Now().Add(streamWrite))
+		if _, err := w.Write(b); err != nil {
+			return false
+		}
+		return rc.Flush() == nil
+	}
+	if !write([]byte(": a2c console call stream\n\n")) {
+		return
+	}
+	tick := time.NewTicker(heartbeat)
+	defer tick.Stop()
+	var buf []byte
+	var lost int64 // events this stream lost so far
+	for {
+		select {
+		case <-r.Context().Done():
+			return
+		case <-c.done:
+			return
+		case <-tick.C:
+			buf = appendDropped(buf[:0], sub, &lost)
+			buf = append(buf, ": ping\n\n"...)
+			if !write(buf) {
+				return
+			}
+		case call := <-sub.Events():
+			buf = appendDropped(buf[:0], sub, &lost)
+			buf = appendEvent(buf, "call", call)
+			if !write(buf) {
+				return
+			}
+		}
+	}
+}
+
+// appendDropped adds a "dropped" event with the stream's total of lost
+// events when sub lost some since the last one.
+func appendDropped(b []byte, sub *server.CallSubscription, lost *int64) []byte {
+	if n := sub.TakeDropped(); n > 0 {
+		*lost += n
+		b = append(b, "event: dropped\ndata: {\"dropped\":"...)
+		b = strconv.AppendInt(b, *lost, 10)
+		b = append(b, "}\n\n"...)
+	}
+	return b
+}
+
+// appendEvent adds one server-sent event with v as its JSON data (one
+// line: JSON holds no raw newline).
+func appendEvent(b []byte, name string, v any) []byte {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return b
+	}
+	b = append(b, "event: "...)
+	b = append(b, name...)
+	b = append(b, "\ndata: "...)
+	b = append(b, data...)
+	return append(b, "\n\n"...)
+}
