@@ -260,7 +260,7 @@ func New(cfg Config) (*Daemon, error) {
 	// share sessions, processes and files.
 	d.mcp = mcp.New(mcp.Config{Commands: cmdPlane.Engine(), Files: filePlane.Engine(), Code: codePlane.Engine(),
 		Context: d.sandboxContext, Packages: d.packageList, Browser: newBrowserTools(d, brPlane, compPlane), SkillsPath: cfg.SkillsPath, Upstreams: cfg.MCPServers,
-		AllowedHosts: cfg.MCPAllowedHosts, Version: Version, Logger: cfg.Logger, Registerer: d.reg})
+		AllowedHosts: cfg.MCPAllowedHosts, Version: Version, Logger: cfg.Logger, Registerer: d.reg, TracerProvider: cfg.TracerProvider})
 	mux.Handle("/mcp", d.mcp)
 	d.handler = api.BodyProgress(cfg.BodyIdle, d.instrument(mux, requestID(cors(d.auth(limitJSON(api.EnvelopeErrors(apiSurface(cfg.APISurface, mux))))))))
 	return d, nil

@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/a2c-smcp/a2c-go/aiod/internal/interp"
 	"github.com/a2c-smcp/a2c-go/aiod/internal/sandbox"
 	"github.com/a2c-smcp/a2c-go/aiod/internal/sessions"
@@ -391,7 +393,17 @@ func checkTimeout(d time.Duration) (time.Duration, error) {
 // Execute runs req. A run that fails in the code, times out, or cannot
 // become its user is a Result (status error or timeout), not an error;
 // errors are ErrInvalid, ErrLimit or ErrUnavailable.
+//
+// When ctx carries a recording span, the run gets an aiod.cell span
+// below it (see trace.go).
 func (e *Engine) Execute(ctx context.Context, req Request) (*Result, error) {
+	if parent := trace.SpanFromContext(ctx); parent.IsRecording() {
+		return e.executeTraced(ctx, parent, req)
+	}
+	return e.execute(ctx, req)
+}
+
+func (e *Engine) execute(ctx context.Context, req Request) (*Result, error) {
 	lang, ok := ParseLanguage(req.Language)
 	if !ok {
 		return nil, invalid("language", UnsupportedLanguage(req.Language))

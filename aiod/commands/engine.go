@@ -20,6 +20,7 @@ import (
 	"github.com/a2c-smcp/a2c-go/aiod/internal/sessions"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/a2c-smcp/a2c-go/aiod/internal/fserr"
 )
@@ -189,6 +190,10 @@ type Request struct {
 	HardTimeout time.Duration
 	// Async makes Run return as soon as the command has started.
 	Async bool
+	// Shown, if set, is the command line a trace shows (aiod.command's
+	// process.command_line) instead of Command: a caller that wraps the
+	// user's command in its own lines shows the user's.
+	Shown string
 }
 
 // Command is one started process and its tree: its process group and
@@ -224,6 +229,9 @@ type Command struct {
 	// the group is still c's (until it empties).
 	groupLeft bool
 	seen      map[int]uint64
+	// span is the command's aiod.command span, nil unless Start's ctx
+	// carried a recording span (see trace.go); supervise ends it.
+	span trace.Span
 }
 
 // Output is a read of a command's streams from given offsets, with its
@@ -269,7 +277,10 @@ func (e *Engine) Run(ctx context.Context, req Request) (*Command, error) {
 // Start validates req, resolves its shell, account and session, and
 // spawns the process in its own process group. Refusals are [*Error]s
 // whose Kind says why.
-func (e *Engine) Start(_ context.Context, req Request) (*Command, error) {
+//
+// When ctx carries a recording span, the command gets an aiod.command
+// span below it, ended when the command ends (see trace.go).
+func (e *Engine) Start(ctx context.Context, req Request) (*Command, error) {
 	sel := req.Shell
 	if sel == "" {
 		sel = ShellAuto
@@ -337,8 +348,12 @@ func (e *Engine) Start(_ context.Context, req Request) (*Command, error) {
 	// when the command or its session is ended (unless it cleared its
 	// environment).
 	cmd.Env = append(cmd.Env, tagVar+"="+c.ID)
+	if parent := trace.SpanFromContext(ctx); parent.IsRecording() {
+		c.span = startSpan(ctx, parent, req, s.id)
+	}
 	outR, errR, err := c.spawn(cmd)
 	if err != nil {
+		endSpanFailed(c.span, err)
 		e.release(s)
 		e.live.Done()
 		e.metrics.failed()
@@ -483,6 +498,9 @@ func (c *Command) supervise(cmd *exec.Cmd, outR, errR *os.File, hard time.Durati
 		}
 	}
 	c.exitCode = &code
+	if c.span != nil {
+		endSpan(c.span, c.status, code, c.killed)
+	}
 	// Counted before anyone can see the exit: a client that has read it
 	// finds it in the metrics too.
 	c.e.metrics.ended(c.status, time.Since(c.started))

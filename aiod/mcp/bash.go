@@ -95,7 +95,7 @@ func (s *Server) executeBash(ctx context.Context, args []byte) result {
 	}
 	nonce := newNonce()
 	req := commands.Request{Command: cwdTrap(nonce) + *a.Cmd, Cwd: cwd, Session: session,
-		CreateSession: session != "", HardTimeout: timeout}
+		CreateSession: session != "", HardTimeout: timeout, Shown: *a.Cmd}
 	c, err := s.cfg.Commands.Start(ctx, req)
 	if err != nil && remembered {
 		// The directory the last command ended in has gone: start over

@@ -9,6 +9,9 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/a2c-smcp/a2c-go/tracing"
 )
 
 // tool is one built-in tool: what tools/list publishes and the adapter
@@ -103,7 +106,12 @@ func (s *Server) listJSON(ctx context.Context) json.RawMessage {
 // one; see [Server.route]), else -32602 "unknown tool: <name>". Everything that
 // happens inside a tool is a result (isError for failures); only the
 // name is a protocol error.
-func (s *Server) call(ctx context.Context, name string, args json.RawMessage) (json.RawMessage, *rpcError) {
+func (s *Server) call(ctx context.Context, name string, args json.RawMessage) (out json.RawMessage, perr *rpcError) {
+	if s.tracer != nil {
+		var span trace.Span
+		ctx, span = s.startTool(ctx, name)
+		defer func() { endTool(ctx, span, out, perr) }()
+	}
 	start := time.Now()
 	if t, ok := s.byName[name]; ok {
 		var res result
@@ -209,6 +217,9 @@ func (s *Server) toolsMiddleware(next sdk.MethodHandler) sdk.MethodHandler {
 			var args json.RawMessage
 			if p, ok := req.GetParams().(*sdk.CallToolParamsRaw); ok && p != nil {
 				name, args = p.Name, p.Arguments
+				if s.tracer != nil {
+					ctx = tracing.Extract(ctx, p.Meta)
+				}
 			}
 			raw, rerr := s.call(ctx, name, args)
 			if rerr != nil {

@@ -17,10 +17,12 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/a2c-smcp/a2c-go/aiod/code"
 	"github.com/a2c-smcp/a2c-go/aiod/commands"
 	"github.com/a2c-smcp/a2c-go/aiod/files"
+	"github.com/a2c-smcp/a2c-go/tracing"
 )
 
 // MaxBody is the largest POST body /mcp reads (the daemon's other JSON
@@ -112,6 +114,11 @@ type Config struct {
 	// mcp_tool_call_duration_seconds{tool} (tool: a built-in's name,
 	// "upstream:<name>", or "(unknown)").
 	Registerer prometheus.Registerer
+	// TracerProvider, if set, traces each tools/call (aiod.tool, a child
+	// of the W3C trace context the request carries in params._meta; the
+	// commands and code engines' aiod.command and aiod.cell below it).
+	// Nil traces nothing.
+	TracerProvider trace.TracerProvider
 }
 
 // Server is aiod's MCP endpoint: the built-in tools and the upstreams of
@@ -129,6 +136,7 @@ type Server struct {
 	client    *http.Client // to the upstreams
 	metrics   *metrics
 	bash      bashState
+	tracer    trace.Tracer // nil: tracing off
 
 	sdk    *sdk.Server
 	stream *sdk.StreamableHTTPHandler
@@ -159,6 +167,9 @@ func New(cfg Config) *Server {
 	s := &Server{cfg: cfg, log: cfg.Logger, ctx: ctx, stop: stop, inflight: map[string]map[*context.CancelFunc]struct{}{},
 		metrics: newMetrics(cfg.Registerer), client: upstreamClient(),
 		maxSess: MaxSessions, maxBatch: MaxBatchAnswer}
+	if cfg.TracerProvider != nil {
+		s.tracer = cfg.TracerProvider.Tracer(tracerName)
+	}
 	s.tools = s.builtins()
 	s.byName = make(map[string]*tool, len(s.tools))
 	for _, t := range s.tools {
@@ -473,6 +484,7 @@ func (s *Server) handle(ctx context.Context, m *message, list func() json.RawMes
 		var p struct {
 			Name      json.RawMessage `json:"name"`
 			Arguments json.RawMessage `json:"arguments"`
+			Meta      json.RawMessage `json:"_meta"`
 		}
 		_ = json.Unmarshal(m.Params, &p) // an array or a bad name reads as no name
 		name := ""
@@ -481,6 +493,12 @@ func (s *Server) handle(ctx context.Context, m *message, list func() json.RawMes
 		}
 		ctx, done := s.track(ctx, m.ID)
 		defer done()
+		if s.tracer != nil && len(p.Meta) > 0 {
+			var meta map[string]any
+			if json.Unmarshal(p.Meta, &meta) == nil {
+				ctx = tracing.Extract(ctx, meta)
+			}
+		}
 		resp.Result, resp.Error = s.call(ctx, name, p.Arguments)
 	default:
 		resp.Error = &rpcError{Code: codeMethodNotFound, Message: "Method not found: " + m.Method}
