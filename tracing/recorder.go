@@ -1,6 +1,7 @@
 package tracing
 
 import (
+	"cmp"
 	"context"
 	"slices"
 	"sync"
@@ -113,7 +114,7 @@ func (r *Recorder) addLocked(id trace.TraceID, s Span) {
 	t.spans = append(t.spans, s)
 }
 
-// Trace returns the recorded spans of trace id, ordered by start time,
+// Trace returns the recorded spans of trace id, ordered by [ByStart],
 // and how many of its spans were dropped; nil when none is recorded.
 func (r *Recorder) Trace(id trace.TraceID) (spans []Span, dropped int) {
 	r.mu.Lock()
@@ -123,8 +124,17 @@ func (r *Recorder) Trace(id trace.TraceID) (spans []Span, dropped int) {
 		dropped = t.dropped
 	}
 	r.mu.Unlock()
-	slices.SortStableFunc(spans, func(a, b Span) int { return a.Start.Compare(b.Start) })
+	slices.SortStableFunc(spans, ByStart)
 	return spans, dropped
+}
+
+// ByStart orders spans by start time, and the longer first of two that
+// start together: a parent before the child that starts with it.
+func ByStart(a, b Span) int {
+	if c := a.Start.Compare(b.Start); c != 0 {
+		return c
+	}
+	return cmp.Compare(b.DurationMS, a.DurationMS)
 }
 
 // OnStart implements sdktrace.SpanProcessor; spans are recorded when they

@@ -72,3 +72,16 @@ func TestRecorderOnEnd(t *testing.T) {
 		t.Errorf("span = %+v", got)
 	}
 }
+
+func TestRecorderOrder(t *testing.T) {
+	r := NewRecorder(0, 0)
+	t0 := time.Unix(1000, 0)
+	r.Add(Span{TraceID: hexTrace(1), SpanID: "child", Start: t0, DurationMS: 1},
+		Span{TraceID: hexTrace(1), SpanID: "late", Start: t0.Add(time.Millisecond)},
+		Span{TraceID: hexTrace(1), SpanID: "parent", Start: t0, DurationMS: 2})
+	id, _ := trace.TraceIDFromHex(hexTrace(1))
+	spans, _ := r.Trace(id)
+	if len(spans) != 3 || spans[0].SpanID != "parent" || spans[1].SpanID != "child" || spans[2].SpanID != "late" {
+		t.Errorf("order = %+v", spans)
+	}
+}
