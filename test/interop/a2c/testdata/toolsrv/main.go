@@ -12,11 +12,22 @@
 //   - plain: no declaration.
 //
 // Every tool answers its "text" argument back.
+//
+// With the argument --trace it has two more tools, for the trace suite:
+//
+//   - meta answers the params._meta of its request, as JSON text (the
+//     W3C trace context the Computer passes on);
+//   - sleep creates the file named by its "mark" argument, if any, then
+//     waits "seconds" seconds or until the call is cancelled.
 package main
 
 import (
 	"context"
+	"encoding/json"
 	"log"
+	"os"
+	"slices"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -53,7 +64,43 @@ func main() {
 				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: in.Text}}}, nil, nil
 			})
 	}
+	if slices.Contains(os.Args[1:], "--trace") {
+		addTraceTools(s)
+	}
 	if err := s.Run(context.Background(), &mcp.StdioTransport{}); err != nil {
 		log.Fatal(err)
 	}
+}
+
+type sleepArgs struct {
+	Seconds float64 `json:"seconds,omitempty"`
+	Mark    string  `json:"mark,omitempty"`
+}
+
+// addTraceTools adds meta and sleep (see the package doc).
+func addTraceTools(s *mcp.Server) {
+	mcp.AddTool(s, &mcp.Tool{Name: "meta", Description: "Answer the request's _meta"},
+		func(_ context.Context, req *mcp.CallToolRequest, _ args) (*mcp.CallToolResult, any, error) {
+			b, err := json.Marshal(req.Params.Meta)
+			if err != nil {
+				return nil, nil, err
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(b)}}}, nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "sleep", Description: "Wait, until cancelled"},
+		func(ctx context.Context, _ *mcp.CallToolRequest, in sleepArgs) (*mcp.CallToolResult, any, error) {
+			if in.Mark != "" {
+				if err := os.WriteFile(in.Mark, nil, 0o600); err != nil {
+					return nil, nil, err
+				}
+			}
+			t := time.NewTimer(time.Duration(in.Seconds * float64(time.Second)))
+			defer t.Stop()
+			select {
+			case <-t.C:
+				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "slept"}}}, nil, nil
+			case <-ctx.Done():
+				return nil, nil, ctx.Err()
+			}
+		})
 }
