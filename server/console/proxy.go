@@ -80,16 +80,16 @@ func newSandboxProxy(b Sandbox) (*sandboxProxy, error) {
 		FlushInterval: -1, // commands stream their output
 		ModifyResponse: func(resp *http.Response) error {
 			h := resp.Header
-			h.Del("Set-Cookie")
-			h.Del("Set-Cookie2")
-			// The sandbox's content never runs in the console's origin.
+			for _, k := range []string{"Set-Cookie", "Set-Cookie2", "Content-Security-Policy", "X-Content-Type-Options", "X-Frame-Options", "Referrer-Policy", "Cache-Control"} {
+				h.Del(k) // the console's own are set (see guard)
+			}
+			// The sandbox's content never runs in the console's origin:
+			// this policy adds to the console's.
 			h.Set("Content-Security-Policy", "default-src 'none'; sandbox")
-			h.Set("X-Content-Type-Options", "nosniff")
-			h.Set("Cache-Control", "no-store")
 			return nil
 		},
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
-			if errors.Is(err, errBodyTooLarge) || isMaxBytes(err) {
+			if isMaxBytes(err) {
 				writeError(w, http.StatusRequestEntityTooLarge, "request body too large")
 				return
 			}
@@ -98,8 +98,6 @@ func newSandboxProxy(b Sandbox) (*sandboxProxy, error) {
 	}
 	return p, nil
 }
-
-var errBodyTooLarge = errors.New("console: body too large")
 
 func isMaxBytes(err error) bool {
 	var mb *http.MaxBytesError
