@@ -1,12 +1,14 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"os"
@@ -16,15 +18,20 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/a2c-smcp/a2c-go/agent"
 	"github.com/a2c-smcp/a2c-go/server"
 	"github.com/a2c-smcp/a2c-go/smcp"
+	"github.com/a2c-smcp/a2c-go/tracing"
 )
 
 // agentFlags are the flags every agent-side command shares.
 type agentFlags struct {
 	server, office, name, token, authField, version string
 	json                                            bool
+	// tracer, when set, traces the Agent's tool calls (a2c call).
+	tracer trace.TracerProvider
 }
 
 func addAgentFlags(fs *flag.FlagSet) *agentFlags {
@@ -55,7 +62,7 @@ func (f *agentFlags) connect(ctx context.Context) (*agent.Client, error) {
 		name = fmt.Sprintf("a2c-cli-%d", os.Getpid())
 	}
 	token := f.credential()
-	o := agent.Options{Name: name, ProtocolVersion: f.version}
+	o := agent.Options{Name: name, ProtocolVersion: f.version, TracerProvider: f.tracer}
 	if token != "" {
 		o.Auth = map[string]any{f.authField: token}
 	}
@@ -246,6 +253,7 @@ func runCall(ctx context.Context, e *env, args []string) error {
 	timeout := fs.Int("timeout", 60, "tool call timeout in seconds (1-3600)")
 	only := fs.String("computer", "", "Computer to call (default: the one that has the tool)")
 	reqID := fs.String("req-id", "", "request id to use (default a fresh one), for a2c cancel")
+	withTrace := fs.Bool("trace", false, `after the result, print the call's trace: its spans on every hop, as a timeline on stderr (with --json, as "trace" in the result)`)
 	if err := e.parse(fs, args); err != nil {
 		return err
 	}
@@ -260,6 +268,18 @@ func runCall(ctx context.Context, e *env, args []string) error {
 	if *timeout < 1 || *timeout > smcp.MaxTimeout {
 		return usageError{fmt.Sprintf("--timeout must be 1..%d", smcp.MaxTimeout)}
 	}
+	// The call's span: exported when OTEL_* asks (as every a2c process
+	// does), kept here for --trace.
+	var rec *tracing.Recorder
+	if *withTrace {
+		rec = tracing.NewRecorder(4, 0)
+	}
+	tr, stopTracing, err := startTracing(ctx, "a2c-agent", rec, slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	if err != nil {
+		return err
+	}
+	defer stopTracing()
+	f.tracer = tr.Provider
 	c, err := f.connect(ctx)
 	if err != nil {
 		return err
@@ -280,14 +300,32 @@ func runCall(ctx context.Context, e *env, args []string) error {
 	}
 	res, err := c.CallTool(ctx, agent.Call{Computer: computer, Tool: tool, Params: json.RawMessage(*params),
 		Timeout: time.Duration(*timeout) * time.Second, ReqID: id})
+	var spans []tracing.Span
+	if *withTrace {
+		var note string
+		spans, note = f.callTrace(ctx, rec, tracing.TraceID(c.Name(), id))
+		if !f.json {
+			defer func() { // after the result, or the error
+				if note != "" {
+					fmt.Fprintf(e.stderr, "a2c call: %s\n", note)
+				}
+				printTimeline(e.stderr, spans)
+			}()
+		}
+	}
 	if err != nil {
 		return err
 	}
-	if f.json {
+	switch {
+	case f.json && *withTrace:
+		if err := printTraced(e, res, spans); err != nil {
+			return err
+		}
+	case f.json:
 		if err := printJSON(e, res); err != nil {
 			return err
 		}
-	} else {
+	default:
 		printResult(e, res)
 	}
 	if res.IsError {
@@ -376,4 +414,225 @@ func runCancel(ctx context.Context, e *env, args []string) error {
 	}
 	fmt.Fprintf(e.stdout, "cancel sent for %s\n", fs.Arg(0))
 	return nil
+}
+
+// traceSettle bounds how long a2c call --trace waits for the hub to
+// hold the Computer's span: in one process (a2c up) it is recorded as the
+// answer leaves, a moment after the hub's own spans.
+const traceSettle = 300 * time.Millisecond
+
+// callTrace returns the spans of trace id: this process's (the Agent's
+// span) merged by span id with those the hub serves at
+// GET /api/traces/{trace_id}. note says why the hub's are missing, when
+// they are.
+func (f *agentFlags) callTrace(ctx context.Context, rec *tracing.Recorder, id trace.TraceID) (spans []tracing.Span, note string) {
+	local, _ := rec.Trace(id)
+	deadline := time.Now().Add(traceSettle)
+	for {
+		remote, note := f.hubTrace(ctx, id)
+		if note != "" {
+			return local, note
+		}
+		spans = mergeSpans(local, remote)
+		if time.Now().After(deadline) || slices.ContainsFunc(spans, func(s tracing.Span) bool { return s.Name == tracing.SpanComputerCall }) {
+			return spans, ""
+		}
+		select {
+		case <-ctx.Done():
+			return spans, ""
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// hubTrace fetches the hub's spans of trace id, with the credential the
+// connection presented; note is set when there are none to have.
+func (f *agentFlags) hubTrace(ctx context.Context, id trace.TraceID) (spans []tracing.Span, note string) {
+	const local = "showing this process's spans only"
+	endpoint := strings.TrimSuffix(f.server, "/") + "/api/traces/" + id.String()
+	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(rctx, http.MethodGet, endpoint, nil)
+	if err != nil {
+		return nil, fmt.Sprintf("the hub's spans: %v; %s", err, local)
+	}
+	if t := f.credential(); t != "" {
+		req.Header.Set(f.authField, t)
+		if !strings.EqualFold(f.authField, "authorization") {
+			req.Header.Set("Authorization", "Bearer "+t)
+		}
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, fmt.Sprintf("the hub's spans: %v; %s", err, local)
+	}
+	defer resp.Body.Close()
+	switch resp.StatusCode {
+	case http.StatusOK:
+	case http.StatusNotFound:
+		return nil, "the hub keeps no spans of this call (GET /api/traces: 404); " + local
+	default:
+		return nil, fmt.Sprintf("the hub's spans: GET /api/traces answered %s; %s", resp.Status, local)
+	}
+	var info server.TraceInfo
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 16<<20)).Decode(&info); err != nil {
+		return nil, fmt.Sprintf("the hub's spans: undecodable answer: %v; %s", err, local)
+	}
+	return info.Spans, ""
+}
+
+// mergeSpans is a and those of b whose span id a lacks, by start time.
+func mergeSpans(a, b []tracing.Span) []tracing.Span {
+	out := slices.Clone(a)
+	seen := make(map[string]bool, len(a)+len(b))
+	for _, s := range a {
+		seen[s.SpanID] = true
+	}
+	for _, s := range b {
+		if !seen[s.SpanID] {
+			seen[s.SpanID] = true
+			out = append(out, s)
+		}
+	}
+	slices.SortStableFunc(out, func(x, y tracing.Span) int { return x.Start.Compare(y.Start) })
+	return out
+}
+
+// printTraced prints a result as --json does, with "trace" added: the
+// call's spans (tracing.Span: name, span_id, parent_id, start,
+// duration_ms and more).
+func printTraced(e *env, res *smcp.CallToolResult, spans []tracing.Span) error {
+	if spans == nil {
+		spans = []tracing.Span{}
+	}
+	obj, err := json.Marshal(res)
+	if err != nil {
+		return fmt.Errorf("encode result: %w", err)
+	}
+	tr, err := json.Marshal(spans)
+	if err != nil {
+		return fmt.Errorf("encode trace: %w", err)
+	}
+	// The result's own fields, in their order, then "trace".
+	var b bytes.Buffer
+	b.Write(obj[:len(obj)-1])
+	if len(obj) > 2 {
+		b.WriteByte(',')
+	}
+	b.WriteString(`"trace":`)
+	b.Write(tr)
+	b.WriteByte('}')
+	var out bytes.Buffer
+	if err := json.Indent(&out, b.Bytes(), "", "  "); err != nil {
+		return fmt.Errorf("encode result: %w", err)
+	}
+	out.WriteByte('\n')
+	_, err = e.stdout.Write(out.Bytes())
+	return err
+}
+
+// timelineBar is the width of a timeline's bars.
+const timelineBar = 32
+
+// printTimeline prints spans as a timeline: one line per span, under its
+// parent (a span whose parent is missing is at the top level), with its
+// start from the trace's start and its duration in milliseconds, a bar,
+// its name, service and status.
+func printTimeline(w io.Writer, spans []tracing.Span) {
+	if len(spans) == 0 {
+		fmt.Fprintln(w, "trace: no spans")
+		return
+	}
+	type line struct {
+		s     tracing.Span
+		depth int
+	}
+	byID := make(map[string]bool, len(spans))
+	for _, s := range spans {
+		byID[s.SpanID] = true
+	}
+	children := make(map[string][]tracing.Span)
+	var roots []tracing.Span
+	for _, s := range spans {
+		if s.ParentID == "" || !byID[s.ParentID] || s.ParentID == s.SpanID {
+			roots = append(roots, s)
+		} else {
+			children[s.ParentID] = append(children[s.ParentID], s)
+		}
+	}
+	byStart := func(x, y tracing.Span) int { return x.Start.Compare(y.Start) }
+	slices.SortStableFunc(roots, byStart)
+	var lines []line
+	done := make(map[string]bool, len(spans))
+	var walk func(s tracing.Span, depth int)
+	walk = func(s tracing.Span, depth int) {
+		if done[s.SpanID] {
+			return
+		}
+		done[s.SpanID] = true
+		lines = append(lines, line{s, depth})
+		kids := children[s.SpanID]
+		slices.SortStableFunc(kids, byStart)
+		for _, k := range kids {
+			walk(k, depth+1)
+		}
+	}
+	for _, r := range roots {
+		walk(r, 0)
+	}
+	for _, s := range spans { // a cycle of parents: shown at the top level
+		if !done[s.SpanID] {
+			walk(s, 0)
+		}
+	}
+
+	t0, t1 := spans[0].Start, spans[0].Start
+	for _, s := range spans {
+		if s.Start.Before(t0) {
+			t0 = s.Start
+		}
+		if end := s.Start.Add(time.Duration(s.DurationMS * float64(time.Millisecond))); end.After(t1) {
+			t1 = end
+		}
+	}
+	total := float64(t1.Sub(t0)) / float64(time.Millisecond)
+	fmt.Fprintf(w, "trace %s: %d spans, %.3f ms\n", spans[0].TraceID, len(spans), total)
+
+	type cells struct{ off, dur, name, service, status, bar string }
+	rows := make([]cells, len(lines))
+	var wOff, wDur, wName, wSvc int
+	for i, l := range lines {
+		off := float64(l.s.Start.Sub(t0)) / float64(time.Millisecond)
+		c := cells{
+			off:     fmt.Sprintf("+%.3f ms", off),
+			dur:     fmt.Sprintf("%.3f ms", l.s.DurationMS),
+			name:    strings.Repeat("  ", l.depth) + l.s.Name,
+			service: l.s.Service,
+			status:  l.s.Status,
+			bar:     timelineBarOf(off, l.s.DurationMS, total),
+		}
+		if c.service == "" {
+			c.service = "-"
+		}
+		if l.s.StatusMessage != "" {
+			c.status += ": " + firstLine(l.s.StatusMessage, 80)
+		}
+		rows[i] = c
+		wOff, wDur = max(wOff, len(c.off)), max(wDur, len(c.dur))
+		wName, wSvc = max(wName, len([]rune(c.name))), max(wSvc, len([]rune(c.service)))
+	}
+	for _, c := range rows {
+		fmt.Fprintf(w, "  %*s  %*s  |%s|  %-*s  %-*s  %s\n", wOff, c.off, wDur, c.dur, c.bar, wName, c.name, wSvc, c.service, c.status)
+	}
+}
+
+// timelineBarOf draws a span from off to off+dur of a trace total
+// milliseconds long, at least one cell wide.
+func timelineBarOf(off, dur, total float64) string {
+	from, n := 0, timelineBar
+	if total > 0 {
+		from = min(int(off/total*timelineBar), timelineBar-1)
+		n = max(1, min(int(dur/total*timelineBar+0.5), timelineBar-from))
+	}
+	return strings.Repeat(" ", from) + strings.Repeat("█", n) + strings.Repeat(" ", timelineBar-from-n)
 }
