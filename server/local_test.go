@@ -185,7 +185,7 @@ func TestOfficesList(t *testing.T) {
 	s, url := newTestServer(t, Config{Calls: true})
 	before := time.Now().Add(-time.Millisecond)
 	for _, m := range []struct {
-		role           smcp.Role
+		role         smcp.Role
 		name, office string
 	}{{smcp.RoleComputer, "c2", "b"}, {smcp.RoleComputer, "c1", "b"}, {smcp.RoleAgent, "ag", "b"}, {smcp.RoleComputer, "c", "a"}} {
 		p := connect(t, url, nil)
