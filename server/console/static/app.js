@@ -76,6 +76,15 @@
     return `${Math.floor(hr / 24)} days ago`;
   }
 
+  // tsMS is an RFC 3339 time in milliseconds since the epoch, keeping the
+  // sub-millisecond digits that Date.parse drops (spans are microseconds
+  // apart).
+  function tsMS(iso) {
+    const m = /\.(\d+)/.exec(iso || '');
+    if (!m) return Date.parse(iso);
+    return Date.parse(iso.replace(m[0], '')) + Number(`0.${m[1]}`) * 1000;
+  }
+
   function fmtMS(ms) {
     if (ms == null || Number.isNaN(ms)) return '';
     if (ms < 1) return `${ms.toFixed(2)} ms`;
@@ -440,7 +449,7 @@
     const schema = toolSchema(t);
     const titleID = nextID('tool');
     const out = h('div', { class: 'stack' });
-    const result = h('section', { class: 'card', 'aria-labelledby': nextID('x'), hidden: true });
+    const result = h('section', { class: 'card result-card', 'aria-labelledby': nextID('x'), hidden: true });
     const status = h('p', { role: 'status', 'aria-live': 'polite', class: 'small muted' });
 
     const form = schemaForm(schema, async (args, timeout, submit) => {
@@ -528,6 +537,8 @@
     const required = new Set((schema && schema.required) || []);
     const fields = [];
     const form = h('form', { class: 'form-grid', novalidate: true });
+    const argSet = h('fieldset', { class: 'form-grid' }, h('legend', null, 'Arguments'));
+    form.append(argSet);
 
     for (const [name, p] of Object.entries(props)) {
       const { kind, s, jsonType } = fieldType(p);
@@ -569,18 +580,19 @@
       const wrap = kind === 'boolean'
         ? h('div', { class: 'field' }, h('div', { class: 'check' }, control, h('label', { for: id }, labelKids)), help, err)
         : h('div', { class: 'field' }, h('label', { for: id }, labelKids), control, help, err);
-      form.append(wrap);
+      argSet.append(wrap);
       fields.push({ name, kind, s, jsonType, req, def, control, err });
     }
 
-    if (!fields.length) form.append(h('p', { class: 'muted' }, 'This tool takes no arguments.'));
+    if (!fields.length) argSet.append(h('p', { class: 'muted' }, 'This tool takes no arguments.'));
 
     const timeoutID = nextID('timeout');
     const timeout = h('input', { id: timeoutID, type: 'number', min: '1', max: '3600', step: '1', value: '60', inputmode: 'numeric', 'aria-describedby': `${timeoutID}-help` });
     const timeoutErr = h('p', { id: `${timeoutID}-err`, class: 'err', hidden: true });
-    form.append(h('div', { class: 'field', style: null },
-      h('label', { for: timeoutID }, 'Timeout', h('span', { class: 'type', 'aria-hidden': 'true' }, 'seconds')),
-      timeout, h('p', { id: `${timeoutID}-help`, class: 'help' }, 'How long the hub waits for the Computer\'s answer (1–3600 s).'), timeoutErr));
+    form.append(h('fieldset', { class: 'form-grid call-opts' }, h('legend', null, 'Call'),
+      h('div', { class: 'field narrow' },
+        h('label', { for: timeoutID }, 'Call timeout', h('span', { class: 'type', 'aria-hidden': 'true' }, 'seconds')),
+        timeout, h('p', { id: `${timeoutID}-help`, class: 'help' }, 'How long the hub waits for the Computer\'s answer (1–3600 s).'), timeoutErr)));
 
     const button = h('button', { type: 'submit', class: 'primary' }, 'Call tool');
     form.append(h('div', { class: 'form-actions' }, button,
@@ -715,10 +727,27 @@
     return s;
   }
 
+  // printable are the multi-line string fields of a JSON object answer
+  // (a command's output, say), to show as they print.
+  function printable(t) {
+    const x = String(t == null ? '' : t).trim();
+    if (!x.startsWith('{')) return [];
+    let v;
+    try { v = JSON.parse(x); } catch { return []; }
+    if (!v || typeof v !== 'object' || Array.isArray(v)) return [];
+    return Object.entries(v).filter(([, s]) => typeof s === 'string' && s.includes('\n'));
+  }
+
   function contentItem(it) {
     switch (it && it.type) {
-      case 'text':
-        return h('pre', { class: 'text' }, prettyText(it.text));
+      case 'text': {
+        const pre = h('pre', { class: 'text' }, prettyText(it.text));
+        const fields = printable(it.text);
+        if (!fields.length) return pre;
+        return h('div', { class: 'stack' }, fields.map(([k, v]) => h('div', { class: 'field' },
+          h('p', { class: 'small muted' }, k), h('pre', { class: 'text' }, v))),
+        h('details', null, h('summary', null, 'Whole answer'), pre));
+      }
       case 'image':
         return h('img', { src: `data:${it.mimeType || 'image/png'};base64,${it.data || ''}`, alt: `Image result (${it.mimeType || 'image'})` });
       case 'audio':
@@ -775,7 +804,8 @@
       h('div', { class: 'table-wrap' }, table)));
 
     const rows = new Map(); // agent/req_id -> {call, tr}
-    let droppedN = 0;
+    let droppedBase = 0; // lost by earlier connections of this page
+    let droppedNow = 0; // lost by this connection (the server's running total)
     let es = null;
     let ready = false; // after the first fill; later rows flash
 
@@ -849,6 +879,8 @@
       es = new EventSource(`/api/console/calls/stream${q}`);
       setStatus('down', 'connecting');
       es.addEventListener('open', () => {
+        droppedBase += droppedNow; // a new connection counts from 0
+        droppedNow = 0;
         setStatus('live', 'live');
         fill().catch(() => {}); // a reconnect may have missed calls
       });
@@ -859,8 +891,8 @@
         refreshCount();
       });
       es.addEventListener('dropped', (e) => {
-        try { droppedN = Number(JSON.parse(e.data).dropped) || droppedN; } catch { return; }
-        dropped.textContent = String(droppedN);
+        try { droppedNow = Number(JSON.parse(e.data).dropped) || 0; } catch { return; }
+        dropped.textContent = String(droppedBase + droppedNow);
       });
       es.addEventListener('error', () => {
         if (es.readyState === EventSource.CLOSED) {
@@ -881,7 +913,8 @@
       history.replaceState(null, '', office ? `#/calls?office=${enc(office)}` : '#/calls');
       rows.clear();
       tbody.replaceChildren();
-      droppedN = 0;
+      droppedBase = 0;
+      droppedNow = 0;
       dropped.textContent = '0';
       ready = false;
       refreshCount();
@@ -975,7 +1008,7 @@
         roots.push(s);
       }
     }
-    const t = (s) => new Date(s.start).getTime();
+    const t = (s) => tsMS(s.start);
     const byStart = (a, b) => t(a) - t(b) || b.duration_ms - a.duration_ms;
     const t0 = Math.min(...spans.map(t));
     const end = Math.max(...spans.map((s) => t(s) + (s.duration_ms || 0)));
@@ -1039,7 +1072,7 @@
   function spanAttrs(s, t0) {
     const rows = [
       ['span_id', s.span_id], ['parent_id', s.parent_id || '(root)'], ['service', s.service || ''],
-      ['start', `${s.start} (+${fmtMS(new Date(s.start).getTime() - t0)})`], ['duration', fmtMS(s.duration_ms)],
+      ['start', `${s.start} (+${fmtMS(tsMS(s.start) - t0)})`], ['duration', fmtMS(s.duration_ms)],
       ['status', s.status + (s.status_message ? `: ${s.status_message}` : '')],
     ];
     for (const [k, v] of Object.entries(s.attributes || {}).sort(([a], [b]) => a.localeCompare(b))) {
@@ -1145,16 +1178,17 @@
       const files = (d.files || []).slice().sort((a, b) => (b.is_directory - a.is_directory) || a.name.localeCompare(b.name));
       const rows = [];
       if (dir !== '/') {
-        rows.push(h('tr', null, h('td', { class: 'name' }, h('span', { class: 'icon', 'aria-hidden': 'true' }, '↰'),
-          h('a', { href: dirHref(parentOf(dir)) }, '.. (parent folder)')), h('td'), h('td')));
+        rows.push(h('tr', null, h('td', { class: 'name' }, h('span', { class: 'name-cell' },
+          h('span', { class: 'icon up', 'aria-hidden': 'true' }, '↰'),
+          h('a', { href: dirHref(parentOf(dir)) }, '.. (parent folder)'))), h('td'), h('td')));
       }
       for (const f of files) {
         rows.push(h('tr', { 'data-path': f.path, class: f.path === openPath ? 'selected' : null },
-          h('td', { class: 'name' },
-            h('span', { class: 'icon', 'aria-hidden': 'true' }, f.is_directory ? '▸' : '·'),
+          h('td', { class: 'name' }, h('span', { class: 'name-cell' },
+            h('span', { class: `icon ${f.is_directory ? 'dir' : 'file'}`, 'aria-hidden': 'true' }),
             f.is_directory
               ? h('a', { href: dirHref(f.path), 'aria-label': `Folder ${f.name}` }, `${f.name}/`)
-              : h('button', { type: 'button', class: 'link', 'aria-label': `Open ${f.name}`, onclick: () => open(f.path) }, f.name)),
+              : h('button', { type: 'button', class: 'link', 'aria-label': `Open ${f.name}`, onclick: () => open(f.path) }, f.name))),
           h('td', { class: 'num small' }, f.is_directory ? '' : fmtBytes(f.size)),
           h('td', { class: 'small' }, f.modified_time ? timeEl(f.modified_time) : '')));
       }

@@ -1,16 +1,23 @@
-// a2c console: the login page. The server answers a wrong token with the
-// login form again and an error (see server/console); this shows it.
+// a2c console: the login page. The server sends a wrong token back to
+// the login form with ?error=token (see server/console); this says so.
 'use strict';
 
 (() => {
   function show() {
     const box = document.getElementById('login-error');
+    // the server sends a failed login back to /?error=token (or limited,
+    // invalid)
     const q = new URLSearchParams(location.search);
-    const err = q.get('error');
-    if (err) {
-      box.textContent = err === '1' || err === 'token' || err === 'invalid'
-        ? 'That token is not right. Check it and try again.'
-        : err;
+    const why = q.get('error') || q.get('login');
+    const says = {
+      token: 'That token is not right. Check it and try again.',
+      failed: 'That token is not right. Check it and try again.',
+      limited: 'Too many failed sign-ins from here. Wait a minute and try again.',
+      invalid: 'The sign-in form was not understood. Try again.',
+    };
+    if (why) {
+      box.textContent = says[why] || 'Sign-in failed. Try again.';
+      history.replaceState(null, '', '/');
     }
     const form = document.getElementById('login');
     form.addEventListener('submit', (e) => {
