@@ -65,6 +65,9 @@ func (s *Server) LocalRequest(ctx context.Context, officeID, event string, paylo
 		}
 		return nil, smcp.NewError(smcp.CodeBadRequest, "invalid payload")
 	}
+	// The console is the Agent of its own tool calls: their trace starts
+	// with its root span, as one made with the Agent SDK does.
+	span := s.consoleSpan(req)
 	answer := make(chan sio.Message, 1)
 	e := sio.NewLocalEvent(event, sio.Message{Args: []json.RawMessage{raw}}, func(m sio.Message) {
 		select { // once; never blocks whoever answers
@@ -89,12 +92,12 @@ func (s *Server) LocalRequest(ctx context.Context, officeID, event string, paylo
 			}
 			if found {
 				s.relayRemoteLocal(m, e, req, office, target)
-				return waitLocal(ctx, answer)
+				return span.wait(ctx, answer)
 			}
 		}
 	}
 	s.relay(m, e)
-	return waitLocal(ctx, answer)
+	return span.wait(ctx, answer)
 }
 
 // localPayload encodes payload as a request object with the console's

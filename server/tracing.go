@@ -21,6 +21,7 @@ import (
 	"google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/a2c-smcp/a2c-go/internal/sio"
 	"github.com/a2c-smcp/a2c-go/smcp"
 	"github.com/a2c-smcp/a2c-go/tracing"
 )
@@ -286,4 +287,49 @@ func rpcCode(httpStatus int) int32 {
 		return 8 // RESOURCE_EXHAUSTED
 	}
 	return 3 // INVALID_ARGUMENT
+}
+
+// consoleCall is the root span of a console's tool call (nil when the
+// server does not trace, or the request is no tool call).
+type consoleCall struct{ span trace.Span }
+
+// consoleSpan starts the Agent's span (tracing.HopAgent) of a tool call
+// the console makes, so its trace has a root as an SDK Agent's has.
+func (s *Server) consoleSpan(req smcp.ClientRequest) *consoleCall {
+	tc, ok := req.(*smcp.ToolCallReq)
+	if !ok || s.tracer == nil {
+		return nil
+	}
+	_, span := tracing.Start(context.Background(), s.tracer, tracing.HopAgent, tc.Agent, tc.ReqID, tracing.SpanAgentCall,
+		trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(
+			tracing.AttrReqID.String(tc.ReqID), tracing.AttrAgent.String(tc.Agent),
+			tracing.AttrComputer.String(tc.Computer), tracing.AttrTool.String(tc.ToolName),
+			tracing.AttrConsole.Bool(true)))
+	return &consoleCall{span: span}
+}
+
+// wait is waitLocal that ends the console's span with the call's outcome.
+func (c *consoleCall) wait(ctx context.Context, answer <-chan sio.Message) (json.RawMessage, error) {
+	raw, err := waitLocal(ctx, answer)
+	if c == nil {
+		return raw, err
+	}
+	var e callEnd
+	switch {
+	case raw != nil:
+		e = classify(sio.Message{Args: []json.RawMessage{raw}}, outcomeOK)
+	case ctx.Err() != nil:
+		e = callEnd{Outcome: tracing.OutcomeCancelled, Message: "the console stopped waiting"}
+	default:
+		e = callEnd{Outcome: tracing.OutcomeError, Message: "no answer"}
+	}
+	c.span.SetAttributes(tracing.AttrOutcome.String(e.Outcome))
+	if e.Code != 0 {
+		c.span.SetAttributes(tracing.AttrErrorCode.Int(e.Code))
+	}
+	if e.Outcome != tracing.OutcomeOK {
+		c.span.SetStatus(codes.Error, statusText(e))
+	}
+	c.span.End()
+	return raw, err
 }

@@ -205,6 +205,21 @@ func TestHubSpansConsole(t *testing.T) {
 	if got := trAttrs(relay); got[tracing.AttrConsole] != true || got[tracing.AttrAgent] != ConsoleAgent || got[tracing.AttrOutcome] != tracing.OutcomeOK {
 		t.Errorf("console call attributes = %v", got)
 	}
+	// The console is the Agent of its calls: the trace's root is its span,
+	// and the relay's parent.
+	root := trSpans(sr, ConsoleAgent, "rc")[tracing.SpanAgentCall]
+	if root == nil {
+		t.Fatal("no root span for the console's call")
+	}
+	if root.Parent().IsValid() || root.SpanContext().SpanID() != tracing.SpanID(tracing.HopAgent, ConsoleAgent, "rc") {
+		t.Errorf("console root: parent %v, id %v", root.Parent(), root.SpanContext().SpanID())
+	}
+	if relay.Parent().SpanID() != root.SpanContext().SpanID() {
+		t.Errorf("relay's parent %v, want the console's span %v", relay.Parent().SpanID(), root.SpanContext().SpanID())
+	}
+	if got := trAttrs(root); got[tracing.AttrConsole] != true || got[tracing.AttrOutcome] != tracing.OutcomeOK {
+		t.Errorf("console root attributes = %v", got)
+	}
 }
 
 // TestHubSpansOff: without a provider nothing is traced and the trace API

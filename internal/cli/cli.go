@@ -103,14 +103,14 @@ func usage(w io.Writer) {
 
 Usage:
   a2c up     [--listen HOST:PORT] [--sandbox-listen HOST:PORT] [--workspace DIR] [--config FILE] [--token T]
-  a2c server [--listen HOST:PORT] [--path /socket.io/] [--token T | --token-file F]
+  a2c server [--listen HOST:PORT] [--path /socket.io/] [--token T | --token-file F] [--console [--sandbox NAME=URL]]
   a2c computer --config FILE [--server URL] [--office ID] [--name NAME] [--token T] [--approve all|none|ask] [--admin HOST:PORT]
                [--landing-root DIR] [--skills DIR]
   a2c computer check --config FILE [--json]
   a2c computer history [--admin URL] [--last N] [--json]
   a2c room   [--server URL] [--office ID] [--json]
   a2c tools  [--server URL] [--office ID] [--computer NAME] [--json]
-  a2c call   TOOL [--args JSON] [--timeout SECONDS] [--computer NAME] [--json]
+  a2c call   TOOL [--args JSON] [--timeout SECONDS] [--computer NAME] [--trace] [--json]
   a2c cancel REQ_ID [--server URL] [--office ID]
   a2c put    FILE [--to COMPUTER] [--as NAME] [--json]
   a2c skills [--computer NAME] [--json]
