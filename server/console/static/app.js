@@ -873,6 +873,17 @@
       ready = true;
     };
 
+    const pending = new Map(); // key -> the newest event of the call, not drawn yet
+    let flushTimer = 0;
+    const flush = () => {
+      flushTimer = 0;
+      const batch = [...pending.values()];
+      pending.clear();
+      for (const c of batch) upsert(c, true);
+      refreshCount();
+    };
+    pg.onLeave(() => clearTimeout(flushTimer));
+
     const connect = () => {
       if (es) es.close();
       const q = office ? `?office=${enc(office)}` : '';
@@ -887,8 +898,14 @@
       es.addEventListener('call', (e) => {
         let c;
         try { c = JSON.parse(e.data); } catch { return; }
-        upsert(c, true);
-        refreshCount();
+        // batched: a busy hub sends thousands a second; the page draws
+        // the latest state of each call every 50 ms, and keeps at most
+        // a few times the rows it shows waiting
+        const k = key(c);
+        pending.delete(k);
+        pending.set(k, c);
+        while (pending.size > maxRows * 4) pending.delete(pending.keys().next().value);
+        if (!flushTimer) flushTimer = setTimeout(flush, 50);
       });
       es.addEventListener('dropped', (e) => {
         try { droppedNow = Number(JSON.parse(e.data).dropped) || 0; } catch { return; }
@@ -912,6 +929,7 @@
       office = sel.value;
       history.replaceState(null, '', office ? `#/calls?office=${enc(office)}` : '#/calls');
       rows.clear();
+      pending.clear();
       tbody.replaceChildren();
       droppedBase = 0;
       droppedNow = 0;
@@ -971,7 +989,7 @@
           ['State', c.state], ['Outcome', c.outcome || '—'], ['Error code', c.error_code ? String(c.error_code) : '—'],
           ['Node', c.node || '—'], ['Request id', c.req_id, true], ['Trace id', c.trace_id || '—', true]]
           .map(([dt, dd, mono]) => h('div', null, h('dt', null, dt), h('dd', { class: mono ? 'mono' : null }, dd))))));
-      traceBox.replaceChildren(...timeline(d.trace || [], d.dropped_spans || 0, expanded));
+      traceBox.replaceChildren(...timeline(d.trace || [], d.dropped_spans || 0, expanded, c));
       if (c.state === 'done') live.textContent = `Call ${c.outcome || 'done'}; ${(d.trace || []).length} spans.`;
       return d;
     };
@@ -988,8 +1006,9 @@
 
   // timeline draws spans as rows of a waterfall: indented by parent,
   // bars placed by start and sized by duration; a row's button shows its
-  // attributes. Orphans (parent not recorded) sit at the top level.
-  function timeline(spans, droppedSpans, expanded) {
+  // attributes. Orphans (parent not recorded) sit at the top level; the
+  // hub's span of a console call is not one: no Agent span exists.
+  function timeline(spans, droppedSpans, expanded, call) {
     const headKids = [h('h2', { id: 'trace-title' }, 'Trace'),
       h('span', { class: 'muted small' }, `${spans.length} span${spans.length === 1 ? '' : 's'}`),
       droppedSpans ? h('span', { class: 'badge timeout' }, `${droppedSpans} dropped`) : null];
@@ -1019,7 +1038,8 @@
     const walk = (s, depth) => {
       if (seen.has(s.span_id)) return;
       seen.add(s.span_id);
-      rows.push({ s, depth, orphan: depth === 0 && s.parent_id && !byID.has(s.parent_id) });
+      const firstHop = call && call.console && s.name === 'a2c.hub.relay';
+      rows.push({ s, depth, orphan: depth === 0 && !!s.parent_id && !byID.has(s.parent_id) && !firstHop });
       for (const k of (kids.get(s.span_id) || []).sort(byStart)) walk(k, depth + 1);
     };
     roots.sort(byStart).forEach((s) => walk(s, 0));
@@ -1065,8 +1085,8 @@
     const orphans = rows.filter((r) => r.orphan).length;
     return [h('div', { class: 'card-head' }, headKids, h('span', { class: 'spacer' }),
       h('span', { class: 'muted small mono' }, spans[0].trace_id || '')),
-    orphans ? h('p', { class: 'card-body small muted' }, `${orphans} span${orphans === 1 ? '' : 's'} whose parent was not recorded here (a hop that did not trace, or sent its spans to a collector only) are shown at the top level.`) : null,
-    scale, list];
+    orphans ? h('p', { class: 'card-body small muted' }, `${orphans} span${orphans === 1 ? '' : 's'} whose parent was not recorded here (a hop that did not trace, or sent its spans to a collector only) ${orphans === 1 ? 'is' : 'are'} shown at the top level.`) : null,
+    scale, list].filter(Boolean);
   }
 
   function spanAttrs(s, t0) {

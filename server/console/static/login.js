@@ -15,13 +15,15 @@
       limited: 'Too many failed sign-ins from here. Wait a minute and try again.',
       invalid: 'The sign-in form was not understood. Try again.',
     };
+    const token = document.getElementById('token');
     if (why) {
       box.textContent = says[why] || 'Sign-in failed. Try again.';
+      token.setAttribute('aria-invalid', 'true');
+      token.setAttribute('aria-describedby', 'login-error');
       history.replaceState(null, '', '/');
     }
     const form = document.getElementById('login');
     form.addEventListener('submit', (e) => {
-      const token = document.getElementById('token');
       if (!token.value) {
         e.preventDefault();
         box.textContent = 'Enter the token.';

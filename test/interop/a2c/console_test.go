@@ -71,6 +71,10 @@ func TestConsole(t *testing.T) {
 			if msg := p.eval(t, `document.getElementById('login-error').textContent`); !strings.Contains(strings.ToLower(msg), "token") {
 				t.Errorf("wrong token: error %q, want one about the token", msg)
 			}
+			if d := p.eval(t, `document.getElementById('token').getAttribute('aria-describedby') || ''`); d != "login-error" {
+				t.Errorf("the token field is described by %q, want the error", d)
+			}
+			p.checkNames(t, 2)
 			p.shot(t, "login-error")
 			p.focus(t, "Token")
 			p.do(t, chromedp.KeyEvent(token), chromedp.KeyEvent(kb.Enter))
@@ -532,8 +536,13 @@ func (p *consPage) checkNames(t *testing.T, min int) {
 }
 
 // shot saves a full-page screenshot of the step.
+// Before that it checks the page shows no JavaScript value that slipped
+// into its text (undefined, NaN, [object Object], a lone null).
 func (p *consPage) shot(t *testing.T, name string) {
 	t.Helper()
+	if junk := p.eval(t, `(document.querySelector('main').innerText.match(/\bundefined\b|\bNaN\b|\[object Object\]|^null$/m) || [''])[0]`); junk != "" {
+		t.Errorf("the page shows %q", junk)
+	}
 	p.eval(t, `(() => { window.scrollTo(0, 0); return '' })()`)
 	ctx, cancel := p.step()
 	defer cancel()
