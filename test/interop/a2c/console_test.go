@@ -267,6 +267,7 @@ func TestConsole(t *testing.T) {
 			if st != "401" {
 				t.Errorf("the API after logout answers %s, want 401", st)
 			}
+			p.shot(t, "logout")
 		}},
 	}
 	for _, s := range steps {
