@@ -134,7 +134,7 @@ func (c *Console) Close() {
 var securityHeaders = map[string]string{
 	"Content-Security-Policy": "default-src 'self'; img-src 'self' data: blob:; style-src 'self'; script-src 'self'; connect-src 'self'; frame-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'",
 	"X-Content-Type-Options":  "nosniff",
-	"Referrer-Policy":         "no-referrer",
+	"Referrer-Policy":         "same-origin",
 	"X-Frame-Options":         "DENY",
 }
 

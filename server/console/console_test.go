@@ -313,7 +313,7 @@ func TestOpenConsoleAndHeaders(t *testing.T) {
 	for _, p := range []string{"/", "/api/console/offices", "/console/static/app.css", "/api/console/nothing", "/login"} {
 		resp, _ := c.get(p)
 		hd := resp.Header
-		if hd.Get("Content-Security-Policy") != cspWant || hd.Get("X-Content-Type-Options") != "nosniff" || hd.Get("Referrer-Policy") != "no-referrer" {
+		if hd.Get("Content-Security-Policy") != cspWant || hd.Get("X-Content-Type-Options") != "nosniff" || hd.Get("Referrer-Policy") != "same-origin" {
 			t.Errorf("%s: headers %v", p, hd)
 		}
 		if strings.HasPrefix(p, "/api/") && hd.Get("Cache-Control") != "no-store" {

@@ -368,7 +368,7 @@
   function policyBadge(auto) {
     return auto
       ? h('span', { class: 'badge auto', title: 'Runs without asking a human' }, 'auto_apply')
-      : h('span', { class: 'badge approval', title: 'The Computer asks a human before it runs' }, 'needs approval');
+      : h('span', { class: 'badge approval', title: 'Not auto_apply: the Computer\'s approval policy decides (all: it runs; ask: a human confirms first; none: refused)' }, 'approval: Computer policy');
   }
 
   async function pageComputer(pg, office, computer, toolName) {

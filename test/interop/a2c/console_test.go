@@ -117,7 +117,7 @@ func TestConsole(t *testing.T) {
 			// keyboard only: the tool's link, then the form
 			p.do(t, chromedp.Focus(chromedp.CSS(`nav a[href$="/tools/sandbox__sandbox_execute_bash"]`)), chromedp.KeyEvent(kb.Enter))
 			p.waitJS(t, `document.querySelector('h2.tool-title')?.textContent === 'sandbox__sandbox_execute_bash' && !!document.querySelector('main form button[type=submit]')`)
-			if auto := p.eval(t, `document.querySelector('.badge.auto, .badge.approval').textContent`); auto != "auto_apply" && auto != "needs approval" {
+			if auto := p.eval(t, `document.querySelector('.badge.auto, .badge.approval').textContent`); auto != "auto_apply" && auto != "approval: Computer policy" {
 				t.Errorf("approval badge %q", auto)
 			}
 			p.checkNames(t, 3)
