@@ -29,6 +29,9 @@ command -v nginx >/dev/null 2>&1 || need+=(nginx)
 # browser and computer-use planes (harness.Chromium, harness.Xvfb); fonts
 # so that pages render text.
 command -v chromium >/dev/null 2>&1 || need+=(chromium fonts-liberation)
+# Firefox ESR: the console's smoke test in a second browser engine
+# (driven over WebDriver BiDi, which Firefox speaks natively).
+command -v firefox-esr >/dev/null 2>&1 || need+=(firefox-esr)
 command -v Xvfb >/dev/null 2>&1 || need+=(xvfb)
 command -v openbox >/dev/null 2>&1 || need+=(openbox)
 command -v xprop >/dev/null 2>&1 || need+=(x11-utils)
