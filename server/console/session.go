@@ -107,8 +107,12 @@ func (s *sessions) limited(host string) bool {
 	return f.n >= MaxFailedLogins
 }
 
-// failed counts a wrong token from host.
-func (s *sessions) failed(host string) {
+// attempt checks host's limit and counts one failed login against it in
+// the same locked step, so that logins whose bodies arrive together
+// cannot all pass the check before any of them is counted. It returns
+// false when host has used up its failures. A login whose token is
+// right gives the attempt back with [sessions.release].
+func (s *sessions) attempt(host string) (*failures, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.now()
@@ -130,8 +134,24 @@ func (s *sessions) failed(host string) {
 			s.failures[host] = f
 		}
 	}
+	if f.n >= MaxFailedLogins {
+		return nil, false
+	}
 	f.n++
+	return f, true
 }
+
+// release gives back an attempt whose token was right.
+func (s *sessions) release(f *failures) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if f.n > 0 {
+		f.n--
+	}
+}
+
+// failed counts a wrong token from host (for tests).
+func (s *sessions) failed(host string) { s.attempt(host) }
 
 // create opens a session and returns its id.
 func (s *sessions) create() string {
@@ -218,9 +238,10 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	host := remoteHost(r)
+	// A limited address is refused before its body is read; the limit
+	// itself is enforced by attempt, once the token is known.
 	if s.limited(host) {
-		w.Header().Set("Retry-After", "60")
-		c.loginAnswer(w, r, http.StatusTooManyRequests, "too many failed logins; try again in a minute")
+		c.limitedAnswer(w, r)
 		return
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, 16<<10)
@@ -228,14 +249,25 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 		c.loginAnswer(w, r, http.StatusBadRequest, "invalid login form")
 		return
 	}
+	f, ok := s.attempt(host)
+	if !ok {
+		c.limitedAnswer(w, r)
+		return
+	}
 	if !s.checkToken(r.PostForm.Get("token")) {
-		s.failed(host)
 		c.log.Warn("console: failed login", "remote", host)
 		c.loginAnswer(w, r, http.StatusUnauthorized, "wrong token")
 		return
 	}
+	s.release(f)
 	http.SetCookie(w, cookie(r, s.create()))
 	c.loginAnswer(w, r, http.StatusNoContent, "")
+}
+
+// limitedAnswer refuses a login from an address past its limit.
+func (c *Console) limitedAnswer(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Retry-After", "60")
+	c.loginAnswer(w, r, http.StatusTooManyRequests, "too many failed logins; try again in a minute")
 }
 
 func (c *Console) loginAnswer(w http.ResponseWriter, r *http.Request, status int, msg string) {
