@@ -22,8 +22,13 @@
 //
 // POST /login (and /logout) answer a plain form with 303: to / once
 // logged in (or out), else to /?error=token (wrong token), /?error=limited
-// (more than 5 wrong tokens from one address within a minute: wait) or
-// /?error=invalid. A request with "Accept: application/json" gets 204,
+// (wait: 5 wrong tokens came from this address within a minute, or 100
+// from all addresses together) or /?error=invalid. An address is an IPv4
+// address or an IPv6 /64; past 4,096 addresses failing within a minute,
+// the others share one count of 5. A login is counted when its token is
+// compared, in one step with the check of the limits, so logins sent
+// together (or with slow bodies) cannot pass the limit together; a right
+// token is not counted. A request with "Accept: application/json" gets 204,
 // or the error (401, 429, 400) in the console's shape instead. The
 // cookie's Max-Age is the session's 12 hours; logout deletes it. At most
 // 1,024 sessions are kept (a new login past that ends the oldest).

@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -127,4 +126,99 @@ func waitGroup(t *testing.T, wg *sync.WaitGroup, d time.Duration) {
 	}
 }
 
-var _ = strings.Contains
+func TestLoginKey(t *testing.T) {
+	for _, tc := range []struct{ host, want string }{
+		{"192.0.2.1", "192.0.2.1"},
+		{"::ffff:192.0.2.1", "192.0.2.1"},
+		{"2001:db8:1:2:3:4:5:6", "2001:db8:1:2::/64"},
+		{"2001:db8:1:2::ffff", "2001:db8:1:2::/64"},
+		{"fe80::1%eth0", "fe80::/64"},
+		{"::1", "::/64"},
+		{"not-an-address", "not-an-address"},
+	} {
+		if got := loginKey(tc.host); got != tc.want {
+			t.Errorf("loginKey(%q) = %q, want %q", tc.host, got, tc.want)
+		}
+	}
+}
+
+// One IPv6 host holds a /64: its addresses share one count.
+func TestLoginLimitIPv6Prefix(t *testing.T) {
+	s := newSessions(testToken)
+	for i := range MaxFailedLogins {
+		s.failed(loginKey(fmt.Sprintf("2001:db8:0:7::%x", i+1)))
+	}
+	if !s.limited(loginKey("2001:db8:0:7::ffff")) {
+		t.Fatal("another address of the same /64 is not limited")
+	}
+	if _, ok := s.attempt(loginKey("2001:db8:0:7:1::1")); ok {
+		t.Fatal("an attempt from the same /64 was counted")
+	}
+	if s.limited(loginKey("2001:db8:0:8::1")) {
+		t.Fatal("another /64 is limited")
+	}
+}
+
+// Past maxTracked live addresses the others share one count, and that
+// count limits them.
+func TestLoginLimitOverflow(t *testing.T) {
+	s := newSessions(testToken)
+	s.maxAll = 1 << 30
+	for i := range maxTracked {
+		s.failed(fmt.Sprintf("198.51.%d.%d", i/256, i%256))
+	}
+	if len(s.failures) != maxTracked {
+		t.Fatalf("%d addresses tracked", len(s.failures))
+	}
+	for i := range MaxFailedLogins {
+		if _, ok := s.attempt(fmt.Sprintf("203.0.113.%d", i)); !ok {
+			t.Fatalf("attempt %d refused", i)
+		}
+	}
+	if !s.limited("203.0.113.200") {
+		t.Fatal("an untracked address is not limited once the shared count is used up")
+	}
+	if _, ok := s.attempt("203.0.113.201"); ok {
+		t.Fatal("an untracked address's attempt was counted past the shared count")
+	}
+	if len(s.failures) != maxTracked+1 {
+		t.Fatalf("%d addresses tracked, want %d", len(s.failures), maxTracked+1)
+	}
+}
+
+// Past MaxFailedLoginsTotal failures in a window from all addresses,
+// every login is refused until the window ends; a right token gives its
+// attempt back.
+func TestLoginLimitTotal(t *testing.T) {
+	h := newHub(t, testToken)
+	now := time.Now()
+	var mu sync.Mutex
+	s := h.con.sessions
+	s.now = func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	// A login with the right token counts nothing.
+	if resp := h.client(t).login(testToken); resp.Header.Get("Location") != "/" {
+		t.Fatalf("login: %s", resp.Header.Get("Location"))
+	}
+	for i := range MaxFailedLoginsTotal - 1 {
+		if _, ok := s.attempt(fmt.Sprintf("198.51.100.%d", i)); !ok {
+			t.Fatalf("attempt %d refused", i)
+		}
+	}
+	// The last one, from the hub's client, fills the window.
+	c := h.client(t)
+	if resp := c.login("wrong"); resp.Header.Get("Location") != "/?error=token" {
+		t.Fatalf("failure %d: %s", MaxFailedLoginsTotal, resp.Header.Get("Location"))
+	}
+	if !s.limited("192.0.2.77") {
+		t.Fatal("a fresh address is not limited past the total")
+	}
+	if resp := c.login(testToken); resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/?error=limited" || c.cookie != "" {
+		t.Fatalf("past the total: %d %s", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	mu.Lock()
+	now = now.Add(LoginWindow)
+	mu.Unlock()
+	if resp := c.login(testToken); resp.Header.Get("Location") != "/" || c.cookie == "" {
+		t.Fatalf("after the window: %s", resp.Header.Get("Location"))
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"encoding/base64"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"strings"
 	"sync"
@@ -23,14 +24,22 @@ const (
 	// MaxSessions bounds the sessions kept; past it a login ends the
 	// session that would expire first.
 	MaxSessions = 1024
-	// MaxFailedLogins is how many wrong tokens one remote address may
-	// send per LoginWindow; past it its logins get 429 until the window
-	// ends.
+	// MaxFailedLogins is how many wrong tokens one remote address (an
+	// IPv6 address: its /64) may send per LoginWindow; past it its logins
+	// get 429 until the window ends.
 	MaxFailedLogins = 5
-	// LoginWindow is the window of MaxFailedLogins.
+	// MaxFailedLoginsTotal is how many wrong tokens all addresses
+	// together may send per LoginWindow; past it every login gets 429
+	// until the window ends (a bound on guessing from many addresses).
+	MaxFailedLoginsTotal = 100
+	// LoginWindow is the window of MaxFailedLogins and
+	// MaxFailedLoginsTotal.
 	LoginWindow = time.Minute
-	// maxTracked bounds the remote addresses whose failures are counted.
+	// maxTracked bounds the remote addresses whose failures are counted
+	// one by one; past it the others share one count.
 	maxTracked = 4096
+	// overflow is the key of the count shared past maxTracked.
+	overflow = "*"
 )
 
 // startTime is the modification time of the embedded files.
@@ -46,7 +55,9 @@ type sessions struct {
 
 	mu       sync.Mutex
 	byID     map[string]time.Time // id -> expiry
-	failures map[string]*failures // remote host -> failed logins
+	failures map[string]*failures // login key (see loginKey) -> failed logins
+	all      *failures            // every address's failed logins
+	maxAll   int                  // MaxFailedLoginsTotal (a field for tests)
 }
 
 type failures struct {
@@ -61,6 +72,8 @@ func newSessions(token string) *sessions {
 		now:      time.Now,
 		byID:     make(map[string]time.Time),
 		failures: make(map[string]*failures),
+		all:      &failures{},
+		maxAll:   MaxFailedLoginsTotal,
 	}
 }
 
@@ -92,61 +105,96 @@ func (s *sessions) checkToken(tok string) bool {
 	return subtle.ConstantTimeCompare(h[:], s.token[:]) == 1
 }
 
-// limited reports whether host has used up its failed logins.
-func (s *sessions) limited(host string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	f := s.failures[host]
-	if f == nil {
-		return false
+// live is key's count of failures in the current window, or nil; an
+// expired one is dropped. s.mu is held.
+func (s *sessions) live(key string, now time.Time) *failures {
+	f := s.failures[key]
+	if f != nil && now.Sub(f.since) >= LoginWindow {
+		delete(s.failures, key)
+		return nil
 	}
-	if s.now().Sub(f.since) >= LoginWindow {
-		delete(s.failures, host)
-		return false
-	}
-	return f.n >= MaxFailedLogins
+	return f
 }
 
-// attempt checks host's limit and counts one failed login against it in
-// the same locked step, so that logins whose bodies arrive together
+// allLive is the count of every address's failures in the current
+// window. s.mu is held.
+func (s *sessions) allLive(now time.Time) *failures {
+	if now.Sub(s.all.since) >= LoginWindow {
+		s.all = &failures{since: now}
+	}
+	return s.all
+}
+
+// limitedLocked reports whether a login keyed key is refused now: every
+// address has used up MaxFailedLoginsTotal, or key its MaxFailedLogins
+// (an untracked key: the shared overflow count). s.mu is held.
+func (s *sessions) limitedLocked(key string, now time.Time) bool {
+	if s.allLive(now).n >= s.maxAll {
+		return true
+	}
+	f := s.live(key, now)
+	if f == nil {
+		f = s.live(overflow, now)
+	}
+	return f != nil && f.n >= MaxFailedLogins
+}
+
+// limited reports whether a login keyed key (see loginKey) is refused
+// now.
+func (s *sessions) limited(key string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.limitedLocked(key, s.now())
+}
+
+// attempt checks key's limits and counts one failed login against them
+// in the same locked step, so that logins whose bodies arrive together
 // cannot all pass the check before any of them is counted. It returns
-// false when host has used up its failures. A login whose token is
-// right gives the attempt back with [sessions.release].
-func (s *sessions) attempt(host string) (*failures, bool) {
+// false when a limit is used up. A login whose token is right gives the
+// attempt back with [sessions.release].
+func (s *sessions) attempt(key string) (loginAttempt, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.now()
-	f := s.failures[host]
-	if f == nil || now.Sub(f.since) >= LoginWindow {
-		if f == nil && len(s.failures) >= maxTracked {
-			for h, g := range s.failures {
-				if now.Sub(g.since) >= LoginWindow {
-					delete(s.failures, h)
-				}
+	if s.limitedLocked(key, now) {
+		return loginAttempt{}, false
+	}
+	f := s.live(key, now)
+	if f == nil {
+		if len(s.failures) >= maxTracked {
+			for k := range s.failures {
+				s.live(k, now) // drops the expired
 			}
 			if len(s.failures) >= maxTracked {
 				// Full of live entries: count everyone unknown as one.
-				host = "*"
+				key = overflow
 			}
 		}
-		if f = s.failures[host]; f == nil || now.Sub(f.since) >= LoginWindow {
+		if f = s.live(key, now); f == nil {
 			f = &failures{since: now}
-			s.failures[host] = f
+			s.failures[key] = f
 		}
 	}
-	if f.n >= MaxFailedLogins {
-		return nil, false
-	}
 	f.n++
-	return f, true
+	s.all.n++
+	return loginAttempt{key: f, all: s.all, last: s.all.n == s.maxAll}, true
+}
+
+// loginAttempt is one counted login: its key's count and the global
+// one; last: it used up the global one.
+type loginAttempt struct {
+	key, all *failures
+	last     bool
 }
 
 // release gives back an attempt whose token was right.
-func (s *sessions) release(f *failures) {
+func (s *sessions) release(a loginAttempt) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if f.n > 0 {
-		f.n--
+	for _, f := range []*failures{a.key, a.all} {
+		if f.n > 0 {
+			f.n--
+		}
 	}
 }
 
@@ -238,9 +286,10 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	host := remoteHost(r)
+	key := loginKey(host)
 	// A limited address is refused before its body is read; the limit
 	// itself is enforced by attempt, once the token is known.
-	if s.limited(host) {
+	if s.limited(key) {
 		c.limitedAnswer(w, r)
 		return
 	}
@@ -249,13 +298,16 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 		c.loginAnswer(w, r, http.StatusBadRequest, "invalid login form")
 		return
 	}
-	f, ok := s.attempt(host)
+	f, ok := s.attempt(key)
 	if !ok {
 		c.limitedAnswer(w, r)
 		return
 	}
 	if !s.checkToken(r.PostForm.Get("token")) {
 		c.log.Warn("console: failed login", "remote", host)
+		if f.last {
+			c.log.Warn("console: too many failed logins from all addresses; every login is refused until the minute ends", "limit", s.maxAll)
+		}
 		c.loginAnswer(w, r, http.StatusUnauthorized, "wrong token")
 		return
 	}
@@ -298,6 +350,20 @@ func (c *Console) logout(w http.ResponseWriter, r *http.Request) {
 	c.sessions.end(r)
 	http.SetCookie(w, cookie(r, ""))
 	c.loginAnswer(w, r, http.StatusNoContent, "")
+}
+
+// loginKey is what the login limits count by: an IPv4 address, or an
+// IPv6 address's /64 (one host commonly holds a whole /64).
+func loginKey(host string) string {
+	a, err := netip.ParseAddr(host)
+	if err != nil {
+		return host
+	}
+	a = a.WithZone("").Unmap()
+	if a.Is4() {
+		return a.String()
+	}
+	return netip.PrefixFrom(a, 64).Masked().String()
 }
 
 // remoteHost is the request's remote address without its port.
