@@ -30,7 +30,13 @@
 // OTLP/HTTP only when it asks for that, and nothing is exported
 // otherwise. A [Recorder] keeps the recent spans of each process in
 // memory, by trace: the console of "a2c server --console" and "a2c up"
-// shows them, and "a2c call --trace" prints them. With neither an
+// shows them, and "a2c call --trace" prints them. The record is bounded
+// by bytes as well as by counts: a span keeps at most 32 attributes in
+// about 4 KiB (strings cut to 256 bytes, the rest counted in
+// dropped_attributes), a trace its first 256 spans, and a Recorder the
+// 4,096 most recent traces in about 64 MiB ([DefaultMaxBytes]), the
+// oldest going first. [DecodeOTLP] reads a received export within the
+// same bounds, skipping what it leaves out on the wire. With neither an
 // exporter nor a recorder, tracing is off and costs nothing: components
 // given no provider start no spans.
 package tracing

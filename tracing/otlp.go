@@ -2,149 +2,497 @@ package tracing
 
 import (
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"time"
 
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
-	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
-	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 )
 
-// Bounds on what an OTLP request may put in a [Recorder]: the input is
-// untrusted (any process that holds the hub's token may send it), so
-// every string and collection is cut to size rather than refused.
+// Bounds on what an OTLP request may put in a [Recorder], on top of the
+// bounds of one span: the input is untrusted (any process that holds the
+// hub's token may send it), so it is cut to size rather than refused,
+// and what is cut is skipped on the wire, never decoded.
 const (
-	maxOTLPAttrs = 128 // attributes kept per span
-	maxOTLPDepth = 4   // nesting of array and key-value list attributes
-	maxOTLPItems = 64  // items kept per array or key-value list attribute
-	maxOTLPName  = 256 // bytes of a span name or a service name
+	// maxOTLPSpans is the most spans kept of one request (the
+	// OpenTelemetry SDKs send at most 512 at a time).
+	maxOTLPSpans = 4096
+	// otlpBudget is how many bytes of spans one request may decode to,
+	// per byte of the request (see spanCost), plus otlpBudgetBase: the
+	// decoder then allocates a small multiple of its input at most.
+	otlpBudget     = 6
+	otlpBudgetBase = 256 << 10
 )
+
+// Field numbers of the OTLP trace messages (opentelemetry-proto, stable
+// since 1.0): the parts of an ExportTraceServiceRequest the decoder
+// reads. Every other field is skipped.
+const (
+	fRequestResourceSpans = 1 // ExportTraceServiceRequest.resource_spans
+	fResourceSpansRes     = 1 // ResourceSpans.resource
+	fResourceSpansScope   = 2 // ResourceSpans.scope_spans
+	fResourceAttrs        = 1 // Resource.attributes
+	fScopeSpansSpans      = 2 // ScopeSpans.spans
+	fSpanTraceID          = 1
+	fSpanSpanID           = 2
+	fSpanParentID         = 4
+	fSpanName             = 5
+	fSpanStart            = 7 // fixed64
+	fSpanEnd              = 8 // fixed64
+	fSpanAttrs            = 9
+	fSpanStatus           = 15
+	fStatusMessage        = 2
+	fStatusCode           = 3
+	fKeyValueKey          = 1
+	fKeyValueValue        = 2
+	fAnyString            = 1
+	fAnyBool              = 2
+	fAnyInt               = 3
+	fAnyDouble            = 4 // fixed64
+	fAnyArray             = 5
+	fAnyKvlist            = 6
+	fAnyBytes             = 7
+	fListValues           = 1 // ArrayValue.values, KeyValueList.values
+
+	statusCodeError = 2 // Status.STATUS_CODE_ERROR
+)
+
+// errOTLP is a body that is not an ExportTraceServiceRequest.
+var errOTLP = errors.New("tracing: OTLP request: malformed protobuf")
 
 // DecodeOTLP parses the body of an OTLP/HTTP trace export
 // (POST /v1/traces, Content-Type application/x-protobuf: an
-// ExportTraceServiceRequest) and returns its spans as [FromOTLP] does. A
-// body that is not such a message is an error.
+// ExportTraceServiceRequest) and returns its spans, for a [Recorder]: ids
+// in lowercase hex, the service.name of each span's resource as its
+// Service, the error status as Status "error". A span whose trace id or
+// span id is not a valid one (wrong length, all zero) is left out; a
+// parent span id that is not valid makes the span a root. The start is
+// UTC; an end before the start counts as a zero duration. Each span is
+// cut to the bounds of one span (see [Recorder]); spans past 4,096, or
+// past about six times the body's size in memory, are left out.
+//
+// It reads the protobuf wire format itself rather than decoding the
+// whole message: what it leaves out (attributes past the bounds, items
+// of long arrays, span events and links) is skipped, not allocated, so
+// decoding a body costs at most a small multiple of its size. A body
+// that is not well-formed protobuf where it reads is an error.
 func DecodeOTLP(body []byte) ([]Span, error) {
-	var req coltracepb.ExportTraceServiceRequest
-	if err := proto.Unmarshal(body, &req); err != nil {
-		return nil, fmt.Errorf("tracing: OTLP request: %w", err)
-	}
-	return FromOTLP(&req), nil
-}
-
-// FromOTLP converts the spans of an OTLP trace export to [Span]s, for a
-// [Recorder]: ids in lowercase hex, the service.name of each span's
-// resource as its Service, the error status as Status "error". A span
-// whose trace id or span id is not a valid one (wrong length, all zero) is
-// left out; a parent span id that is not valid makes the span a root. The
-// start is UTC; an end before the start counts as a zero duration.
-// Strings are cut at the Recorder's bounds, and attributes past
-// maxOTLPAttrs per span are left out.
-func FromOTLP(req *coltracepb.ExportTraceServiceRequest) []Span {
-	var out []Span
-	for _, rs := range req.GetResourceSpans() {
-		service := ""
-		for _, kv := range rs.GetResource().GetAttributes() {
-			if kv.GetKey() == "service.name" {
-				service = cut(kv.GetValue().GetStringValue(), maxOTLPName)
-			}
+	n := 0
+	err := fields(body, func(num protowire.Number, typ protowire.Type, rs []byte, _ uint64) error {
+		if num != fRequestResourceSpans || typ != protowire.BytesType {
+			return nil
 		}
-		for _, ss := range rs.GetScopeSpans() {
-			for _, s := range ss.GetSpans() {
-				if sp, ok := fromOTLPSpan(s, service); ok {
-					out = append(out, sp)
+		return fields(rs, func(num protowire.Number, typ protowire.Type, ss []byte, _ uint64) error {
+			if num != fResourceSpansScope || typ != protowire.BytesType {
+				return nil
+			}
+			return fields(ss, func(num protowire.Number, typ protowire.Type, _ []byte, _ uint64) error {
+				if num == fScopeSpansSpans && typ == protowire.BytesType {
+					n++
 				}
-			}
-		}
+				return nil
+			})
+		})
+	})
+	if err != nil || n == 0 {
+		return nil, err
 	}
-	return out
+	d := &otlpDecoder{bud: budget{left: otlpBudget*len(body) + otlpBudgetBase}}
+	d.out = make([]Span, 0, min(n, maxOTLPSpans, d.bud.left/spanCost))
+	err = fields(body, func(num protowire.Number, typ protowire.Type, rs []byte, _ uint64) error {
+		if num != fRequestResourceSpans || typ != protowire.BytesType {
+			return nil
+		}
+		return d.resourceSpans(rs)
+	})
+	if err != nil {
+		return nil, err
+	}
+	if len(d.out) == 0 {
+		return nil, nil
+	}
+	return d.out, nil
 }
 
-func fromOTLPSpan(s *tracepb.Span, service string) (Span, bool) {
-	tid, sid := s.GetTraceId(), s.GetSpanId()
-	if len(tid) != 16 || len(sid) != 8 || allZero(tid) || allZero(sid) {
-		return Span{}, false
+// FromOTLP converts the spans of an OTLP trace export as [DecodeOTLP]
+// does its body.
+func FromOTLP(req *coltracepb.ExportTraceServiceRequest) []Span {
+	b, err := proto.Marshal(req)
+	if err != nil {
+		return nil
+	}
+	spans, _ := DecodeOTLP(b)
+	return spans
+}
+
+// otlpDecoder decodes one request within its budget.
+type otlpDecoder struct {
+	bud budget
+	out []Span
+}
+
+func (d *otlpDecoder) resourceSpans(b []byte) error {
+	service := ""
+	err := fields(b, func(num protowire.Number, typ protowire.Type, res []byte, _ uint64) error {
+		if num != fResourceSpansRes || typ != protowire.BytesType {
+			return nil
+		}
+		return fields(res, func(num protowire.Number, typ protowire.Type, kv []byte, _ uint64) error {
+			if num != fResourceAttrs || typ != protowire.BytesType {
+				return nil
+			}
+			key, val, err := keyValue(kv)
+			if err != nil || string(key) != "service.name" {
+				return err
+			}
+			// The last string value wins, as in a decoded message.
+			return fields(val, func(num protowire.Number, typ protowire.Type, v []byte, _ uint64) error {
+				if num == fAnyString && typ == protowire.BytesType && d.bud.take(stringCost+min(len(v), maxAttrString+len("…"))) {
+					service = cutBytes(v, maxAttrString)
+				}
+				return nil
+			})
+		})
+	})
+	if err != nil {
+		return err
+	}
+	return fields(b, func(num protowire.Number, typ protowire.Type, ss []byte, _ uint64) error {
+		if num != fResourceSpansScope || typ != protowire.BytesType {
+			return nil
+		}
+		return fields(ss, func(num protowire.Number, typ protowire.Type, s []byte, _ uint64) error {
+			if num != fScopeSpansSpans || typ != protowire.BytesType {
+				return nil
+			}
+			return d.span(s, service)
+		})
+	})
+}
+
+// span decodes one span and adds it, if it is valid and fits.
+func (d *otlpDecoder) span(b []byte, service string) error {
+	var tid, sid, pid, name, msg []byte
+	var start, end, code uint64
+	nattrs := 0
+	err := fields(b, func(num protowire.Number, typ protowire.Type, v []byte, x uint64) error {
+		switch {
+		case num == fSpanTraceID && typ == protowire.BytesType:
+			tid = v
+		case num == fSpanSpanID && typ == protowire.BytesType:
+			sid = v
+		case num == fSpanParentID && typ == protowire.BytesType:
+			pid = v
+		case num == fSpanName && typ == protowire.BytesType:
+			name = v
+		case num == fSpanStart && typ == protowire.Fixed64Type:
+			start = x
+		case num == fSpanEnd && typ == protowire.Fixed64Type:
+			end = x
+		case num == fSpanAttrs && typ == protowire.BytesType:
+			nattrs++
+		case num == fSpanStatus && typ == protowire.BytesType:
+			// Occurrences merge, as in a decoded message.
+			return fields(v, func(num protowire.Number, typ protowire.Type, v []byte, x uint64) error {
+				switch {
+				case num == fStatusMessage && typ == protowire.BytesType:
+					msg = v
+				case num == fStatusCode && typ == protowire.VarintType:
+					code = x
+				}
+				return nil
+			})
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if len(tid) != 16 || len(sid) != 8 || allZero(tid) || allZero(sid) || len(d.out) >= maxOTLPSpans {
+		return nil
+	}
+	if code != statusCodeError {
+		msg = nil
+	}
+	size := spanCost + len(service) + min(len(name), maxAttrString+len("…")) + min(len(msg), maxAttrString+len("…"))
+	if !d.bud.take(size) {
+		return nil
 	}
 	sp := Span{
 		TraceID: hex.EncodeToString(tid),
 		SpanID:  hex.EncodeToString(sid),
-		Name:    cut(s.GetName(), maxOTLPName),
+		Name:    cutBytes(name, maxAttrString),
 		Service: service,
 		Status:  "ok",
 	}
-	if p := s.GetParentSpanId(); len(p) == 8 && !allZero(p) {
-		sp.ParentID = hex.EncodeToString(p)
+	if len(pid) == 8 && !allZero(pid) {
+		sp.ParentID = hex.EncodeToString(pid)
 	}
-	start, end := s.GetStartTimeUnixNano(), s.GetEndTimeUnixNano()
 	sp.Start = time.Unix(0, clampNanos(start)).UTC()
 	if end > start {
 		sp.DurationMS = float64(clampNanos(end-start)) / float64(time.Millisecond)
 	}
-	if st := s.GetStatus(); st.GetCode() == tracepb.Status_STATUS_CODE_ERROR {
-		sp.Status, sp.StatusMessage = "error", cut(st.GetMessage(), maxAttrString)
+	if code == statusCodeError {
+		sp.Status, sp.StatusMessage = "error", cutBytes(msg, maxAttrString)
 	}
-	if attrs := s.GetAttributes(); len(attrs) > 0 {
-		sp.Attributes = make(map[string]any, min(len(attrs), maxOTLPAttrs))
-		for _, kv := range attrs {
-			if len(sp.Attributes) >= maxOTLPAttrs {
-				break
-			}
-			if v, ok := otlpValue(kv.GetValue(), 0); ok {
-				sp.Attributes[cut(kv.GetKey(), maxOTLPName)] = v
-			}
+	attrBytes := 0
+	if nattrs > 0 {
+		attrBytes, err = d.attributes(b, &sp, nattrs)
+		if err != nil {
+			return err
 		}
 	}
-	return sp, true
+	sp.size = spanCost + len(sp.Name) + len(sp.Service) + len(sp.StatusMessage) + attrBytes
+	d.out = append(d.out, sp)
+	return nil
 }
 
-// otlpValue converts an attribute value; ok is false for an empty one or
-// one nested too deep.
-func otlpValue(v *commonpb.AnyValue, depth int) (any, bool) {
-	if v == nil || depth > maxOTLPDepth {
-		return nil, false
+// attributes decodes the n attributes of span b into sp, within the
+// bounds of one span and the request's budget; it returns their size.
+func (d *otlpDecoder) attributes(b []byte, sp *Span, n int) (int, error) {
+	room := min(maxSpanBytes, d.bud.left)
+	if room < mapCost+entryCost {
+		sp.DroppedAttributes = n
+		return 0, nil
 	}
-	switch x := v.GetValue().(type) {
-	case *commonpb.AnyValue_StringValue:
-		return cut(x.StringValue, maxAttrString), true
-	case *commonpb.AnyValue_BoolValue:
-		return x.BoolValue, true
-	case *commonpb.AnyValue_IntValue:
-		return x.IntValue, true
-	case *commonpb.AnyValue_DoubleValue:
-		if math.IsNaN(x.DoubleValue) || math.IsInf(x.DoubleValue, 0) {
-			return fmt.Sprint(x.DoubleValue), true // JSON has no NaN or Inf
-		}
-		return x.DoubleValue, true
-	case *commonpb.AnyValue_BytesValue:
-		return hex.EncodeToString(x.BytesValue[:min(len(x.BytesValue), maxAttrString/2)]), true
-	case *commonpb.AnyValue_ArrayValue:
-		vals := x.ArrayValue.GetValues()
-		out := make([]any, 0, min(len(vals), maxOTLPItems))
-		for _, e := range vals {
-			if len(out) >= maxOTLPItems {
-				break
-			}
-			if ev, ok := otlpValue(e, depth+1); ok {
-				out = append(out, ev)
-			}
-		}
-		return out, true
-	case *commonpb.AnyValue_KvlistValue:
-		vals := x.KvlistValue.GetValues()
-		out := make(map[string]any, min(len(vals), maxOTLPItems))
-		for _, kv := range vals {
-			if len(out) >= maxOTLPItems {
-				break
-			}
-			if ev, ok := otlpValue(kv.GetValue(), depth+1); ok {
-				out[cut(kv.GetKey(), maxOTLPName)] = ev
-			}
-		}
-		return out, true
+	bud := budget{left: room - mapCost}
+	// The attributes kept, before the map of their exact size: a map
+	// grown one insertion at a time leaves as much again behind.
+	var kept [maxSpanAttrs]struct {
+		key string
+		val any
 	}
-	return nil, false
+	nkept := 0
+	err := fields(b, func(num protowire.Number, typ protowire.Type, kv []byte, _ uint64) error {
+		if num != fSpanAttrs || typ != protowire.BytesType {
+			return nil
+		}
+		key, val, err := keyValue(kv)
+		if err != nil {
+			return err
+		}
+		if nkept >= maxSpanAttrs {
+			sp.DroppedAttributes++
+			return nil
+		}
+		save := bud
+		if !bud.take(entryCost + min(len(key), maxAttrString+len("…"))) {
+			sp.DroppedAttributes++
+			return nil
+		}
+		v, ok, err := d.value(val, 0, &bud)
+		switch {
+		case err != nil:
+			return err
+		case v == nil:
+			bud = save
+			if !ok {
+				sp.DroppedAttributes++
+			}
+		default:
+			kept[nkept].key, kept[nkept].val = cutBytes(key, maxAttrString), v
+			nkept++
+		}
+		return nil
+	})
+	if err != nil || nkept == 0 {
+		return 0, err
+	}
+	attrs := make(map[string]any, nkept)
+	for _, kv := range kept[:nkept] {
+		attrs[kv.key] = kv.val
+	}
+	sp.Attributes = attrs
+	used := room - bud.left
+	d.bud.left -= used
+	return used, nil
+}
+
+// value decodes an AnyValue at depth (0: an attribute's own) within bud.
+// It returns nil for a value left out: with kept true for an empty one
+// or one nested too deep (left out silently), false for one that does
+// not fit.
+func (d *otlpDecoder) value(b []byte, depth int, bud *budget) (any, bool, error) {
+	// The oneof's last field wins, as in a decoded message.
+	var which protowire.Number
+	var v []byte
+	var x uint64
+	err := fields(b, func(num protowire.Number, typ protowire.Type, fv []byte, fx uint64) error {
+		want := protowire.BytesType
+		switch num {
+		case fAnyBool, fAnyInt:
+			want = protowire.VarintType
+		case fAnyDouble:
+			want = protowire.Fixed64Type
+		}
+		if num >= fAnyString && num <= fAnyBytes && typ == want {
+			which, v, x = num, fv, fx
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	switch which {
+	case fAnyString:
+		if !bud.take(stringCost + min(len(v), maxAttrString+len("…"))) {
+			return nil, false, nil
+		}
+		return cutBytes(v, maxAttrString), true, nil
+	case fAnyBool, fAnyInt, fAnyDouble:
+		if !bud.take(scalarCost) {
+			return nil, false, nil
+		}
+		switch f := math.Float64frombits(x); {
+		case which == fAnyBool:
+			return x != 0, true, nil
+		case which == fAnyInt:
+			return int64(x), true, nil
+		case math.IsNaN(f) || math.IsInf(f, 0):
+			return fmt.Sprint(f), true, nil // JSON has no NaN or Inf
+		default:
+			return f, true, nil
+		}
+	case fAnyBytes:
+		v = v[:min(len(v), maxAttrString/2)]
+		if !bud.take(stringCost + 2*len(v)) {
+			return nil, false, nil
+		}
+		return hex.EncodeToString(v), true, nil
+	case fAnyArray, fAnyKvlist:
+		return d.list(v, which == fAnyKvlist, depth, bud)
+	}
+	return nil, true, nil
+}
+
+// list decodes an ArrayValue (or a KeyValueList, when kv) at depth: its
+// first items that fit, at most maxOTLPItems; the rest is skipped.
+func (d *otlpDecoder) list(b []byte, kv bool, depth int, bud *budget) (any, bool, error) {
+	if depth > maxOTLPDepth {
+		return nil, true, nil
+	}
+	n := 0
+	if err := fields(b, func(num protowire.Number, typ protowire.Type, _ []byte, _ uint64) error {
+		if num == fListValues && typ == protowire.BytesType {
+			n++
+		}
+		return nil
+	}); err != nil {
+		return nil, false, err
+	}
+	c := min(n, maxOTLPItems)
+	var arr []any
+	var obj map[string]any
+	if kv {
+		if !bud.take(mapCost) {
+			return nil, false, nil
+		}
+		obj = make(map[string]any, c)
+	} else {
+		if !bud.take(listCost + c*itemCost) {
+			return nil, false, nil
+		}
+		arr = make([]any, 0, c)
+	}
+	full := false
+	err := fields(b, func(num protowire.Number, typ protowire.Type, item []byte, _ uint64) error {
+		if full || num != fListValues || typ != protowire.BytesType {
+			return nil
+		}
+		if len(arr)+len(obj) >= c {
+			full = true
+			return nil
+		}
+		var key []byte
+		if kv {
+			var err error
+			if key, item, err = keyValue(item); err != nil {
+				return err
+			}
+		}
+		save := *bud
+		if kv && !bud.take(entryCost+min(len(key), maxAttrString+len("…"))) {
+			full = true
+			return nil
+		}
+		ev, kept, err := d.value(item, depth+1, bud)
+		switch {
+		case err != nil:
+			return err
+		case ev == nil:
+			*bud = save
+			full = !kept
+		case kv:
+			obj[cutBytes(key, maxAttrString)] = ev
+		default:
+			arr = append(arr, ev)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	if kv {
+		return obj, true, nil
+	}
+	return arr, true, nil
+}
+
+// keyValue reads a KeyValue's key and value (the value's bytes, an
+// AnyValue); the last of each wins.
+func keyValue(b []byte) (key, val []byte, err error) {
+	err = fields(b, func(num protowire.Number, typ protowire.Type, v []byte, _ uint64) error {
+		switch {
+		case num == fKeyValueKey && typ == protowire.BytesType:
+			key = v
+		case num == fKeyValueValue && typ == protowire.BytesType:
+			val = v
+		}
+		return nil
+	})
+	return key, val, err
+}
+
+// fields calls f with each field of the protobuf message b: its number,
+// its wire type, and its bytes (length-delimited) or its value (varint,
+// fixed32, fixed64). A malformed message, or a group (OTLP has none), is
+// errOTLP; so is an error of f.
+func fields(b []byte, f func(num protowire.Number, typ protowire.Type, v []byte, x uint64) error) error {
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 || num < protowire.MinValidNumber {
+			return errOTLP
+		}
+		b = b[n:]
+		var v []byte
+		var x uint64
+		switch typ {
+		case protowire.BytesType:
+			v, n = protowire.ConsumeBytes(b)
+		case protowire.VarintType:
+			x, n = protowire.ConsumeVarint(b)
+		case protowire.Fixed64Type:
+			x, n = protowire.ConsumeFixed64(b)
+		case protowire.Fixed32Type:
+			var y uint32
+			y, n = protowire.ConsumeFixed32(b)
+			x = uint64(y)
+		default:
+			return errOTLP
+		}
+		if n < 0 {
+			return errOTLP
+		}
+		b = b[n:]
+		if err := f(num, typ, v, x); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // cut bounds s to n bytes, marking the cut; the result may end inside a
@@ -154,6 +502,18 @@ func cut(s string, n int) string {
 		return s[:n] + "…"
 	}
 	return s
+}
+
+// cutBytes is cut of a string of b's bytes, in one allocation.
+func cutBytes(b []byte, n int) string {
+	if len(b) <= n {
+		return string(b)
+	}
+	var sb strings.Builder
+	sb.Grow(n + len("…"))
+	sb.Write(b[:n])
+	sb.WriteString("…")
+	return sb.String()
 }
 
 func allZero(b []byte) bool {

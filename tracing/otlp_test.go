@@ -102,7 +102,7 @@ func TestDecodeOTLP(t *testing.T) {
 		Name: strings.Repeat("n", 5000), Attributes: attrs, StartTimeUnixNano: math.MaxUint64,
 	}}}}}}}
 	spans = FromOTLP(big)
-	if len(spans) != 1 || len(spans[0].Name) != maxOTLPName+len("…") || len(spans[0].Attributes) != maxOTLPAttrs {
+	if len(spans) != 1 || len(spans[0].Name) != maxAttrString+len("…") || len(spans[0].Attributes) != maxSpanAttrs {
 		t.Fatalf("bounded span: name %d bytes, %d attributes", len(spans[0].Name), len(spans[0].Attributes))
 	}
 	depth := 0
@@ -137,7 +137,7 @@ func FuzzDecodeOTLP(f *testing.F) {
 			if len(s.TraceID) != 32 || len(s.SpanID) != 16 || (s.ParentID != "" && len(s.ParentID) != 16) || s.DurationMS < 0 {
 				t.Fatalf("span %+v", s)
 			}
-			if len(s.Attributes) > maxOTLPAttrs {
+			if len(s.Attributes) > maxSpanAttrs {
 				t.Fatalf("%d attributes", len(s.Attributes))
 			}
 		}

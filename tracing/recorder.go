@@ -3,11 +3,11 @@ package tracing
 import (
 	"cmp"
 	"context"
+	"fmt"
 	"slices"
 	"sync"
 	"time"
 
-	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
@@ -32,38 +32,243 @@ type Span struct {
 	Status        string         `json:"status"`
 	StatusMessage string         `json:"status_message,omitempty"`
 	Attributes    map[string]any `json:"attributes,omitempty"`
+	// DroppedAttributes counts the attributes left out past the bounds
+	// of one span (at most 32 attributes, in about 4 KiB).
+	DroppedAttributes int `json:"dropped_attributes,omitempty"`
+
+	// size is the span's approximate size in memory (see spanCost), 0
+	// until bound has run.
+	size int
 }
 
-// Recorder bounds: the most recent traces kept, the spans kept per trace,
-// the longest string attribute kept.
+// Recorder bounds: the most recent traces kept, the spans kept per
+// trace, and the approximate bytes all of them may take.
 const (
 	DefaultMaxTraces = 4096
 	DefaultMaxSpans  = 256
-	maxAttrString    = 1024
+	DefaultMaxBytes  = 64 << 20
 )
+
+// Bounds on one span, wherever it comes from (this process's spans or
+// another's over OTLP): its name, service and status message are cut to
+// maxAttrString bytes, and it keeps at most maxSpanAttrs attributes in
+// maxSpanBytes (strings cut to maxAttrString bytes, arrays and key-value
+// lists to maxOTLPItems items and maxOTLPDepth levels); the rest is left
+// out and counted in DroppedAttributes.
+const (
+	maxAttrString = 256
+	maxSpanAttrs  = 32
+	maxSpanBytes  = 4 << 10
+	maxOTLPDepth  = 4  // nesting of array and key-value list attributes
+	maxOTLPItems  = 64 // items kept per array or key-value list attribute
+)
+
+// Approximate costs in memory, in bytes, of a span's parts: they are
+// what the byte bounds count, close to what the Go runtime allocates for
+// them (a Span with its hex ids; a map and each of its entries; a slice
+// and each of its items; a string boxed in an interface, plus its bytes;
+// a number or a bool).
+const (
+	spanCost   = 256
+	traceCost  = 128 // a trace's entry in the Recorder
+	mapCost    = 64
+	entryCost  = 48
+	listCost   = 40
+	itemCost   = 16
+	stringCost = 16
+	scalarCost = 8
+)
+
+// budget is what is left of a byte bound.
+type budget struct{ left int }
+
+// take spends n bytes of b, if b has them.
+func (b *budget) take(n int) bool {
+	if n > b.left {
+		return false
+	}
+	b.left -= n
+	return true
+}
+
+// attrSet builds a span's attributes within the bounds of one span.
+type attrSet struct {
+	m       map[string]any
+	bud     budget
+	dropped int
+}
+
+func newAttrSet(hint int) *attrSet {
+	a := &attrSet{bud: budget{left: maxSpanBytes - mapCost}}
+	a.m = make(map[string]any, min(hint, 8)) // the byte bound may keep few
+	return a
+}
+
+// add adds the attribute key = v, bounded; one past the span's bounds is
+// dropped. An empty value (nil) is left out.
+func (a *attrSet) add(key string, v any) {
+	if v == nil {
+		return
+	}
+	if len(a.m) >= maxSpanAttrs {
+		a.dropped++
+		return
+	}
+	key = cut(key, maxAttrString)
+	save := a.bud
+	if !a.bud.take(entryCost + len(key)) {
+		a.dropped++
+		return
+	}
+	bv, ok := boundValue(v, 0, &a.bud)
+	if !ok {
+		a.bud = save
+		a.dropped++
+		return
+	}
+	a.m[key] = bv
+}
+
+// bytes is what the set takes, its map included.
+func (a *attrSet) bytes() int {
+	if len(a.m) == 0 {
+		return 0
+	}
+	return maxSpanBytes - a.bud.left
+}
+
+// boundValue bounds an attribute's value at depth (0: the attribute's
+// own) within bud: strings are cut, arrays and key-value lists keep their
+// first items that fit, nesting past maxOTLPDepth is left out. ok is
+// false when the value does not fit at all.
+func boundValue(v any, depth int, bud *budget) (any, bool) {
+	switch x := v.(type) {
+	case string:
+		x = cut(x, maxAttrString)
+		return x, bud.take(stringCost + len(x))
+	case bool, int, int64, float64:
+		return x, bud.take(scalarCost)
+	case []string:
+		return boundList(len(x), func(i int) any { return x[i] }, depth, bud)
+	case []int64:
+		return boundList(len(x), func(i int) any { return x[i] }, depth, bud)
+	case []bool:
+		return boundList(len(x), func(i int) any { return x[i] }, depth, bud)
+	case []float64:
+		return boundList(len(x), func(i int) any { return x[i] }, depth, bud)
+	case []any:
+		return boundList(len(x), func(i int) any { return x[i] }, depth, bud)
+	case map[string]any:
+		if depth > maxOTLPDepth || !bud.take(mapCost) {
+			return nil, false
+		}
+		keys := make([]string, 0, len(x))
+		for k := range x {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		out := make(map[string]any, min(len(x), maxOTLPItems))
+		for _, k := range keys {
+			if len(out) >= maxOTLPItems {
+				break
+			}
+			ck := cut(k, maxAttrString)
+			save := *bud
+			if !bud.take(entryCost + len(ck)) {
+				break
+			}
+			ev, ok := boundValue(x[k], depth+1, bud)
+			if !ok {
+				*bud = save
+				break
+			}
+			out[ck] = ev
+		}
+		return out, true
+	case nil:
+		return nil, false
+	}
+	// Another type (from a caller of Recorder.Add): its text.
+	s := cut(fmt.Sprint(v), maxAttrString)
+	return s, bud.take(stringCost + len(s))
+}
+
+// boundList bounds a list of n items, item(i) each.
+func boundList(n int, item func(int) any, depth int, bud *budget) (any, bool) {
+	if depth > maxOTLPDepth {
+		return nil, false
+	}
+	c := min(n, maxOTLPItems)
+	if !bud.take(listCost + c*itemCost) {
+		return nil, false
+	}
+	out := make([]any, 0, c)
+	for i := 0; i < n && len(out) < c; i++ {
+		ev, ok := boundValue(item(i), depth+1, bud)
+		if !ok {
+			break
+		}
+		out = append(out, ev)
+	}
+	return out, true
+}
+
+// bound cuts s to the bounds of one span and sets its size: attributes
+// are taken in key order. A span that came out of the decoder or
+// FromReadOnly is bounded already.
+func (s *Span) bound() {
+	if s.size != 0 {
+		return
+	}
+	s.Name, s.Service = cut(s.Name, maxAttrString), cut(s.Service, maxAttrString)
+	s.StatusMessage = cut(s.StatusMessage, maxAttrString)
+	attrBytes := 0
+	if len(s.Attributes) > 0 {
+		keys := make([]string, 0, len(s.Attributes))
+		for k := range s.Attributes {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		a := newAttrSet(len(keys))
+		for _, k := range keys {
+			a.add(k, s.Attributes[k])
+		}
+		s.Attributes, attrBytes = a.m, a.bytes()
+		s.DroppedAttributes += a.dropped
+		if len(s.Attributes) == 0 {
+			s.Attributes = nil
+		}
+	}
+	s.size = spanCost + len(s.Name) + len(s.Service) + len(s.StatusMessage) + attrBytes
+}
 
 // Recorder is a span processor that keeps the spans of the most recent
 // traces in memory, for the console and the hub's trace API. It is
-// bounded: past maxTraces the oldest trace goes, past maxSpans a trace
-// keeps its first spans and counts the rest as dropped. It adds one map
-// insertion under a mutex per ended span.
+// bounded: every span is cut to the bounds of one span (32 attributes in
+// about 4 KiB, strings of 256 bytes); past maxTraces traces, or past
+// DefaultMaxBytes of spans (approximately), the oldest traces go; past
+// maxSpans a trace keeps its first spans and counts the rest as dropped.
+// It adds one map insertion under a mutex per ended span.
 type Recorder struct {
 	maxTraces, maxSpans int
+	maxBytes            int
 
-	mu      sync.Mutex
-	traces  map[trace.TraceID]*recorded
-	order   []trace.TraceID // ring of trace ids in arrival order
-	next    int             // the ring's oldest slot once full
-	dropped int64
+	mu     sync.Mutex
+	traces map[trace.TraceID]*recorded
+	order  []trace.TraceID // ring of trace ids in arrival order
+	head   int             // the ring's oldest slot
+	count  int             // trace ids in the ring
+	bytes  int             // approximate size of every trace held
 }
 
 type recorded struct {
 	spans   []Span
 	dropped int
+	bytes   int
 }
 
 // NewRecorder returns a recorder of at most maxTraces traces of at most
-// maxSpans spans each (<= 0: the defaults).
+// maxSpans spans each (<= 0: the defaults), in about DefaultMaxBytes.
 func NewRecorder(maxTraces, maxSpans int) *Recorder {
 	if maxTraces <= 0 {
 		maxTraces = DefaultMaxTraces
@@ -71,14 +276,18 @@ func NewRecorder(maxTraces, maxSpans int) *Recorder {
 	if maxSpans <= 0 {
 		maxSpans = DefaultMaxSpans
 	}
-	return &Recorder{maxTraces: maxTraces, maxSpans: maxSpans, traces: make(map[trace.TraceID]*recorded)}
+	return &Recorder{maxTraces: maxTraces, maxSpans: maxSpans, maxBytes: DefaultMaxBytes, traces: make(map[trace.TraceID]*recorded)}
 }
 
-// Add records spans made elsewhere (received over OTLP, for example).
-// Spans with an invalid trace id are ignored, and so is a span whose
-// span id the trace already holds: a process that both records a span
-// and exports it to this one does not show it twice.
+// Add records spans made elsewhere (received over OTLP, for example),
+// cut to the bounds of one span. Spans with an invalid trace id are
+// ignored, and so is a span whose span id the trace already holds: a
+// process that both records a span and exports it to this one does not
+// show it twice.
 func (r *Recorder) Add(spans ...Span) {
+	for i := range spans {
+		spans[i].bound()
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, s := range spans {
@@ -93,25 +302,51 @@ func (r *Recorder) Add(spans ...Span) {
 	}
 }
 
+// addLocked records s, a bounded span, in trace id: a new trace evicts
+// the oldest past maxTraces, and the oldest traces go until the span fits
+// in maxBytes (the span is dropped when only its own trace is left to
+// evict).
 func (r *Recorder) addLocked(id trace.TraceID, s Span) {
 	t := r.traces[id]
 	if t == nil {
-		if len(r.order) < r.maxTraces {
-			r.order = append(r.order, id)
-		} else {
-			delete(r.traces, r.order[r.next])
-			r.order[r.next] = id
-			r.next = (r.next + 1) % r.maxTraces
+		if r.order == nil {
+			r.order = make([]trace.TraceID, r.maxTraces)
 		}
-		t = &recorded{}
+		if r.count == r.maxTraces {
+			r.evictLocked()
+		}
+		r.order[(r.head+r.count)%r.maxTraces] = id
+		r.count++
+		t = &recorded{bytes: traceCost}
+		r.bytes += traceCost
 		r.traces[id] = t
 	}
 	if len(t.spans) >= r.maxSpans {
 		t.dropped++
-		r.dropped++
+		return
+	}
+	for r.bytes+s.size > r.maxBytes && r.count > 1 && r.order[r.head] != id {
+		r.evictLocked()
+	}
+	if r.bytes+s.size > r.maxBytes {
+		t.dropped++
 		return
 	}
 	t.spans = append(t.spans, s)
+	t.bytes += s.size
+	r.bytes += s.size
+}
+
+// evictLocked forgets the oldest trace.
+func (r *Recorder) evictLocked() {
+	old := r.order[r.head]
+	if t := r.traces[old]; t != nil {
+		r.bytes -= t.bytes
+	}
+	delete(r.traces, old)
+	r.order[r.head] = trace.TraceID{}
+	r.head = (r.head + 1) % r.maxTraces
+	r.count--
 }
 
 // Trace returns the recorded spans of trace id, ordered by [ByStart],
@@ -155,7 +390,8 @@ func (r *Recorder) Shutdown(context.Context) error { return nil }
 // ForceFlush implements sdktrace.SpanProcessor.
 func (r *Recorder) ForceFlush(context.Context) error { return nil }
 
-// FromReadOnly converts an SDK span to a [Span].
+// FromReadOnly converts an SDK span to a [Span], cut to the bounds of
+// one span.
 func FromReadOnly(s sdktrace.ReadOnlySpan) Span {
 	sp := Span{
 		TraceID:    s.SpanContext().TraceID().String(),
@@ -177,21 +413,18 @@ func FromReadOnly(s sdktrace.ReadOnlySpan) Span {
 		}
 	}
 	if attrs := s.Attributes(); len(attrs) > 0 {
-		sp.Attributes = make(map[string]any, len(attrs))
+		a := newAttrSet(len(attrs))
 		for _, kv := range attrs {
-			sp.Attributes[string(kv.Key)] = attrValue(kv.Value)
+			a.add(string(kv.Key), kv.Value.AsInterface())
 		}
+		sp.Attributes, sp.DroppedAttributes = a.m, a.dropped+s.DroppedAttributes()
+		sp.Name, sp.Service, sp.StatusMessage = cut(sp.Name, maxAttrString), cut(sp.Service, maxAttrString), cut(sp.StatusMessage, maxAttrString)
+		sp.size = spanCost + len(sp.Name) + len(sp.Service) + len(sp.StatusMessage) + a.bytes()
+		if len(sp.Attributes) == 0 {
+			sp.Attributes = nil
+		}
+		return sp
 	}
+	sp.bound()
 	return sp
-}
-
-func attrValue(v attribute.Value) any {
-	if v.Type() == attribute.STRING {
-		s := v.AsString()
-		if len(s) > maxAttrString {
-			s = s[:maxAttrString] + "…"
-		}
-		return s
-	}
-	return v.AsInterface()
 }
