@@ -26,7 +26,9 @@ import (
 // more, in Chromium.
 func TestConsoleFirefox(t *testing.T) {
 	requireLinux(t)
+	start := time.Now()
 	b := harness.Firefox(t, harness.FirefoxOptions{})
+	t.Logf("firefox-esr listening after %s", time.Since(start).Round(time.Millisecond))
 	token := fmt.Sprintf("console-%016x", rand.Uint64())
 	u := startUp(t, "--token", token)
 	base := u.URL
@@ -34,6 +36,7 @@ func TestConsoleFirefox(t *testing.T) {
 		base = strings.TrimRight(m[1], "/")
 	}
 	p := ffOpen(t, b)
+	t.Logf("a2c up ready and a tab open after %s", time.Since(start).Round(time.Millisecond))
 	var reqID, detail string // the form's call, and its page
 
 	steps := []struct {
@@ -43,6 +46,8 @@ func TestConsoleFirefox(t *testing.T) {
 		{"login", func(t *testing.T) {
 			p.navigate(t, base+"/")
 			p.waitJS(t, `!!document.getElementById('token')`)
+			p.named(t, "", "Token", "input") // a password field: no role of its own
+			p.named(t, "button", "Sign in", "button")
 			p.focus(t, "Token")
 			p.keys(t, ffText(token), ffKey(ffEnter))
 			p.waitJS(t, `location.hash === '#/offices' && document.querySelector('h1')?.textContent === 'Offices'`)
@@ -80,6 +85,7 @@ func TestConsoleFirefox(t *testing.T) {
 			p.eval(t, `(() => { document.querySelector('nav a[href$="/tools/sandbox__sandbox_execute_bash"]').focus(); return '' })()`)
 			p.keys(t, ffKey(ffEnter))
 			p.waitJS(t, `document.querySelector('h2.tool-title')?.textContent === 'sandbox__sandbox_execute_bash' && !!document.querySelector('main form button[type=submit]')`)
+			p.named(t, "button", "Call tool", "button")
 			p.focus(t, "cmd")
 			p.keys(t, ffText("echo hello-firefox"))
 			p.tabTo(t, `main form button[type=submit]`)
@@ -385,6 +391,36 @@ func (p *ffPage) hash(t *testing.T, h string) {
 	b, _ := json.Marshal(h)
 	p.eval(t, `(() => { location.hash = `+string(b)+`; return '' })()`)
 	p.waitJS(t, `location.hash === `+string(b))
+}
+
+// named asserts that Firefox's accessibility tree holds exactly one
+// element of the tag with the accessible name (what a screen reader
+// announces), of the role unless role is empty, found with
+// browsingContext.locateNodes.
+func (p *ffPage) named(t *testing.T, role, name, tag string) {
+	t.Helper()
+	var r struct {
+		Nodes []struct {
+			Value struct {
+				LocalName string `json:"localName"`
+			} `json:"value"`
+		} `json:"nodes"`
+	}
+	v := map[string]any{"name": name}
+	if role != "" {
+		v["role"] = role
+	}
+	p.call(t, "browsingContext.locateNodes", map[string]any{"context": p.ctx,
+		"locator": map[string]any{"type": "accessibility", "value": v}}, &r)
+	n := 0
+	for _, e := range r.Nodes {
+		if e.Value.LocalName == tag {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("%d <%s>s (role %q) named %q in Firefox's accessibility tree, want 1: %+v", n, tag, role, name, r.Nodes)
+	}
 }
 
 // keys presses keys on the keyboard (input.performActions), as a user
