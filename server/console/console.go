@@ -1,6 +1,7 @@
 package console
 
 import (
+	"context"
 	"embed"
 	"encoding/json"
 	"errors"
@@ -163,12 +164,34 @@ func (c *Console) guard(next http.Handler) http.Handler {
 func (c *Console) apiAuth(next http.HandlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Cache-Control", "no-store")
-		if !c.sessions.valid(r) {
+		se, ok := c.sessions.lookup(r)
+		if !ok {
 			writeError(w, http.StatusUnauthorized, "login required")
 			return
 		}
+		if se != nil {
+			r = r.WithContext(context.WithValue(r.Context(), sessionKey{}, se))
+		}
 		next(w, r)
 	})
+}
+
+type sessionKey struct{}
+
+// sessionOf is the session apiAuth found for r (nil: the console is
+// open).
+func sessionOf(r *http.Request) *session {
+	se, _ := r.Context().Value(sessionKey{}).(*session)
+	return se
+}
+
+// sessionDone is closed when r's session ends (nil, never closed, when
+// the console is open).
+func sessionDone(r *http.Request) <-chan struct{} {
+	if se := sessionOf(r); se != nil {
+		return se.done
+	}
+	return nil
 }
 
 // root serves the app, or the login form to a request without a session.

@@ -14,11 +14,15 @@
 // files asks for a session: POST /login with the token (form field
 // "token") sets the cookie a2c_console (HttpOnly, SameSite=Strict, Path=/,
 // Secure behind TLS), whose value is a random session id, never the
-// token. Sessions last 12 hours; POST /logout ends one. A request without
-// a valid session gets the login form (GET /) or 401 with the console's
-// error shape (the API). Requests that change anything (POST, PUT,
-// DELETE) must also carry an Origin (or Referer) of the hub itself, or
-// get 403. With no token the console is open, as the hub is.
+// token. Sessions last 12 hours; POST /logout ends one. A session that
+// ends (logout, expiry, eviction) takes its open live streams and its
+// running sandbox requests with it: a stream ends (an expiry is seen at
+// the next ping), a proxied answer is cut, or answers 401 when it had not
+// started. A request without a valid session gets the login form (GET
+// /) or 401 with the console's error shape (the API). Requests that
+// change anything (POST, PUT, DELETE) must also carry an Origin (or
+// Referer) of the hub itself, or get 403. With no token the console is
+// open, as the hub is.
 //
 // POST /login (and /logout) answer a plain form with 303: to / once
 // logged in (or out), else to /?error=token (wrong token), /?error=limited

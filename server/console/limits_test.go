@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -221,4 +222,146 @@ func TestLoginLimitTotal(t *testing.T) {
 	if resp := c.login(testToken); resp.Header.Get("Location") != "/" || c.cookie == "" {
 		t.Fatalf("after the window: %s", resp.Header.Get("Location"))
 	}
+}
+
+// readsToEnd reports whether r reaches its end (EOF or an error) within d.
+func readsToEnd(r io.Reader, d time.Duration) bool {
+	done := make(chan struct{})
+	go func() { _, _ = io.Copy(io.Discard, r); close(done) }()
+	select {
+	case <-done:
+		return true
+	case <-time.After(d):
+		return false
+	}
+}
+
+// sessionEnds are the ways a session ends: before runs before the
+// stream opens, end once it runs; each is given the hub and the client
+// whose session it ends.
+var sessionEnds = []struct {
+	name        string
+	before, end func(t *testing.T, h *hub, c *client)
+}{
+	{"logout", nil, func(t *testing.T, h *hub, c *client) {
+		if resp, _ := c.do("POST", "/logout", "self", "", ""); resp.StatusCode != http.StatusSeeOther {
+			t.Fatalf("logout: %d", resp.StatusCode)
+		}
+	}},
+	{"expiry", func(t *testing.T, h *hub, c *client) {
+		s := h.con.sessions
+		s.mu.Lock()
+		// The session expires in 300 ms; the streams see it at their
+		// next look (a ping, the proxy's expiry timer).
+		s.byID[c.cookie].exp = time.Now().Add(300 * time.Millisecond)
+		s.mu.Unlock()
+	}, nil},
+	{"eviction", func(t *testing.T, h *hub, c *client) {
+		s := h.con.sessions
+		s.mu.Lock()
+		s.byID[c.cookie].exp = time.Now().Add(time.Hour) // the first to expire
+		s.mu.Unlock()
+	}, func(t *testing.T, h *hub, c *client) {
+		s := h.con.sessions
+		for s.count() < MaxSessions {
+			s.create()
+		}
+		s.create() // evicts c's
+		if s.valid(c.req()) {
+			t.Fatal("not evicted")
+		}
+	}},
+	{"close", nil, func(t *testing.T, h *hub, c *client) { h.con.Close() }},
+}
+
+// A session that ends takes its live streams with it.
+func TestStreamEndsWithSession(t *testing.T) {
+	old := heartbeat
+	heartbeat = 20 * time.Millisecond
+	t.Cleanup(func() { heartbeat = old })
+	for _, tc := range sessionEnds {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHub(t, testToken)
+			c := h.client(t)
+			c.login(testToken)
+			other := h.client(t)
+			other.login(testToken)
+			if tc.before != nil {
+				tc.before(t, h, c)
+			}
+			st := c.stream("/api/console/calls/stream")
+			st.next(t)
+			keep := other.stream("/api/console/calls/stream")
+			keep.next(t)
+			if tc.end != nil {
+				tc.end(t, h, c)
+			}
+			if !readsToEnd(st.r, 5*time.Second) {
+				t.Fatal("the stream outlives its session")
+			}
+			if tc.name == "close" {
+				return
+			}
+			// Another session's stream goes on.
+			for range 3 {
+				if got := keep.next(t); got != ": ping\n" {
+					t.Fatalf("other stream: %q", got)
+				}
+			}
+		})
+	}
+}
+
+// A session that ends takes its proxied answers with it: the client's
+// answer is cut and the request to the sandbox ends.
+func TestProxyEndsWithSession(t *testing.T) {
+	for _, tc := range sessionEnds {
+		t.Run(tc.name, func(t *testing.T) {
+			gone := make(chan struct{})
+			box := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "application/x-ndjson")
+				_, _ = io.WriteString(w, "{\"type\":\"started\"}\n")
+				w.(http.Flusher).Flush()
+				<-r.Context().Done()
+				close(gone)
+			}))
+			defer box.Close()
+			h := newHub(t, testToken, Sandbox{Name: "sb", URL: box.URL})
+			c := h.client(t)
+			c.login(testToken)
+			if tc.before != nil {
+				tc.before(t, h, c)
+			}
+			req, _ := http.NewRequest("POST", h.url+"/api/console/sandboxes/sb/api/v2/commands", strings.NewReader(`{"command":"sleep 600"}`))
+			req.Header.Set("Cookie", CookieName+"="+c.cookie)
+			req.Header.Set("Origin", h.url)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			br := bufio.NewReader(resp.Body)
+			if line, err := br.ReadString('\n'); err != nil || line != "{\"type\":\"started\"}\n" {
+				t.Fatalf("first line %q %v", line, err)
+			}
+			if tc.end != nil {
+				tc.end(t, h, c)
+			}
+			if !readsToEnd(br, 5*time.Second) {
+				t.Fatal("the proxied answer outlives its session")
+			}
+			select {
+			case <-gone:
+			case <-time.After(5 * time.Second):
+				t.Fatal("the request to the sandbox outlives the session")
+			}
+		})
+	}
+}
+
+// req is a request carrying c's session.
+func (c *client) req() *http.Request {
+	r := httptest.NewRequest("GET", "/", nil)
+	r.AddCookie(&http.Cookie{Name: CookieName, Value: c.cookie})
+	return r
 }

@@ -93,7 +93,14 @@ func newSandboxProxy(b Sandbox) (*sandboxProxy, error) {
 				writeError(w, http.StatusRequestEntityTooLarge, "request body too large")
 				return
 			}
-			writeError(w, http.StatusBadGateway, "the sandbox did not answer")
+			switch context.Cause(r.Context()) {
+			case errSessionEnded:
+				writeError(w, http.StatusUnauthorized, "login required")
+			case errClosed:
+				writeError(w, http.StatusServiceUnavailable, "the console is closing")
+			default:
+				writeError(w, http.StatusBadGateway, "the sandbox did not answer")
+			}
 		},
 	}
 	return p, nil
@@ -108,8 +115,8 @@ func isMaxBytes(err error) bool {
 // path (set by sandboxAPI in the request's context as the target),
 // only the allowed headers, and the sandbox's token.
 func (p *sandboxProxy) rewrite(pr *httputil.ProxyRequest) {
-	target := pr.In.Context().Value(targetKey{}).(*url.URL)
-	pr.Out.URL = target
+	pc := pr.In.Context().Value(proxyKey{}).(*proxyCall)
+	pr.Out.URL = pc.target
 	pr.Out.Host = ""
 	in := pr.In.Header
 	out := make(http.Header)
@@ -124,7 +131,19 @@ func (p *sandboxProxy) rewrite(pr *httputil.ProxyRequest) {
 	pr.Out.Header = out
 }
 
-type targetKey struct{}
+// proxyCall is one proxied request's state, in its context.
+type proxyCall struct {
+	target *url.URL                // the sandbox's URL
+	cancel context.CancelCauseFunc // ends the request to the sandbox
+}
+
+type proxyKey struct{}
+
+// Why a proxied request was ended early (its context's cause).
+var (
+	errSessionEnded = errors.New("console: the session ended")
+	errClosed       = errors.New("console: closed")
+)
 
 // checkPath returns the sandbox path's segments when the console may
 // reach it with method, or false.
@@ -190,11 +209,31 @@ func (c *Console) sandboxAPI(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, maxProxyBody)
-	r = r.WithContext(contextWith(r, &target))
-	p.rp.ServeHTTP(w, r)
-}
-
-// contextWith is r's context carrying the proxy's target URL.
-func contextWith(r *http.Request, target *url.URL) context.Context {
-	return context.WithValue(r.Context(), targetKey{}, target)
+	ctx, cancel := context.WithCancelCause(r.Context())
+	defer cancel(nil)
+	ctx = context.WithValue(ctx, proxyKey{}, &proxyCall{target: &target, cancel: cancel})
+	// The request, and a streamed answer, end with the session or the
+	// console.
+	se := sessionOf(r)
+	var ended <-chan struct{}
+	var expiry <-chan time.Time
+	if se != nil {
+		ended = se.done
+		t := time.NewTimer(c.sessions.until(se))
+		defer t.Stop()
+		expiry = t.C
+	}
+	go func() {
+		select {
+		case <-ended:
+			cancel(errSessionEnded)
+		case <-expiry:
+			c.sessions.alive(se) // ends it
+			cancel(errSessionEnded)
+		case <-c.done:
+			cancel(errClosed)
+		case <-ctx.Done():
+		}
+	}()
+	p.rp.ServeHTTP(w, r.WithContext(ctx))
 }

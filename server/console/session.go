@@ -54,7 +54,7 @@ type sessions struct {
 	now   func() time.Time
 
 	mu       sync.Mutex
-	byID     map[string]time.Time // id -> expiry
+	byID     map[string]*session  // id -> session
 	failures map[string]*failures // login key (see loginKey) -> failed logins
 	all      *failures            // every address's failed logins
 	maxAll   int                  // MaxFailedLoginsTotal (a field for tests)
@@ -70,33 +70,76 @@ func newSessions(token string) *sessions {
 		token:    sha256.Sum256([]byte(token)),
 		open:     token == "",
 		now:      time.Now,
-		byID:     make(map[string]time.Time),
+		byID:     make(map[string]*session),
 		failures: make(map[string]*failures),
 		all:      &failures{},
 		maxAll:   MaxFailedLoginsTotal,
 	}
 }
 
+// session is one login.
+type session struct {
+	id   string
+	exp  time.Time
+	done chan struct{} // closed when the session ends: logout, expiry, eviction, Close
+}
+
 // valid reports whether r carries a live session (always, when open).
 func (s *sessions) valid(r *http.Request) bool {
+	_, ok := s.lookup(r)
+	return ok
+}
+
+// lookup returns the live session r carries (nil and true when the
+// console is open).
+func (s *sessions) lookup(r *http.Request) (*session, bool) {
 	if s.open {
-		return true
+		return nil, true
 	}
 	ck, err := r.Cookie(CookieName)
 	if err != nil || ck.Value == "" || len(ck.Value) > 64 {
-		return false
+		return nil, false
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	exp, ok := s.byID[ck.Value]
-	if !ok {
+	se := s.byID[ck.Value]
+	if se == nil || !s.aliveLocked(se) {
+		return nil, false
+	}
+	return se, true
+}
+
+// alive reports whether se (nil: the open console's) has not ended; an
+// expired session ends here.
+func (s *sessions) alive(se *session) bool {
+	if se == nil {
+		return true
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.aliveLocked(se)
+}
+
+// until is the time left before se expires.
+func (s *sessions) until(se *session) time.Duration {
+	return se.exp.Sub(s.now())
+}
+
+func (s *sessions) aliveLocked(se *session) bool {
+	if s.byID[se.id] != se {
 		return false
 	}
-	if !s.now().Before(exp) {
-		delete(s.byID, ck.Value)
+	if !s.now().Before(se.exp) {
+		s.endLocked(se)
 		return false
 	}
 	return true
+}
+
+// endLocked ends se: its streams and proxied answers stop. s.mu is held.
+func (s *sessions) endLocked(se *session) {
+	delete(s.byID, se.id)
+	close(se.done)
 }
 
 // checkToken compares a presented token with the hub's in constant time.
@@ -210,22 +253,21 @@ func (s *sessions) create() string {
 	defer s.mu.Unlock()
 	now := s.now()
 	if len(s.byID) >= MaxSessions {
-		var oldest string
-		var first time.Time
-		for k, exp := range s.byID {
-			if !now.Before(exp) {
-				delete(s.byID, k)
+		var oldest *session
+		for _, se := range s.byID {
+			if !now.Before(se.exp) {
+				s.endLocked(se)
 				continue
 			}
-			if oldest == "" || exp.Before(first) {
-				oldest, first = k, exp
+			if oldest == nil || se.exp.Before(oldest.exp) {
+				oldest = se
 			}
 		}
 		if len(s.byID) >= MaxSessions {
-			delete(s.byID, oldest)
+			s.endLocked(oldest)
 		}
 	}
-	s.byID[id] = now.Add(SessionTTL)
+	s.byID[id] = &session{id: id, exp: now.Add(SessionTTL), done: make(chan struct{})}
 	return id
 }
 
@@ -233,14 +275,18 @@ func (s *sessions) create() string {
 func (s *sessions) end(r *http.Request) {
 	if ck, err := r.Cookie(CookieName); err == nil {
 		s.mu.Lock()
-		delete(s.byID, ck.Value)
+		if se := s.byID[ck.Value]; se != nil {
+			s.endLocked(se)
+		}
 		s.mu.Unlock()
 	}
 }
 
 func (s *sessions) clear() {
 	s.mu.Lock()
-	clear(s.byID)
+	for _, se := range s.byID {
+		s.endLocked(se)
+	}
 	s.mu.Unlock()
 }
 

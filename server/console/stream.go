@@ -26,13 +26,16 @@ var heartbeat = Heartbeat
 // stream serves the live stream of calls as server-sent events: "call"
 // with a Call at each start and end, "dropped" with {"dropped":N} after
 // the page lost N events because it did not keep up. It ends when the
-// client goes, a write stalls, or the console closes.
+// client goes, a write stalls, the session ends (logout, expiry seen at
+// the next ping, eviction) or the console closes.
 func (c *Console) stream(w http.ResponseWriter, r *http.Request) {
 	office := r.URL.Query().Get("office")
 	if len(office) > 256 {
 		writeError(w, http.StatusBadRequest, "invalid office id")
 		return
 	}
+	se := sessionOf(r)
+	ended := sessionDone(r)
 	rc := http.NewResponseController(w)
 	sub, err := c.srv.SubscribeCalls(office, server.DefaultCallBuffer)
 	switch {
@@ -69,7 +72,12 @@ func (c *Console) stream(w http.ResponseWriter, r *http.Request) {
 			return
 		case <-c.done:
 			return
+		case <-ended:
+			return
 		case <-tick.C:
+			if !c.sessions.alive(se) { // expired since the last look
+				return
+			}
 			buf = appendDropped(buf[:0], sub, &lost)
 			buf = append(buf, ": ping\n\n"...)
 			if !write(buf) {
