@@ -140,8 +140,19 @@ func statusText(e callEnd) string {
 }
 
 // MaxOTLPBody bounds the body of POST /v1/traces, compressed or not
-// (larger: 413). The OpenTelemetry SDKs' batches are far smaller.
-const MaxOTLPBody = 4 << 20
+// (larger: 413). The OpenTelemetry SDKs' batches (512 spans at most) are
+// far smaller.
+const MaxOTLPBody = 1 << 20
+
+// Bounds on the work of POST /v1/traces: at most maxOTLPDecodes requests
+// are read and decoded at a time (another answers 503 with Retry-After,
+// which exporters retry), each within otlpReadTimeout. With
+// tracing.DecodeOTLP's own bound (a small multiple of the body), the
+// receiver holds a few MiB at most, whatever it is sent.
+const (
+	maxOTLPDecodes  = 2
+	otlpReadTimeout = 10 * time.Second
+)
 
 // TraceInfo is the answer of GET /api/traces/{trace_id}: the spans this
 // hub holds of one trace (its own, and those it received over OTLP), by
@@ -159,7 +170,8 @@ func (s *Server) traceRoutes(mux *http.ServeMux) {
 		return
 	}
 	mux.HandleFunc("GET /api/traces/{trace_id}", s.traceInfo)
-	mux.HandleFunc("POST /v1/traces", s.otlpTraces)
+	slots := make(chan struct{}, maxOTLPDecodes)
+	mux.HandleFunc("POST /v1/traces", func(w http.ResponseWriter, r *http.Request) { s.otlpTraces(w, r, slots) })
 }
 
 // authorized checks an HTTP request of the trace API for the credential a
@@ -211,8 +223,10 @@ func (s *Server) traceInfo(w http.ResponseWriter, r *http.Request) {
 // and the answer is an empty ExportTraceServiceResponse. Failures answer
 // a google.rpc.Status as OTLP/HTTP asks: 401 without the credential, 415
 // for another content type (JSON included), 413 past MaxOTLPBody, 400 for
-// a body that does not decode. Exporters retry none of these.
-func (s *Server) otlpTraces(w http.ResponseWriter, r *http.Request) {
+// a body that does not decode (exporters retry none of these), and 503
+// with Retry-After: 1 while maxOTLPDecodes other requests are being read
+// or decoded (slots holds theirs).
+func (s *Server) otlpTraces(w http.ResponseWriter, r *http.Request, slots chan struct{}) {
 	if !s.authorized(r) {
 		writeOTLPError(w, http.StatusUnauthorized, "Authentication failed")
 		return
@@ -221,6 +235,17 @@ func (s *Server) otlpTraces(w http.ResponseWriter, r *http.Request) {
 		writeOTLPError(w, http.StatusUnsupportedMediaType, "Content-Type must be application/x-protobuf")
 		return
 	}
+	select {
+	case slots <- struct{}{}:
+		defer func() { <-slots }()
+	default:
+		w.Header().Set("Retry-After", "1")
+		writeOTLPError(w, http.StatusServiceUnavailable, "too many trace exports at once; retry")
+		return
+	}
+	// A slow body must not hold a slot for long. (The server resets the
+	// connection's deadline before its next request.)
+	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(otlpReadTimeout))
 	var body io.Reader = http.MaxBytesReader(w, r.Body, MaxOTLPBody)
 	switch enc := strings.ToLower(strings.TrimSpace(r.Header.Get("Content-Encoding"))); enc {
 	case "", "identity":
@@ -285,6 +310,8 @@ func rpcCode(httpStatus int) int32 {
 		return 16 // UNAUTHENTICATED
 	case http.StatusRequestEntityTooLarge:
 		return 8 // RESOURCE_EXHAUSTED
+	case http.StatusServiceUnavailable:
+		return 14 // UNAVAILABLE
 	}
 	return 3 // INVALID_ARGUMENT
 }

@@ -18,6 +18,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+	"google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/a2c-smcp/a2c-go/internal/sio"
@@ -450,4 +451,81 @@ func TestOTLPReceiverExporter(t *testing.T) {
 		t.Errorf("export with a wrong token: %v", err)
 	}
 	_ = tr.Shutdown(ctx)
+}
+
+// TestOTLPReceiverBusy: at most two exports are read and decoded at a
+// time; a third is told to come back (503, Retry-After: 1, a
+// google.rpc.Status UNAVAILABLE), and the two finish.
+func TestOTLPReceiverBusy(t *testing.T) {
+	if MaxOTLPBody != 1<<20 {
+		t.Errorf("MaxOTLPBody = %d", MaxOTLPBody)
+	}
+	_, url, _, rec := trTraced(t, Config{})
+	type answer struct {
+		code int
+		err  error
+	}
+	var writers []*io.PipeWriter
+	answers := make(chan answer, maxOTLPDecodes)
+	for range maxOTLPDecodes {
+		pr, pw := io.Pipe()
+		writers = append(writers, pw)
+		req, err := http.NewRequest("POST", url+"/v1/traces", pr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/x-protobuf")
+		go func() {
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				answers <- answer{err: err}
+				return
+			}
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			answers <- answer{code: resp.StatusCode}
+		}()
+		// The handler holds its slot while it reads: give it a first byte.
+		if _, err := pw.Write(trExport(t)[:1]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pb := map[string]string{"Content-Type": "application/x-protobuf"}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		req, _ := http.NewRequest("POST", url+"/v1/traces", bytes.NewReader(trExport(t)))
+		req.Header.Set("Content-Type", "application/x-protobuf")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusServiceUnavailable {
+			var st status.Status
+			if resp.Header.Get("Retry-After") != "1" || resp.Header.Get("Content-Type") != "application/x-protobuf" ||
+				proto.Unmarshal(body, &st) != nil || st.Code != 14 || st.Message == "" {
+				t.Errorf("busy answer: %v %q, status %v", resp.Header, body, &st)
+			}
+			break
+		}
+		if resp.StatusCode != http.StatusOK || time.Now().After(deadline) {
+			t.Fatalf("while two exports are read: %d %q", resp.StatusCode, body)
+		}
+	}
+	for _, pw := range writers {
+		_, _ = pw.Write(trExport(t)[1:])
+		_ = pw.Close()
+	}
+	for range maxOTLPDecodes {
+		if a := <-answers; a.err != nil || a.code != http.StatusOK {
+			t.Errorf("a slow export: %d, %v", a.code, a.err)
+		}
+	}
+	if code, _, body := trDo(t, "POST", url+"/v1/traces", pb, trExport(t)); code != http.StatusOK {
+		t.Errorf("after: %d %q", code, body)
+	}
+	if spans, _ := rec.Trace(tracing.TraceID("a", "r1")); len(spans) != 1 {
+		t.Errorf("recorded = %+v", spans)
+	}
 }
