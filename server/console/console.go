@@ -88,7 +88,7 @@ func New(cfg Config) (*Console, error) {
 		done:     make(chan struct{}),
 	}
 	for _, b := range cfg.Sandboxes {
-		p, err := newSandboxProxy(b)
+		p, err := newSandboxProxy(b, cfg.Logger)
 		if err != nil {
 			return nil, err
 		}

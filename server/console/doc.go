@@ -75,6 +75,15 @@
 //	                                v2/commands*, v2/code/*, v2/watch* and GET
 //	                                v1/sandbox, v2/sandbox; anything else 404
 //
+// The sandbox proxy waits at most 15 minutes for an answer to start (a
+// command or a python cell that answers when done), else 502. Once it
+// started, an answer is cut when the sandbox sends no byte for 5 minutes
+// (aiod's streams send something far more often while a command prints
+// nothing: a ping frame every 30 s on a command's NDJSON stream, a
+// keep-alive comment every 15 s on a watch's events) or when the client
+// reads nothing for 30 s (each write to it has that deadline); either
+// ends the request to the sandbox too.
+//
 // GET /api/console/offices/{office} answers 404 for an office with no
 // members.
 //

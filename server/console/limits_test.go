@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httptrace"
 	"net/url"
 	"strings"
 	"sync"
@@ -364,4 +365,120 @@ func (c *client) req() *http.Request {
 	r := httptest.NewRequest("GET", "/", nil)
 	r.AddCookie(&http.Cookie{Name: CookieName, Value: c.cookie})
 	return r
+}
+
+// setVar sets *p to v for the test.
+func setVar[T any](t *testing.T, p *T, v T) {
+	old := *p
+	*p = v
+	t.Cleanup(func() { *p = old })
+}
+
+// A client that stops reading a proxied answer is cut off after
+// proxyWrite, and the sandbox's request ends.
+func TestProxyStalledClient(t *testing.T) {
+	setVar(t, &proxyWrite, 300*time.Millisecond)
+	ended := make(chan error, 1)
+	box := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		chunk := make([]byte, 64<<10)
+		for {
+			if _, err := w.Write(chunk); err != nil {
+				ended <- err
+				return
+			}
+		}
+	}))
+	defer box.Close()
+	h := newHub(t, testToken, Sandbox{Name: "sb", URL: box.URL})
+	c := h.client(t)
+	c.login(testToken)
+	u, _ := url.Parse(h.url)
+	conn, err := net.Dial("tcp", u.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	// Asks, and never reads.
+	fmt.Fprintf(conn, "GET /api/console/sandboxes/sb/api/v2/fs/download?path=/big HTTP/1.1\r\nHost: %s\r\nCookie: %s=%s\r\n\r\n", u.Host, CookieName, c.cookie)
+	select {
+	case <-ended:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the proxy still holds the sandbox's answer 10 s after its client stopped reading")
+	}
+}
+
+// A sandbox whose answer falls silent for proxyIdle has it cut; one that
+// keeps sending (as aiod's pings do) goes on past it, and the client's
+// connection is reused afterwards without the proxy's write deadline.
+func TestProxyIdle(t *testing.T) {
+	setVar(t, &proxyIdle, 300*time.Millisecond)
+	setVar(t, &proxyWrite, 300*time.Millisecond)
+	gone := make(chan struct{}, 1)
+	box := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/x-ndjson")
+		switch r.URL.Query().Get("mode") {
+		case "silent":
+			_, _ = io.WriteString(w, "{\"type\":\"started\"}\n")
+			w.(http.Flusher).Flush()
+			<-r.Context().Done()
+			gone <- struct{}{}
+		case "pings":
+			for range 10 { // 1 s in all, pings every 100 ms
+				_, _ = io.WriteString(w, "{\"type\":\"ping\"}\n")
+				w.(http.Flusher).Flush()
+				time.Sleep(100 * time.Millisecond)
+			}
+			_, _ = io.WriteString(w, "{\"type\":\"exit\"}\n")
+		}
+	}))
+	defer box.Close()
+	h := newHub(t, testToken, Sandbox{Name: "sb", URL: box.URL})
+	c := h.client(t)
+	c.login(testToken)
+	cl := &http.Client{Transport: &http.Transport{}}
+	defer cl.CloseIdleConnections()
+	get := func(mode string) (*http.Response, *bufio.Reader) {
+		req, _ := http.NewRequest("GET", h.url+"/api/console/sandboxes/sb/api/v2/watch?mode="+mode, nil)
+		req.Header.Set("Cookie", CookieName+"="+c.cookie)
+		resp, err := cl.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp, bufio.NewReader(resp.Body)
+	}
+
+	resp, br := get("pings")
+	all, err := io.ReadAll(br)
+	resp.Body.Close()
+	if err != nil || string(all) != strings.Repeat("{\"type\":\"ping\"}\n", 10)+"{\"type\":\"exit\"}\n" {
+		t.Fatalf("a pinging answer: %q %v", all, err)
+	}
+	// The connection waits longer than proxyWrite, then serves again.
+	time.Sleep(2 * proxyWrite)
+	if resp, body := c.get("/api/console/session"); resp.StatusCode != 200 {
+		t.Fatalf("session: %d %s", resp.StatusCode, body)
+	}
+	req, _ := http.NewRequest("GET", h.url+"/api/console/session", nil)
+	req.Header.Set("Cookie", CookieName+"="+c.cookie)
+	var reused bool
+	req = req.WithContext(httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{GotConn: func(i httptrace.GotConnInfo) { reused = i.Reused }}))
+	if resp, err := cl.Do(req); err != nil || resp.StatusCode != 200 || !reused {
+		t.Fatalf("the next request on the connection: %v %v (reused %v)", resp, err, reused)
+	} else {
+		resp.Body.Close()
+	}
+
+	resp, br = get("silent")
+	defer resp.Body.Close()
+	if line, err := br.ReadString('\n'); err != nil || line != "{\"type\":\"started\"}\n" {
+		t.Fatalf("first line %q %v", line, err)
+	}
+	if !readsToEnd(br, 5*time.Second) {
+		t.Fatal("a silent answer is not cut")
+	}
+	select {
+	case <-gone:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the request to the silent sandbox goes on")
+	}
 }

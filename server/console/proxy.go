@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -41,8 +43,25 @@ const (
 	maxProxyBody = 64 << 20
 	// proxyHeaderWait bounds the wait for a sandbox's answer to start (a
 	// python cell or a command that answers when done may run this long);
-	// a streamed answer then lasts as long as the client reads it.
+	// a streamed answer then lasts as long as bytes keep coming (see
+	// ProxyIdle) and the client reads them (see ProxyWrite).
 	proxyHeaderWait = 15 * time.Minute
+	// ProxyWrite bounds each write of a proxied answer to the client: a
+	// client that reads nothing for this long is cut off, and the
+	// sandbox's request ends.
+	ProxyWrite = 30 * time.Second
+	// ProxyIdle bounds the silence of a proxied answer's body: a sandbox
+	// that sends no byte for this long has its answer cut. aiod's
+	// streams send something well within it while a command prints
+	// nothing: a "ping" frame every 30 s on a command's NDJSON stream, a
+	// keep-alive comment every 15 s on a watch's event stream.
+	ProxyIdle = 5 * time.Minute
+)
+
+// proxyWrite and proxyIdle are vars for tests.
+var (
+	proxyWrite = ProxyWrite
+	proxyIdle  = ProxyIdle
 )
 
 // sandboxProxy reaches one sandbox.
@@ -57,7 +76,7 @@ type sandboxProxy struct {
 // dropped.
 var requestHeaders = []string{"Accept", "Accept-Encoding", "Content-Type", "Range", "If-None-Match", "If-Modified-Since", "Last-Event-ID"}
 
-func newSandboxProxy(b Sandbox) (*sandboxProxy, error) {
+func newSandboxProxy(b Sandbox, log *slog.Logger) (*sandboxProxy, error) {
 	if b.Name == "" || strings.ContainsAny(b.Name, "/?#%") {
 		return nil, fmt.Errorf("console: invalid sandbox name %q", b.Name)
 	}
@@ -78,7 +97,12 @@ func newSandboxProxy(b Sandbox) (*sandboxProxy, error) {
 		Rewrite:       p.rewrite,
 		Transport:     tr,
 		FlushInterval: -1, // commands stream their output
+		// A cut answer is logged by the proxy: for debugging only.
+		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelDebug),
 		ModifyResponse: func(resp *http.Response) error {
+			// The sandbox's silence is bounded from here on.
+			pc := resp.Request.Context().Value(proxyKey{}).(*proxyCall)
+			resp.Body = newIdleBody(resp.Body, proxyIdle, func() { pc.cancel(errIdle) })
 			h := resp.Header
 			for _, k := range []string{"Set-Cookie", "Set-Cookie2", "Content-Security-Policy", "X-Content-Type-Options", "X-Frame-Options", "Referrer-Policy", "Cache-Control"} {
 				h.Del(k) // the console's own are set (see guard)
@@ -143,7 +167,54 @@ type proxyKey struct{}
 var (
 	errSessionEnded = errors.New("console: the session ended")
 	errClosed       = errors.New("console: closed")
+	errIdle         = errors.New("console: the sandbox's answer was silent too long")
 )
+
+// idleBody is a sandbox's answer body that calls stop when no byte
+// arrived for idle.
+type idleBody struct {
+	io.ReadCloser
+	idle time.Duration
+	t    *time.Timer
+}
+
+func newIdleBody(body io.ReadCloser, idle time.Duration, stop func()) *idleBody {
+	return &idleBody{ReadCloser: body, idle: idle, t: time.AfterFunc(idle, stop)}
+}
+
+func (b *idleBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if n > 0 {
+		b.t.Reset(b.idle)
+	}
+	return n, err
+}
+
+func (b *idleBody) Close() error {
+	b.t.Stop()
+	return b.ReadCloser.Close()
+}
+
+// deadlineWriter sets a write deadline of proxyWrite on the client's
+// connection before each write and flush of a proxied answer.
+type deadlineWriter struct {
+	http.ResponseWriter
+	rc *http.ResponseController
+}
+
+func (d deadlineWriter) Write(b []byte) (int, error) {
+	_ = d.rc.SetWriteDeadline(time.Now().Add(proxyWrite))
+	return d.ResponseWriter.Write(b)
+}
+
+// FlushError is what http.ResponseController.Flush calls.
+func (d deadlineWriter) FlushError() error {
+	_ = d.rc.SetWriteDeadline(time.Now().Add(proxyWrite))
+	return d.rc.Flush()
+}
+
+// Unwrap gives http.ResponseController the client's writer.
+func (d deadlineWriter) Unwrap() http.ResponseWriter { return d.ResponseWriter }
 
 // checkPath returns the sandbox path's segments when the console may
 // reach it with method, or false.
@@ -235,5 +306,5 @@ func (c *Console) sandboxAPI(w http.ResponseWriter, r *http.Request) {
 		case <-ctx.Done():
 		}
 	}()
-	p.rp.ServeHTTP(w, r.WithContext(ctx))
+	p.rp.ServeHTTP(deadlineWriter{w, http.NewResponseController(w)}, r.WithContext(ctx))
 }
