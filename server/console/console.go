@@ -49,6 +49,9 @@ type Console struct {
 	static   fs.FS
 	boxes    map[string]*sandboxProxy
 
+	streamsMu sync.Mutex
+	streams   map[string]int // live streams by session (or address: an open console)
+
 	done      chan struct{} // closed by Close: the live streams end
 	closeOnce sync.Once
 }
@@ -85,6 +88,7 @@ func New(cfg Config) (*Console, error) {
 		sessions: newSessions(cfg.Token),
 		static:   sub,
 		boxes:    make(map[string]*sandboxProxy),
+		streams:  make(map[string]int),
 		done:     make(chan struct{}),
 	}
 	for _, b := range cfg.Sandboxes {

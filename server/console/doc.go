@@ -64,7 +64,9 @@
 //	                                with {"dropped":N} when this page lost events
 //	                                (N: its total so far; events wait in a
 //	                                256-event buffer per page); a ": ping"
-//	                                comment every 15 s; 503 past 64 streams
+//	                                comment every 15 s; 503 past 8 streams
+//	                                of one session (of one address when the
+//	                                console is open) or 64 in all
 //	GET  /api/console/calls/{agent}/{req_id}
 //	                                {"call":Call,"trace":[tracing.Span],"dropped_spans":N}
 //	GET  /api/console/sandboxes     {"sandboxes":[{"name","url"}]}

@@ -482,3 +482,70 @@ func TestProxyIdle(t *testing.T) {
 		t.Fatal("the request to the silent sandbox goes on")
 	}
 }
+
+// A session (an address, when the console is open) holds at most
+// MaxStreamsPerSession live streams; the hub's bound on all holds too.
+func TestStreamCapPerSession(t *testing.T) {
+	for _, tc := range []struct{ token, refused string }{
+		{testToken, `{"error":{"code":503,"message":"too many live streams open in this session"}}`},
+		{"", `{"error":{"code":503,"message":"too many live streams open from this address"}}`},
+	} {
+		t.Run("token="+tc.token, func(t *testing.T) {
+			h := newHub(t, tc.token)
+			c := h.client(t)
+			c.login(tc.token)
+			var open []*sseReader
+			for range MaxStreamsPerSession {
+				open = append(open, c.stream("/api/console/calls/stream"))
+			}
+			if resp, body := c.get("/api/console/calls/stream"); resp.StatusCode != 503 || body != tc.refused {
+				t.Fatalf("stream %d: %d %s", MaxStreamsPerSession+1, resp.StatusCode, body)
+			}
+			// One closed frees its place.
+			open[0].resp.Body.Close()
+			deadline := time.Now().Add(5 * time.Second)
+			for {
+				resp, err := http.DefaultClient.Do(c.getReq("/api/console/calls/stream"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if resp.StatusCode == 200 {
+					t.Cleanup(func() { resp.Body.Close() })
+					break
+				}
+				resp.Body.Close()
+				if time.Now().After(deadline) {
+					t.Fatal("a closed stream's place is not freed")
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			if tc.token == "" {
+				return
+			}
+			// Other sessions fill the hub's bound; past it, its refusal.
+			n := MaxStreamsPerSession
+			for n < server.MaxCallSubscribers {
+				o := h.client(t)
+				o.login(tc.token)
+				for range min(MaxStreamsPerSession, server.MaxCallSubscribers-n) {
+					o.stream("/api/console/calls/stream")
+					n++
+				}
+			}
+			o := h.client(t)
+			o.login(tc.token)
+			if resp, body := o.get("/api/console/calls/stream"); resp.StatusCode != 503 || body != `{"error":{"code":503,"message":"too many live streams open"}}` {
+				t.Fatalf("past the hub's bound: %d %s", resp.StatusCode, body)
+			}
+		})
+	}
+}
+
+// getReq is a GET of path carrying c's session.
+func (c *client) getReq(path string) *http.Request {
+	req, _ := http.NewRequest("GET", c.h.url+path, nil)
+	if c.cookie != "" {
+		req.Header.Set("Cookie", CookieName+"="+c.cookie)
+	}
+	return req
+}

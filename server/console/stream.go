@@ -15,6 +15,10 @@ const (
 	// Heartbeat is the interval of the stream's comment lines, which keep
 	// proxies from closing an idle stream and tell a page it is alive.
 	Heartbeat = 15 * time.Second
+	// MaxStreamsPerSession bounds the live streams of one session (of one
+	// remote address when the console is open); the hub's own bound on
+	// all streams, server.MaxCallSubscribers, holds too.
+	MaxStreamsPerSession = 8
 	// streamWrite bounds one write to a stream's client: a client that
 	// reads nothing for this long is cut off.
 	streamWrite = 10 * time.Second
@@ -36,6 +40,15 @@ func (c *Console) stream(w http.ResponseWriter, r *http.Request) {
 	}
 	se := sessionOf(r)
 	ended := sessionDone(r)
+	key, msg := "addr "+loginKey(remoteHost(r)), "too many live streams open from this address"
+	if se != nil {
+		key, msg = "session "+se.id, "too many live streams open in this session"
+	}
+	if !c.holdStream(key) {
+		writeError(w, http.StatusServiceUnavailable, msg)
+		return
+	}
+	defer c.releaseStream(key)
 	rc := http.NewResponseController(w)
 	sub, err := c.srv.SubscribeCalls(office, server.DefaultCallBuffer)
 	switch {
@@ -117,4 +130,25 @@ func appendEvent(b []byte, name string, v any) []byte {
 	b = append(b, "\ndata: "...)
 	b = append(b, data...)
 	return append(b, "\n\n"...)
+}
+
+// holdStream counts one more live stream for key (a session or an
+// address), or reports false past MaxStreamsPerSession.
+func (c *Console) holdStream(key string) bool {
+	c.streamsMu.Lock()
+	defer c.streamsMu.Unlock()
+	if c.streams[key] >= MaxStreamsPerSession {
+		return false
+	}
+	c.streams[key]++
+	return true
+}
+
+// releaseStream counts one live stream of key less.
+func (c *Console) releaseStream(key string) {
+	c.streamsMu.Lock()
+	defer c.streamsMu.Unlock()
+	if c.streams[key]--; c.streams[key] <= 0 {
+		delete(c.streams, key)
+	}
 }
