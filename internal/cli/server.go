@@ -142,8 +142,9 @@ func runServer(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return usageError{err.Error()}
 	}
+	var con *console.Console
 	if *withConsole {
-		con, err := console.New(console.Config{Server: srv, Token: secret, Recorder: rec, Logger: log, Sandboxes: boxes})
+		con, err = console.New(console.Config{Server: srv, Token: secret, Recorder: rec, Logger: log, Sandboxes: boxes})
 		if err != nil {
 			return usageError{err.Error()}
 		}
@@ -170,6 +171,11 @@ func runServer(ctx context.Context, e *env, args []string) error {
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       120 * time.Second,
 		MaxHeaderBytes:    64 << 10,
+	}
+	if con != nil {
+		// The console's live streams and proxied requests end as the
+		// HTTP server's shutdown starts, not at its timeout.
+		hs.RegisterOnShutdown(con.Close)
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()

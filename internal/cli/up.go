@@ -185,6 +185,9 @@ func runUp(ctx context.Context, e *env, args []string) error {
 	fmt.Fprintf(e.stderr, "a2c up: console url=http://%s/\n", localURL(hubLn.Addr().String()))
 
 	hubSrv := &http.Server{Handler: hub.Handler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 120 * time.Second, MaxHeaderBytes: 64 << 10}
+	// The console's live streams and proxied requests end as the hub's
+	// HTTP server starts its shutdown, not at its timeout.
+	hubSrv.RegisterOnShutdown(con.Close)
 	boxSrv := &http.Server{Handler: boxHandler, ReadHeaderTimeout: aiod.ReadHeaderTimeout, IdleTimeout: 120 * time.Second}
 	errc := make(chan error, 3)
 	go func() { errc <- fmt.Errorf("hub: %w", hubSrv.Serve(hubLn)) }()
