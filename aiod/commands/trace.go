@@ -3,6 +3,7 @@ package commands
 import (
 	"context"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -21,16 +22,20 @@ import (
 const tracerName = "github.com/a2c-smcp/a2c-go/aiod/commands"
 
 // Attributes of aiod.command: OpenTelemetry's process conventions for
-// the command line and the exit code, and aiod's own for the rest.
+// the program and the exit code, and aiod's own for the rest. A span
+// never carries the command line itself, which may hold a secret (a
+// token in an argument, a password in an environment assignment): only
+// the program's name and the line's length.
 const (
-	attrCommandLine = attribute.Key("process.command_line")
-	attrExitCode    = attribute.Key("process.exit.code")
-	attrSession     = attribute.Key("aiod.session")
-	attrStatus      = attribute.Key("aiod.command.status")
+	attrExecutable = attribute.Key("process.executable.name")
+	attrLength     = attribute.Key("aiod.command.length")
+	attrExitCode   = attribute.Key("process.exit.code")
+	attrSession    = attribute.Key("aiod.session")
+	attrStatus     = attribute.Key("aiod.command.status")
 )
 
-// maxShown bounds the command line a span carries, in bytes.
-const maxShown = 256
+// maxProgram bounds the program name a span carries, in bytes.
+const maxProgram = 64
 
 // startSpan starts the span of a command of req in session below parent.
 func startSpan(ctx context.Context, parent trace.Span, req Request, session string) trace.Span {
@@ -39,17 +44,76 @@ func startSpan(ctx context.Context, parent trace.Span, req Request, session stri
 		line = req.Command
 	}
 	_, span := parent.TracerProvider().Tracer(tracerName).Start(ctx, tracing.SpanCommand, trace.WithSpanKind(trace.SpanKindInternal),
-		trace.WithAttributes(attrCommandLine.String(cut(line, maxShown)), attrSession.String(session)))
+		trace.WithAttributes(attrExecutable.String(program(line)), attrLength.Int(len(line)), attrSession.String(session)))
 	return span
 }
 
+// program is the name of the program a shell command line runs: the
+// last path element of its first word that is not an environment
+// assignment (NAME=value), read with the shell's quotes and escapes, cut
+// to maxProgram bytes; empty when the line has none.
+func program(line string) string {
+	for rest := line; ; {
+		var w string
+		w, rest = shellWord(rest)
+		if w == "" && strings.TrimSpace(rest) == "" {
+			return ""
+		}
+		if i := strings.IndexByte(w, '='); i > 0 && isName(w[:i]) {
+			continue
+		}
+		if i := strings.LastIndexByte(w, '/'); i >= 0 && i < len(w)-1 {
+			w = w[i+1:]
+		}
+		return cut(w, maxProgram)
+	}
+}
+
+// shellWord reads the first word of s as a shell would (blanks apart,
+// 'single' and "double" quotes, backslash escapes; nothing expanded) and
+// returns it with the rest of s.
+func shellWord(s string) (word, rest string) {
+	s = strings.TrimLeft(s, " \t\n")
+	var b strings.Builder
+	var quote byte
+	i := 0
+	for ; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case quote == 0 && (c == ' ' || c == '\t' || c == '\n'):
+			return b.String(), s[i:]
+		case quote == 0 && (c == '\'' || c == '"'):
+			quote = c
+		case c == quote:
+			quote = 0
+		case c == '\\' && quote != '\'' && i+1 < len(s):
+			i++
+			b.WriteByte(s[i])
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String(), ""
+}
+
+// isName reports whether s is a shell variable name.
+func isName(s string) bool {
+	for i, c := range s {
+		if c != '_' && (c < 'a' || c > 'z') && (c < 'A' || c > 'Z') && (i == 0 || c < '0' || c > '9') {
+			return false
+		}
+	}
+	return s != ""
+}
+
 // endSpanFailed ends the span of a command that could not be started.
-func endSpanFailed(span trace.Span, err error) {
+// The error's text stays out of the span: it may quote the command.
+func endSpanFailed(span trace.Span, _ error) {
 	if span == nil {
 		return
 	}
 	span.SetAttributes(tracing.AttrOutcome.String(tracing.OutcomeError))
-	span.SetStatus(codes.Error, cut(err.Error(), maxShown))
+	span.SetStatus(codes.Error, "the command could not start")
 	span.End()
 }
 

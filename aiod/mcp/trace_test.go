@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os/exec"
+	"strings"
 	"testing"
 	"time"
 
@@ -70,7 +71,7 @@ func TestTraceChain(t *testing.T) {
 	for _, path := range []string{"plain", "session", "memory"} {
 		t.Run(path, func(t *testing.T) {
 			rec.Reset()
-			cmd := "echo traced; exit 3"
+			cmd := "API_KEY=" + trSecret + " echo traced " + trSecret + "; exit 3"
 			switch path {
 			case "plain":
 				status, body := post(t, f.url, map[string]any{"jsonrpc": "2.0", "id": 1, "method": "tools/call",
@@ -97,11 +98,14 @@ func TestTraceChain(t *testing.T) {
 				t.Fatalf("aiod.command parent %v, want %v", command.Parent().SpanID(), tool.SpanContext().SpanID())
 			}
 			ca := trAttrs(command)
-			// The user's command line, not the cwd trap wrapped around it.
-			if ca["process.command_line"].AsString() != cmd || ca["process.exit.code"].AsInt64() != 3 || ca["aiod.session"].AsString() != SharedSession ||
+			// The user's program and the length of the user's command
+			// line (not of the cwd trap wrapped around it); never the line.
+			if ca["process.executable.name"].AsString() != "echo" || ca["aiod.command.length"].AsInt64() != int64(len(cmd)) ||
+				ca["process.exit.code"].AsInt64() != 3 || ca["aiod.session"].AsString() != SharedSession ||
 				ca[tracing.AttrOutcome].AsString() != "error" || command.Status().Code != codes.Error {
 				t.Errorf("aiod.command attributes %v status %v", ca, command.Status())
 			}
+			trNoSecret(t, rec.Ended())
 		})
 	}
 }
@@ -197,5 +201,31 @@ func TestTraceOff(t *testing.T) {
 	}
 	if text, isErr := resultText(t, body); isErr || text == "" {
 		t.Fatalf("%v %s", isErr, fmt.Sprint(text))
+	}
+}
+
+// trSecret stands for a secret in a command line or a tool's output.
+const trSecret = "s3cr3t-mcp-token"
+
+// trNoSecret fails when trSecret is in a span's name, attributes, status
+// or events.
+func trNoSecret(t *testing.T, spans []sdktrace.ReadOnlySpan) {
+	t.Helper()
+	for _, s := range spans {
+		texts := []string{s.Name(), s.Status().Description}
+		for _, kv := range s.Attributes() {
+			texts = append(texts, kv.Value.String())
+		}
+		for _, ev := range s.Events() {
+			texts = append(texts, ev.Name)
+			for _, kv := range ev.Attributes {
+				texts = append(texts, kv.Value.String())
+			}
+		}
+		for _, x := range texts {
+			if strings.Contains(x, trSecret) {
+				t.Errorf("span %s holds the secret: %q", s.Name(), x)
+			}
+		}
 	}
 }
