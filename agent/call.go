@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"go.opentelemetry.io/otel/codes"
@@ -84,7 +85,9 @@ const tracerName = "github.com/a2c-smcp/a2c-go/agent"
 // endSpan ends a call's span with its outcome (see [tracing.AttrOutcome]):
 // cancelled when ctx ended first, timeout for an a2c_timeout result,
 // error for a failed tool, a protocol error (its code in
-// a2c.error_code), a lost connection or any other failure.
+// a2c.error_code), a lost connection or any other failure. A failure's
+// status description is the outcome (a protocol error's message, or the
+// SDK's own error), then " (error_code N)": never a tool's text.
 func endSpan(ctx context.Context, span trace.Span, res *smcp.CallToolResult, err error) {
 	outcome, code, msg := tracing.OutcomeOK, 0, ""
 	var pe *smcp.Error
@@ -94,7 +97,9 @@ func endSpan(ctx context.Context, span trace.Span, res *smcp.CallToolResult, err
 	case err == nil && res.Cancelled():
 		outcome, code = tracing.OutcomeCancelled, res.ErrorCode()
 	case err == nil && res.IsError:
-		outcome, code, msg = tracing.OutcomeError, res.ErrorCode(), resultText(res)
+		// Not the result's text: a tool's own words may hold anything,
+		// secrets included.
+		outcome, code = tracing.OutcomeError, res.ErrorCode()
 	case err == nil:
 	case errors.Is(err, ErrConnectionLost), errors.Is(err, ErrClosed):
 		outcome, msg = tracing.OutcomeError, err.Error()
@@ -113,24 +118,12 @@ func endSpan(ctx context.Context, span trace.Span, res *smcp.CallToolResult, err
 		if msg == "" {
 			msg = outcome
 		}
+		if code != 0 {
+			msg += " (error_code " + strconv.Itoa(code) + ")"
+		}
 		span.SetStatus(codes.Error, msg)
 	}
 	span.End()
-}
-
-// resultText is the first text of a failed result, cut short, for a
-// span's status.
-func resultText(r *smcp.CallToolResult) string {
-	for _, raw := range r.Content {
-		var item struct{ Type, Text string }
-		if json.Unmarshal(raw, &item) == nil && item.Type == "text" {
-			if len(item.Text) > 256 {
-				return item.Text[:256]
-			}
-			return item.Text
-		}
-	}
-	return ""
 }
 
 // callTool is CallTool without its span; call.ReqID is set.

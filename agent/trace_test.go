@@ -65,7 +65,7 @@ func TestCallToolSpan(t *testing.T) {
 		case "b__ok":
 			return raw(`{"content":[],"isError":false}`)
 		case "b__fail":
-			return raw(`{"content":[{"type":"text","text":"boom"}],"isError":true,"_meta":{"error_code":4404}}`)
+			return raw(`{"content":[{"type":"text","text":"boom: s3cr3t-agent"}],"isError":true,"_meta":{"error_code":4404}}`)
 		case "b__timeout":
 			return raw(`{"content":[{"type":"text","text":"late"}],"isError":true,"_meta":{"a2c_timeout":true}}`)
 		case "b__cancelled":
@@ -90,10 +90,10 @@ func TestCallToolSpan(t *testing.T) {
 		code            int64
 	}{
 		{"ok", "b__ok", 0, tracing.OutcomeOK, "", 0},
-		{"tool error", "b__fail", 0, tracing.OutcomeError, "boom", 4404},
+		{"tool error", "b__fail", 0, tracing.OutcomeError, "error (error_code 4404)", 4404}, // not the tool's text
 		{"timeout result", "b__timeout", 0, tracing.OutcomeTimeout, "timeout", 0},
 		{"cancelled result", "b__cancelled", 0, tracing.OutcomeCancelled, "cancelled", 0},
-		{"protocol error", "b__refused", 0, tracing.OutcomeError, "Computer not found", 404},
+		{"protocol error", "b__refused", 0, tracing.OutcomeError, "Computer not found (error_code 404)", 404},
 		{"local timeout", "b__never", 0, tracing.OutcomeTimeout, "timeout", 0},
 		{"ctx cancelled", "b__never", 100 * time.Millisecond, tracing.OutcomeCancelled, "cancelled", 0},
 	} {

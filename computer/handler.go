@@ -225,7 +225,7 @@ func (c *Computer) toolCall(e *sio.Event, raw []byte) {
 	if span != nil {
 		// Ended before the answer is written: the span is on record
 		// by the time the Agent reads the result.
-		endSpan(span, spanOutcome(rec.Outcome), res.ErrorCode(), resultMessage(&res))
+		endSpan(span, spanOutcome(rec.Outcome), res.ErrorCode(), "")
 	}
 	answer(e, res)
 }
@@ -285,12 +285,10 @@ func (c *Computer) runTool(ctx context.Context, req smcp.ToolCallReq, rec *Recor
 		var ae *mcphost.AuthError
 		if errors.As(err, &ae) {
 			res := authResult(ae, r.server.cfg.BundleID)
-			endSpan(mspan, tracing.OutcomeError, res.ErrorCode(), ae.Error())
+			endSpan(mspan, tracing.OutcomeError, res.ErrorCode(), "")
 			return res
 		}
-		if mspan != nil {
-			endSpan(mspan, tracing.OutcomeError, 0, truncate(err.Error(), 256))
-		}
+		endSpan(mspan, tracing.OutcomeError, 0, "")
 		res := smcp.ToolErrorResult(smcp.CodeToolExecutionFailed, "tool call failed")
 		res.Meta[smcp.MetaMCPServer] = r.server.cfg.BundleID
 		return res
@@ -300,9 +298,7 @@ func (c *Computer) runTool(ctx context.Context, req smcp.ToolCallReq, rec *Recor
 		rec.Outcome = "error"
 	}
 	res := convert(out)
-	if mspan != nil {
-		endSpan(mspan, spanOutcome(rec.Outcome), 0, resultMessage(&res))
-	}
+	endSpan(mspan, spanOutcome(rec.Outcome), 0, "")
 	c.offload(&res, req.Agent)
 	return res
 }

@@ -2,9 +2,8 @@ package computer
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"unicode/utf8"
+	"strconv"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -73,8 +72,10 @@ func startMCP(ctx context.Context, bundleID, tool string) (context.Context, trac
 
 // endSpan ends span (nil: nothing) with outcome, one of the
 // tracing.Outcome* values: anything but ok sets the error status, with
-// msg (the outcome itself when empty) as its description; code, when not
-// 0, is the A2C error code.
+// msg (the outcome itself when empty) then " (error_code N)" as its
+// description; code, when not 0, is the A2C error code. msg is the
+// Computer's own words, never a tool's or an MCP server's text (which
+// may hold anything, secrets included).
 func endSpan(span trace.Span, outcome string, code int, msg string) {
 	if span == nil {
 		return
@@ -86,6 +87,9 @@ func endSpan(span trace.Span, outcome string, code int, msg string) {
 	if outcome != tracing.OutcomeOK {
 		if msg == "" {
 			msg = outcome
+		}
+		if code != 0 {
+			msg += " (error_code " + strconv.Itoa(code) + ")"
 		}
 		span.SetStatus(codes.Error, msg)
 	}
@@ -100,35 +104,6 @@ func spanOutcome(rec string) string {
 		return rec
 	}
 	return tracing.OutcomeError
-}
-
-// resultMessage is the first text item of a failed result, cut to 256
-// bytes, for a span's status.
-func resultMessage(res *smcp.CallToolResult) string {
-	if !res.IsError {
-		return ""
-	}
-	for _, raw := range res.Content {
-		var item struct {
-			Type string `json:"type"`
-			Text string `json:"text"`
-		}
-		if json.Unmarshal(raw, &item) == nil && item.Type == "text" {
-			return truncate(item.Text, 256)
-		}
-	}
-	return ""
-}
-
-// truncate cuts s to at most n bytes, on a rune boundary.
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
 }
 
 // attrApproved says whether the human approved the call.

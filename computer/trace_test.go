@@ -3,6 +3,7 @@ package computer
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -37,6 +38,9 @@ func trOffice(t *testing.T, o Options) (*agent.Client, *Computer, *tracetest.Spa
 		case <-time.After(10 * time.Second):
 		}
 		return nil, struct{}{}, ctx.Err()
+	})
+	mcp.AddTool(l.srv, &mcp.Tool{Name: "leak"}, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, struct{}, error) {
+		return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "login failed: " + trSecret}}}, struct{}{}, nil
 	})
 	rec := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithIDGenerator(tracing.IDGenerator()), sdktrace.WithSpanProcessor(rec))
@@ -202,5 +206,72 @@ func TestTraceOff(t *testing.T) {
 	res, err := a.CallTool(context.Background(), agent.Call{Computer: "pc", Tool: "mem__meta", Timeout: 5 * time.Second})
 	if err != nil || len(res.Content) != 1 || string(res.Content[0]) != `{"type":"text","text":"untraced"}` {
 		t.Fatalf("untraced call = %+v, %v", res, err)
+	}
+}
+
+// trSecret stands for a secret in a tool's answer.
+const trSecret = "s3cr3t-computer-token"
+
+// TestTraceKeepsToolTextOut: a failed tool's text (a secret in it) is in
+// none of the call's spans: their status says the outcome (and the
+// error code), nothing of the tool's.
+func TestTraceKeepsToolTextOut(t *testing.T) {
+	a, _, rec, _ := trOffice(t, Options{})
+	waitTool(t, a, "mem__leak")
+	id := agent.NewReqID()
+	res, err := a.CallTool(context.Background(), agent.Call{Computer: "pc", Tool: "mem__leak", Timeout: 5 * time.Second, ReqID: id})
+	if err != nil || !res.IsError {
+		t.Fatalf("leak = %+v, %v", res, err)
+	}
+	spans := trSpans(rec, id)
+	for name, want := range map[string]string{tracing.SpanComputerCall: "error", "tools/call leak": "error"} {
+		s := spans[name]
+		if s == nil {
+			t.Fatalf("no span %s in %v", name, spans)
+		}
+		if st := s.Status(); st.Code != codes.Error || st.Description != want {
+			t.Errorf("%s: status %+v, want %q", name, st, want)
+		}
+	}
+	for _, s := range rec.Ended() {
+		texts := []string{s.Name(), s.Status().Description}
+		for _, kv := range s.Attributes() {
+			texts = append(texts, kv.Value.String())
+		}
+		for _, ev := range s.Events() {
+			texts = append(texts, ev.Name)
+			for _, kv := range ev.Attributes {
+				texts = append(texts, kv.Value.String())
+			}
+		}
+		for _, x := range texts {
+			if strings.Contains(x, trSecret) {
+				t.Errorf("span %s holds the tool's text: %q", s.Name(), x)
+			}
+		}
+	}
+}
+
+func TestEndSpanStatus(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	defer tp.Shutdown(context.Background())
+	for _, tc := range []struct {
+		outcome, msg string
+		code         int
+		want         string
+	}{
+		{tracing.OutcomeError, "", 4404, "error (error_code 4404)"},
+		{tracing.OutcomeError, "", 0, "error"},
+		{tracing.OutcomeTimeout, "", 0, "timeout"},
+		{tracing.OutcomeError, "not approved", smcp.CodeToolRequiresConfirmation, "not approved (error_code 4005)"},
+		{tracing.OutcomeOK, "", 0, ""},
+	} {
+		rec.Reset()
+		_, s := tp.Tracer("t").Start(context.Background(), "s")
+		endSpan(s, tc.outcome, tc.code, tc.msg)
+		if got := rec.Ended()[0].Status().Description; got != tc.want {
+			t.Errorf("endSpan(%s, %d, %q): %q, want %q", tc.outcome, tc.code, tc.msg, got, tc.want)
+		}
 	}
 }

@@ -2,7 +2,6 @@ package server
 
 import (
 	"encoding/json"
-	"strings"
 	"time"
 
 	"github.com/a2c-smcp/a2c-go/internal/sio"
@@ -69,7 +68,10 @@ type callEnd struct {
 	// Code is the A2C error code of a failed call (0 when none): the
 	// ErrorPayload's code, or the result's _meta error_code.
 	Code int
-	// Message is the failure's message, for a span's status.
+	// Message is a protocol error's message (an ErrorPayload's, the
+	// hub's or the Computer's), or the relay's own words, for a span's
+	// status. Never a tool's own text: a failed CallToolResult leaves it
+	// empty, for its content may hold anything, secrets included.
 	Message string
 	// Dropped says the Agent had gone when the answer came.
 	Dropped bool
@@ -120,10 +122,7 @@ func classify(ans sio.Message, relayOutcome string) callEnd {
 		// A2C's markers are under "meta"; an MCP result's under "_meta".
 		Meta      map[string]json.RawMessage `json:"meta"`
 		UnderMeta map[string]json.RawMessage `json:"_meta"`
-		Content   []struct {
-			Type string `json:"type"`
-			Text string `json:"text"`
-		} `json:"content"`
+		Content   []json.RawMessage          `json:"content"`
 		// An ErrorPayload.
 		Code    *int   `json:"code"`
 		Message string `json:"message"`
@@ -154,15 +153,5 @@ func classify(ans sio.Message, relayOutcome string) callEnd {
 		e.Outcome = tracing.OutcomeCancelled
 	}
 	_ = json.Unmarshal(r.Meta[smcp.MetaErrorCode], &e.Code)
-	for _, c := range r.Content {
-		if c.Type == "text" {
-			e.Message = c.Text
-			if len(e.Message) > 256 {
-				// Cut on a byte bound, then drop a rune the cut split.
-				e.Message = strings.ToValidUTF8(e.Message[:256], "")
-			}
-			break
-		}
-	}
 	return e
 }

@@ -130,13 +130,22 @@ func (s *Server) traceEnd(o *callObs, e callEnd) {
 	t.relay.End(end)
 }
 
-// statusText is a failed call's span status description: the outcome,
-// or the failure's message for an OutcomeError (see tracing.Outcome*).
+// statusText is a failed call's span status description: the outcome
+// (or, for an OutcomeError, a protocol error's message: never a tool's
+// text, see callEnd), then " (error_code N)" when the call has a code.
 func statusText(e callEnd) string {
+	text := e.Outcome
 	if e.Outcome == tracing.OutcomeError && e.Message != "" {
-		return e.Message
+		text = e.Message
+		if len(text) > 256 {
+			// Cut on a byte bound, then drop a rune the cut split.
+			text = strings.ToValidUTF8(text[:256], "")
+		}
 	}
-	return e.Outcome
+	if e.Code != 0 {
+		text += " (error_code " + strconv.Itoa(e.Code) + ")"
+	}
+	return text
 }
 
 // MaxOTLPBody bounds the body of POST /v1/traces, compressed or not

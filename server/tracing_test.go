@@ -69,7 +69,7 @@ func TestHubSpans(t *testing.T) {
 		_ = json.Unmarshal(e.Args[0], &req)
 		switch req.ToolName {
 		case "b__fail":
-			return map[string]any{"content": []any{map[string]any{"type": "text", "text": "no such file"}}, "isError": true,
+			return map[string]any{"content": []any{map[string]any{"type": "text", "text": "no such file: /home/u/token=s3cr3t"}}, "isError": true,
 				"_meta": map[string]any{smcp.MetaErrorCode: 4404}}
 		case "b__cancelled":
 			return map[string]any{"content": []any{}, "isError": true, "_meta": map[string]any{smcp.MetaCancelled: true}}
@@ -89,10 +89,10 @@ func TestHubSpans(t *testing.T) {
 		wire                 bool
 	}{
 		{"ok", "b__t", "c", tracing.OutcomeOK, "", 0, true},
-		{"tool error", "b__fail", "c", tracing.OutcomeError, "no such file", 4404, true},
+		{"tool error", "b__fail", "c", tracing.OutcomeError, "error (error_code 4404)", 4404, true},
 		{"cancelled", "b__cancelled", "c", tracing.OutcomeCancelled, "cancelled", 0, true},
 		{"timeout", "b__never", "c", tracing.OutcomeTimeout, "timeout", 0, true},
-		{"refused", "b__t", "nobody", tracing.OutcomeError, "Computer not found", 404, false},
+		{"refused", "b__t", "nobody", tracing.OutcomeError, "Computer not found (error_code 404)", 404, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			reqID := "r-" + strings.ReplaceAll(tc.name, " ", "-")
@@ -145,6 +145,21 @@ func TestHubSpans(t *testing.T) {
 				}
 			}
 		})
+	}
+	// The failed tool's text (a secret in it) is in no span.
+	for _, s := range sr.Ended() {
+		texts := []string{s.Status().Description}
+		for _, kv := range s.Attributes() {
+			texts = append(texts, kv.Value.String())
+		}
+		for _, ev := range s.Events() {
+			texts = append(texts, ev.Name)
+		}
+		for _, x := range texts {
+			if strings.Contains(x, "s3cr3t") {
+				t.Errorf("span %s holds the tool's text: %q", s.Name(), x)
+			}
+		}
 	}
 }
 

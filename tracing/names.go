@@ -35,7 +35,10 @@ const (
 
 // Outcomes of a call, the values of [AttrOutcome]. A span whose outcome
 // is not OutcomeOK has the error status, with the outcome as its
-// description (an OutcomeError one with the tool's message).
+// description (an OutcomeError one of a protocol error with its message),
+// then " (error_code N)" when the call has an A2C error code. A tool's
+// own text (a failed result's content, a command line) is never in a
+// span: it may hold anything, secrets included.
 const (
 	OutcomeOK        = "ok"
 	OutcomeError     = "error"     // the tool ran and failed, or the call was refused
