@@ -190,9 +190,10 @@ type Request struct {
 	HardTimeout time.Duration
 	// Async makes Run return as soon as the command has started.
 	Async bool
-	// Shown, if set, is the command line a trace shows (aiod.command's
-	// process.command_line) instead of Command: a caller that wraps the
-	// user's command in its own lines shows the user's.
+	// Shown, if set, is the command line a trace describes instead of
+	// Command (aiod.command records its program's name and its length,
+	// never the line itself): a caller that wraps the user's command in
+	// its own lines shows the user's.
 	Shown string
 }
 

@@ -3,6 +3,7 @@ package mcp
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
@@ -32,7 +33,9 @@ func endTool(ctx context.Context, span trace.Span, raw json.RawMessage, perr *rp
 	outcome, msg := tracing.OutcomeOK, ""
 	switch {
 	case perr != nil:
-		outcome, msg = tracing.OutcomeError, perr.Message
+		// The JSON-RPC code only: an error's message may quote the
+		// arguments, and spans carry no caller data.
+		outcome, msg = tracing.OutcomeError, fmt.Sprintf("error (jsonrpc code %d)", perr.Code)
 	case ctx.Err() != nil:
 		outcome, msg = tracing.OutcomeCancelled, "cancelled"
 	default:
