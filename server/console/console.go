@@ -66,7 +66,8 @@ const (
 )
 
 // New mounts the console on cfg.Server (see the package documentation
-// for its routes) and returns it; Close ends its live streams.
+// for its routes) and returns it; Close ends its live streams, proxied
+// sandbox requests and sessions.
 func New(cfg Config) (*Console, error) {
 	if cfg.Server == nil {
 		return nil, errors.New("console: no server")
@@ -127,7 +128,9 @@ func New(cfg Config) (*Console, error) {
 	return c, nil
 }
 
-// Close ends the console's live streams and sessions.
+// Close ends the console's live streams, proxied sandbox requests and
+// sessions. A server registers it with http.Server.RegisterOnShutdown, so
+// that open pages do not hold its shutdown.
 func (c *Console) Close() {
 	c.closeOnce.Do(func() {
 		close(c.done)
