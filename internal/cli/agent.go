@@ -614,8 +614,12 @@ func printTimeline(w io.Writer, spans []tracing.Span) {
 		if c.service == "" {
 			c.service = "-"
 		}
-		if l.s.StatusMessage != "" {
-			c.status += ": " + firstLine(l.s.StatusMessage, 80)
+		switch msg := firstLine(l.s.StatusMessage, 80); {
+		case msg == "":
+		case msg == c.status || strings.HasPrefix(msg, c.status+" "):
+			c.status = msg // "error (error_code 4404)", not "error: error (...)"
+		default:
+			c.status += ": " + msg // "error: timeout", "error: Computer not found (error_code 404)"
 		}
 		rows[i] = c
 		wOff, wDur = max(wOff, len(c.off)), max(wDur, len(c.dur))

@@ -154,10 +154,10 @@ func TestCallTraceText(t *testing.T) {
 		if m[5] != wantName[i] || len(m[4]) != wantDepth[i] || !strings.Contains(m[3], "█") {
 			t.Errorf("line %d = %q: name %q at depth %d", i, l, m[5], len(m[4]))
 		}
-		if i == 0 && (m[1] != "0.000" || m[6] != "a2c-agent" || m[7] != "error: got {\"text\":\"fail\"}") {
+		if i == 0 && (m[1] != "0.000" || m[6] != "a2c-agent" || m[7] != "error") {
 			t.Errorf("root line = %q", l)
 		}
-		if i == 1 && (m[6] != "a2c-server" || m[7] != "error: got {\"text\":\"fail\"}") {
+		if i == 1 && (m[6] != "a2c-server" || m[7] != "error") {
 			t.Errorf("relay line = %q", l)
 		}
 	}
