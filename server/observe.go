@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"encoding/json"
 	"time"
 
@@ -114,8 +115,8 @@ func classify(ans sio.Message, relayOutcome string) callEnd {
 	}
 	var e callEnd
 	e.Outcome = tracing.OutcomeOK
-	if len(ans.Args) == 0 {
-		return e
+	if len(ans.Args) == 0 || !mayFail(ans.Args[0]) {
+		return e // the common case, decided without decoding the answer
 	}
 	var r struct {
 		IsError bool `json:"isError"`
@@ -154,4 +155,29 @@ func classify(ans sio.Message, relayOutcome string) callEnd {
 	}
 	_ = json.Unmarshal(r.Meta[smcp.MetaErrorCode], &e.Code)
 	return e
+}
+
+// mayFail reports whether an answer may be a failure: an ErrorPayload
+// (it has a "code" key) or a result with isError true. A false answer is
+// certain (a JSON string never holds an unescaped quote, so neither
+// pattern matches inside text); a true one is decoded by classify.
+func mayFail(raw []byte) bool {
+	if bytes.Contains(raw, []byte(`"code"`)) {
+		return true
+	}
+	rest := raw
+	for {
+		i := bytes.Index(rest, []byte(`"isError"`))
+		if i < 0 {
+			return false
+		}
+		rest = rest[i+len(`"isError"`):]
+		v := bytes.TrimLeft(rest, " \t\r\n")
+		if len(v) > 0 && v[0] == ':' {
+			v = bytes.TrimLeft(v[1:], " \t\r\n")
+			if len(v) > 0 && v[0] == 't' {
+				return true
+			}
+		}
+	}
 }

@@ -99,7 +99,7 @@ func New(ctx context.Context, o Options) (*Tracing, error) {
 		if err != nil {
 			return nil, fmt.Errorf("tracing: OTLP exporter: %w", err)
 		}
-		opts = append(opts, sdktrace.WithBatcher(exp))
+		opts = append(opts, sdktrace.WithSpanProcessor(newBatcher(exp, getenv)))
 	}
 	t.sdk = sdktrace.NewTracerProvider(opts...)
 	t.Provider = t.sdk
