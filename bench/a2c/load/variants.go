@@ -222,6 +222,9 @@ func printStreams(w io.Writer) {
 	fmt.Fprintln(w, "| console stream run | relayed calls | events read by the reading page | per call | dropped (all pages) |")
 	fmt.Fprintln(w, "|---:|---:|---:|---:|---:|")
 	for i, st := range streamStats {
+		if st.calls == 0 {
+			continue // an idle-connections run: no calls, no events
+		}
 		per := "n/a"
 		if st.calls > 0 {
 			per = fmt.Sprintf("%.2f", float64(st.events)/float64(st.calls))
