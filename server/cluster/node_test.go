@@ -446,6 +446,10 @@ func TestRedisCluster(t *testing.T) {
 // longer than the TTL) is swept; a client takes its member's seat through
 // another node; when the first node re-asserts, the seat is taken, so its
 // member is evicted, and its other member is seated again.
+//
+// Its waits allow 10 s: the node settles for a lease's time (1 s here)
+// before it re-asserts, and under -race on a loaded machine (a full make
+// test on 2 cores) 3 s was once not enough for the re-seat.
 func TestEvictedAfterLostLease(t *testing.T) {
 	r := redistest.Start(t)
 	a := startNode(t, fastConfig(r.URL(), "ea"))
@@ -462,16 +466,16 @@ func TestEvictedAfterLostLease(t *testing.T) {
 		t.Fatal(err)
 	}
 	mustJoin(t, a, "thief", Seat{}, computer("o", "c1"))
-	redistest.WaitFor(t, 3*time.Second, "eviction", func() bool {
+	redistest.WaitFor(t, 10*time.Second, "eviction", func() bool {
 		b.mu.Lock()
 		defer b.mu.Unlock()
 		return len(b.evicted) == 1 && b.evicted[0].SID == "c1sid"
 	})
-	redistest.WaitFor(t, 3*time.Second, "others re-seated", func() bool {
+	redistest.WaitFor(t, 10*time.Second, "others re-seated", func() bool {
 		return seats(t, r, "o") == 2 && seats(t, r, "o2") == 1
 	})
 	// b reloads its copy once settled.
-	redistest.WaitFor(t, 3*time.Second, "b's copy reloaded", func() bool {
+	redistest.WaitFor(t, 10*time.Second, "b's copy reloaded", func() bool {
 		m, ok := b.Lookup("o", smcp.RoleComputer, "c1")
 		return ok && m.SID == "thief"
 	})
