@@ -9,10 +9,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 	"time"
 
-	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/a2c-smcp/a2c-go/smcp"
@@ -110,20 +108,7 @@ func endSpan(ctx context.Context, span trace.Span, res *smcp.CallToolResult, err
 	default:
 		outcome, msg = tracing.OutcomeError, err.Error()
 	}
-	span.SetAttributes(tracing.AttrOutcome.String(outcome))
-	if code != 0 {
-		span.SetAttributes(tracing.AttrErrorCode.Int(code))
-	}
-	if outcome != tracing.OutcomeOK {
-		if msg == "" {
-			msg = outcome
-		}
-		if code != 0 {
-			msg += " (error_code " + strconv.Itoa(code) + ")"
-		}
-		span.SetStatus(codes.Error, msg)
-	}
-	span.End()
+	tracing.End(span, outcome, code, msg)
 }
 
 // callTool is CallTool without its span; call.ReqID is set.

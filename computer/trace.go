@@ -3,10 +3,8 @@ package computer
 import (
 	"context"
 	"errors"
-	"strconv"
 
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/a2c-smcp/a2c-go/smcp"
@@ -35,6 +33,7 @@ func (c *Computer) startCall(tp trace.TracerProvider, req *smcp.ToolCallReq, bun
 		tracing.AttrAgent.String(req.Agent),
 		tracing.AttrComputer.String(c.opts.Name),
 		tracing.AttrTool.String(req.ToolName),
+		tracing.AttrOffice.String(c.opts.Office),
 	}
 	if bundleID != "" {
 		attrs = append(attrs, attrBundleID.String(bundleID))
@@ -77,23 +76,7 @@ func startMCP(ctx context.Context, bundleID, tool string) (context.Context, trac
 // Computer's own words, never a tool's or an MCP server's text (which
 // may hold anything, secrets included).
 func endSpan(span trace.Span, outcome string, code int, msg string) {
-	if span == nil {
-		return
-	}
-	span.SetAttributes(tracing.AttrOutcome.String(outcome))
-	if code != 0 {
-		span.SetAttributes(tracing.AttrErrorCode.Int(code))
-	}
-	if outcome != tracing.OutcomeOK {
-		if msg == "" {
-			msg = outcome
-		}
-		if code != 0 {
-			msg += " (error_code " + strconv.Itoa(code) + ")"
-		}
-		span.SetStatus(codes.Error, msg)
-	}
-	span.End()
+	tracing.End(span, outcome, code, msg)
 }
 
 // spanOutcome maps a Record's outcome (ok, error, timeout, cancelled,

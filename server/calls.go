@@ -3,6 +3,7 @@ package server
 import (
 	"errors"
 	"net/http"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -173,34 +174,28 @@ func (s *Server) Calls(office string) (calls []Call, evicted int64, err error) {
 		return nil, 0, ErrNoCallLog
 	}
 	now := time.Now()
+	// Copies under the lock, which every relayed call takes; the sort
+	// waits until it is released.
 	l.mu.Lock()
-	defer l.mu.Unlock()
-	calls = make([]Call, 0, len(l.running)+l.n)
+	running := make([]Call, 0, len(l.running))
 	for o := range l.running {
 		if office == "" || o.call.c.Office == office {
 			c := o.call.c
 			c.DurationMS = msSince(c.Start, now)
-			calls = append(calls, c)
+			running = append(running, c)
 		}
 	}
-	sortNewestFirst(calls)
+	ended := make([]Call, 0, l.n)
 	for i := 1; i <= l.n; i++ {
 		c := &l.ended[(l.next-i+MaxEndedCalls)%MaxEndedCalls]
 		if office == "" || c.Office == office {
-			calls = append(calls, *c)
+			ended = append(ended, *c)
 		}
 	}
-	return calls, l.evicted, nil
-}
-
-// sortNewestFirst orders running calls by start, the latest first (few:
-// insertion sort).
-func sortNewestFirst(cs []Call) {
-	for i := 1; i < len(cs); i++ {
-		for j := i; j > 0 && cs[j].Start.After(cs[j-1].Start); j-- {
-			cs[j], cs[j-1] = cs[j-1], cs[j]
-		}
-	}
+	evicted = l.evicted
+	l.mu.Unlock()
+	slices.SortStableFunc(running, func(a, b Call) int { return b.Start.Compare(a.Start) }) // the latest first
+	return append(running, ended...), evicted, nil
 }
 
 // Call returns the call of agent with reqID from the log: the running

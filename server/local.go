@@ -67,7 +67,7 @@ func (s *Server) LocalRequest(ctx context.Context, officeID, event string, paylo
 	}
 	// The console is the Agent of its own tool calls: their trace starts
 	// with its root span, as one made with the Agent SDK does.
-	span := s.consoleSpan(req)
+	span := s.consoleSpan(req, office)
 	answer := make(chan sio.Message, 1)
 	e := sio.NewLocalEvent(event, sio.Message{Args: []json.RawMessage{raw}}, func(m sio.Message) {
 		select { // once; never blocks whoever answers
@@ -88,7 +88,7 @@ func (s *Server) LocalRequest(ctx context.Context, officeID, event string, paylo
 		if _, ok := s.hub.node.Lookup(office, smcp.RoleComputer, req.Target()); !ok {
 			target, found, err := s.findRemote(ctx, office, req.Target())
 			if err != nil {
-				return nil, err
+				return nil, span.fail(err)
 			}
 			if found {
 				s.relayRemoteLocal(m, e, req, office, target)

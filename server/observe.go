@@ -74,14 +74,13 @@ type callEnd struct {
 	// status. Never a tool's own text: a failed CallToolResult leaves it
 	// empty, for its content may hold anything, secrets included.
 	Message string
-	// Dropped says the Agent had gone when the answer came.
-	Dropped bool
 }
 
-// end reports the answer the Agent gets (or got, for a dropped one), with
-// the relay's own outcome (outcomeOK, outcomeTimeout, outcomeGone,
-// outcomeDropped). It runs before the answer is written, so a span is on
-// record by the time the Agent reads the answer.
+// end reports the answer the Agent gets, with the relay's own outcome
+// (outcomeOK, outcomeTimeout or outcomeGone). It runs before the answer
+// is written, so a span is on record by the time the Agent reads the
+// answer (and so it cannot know whether the Agent is still there to get
+// it: a dropped answer shows only in the relay's metrics).
 func (o *callObs) end(ans sio.Message, relayOutcome string) {
 	if o == nil {
 		return

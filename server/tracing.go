@@ -117,35 +117,21 @@ func (s *Server) traceEnd(o *callObs, e callEnd) {
 		}
 		t.wire.End(end)
 	}
-	t.relay.SetAttributes(tracing.AttrOutcome.String(e.Outcome))
-	if e.Code != 0 {
-		t.relay.SetAttributes(tracing.AttrErrorCode.Int(e.Code))
-	}
-	if e.Dropped {
-		t.relay.AddEvent("answer dropped: the Agent had gone", trace.WithTimestamp(now))
-	}
-	if e.Outcome != tracing.OutcomeOK {
-		t.relay.SetStatus(codes.Error, statusText(e))
-	}
-	t.relay.End(end)
+	tracing.End(t.relay, e.Outcome, e.Code, statusMessage(e), end)
 }
 
 // statusText is a failed call's span status description: the outcome
 // (or, for an OutcomeError, a protocol error's message: never a tool's
 // text, see callEnd), then " (error_code N)" when the call has a code.
-func statusText(e callEnd) string {
-	text := e.Outcome
-	if e.Outcome == tracing.OutcomeError && e.Message != "" {
-		text = e.Message
-		if len(text) > 256 {
-			// Cut on a byte bound, then drop a rune the cut split.
-			text = strings.ToValidUTF8(text[:256], "")
-		}
+func statusText(e callEnd) string { return tracing.StatusText(e.Outcome, e.Code, statusMessage(e)) }
+
+// statusMessage is the message a failed call's status may carry: a
+// protocol error's, for an OutcomeError only.
+func statusMessage(e callEnd) string {
+	if e.Outcome == tracing.OutcomeError {
+		return e.Message
 	}
-	if e.Code != 0 {
-		text += " (error_code " + strconv.Itoa(e.Code) + ")"
-	}
-	return text
+	return ""
 }
 
 // MaxOTLPBody bounds the body of POST /v1/traces, compressed or not
@@ -331,7 +317,7 @@ type consoleCall struct{ span trace.Span }
 
 // consoleSpan starts the Agent's span (tracing.HopAgent) of a tool call
 // the console makes, so its trace has a root as an SDK Agent's has.
-func (s *Server) consoleSpan(req smcp.ClientRequest) *consoleCall {
+func (s *Server) consoleSpan(req smcp.ClientRequest, office string) *consoleCall {
 	tc, ok := req.(*smcp.ToolCallReq)
 	if !ok || s.tracer == nil {
 		return nil
@@ -340,7 +326,7 @@ func (s *Server) consoleSpan(req smcp.ClientRequest) *consoleCall {
 		trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(
 			tracing.AttrReqID.String(tc.ReqID), tracing.AttrAgent.String(tc.Agent),
 			tracing.AttrComputer.String(tc.Computer), tracing.AttrTool.String(tc.ToolName),
-			tracing.AttrConsole.Bool(true)))
+			tracing.AttrOffice.String(office), tracing.AttrConsole.Bool(true)))
 	return &consoleCall{span: span}
 }
 
@@ -355,17 +341,25 @@ func (c *consoleCall) wait(ctx context.Context, answer <-chan sio.Message) (json
 	case raw != nil:
 		e = classify(sio.Message{Args: []json.RawMessage{raw}}, outcomeOK)
 	case ctx.Err() != nil:
-		e = callEnd{Outcome: tracing.OutcomeCancelled, Message: "the console stopped waiting"}
+		// The call itself runs on in the relay: the console only
+		// stopped waiting for it.
+		e = callEnd{Outcome: tracing.OutcomeError, Message: "the console stopped waiting"}
 	default:
 		e = callEnd{Outcome: tracing.OutcomeError, Message: "no answer"}
 	}
-	c.span.SetAttributes(tracing.AttrOutcome.String(e.Outcome))
-	if e.Code != 0 {
-		c.span.SetAttributes(tracing.AttrErrorCode.Int(e.Code))
-	}
-	if e.Outcome != tracing.OutcomeOK {
-		c.span.SetStatus(codes.Error, statusText(e))
-	}
-	c.span.End()
+	tracing.End(c.span, e.Outcome, e.Code, statusMessage(e))
 	return raw, err
+}
+
+// fail ends the console's span of a call that was never sent.
+func (c *consoleCall) fail(err error) error {
+	if c != nil {
+		msg := "not sent"
+		var pe *smcp.Error
+		if errors.As(err, &pe) {
+			msg = pe.Message
+		}
+		tracing.End(c.span, tracing.OutcomeError, 0, msg)
+	}
+	return err
 }

@@ -2,6 +2,7 @@ package tracing
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"strings"
 	"sync"
@@ -35,11 +36,12 @@ type batcher struct {
 	queue   []sdktrace.ReadOnlySpan
 	stopped bool
 
-	kick    chan struct{}   // a batch is full (1-buffered, never blocks)
-	flushes chan chan error // ForceFlush asks for an export and waits for its error
-	stop    chan struct{}
-	done    chan struct{}
-	dropped atomic.Int64
+	kick     chan struct{}   // a batch is full (1-buffered, never blocks)
+	flushes  chan chan error // ForceFlush asks for an export and waits for its error
+	stop     chan struct{}
+	done     chan struct{}
+	dropped  atomic.Int64
+	reported int64 // drops already reported (the goroutine's own)
 }
 
 // The defaults of the OTEL_BSP_* variables (OpenTelemetry's).
@@ -127,6 +129,7 @@ func (b *batcher) run() {
 		case <-t.C:
 		}
 		err := b.export()
+		b.reportDrops()
 		switch {
 		case ack != nil:
 			ack <- err // ForceFlush's caller reports it
@@ -140,6 +143,16 @@ func (b *batcher) run() {
 			}
 		}
 		t.Reset(b.delay)
+	}
+}
+
+// reportDrops tells OpenTelemetry's error handler (as the SDK's
+// processor does) how many spans a full queue dropped since the last
+// report.
+func (b *batcher) reportDrops() {
+	if d := b.dropped.Load(); d > b.reported {
+		otel.Handle(fmt.Errorf("tracing: %d spans dropped: the export queue (OTEL_BSP_MAX_QUEUE_SIZE %d) was full", d-b.reported, b.maxQueue))
+		b.reported = d
 	}
 }
 

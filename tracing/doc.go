@@ -15,7 +15,7 @@
 //
 // Derived ids need the provider's help: [IDGenerator] takes them from the
 // context [Start] prepares and makes random ids for every other span.
-// [Setup] builds providers with it; a program that brings its own
+// [New] builds providers with it; a program that brings its own
 // provider and wants the Agent SDK's spans joined to the hub's adds
 // sdktrace.WithIDGenerator(tracing.IDGenerator()).
 //
@@ -26,7 +26,7 @@
 //
 // # Export and the in-memory record
 //
-// [Setup] reads the standard OTEL_* environment: spans are exported over
+// [New] reads the standard OTEL_* environment: spans are exported over
 // OTLP/HTTP only when it asks for that, and nothing is exported
 // otherwise. A [Recorder] keeps the recent spans of each process in
 // memory, by trace: the console of "a2c server --console" and "a2c up"

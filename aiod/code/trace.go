@@ -4,7 +4,6 @@ import (
 	"context"
 
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/a2c-smcp/a2c-go/tracing"
@@ -40,11 +39,11 @@ func (e *Engine) executeTraced(ctx context.Context, parent trace.Span, req Reque
 		attrs = append(attrs, attrKernel.String("node"))
 	}
 	ctx, span := parent.TracerProvider().Tracer(tracerName).Start(ctx, tracing.SpanCell, trace.WithAttributes(attrs...))
-	defer span.End()
 	res, err := e.execute(ctx, req)
 	if err != nil {
-		span.SetAttributes(tracing.AttrOutcome.String(tracing.OutcomeError))
-		span.SetStatus(codes.Error, err.Error())
+		// A fixed phrase: the engine's error may quote the request
+		// (a language, a cwd), and spans carry no caller data.
+		tracing.End(span, tracing.OutcomeError, 0, "the cell could not run")
 		return res, err
 	}
 	if res.SessionID != nil {
@@ -63,9 +62,7 @@ func (e *Engine) executeTraced(ctx context.Context, parent trace.Span, req Reque
 	default:
 		outcome = tracing.OutcomeError
 	}
-	span.SetAttributes(attrStatus.String(res.Status), tracing.AttrOutcome.String(outcome))
-	if outcome != tracing.OutcomeOK {
-		span.SetStatus(codes.Error, outcome)
-	}
+	span.SetAttributes(attrStatus.String(res.Status))
+	tracing.End(span, outcome, 0, "")
 	return res, nil
 }

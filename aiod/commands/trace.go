@@ -7,7 +7,6 @@ import (
 	"unicode/utf8"
 
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/a2c-smcp/a2c-go/tracing"
@@ -112,9 +111,7 @@ func endSpanFailed(span trace.Span, _ error) {
 	if span == nil {
 		return
 	}
-	span.SetAttributes(tracing.AttrOutcome.String(tracing.OutcomeError))
-	span.SetStatus(codes.Error, "the command could not start")
-	span.End()
+	tracing.End(span, tracing.OutcomeError, 0, "the command could not start")
 }
 
 // endSpan ends the span of a command that ended with status and code;
@@ -130,11 +127,8 @@ func endSpan(span trace.Span, status string, code int, killed bool) {
 	case code != 0:
 		outcome, msg = tracing.OutcomeError, "exit code "+strconv.Itoa(code)
 	}
-	span.SetAttributes(attrExitCode.Int(code), attrStatus.String(status), tracing.AttrOutcome.String(outcome))
-	if outcome != tracing.OutcomeOK {
-		span.SetStatus(codes.Error, msg)
-	}
-	span.End()
+	span.SetAttributes(attrExitCode.Int(code), attrStatus.String(status))
+	tracing.End(span, outcome, 0, msg)
 }
 
 // cut cuts s to at most n bytes, on a rune boundary.

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/a2c-smcp/a2c-go/tracing"
@@ -46,9 +45,5 @@ func endTool(ctx context.Context, span trace.Span, raw json.RawMessage, perr *rp
 			outcome, msg = tracing.OutcomeError, "the tool failed"
 		}
 	}
-	span.SetAttributes(tracing.AttrOutcome.String(outcome))
-	if outcome != tracing.OutcomeOK {
-		span.SetStatus(codes.Error, msg)
-	}
-	span.End()
+	tracing.End(span, outcome, 0, msg)
 }

@@ -494,7 +494,7 @@ func mergeSpans(a, b []tracing.Span) []tracing.Span {
 			out = append(out, s)
 		}
 	}
-	slices.SortStableFunc(out, func(x, y tracing.Span) int { return x.Start.Compare(y.Start) })
+	slices.SortStableFunc(out, tracing.ByStart)
 	return out
 }
 
@@ -560,7 +560,7 @@ func printTimeline(w io.Writer, spans []tracing.Span) {
 			children[s.ParentID] = append(children[s.ParentID], s)
 		}
 	}
-	byStart := func(x, y tracing.Span) int { return x.Start.Compare(y.Start) }
+	byStart := tracing.ByStart
 	slices.SortStableFunc(roots, byStart)
 	var lines []line
 	done := make(map[string]bool, len(spans))

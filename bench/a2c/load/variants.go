@@ -222,13 +222,10 @@ func printStreams(w io.Writer) {
 	fmt.Fprintln(w, "| console stream run | relayed calls | events read by the reading page | per call | dropped (all pages) |")
 	fmt.Fprintln(w, "|---:|---:|---:|---:|---:|")
 	for i, st := range streamStats {
-		if st.calls == 0 {
-			continue // an idle-connections run: no calls, no events
+		if st.calls <= 0 {
+			continue // an idle-connections run (no calls), or /metrics did not answer
 		}
-		per := "n/a"
-		if st.calls > 0 {
-			per = fmt.Sprintf("%.2f", float64(st.events)/float64(st.calls))
-		}
+		per := fmt.Sprintf("%.2f", float64(st.events)/float64(st.calls))
 		fmt.Fprintf(w, "| %d | %d | %d | %s | %d |\n", i+1, st.calls, st.events, per, st.dropped)
 	}
 }
