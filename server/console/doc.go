@@ -114,8 +114,9 @@
 // answer is 200 with the Computer's CallToolResult, failed or not; when
 // the relay refuses or the Computer does not answer the answer is an
 // error: 404 (no such Computer in the office), 400 (invalid request),
-// 503 (hub shutting down or cluster unavailable), 504 (no answer in
-// time), with the relay's message. The computer page asks the Computer
+// 403 (the relay's 403), 503 (hub shutting down or cluster
+// unavailable), 504 (no answer in time), 502 (any other error code a
+// Computer answers with), with the relay's message. The computer page asks the Computer
 // the same way (client:get_tools, client:get_config), with the same
 // errors.
 //
