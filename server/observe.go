@@ -117,42 +117,24 @@ func classify(ans sio.Message, relayOutcome string) callEnd {
 	if len(ans.Args) == 0 || !mayFail(ans.Args[0]) {
 		return e // the common case, decided without decoding the answer
 	}
-	var r struct {
-		IsError bool `json:"isError"`
-		// A2C's markers are under "meta"; an MCP result's under "_meta".
-		Meta      map[string]json.RawMessage `json:"meta"`
-		UnderMeta map[string]json.RawMessage `json:"_meta"`
-		Content   []json.RawMessage          `json:"content"`
-		// An ErrorPayload.
-		Code    *int   `json:"code"`
-		Message string `json:"message"`
+	// The same readings as the Agent SDK's: smcp's own decoders (an
+	// ErrorPayload; a result's markers under meta or _meta, the legacy
+	// timeout key included).
+	raw := ans.Args[0]
+	if pe, ok := smcp.DecodeError(raw); ok {
+		return callEnd{Outcome: tracing.OutcomeError, Code: pe.Code, Message: pe.Message}
 	}
-	if json.Unmarshal(ans.Args[0], &r) != nil {
+	var r smcp.CallToolResult
+	if json.Unmarshal(raw, &r) != nil || !r.IsError {
 		return e
 	}
-	if r.Code != nil && !r.IsError && r.Content == nil {
-		return callEnd{Outcome: tracing.OutcomeError, Code: *r.Code, Message: r.Message}
-	}
-	if !r.IsError {
-		return e
-	}
-	e.Outcome = tracing.OutcomeError
-	for k, v := range r.UnderMeta {
-		if _, ok := r.Meta[k]; !ok {
-			if r.Meta == nil {
-				r.Meta = make(map[string]json.RawMessage, len(r.UnderMeta))
-			}
-			r.Meta[k] = v
-		}
-	}
-	var flag bool
-	if json.Unmarshal(r.Meta[smcp.MetaTimeout], &flag) == nil && flag {
+	e.Outcome, e.Code = tracing.OutcomeError, r.ErrorCode()
+	switch {
+	case r.Cancelled():
+		e.Outcome = tracing.OutcomeCancelled
+	case r.Timeout():
 		e.Outcome = tracing.OutcomeTimeout
 	}
-	if json.Unmarshal(r.Meta[smcp.MetaCancelled], &flag) == nil && flag {
-		e.Outcome = tracing.OutcomeCancelled
-	}
-	_ = json.Unmarshal(r.Meta[smcp.MetaErrorCode], &e.Code)
 	return e
 }
 

@@ -37,6 +37,8 @@ func TestClassify(t *testing.T) {
 			callEnd{Outcome: tracing.OutcomeError, Code: 4003}, 0},
 		{"isError quoted in text", sio.Message{Args: []json.RawMessage{json.RawMessage(`{"content":[{"type":"text","text":"\"isError\":true \"code\""}],"isError":false}`)}}, outcomeOK,
 			callEnd{Outcome: tracing.OutcomeOK}, 0},
+		{"legacy timeout key", sio.Message{Args: []json.RawMessage{json.RawMessage(`{"content":[],"isError":true,"meta":{"timeout":true}}`)}}, outcomeOK,
+			callEnd{Outcome: tracing.OutcomeTimeout}, 0},
 		{"MCP markers under _meta", sio.Message{Args: []json.RawMessage{json.RawMessage(`{"content":[],"isError":true,"_meta":{"a2c_timeout":true,"error_code":4001}}`)}}, outcomeOK,
 			callEnd{Outcome: tracing.OutcomeTimeout, Code: 4001}, 0},
 		{"meta wins over _meta", sio.Message{Args: []json.RawMessage{json.RawMessage(`{"content":[],"isError":true,"meta":{"error_code":4002},"_meta":{"error_code":4001}}`)}}, outcomeOK,
