@@ -2,7 +2,6 @@ package server
 
 import (
 	"errors"
-	"net/http"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -272,8 +271,3 @@ func (sub *CallSubscription) Close() {
 		sub.l.subMu.Unlock()
 	})
 }
-
-// callRoutes adds nothing: the console (package server/console) serves
-// the call log through [Server.Calls], [Server.Call] and
-// [Server.SubscribeCalls] under its own session check.
-func (s *Server) callRoutes(*http.ServeMux) {}

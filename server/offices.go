@@ -44,15 +44,9 @@ const maxOfficeID = cluster.MaxField
 // from it). It asks for the same credential as a Socket.IO connection. It
 // is not part of the protocol: server:list_room keeps its exact shape.
 func (s *Server) officeInfo(w http.ResponseWriter, r *http.Request) {
-	if s.cfg.Auth != nil {
-		ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
-		err := s.cfg.Auth.Authenticate(ctx, &AuthRequest{Header: r.Header, Query: r.URL.Query(), RemoteAddr: r.RemoteAddr})
-		cancel()
-		if err != nil {
-			s.metrics.rejected("auth")
-			writeJSONError(w, http.StatusUnauthorized, smcp.NewError(smcp.CodeUnauthorized, "Authentication failed"))
-			return
-		}
+	if !s.authorized(r) {
+		writeJSONError(w, http.StatusUnauthorized, smcp.NewError(smcp.CodeUnauthorized, "Authentication failed"))
+		return
 	}
 	id := r.PathValue("office")
 	if id == "" || len(id) > maxOfficeID {

@@ -227,7 +227,7 @@ func New(cfg Config) (*Server, error) {
 	mux.HandleFunc("GET /healthz", s.healthz)
 	mux.HandleFunc("GET /api/offices/{office}", s.officeInfo)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{}))
-	s.routes(mux)
+	s.traceRoutes(mux)
 	s.mux = mux
 	s.handler = s.io.BoundBodies(mux) // a stalled body holds nothing, on any route
 	if cfg.Cluster.URL != "" {

@@ -144,7 +144,7 @@ func runServer(ctx context.Context, e *env, args []string) error {
 	}
 	var con *console.Console
 	if *withConsole {
-		con, err = console.New(console.Config{Server: srv, Token: secret, Recorder: rec, Logger: log, Sandboxes: boxes})
+		con, err = console.New(console.Config{Server: srv, Token: secret, Logger: log, Sandboxes: boxes})
 		if err != nil {
 			return usageError{err.Error()}
 		}

@@ -143,7 +143,7 @@ func runUp(ctx context.Context, e *env, args []string) error {
 	}
 
 	hubURL, boxURL := "http://"+hubLn.Addr().String(), "http://"+boxLn.Addr().String()
-	con, err := console.New(console.Config{Server: hub, Token: secret, Recorder: rec, Logger: log,
+	con, err := console.New(console.Config{Server: hub, Token: secret, Logger: log,
 		Sandboxes: []console.Sandbox{{Name: *name, URL: "http://" + localURL(boxLn.Addr().String()), Token: secret}}})
 	if err != nil {
 		_ = d.Shutdown(context.Background())

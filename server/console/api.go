@@ -262,8 +262,8 @@ func (c *Console) callDetail(w http.ResponseWriter, r *http.Request) {
 	}
 	call, found := c.srv.Call(agent, reqID)
 	spans, dropped := []tracing.Span{}, 0
-	if c.cfg.Recorder != nil {
-		if s, d := c.cfg.Recorder.Trace(tracing.TraceID(agent, reqID)); s != nil {
+	if rec := c.srv.Config().Recorder; rec != nil { // the hub's own spans, and in a2c up every hop's
+		if s, d := rec.Trace(tracing.TraceID(agent, reqID)); s != nil {
 			spans, dropped = s, d
 		}
 	}

@@ -12,7 +12,6 @@ import (
 	"sync"
 
 	"github.com/a2c-smcp/a2c-go/server"
-	"github.com/a2c-smcp/a2c-go/tracing"
 )
 
 // Config configures a [Console].
@@ -23,9 +22,6 @@ type Config struct {
 	// Token is the hub's token, asked for at login; empty: the console is
 	// open, as the hub is.
 	Token string
-	// Recorder holds the spans the call pages show (the hub's own, and
-	// in a2c up every hop's); nil: calls show no trace.
-	Recorder *tracing.Recorder
 	// Sandboxes are the aiod daemons whose files, commands and python
 	// cells the console offers.
 	Sandboxes []Sandbox

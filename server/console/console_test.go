@@ -32,7 +32,8 @@ type hub struct {
 
 func newHub(t *testing.T, token string, boxes ...Sandbox) *hub {
 	t.Helper()
-	cfg := server.Config{Calls: true}
+	rec := tracing.NewRecorder(0, 0)
+	cfg := server.Config{Calls: true, Recorder: rec}
 	if token != "" {
 		cfg.Auth = server.TokenAuth(token, "x-api-key")
 	}
@@ -40,8 +41,7 @@ func newHub(t *testing.T, token string, boxes ...Sandbox) *hub {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec := tracing.NewRecorder(0, 0)
-	con, err := New(Config{Server: srv, Token: token, Recorder: rec, Sandboxes: boxes})
+	con, err := New(Config{Server: srv, Token: token, Sandboxes: boxes})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,7 +22,8 @@ import (
 // wrappedHub is newHub with wrap around the hub's handler.
 func wrappedHub(t *testing.T, token string, wrap func(http.Handler) http.Handler) *hub {
 	t.Helper()
-	cfg := server.Config{Calls: true}
+	rec := tracing.NewRecorder(0, 0)
+	cfg := server.Config{Calls: true, Recorder: rec}
 	if token != "" {
 		cfg.Auth = server.TokenAuth(token, "x-api-key")
 	}
@@ -30,8 +31,7 @@ func wrappedHub(t *testing.T, token string, wrap func(http.Handler) http.Handler
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec := tracing.NewRecorder(0, 0)
-	con, err := New(Config{Server: srv, Token: token, Recorder: rec})
+	con, err := New(Config{Server: srv, Token: token})
 	if err != nil {
 		t.Fatal(err)
 	}
