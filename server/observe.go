@@ -26,7 +26,7 @@ type callObs struct {
 	start   time.Time
 
 	trace traceState // tracing.go
-	call  callState  // calls.go
+	call  Call       // calls.go: the call log's entry while it runs
 }
 
 // observing reports whether any observer wants the server's tool calls.

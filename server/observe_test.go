@@ -77,7 +77,7 @@ func TestStatusText(t *testing.T) {
 		{callEnd{Outcome: tracing.OutcomeCancelled, Code: 4499}, "cancelled (error_code 4499)"},
 		{callEnd{Outcome: tracing.OutcomeError, Code: 404, Message: long}, strings.Repeat("é", 128) + " (error_code 404)"},
 	} {
-		if got := statusText(tc.e); got != tc.want {
+		if got := tracing.StatusText(tc.e.Outcome, tc.e.Code, statusMessage(tc.e)); got != tc.want {
 			t.Errorf("statusText(%+v) = %q, want %q", tc.e, got, tc.want)
 		}
 	}

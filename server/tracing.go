@@ -14,8 +14,6 @@ import (
 	"sync"
 	"time"
 
-	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	"google.golang.org/genproto/googleapis/rpc/status"
@@ -38,92 +36,70 @@ import (
 // processes (a Computer run apart, pointed at the hub with
 // OTEL_EXPORTER_OTLP_ENDPOINT) into it.
 
-// traceState is a call's hub spans; the zero value (tracing off) holds
-// nothing. In a cluster, sent and end may run on two goroutines (the
+// traceState is a call's hub record (tracing.Relay), filled as the call
+// goes and handed to the provider once, at its end; tracing off, it stays
+// unused. In a cluster, sent and end may run on two goroutines (the
 // answer of another node can come back before relayRemote marks the
 // request sent), hence the mutex.
 type traceState struct {
 	mu    sync.Mutex
-	ctx   context.Context // carries relay, the parent of queue and wire
-	relay trace.Span
-	queue trace.Span
-	wire  trace.Span // nil until sent; never for a refused call
+	on    bool
+	relay tracing.Relay
 	ended bool
 }
 
-// traceStart starts the call's spans when the server traces.
+// traceStart begins the call's record when the server traces.
 func (s *Server) traceStart(o *callObs) {
 	if s.tracer == nil {
 		return
 	}
 	req := o.req
-	attrs := make([]attribute.KeyValue, 0, 7)
-	attrs = append(attrs,
-		tracing.AttrReqID.String(req.ReqID),
-		tracing.AttrAgent.String(req.Agent),
-		tracing.AttrComputer.String(req.Computer),
-		tracing.AttrTool.String(req.ToolName),
-		tracing.AttrOffice.String(o.office))
-	if s.hub != nil {
-		attrs = append(attrs, tracing.AttrNode.String(s.cfg.Cluster.NodeID))
-	}
-	if o.console {
-		attrs = append(attrs, tracing.AttrConsole.Bool(true))
-	}
 	t := &o.trace
-	t.ctx, t.relay = tracing.Start(context.Background(), s.tracer, tracing.HopHub, req.Agent, req.ReqID, tracing.SpanHubRelay,
-		trace.WithTimestamp(o.start), trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(attrs...))
-	_, t.queue = s.tracer.Start(t.ctx, tracing.SpanHubQueue, trace.WithTimestamp(o.start))
+	t.on = true
+	t.relay = tracing.Relay{
+		Agent: req.Agent, ReqID: req.ReqID, Computer: req.Computer, Tool: req.ToolName,
+		Office: o.office, Console: o.console, Start: o.start,
+	}
+	if s.hub != nil {
+		t.relay.Node = s.cfg.Cluster.NodeID
+	}
 }
 
-// traceSent ends the queue span and starts the wire span.
+// traceSent marks the end of the queue time and the start of the wire
+// time.
 func (s *Server) traceSent(o *callObs) {
 	t := &o.trace
-	if t.relay == nil {
+	if !t.on {
 		return
 	}
 	now := time.Now()
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.ended || t.wire != nil {
+	if t.ended || !t.relay.Sent.IsZero() {
 		return
 	}
-	t.queue.End(trace.WithTimestamp(now))
-	_, t.wire = s.tracer.Start(t.ctx, tracing.SpanHubWire, trace.WithTimestamp(now), trace.WithSpanKind(trace.SpanKindClient))
+	t.relay.Sent = now
 }
 
-// traceEnd ends the call's spans with its outcome: a2c.outcome (and
-// a2c.error_code when there is one) on the relay span, and the error
-// status on it and on the wire span for any outcome but ok. A refused
-// call ends its queue span here and has no wire span.
+// traceEnd ends the call's record with its outcome and hands it over
+// (tracing.RecordRelay makes the spans: see tracing.Relay). A refused
+// call was never sent, and has no wire span.
 func (s *Server) traceEnd(o *callObs, e callEnd) {
 	t := &o.trace
-	if t.relay == nil {
+	if !t.on {
 		return
 	}
 	now := time.Now()
 	t.mu.Lock()
-	defer t.mu.Unlock()
 	if t.ended {
+		t.mu.Unlock()
 		return
 	}
 	t.ended = true
-	end := trace.WithTimestamp(now)
-	if t.wire == nil {
-		t.queue.End(end)
-	} else {
-		if e.Outcome != tracing.OutcomeOK {
-			t.wire.SetStatus(codes.Error, statusText(e))
-		}
-		t.wire.End(end)
-	}
-	tracing.End(t.relay, e.Outcome, e.Code, statusMessage(e), end)
+	t.relay.End, t.relay.Outcome, t.relay.Code, t.relay.Message = now, e.Outcome, e.Code, statusMessage(e)
+	t.mu.Unlock()
+	tracing.RecordRelay(s.cfg.TracerProvider, &t.relay)
 }
-
-// statusText is a failed call's span status description: the outcome
-// (or, for an OutcomeError, a protocol error's message: never a tool's
-// text, see callEnd), then " (error_code N)" when the call has a code.
-func statusText(e callEnd) string { return tracing.StatusText(e.Outcome, e.Code, statusMessage(e)) }
 
 // statusMessage is the message a failed call's status may carry: a
 // protocol error's, for an OutcomeError only.

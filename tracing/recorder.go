@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
@@ -220,8 +221,6 @@ func (s *Span) bound() {
 	if s.size != 0 {
 		return
 	}
-	s.Name, s.Service = cut(s.Name, maxAttrString), cut(s.Service, maxAttrString)
-	s.StatusMessage = cut(s.StatusMessage, maxAttrString)
 	attrBytes := 0
 	if len(s.Attributes) > 0 {
 		keys := make([]string, 0, len(s.Attributes))
@@ -235,9 +234,17 @@ func (s *Span) bound() {
 		}
 		s.Attributes, attrBytes = a.m, a.bytes()
 		s.DroppedAttributes += a.dropped
-		if len(s.Attributes) == 0 {
-			s.Attributes = nil
-		}
+	}
+	s.boundWith(attrBytes)
+}
+
+// boundWith cuts s's strings and sets its size, its attributes (bounded
+// already) taking attrBytes.
+func (s *Span) boundWith(attrBytes int) {
+	s.Name, s.Service = cut(s.Name, maxAttrString), cut(s.Service, maxAttrString)
+	s.StatusMessage = cut(s.StatusMessage, maxAttrString)
+	if len(s.Attributes) == 0 {
+		s.Attributes = nil
 	}
 	s.size = spanCost + len(s.Name) + len(s.Service) + len(s.StatusMessage) + attrBytes
 }
@@ -261,10 +268,42 @@ type Recorder struct {
 	bytes  int             // approximate size of every trace held
 }
 
+// recorded is one trace: the spans of this process and others, and the
+// hub's relay records, kept compact and turned into spans when read.
 type recorded struct {
 	spans   []Span
+	relays  []relayRec
+	n       int // spans held, the relays' included
 	dropped int
 	bytes   int
+}
+
+// relayRec is a Relay as a Recorder keeps it.
+type relayRec struct {
+	r       Relay
+	ids     relayIDs
+	service string
+}
+
+// relayCost is a relayRec's approximate size in memory, its strings
+// aside.
+const relayCost = 384
+
+// has reports whether the trace holds a span with id spanID (lowercase
+// hex).
+func (t *recorded) has(spanID string) bool {
+	if slices.ContainsFunc(t.spans, func(x Span) bool { return x.SpanID == spanID }) {
+		return true
+	}
+	for i := range t.relays {
+		ids := &t.relays[i].ids
+		for _, id := range [...]trace.SpanID{ids.relay, ids.queue, ids.wire} {
+			if id.String() == spanID {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // NewRecorder returns a recorder of at most maxTraces traces of at most
@@ -295,18 +334,43 @@ func (r *Recorder) Add(spans ...Span) {
 		if err != nil {
 			continue
 		}
-		if t := r.traces[id]; t != nil && slices.ContainsFunc(t.spans, func(x Span) bool { return x.SpanID == s.SpanID }) {
+		if t := r.traces[id]; t != nil && t.has(s.SpanID) {
 			continue
 		}
 		r.addLocked(id, s)
 	}
 }
 
-// addLocked records s, a bounded span, in trace id: a new trace evicts
-// the oldest past maxTraces, and the oldest traces go until the span fits
-// in maxBytes (the span is dropped when only its own trace is left to
-// evict).
+// addLocked records s, a bounded span, in trace id (see reserveLocked).
 func (r *Recorder) addLocked(id trace.TraceID, s Span) {
+	t := r.reserveLocked(id, 1, s.size)
+	if t == nil {
+		return
+	}
+	t.spans = append(t.spans, s)
+}
+
+// addRelay records a relay record (bounded already, see Relay.bound),
+// as compact as it came: it becomes spans when the trace is read.
+func (r *Recorder) addRelay(rel *Relay, ids *relayIDs, service string) {
+	n := 2
+	if !rel.Sent.IsZero() {
+		n = 3
+	}
+	size := relayCost + len(rel.Agent) + len(rel.ReqID) + len(rel.Computer) + len(rel.Tool) + len(rel.Office) + len(rel.Node) + len(rel.Message)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if t := r.reserveLocked(ids.trace, n, size); t != nil {
+		t.relays = append(t.relays, relayRec{r: *rel, ids: *ids, service: service})
+	}
+}
+
+// reserveLocked makes room in trace id for n spans of size bytes in all
+// and returns the trace, or nil when they are dropped: a new trace
+// evicts the oldest past maxTraces, and the oldest traces go until the
+// spans fit in maxBytes (they are dropped when only their own trace is
+// left to evict).
+func (r *Recorder) reserveLocked(id trace.TraceID, n, size int) *recorded {
 	t := r.traces[id]
 	if t == nil {
 		if r.order == nil {
@@ -321,20 +385,21 @@ func (r *Recorder) addLocked(id trace.TraceID, s Span) {
 		r.bytes += traceCost
 		r.traces[id] = t
 	}
-	if len(t.spans) >= r.maxSpans {
-		t.dropped++
-		return
+	if t.n+n > r.maxSpans {
+		t.dropped += n
+		return nil
 	}
-	for r.bytes+s.size > r.maxBytes && r.count > 1 && r.order[r.head] != id {
+	for r.bytes+size > r.maxBytes && r.count > 1 && r.order[r.head] != id {
 		r.evictLocked()
 	}
-	if r.bytes+s.size > r.maxBytes {
-		t.dropped++
-		return
+	if r.bytes+size > r.maxBytes {
+		t.dropped += n
+		return nil
 	}
-	t.spans = append(t.spans, s)
-	t.bytes += s.size
-	r.bytes += s.size
+	t.n += n
+	t.bytes += size
+	r.bytes += size
+	return t
 }
 
 // evictLocked forgets the oldest trace.
@@ -352,24 +417,40 @@ func (r *Recorder) evictLocked() {
 // Trace returns the recorded spans of trace id, ordered by [ByStart],
 // and how many of its spans were dropped; nil when none is recorded.
 func (r *Recorder) Trace(id trace.TraceID) (spans []Span, dropped int) {
+	var relays []relayRec
 	r.mu.Lock()
 	t := r.traces[id]
-	if t != nil {
-		spans = slices.Clone(t.spans)
+	if t != nil && t.n > 0 {
+		spans = make([]Span, len(t.spans), t.n)
+		copy(spans, t.spans)
+		relays = slices.Clone(t.relays)
 		dropped = t.dropped
 	}
 	r.mu.Unlock()
+	for i := range relays {
+		spans = relays[i].appendSpans(spans)
+	}
 	slices.SortStableFunc(spans, ByStart)
 	return spans, dropped
 }
 
 // ByStart orders spans by start time, and the longer first of two that
-// start together: a parent before the child that starts with it.
+// start together, and a parent before its child when they start and end
+// together.
 func ByStart(a, b Span) int {
 	if c := a.Start.Compare(b.Start); c != 0 {
 		return c
 	}
-	return cmp.Compare(b.DurationMS, a.DurationMS)
+	if c := cmp.Compare(b.DurationMS, a.DurationMS); c != 0 {
+		return c
+	}
+	switch {
+	case b.ParentID != "" && b.ParentID == a.SpanID:
+		return -1
+	case a.ParentID != "" && a.ParentID == b.SpanID:
+		return 1
+	}
+	return 0
 }
 
 // OnStart implements sdktrace.SpanProcessor; spans are recorded when they
@@ -394,37 +475,63 @@ func (r *Recorder) ForceFlush(context.Context) error { return nil }
 // one span.
 func FromReadOnly(s sdktrace.ReadOnlySpan) Span {
 	sp := Span{
-		TraceID:    s.SpanContext().TraceID().String(),
-		Name:       s.Name(),
-		SpanID:     s.SpanContext().SpanID().String(),
-		Start:      s.StartTime(),
-		DurationMS: float64(s.EndTime().Sub(s.StartTime())) / float64(time.Millisecond),
-		Status:     "ok",
+		TraceID: s.SpanContext().TraceID().String(),
+		Name:    s.Name(),
+		SpanID:  s.SpanContext().SpanID().String(),
+		Status:  "ok",
 	}
+	sp.setTimes(s.StartTime(), s.EndTime())
 	if p := s.Parent(); p.IsValid() {
 		sp.ParentID = p.SpanID().String()
 	}
 	if st := s.Status(); st.Code == codes.Error {
 		sp.Status, sp.StatusMessage = "error", st.Description
 	}
-	if res := s.Resource(); res != nil {
-		if v, ok := res.Set().Value("service.name"); ok {
-			sp.Service = v.AsString()
-		}
-	}
-	if attrs := s.Attributes(); len(attrs) > 0 {
-		a := newAttrSet(len(attrs))
-		for _, kv := range attrs {
-			a.add(string(kv.Key), kv.Value.AsInterface())
-		}
-		sp.Attributes, sp.DroppedAttributes = a.m, a.dropped+s.DroppedAttributes()
-		sp.Name, sp.Service, sp.StatusMessage = cut(sp.Name, maxAttrString), cut(sp.Service, maxAttrString), cut(sp.StatusMessage, maxAttrString)
-		sp.size = spanCost + len(sp.Name) + len(sp.Service) + len(sp.StatusMessage) + a.bytes()
-		if len(sp.Attributes) == 0 {
-			sp.Attributes = nil
-		}
-		return sp
-	}
-	sp.bound()
+	sp.Service = serviceName(s.Resource())
+	sp.setAttrs(s.Attributes(), s.DroppedAttributes())
 	return sp
+}
+
+// appendSpans appends the spans of a relay record to spans.
+func (rr *relayRec) appendSpans(spans []Span) []Span {
+	var rs relaySpans
+	rr.r.spans(&rs, &rr.ids)
+	tid := rr.ids.trace.String()
+	for i := range rs.n {
+		p := &rs.spans[i]
+		sp := Span{TraceID: tid, Name: p.Name, SpanID: p.SpanID.String(), Service: rr.service, Status: "ok"}
+		sp.setTimes(p.Start, p.End)
+		if p.ParentID.IsValid() {
+			sp.ParentID = p.ParentID.String()
+		}
+		if p.Status == codes.Error {
+			sp.Status, sp.StatusMessage = "error", p.StatusMsg
+		}
+		sp.setAttrs(p.Attrs, 0)
+		spans = append(spans, sp)
+	}
+	return spans
+}
+
+// setTimes sets s's start and duration.
+func (s *Span) setTimes(start, end time.Time) {
+	s.Start = start
+	s.DurationMS = float64(end.Sub(start)) / float64(time.Millisecond)
+}
+
+// setAttrs sets s's attributes (dropped: those its maker left out
+// already) and bounds s: see [Span.bound].
+func (s *Span) setAttrs(attrs []attribute.KeyValue, dropped int) {
+	s.DroppedAttributes = dropped
+	if len(attrs) == 0 {
+		s.bound()
+		return
+	}
+	a := newAttrSet(len(attrs))
+	for _, kv := range attrs {
+		a.add(string(kv.Key), kv.Value.AsInterface())
+	}
+	s.Attributes = a.m
+	s.DroppedAttributes += a.dropped
+	s.boundWith(a.bytes())
 }

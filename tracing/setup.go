@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -77,7 +78,8 @@ func New(ctx context.Context, o Options) (*Tracing, error) {
 	if !export && o.Recorder == nil {
 		return t, nil
 	}
-	opts := []sdktrace.TracerProviderOption{sdktrace.WithIDGenerator(IDGenerator())}
+	sampler := samplerFromEnv(getenv)
+	opts := []sdktrace.TracerProviderOption{sdktrace.WithIDGenerator(IDGenerator()), sdktrace.WithSampler(sampler)}
 	if o.Service == "" {
 		o.Service = "a2c"
 	}
@@ -102,8 +104,82 @@ func New(ctx context.Context, o Options) (*Tracing, error) {
 		opts = append(opts, sdktrace.WithSpanProcessor(newBatcher(exp, getenv)))
 	}
 	t.sdk = sdktrace.NewTracerProvider(opts...)
-	t.Provider = t.sdk
+	t.Provider = &Provider{TracerProvider: t.sdk, sampler: sampler, rec: o.Recorder, service: serviceName(res), exporting: export}
 	return t, nil
+}
+
+// Provider is the tracer provider [New] builds: the OpenTelemetry SDK's,
+// which makes every span but the hub's, and a path that takes the hub's
+// [Relay] records without SDK spans (see [RecordRelay]): sampled by the
+// same sampler, kept in the same Recorder, exported by the same exporter.
+type Provider struct {
+	*sdktrace.TracerProvider
+
+	sampler   sdktrace.Sampler
+	rec       *Recorder // nil: none
+	service   string    // service.name, for the Recorder's spans
+	exporting bool      // TEMPORARY: relays go through SDK spans while exporting
+}
+
+// recordRelay takes a relayed call's record (see [RecordRelay]).
+func (p *Provider) recordRelay(r *Relay) {
+	if p.exporting {
+		r.emit(p.Tracer(ScopeHub))
+		return
+	}
+	ids := newRelayIDs(r)
+	// The relay span's parent is the Agent's, remote and sampled: what
+	// the SDK's sampler would be asked for the span itself.
+	psc := trace.NewSpanContext(trace.SpanContextConfig{TraceID: ids.trace, SpanID: ids.agent, TraceFlags: trace.FlagsSampled, Remote: true})
+	d := p.sampler.ShouldSample(sdktrace.SamplingParameters{
+		ParentContext: trace.ContextWithRemoteSpanContext(context.Background(), psc),
+		TraceID:       ids.trace, Name: SpanHubRelay, Kind: trace.SpanKindServer,
+	}).Decision
+	if d == sdktrace.Drop {
+		return
+	}
+	r.bound()
+	if p.rec != nil {
+		p.rec.addRelay(r, &ids, p.service)
+	}
+}
+
+// serviceName is res's service.name.
+func serviceName(res *resource.Resource) string {
+	if res == nil {
+		return ""
+	}
+	v, _ := res.Set().Value("service.name")
+	return v.AsString()
+}
+
+// samplerFromEnv is the sampler OTEL_TRACES_SAMPLER and
+// OTEL_TRACES_SAMPLER_ARG name, as the SDK reads them: always_on,
+// always_off, traceidratio, and parentbased_ each of them
+// (parentbased_always_on, the default, for a name it does not know); a
+// ratio outside [0, 1] or not a number is 1. It is read here, not by the
+// SDK, so that the hub's relay records are sampled as its spans are.
+func samplerFromEnv(getenv func(string) string) sdktrace.Sampler {
+	ratio := func() sdktrace.Sampler {
+		f, err := strconv.ParseFloat(strings.TrimSpace(getenv("OTEL_TRACES_SAMPLER_ARG")), 64)
+		if err != nil || f < 0 || f > 1 {
+			f = 1
+		}
+		return sdktrace.TraceIDRatioBased(f)
+	}
+	switch strings.ToLower(strings.TrimSpace(getenv("OTEL_TRACES_SAMPLER"))) {
+	case "always_on":
+		return sdktrace.AlwaysSample()
+	case "always_off":
+		return sdktrace.NeverSample()
+	case "traceidratio":
+		return ratio()
+	case "parentbased_always_off":
+		return sdktrace.ParentBased(sdktrace.NeverSample())
+	case "parentbased_traceidratio":
+		return sdktrace.ParentBased(ratio())
+	}
+	return sdktrace.ParentBased(sdktrace.AlwaysSample())
 }
 
 // Shutdown flushes the exporter (within ctx) and stops the provider. It

@@ -63,7 +63,8 @@
 //	                                (at its start and at its end), "event: dropped"
 //	                                with {"dropped":N} when this page lost events
 //	                                (N: its total so far; events wait in a
-//	                                256-event buffer per page); a ": ping"
+//	                                1,024-event buffer per page and are sent
+//	                                every 20 ms at most); a ": ping"
 //	                                comment every 15 s; 503 past 8 streams
 //	                                of one session (of one address when the
 //	                                console is open) or 64 in all

@@ -1,0 +1,145 @@
+package tracing
+
+import (
+	"context"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+)
+
+// relaySample is a Relay of every kind: sent or refused, ok or failed,
+// alone or in a cluster, an Agent's or the console's.
+func relaySamples() map[string]Relay {
+	t0 := time.Date(2026, 12, 2, 7, 0, 0, 0, time.UTC)
+	base := Relay{Agent: "bot", ReqID: "req-1", Computer: "pc", Tool: "fs__read", Office: "o1",
+		Start: t0, Sent: t0.Add(time.Millisecond), End: t0.Add(5 * time.Millisecond), Outcome: OutcomeOK}
+	failed := base
+	failed.ReqID, failed.Outcome, failed.Code, failed.Node, failed.Console = "req-2", OutcomeTimeout, 4408, "node-a", true
+	refused := base
+	refused.ReqID, refused.Sent, refused.Outcome, refused.Code, refused.Message = "req-3", time.Time{}, OutcomeError, 404, "Computer not found"
+	return map[string]Relay{"ok": base, "failed": failed, "refused": refused}
+}
+
+// TestRelayPaths checks that the two ways a Relay becomes spans agree:
+// a Provider's record, read back from its Recorder, and the SDK spans a
+// foreign provider gets (RecordRelay's emit).
+func TestRelayPaths(t *testing.T) {
+	for name, r := range relaySamples() {
+		t.Run(name, func(t *testing.T) {
+			rec := NewRecorder(0, 0)
+			tr, err := New(context.Background(), Options{Service: "hub", Recorder: rec, Getenv: func(string) string { return "" }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer tr.Shutdown(context.Background())
+			r1 := r
+			RecordRelay(tr.Provider, &r1)
+			fast, _ := rec.Trace(TraceID(r.Agent, r.ReqID))
+
+			rec2 := NewRecorder(0, 0)
+			sdk := sdktrace.NewTracerProvider(sdktrace.WithIDGenerator(IDGenerator()), sdktrace.WithSpanProcessor(rec2))
+			defer sdk.Shutdown(context.Background())
+			r2 := r
+			RecordRelay(sdk, &r2)
+			slow, _ := rec2.Trace(TraceID(r.Agent, r.ReqID))
+
+			want := 3
+			if r.Sent.IsZero() {
+				want = 2
+			}
+			if len(fast) != want || len(slow) != want {
+				t.Fatalf("spans: provider %d, SDK %d; want %d", len(fast), len(slow), want)
+			}
+			relayID := SpanID(HopHub, r.Agent, r.ReqID).String()
+			for i := range fast {
+				f, s := fast[i], slow[i]
+				// The SDK path draws its own ids below the relay span,
+				// and knows no service name here.
+				if f.Name != SpanHubRelay {
+					if f.ParentID != relayID || s.ParentID != relayID {
+						t.Errorf("%s: parents %s %s, want %s", f.Name, f.ParentID, s.ParentID, relayID)
+					}
+					f.SpanID, s.SpanID = "", ""
+				}
+				f.Service, s.Service, f.size, s.size = "", "", 0, 0
+				if !reflect.DeepEqual(f, s) {
+					t.Errorf("span %d:\nprovider %+v\nSDK      %+v", i, f, s)
+				}
+			}
+			relay := fast[0]
+			if relay.Name != SpanHubRelay || relay.SpanID != relayID || relay.ParentID != SpanID(HopAgent, r.Agent, r.ReqID).String() {
+				t.Errorf("relay span = %+v", relay)
+			}
+			if relay.Attributes[string(AttrOutcome)] != r.Outcome || (r.Outcome != OutcomeOK) != (relay.Status == "error") {
+				t.Errorf("relay outcome = %+v", relay)
+			}
+			if r.Outcome != OutcomeOK && relay.StatusMessage != StatusText(r.Outcome, r.Code, r.Message) {
+				t.Errorf("relay status = %q", relay.StatusMessage)
+			}
+		})
+	}
+}
+
+// TestRelaySampling checks that a Provider's sampler decides for the
+// hub's records as it would for its spans.
+func TestRelaySampling(t *testing.T) {
+	for _, tc := range []struct {
+		env  map[string]string
+		kept bool
+	}{
+		{nil, true},
+		{map[string]string{"OTEL_TRACES_SAMPLER": "always_off"}, false},
+		{map[string]string{"OTEL_TRACES_SAMPLER": "parentbased_always_off"}, true}, // the Agent's span is the sampled parent
+		{map[string]string{"OTEL_TRACES_SAMPLER": "traceidratio", "OTEL_TRACES_SAMPLER_ARG": "0"}, false},
+		{map[string]string{"OTEL_TRACES_SAMPLER": "traceidratio", "OTEL_TRACES_SAMPLER_ARG": "1"}, true},
+		{map[string]string{"OTEL_TRACES_SAMPLER": "traceidratio", "OTEL_TRACES_SAMPLER_ARG": "two"}, true},
+		{map[string]string{"OTEL_TRACES_SAMPLER": "no such sampler"}, true},
+	} {
+		rec := NewRecorder(0, 0)
+		tr, err := New(context.Background(), Options{Recorder: rec, Getenv: func(k string) string { return tc.env[k] }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := relaySamples()["ok"]
+		RecordRelay(tr.Provider, &r)
+		spans, _ := rec.Trace(TraceID(r.Agent, r.ReqID))
+		if (spans != nil) != tc.kept {
+			t.Errorf("%v: kept %v, want %v", tc.env, spans != nil, tc.kept)
+		}
+		_ = tr.Shutdown(context.Background())
+	}
+}
+
+// TestRelayBounds checks that a Relay's strings are cut before they are
+// kept, and that its ids are those of the whole names.
+func TestRelayBounds(t *testing.T) {
+	rec := NewRecorder(0, 0)
+	tr, err := New(context.Background(), Options{Recorder: rec, Getenv: func(string) string { return "" }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Shutdown(context.Background())
+	r := relaySamples()["refused"]
+	r.ReqID = strings.Repeat("r", 10000)
+	r.Message = strings.Repeat("m", 10000)
+	id := TraceID(r.Agent, r.ReqID)
+	relayID := SpanID(HopHub, r.Agent, r.ReqID).String()
+	RecordRelay(tr.Provider, &r)
+	spans, _ := rec.Trace(id)
+	if len(spans) != 2 || spans[0].SpanID != relayID {
+		t.Fatalf("spans = %+v", spans)
+	}
+	for _, s := range spans {
+		if len(s.StatusMessage) > maxStatusText+len(" (error_code 404)") || s.size > 2*maxSpanBytes {
+			t.Errorf("%s: status %d bytes, size %d", s.Name, len(s.StatusMessage), s.size)
+		}
+		for k, v := range s.Attributes {
+			if str, ok := v.(string); ok && len(str) > maxAttrString+len("…") {
+				t.Errorf("%s: attribute %s has %d bytes", s.Name, k, len(str))
+			}
+		}
+	}
+}
