@@ -170,10 +170,15 @@ func encCheckParity(t *testing.T, spans []sdktrace.ReadOnlySpan) *coltracepb.Exp
 		t.Fatalf("SDK sent %d spans, we encoded %d, of %d", len(a), len(b), len(spans))
 	}
 	for i := range a {
-		if !proto.Equal(a[i], b[i]) {
-			t.Errorf("span %d differs:\nSDK:  %s\nours: %s", i,
-				encText(a[i]), encText(b[i]))
+		if proto.Equal(a[i], b[i]) {
+			continue
 		}
+		// Show the span alone when it is what differs.
+		var x, y proto.Message = a[i], b[i]
+		if sa, sb := a[i].ScopeSpans[0].Spans[0], b[i].ScopeSpans[0].Spans[0]; !proto.Equal(sa, sb) {
+			x, y = sa, sb
+		}
+		t.Errorf("span %d differs:\nSDK:  %s\nours: %s", i, encText(x), encText(y))
 	}
 	return ours
 }
