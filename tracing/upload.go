@@ -455,6 +455,7 @@ func (u *uploader) upload(ctx context.Context, body []byte) error {
 	//     not started: upload gives up at once, with the last failure.
 	start := time.Now()
 	interval := u.initial
+	var last error // the last failure that was not ctx's end, for the final error
 	for attempt := 1; ; attempt++ {
 		retryAfter, err := u.try(ctx, p)
 		if err == nil {
@@ -465,9 +466,14 @@ func (u *uploader) upload(ctx context.Context, body []byte) error {
 			return perm.err
 		}
 		if ctx.Err() != nil {
-			// The attempt failed because ctx ended (or ended meanwhile).
-			return fmt.Errorf("tracing: OTLP export: %w (attempt %d: %w)", context.Cause(ctx), attempt, err)
+			// The attempt failed because ctx ended (or ended meanwhile):
+			// the failure before it, if any, says more than ctx.
+			if last != nil {
+				err = last
+			}
+			return fmt.Errorf("tracing: OTLP export: %w after %d attempts; last failure: %w", context.Cause(ctx), attempt, err)
 		}
+		last = err
 
 		wait := upRandomize(interval)
 		interval = min(time.Duration(float64(interval)*upMultiplier), u.maxInterval)
@@ -479,7 +485,7 @@ func (u *uploader) upload(ctx context.Context, body []byte) error {
 			return fmt.Errorf("tracing: OTLP export: gave up after %d attempts, the next (in %v) would pass the deadline: %w", attempt, wait.Round(time.Millisecond), err)
 		}
 		if werr := u.sleep(ctx, wait); werr != nil {
-			return fmt.Errorf("tracing: OTLP export: %w (attempt %d: %w)", werr, attempt, err)
+			return fmt.Errorf("tracing: OTLP export: %w after %d attempts; last failure: %w", werr, attempt, err)
 		}
 	}
 }
@@ -557,13 +563,20 @@ func (u *uploader) try(ctx context.Context, p *upBody) (retryAfter time.Duration
 
 // upTLSFailure says whether err is a TLS failure that a retry would
 // meet again: the server's certificate is not trusted, the server sent an
-// alert (it refused our certificate, or has none), or it does not speak
-// TLS at all.
+// alert (crypto/tls's "remote error": it refused our certificate, or we
+// sent none), or it does not speak TLS at all.
+//
+// With TLS 1.3 a server checks the client's certificate after the
+// client's handshake is over, and may close the connection before its
+// alert is read: the client then sees a broken pipe or a reset, which
+// looks like any lost connection and is retried until the deadline.
 func upTLSFailure(err error) bool {
 	var verr *tls.CertificateVerificationError
 	var alert tls.AlertError
 	var rec tls.RecordHeaderError
-	return errors.As(err, &verr) || errors.As(err, &alert) || errors.As(err, &rec)
+	var op *net.OpError
+	return errors.As(err, &verr) || errors.As(err, &alert) || errors.As(err, &rec) ||
+		errors.As(err, &op) && op.Op == "remote error"
 }
 
 // upIsProtobuf says whether a Content-Type is OTLP's binary protobuf.
