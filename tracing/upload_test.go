@@ -123,6 +123,7 @@ type upStep struct {
 	header map[string]string
 	body   []byte
 	hangUp bool // close the connection without an answer
+	stall  bool // never answer (until the client gives up)
 }
 
 // upScript serves steps in order (the last one again once they run out)
@@ -134,6 +135,10 @@ func upScript(t *testing.T, steps ...upStep) (*httptest.Server, chan upReq) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		reqs <- upRead(t, r)
 		step := steps[min(int(n.Add(1))-1, len(steps)-1)]
+		if step.stall {
+			<-r.Context().Done()
+			return
+		}
 		if step.hangUp {
 			conn, _, err := w.(http.Hijacker).Hijack()
 			if err == nil {
@@ -522,6 +527,7 @@ func TestUploadRetry(t *testing.T) {
 		requests int
 		sleeps   int           // waits between attempts
 		minSleep time.Duration // the first wait is at least this
+		timeout  string        // OTEL_EXPORTER_OTLP_TIMEOUT
 		want     []string      // parts of the error; nil for success
 	}{
 		{name: "503 then success", steps: []upStep{{status: 503}, ok}, requests: 2, sleeps: 1},
@@ -533,6 +539,8 @@ func TestUploadRetry(t *testing.T) {
 			requests: 2, sleeps: 1, minSleep: 3 * time.Second},
 		{name: "Retry-After past the deadline", steps: []upStep{{status: 503, header: map[string]string{"Retry-After": "30"}}, ok},
 			requests: 1, sleeps: 0, want: []string{"503 Service Unavailable", "deadline"}},
+		{name: "deadline names the last answer", steps: []upStep{{status: 503}, {stall: true}}, timeout: "300",
+			requests: 2, sleeps: 1, want: []string{"deadline exceeded after 2 attempts", "503 Service Unavailable"}},
 		{name: "Retry-After ignored on 400", steps: []upStep{{status: 400, header: map[string]string{"Retry-After": "1"}}, ok},
 			requests: 1, want: []string{"400 Bad Request"}},
 		{name: "400 with Status", steps: []upStep{{status: 400, header: upProtoHeader, body: status("span 3 has no trace id")}},
@@ -548,7 +556,8 @@ func TestUploadRetry(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			srv, reqs := upScript(t, tt.steps...)
-			u, sleeps := upNew(t, map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": srv.URL, "OTEL_EXPORTER_OTLP_COMPRESSION": "gzip"})
+			u, sleeps := upNew(t, map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": srv.URL, "OTEL_EXPORTER_OTLP_COMPRESSION": "gzip",
+				"OTEL_EXPORTER_OTLP_TIMEOUT": tt.timeout})
 			body := []byte("the same bytes every time")
 			err := u.upload(context.Background(), body)
 			got := upDrain(reqs)
@@ -777,7 +786,7 @@ func TestUploadLargeResponse(t *testing.T) {
 			}
 			var serr *upStatusError
 			if !errors.As(err, &serr) || !strings.Contains(err.Error(), tt.want) || len(serr.message) > upMaxMessage+len("…") {
-				t.Fatalf("upload = %v, want a status error with a cut message", err)
+				t.Fatalf("upload = %.300v, want a status error with a cut message", err)
 			}
 		})
 	}
@@ -825,31 +834,33 @@ func TestUploadConnections(t *testing.T) {
 	}
 }
 
-// TestUploadBodyNotReadAfterReturn: a server that answers before it read
-// the body leaves the transport writing it after upload returned; the
-// caller's buffer is then no longer read (the race detector checks the
-// write below).
+// upLateTransport answers 400 at once and keeps the request's body, to
+// read it after RoundTrip returned, as a RoundTripper may (net/http's
+// writes a body on, in its own goroutine, when the answer comes first).
+type upLateTransport struct{ bodies chan io.ReadCloser }
+
+func (l *upLateTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	l.bodies <- r.Body
+	return &http.Response{StatusCode: 400, Status: "400 Bad Request", Header: http.Header{}, Body: http.NoBody, Request: r}, nil
+}
+
+// TestUploadBodyNotReadAfterReturn: once upload returned, the transport
+// reads nothing more of the caller's buffer, which the caller may reuse.
 func TestUploadBodyNotReadAfterReturn(t *testing.T) {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Connection", "close")
-		w.WriteHeader(http.StatusBadRequest)
-		w.(http.Flusher).Flush()
-		// Hold the connection open a little, unread, while the client
-		// still writes.
-		buf := make([]byte, 1)
-		r.Body.Read(buf)
-	}))
-	defer srv.Close()
-	upCapture(t)
-	u, _ := upNew(t, map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": srv.URL})
-	body := make([]byte, 32<<20)
-	for range 3 {
-		err := u.upload(context.Background(), body)
-		if err == nil {
-			t.Fatal("upload succeeded, want the 400")
+	for _, compression := range []string{"none", "gzip"} {
+		u, _ := upNew(t, map[string]string{"OTEL_EXPORTER_OTLP_COMPRESSION": compression})
+		late := &upLateTransport{bodies: make(chan io.ReadCloser, 1)}
+		u.client.Transport = late
+		body := bytes.Repeat([]byte("spans"), 1000)
+		if err := u.upload(context.Background(), body); err == nil || !strings.Contains(err.Error(), "400") {
+			t.Fatalf("upload = %v, want the 400", err)
 		}
 		for i := range body { // the caller reuses its buffer
-			body[i]++
+			body[i] = 0
+		}
+		rb := <-late.bodies
+		if n, err := rb.Read(make([]byte, 64)); n != 0 || !errors.Is(err, errUploadReturned) {
+			t.Errorf("%s: a body read after upload returned gives %d bytes, %v; want 0, errUploadReturned", compression, n, err)
 		}
 	}
 }
