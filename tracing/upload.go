@@ -54,6 +54,11 @@ import (
 //     that cannot be read or parsed is reported and ignored, as the SDK
 //     does; TLS files with an http endpoint are an error, as in the SDK.
 //
+// OTEL_EXPORTER_OTLP_[TRACES_]INSECURE is not read: the specification
+// makes it a gRPC setting, the endpoint's scheme says it for OTLP/HTTP.
+// (The SDK reads it, and with "true" sends to an https endpoint in the
+// clear.) OTEL_EXPORTER_OTLP_[TRACES_]PROTOCOL is [New]'s to check.
+//
 // Every problem that does not stop the uploader is reported through
 // otel.Handle, OpenTelemetry's error handler, as the SDK reports its own.
 //
@@ -457,7 +462,7 @@ func (u *uploader) upload(ctx context.Context, body []byte) error {
 	interval := u.initial
 	var last error // the last failure that was not ctx's end, for the final error
 	for attempt := 1; ; attempt++ {
-		retryAfter, err := u.try(ctx, p)
+		retryAfter, err := u.uploadOnce(ctx, p)
 		if err == nil {
 			return nil
 		}
@@ -496,10 +501,10 @@ type upPermanent struct{ err error }
 func (e *upPermanent) Error() string { return e.err.Error() }
 func (e *upPermanent) Unwrap() error { return e.err }
 
-// try makes one attempt. A nil error is a success (a partial one is
+// uploadOnce makes one attempt. A nil error is a success (a partial one is
 // reported here); an *upPermanent is a failure not to retry; any other
 // error may be retried, after retryAfter at least if the server said so.
-func (u *uploader) try(ctx context.Context, p *upBody) (retryAfter time.Duration, err error) {
+func (u *uploader) uploadOnce(ctx context.Context, p *upBody) (retryAfter time.Duration, err error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.url, p.reader())
 	if err != nil {
 		return 0, &upPermanent{fmt.Errorf("tracing: OTLP export: %w", err)}
@@ -519,8 +524,10 @@ func (u *uploader) try(ctx context.Context, p *upBody) (retryAfter time.Duration
 		// A failure to connect, or a connection lost before the answer:
 		// OTLP/HTTP retries these (the SDK only "temporary" ones), but a
 		// certificate the client refuses or a TLS alert from the server
-		// will not change by retrying. (http.Client's errors name the URL
-		// without its password.)
+		// will not change by retrying. Errors of the request itself (a
+		// header or URL net/http refuses) cannot happen: newUploader
+		// checked both. (http.Client's errors name the URL without its
+		// password.)
 		if upTLSFailure(err) {
 			return 0, &upPermanent{fmt.Errorf("tracing: OTLP export: %w", err)}
 		}
