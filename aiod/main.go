@@ -478,9 +478,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return usageError(err.Error())
 	}
 	defer func() {
-		fctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = tr.Shutdown(fctx)
+		if err := tr.Close(); err != nil {
+			log.Warn("aiod: flushing spans at exit", "err", err)
+		}
 	}()
 	o.cfg.TracerProvider = tr.Provider
 	d, err := New(o.cfg)

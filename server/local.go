@@ -44,7 +44,7 @@ var ErrLocalRequest = errors.New("server: local request")
 // still runs to its end in the relay.
 func (s *Server) LocalRequest(ctx context.Context, officeID, event string, payload any) (json.RawMessage, error) {
 	office := officeID
-	if office == "" || len(office) > maxOfficeID {
+	if office == "" || len(office) > MaxOfficeID {
 		return nil, fmt.Errorf("%w: invalid office id", ErrLocalRequest)
 	}
 	if !s.profile.IsClientEvent(event) {
@@ -177,36 +177,13 @@ func waitLocal(ctx context.Context, answer <-chan sio.Message) (json.RawMessage,
 			return nil, smcp.NewError(smcp.CodeInternal, "empty answer")
 		}
 		raw := m.Args[0]
-		if pe := errorPayload(raw); pe != nil {
+		// The Agent SDK's reading of an answer: an ErrorPayload is an
+		// error, anything else the result.
+		if pe, ok := smcp.DecodeError(raw); ok {
 			return raw, pe
 		}
 		return raw, nil
 	}
-}
-
-// errorPayload returns the flat ErrorPayload raw holds, or nil when raw
-// is anything else (a CallToolResult has content, a list its own keys).
-func errorPayload(raw json.RawMessage) *smcp.Error {
-	var obj map[string]json.RawMessage
-	if json.Unmarshal(raw, &obj) != nil {
-		return nil
-	}
-	if _, ok := obj["code"]; !ok {
-		return nil
-	}
-	if _, ok := obj["message"]; !ok {
-		return nil
-	}
-	for k := range obj {
-		if k != "code" && k != "message" && k != "details" {
-			return nil
-		}
-	}
-	var pe smcp.Error
-	if json.Unmarshal(raw, &pe) != nil {
-		return nil
-	}
-	return &pe
 }
 
 // newDetachedOffice is an office object of that id that no table holds:

@@ -35,9 +35,10 @@ type OfficeInfo struct {
 	Members  []OfficeMember `json:"members"`
 }
 
-// maxOfficeID bounds the office id of an inspection request (the
-// cluster's records bound it the same way).
-const maxOfficeID = cluster.MaxField
+// MaxOfficeID bounds, in bytes, the office id a request of the hub's
+// HTTP API or console names (400 past it): the cluster's records bound
+// it the same way.
+const MaxOfficeID = cluster.MaxField
 
 // officeInfo serves GET /api/offices/{office}: the office's members
 // across the cluster, for operators (`a2c room` shows the node column
@@ -49,7 +50,7 @@ func (s *Server) officeInfo(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id := r.PathValue("office")
-	if id == "" || len(id) > maxOfficeID {
+	if id == "" || len(id) > MaxOfficeID {
 		writeJSONError(w, http.StatusBadRequest, smcp.NewError(smcp.CodeBadRequest, "invalid office id"))
 		return
 	}
@@ -61,10 +62,7 @@ func (s *Server) officeInfo(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	body, _ := json.Marshal(info)
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
-	w.Header().Set("Cache-Control", "no-store")
-	_, _ = w.Write(body)
+	writeJSON(w, http.StatusOK, body)
 }
 
 // ErrClusterUnavailable is returned by [Server.Office] when the cluster's
@@ -173,6 +171,12 @@ func sortMembers(ms []OfficeMember) {
 // writeJSONError answers an HTTP request with the flat ErrorPayload.
 func writeJSONError(w http.ResponseWriter, status int, e *smcp.Error) {
 	body, _ := json.Marshal(e)
+	writeJSON(w, status, body)
+}
+
+// writeJSON answers an API request with body, JSON never cached: one
+// way for the hub's JSON API (offices, traces) to answer.
+func writeJSON(w http.ResponseWriter, status int, body []byte) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
 	w.Header().Set("Cache-Control", "no-store")

@@ -15,9 +15,7 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
-	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
-	"google.golang.org/genproto/googleapis/rpc/status"
-	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/encoding/protowire"
 
 	"github.com/a2c-smcp/a2c-go/internal/sio"
 	"github.com/a2c-smcp/a2c-go/smcp"
@@ -183,10 +181,7 @@ func (s *Server) traceInfo(w http.ResponseWriter, r *http.Request) {
 		writeJSONError(w, http.StatusInternalServerError, smcp.NewError(smcp.CodeInternal, "Trace cannot be encoded"))
 		return
 	}
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
-	w.Header().Set("Cache-Control", "no-store")
-	_, _ = w.Write(body)
+	writeJSON(w, http.StatusOK, body)
 }
 
 // otlpTraces serves POST /v1/traces, an OTLP/HTTP trace receiver for the
@@ -248,10 +243,10 @@ func (s *Server) otlpTraces(w http.ResponseWriter, r *http.Request, slots chan s
 		return
 	}
 	s.cfg.Recorder.Add(spans...)
-	out, _ := proto.Marshal(&coltracepb.ExportTraceServiceResponse{})
+	// An empty ExportTraceServiceResponse: no field set, no bytes.
 	w.Header().Set("Content-Type", "application/x-protobuf")
-	w.Header().Set("Content-Length", strconv.Itoa(len(out)))
-	_, _ = w.Write(out)
+	w.Header().Set("Content-Length", "0")
+	w.WriteHeader(http.StatusOK)
 }
 
 // writeOTLPReadError answers a body that could not be read: 413 past the
@@ -265,9 +260,13 @@ func writeOTLPReadError(w http.ResponseWriter, err error) {
 	writeOTLPError(w, http.StatusBadRequest, "request body cannot be read")
 }
 
-// writeOTLPError answers an OTLP/HTTP request with a google.rpc.Status.
+// writeOTLPError answers an OTLP/HTTP request with a google.rpc.Status:
+// its code (field 1) and message (field 2).
 func writeOTLPError(w http.ResponseWriter, code int, msg string) {
-	out, _ := proto.Marshal(&status.Status{Code: rpcCode(code), Message: msg})
+	out := protowire.AppendTag(nil, 1, protowire.VarintType)
+	out = protowire.AppendVarint(out, uint64(rpcCode(code)))
+	out = protowire.AppendTag(out, 2, protowire.BytesType)
+	out = protowire.AppendString(out, msg)
 	w.Header().Set("Content-Type", "application/x-protobuf")
 	w.Header().Set("Content-Length", strconv.Itoa(len(out)))
 	w.WriteHeader(code)

@@ -3,6 +3,7 @@ package tracing
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -10,30 +11,46 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/sdk/instrumentation"
+	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 )
 
-// batcher is the span processor in front of the OTLP exporter. It does
-// what the SDK's BatchSpanProcessor does (a bounded queue, batches of at
-// most maxBatch, an export every delay or when a batch is full, drops
-// counted when the queue is full) and reads the same OTEL_BSP_*
-// variables, but it does not wake its exporter for every span: the SDK's
-// processor hands each ended span to its goroutine over a channel, one
-// wake-up per span, which on the hub cost more than the span itself. Here
-// an ended span is appended to a slice under a mutex; the exporting
-// goroutine sleeps until its timer fires or a batch is full.
+// batcher is the span processor in front of the OTLP/HTTP upload. It
+// does what the SDK's BatchSpanProcessor does (a bounded queue, batches
+// of at most maxBatch spans, an export every delay or when a batch is
+// full, drops counted when the queue is full) and reads the same
+// OTEL_BSP_* variables, with two differences that matter on the hub:
 //
-// The goroutine is owned by the batcher: Shutdown stops it (after a last
-// export within the caller's deadline) and waits for it.
+//   - It does not wake its goroutine for every span. The SDK's processor
+//     hands each ended span over a channel, one wake-up per span, which
+//     on the hub cost more than the span itself. Here an ended span is
+//     appended under a mutex; the goroutine sleeps until its timer fires
+//     or a batch is full.
+//   - It queues spans encoded. A span is written in OTLP's protobuf form
+//     when it ends (see encode.go), into one growing buffer, and the SDK
+//     span is let go at once: no per-span objects wait in the queue, no
+//     proto structs are built to export them, and the hub's relay
+//     records (see [Relay]) join the same queue without becoming SDK
+//     spans at all.
+//
+// The queue is bounded in spans (OTEL_BSP_MAX_QUEUE_SIZE) and in bytes
+// (maxQueueBytes), whatever the spans hold. The goroutine is owned by
+// the batcher: Shutdown stops it (after a last export within the
+// caller's deadline) and waits for it.
 type batcher struct {
-	exp      sdktrace.SpanExporter
+	send     func(ctx context.Context, body []byte) error // one export request
+	close    func()                                       // at Shutdown, after the last send
 	maxQueue int
 	maxBatch int
 	delay    time.Duration
 	timeout  time.Duration
 
 	mu      sync.Mutex
-	queue   []sdktrace.ReadOnlySpan
+	q       encQueue // the spans queued, encoded
+	spare   encQueue // the previous queue's memory, reused by the next
+	groups  map[groupKey]*group
 	stopped bool
 
 	kick     chan struct{}   // a batch is full (1-buffered, never blocks)
@@ -44,6 +61,38 @@ type batcher struct {
 	reported int64 // drops already reported (the goroutine's own)
 }
 
+// maxQueueBytes bounds the encoded spans a batcher queues: spans whose
+// attributes are huge are dropped (and counted) rather than held.
+const maxQueueBytes = 16 << 20
+
+// encQueue is a queue of encoded spans: buf holds them one after the
+// other (each one ScopeSpans' field 2, tag and length included), spans
+// says where each starts and which resource and scope it belongs to.
+type encQueue struct {
+	buf   []byte
+	spans []queued
+}
+
+type queued struct {
+	g        *group
+	from, to int // buf[from:to]
+}
+
+// group is the resource and instrumentation scope spans share in a
+// request (one ResourceSpans with one ScopeSpans per group).
+type group struct {
+	res   *resource.Resource
+	scope instrumentation.Scope
+}
+
+// groupKey identifies a group: a provider has one resource, and a scope
+// is its name, version, schema URL and attributes.
+type groupKey struct {
+	res                   *resource.Resource
+	name, version, schema string
+	attrs                 attribute.Distinct
+}
+
 // The defaults of the OTEL_BSP_* variables (OpenTelemetry's).
 const (
 	defaultBSPDelay    = 5 * time.Second
@@ -52,10 +101,11 @@ const (
 	defaultBSPMaxBatch = 512
 )
 
-// newBatcher starts a batcher for exp with the OTEL_BSP_* settings that
-// getenv gives (malformed or non-positive values keep the defaults; a
-// batch is never larger than the queue).
-func newBatcher(exp sdktrace.SpanExporter, getenv func(string) string) *batcher {
+// newBatcher starts a batcher that exports with send (and calls closeFn,
+// if any, at Shutdown), with the OTEL_BSP_* settings that getenv gives
+// (malformed or non-positive values keep the defaults; a batch is never
+// larger than the queue).
+func newBatcher(send func(context.Context, []byte) error, closeFn func(), getenv func(string) string) *batcher {
 	ms := func(name string, def time.Duration) time.Duration {
 		if n, err := strconv.Atoi(strings.TrimSpace(getenv(name))); err == nil && n > 0 {
 			return time.Duration(n) * time.Millisecond
@@ -69,11 +119,13 @@ func newBatcher(exp sdktrace.SpanExporter, getenv func(string) string) *batcher 
 		return def
 	}
 	b := &batcher{
-		exp:      exp,
+		send:     send,
+		close:    closeFn,
 		delay:    ms("OTEL_BSP_SCHEDULE_DELAY", defaultBSPDelay),
 		timeout:  ms("OTEL_BSP_EXPORT_TIMEOUT", defaultBSPTimeout),
 		maxQueue: count("OTEL_BSP_MAX_QUEUE_SIZE", defaultBSPQueue),
 		maxBatch: count("OTEL_BSP_MAX_EXPORT_BATCH_SIZE", defaultBSPMaxBatch),
+		groups:   make(map[groupKey]*group),
 		kick:     make(chan struct{}, 1),
 		flushes:  make(chan chan error),
 		stop:     make(chan struct{}),
@@ -87,26 +139,75 @@ func newBatcher(exp sdktrace.SpanExporter, getenv func(string) string) *batcher 
 // OnStart implements sdktrace.SpanProcessor.
 func (b *batcher) OnStart(context.Context, sdktrace.ReadWriteSpan) {}
 
-// OnEnd queues a sampled span for export, or counts it dropped when the
-// queue is full. It never blocks on the exporter.
+// OnEnd queues a sampled span for export, encoded, or counts it dropped
+// when the queue is full. It never blocks on the exporter.
 func (b *batcher) OnEnd(s sdktrace.ReadOnlySpan) {
 	if !s.SpanContext().IsSampled() {
 		return
 	}
+	sc := s.InstrumentationScope()
+	key := groupKey{res: s.Resource(), name: sc.Name, version: sc.Version, schema: sc.SchemaURL, attrs: sc.Attributes.Equivalent()}
 	b.mu.Lock()
-	if b.stopped || len(b.queue) >= b.maxQueue {
+	if !b.roomLocked(1) {
 		b.mu.Unlock()
 		b.dropped.Add(1)
 		return
 	}
-	b.queue = append(b.queue, s)
-	full := len(b.queue) == b.maxBatch
+	g := b.groupLocked(key, s.Resource(), sc)
+	from := len(b.q.buf)
+	b.q.buf = appendSpanField(b.q.buf, s)
+	b.q.spans = append(b.q.spans, queued{g: g, from: from, to: len(b.q.buf)})
+	full := len(b.q.spans) == b.maxBatch
 	b.mu.Unlock()
 	if full {
-		select {
-		case b.kick <- struct{}{}:
-		default:
-		}
+		b.kickNow()
+	}
+}
+
+// addSpans queues spans (the hub's, see [Relay]) of the scope ScopeHub
+// and resource res.
+func (b *batcher) addSpans(res *resource.Resource, spans []otlpSpan) {
+	key := groupKey{res: res, name: ScopeHub}
+	b.mu.Lock()
+	if !b.roomLocked(len(spans)) {
+		b.mu.Unlock()
+		b.dropped.Add(int64(len(spans)))
+		return
+	}
+	g := b.groupLocked(key, res, instrumentation.Scope{Name: ScopeHub})
+	full := false
+	for i := range spans {
+		from := len(b.q.buf)
+		b.q.buf = appendOTLPSpanField(b.q.buf, &spans[i])
+		b.q.spans = append(b.q.spans, queued{g: g, from: from, to: len(b.q.buf)})
+		full = full || len(b.q.spans) == b.maxBatch
+	}
+	b.mu.Unlock()
+	if full {
+		b.kickNow()
+	}
+}
+
+// roomLocked reports whether n more spans may be queued.
+func (b *batcher) roomLocked(n int) bool {
+	return !b.stopped && len(b.q.spans)+n <= b.maxQueue && len(b.q.buf) < maxQueueBytes
+}
+
+// groupLocked returns the group of key, made once.
+func (b *batcher) groupLocked(key groupKey, res *resource.Resource, sc instrumentation.Scope) *group {
+	g := b.groups[key]
+	if g == nil {
+		g = &group{res: res, scope: sc}
+		b.groups[key] = g
+	}
+	return g
+}
+
+// kickNow tells the goroutine a batch is full, never waiting.
+func (b *batcher) kickNow() {
+	select {
+	case b.kick <- struct{}{}:
+	default:
 	}
 }
 
@@ -156,24 +257,63 @@ func (b *batcher) reportDrops() {
 	}
 }
 
-// export sends what is queued, in batches of at most maxBatch, each
-// within the export timeout, and returns the first error.
+// export sends what is queued, in requests of at most maxBatch spans,
+// each within the export timeout, and returns the first error. It runs
+// on the batcher's goroutine only.
 func (b *batcher) export() error {
 	b.mu.Lock()
-	q := b.queue
-	b.queue = make([]sdktrace.ReadOnlySpan, 0, min(len(q), b.maxQueue))
+	q := b.q
+	b.q, b.spare = b.spare, encQueue{}
+	b.q.buf, b.q.spans = b.q.buf[:0], b.q.spans[:0]
 	b.mu.Unlock()
 	var first error
-	for len(q) > 0 {
-		n := min(len(q), b.maxBatch)
+	var body []byte
+	var parts [][]byte
+	for rest := q.spans; len(rest) > 0; {
+		n := min(len(rest), b.maxBatch)
+		body, parts = appendRequest(body[:0], parts, q.buf, rest[:n])
 		ctx, cancel := context.WithTimeout(context.Background(), b.timeout)
-		if err := b.exp.ExportSpans(ctx, q[:n]); err != nil && first == nil {
+		if err := b.send(ctx, body); err != nil && first == nil {
 			first = err
 		}
 		cancel()
-		q = q[n:]
+		rest = rest[n:]
+	}
+	// Hand the memory back for the next queue, unless it grew past what
+	// a usual queue needs (one burst must not pin it for good).
+	if cap(q.buf) <= maxQueueBytes/4 {
+		b.mu.Lock()
+		if b.spare.buf == nil {
+			b.spare = encQueue{buf: q.buf[:0], spans: q.spans[:0]}
+		}
+		b.mu.Unlock()
 	}
 	return first
+}
+
+// appendRequest appends to body an ExportTraceServiceRequest of spans
+// (parts of buf): one ResourceSpans per group, in the order the groups
+// first appear. parts is scratch space, returned for reuse. A request
+// holds a handful of groups (a process has one resource and a few
+// tracers), so a pass per group is cheap.
+func appendRequest(body []byte, parts [][]byte, buf []byte, spans []queued) ([]byte, [][]byte) {
+	var seen [8]*group
+	groups := seen[:0]
+	for _, s := range spans {
+		if !slices.Contains(groups, s.g) {
+			groups = append(groups, s.g)
+		}
+	}
+	for _, g := range groups {
+		parts = parts[:0]
+		for _, s := range spans {
+			if s.g == g {
+				parts = append(parts, buf[s.from:s.to])
+			}
+		}
+		body = appendResourceSpans(body, g.res, g.scope, parts...)
+	}
+	return body, parts
 }
 
 // ForceFlush exports what is queued now and waits for it, or for ctx; it
@@ -213,5 +353,8 @@ func (b *batcher) Shutdown(ctx context.Context) error {
 	if already {
 		return nil
 	}
-	return b.exp.Shutdown(ctx)
+	if b.close != nil {
+		b.close()
+	}
+	return nil
 }

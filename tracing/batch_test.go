@@ -2,15 +2,22 @@ package tracing
 
 import (
 	"context"
+	"fmt"
+	"reflect"
 	"sync"
 	"testing"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
+	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	"google.golang.org/protobuf/proto"
 )
 
-// countExporter records the batches it is given.
+// countExporter records the batches it is sent: the spans of each
+// request, decoded.
 type countExporter struct {
 	mu       sync.Mutex
 	batches  []int
@@ -18,7 +25,11 @@ type countExporter struct {
 	shut     bool
 }
 
-func (e *countExporter) ExportSpans(_ context.Context, spans []sdktrace.ReadOnlySpan) error {
+func (e *countExporter) send(_ context.Context, body []byte) error {
+	spans, err := DecodeOTLP(body)
+	if err != nil {
+		return err
+	}
 	e.mu.Lock()
 	e.batches = append(e.batches, len(spans))
 	e.mu.Unlock()
@@ -28,11 +39,15 @@ func (e *countExporter) ExportSpans(_ context.Context, spans []sdktrace.ReadOnly
 	return nil
 }
 
-func (e *countExporter) Shutdown(context.Context) error {
+func (e *countExporter) close() {
 	e.mu.Lock()
 	e.shut = true
 	e.mu.Unlock()
-	return nil
+}
+
+// batcherFor starts a batcher that exports to e.
+func batcherFor(e *countExporter, getenv func(string) string) *batcher {
+	return newBatcher(e.send, e.close, getenv)
 }
 
 func (e *countExporter) total() (n int, batches []int) {
@@ -70,7 +85,7 @@ func TestBatcherSettings(t *testing.T) {
 		{map[string]string{"OTEL_BSP_MAX_QUEUE_SIZE": "8", "OTEL_BSP_MAX_EXPORT_BATCH_SIZE": "64"}, 5 * time.Second, 30 * time.Second, 8, 8},
 	}
 	for _, tt := range tests {
-		b := newBatcher(&countExporter{}, envOf(tt.env))
+		b := batcherFor(&countExporter{}, envOf(tt.env))
 		if b.delay != tt.delay || b.timeout != tt.timeout || b.maxQueue != tt.maxQueue || b.maxBatch != tt.maxBatch {
 			t.Errorf("env %v: delay %v timeout %v queue %d batch %d", tt.env, b.delay, b.timeout, b.maxQueue, b.maxBatch)
 		}
@@ -82,7 +97,7 @@ func TestBatcherSettings(t *testing.T) {
 // schedule delay.
 func TestBatcherFullBatch(t *testing.T) {
 	exp := &countExporter{exported: make(chan int, 16)}
-	b := newBatcher(exp, envOf(map[string]string{"OTEL_BSP_SCHEDULE_DELAY": "3600000", "OTEL_BSP_MAX_EXPORT_BATCH_SIZE": "5"}))
+	b := batcherFor(exp, envOf(map[string]string{"OTEL_BSP_SCHEDULE_DELAY": "3600000", "OTEL_BSP_MAX_EXPORT_BATCH_SIZE": "5"}))
 	defer b.Shutdown(context.Background())
 	endSpans(t, b, 5)
 	select {
@@ -99,7 +114,7 @@ func TestBatcherFullBatch(t *testing.T) {
 // counted; the flush exports the rest in batches of at most maxBatch.
 func TestBatcherQueueBound(t *testing.T) {
 	exp := &countExporter{}
-	b := newBatcher(exp, envOf(map[string]string{"OTEL_BSP_SCHEDULE_DELAY": "3600000", "OTEL_BSP_MAX_QUEUE_SIZE": "10", "OTEL_BSP_MAX_EXPORT_BATCH_SIZE": "4"}))
+	b := batcherFor(exp, envOf(map[string]string{"OTEL_BSP_SCHEDULE_DELAY": "3600000", "OTEL_BSP_MAX_QUEUE_SIZE": "10", "OTEL_BSP_MAX_EXPORT_BATCH_SIZE": "4"}))
 	// Hold the exporter off: fill the queue between two kicks. The kick
 	// at 4 exports at most what is queued then; count what is dropped.
 	endSpans(t, b, 40)
@@ -127,7 +142,7 @@ func TestBatcherQueueBound(t *testing.T) {
 // a span ended after it is dropped.
 func TestBatcherShutdownFlushes(t *testing.T) {
 	exp := &countExporter{}
-	b := newBatcher(exp, envOf(map[string]string{"OTEL_BSP_SCHEDULE_DELAY": "3600000"}))
+	b := batcherFor(exp, envOf(map[string]string{"OTEL_BSP_SCHEDULE_DELAY": "3600000"}))
 	endSpans(t, b, 7)
 	if err := b.Shutdown(context.Background()); err != nil {
 		t.Fatal(err)
@@ -150,7 +165,7 @@ func TestBatcherShutdownFlushes(t *testing.T) {
 // TestBatcherUnsampled: spans that are not sampled are not queued.
 func TestBatcherUnsampled(t *testing.T) {
 	exp := &countExporter{}
-	b := newBatcher(exp, envOf(nil))
+	b := batcherFor(exp, envOf(nil))
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(b), sdktrace.WithSampler(sdktrace.AlwaysSample()))
 	ctx := trace.ContextWithRemoteSpanContext(context.Background(), trace.NewSpanContext(trace.SpanContextConfig{
 		TraceID: TraceID("a", "r"), SpanID: SpanID(HopAgent, "a", "r"), Remote: true}))
@@ -164,12 +179,83 @@ func TestBatcherUnsampled(t *testing.T) {
 		t.Fatalf("exported %d, want %d", n, want)
 	}
 	exp2 := &countExporter{}
-	b2 := newBatcher(exp2, envOf(nil))
+	b2 := batcherFor(exp2, envOf(nil))
 	tp2 := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(b2), sdktrace.WithSampler(sdktrace.NeverSample()))
 	_, s2 := tp2.Tracer("t").Start(context.Background(), "s")
 	s2.End()
 	_ = b2.Shutdown(context.Background())
 	if n, _ := exp2.total(); n != 0 {
 		t.Fatalf("an unsampled span was exported")
+	}
+}
+
+// TestBatcherRequest checks the requests a batcher sends when SDK spans
+// of two providers (two resources) and the hub's relay records share its
+// queue: one ResourceSpans per resource and scope, every span once, in
+// requests of at most the batch size, and a body the official protobuf
+// types read.
+func TestBatcherRequest(t *testing.T) {
+	var bodies [][]byte
+	var mu sync.Mutex
+	send := func(_ context.Context, body []byte) error {
+		mu.Lock()
+		bodies = append(bodies, append([]byte(nil), body...))
+		mu.Unlock()
+		return nil
+	}
+	b := newBatcher(send, nil, envOf(map[string]string{"OTEL_BSP_SCHEDULE_DELAY": "3600000", "OTEL_BSP_MAX_EXPORT_BATCH_SIZE": "7"}))
+	resA := resource.NewSchemaless(attribute.String("service.name", "a"))
+	resB := resource.NewSchemaless(attribute.String("service.name", "b"))
+	tpA := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(b), sdktrace.WithResource(resA))
+	tpB := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(b), sdktrace.WithResource(resB))
+	for i := range 3 {
+		_, s := tpA.Tracer("one").Start(context.Background(), fmt.Sprint("a", i))
+		s.End()
+		_, s = tpB.Tracer("two").Start(context.Background(), fmt.Sprint("b", i))
+		s.End()
+		r := relaySamples()["ok"]
+		r.ReqID = fmt.Sprint("req-", i)
+		ids := newRelayIDs(&r)
+		var rs relaySpans
+		r.spans(&rs, &ids)
+		b.addSpans(resA, rs.spans[:rs.n])
+	}
+	if err := b.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	// 3 + 3 + 9 spans in batches of at most 7: 7, 7, 1.
+	names := map[string]int{}
+	for i, body := range bodies {
+		var req coltracepb.ExportTraceServiceRequest
+		if err := proto.Unmarshal(body, &req); err != nil {
+			t.Fatalf("request %d: %v", i, err)
+		}
+		n := 0
+		groups := map[string]bool{}
+		for _, rs := range req.ResourceSpans {
+			svc := rs.Resource.Attributes[0].Value.GetStringValue()
+			if len(rs.ScopeSpans) != 1 {
+				t.Fatalf("request %d: %d ScopeSpans in one ResourceSpans", i, len(rs.ScopeSpans))
+			}
+			key := svc + "/" + rs.ScopeSpans[0].Scope.GetName()
+			if groups[key] {
+				t.Errorf("request %d: group %s twice", i, key)
+			}
+			groups[key] = true
+			for _, sp := range rs.ScopeSpans[0].Spans {
+				names[key+"/"+sp.Name]++
+				n++
+			}
+		}
+		if want := []int{7, 7, 1}[i]; n != want {
+			t.Errorf("request %d holds %d spans, want %d", i, n, want)
+		}
+	}
+	want := map[string]int{
+		"a/one/a0": 1, "a/one/a1": 1, "a/one/a2": 1, "b/two/b0": 1, "b/two/b1": 1, "b/two/b2": 1,
+		"a/" + ScopeHub + "/" + SpanHubRelay: 3, "a/" + ScopeHub + "/" + SpanHubQueue: 3, "a/" + ScopeHub + "/" + SpanHubWire: 3,
+	}
+	if !reflect.DeepEqual(names, want) {
+		t.Errorf("spans exported = %v\nwant %v", names, want)
 	}
 }

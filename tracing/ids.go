@@ -75,9 +75,9 @@ func SpanID(hop Hop, agent, reqID string) trace.SpanID {
 	return id
 }
 
-// CallContext is the span context of hop's span in a call, as the next
+// callContext is the span context of hop's span in a call, as the next
 // hop sees it: remote, sampled. Start uses it to name a parent.
-func CallContext(hop Hop, agent, reqID string) trace.SpanContext {
+func callContext(hop Hop, agent, reqID string) trace.SpanContext {
 	return trace.NewSpanContext(trace.SpanContextConfig{
 		TraceID:    TraceID(agent, reqID),
 		SpanID:     SpanID(hop, agent, reqID),
@@ -107,7 +107,7 @@ func Start(ctx context.Context, tr trace.Tracer, hop Hop, agent, reqID, name str
 	tid := TraceID(agent, reqID)
 	sctx := context.WithValue(ctx, idsKey{}, ids{trace: tid, span: SpanID(hop, agent, reqID)})
 	if p := hop.parent(); p != "" {
-		sctx = trace.ContextWithRemoteSpanContext(sctx, CallContext(p, agent, reqID))
+		sctx = trace.ContextWithRemoteSpanContext(sctx, callContext(p, agent, reqID))
 	} else {
 		if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {
 			opts = append(opts, trace.WithLinks(trace.Link{SpanContext: sc}))

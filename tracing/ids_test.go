@@ -38,9 +38,9 @@ func TestDerivedIDsVector(t *testing.T) {
 	if TraceID(agent, req) == TraceID(agent, "req-2") || TraceID(agent, req) == TraceID("other", req) {
 		t.Error("different calls share a trace id")
 	}
-	cc := CallContext(HopHub, agent, req)
+	cc := callContext(HopHub, agent, req)
 	if !cc.IsValid() || !cc.IsRemote() || !cc.IsSampled() || cc.SpanID() != SpanID(HopHub, agent, req) || cc.TraceID() != TraceID(agent, req) {
-		t.Errorf("CallContext = %+v", cc)
+		t.Errorf("callContext = %+v", cc)
 	}
 }
 

@@ -8,9 +8,7 @@ import (
 	"strings"
 	"time"
 
-	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	"google.golang.org/protobuf/encoding/protowire"
-	"google.golang.org/protobuf/proto"
 )
 
 // Bounds on what an OTLP request may put in a [Recorder], on top of the
@@ -116,17 +114,6 @@ func DecodeOTLP(body []byte) ([]Span, error) {
 		return nil, nil
 	}
 	return d.out, nil
-}
-
-// FromOTLP converts the spans of an OTLP trace export as [DecodeOTLP]
-// does its body.
-func FromOTLP(req *coltracepb.ExportTraceServiceRequest) []Span {
-	b, err := proto.Marshal(req)
-	if err != nil {
-		return nil
-	}
-	spans, _ := DecodeOTLP(b)
-	return spans
 }
 
 // otlpDecoder decodes one request within its budget.

@@ -57,7 +57,7 @@ func otlpSample() *coltracepb.ExportTraceServiceRequest {
 }
 
 func TestFromOTLP(t *testing.T) {
-	spans := FromOTLP(otlpSample())
+	spans := fromOTLP(otlpSample())
 	if len(spans) != 2 {
 		t.Fatalf("spans = %+v", spans)
 	}
@@ -71,7 +71,7 @@ func TestFromOTLP(t *testing.T) {
 	if s := spans[1]; s.ParentID != "" || s.DurationMS != 0 || s.Status != "ok" || s.Name != "odd parent" {
 		t.Errorf("second span = %+v", s)
 	}
-	if FromOTLP(nil) != nil || FromOTLP(&coltracepb.ExportTraceServiceRequest{}) != nil {
+	if fromOTLP(nil) != nil || fromOTLP(&coltracepb.ExportTraceServiceRequest{}) != nil {
 		t.Error("an empty request has spans")
 	}
 }
@@ -101,7 +101,7 @@ func TestDecodeOTLP(t *testing.T) {
 		TraceId: mustHex("fd1aa81b9a1f01aab4c2ed728fdd1c4a"), SpanId: mustHex("42b0c50a514be493"),
 		Name: strings.Repeat("n", 5000), Attributes: attrs, StartTimeUnixNano: math.MaxUint64,
 	}}}}}}}
-	spans = FromOTLP(big)
+	spans = fromOTLP(big)
 	if len(spans) != 1 || len(spans[0].Name) != maxAttrString+len("…") || len(spans[0].Attributes) != maxSpanAttrs {
 		t.Fatalf("bounded span: name %d bytes, %d attributes", len(spans[0].Name), len(spans[0].Attributes))
 	}
@@ -145,4 +145,15 @@ func FuzzDecodeOTLP(f *testing.F) {
 			t.Fatal(err)
 		}
 	})
+}
+
+// fromOTLP converts the spans of an OTLP trace export as DecodeOTLP does
+// its body.
+func fromOTLP(req *coltracepb.ExportTraceServiceRequest) []Span {
+	b, err := proto.Marshal(req)
+	if err != nil {
+		return nil
+	}
+	spans, _ := DecodeOTLP(b)
+	return spans
 }

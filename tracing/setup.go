@@ -7,9 +7,9 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
@@ -96,15 +96,17 @@ func New(ctx context.Context, o Options) (*Tracing, error) {
 	if o.Recorder != nil {
 		opts = append(opts, sdktrace.WithSpanProcessor(o.Recorder))
 	}
+	var bat *batcher
 	if export {
-		exp, err := otlptracehttp.New(ctx)
+		up, err := newUploader(getenv)
 		if err != nil {
 			return nil, fmt.Errorf("tracing: OTLP exporter: %w", err)
 		}
-		opts = append(opts, sdktrace.WithSpanProcessor(newBatcher(exp, getenv)))
+		bat = newBatcher(up.upload, up.close, getenv)
+		opts = append(opts, sdktrace.WithSpanProcessor(bat))
 	}
 	t.sdk = sdktrace.NewTracerProvider(opts...)
-	t.Provider = &Provider{TracerProvider: t.sdk, sampler: sampler, rec: o.Recorder, service: serviceName(res), exporting: export}
+	t.Provider = &Provider{TracerProvider: t.sdk, sampler: sampler, res: res, rec: o.Recorder, exp: bat, service: serviceName(res)}
 	return t, nil
 }
 
@@ -115,18 +117,15 @@ func New(ctx context.Context, o Options) (*Tracing, error) {
 type Provider struct {
 	*sdktrace.TracerProvider
 
-	sampler   sdktrace.Sampler
-	rec       *Recorder // nil: none
-	service   string    // service.name, for the Recorder's spans
-	exporting bool      // TEMPORARY: relays go through SDK spans while exporting
+	sampler sdktrace.Sampler
+	res     *resource.Resource
+	rec     *Recorder // nil: none
+	exp     *batcher  // nil: no export
+	service string    // service.name, for the Recorder's spans
 }
 
 // recordRelay takes a relayed call's record (see [RecordRelay]).
 func (p *Provider) recordRelay(r *Relay) {
-	if p.exporting {
-		r.emit(p.Tracer(ScopeHub))
-		return
-	}
 	ids := newRelayIDs(r)
 	// The relay span's parent is the Agent's, remote and sampled: what
 	// the SDK's sampler would be asked for the span itself.
@@ -141,6 +140,11 @@ func (p *Provider) recordRelay(r *Relay) {
 	r.bound()
 	if p.rec != nil {
 		p.rec.addRelay(r, &ids, p.service)
+	}
+	if p.exp != nil {
+		var rs relaySpans
+		r.spans(&rs, &ids)
+		p.exp.addSpans(p.res, rs.spans[:rs.n])
 	}
 }
 
@@ -189,6 +193,17 @@ func (t *Tracing) Shutdown(ctx context.Context) error {
 		return nil
 	}
 	return t.sdk.Shutdown(ctx)
+}
+
+// ExitTimeout bounds the last export of [Tracing.Close].
+const ExitTimeout = 5 * time.Second
+
+// Close is Shutdown within ExitTimeout: what a process does at its end,
+// so that a collector that does not answer cannot hold the exit.
+func (t *Tracing) Close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), ExitTimeout)
+	defer cancel()
+	return t.Shutdown(ctx)
 }
 
 // ForceFlush exports the spans ended so far (within ctx).

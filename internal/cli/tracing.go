@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"log/slog"
-	"time"
 
 	"github.com/a2c-smcp/a2c-go/tracing"
 )
@@ -20,9 +19,7 @@ func startTracing(ctx context.Context, service string, rec *tracing.Recorder, lo
 		log.Info("tracing: exporting spans over OTLP/HTTP", "service", service)
 	}
 	stop := func() {
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if err := t.Shutdown(sctx); err != nil {
+		if err := t.Close(); err != nil {
 			log.Warn("tracing: flushing spans at exit", "err", err)
 		}
 	}

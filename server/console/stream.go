@@ -34,7 +34,7 @@ var heartbeat = Heartbeat
 // the next ping, eviction) or the console closes.
 func (c *Console) stream(w http.ResponseWriter, r *http.Request) {
 	office := r.URL.Query().Get("office")
-	if len(office) > 256 {
+	if len(office) > server.MaxOfficeID {
 		writeError(w, http.StatusBadRequest, "invalid office id")
 		return
 	}

@@ -1,3 +1,0 @@
-package tracing
-
-// TEMPORARY: the relay's export lands with the new batcher.
