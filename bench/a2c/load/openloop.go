@@ -60,15 +60,19 @@ type openResult struct {
 	answered     int // successful answers that arrived in the window
 	measured     int // calls due in the window answered successfully (latency samples)
 	// p50, p99, p999 are latencies of the window's calls from their
-	// scheduled send time to their answer.
-	p50, p99, p999 time.Duration
+	// scheduled send time to their answer; sentP99 from the time they
+	// actually left (the server's part when the client was late).
+	p50, p99, p999, sentP99 time.Duration
 	// lagP50, lagP99, lagMax are how late the window's calls left.
 	lagP50, lagP99, lagMax time.Duration
-	behind                 bool // lagP99 > maxSendLag
-	cpuPerCall             time.Duration
-	clientCores            float64 // the load client's CPU time per second of the window
-	errors, timeouts       int64   // over the whole run, warm-up included
-	stream                 *streamStat
+	// writeMax is the longest time one send spent writing: the server's
+	// backpressure (it stopped reading), as against a client short of CPU.
+	writeMax         time.Duration
+	behind           bool // lagP99 > maxSendLag
+	cpuPerCall       time.Duration
+	clientCores      float64 // the load client's CPU time per second of the window
+	errors, timeouts int64   // over the whole run, warm-up included
+	stream           *streamStat
 }
 
 type openTarget struct {
@@ -80,8 +84,11 @@ type openTarget struct {
 type openAgent struct {
 	sock *sio.Socket
 	mu   sync.Mutex
-	lat  []time.Duration // window calls answered successfully
+	lat  []time.Duration // window calls answered successfully, from the schedule
+	svc  []time.Duration // the same calls from their actual send
 	lag  []time.Duration // window calls sent
+	// writeMax is the longest write of a window call (sender only).
+	writeMax time.Duration
 }
 
 // runOpen measures every target at every (agents, rate) level, targets
@@ -127,7 +134,7 @@ func measureOpen(srv *server, agents, rate int, warm, dur time.Duration) openRes
 		check(err)
 		check(relay.Join(a, smcp.RoleAgent, "a", office))
 		per := int(float64(rate)*dur.Seconds())/agents + 1
-		ags[i] = &openAgent{sock: a, lat: make([]time.Duration, 0, per), lag: make([]time.Duration, 0, per)}
+		ags[i] = &openAgent{sock: a, lat: make([]time.Duration, 0, per), svc: make([]time.Duration, 0, per), lag: make([]time.Duration, 0, per)}
 		comps[i] = c
 	}
 
@@ -189,18 +196,21 @@ func measureOpen(srv *server, agents, rate int, warm, dur time.Duration) openRes
 					if inWindow {
 						ag.mu.Lock()
 						ag.lat = append(ag.lat, now.Sub(at))
+						ag.svc = append(ag.svc, now.Sub(sent))
 						ag.mu.Unlock()
 					}
 				})
+				if d := time.Since(sent); inWindow && d > ag.writeMax {
+					ag.writeMax = d
+				}
 			}
 		})
 	}
 
 	time.Sleep(time.Until(ws))
-	c0, u0 := srv.cpuTicks(), selfCPU()
+	c0, u0, r0 := srv.cpuTicks(), selfCPU(), time.Now()
 	time.Sleep(time.Until(we))
-	c1, u1 := srv.cpuTicks(), selfCPU()
-	elapsed := time.Since(ws) // a little over dur: the time the readings took
+	c1, u1, r1 := srv.cpuTicks(), selfCPU(), time.Now()
 
 	// The senders end with the schedule; one stuck in a write (a server
 	// that stopped reading) is released by the disconnect below. pending
@@ -223,21 +233,27 @@ func measureOpen(srv *server, agents, rate int, warm, dur time.Duration) openRes
 		check(fmt.Errorf("open loop: senders or callbacks still running 10 s after the disconnect"))
 	}
 
-	var lat, lag []time.Duration
+	var lat, svc, lag []time.Duration
+	var writeMax time.Duration
 	for _, ag := range ags {
+		writeMax = max(writeMax, ag.writeMax)
 		lat = append(lat, ag.lat...)
+		svc = append(svc, ag.svc...)
 		lag = append(lag, ag.lag...)
 	}
 	slices.Sort(lat)
+	slices.Sort(svc)
 	slices.Sort(lag)
 	r := openResult{
-		agents: agents, rate: rate, seconds: elapsed.Seconds(),
+		agents: agents, rate: rate, seconds: dur.Seconds(), // the counts are of [ws, we) exactly
 		scheduled: len(lag), answered: int(answered.Load()), measured: len(lat),
-		clientCores: (u1 - u0).Seconds() / elapsed.Seconds(),
+		clientCores: (u1 - u0).Seconds() / r1.Sub(r0).Seconds(),
 		errors:      errs.Load(), timeouts: timeouts.Load(),
+		writeMax: writeMax,
 	}
 	if n := len(lat); n > 0 {
 		r.p50, r.p99, r.p999 = lat[n/2], lat[n*99/100], lat[n*999/1000]
+		r.sentP99 = svc[n*99/100]
 	}
 	if n := len(lag); n > 0 {
 		r.lagP50, r.lagP99, r.lagMax = lag[n/2], lag[n*99/100], lag[n-1]
@@ -295,9 +311,11 @@ func medianOpen(rs []openResult) openResult {
 	out.p50 = dur(func(r openResult) time.Duration { return r.p50 })
 	out.p99 = dur(func(r openResult) time.Duration { return r.p99 })
 	out.p999 = dur(func(r openResult) time.Duration { return r.p999 })
+	out.sentP99 = dur(func(r openResult) time.Duration { return r.sentP99 })
 	out.lagP50 = dur(func(r openResult) time.Duration { return r.lagP50 })
 	out.lagP99 = dur(func(r openResult) time.Duration { return r.lagP99 })
 	out.lagMax = dur(func(r openResult) time.Duration { return r.lagMax })
+	out.writeMax = dur(func(r openResult) time.Duration { return r.writeMax })
 	out.cpuPerCall = dur(func(r openResult) time.Duration { return r.cpuPerCall })
 	out.clientCores = med(func(r openResult) float64 { return r.clientCores })
 	out.errors, out.timeouts, out.behind = 0, 0, false
@@ -331,10 +349,13 @@ func medianOpen(rs []openResult) openResult {
 // then every target's ratios to the first one.
 func printOpen(w io.Writer, targets []openTarget, dur time.Duration, cpus, rounds int) {
 	fmt.Fprintf(w, "### Relay open loop (%s per level, %d CPUs, medians of %d rounds)\n\n", dur, cpus, rounds)
-	fmt.Fprintln(w, "Calls leave on a fixed schedule whatever the answers; latency is from each call's scheduled send time (queueing shows; no coordinated omission). Send lag: how late calls left against the schedule; \"kept\" means its p99 ≤ "+maxSendLag.String()+" (otherwise the load client, not the server, limited the run). Stream: events the reading console page got per relayed call (2 = a start and an end) and events dropped for the page that never reads.")
+	fmt.Fprintln(w, "Calls leave on a fixed schedule whatever the answers; p50/p99/p99.9 are from each call's scheduled send time (queueing shows; no coordinated omission), \"p99 from send\" from when it actually left. "+
+		"Send lag: how late calls left against the schedule (part of a millisecond is the Go runtime's timer granularity, alike for every target); \"kept\" means its p99 ≤ "+maxSendLag.String()+
+		", otherwise the load client, not the server, set the pace (a busy machine). Client CPU: the load client's own CPU time per second. "+
+		"Stream: events the reading console page got per relayed call (2 = a start and an end) and events dropped for the page that never reads.")
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "| server | agents | offered calls/s | answered calls/s | p50 | p99 | p99.9 | server CPU per call | client CPU | send lag p99 (max) | schedule | errors | timeouts | stream events per call | dropped |")
-	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|")
+	fmt.Fprintln(w, "| server | agents | offered calls/s | answered calls/s | p50 | p99 | p99.9 | p99 from send | server CPU per call | client CPU | send lag p50 / p99 (max) | longest write | schedule | errors | timeouts | stream events per call | dropped |")
+	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|")
 	anyBehind := false
 	for _, t := range targets {
 		for _, l := range t.levels {
@@ -347,15 +368,17 @@ func printOpen(w io.Writer, targets []openTarget, dur time.Duration, cpus, round
 				per = fmt.Sprintf("%.2f", float64(l.stream.events)/float64(l.stream.calls))
 				dropped = fmt.Sprint(l.stream.dropped)
 			}
-			fmt.Fprintf(w, "| %s | %d | %d | %d | %s | %s | %s | %.1f µs | %.2f cores | %s (%s) | %s | %d | %d | %s | %s |\n",
-				t.name, l.agents, l.scheduled, l.answered, us(l.p50), us(l.p99), us(l.p999),
-				float64(l.cpuPerCall)/float64(time.Microsecond), l.clientCores, us(l.lagP99), us(l.lagMax), sched,
+			fmt.Fprintf(w, "| %s | %d | %d | %d | %s | %s | %s | %s | %.1f µs | %.2f cores | %s / %s (%s) | %s | %s | %d | %d | %s | %s |\n",
+				t.name, l.agents, l.scheduled, l.answered, us(l.p50), us(l.p99), us(l.p999), us(l.sentP99),
+				float64(l.cpuPerCall)/float64(time.Microsecond), l.clientCores, us(l.lagP50), us(l.lagP99), us(l.lagMax), us(l.writeMax), sched,
 				l.errors, l.timeouts, per, dropped)
 		}
 	}
 	if anyBehind {
 		fmt.Fprintln(w)
-		fmt.Fprintln(w, "- The load client fell behind its schedule in at least one run (send lag p99 over "+maxSendLag.String()+"): those rows measure the client as much as the server; lower the rate or add agents.")
+		fmt.Fprintln(w, "- The load client fell behind its schedule in at least one run (send lag p99 over "+maxSendLag.String()+"). "+
+			"Where the longest write is about as long as the lag, the server stopped reading (backpressure: the server set the pace, and the latency from the schedule is the honest figure); "+
+			"otherwise the client was short of CPU (a busy machine): rerun when it is quiet, or at a lower rate.")
 	}
 	if len(targets) < 2 {
 		return
