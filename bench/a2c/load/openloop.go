@@ -377,8 +377,8 @@ func printOpen(w io.Writer, targets []openTarget, dur time.Duration, cpus, round
 	if anyBehind {
 		fmt.Fprintln(w)
 		fmt.Fprintln(w, "- The load client fell behind its schedule in at least one run (send lag p99 over "+maxSendLag.String()+"). "+
-			"Where the longest write is about as long as the lag, the server stopped reading (backpressure: the server set the pace, and the latency from the schedule is the honest figure); "+
-			"otherwise the client was short of CPU (a busy machine): rerun when it is quiet, or at a lower rate.")
+			"A longest write about as long as the lag points at the server not reading (backpressure: the server set the pace, and the latency from the schedule is the honest figure); "+
+			"a short one at a client short of CPU (a busy machine: rerun when it is quiet, or at a lower rate). On a busy machine both happen.")
 	}
 	if len(targets) < 2 {
 		return
