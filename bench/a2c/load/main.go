@@ -13,6 +13,23 @@
 // echo peers, the relay's topology without Socket.IO) is measured at each
 // level in the same run: its CPU per round trip is the floor. It prints a
 // Markdown report with ratios ours/reference and ours/raw forwarder.
+//
+// With -rate N (calls/s; a comma-separated list measures each) the load
+// is an open loop instead, and the raw forwarder is not measured:
+//
+//	go run ./bench/a2c/load -targets ours,ours+console -agents 10 -rate 5000 -idle ""
+//
+// For each target and level, calls leave on a fixed schedule of N per
+// second, spread over the -agents Agents (each with any number of calls
+// outstanding, every req_id unique), whether or not answers come back.
+// It reports the offered and the answered calls/s, latency p50/p99/p99.9
+// from each call's scheduled send time (a server that falls behind shows
+// its queue), the server's CPU per call, errors and timeouts, how late
+// the client's sends were against the schedule (the client must not be
+// the bottleneck; the report says when it fell behind), and for
+// +console targets the reading page's events per call and the events
+// dropped for the page that never reads; then ratios against the first
+// target. See openloop.go. -rate 0 (the default) is the closed loop.
 package main
 
 import (
@@ -51,6 +68,8 @@ func main() {
 	idle := flag.String("idle", "1000,10000", "idle joined connections for the RSS measurement")
 	rounds := flag.Int("rounds", 3, "repetitions of every measurement; figures are medians")
 	cpuProfile := flag.String("cpuprofile", "", "write the load client's own CPU profile here")
+	rate := flag.String("rate", "0", "open loop: calls/s offered on a fixed schedule over the -agents connections, "+
+		"instead of the closed loop and the raw forwarder (a list measures each rate; 0 = off)")
 	flag.Parse()
 	raiseNoFile()
 	// The load client's own garbage collection is noise in the latencies
@@ -81,6 +100,21 @@ func main() {
 	for i, t := range names {
 		results[i].name = t
 	}
+	var rates []int
+	for _, n := range ints(*rate) {
+		if n > 0 {
+			rates = append(rates, n)
+		}
+	}
+	if len(rates) > 0 {
+		runOpen(os.Stdout, names, ints(*agents), rates, *warm, *dur, *rounds, root, bin, r.cpus)
+		if idles := ints(*idle); len(idles) > 0 {
+			results = measureIdles(results, idles, *rounds, root, bin)
+			printIdle(os.Stdout, results)
+		}
+		printSink(os.Stdout)
+		return
+	}
 	for _, a := range ints(*agents) {
 		per := make([][]levelResult, len(names))
 		var base []levelResult
@@ -99,23 +133,29 @@ func main() {
 		}
 		r.baseline = append(r.baseline, medianLevel(base))
 	}
-	for _, n := range ints(*idle) {
-		per := make([][]idleResult, len(names))
-		for round := 0; round < *rounds; round++ {
-			for i, t := range names {
-				fmt.Fprintf(os.Stderr, "round %d: %s, %d idle connections\n", round+1, t, n)
-				srv := start(t, root, bin)
+	r.targets = measureIdles(results, ints(*idle), *rounds, root, bin)
+	r.print(os.Stdout)
+	printStreams(os.Stdout)
+}
+
+// measureIdles adds to every target its idle-connections figures, one
+// per count in idle, targets taking turns within each round.
+func measureIdles(results []targetResult, idle []int, rounds int, root, bin string) []targetResult {
+	for _, n := range idle {
+		per := make([][]idleResult, len(results))
+		for round := 0; round < rounds; round++ {
+			for i, t := range results {
+				fmt.Fprintf(os.Stderr, "round %d: %s, %d idle connections\n", round+1, t.name, n)
+				srv := start(t.name, root, bin)
 				per[i] = append(per[i], measureIdle(srv, n))
 				srv.stop()
 			}
 		}
-		for i := range names {
+		for i := range results {
 			results[i].idle = append(results[i].idle, medianIdle(per[i]))
 		}
 	}
-	r.targets = results
-	r.print(os.Stdout)
-	printStreams(os.Stdout)
+	return results
 }
 
 func check(err error) {
@@ -152,6 +192,8 @@ type server struct {
 	cmd *exec.Cmd
 	// watchers read the console's live stream (ours+console).
 	watchers *streamWatchers
+	// stream is what the watchers saw, once stop has run.
+	stream *streamStat
 }
 
 func start(target, root, bin string) *server {
@@ -202,7 +244,8 @@ func start(target, root, bin string) *server {
 
 func (s *server) stop() {
 	if s.watchers != nil {
-		s.watchers.stop(s)
+		st := s.watchers.stop(s)
+		s.stream = &st
 	}
 	procs.Stop(s.cmd)
 }

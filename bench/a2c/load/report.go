@@ -63,14 +63,7 @@ func (r report) print(w io.Writer) {
 			row(t.name, l)
 		}
 	}
-	fmt.Fprintln(w)
-	fmt.Fprintln(w, "| server | idle joined connections | RSS before | RSS after | per connection | connect time |")
-	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|")
-	for _, t := range r.targets {
-		for _, i := range t.idle {
-			fmt.Fprintf(w, "| %s | %d | %d KiB | %d KiB | %.1f KiB | %.1f s |\n", t.name, i.conns, i.baseKiB, i.kib, i.perConnKiB, i.connectSeconds)
-		}
-	}
+	printIdle(w, r.targets)
 	r.printAB(w)
 	var ours, ref *targetResult
 	for i := range r.targets {
@@ -142,6 +135,18 @@ func (r report) printAB(w io.Writer) {
 			fmt.Fprintf(w, "| %s | %d | %s | %s | %s | %s |\n", t.name, l.agents,
 				ratio(float64(l.calls)/l.seconds, float64(b.calls)/b.seconds), ratio(float64(l.cpuPerCall), float64(b.cpuPerCall)),
 				ratio(float64(l.p50), float64(b.p50)), ratio(float64(l.p99), float64(b.p99)))
+		}
+	}
+}
+
+// printIdle writes the idle-connections table.
+func printIdle(w io.Writer, targets []targetResult) {
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "| server | idle joined connections | RSS before | RSS after | per connection | connect time |")
+	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|")
+	for _, t := range targets {
+		for _, i := range t.idle {
+			fmt.Fprintf(w, "| %s | %d | %d KiB | %d KiB | %.1f KiB | %.1f s |\n", t.name, i.conns, i.baseKiB, i.kib, i.perConnKiB, i.connectSeconds)
 		}
 	}
 }

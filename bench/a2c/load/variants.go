@@ -171,8 +171,8 @@ func watchStream(url string) *streamWatchers {
 }
 
 // stop closes the readers and records what they saw against the
-// server's own counters.
-func (w *streamWatchers) stop(s *server) {
+// server's own counters; it returns the record too.
+func (w *streamWatchers) stop(s *server) streamStat {
 	calls := metricSum(s.url, "a2c_relayed_calls_total")
 	dropped := metricSum(s.url, "a2c_console_events_dropped_total")
 	w.reader.Close()
@@ -181,9 +181,11 @@ func (w *streamWatchers) stop(s *server) {
 	case <-w.done:
 	case <-time.After(5 * time.Second):
 	}
+	st := streamStat{events: w.events.Load(), calls: calls, dropped: dropped}
 	streamMu.Lock()
-	streamStats = append(streamStats, streamStat{events: w.events.Load(), calls: calls, dropped: dropped})
+	streamStats = append(streamStats, st)
 	streamMu.Unlock()
+	return st
 }
 
 // metricSum adds up every sample of a metric on the server's /metrics.
@@ -212,9 +214,7 @@ func metricSum(url, name string) int64 {
 // page got per relayed call (2 = a start and an end for every call), and
 // the events dropped for the page that never read.
 func printStreams(w io.Writer) {
-	if sink != nil {
-		fmt.Fprintf(w, "\n- OTLP sink: %d export requests, %.1f MiB\n", sinkReqs.Load(), float64(sinkSize.Load())/(1<<20))
-	}
+	printSink(w)
 	if len(streamStats) == 0 {
 		return
 	}
@@ -227,5 +227,12 @@ func printStreams(w io.Writer) {
 		}
 		per := fmt.Sprintf("%.2f", float64(st.events)/float64(st.calls))
 		fmt.Fprintf(w, "| %d | %d | %d | %s | %d |\n", i+1, st.calls, st.events, per, st.dropped)
+	}
+}
+
+// printSink reports what the OTLP sink received, if it ran.
+func printSink(w io.Writer) {
+	if sink != nil {
+		fmt.Fprintf(w, "\n- OTLP sink: %d export requests, %.1f MiB\n", sinkReqs.Load(), float64(sinkSize.Load())/(1<<20))
 	}
 }
