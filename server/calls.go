@@ -27,8 +27,8 @@ const (
 	// MaxCallSubscribers bounds the live streams open at once.
 	MaxCallSubscribers = 64
 	// DefaultCallBuffer is a subscriber's buffer, in events, when it asks
-	// for none: the console's streams take their events every 20 ms, and
-	// 1,024 events hold such a window at 25,000 calls a second.
+	// for none: the console's streams take their events every 10 ms, and
+	// 1,024 events hold such a window at 50,000 calls a second.
 	DefaultCallBuffer = 1024
 )
 

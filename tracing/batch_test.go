@@ -216,8 +216,8 @@ func TestBatcherRequest(t *testing.T) {
 		r := relaySamples()["ok"]
 		r.ReqID = fmt.Sprint("req-", i)
 		ids := newRelayIDs(&r)
-		var rs relaySpans
-		r.spans(&rs, &ids)
+		var attrs relayAttrs
+		rs := r.spans(&attrs, &ids)
 		b.addSpans(resA, rs.spans[:rs.n])
 	}
 	if err := b.Shutdown(context.Background()); err != nil {

@@ -28,7 +28,14 @@
 //
 // [New] reads the standard OTEL_* environment: spans are exported over
 // OTLP/HTTP only when it asks for that, and nothing is exported
-// otherwise. A [Recorder] keeps the recent spans of each process in
+// otherwise. Spans are made with the OpenTelemetry SDK; the exporter is
+// this package's own: the batch processor (batch.go) writes each span in
+// OTLP's protobuf form as it ends (encode.go) and queues bytes, and the
+// uploader (upload.go) posts them as the SDK's OTLP/HTTP exporter would,
+// from the same variables. The hub's part of a call, the busiest path of
+// all, skips SDK spans altogether: it fills a [Relay] record and hands it
+// over with [RecordRelay], and the [Provider] New builds samples it,
+// encodes it into the same queue and keeps it compact in its Recorder. A [Recorder] keeps the recent spans of each process in
 // memory, by trace: the console of "a2c server --console" and "a2c up"
 // shows them, and "a2c call --trace" prints them. The record is bounded
 // by bytes as well as by counts: a span keeps at most 32 attributes in

@@ -38,18 +38,17 @@ func (h Hop) parent() Hop {
 }
 
 // sum hashes the parts with a domain label, each part length-prefixed so
-// that no two different (agent, req_id) pairs hash the same input.
+// that no two different (agent, req_id) pairs hash the same input. The
+// input is built in a stack buffer when it fits: every relayed call
+// derives three ids.
 func sum(label string, agent, reqID string) [sha256.Size]byte {
-	h := sha256.New()
-	var n [4]byte
-	for _, p := range []string{"a2c-smcp/trace/v1", label, agent, reqID} {
-		binary.BigEndian.PutUint32(n[:], uint32(len(p)))
-		h.Write(n[:])
-		h.Write([]byte(p))
+	var stack [256]byte
+	in := stack[:0]
+	for _, p := range [...]string{"a2c-smcp/trace/v1", label, agent, reqID} {
+		in = binary.BigEndian.AppendUint32(in, uint32(len(p)))
+		in = append(in, p...)
 	}
-	var out [sha256.Size]byte
-	h.Sum(out[:0])
-	return out
+	return sha256.Sum256(in)
 }
 
 // TraceID is the trace id of the tool call reqID of agent: the first 16

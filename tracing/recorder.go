@@ -494,8 +494,8 @@ func FromReadOnly(s sdktrace.ReadOnlySpan) Span {
 
 // appendSpans appends the spans of a relay record to spans.
 func (rr *relayRec) appendSpans(spans []Span) []Span {
-	var rs relaySpans
-	rr.r.spans(&rs, &rr.ids)
+	var attrs relayAttrs
+	rs := rr.r.spans(&attrs, &rr.ids)
 	tid := rr.ids.trace.String()
 	for i := range rs.n {
 		p := &rs.spans[i]

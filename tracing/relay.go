@@ -67,8 +67,12 @@ func RecordRelay(tp trace.TracerProvider, r *Relay) {
 type relaySpans struct {
 	spans [3]otlpSpan
 	n     int
-	attrs [9]attribute.KeyValue // the relay span's attributes
 }
+
+// relayAttrs is room for the relay span's attributes. It is apart from
+// relaySpans, which points into it: a struct pointing into itself would
+// always be allocated on the heap, and the relay's path allocates none.
+type relayAttrs [9]attribute.KeyValue
 
 // bound cuts a Relay's strings before they are kept or exported:
 // they come from the Agent (req_id, names), and a span's strings are cut
@@ -103,9 +107,11 @@ func newRelayIDs(r *Relay) relayIDs {
 	}
 }
 
-// spans fills out with r's spans, with ids.
-func (r *Relay) spans(out *relaySpans, ids *relayIDs) {
-	a := out.attrs[:0]
+// spans returns r's spans, with ids, filling attrs with the relay span's
+// attributes. (It returns them rather than fill a pointer, for a span
+// stored through a pointer would put attrs on the heap.)
+func (r *Relay) spans(attrs *relayAttrs, ids *relayIDs) (out relaySpans) {
+	a := attrs[:0]
 	a = append(a,
 		AttrReqID.String(r.ReqID),
 		AttrAgent.String(r.Agent),
@@ -148,6 +154,7 @@ func (r *Relay) spans(out *relaySpans, ids *relayIDs) {
 		}
 		out.n = 3
 	}
+	return out
 }
 
 // randomSpanIDFast is a random span id for a span no other process
@@ -168,9 +175,9 @@ func randomSpanIDFast() trace.SpanID {
 // started and ended with the record's times, the relay span with the
 // derived ids when the provider uses [IDGenerator].
 func (r *Relay) emit(tr trace.Tracer) {
-	var rs relaySpans
+	var attrs relayAttrs
 	ids := newRelayIDs(r)
-	r.spans(&rs, &ids)
+	rs := r.spans(&attrs, &ids)
 	relay := &rs.spans[0]
 	ctx, span := Start(context.Background(), tr, HopHub, r.Agent, r.ReqID, relay.Name,
 		trace.WithTimestamp(relay.Start), trace.WithSpanKind(relay.Kind), trace.WithAttributes(relay.Attrs...))

@@ -3,11 +3,15 @@ package tracing
 import (
 	"context"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // relaySample is a Relay of every kind: sent or refused, ok or failed,
@@ -141,5 +145,40 @@ func TestRelayBounds(t *testing.T) {
 				t.Errorf("%s: attribute %s has %d bytes", s.Name, k, len(str))
 			}
 		}
+	}
+}
+
+// BenchmarkRecordRelay measures what a relayed call's spans cost the hub
+// when exported: the Provider's record (the hub's path) against the same
+// three spans made with the SDK (the path of any other provider), both
+// into the same batch processor, whose export discards.
+func BenchmarkRecordRelay(b *testing.B) {
+	discard := func(context.Context, []byte) error { return nil }
+	env := envOf(map[string]string{"OTEL_BSP_MAX_QUEUE_SIZE": "1000000", "OTEL_BSP_MAX_EXPORT_BATCH_SIZE": "512"})
+	newBoth := func() (*Provider, *batcher) {
+		bat := newBatcher(discard, nil, env)
+		res := resource.NewSchemaless(attribute.String("service.name", "hub"))
+		sdk := sdktrace.NewTracerProvider(sdktrace.WithIDGenerator(IDGenerator()), sdktrace.WithSpanProcessor(bat), sdktrace.WithResource(res))
+		return &Provider{TracerProvider: sdk, sampler: samplerFromEnv(env), res: res, exp: bat}, bat
+	}
+	r := relaySamples()["ok"]
+	for _, tc := range []struct {
+		name string
+		tp   func(p *Provider) trace.TracerProvider
+	}{
+		{"provider", func(p *Provider) trace.TracerProvider { return p }},
+		{"sdk", func(p *Provider) trace.TracerProvider { return p.TracerProvider }},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			p, bat := newBoth()
+			defer bat.Shutdown(context.Background())
+			tp := tc.tp(p)
+			b.ReportAllocs()
+			for i := 0; b.Loop(); i++ {
+				c := r
+				c.ReqID = "req-" + strconv.Itoa(i)
+				RecordRelay(tp, &c)
+			}
+		})
 	}
 }

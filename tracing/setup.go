@@ -124,14 +124,20 @@ type Provider struct {
 	service string    // service.name, for the Recorder's spans
 }
 
+// relayParent is what the sampler is told of a relay span's parent, the
+// Agent's span: remote and sampled, as Start tells the SDK. The samplers
+// samplerFromEnv makes read only that of a parent (whether it is valid,
+// remote and sampled, and its trace state, empty here), never its ids,
+// so one context serves every call and the relay's path allocates none.
+var relayParent = trace.ContextWithRemoteSpanContext(context.Background(), trace.NewSpanContext(trace.SpanContextConfig{
+	TraceID: trace.TraceID{1}, SpanID: trace.SpanID{1}, TraceFlags: trace.FlagsSampled, Remote: true,
+}))
+
 // recordRelay takes a relayed call's record (see [RecordRelay]).
 func (p *Provider) recordRelay(r *Relay) {
 	ids := newRelayIDs(r)
-	// The relay span's parent is the Agent's, remote and sampled: what
-	// the SDK's sampler would be asked for the span itself.
-	psc := trace.NewSpanContext(trace.SpanContextConfig{TraceID: ids.trace, SpanID: ids.agent, TraceFlags: trace.FlagsSampled, Remote: true})
 	d := p.sampler.ShouldSample(sdktrace.SamplingParameters{
-		ParentContext: trace.ContextWithRemoteSpanContext(context.Background(), psc),
+		ParentContext: relayParent,
 		TraceID:       ids.trace, Name: SpanHubRelay, Kind: trace.SpanKindServer,
 	}).Decision
 	if d == sdktrace.Drop {
@@ -142,8 +148,8 @@ func (p *Provider) recordRelay(r *Relay) {
 		p.rec.addRelay(r, &ids, p.service)
 	}
 	if p.exp != nil {
-		var rs relaySpans
-		r.spans(&rs, &ids)
+		var attrs relayAttrs
+		rs := r.spans(&attrs, &ids)
 		p.exp.addSpans(p.res, rs.spans[:rs.n])
 	}
 }

@@ -64,7 +64,7 @@
 //	                                with {"dropped":N} when this page lost events
 //	                                (N: its total so far; events wait in a
 //	                                1,024-event buffer per page and are sent
-//	                                every 20 ms at most); a ": ping"
+//	                                every 10 ms at most); a ": ping"
 //	                                comment every 15 s; 503 past 8 streams
 //	                                of one session (of one address when the
 //	                                console is open) or 64 in all

@@ -137,9 +137,10 @@ func (c *Console) stream(w http.ResponseWriter, r *http.Request) {
 
 // streamGather is how long a stream lets events gather before a write:
 // at most this late on a page, one write per window under load. At 5,000
-// calls a second (10,000 events) a window holds 200 events, within the
-// stream's buffer (server.DefaultCallBuffer).
-const streamGather = 20 * time.Millisecond
+// calls a second (10,000 events) a window holds 100 events, at 50,000
+// calls a second 1,000: within the stream's buffer
+// (server.DefaultCallBuffer).
+const streamGather = 10 * time.Millisecond
 
 // appendDropped adds a "dropped" event with the stream's total of lost
 // events when sub lost some since the last one.
