@@ -67,11 +67,27 @@ const maxQueueBytes = 16 << 20
 
 // encQueue is a queue of encoded spans: buf holds them one after the
 // other (each one ScopeSpans' field 2, tag and length included), spans
-// says where each starts and which resource and scope it belongs to.
+// says where each starts and which resource and scope it belongs to. The
+// hub's relay records wait as they came, in relays, and are encoded by
+// export, off the relay's path.
 type encQueue struct {
-	buf   []byte
-	spans []queued
+	buf        []byte
+	spans      []queued
+	relays     []queuedRelay
+	n          int // spans queued, the relays' included
+	relayBytes int // the relays' approximate size
 }
+
+// queuedRelay is a relay record waiting for export: a copy of the whole
+// record (bound and ids derived at export), in group g.
+type queuedRelay struct {
+	r   Relay
+	ids relayIDs
+	g   *group
+}
+
+// bytes is the queue's approximate size, for maxQueueBytes.
+func (q *encQueue) bytes() int { return len(q.buf) + q.relayBytes }
 
 type queued struct {
 	g        *group
@@ -157,40 +173,51 @@ func (b *batcher) OnEnd(s sdktrace.ReadOnlySpan) {
 	from := len(b.q.buf)
 	b.q.buf = appendSpanField(b.q.buf, s)
 	b.q.spans = append(b.q.spans, queued{g: g, from: from, to: len(b.q.buf)})
-	full := len(b.q.spans) == b.maxBatch
+	full := b.countLocked(1)
 	b.mu.Unlock()
 	if full {
 		b.kickNow()
 	}
 }
 
-// addSpans queues spans (the hub's, see [Relay]) of the scope ScopeHub
-// and resource res.
-func (b *batcher) addSpans(res *resource.Resource, spans []otlpSpan) {
+// addRelay queues a relay record of the resource res (scope ScopeHub):
+// a copy of r, as it is, with ids (the trace id and the random ones set;
+// the derived span ids too when the caller had them). It costs the
+// relay's path a copy under a mutex; export does the rest.
+func (b *batcher) addRelay(res *resource.Resource, r *Relay, ids *relayIDs) {
+	n := 2
+	if !r.Sent.IsZero() {
+		n = 3
+	}
+	size := relayCost + len(r.Agent) + len(r.ReqID) + len(r.Computer) + len(r.Tool) + len(r.Office) + len(r.Node) + len(r.Message)
 	key := groupKey{res: res, name: ScopeHub}
 	b.mu.Lock()
-	if !b.roomLocked(len(spans)) {
+	if !b.roomLocked(n) {
 		b.mu.Unlock()
-		b.dropped.Add(int64(len(spans)))
+		b.dropped.Add(int64(n))
 		return
 	}
 	g := b.groupLocked(key, res, instrumentation.Scope{Name: ScopeHub})
-	full := false
-	for i := range spans {
-		from := len(b.q.buf)
-		b.q.buf = appendOTLPSpanField(b.q.buf, &spans[i])
-		b.q.spans = append(b.q.spans, queued{g: g, from: from, to: len(b.q.buf)})
-		full = full || len(b.q.spans) == b.maxBatch
-	}
+	b.q.relays = append(b.q.relays, queuedRelay{r: *r, ids: *ids, g: g})
+	b.q.relayBytes += size
+	full := b.countLocked(n)
 	b.mu.Unlock()
 	if full {
 		b.kickNow()
 	}
+}
+
+// countLocked counts n more spans queued and reports whether the queue
+// just reached a full batch.
+func (b *batcher) countLocked(n int) bool {
+	before := b.q.n
+	b.q.n += n
+	return before < b.maxBatch && b.q.n >= b.maxBatch
 }
 
 // roomLocked reports whether n more spans may be queued.
 func (b *batcher) roomLocked(n int) bool {
-	return !b.stopped && len(b.q.spans)+n <= b.maxQueue && len(b.q.buf) < maxQueueBytes
+	return !b.stopped && b.q.n+n <= b.maxQueue && b.q.bytes() < maxQueueBytes
 }
 
 // groupLocked returns the group of key, made once.
@@ -264,8 +291,23 @@ func (b *batcher) export() error {
 	b.mu.Lock()
 	q := b.q
 	b.q, b.spare = b.spare, encQueue{}
-	b.q.buf, b.q.spans = b.q.buf[:0], b.q.spans[:0]
 	b.mu.Unlock()
+	// The relay records become spans here, on this goroutine.
+	var attrs relayAttrs
+	for i := range q.relays {
+		qr := &q.relays[i]
+		if !qr.ids.relay.IsValid() {
+			qr.ids.derive(&qr.r) // from the whole names, before bound
+		}
+		qr.r.bound()
+		rs := qr.r.spans(&attrs, &qr.ids)
+		for j := range rs.n {
+			from := len(q.buf)
+			q.buf = appendOTLPSpanField(q.buf, &rs.spans[j])
+			q.spans = append(q.spans, queued{g: qr.g, from: from, to: len(q.buf)})
+		}
+	}
+	clear(q.relays) // let their strings go
 	var first error
 	var body []byte
 	var parts [][]byte
@@ -284,7 +326,7 @@ func (b *batcher) export() error {
 	if cap(q.buf) <= maxQueueBytes/4 {
 		b.mu.Lock()
 		if b.spare.buf == nil {
-			b.spare = encQueue{buf: q.buf[:0], spans: q.spans[:0]}
+			b.spare = encQueue{buf: q.buf[:0], spans: q.spans[:0], relays: q.relays[:0]}
 		}
 		b.mu.Unlock()
 	}

@@ -98,13 +98,17 @@ type relayIDs struct {
 // before [Relay.bound]: the ids are those of the whole Agent name and
 // req_id, as the other hops derive them.
 func newRelayIDs(r *Relay) relayIDs {
-	return relayIDs{
-		trace: TraceID(r.Agent, r.ReqID),
-		relay: SpanID(HopHub, r.Agent, r.ReqID),
-		agent: SpanID(HopAgent, r.Agent, r.ReqID),
-		queue: randomSpanIDFast(),
-		wire:  randomSpanIDFast(),
-	}
+	ids := relayIDs{trace: TraceID(r.Agent, r.ReqID), queue: randomSpanIDFast(), wire: randomSpanIDFast()}
+	ids.derive(r)
+	return ids
+}
+
+// derive sets the derived span ids of r's relay span and its parent, the
+// Agent's (two hashes; the trace id is set already). As newRelayIDs, it
+// must see r before [Relay.bound].
+func (ids *relayIDs) derive(r *Relay) {
+	ids.relay = SpanID(HopHub, r.Agent, r.ReqID)
+	ids.agent = SpanID(HopAgent, r.Agent, r.ReqID)
 }
 
 // spans returns r's spans, with ids, filling attrs with the relay span's

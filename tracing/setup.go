@@ -135,7 +135,11 @@ var relayParent = trace.ContextWithRemoteSpanContext(context.Background(), trace
 
 // recordRelay takes a relayed call's record (see [RecordRelay]).
 func (p *Provider) recordRelay(r *Relay) {
-	ids := newRelayIDs(r)
+	// This runs on the relay's own path (the hub's event loop), so it
+	// does the least it can: the trace id (the sampler and the Recorder
+	// need it) and two random ids. The exporter derives the other ids
+	// and encodes the spans on its own goroutine.
+	ids := relayIDs{trace: TraceID(r.Agent, r.ReqID)}
 	d := p.sampler.ShouldSample(sdktrace.SamplingParameters{
 		ParentContext: relayParent,
 		TraceID:       ids.trace, Name: SpanHubRelay, Kind: trace.SpanKindServer,
@@ -143,14 +147,16 @@ func (p *Provider) recordRelay(r *Relay) {
 	if d == sdktrace.Drop {
 		return
 	}
-	r.bound()
+	ids.queue, ids.wire = randomSpanIDFast(), randomSpanIDFast()
 	if p.rec != nil {
-		p.rec.addRelay(r, &ids, p.service)
+		ids.derive(r)
 	}
 	if p.exp != nil {
-		var attrs relayAttrs
-		rs := r.spans(&attrs, &ids)
-		p.exp.addSpans(p.res, rs.spans[:rs.n])
+		p.exp.addRelay(p.res, r, &ids) // a copy, whole: see batcher.export
+	}
+	if p.rec != nil {
+		r.bound()
+		p.rec.addRelay(r, &ids, p.service)
 	}
 }
 
