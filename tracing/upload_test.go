@@ -938,3 +938,28 @@ func TestUploadParity(t *testing.T) {
 		})
 	}
 }
+
+// FuzzUploadAnswer feeds a collector's answers (a body, a Retry-After, a
+// headers variable) to the uploader's readers: none may panic, a quoted
+// message stays within its bound, and no advice waits past a day.
+func FuzzUploadAnswer(f *testing.F) {
+	f.Add([]byte{0x0a, 0x05, 0x08, 0x03, 0x12, 0x01, 'x'}, "3", "a=b,c=%20d")
+	f.Add([]byte("<html>bad gateway</html>"), "Wed, 02 Dec 2026 07:00:00 GMT", "=,,x")
+	f.Add([]byte{0x12, 0xff, 0xff, 0xff, 0xff, 0x0f}, "-1", "k=%zz")
+	f.Fuzz(func(t *testing.T, body []byte, retryAfter, headers string) {
+		upPartialSuccess(body)
+		for _, protobuf := range []bool{true, false} {
+			if m := upMessage(body, protobuf); len(m) > upMaxMessage+len("…") {
+				t.Fatalf("message of %d bytes", len(m))
+			}
+		}
+		if d := upRetryAfter(retryAfter); d < 0 || d > 24*time.Hour {
+			t.Fatalf("Retry-After %q: %v", retryAfter, d)
+		}
+		for k, v := range upParseHeaders("OTEL_EXPORTER_OTLP_HEADERS", headers) {
+			if !upToken(k) || !upHeaderValue(v) {
+				t.Fatalf("header %q: %q kept", k, v)
+			}
+		}
+	})
+}
