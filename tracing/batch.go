@@ -38,7 +38,7 @@ import (
 // The queue is bounded in spans (OTEL_BSP_MAX_QUEUE_SIZE) and in bytes
 // (maxQueueBytes), whatever the spans hold. The goroutine is owned by
 // the batcher: Shutdown stops it (after a last export within the
-// caller's deadline) and waits for it.
+// caller's deadline, cut short past it) and waits for it.
 type batcher struct {
 	send     func(ctx context.Context, body []byte) error // one export request
 	close    func()                                       // at Shutdown, after the last send
@@ -46,6 +46,11 @@ type batcher struct {
 	maxBatch int
 	delay    time.Duration
 	timeout  time.Duration
+
+	// abortCtx bounds every export with the batcher's life: Shutdown
+	// cancels it (abort) when its caller stops waiting for the last one.
+	abortCtx context.Context
+	abort    context.CancelFunc
 
 	mu      sync.Mutex
 	q       encQueue // the spans queued, encoded
@@ -148,6 +153,7 @@ func newBatcher(send func(context.Context, []byte) error, closeFn func(), getenv
 		done:     make(chan struct{}),
 	}
 	b.maxBatch = min(b.maxBatch, b.maxQueue)
+	b.abortCtx, b.abort = context.WithCancel(context.Background())
 	go b.run()
 	return b
 }
@@ -242,14 +248,20 @@ func (b *batcher) kickNow() {
 // and a last time at stop.
 func (b *batcher) run() {
 	defer close(b.done)
+	defer b.abort() // releases abortCtx
 	t := time.NewTimer(b.delay)
 	defer t.Stop()
 	for {
 		var ack chan error
 		select {
 		case <-b.stop:
+			// The last export: Shutdown cuts it short (abort) when its
+			// caller's deadline passes first. Then the uploader goes.
 			if err := b.export(); err != nil {
 				otel.Handle(err)
+			}
+			if b.close != nil {
+				b.close()
 			}
 			return
 		case ack = <-b.flushes:
@@ -314,7 +326,7 @@ func (b *batcher) export() error {
 	for rest := q.spans; len(rest) > 0; {
 		n := min(len(rest), b.maxBatch)
 		body, parts = appendRequest(body[:0], parts, q.buf, rest[:n])
-		ctx, cancel := context.WithTimeout(context.Background(), b.timeout)
+		ctx, cancel := context.WithTimeout(b.abortCtx, b.timeout)
 		if err := b.send(ctx, body); err != nil && first == nil {
 			first = err
 		}
@@ -389,14 +401,9 @@ func (b *batcher) Shutdown(ctx context.Context) error {
 	}
 	select {
 	case <-b.done:
+		return nil
 	case <-ctx.Done():
+		b.abort() // the goroutine ends its export now, and closes the uploader
 		return ctx.Err()
 	}
-	if already {
-		return nil
-	}
-	if b.close != nil {
-		b.close()
-	}
-	return nil
 }

@@ -285,3 +285,30 @@ func TestBatcherByteBound(t *testing.T) {
 		t.Fatalf("exported %d spans, want the first relay's 3", n)
 	}
 }
+
+// TestBatcherShutdownDeadline: a collector that never answers cannot hold
+// Shutdown past its caller's deadline, and the export it was in is cut
+// short, after which the uploader is closed.
+func TestBatcherShutdownDeadline(t *testing.T) {
+	started := make(chan struct{}, 1)
+	closed := make(chan struct{})
+	send := func(ctx context.Context, _ []byte) error {
+		started <- struct{}{}
+		<-ctx.Done() // a collector that never answers
+		return ctx.Err()
+	}
+	b := newBatcher(send, func() { close(closed) }, envOf(map[string]string{"OTEL_BSP_SCHEDULE_DELAY": "3600000", "OTEL_BSP_EXPORT_TIMEOUT": "3600000"}))
+	endSpans(t, b, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	if err := b.Shutdown(ctx); err == nil {
+		t.Fatal("Shutdown returned before its export ended")
+	}
+	<-started
+	select {
+	case <-closed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the export went on, and the uploader was not closed, after Shutdown gave up")
+	}
+	<-b.done
+}

@@ -35,7 +35,8 @@
 // from the same variables. The hub's part of a call, the busiest path of
 // all, skips SDK spans altogether: it fills a [Relay] record and hands it
 // over with [RecordRelay], and the [Provider] New builds samples it,
-// encodes it into the same queue and keeps it compact in its Recorder. A [Recorder] keeps the recent spans of each process in
+// queues it as it is for the exporting goroutine to encode, and keeps it
+// compact in its Recorder. A [Recorder] keeps the recent spans of each process in
 // memory, by trace: the console of "a2c server --console" and "a2c up"
 // shows them, and "a2c call --trace" prints them. The record is bounded
 // by bytes as well as by counts: a span keeps at most 32 attributes in

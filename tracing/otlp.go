@@ -7,6 +7,7 @@ import (
 	"math"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"google.golang.org/protobuf/encoding/protowire"
 )
@@ -482,13 +483,18 @@ func fields(b []byte, f func(num protowire.Number, typ protowire.Type, v []byte,
 	return nil
 }
 
-// cut bounds s to n bytes, marking the cut; the result may end inside a
-// UTF-8 sequence, which encoding/json replaces.
+// cut bounds s to n bytes, marking the cut, without splitting a UTF-8
+// sequence (an exported span's strings must stay valid: OTLP receivers
+// that check refuse the whole request). A cut string is a new one: it
+// never keeps a long original in memory.
 func cut(s string, n int) string {
-	if len(s) > n {
-		return s[:n] + "…"
+	if len(s) <= n {
+		return s
 	}
-	return s
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
 }
 
 // cutBytes is cut of a string of b's bytes, in one allocation.

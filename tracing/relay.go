@@ -21,11 +21,12 @@ const ScopeHub = "github.com/a2c-smcp/a2c-go/server"
 //
 // The hub fills a Relay as the call goes and hands it over once, with
 // [RecordRelay], when the call ends: it holds no span objects while the
-// call runs. A [Provider] then encodes the record straight to OTLP and
-// keeps it, as it is, in its [Recorder]; the record becomes spans only
-// when someone reads the trace. On the relay's path this costs a few
-// hundred nanoseconds a call, where three SDK spans cost tens of
-// microseconds of CPU (see bench/RESULTS.md).
+// call runs. A [Provider] then queues a copy for export (the exporting
+// goroutine derives the ids and encodes the spans) and keeps one in its
+// [Recorder], where it becomes spans only when someone reads the trace.
+// On the relay's path this costs a hash, a sampler call and a copy under
+// a mutex (three hashes with a Recorder), against several microseconds
+// for three SDK spans (BenchmarkRecordRelay).
 type Relay struct {
 	// Agent and ReqID name the call (see [TraceID]).
 	Agent, ReqID string
@@ -74,16 +75,26 @@ type relaySpans struct {
 // always be allocated on the heap, and the relay's path allocates none.
 type relayAttrs [9]attribute.KeyValue
 
-// bound cuts a Relay's strings before they are kept or exported:
-// they come from the Agent (req_id, names), and a span's strings are cut
-// to maxAttrString bytes wherever it comes from.
+// bound cuts a Relay's strings before the Recorder keeps them: they come
+// from the Agent (req_id, names) and the Computer (an error's message),
+// and a span's strings are cut to maxAttrString bytes wherever it comes
+// from. The Agent's name and the req_id feed the derived ids: bound them
+// only once the ids are known.
 func (r *Relay) bound() {
-	for _, s := range []*string{&r.Agent, &r.ReqID, &r.Computer, &r.Tool, &r.Office, &r.Node} {
-		if len(*s) > maxAttrString {
-			*s = strings.Clone(cut(*s, maxAttrString)) // let the long original go
-		}
+	r.Agent, r.ReqID = cut(r.Agent, maxAttrString), cut(r.ReqID, maxAttrString)
+	r.boundRest()
+}
+
+// boundRest cuts the strings no id depends on, so that what waits for
+// export is small (the export cuts the others, after deriving the ids).
+// A cut string is a copy: the long original is let go.
+func (r *Relay) boundRest() {
+	for _, s := range []*string{&r.Computer, &r.Tool, &r.Office, &r.Node} {
+		*s = cut(*s, maxAttrString)
 	}
-	r.Message = Cut(r.Message, maxStatusText)
+	if len(r.Message) > maxStatusText {
+		r.Message = strings.Clone(Cut(r.Message, maxStatusText))
+	}
 }
 
 // relayIDs are the ids of a Relay's spans: the derived trace id, relay

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
+	"unsafe"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/sdk/resource"
@@ -129,12 +131,20 @@ func TestRelayBounds(t *testing.T) {
 	r := relaySamples()["refused"]
 	r.ReqID = strings.Repeat("r", 10000)
 	r.Message = strings.Repeat("m", 10000)
+	r.Tool = "a" + strings.Repeat("é", 150) // 301 bytes: a cut at 256 falls inside a character
+	msg := r.Message
 	id := TraceID(r.Agent, r.ReqID)
 	relayID := SpanID(HopHub, r.Agent, r.ReqID).String()
 	RecordRelay(tr.Provider, &r)
 	spans, _ := rec.Trace(id)
 	if len(spans) != 2 || spans[0].SpanID != relayID {
 		t.Fatalf("spans = %+v", spans)
+	}
+	if len(r.Message) > maxStatusText || unsafe.StringData(r.Message) == unsafe.StringData(msg) {
+		t.Errorf("the kept message is %d bytes of the original's", len(r.Message)) // it would pin the whole original
+	}
+	if tool := spans[0].Attributes[string(AttrTool)].(string); !utf8.ValidString(tool) || len(tool) > maxAttrString+len("…") {
+		t.Errorf("tool cut to %q", tool)
 	}
 	for _, s := range spans {
 		if len(s.StatusMessage) > maxStatusText+len(" (error_code 404)") || s.size > 2*maxSpanBytes {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -137,8 +138,9 @@ var relayParent = trace.ContextWithRemoteSpanContext(context.Background(), trace
 func (p *Provider) recordRelay(r *Relay) {
 	// This runs on the relay's own path (the hub's event loop), so it
 	// does the least it can: the trace id (the sampler and the Recorder
-	// need it) and two random ids. The exporter derives the other ids
-	// and encodes the spans on its own goroutine.
+	// need it) and two random ids; the Recorder's copy also needs the
+	// two derived span ids. The exporter derives them for its own copy
+	// and encodes the spans on its goroutine.
 	ids := relayIDs{trace: TraceID(r.Agent, r.ReqID)}
 	d := p.sampler.ShouldSample(sdktrace.SamplingParameters{
 		ParentContext: relayParent,
@@ -148,6 +150,7 @@ func (p *Provider) recordRelay(r *Relay) {
 		return
 	}
 	ids.queue, ids.wire = randomSpanIDFast(), randomSpanIDFast()
+	r.boundRest()
 	if p.rec != nil {
 		ids.derive(r)
 	}
@@ -177,13 +180,19 @@ func serviceName(res *resource.Resource) string {
 // SDK, so that the hub's relay records are sampled as its spans are.
 func samplerFromEnv(getenv func(string) string) sdktrace.Sampler {
 	ratio := func() sdktrace.Sampler {
-		f, err := strconv.ParseFloat(strings.TrimSpace(getenv("OTEL_TRACES_SAMPLER_ARG")), 64)
+		arg := strings.TrimSpace(getenv("OTEL_TRACES_SAMPLER_ARG"))
+		if arg == "" {
+			return sdktrace.TraceIDRatioBased(1)
+		}
+		f, err := strconv.ParseFloat(arg, 64)
 		if err != nil || f < 0 || f > 1 {
+			otel.Handle(fmt.Errorf("tracing: OTEL_TRACES_SAMPLER_ARG %q is not a ratio from 0 to 1: sampling every trace", arg))
 			f = 1
 		}
 		return sdktrace.TraceIDRatioBased(f)
 	}
-	switch strings.ToLower(strings.TrimSpace(getenv("OTEL_TRACES_SAMPLER"))) {
+	name := strings.ToLower(strings.TrimSpace(getenv("OTEL_TRACES_SAMPLER")))
+	switch name {
 	case "always_on":
 		return sdktrace.AlwaysSample()
 	case "always_off":
@@ -194,6 +203,9 @@ func samplerFromEnv(getenv func(string) string) sdktrace.Sampler {
 		return sdktrace.ParentBased(sdktrace.NeverSample())
 	case "parentbased_traceidratio":
 		return sdktrace.ParentBased(ratio())
+	case "", "parentbased_always_on":
+	default:
+		otel.Handle(fmt.Errorf("tracing: OTEL_TRACES_SAMPLER %q is not a sampler this process knows: using parentbased_always_on", name))
 	}
 	return sdktrace.ParentBased(sdktrace.AlwaysSample())
 }
