@@ -33,76 +33,8 @@ import (
 // oneof in AnyValue are written when set, even empty, because they have
 // presence.
 
-// Field numbers of the messages the encoder writes (opentelemetry-proto
-// 1.x: trace.proto, common.proto, resource.proto, trace_service.proto).
+// The SpanFlags bits the encoder writes.
 const (
-	encRequestResourceSpans = 1 // ExportTraceServiceRequest.resource_spans
-
-	encResourceSpansResource  = 1
-	encResourceSpansScope     = 2 // scope_spans
-	encResourceSpansSchemaURL = 3
-
-	encResourceAttrs = 1
-
-	encScopeSpansScope     = 1
-	encScopeSpansSpans     = 2
-	encScopeSpansSchemaURL = 3
-
-	encScopeName    = 1 // InstrumentationScope
-	encScopeVersion = 2
-	encScopeAttrs   = 3
-
-	encSpanTraceID       = 1  // bytes
-	encSpanSpanID        = 2  // bytes
-	encSpanTraceState    = 3  // string
-	encSpanParentID      = 4  // bytes
-	encSpanName          = 5  // string
-	encSpanKind          = 6  // enum
-	encSpanStart         = 7  // fixed64
-	encSpanEnd           = 8  // fixed64
-	encSpanAttrs         = 9  // KeyValue
-	encSpanDroppedAttrs  = 10 // uint32
-	encSpanEvents        = 11 // Event
-	encSpanDroppedEvents = 12 // uint32
-	encSpanLinks         = 13 // Link
-	encSpanDroppedLinks  = 14 // uint32
-	encSpanStatus        = 15 // Status
-	encSpanFlags         = 16 // fixed32
-
-	encEventTime         = 1 // fixed64
-	encEventName         = 2
-	encEventAttrs        = 3
-	encEventDroppedAttrs = 4
-
-	encLinkTraceID      = 1
-	encLinkSpanID       = 2
-	encLinkTraceState   = 3
-	encLinkAttrs        = 4
-	encLinkDroppedAttrs = 5
-	encLinkFlags        = 6 // fixed32
-
-	encStatusMessage = 2
-	encStatusCode    = 3 // enum
-
-	encKeyValueKey   = 1
-	encKeyValueValue = 2
-
-	encAnyString = 1
-	encAnyBool   = 2
-	encAnyInt    = 3
-	encAnyDouble = 4 // fixed64
-	encAnyArray  = 5 // ArrayValue
-	encAnyKvlist = 6 // KeyValueList
-	encAnyBytes  = 7
-
-	encListValues = 1 // ArrayValue.values, KeyValueList.values
-)
-
-// Values of the OTLP enums and flags the encoder writes.
-const (
-	encStatusOK    = 1 // Status.STATUS_CODE_OK
-	encStatusError = 2 // Status.STATUS_CODE_ERROR
-
 	// encFlagHasIsRemote and encFlagIsRemote are SpanFlags bits 8 and 9,
 	// above the W3C trace flags: the SDK always says it knows whether
 	// the parent (of a link: the linked span) is remote, and whether it
@@ -132,49 +64,49 @@ type otlpSpan struct {
 // ScopeSpans: tag, length and body. It writes what the SDK's OTLP
 // exporter writes, and the links' trace state besides (see encLink).
 func appendSpanField(b []byte, s sdktrace.ReadOnlySpan) []byte {
-	b, mark := encOpen(b, encScopeSpansSpans)
+	b, mark := encOpen(b, pbScopeSpansSpans)
 	sc := s.SpanContext()
 	tid, sid := sc.TraceID(), sc.SpanID()
-	b = encBytes(b, encSpanTraceID, tid[:])
-	b = encBytes(b, encSpanSpanID, sid[:])
-	b = encTraceState(b, encSpanTraceState, sc.TraceState())
+	b = encBytes(b, pbSpanTraceID, tid[:])
+	b = encBytes(b, pbSpanSpanID, sid[:])
+	b = encTraceState(b, pbSpanTraceState, sc.TraceState())
 	parent := s.Parent()
 	if pid := parent.SpanID(); pid.IsValid() {
-		b = encBytes(b, encSpanParentID, pid[:])
+		b = encBytes(b, pbSpanParentID, pid[:])
 	}
-	b = encString(b, encSpanName, s.Name())
-	b = encVarint(b, encSpanKind, encKind(s.SpanKind()))
-	b = encFixed64(b, encSpanStart, encTime(s.StartTime()))
-	b = encFixed64(b, encSpanEnd, encTime(s.EndTime()))
-	b = encAttrs(b, encSpanAttrs, s.Attributes())
-	b = encVarint(b, encSpanDroppedAttrs, encCount(s.DroppedAttributes()))
+	b = encString(b, pbSpanName, s.Name())
+	b = encVarint(b, pbSpanKind, encKind(s.SpanKind()))
+	b = encFixed64(b, pbSpanStart, encTime(s.StartTime()))
+	b = encFixed64(b, pbSpanEnd, encTime(s.EndTime()))
+	b = encAttrs(b, pbSpanAttrs, s.Attributes())
+	b = encVarint(b, pbSpanDroppedAttrs, encCount(s.DroppedAttributes()))
 	for _, e := range s.Events() {
 		b = encEvent(b, &e)
 	}
-	b = encVarint(b, encSpanDroppedEvents, encCount(s.DroppedEvents()))
+	b = encVarint(b, pbSpanDroppedEvents, encCount(s.DroppedEvents()))
 	for _, l := range s.Links() {
 		b = encLink(b, &l)
 	}
-	b = encVarint(b, encSpanDroppedLinks, encCount(s.DroppedLinks()))
+	b = encVarint(b, pbSpanDroppedLinks, encCount(s.DroppedLinks()))
 	st := s.Status()
 	b = encStatus(b, st.Code, st.Description)
-	b = encFixed32(b, encSpanFlags, encFlags(sc.TraceFlags(), parent.IsRemote()))
+	b = encFixed32(b, pbSpanFlags, encFlags(sc.TraceFlags(), parent.IsRemote()))
 	return encClose(b, mark)
 }
 
 // appendOTLPSpanField does the same for an otlpSpan.
 func appendOTLPSpanField(b []byte, s *otlpSpan) []byte {
-	b, mark := encOpen(b, encScopeSpansSpans)
-	b = encBytes(b, encSpanTraceID, s.TraceID[:])
-	b = encBytes(b, encSpanSpanID, s.SpanID[:])
+	b, mark := encOpen(b, pbScopeSpansSpans)
+	b = encBytes(b, pbSpanTraceID, s.TraceID[:])
+	b = encBytes(b, pbSpanSpanID, s.SpanID[:])
 	if s.ParentID.IsValid() {
-		b = encBytes(b, encSpanParentID, s.ParentID[:])
+		b = encBytes(b, pbSpanParentID, s.ParentID[:])
 	}
-	b = encString(b, encSpanName, s.Name)
-	b = encVarint(b, encSpanKind, encKind(s.Kind))
-	b = encFixed64(b, encSpanStart, encTime(s.Start))
-	b = encFixed64(b, encSpanEnd, encTime(s.End))
-	b = encAttrs(b, encSpanAttrs, s.Attrs)
+	b = encString(b, pbSpanName, s.Name)
+	b = encVarint(b, pbSpanKind, encKind(s.Kind))
+	b = encFixed64(b, pbSpanStart, encTime(s.Start))
+	b = encFixed64(b, pbSpanEnd, encTime(s.End))
+	b = encAttrs(b, pbSpanAttrs, s.Attrs)
 	msg := ""
 	if s.Status == codes.Error {
 		msg = s.StatusMsg
@@ -184,7 +116,7 @@ func appendOTLPSpanField(b []byte, s *otlpSpan) []byte {
 	if s.Sampled {
 		tf = trace.FlagsSampled
 	}
-	b = encFixed32(b, encSpanFlags, encFlags(tf, s.Remote))
+	b = encFixed32(b, pbSpanFlags, encFlags(tf, s.Remote))
 	return encClose(b, mark)
 }
 
@@ -199,34 +131,34 @@ func appendResourceSpans(b []byte, res *resource.Resource, scope instrumentation
 	for _, f := range spanFields {
 		spans += len(f)
 	}
-	b = encTag(b, encRequestResourceSpans, protowire.BytesType)
+	b = encTag(b, pbRequestResourceSpans, protowire.BytesType)
 	// head1 is the ResourceSpans body up to the ScopeSpans length,
 	// head2 the ScopeSpans body up to its spans: both are written at
 	// once, then moved right by the size of the lengths that go in
 	// front of them.
 	head1 := len(b)
-	b, mark := encOpen(b, encResourceSpansResource)
+	b, mark := encOpen(b, pbResourceSpansResource)
 	if res != nil {
 		for it := res.Iter(); it.Next(); {
-			b = encKeyValue(b, encResourceAttrs, it.Attribute())
+			b = encKeyValue(b, pbResourceAttrs, it.Attribute())
 		}
 	}
 	b = encClose(b, mark)
 	if res != nil {
-		b = encString(b, encResourceSpansSchemaURL, res.SchemaURL())
+		b = encString(b, pbResourceSpansSchemaURL, res.SchemaURL())
 	}
-	b = encTag(b, encResourceSpansScope, protowire.BytesType)
+	b = encTag(b, pbResourceSpansScope, protowire.BytesType)
 	head2 := len(b)
 	if scope != (instrumentation.Scope{}) {
-		b, mark = encOpen(b, encScopeSpansScope)
-		b = encString(b, encScopeName, scope.Name)
-		b = encString(b, encScopeVersion, scope.Version)
+		b, mark = encOpen(b, pbScopeSpansScope)
+		b = encString(b, pbScopeName, scope.Name)
+		b = encString(b, pbScopeVersion, scope.Version)
 		for it := scope.Attributes.Iter(); it.Next(); {
-			b = encKeyValue(b, encScopeAttrs, it.Attribute())
+			b = encKeyValue(b, pbScopeAttrs, it.Attribute())
 		}
 		b = encClose(b, mark)
 	}
-	b = encString(b, encScopeSpansSchemaURL, scope.SchemaURL)
+	b = encString(b, pbScopeSpansSchemaURL, scope.SchemaURL)
 	end := len(b)
 
 	ssLen := uint64(end - head2 + spans)
@@ -414,23 +346,23 @@ func encStatus(b []byte, c codes.Code, msg string) []byte {
 	var code uint64
 	switch c {
 	case codes.Ok:
-		code = encStatusOK
+		code = pbStatusOK
 	case codes.Error:
-		code = encStatusError
+		code = pbStatusError
 	}
-	b, mark := encOpen(b, encSpanStatus)
-	b = encString(b, encStatusMessage, msg)
-	b = encVarint(b, encStatusCode, code)
+	b, mark := encOpen(b, pbSpanStatus)
+	b = encString(b, pbStatusMessage, msg)
+	b = encVarint(b, pbStatusCode, code)
 	return encClose(b, mark)
 }
 
 // encEvent appends a span event.
 func encEvent(b []byte, e *sdktrace.Event) []byte {
-	b, mark := encOpen(b, encSpanEvents)
-	b = encFixed64(b, encEventTime, encTime(e.Time))
-	b = encString(b, encEventName, e.Name)
-	b = encAttrs(b, encEventAttrs, e.Attributes)
-	b = encVarint(b, encEventDroppedAttrs, encCount(e.DroppedAttributeCount))
+	b, mark := encOpen(b, pbSpanEvents)
+	b = encFixed64(b, pbEventTime, encTime(e.Time))
+	b = encString(b, pbEventName, e.Name)
+	b = encAttrs(b, pbEventAttrs, e.Attributes)
+	b = encVarint(b, pbEventDroppedAttrs, encCount(e.DroppedAttributeCount))
 	return encClose(b, mark)
 }
 
@@ -438,18 +370,18 @@ func encEvent(b []byte, e *sdktrace.Event) []byte {
 // sends the linked span's trace state too: OTLP has a field for it, and
 // a receiver may need it to follow the link.
 func encLink(b []byte, l *sdktrace.Link) []byte {
-	b, mark := encOpen(b, encSpanLinks)
+	b, mark := encOpen(b, pbSpanLinks)
 	sc := l.SpanContext
 	tid, sid := sc.TraceID(), sc.SpanID()
 	// Sent even when zero, as the SDK's exporter does.
-	b = encTag(b, encLinkTraceID, protowire.BytesType)
+	b = encTag(b, pbLinkTraceID, protowire.BytesType)
 	b = encLenBytes(b, tid[:])
-	b = encTag(b, encLinkSpanID, protowire.BytesType)
+	b = encTag(b, pbLinkSpanID, protowire.BytesType)
 	b = encLenBytes(b, sid[:])
-	b = encTraceState(b, encLinkTraceState, sc.TraceState())
-	b = encAttrs(b, encLinkAttrs, l.Attributes)
-	b = encVarint(b, encLinkDroppedAttrs, encCount(l.DroppedAttributeCount))
-	b = encFixed32(b, encLinkFlags, encFlags(sc.TraceFlags(), sc.IsRemote()))
+	b = encTraceState(b, pbLinkTraceState, sc.TraceState())
+	b = encAttrs(b, pbLinkAttrs, l.Attributes)
+	b = encVarint(b, pbLinkDroppedAttrs, encCount(l.DroppedAttributeCount))
+	b = encFixed32(b, pbLinkFlags, encFlags(sc.TraceFlags(), sc.IsRemote()))
 	return encClose(b, mark)
 }
 
@@ -466,8 +398,8 @@ func encAttrs(b []byte, num protowire.Number, attrs []attribute.KeyValue) []byte
 // attribute with no value.
 func encKeyValue(b []byte, num protowire.Number, kv attribute.KeyValue) []byte {
 	b, mark := encOpen(b, num)
-	b = encString(b, encKeyValueKey, string(kv.Key))
-	b = encValue(b, encKeyValueValue, kv.Value)
+	b = encString(b, pbKeyValueKey, string(kv.Key))
+	b = encValue(b, pbKeyValueValue, kv.Value)
 	return encClose(b, mark)
 }
 
@@ -482,71 +414,71 @@ func encValue(b []byte, num protowire.Number, v attribute.Value) []byte {
 	switch v.Type() {
 	case attribute.EMPTY:
 	case attribute.BOOL:
-		b = encTag(b, encAnyBool, protowire.VarintType)
+		b = encTag(b, pbAnyBool, protowire.VarintType)
 		b = encUvarint(b, protowire.EncodeBool(v.AsBool()))
 	case attribute.INT64:
-		b = encTag(b, encAnyInt, protowire.VarintType)
+		b = encTag(b, pbAnyInt, protowire.VarintType)
 		b = encUvarint(b, uint64(v.AsInt64()))
 	case attribute.FLOAT64:
-		b = encTag(b, encAnyDouble, protowire.Fixed64Type)
+		b = encTag(b, pbAnyDouble, protowire.Fixed64Type)
 		b = protowire.AppendFixed64(b, math.Float64bits(v.AsFloat64()))
 	case attribute.STRING:
-		b = encTag(b, encAnyString, protowire.BytesType)
+		b = encTag(b, pbAnyString, protowire.BytesType)
 		b = encLenString(b, v.AsString())
 	case attribute.BYTESLICE:
-		b = encTag(b, encAnyBytes, protowire.BytesType)
+		b = encTag(b, pbAnyBytes, protowire.BytesType)
 		b = encLenBytes(b, v.AsByteSlice())
 	case attribute.BOOLSLICE:
 		var m int
-		b, m = encOpen(b, encAnyArray)
+		b, m = encOpen(b, pbAnyArray)
 		for _, x := range v.AsBoolSlice() {
-			b = append(b, byte(protowire.EncodeTag(encListValues, protowire.BytesType)), 2,
-				byte(protowire.EncodeTag(encAnyBool, protowire.VarintType)), byte(protowire.EncodeBool(x)))
+			b = append(b, byte(protowire.EncodeTag(pbListValues, protowire.BytesType)), 2,
+				byte(protowire.EncodeTag(pbAnyBool, protowire.VarintType)), byte(protowire.EncodeBool(x)))
 		}
 		b = encClose(b, m)
 	case attribute.INT64SLICE:
 		var m int
-		b, m = encOpen(b, encAnyArray)
+		b, m = encOpen(b, pbAnyArray)
 		for _, x := range v.AsInt64Slice() {
-			b = append(b, byte(protowire.EncodeTag(encListValues, protowire.BytesType)), byte(1+protowire.SizeVarint(uint64(x))),
-				byte(protowire.EncodeTag(encAnyInt, protowire.VarintType)))
+			b = append(b, byte(protowire.EncodeTag(pbListValues, protowire.BytesType)), byte(1+protowire.SizeVarint(uint64(x))),
+				byte(protowire.EncodeTag(pbAnyInt, protowire.VarintType)))
 			b = encUvarint(b, uint64(x))
 		}
 		b = encClose(b, m)
 	case attribute.FLOAT64SLICE:
 		var m int
-		b, m = encOpen(b, encAnyArray)
+		b, m = encOpen(b, pbAnyArray)
 		for _, x := range v.AsFloat64Slice() {
-			b = append(b, byte(protowire.EncodeTag(encListValues, protowire.BytesType)), 9,
-				byte(protowire.EncodeTag(encAnyDouble, protowire.Fixed64Type)))
+			b = append(b, byte(protowire.EncodeTag(pbListValues, protowire.BytesType)), 9,
+				byte(protowire.EncodeTag(pbAnyDouble, protowire.Fixed64Type)))
 			b = protowire.AppendFixed64(b, math.Float64bits(x))
 		}
 		b = encClose(b, m)
 	case attribute.STRINGSLICE:
 		var m int
-		b, m = encOpen(b, encAnyArray)
+		b, m = encOpen(b, pbAnyArray)
 		for _, x := range v.AsStringSlice() {
 			var mv int
-			b, mv = encOpen(b, encListValues)
-			b = encTag(b, encAnyString, protowire.BytesType)
+			b, mv = encOpen(b, pbListValues)
+			b = encTag(b, pbAnyString, protowire.BytesType)
 			b = encLenString(b, x)
 			b = encClose(b, mv)
 		}
 		b = encClose(b, m)
 	case attribute.SLICE:
 		var m int
-		b, m = encOpen(b, encAnyArray)
+		b, m = encOpen(b, pbAnyArray)
 		for _, x := range v.AsSlice() {
-			b = encValue(b, encListValues, x)
+			b = encValue(b, pbListValues, x)
 		}
 		b = encClose(b, m)
 	case attribute.MAP:
 		var m int
-		b, m = encOpen(b, encAnyKvlist)
-		b = encAttrs(b, encListValues, v.AsMap())
+		b, m = encOpen(b, pbAnyKvlist)
+		b = encAttrs(b, pbListValues, v.AsMap())
 		b = encClose(b, m)
 	default:
-		b = encTag(b, encAnyString, protowire.BytesType)
+		b = encTag(b, pbAnyString, protowire.BytesType)
 		b = encLenString(b, "INVALID")
 	}
 	return encClose(b, mark)

@@ -27,39 +27,6 @@ const (
 	otlpBudgetBase = 256 << 10
 )
 
-// Field numbers of the OTLP trace messages (opentelemetry-proto, stable
-// since 1.0): the parts of an ExportTraceServiceRequest the decoder
-// reads. Every other field is skipped.
-const (
-	fRequestResourceSpans = 1 // ExportTraceServiceRequest.resource_spans
-	fResourceSpansRes     = 1 // ResourceSpans.resource
-	fResourceSpansScope   = 2 // ResourceSpans.scope_spans
-	fResourceAttrs        = 1 // Resource.attributes
-	fScopeSpansSpans      = 2 // ScopeSpans.spans
-	fSpanTraceID          = 1
-	fSpanSpanID           = 2
-	fSpanParentID         = 4
-	fSpanName             = 5
-	fSpanStart            = 7 // fixed64
-	fSpanEnd              = 8 // fixed64
-	fSpanAttrs            = 9
-	fSpanStatus           = 15
-	fStatusMessage        = 2
-	fStatusCode           = 3
-	fKeyValueKey          = 1
-	fKeyValueValue        = 2
-	fAnyString            = 1
-	fAnyBool              = 2
-	fAnyInt               = 3
-	fAnyDouble            = 4 // fixed64
-	fAnyArray             = 5
-	fAnyKvlist            = 6
-	fAnyBytes             = 7
-	fListValues           = 1 // ArrayValue.values, KeyValueList.values
-
-	statusCodeError = 2 // Status.STATUS_CODE_ERROR
-)
-
 // errOTLP is a body that is not an ExportTraceServiceRequest.
 var errOTLP = errors.New("tracing: OTLP request: malformed protobuf")
 
@@ -82,15 +49,15 @@ var errOTLP = errors.New("tracing: OTLP request: malformed protobuf")
 func DecodeOTLP(body []byte) ([]Span, error) {
 	n := 0
 	err := fields(body, func(num protowire.Number, typ protowire.Type, rs []byte, _ uint64) error {
-		if num != fRequestResourceSpans || typ != protowire.BytesType {
+		if num != pbRequestResourceSpans || typ != protowire.BytesType {
 			return nil
 		}
 		return fields(rs, func(num protowire.Number, typ protowire.Type, ss []byte, _ uint64) error {
-			if num != fResourceSpansScope || typ != protowire.BytesType {
+			if num != pbResourceSpansScope || typ != protowire.BytesType {
 				return nil
 			}
 			return fields(ss, func(num protowire.Number, typ protowire.Type, _ []byte, _ uint64) error {
-				if num == fScopeSpansSpans && typ == protowire.BytesType {
+				if num == pbScopeSpansSpans && typ == protowire.BytesType {
 					n++
 				}
 				return nil
@@ -103,7 +70,7 @@ func DecodeOTLP(body []byte) ([]Span, error) {
 	d := &otlpDecoder{bud: budget{left: otlpBudget*len(body) + otlpBudgetBase}}
 	d.out = make([]Span, 0, min(n, maxOTLPSpans, d.bud.left/spanCost))
 	err = fields(body, func(num protowire.Number, typ protowire.Type, rs []byte, _ uint64) error {
-		if num != fRequestResourceSpans || typ != protowire.BytesType {
+		if num != pbRequestResourceSpans || typ != protowire.BytesType {
 			return nil
 		}
 		return d.resourceSpans(rs)
@@ -126,11 +93,11 @@ type otlpDecoder struct {
 func (d *otlpDecoder) resourceSpans(b []byte) error {
 	service := ""
 	err := fields(b, func(num protowire.Number, typ protowire.Type, res []byte, _ uint64) error {
-		if num != fResourceSpansRes || typ != protowire.BytesType {
+		if num != pbResourceSpansResource || typ != protowire.BytesType {
 			return nil
 		}
 		return fields(res, func(num protowire.Number, typ protowire.Type, kv []byte, _ uint64) error {
-			if num != fResourceAttrs || typ != protowire.BytesType {
+			if num != pbResourceAttrs || typ != protowire.BytesType {
 				return nil
 			}
 			key, val, err := keyValue(kv)
@@ -139,7 +106,7 @@ func (d *otlpDecoder) resourceSpans(b []byte) error {
 			}
 			// The last string value wins, as in a decoded message.
 			return fields(val, func(num protowire.Number, typ protowire.Type, v []byte, _ uint64) error {
-				if num == fAnyString && typ == protowire.BytesType && d.bud.take(stringCost+min(len(v), maxAttrString+len("…"))) {
+				if num == pbAnyString && typ == protowire.BytesType && d.bud.take(stringCost+min(len(v), maxAttrString+len("…"))) {
 					service = cutBytes(v, maxAttrString)
 				}
 				return nil
@@ -150,11 +117,11 @@ func (d *otlpDecoder) resourceSpans(b []byte) error {
 		return err
 	}
 	return fields(b, func(num protowire.Number, typ protowire.Type, ss []byte, _ uint64) error {
-		if num != fResourceSpansScope || typ != protowire.BytesType {
+		if num != pbResourceSpansScope || typ != protowire.BytesType {
 			return nil
 		}
 		return fields(ss, func(num protowire.Number, typ protowire.Type, s []byte, _ uint64) error {
-			if num != fScopeSpansSpans || typ != protowire.BytesType {
+			if num != pbScopeSpansSpans || typ != protowire.BytesType {
 				return nil
 			}
 			return d.span(s, service)
@@ -169,27 +136,27 @@ func (d *otlpDecoder) span(b []byte, service string) error {
 	nattrs := 0
 	err := fields(b, func(num protowire.Number, typ protowire.Type, v []byte, x uint64) error {
 		switch {
-		case num == fSpanTraceID && typ == protowire.BytesType:
+		case num == pbSpanTraceID && typ == protowire.BytesType:
 			tid = v
-		case num == fSpanSpanID && typ == protowire.BytesType:
+		case num == pbSpanSpanID && typ == protowire.BytesType:
 			sid = v
-		case num == fSpanParentID && typ == protowire.BytesType:
+		case num == pbSpanParentID && typ == protowire.BytesType:
 			pid = v
-		case num == fSpanName && typ == protowire.BytesType:
+		case num == pbSpanName && typ == protowire.BytesType:
 			name = v
-		case num == fSpanStart && typ == protowire.Fixed64Type:
+		case num == pbSpanStart && typ == protowire.Fixed64Type:
 			start = x
-		case num == fSpanEnd && typ == protowire.Fixed64Type:
+		case num == pbSpanEnd && typ == protowire.Fixed64Type:
 			end = x
-		case num == fSpanAttrs && typ == protowire.BytesType:
+		case num == pbSpanAttrs && typ == protowire.BytesType:
 			nattrs++
-		case num == fSpanStatus && typ == protowire.BytesType:
+		case num == pbSpanStatus && typ == protowire.BytesType:
 			// Occurrences merge, as in a decoded message.
 			return fields(v, func(num protowire.Number, typ protowire.Type, v []byte, x uint64) error {
 				switch {
-				case num == fStatusMessage && typ == protowire.BytesType:
+				case num == pbStatusMessage && typ == protowire.BytesType:
 					msg = v
-				case num == fStatusCode && typ == protowire.VarintType:
+				case num == pbStatusCode && typ == protowire.VarintType:
 					code = x
 				}
 				return nil
@@ -203,7 +170,7 @@ func (d *otlpDecoder) span(b []byte, service string) error {
 	if len(tid) != 16 || len(sid) != 8 || allZero(tid) || allZero(sid) || len(d.out) >= maxOTLPSpans {
 		return nil
 	}
-	if code != statusCodeError {
+	if code != pbStatusError {
 		msg = nil
 	}
 	size := spanCost + len(service) + min(len(name), maxAttrString+len("…")) + min(len(msg), maxAttrString+len("…"))
@@ -224,7 +191,7 @@ func (d *otlpDecoder) span(b []byte, service string) error {
 	if end > start {
 		sp.DurationMS = float64(clampNanos(end-start)) / float64(time.Millisecond)
 	}
-	if code == statusCodeError {
+	if code == pbStatusError {
 		sp.Status, sp.StatusMessage = "error", cutBytes(msg, maxAttrString)
 	}
 	attrBytes := 0
@@ -256,7 +223,7 @@ func (d *otlpDecoder) attributes(b []byte, sp *Span, n int) (int, error) {
 	}
 	nkept := 0
 	err := fields(b, func(num protowire.Number, typ protowire.Type, kv []byte, _ uint64) error {
-		if num != fSpanAttrs || typ != protowire.BytesType {
+		if num != pbSpanAttrs || typ != protowire.BytesType {
 			return nil
 		}
 		key, val, err := keyValue(kv)
@@ -312,12 +279,12 @@ func (d *otlpDecoder) value(b []byte, depth int, bud *budget) (any, bool, error)
 	err := fields(b, func(num protowire.Number, typ protowire.Type, fv []byte, fx uint64) error {
 		want := protowire.BytesType
 		switch num {
-		case fAnyBool, fAnyInt:
+		case pbAnyBool, pbAnyInt:
 			want = protowire.VarintType
-		case fAnyDouble:
+		case pbAnyDouble:
 			want = protowire.Fixed64Type
 		}
-		if num >= fAnyString && num <= fAnyBytes && typ == want {
+		if num >= pbAnyString && num <= pbAnyBytes && typ == want {
 			which, v, x = num, fv, fx
 		}
 		return nil
@@ -326,33 +293,33 @@ func (d *otlpDecoder) value(b []byte, depth int, bud *budget) (any, bool, error)
 		return nil, false, err
 	}
 	switch which {
-	case fAnyString:
+	case pbAnyString:
 		if !bud.take(stringCost + min(len(v), maxAttrString+len("…"))) {
 			return nil, false, nil
 		}
 		return cutBytes(v, maxAttrString), true, nil
-	case fAnyBool, fAnyInt, fAnyDouble:
+	case pbAnyBool, pbAnyInt, pbAnyDouble:
 		if !bud.take(scalarCost) {
 			return nil, false, nil
 		}
 		switch f := math.Float64frombits(x); {
-		case which == fAnyBool:
+		case which == pbAnyBool:
 			return x != 0, true, nil
-		case which == fAnyInt:
+		case which == pbAnyInt:
 			return int64(x), true, nil
 		case math.IsNaN(f) || math.IsInf(f, 0):
 			return fmt.Sprint(f), true, nil // JSON has no NaN or Inf
 		default:
 			return f, true, nil
 		}
-	case fAnyBytes:
+	case pbAnyBytes:
 		v = v[:min(len(v), maxAttrString/2)]
 		if !bud.take(stringCost + 2*len(v)) {
 			return nil, false, nil
 		}
 		return hex.EncodeToString(v), true, nil
-	case fAnyArray, fAnyKvlist:
-		return d.list(v, which == fAnyKvlist, depth, bud)
+	case pbAnyArray, pbAnyKvlist:
+		return d.list(v, which == pbAnyKvlist, depth, bud)
 	}
 	return nil, true, nil
 }
@@ -365,7 +332,7 @@ func (d *otlpDecoder) list(b []byte, kv bool, depth int, bud *budget) (any, bool
 	}
 	n := 0
 	if err := fields(b, func(num protowire.Number, typ protowire.Type, _ []byte, _ uint64) error {
-		if num == fListValues && typ == protowire.BytesType {
+		if num == pbListValues && typ == protowire.BytesType {
 			n++
 		}
 		return nil
@@ -388,7 +355,7 @@ func (d *otlpDecoder) list(b []byte, kv bool, depth int, bud *budget) (any, bool
 	}
 	full := false
 	err := fields(b, func(num protowire.Number, typ protowire.Type, item []byte, _ uint64) error {
-		if full || num != fListValues || typ != protowire.BytesType {
+		if full || num != pbListValues || typ != protowire.BytesType {
 			return nil
 		}
 		if len(arr)+len(obj) >= c {
@@ -435,9 +402,9 @@ func (d *otlpDecoder) list(b []byte, kv bool, depth int, bud *budget) (any, bool
 func keyValue(b []byte) (key, val []byte, err error) {
 	err = fields(b, func(num protowire.Number, typ protowire.Type, v []byte, _ uint64) error {
 		switch {
-		case num == fKeyValueKey && typ == protowire.BytesType:
+		case num == pbKeyValueKey && typ == protowire.BytesType:
 			key = v
-		case num == fKeyValueValue && typ == protowire.BytesType:
+		case num == pbKeyValueValue && typ == protowire.BytesType:
 			val = v
 		}
 		return nil

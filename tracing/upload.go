@@ -110,15 +110,11 @@ const (
 	upMaxMessage = 256
 	// upUserAgent names this exporter to the collector, without the Go
 	// version or the host.
-	upUserAgent     = "a2c-go-otlp/1"
-	upContentType   = "application/x-protobuf"
-	upGzip          = "gzip"
-	upEnvNamespace  = "OTEL_EXPORTER_OTLP_"
-	upTracesSignal  = "TRACES_"
-	upStatusMessage = 2 // google.rpc.Status.message
-	upPartial       = 1 // ExportTraceServiceResponse.partial_success
-	upPartialSpans  = 1 // ExportTracePartialSuccess.rejected_spans
-	upPartialMsg    = 2 // ExportTracePartialSuccess.error_message
+	upUserAgent    = "a2c-go-otlp/1"
+	upContentType  = "application/x-protobuf"
+	upGzip         = "gzip"
+	upEnvNamespace = "OTEL_EXPORTER_OTLP_"
+	upTracesSignal = "TRACES_"
 )
 
 var (
@@ -600,7 +596,7 @@ func upPartialSuccess(b []byte) {
 	var message string
 	var set bool
 	err := fields(b, func(num protowire.Number, typ protowire.Type, ps []byte, _ uint64) error {
-		if num != upPartial || typ != protowire.BytesType {
+		if num != pbResponsePartial || typ != protowire.BytesType {
 			return nil
 		}
 		set = true
@@ -608,9 +604,9 @@ func upPartialSuccess(b []byte) {
 		// message.
 		return fields(ps, func(num protowire.Number, typ protowire.Type, v []byte, x uint64) error {
 			switch {
-			case num == upPartialSpans && typ == protowire.VarintType:
+			case num == pbPartialRejected && typ == protowire.VarintType:
 				rejected = int64(x)
-			case num == upPartialMsg && typ == protowire.BytesType:
+			case num == pbPartialMessage && typ == protowire.BytesType:
 				message = upCut(v)
 			}
 			return nil
@@ -634,7 +630,7 @@ func upMessage(b []byte, protobuf bool) string {
 	if protobuf {
 		var message string
 		err := fields(b, func(num protowire.Number, typ protowire.Type, v []byte, _ uint64) error {
-			if num == upStatusMessage && typ == protowire.BytesType {
+			if num == pbRPCStatusMessage && typ == protowire.BytesType {
 				message = upCut(v)
 			}
 			return nil
