@@ -82,6 +82,13 @@ func (c *Console) stream(w http.ResponseWriter, r *http.Request) {
 	defer gather.Stop()
 	var buf []byte
 	var lost int64 // events this stream lost so far
+	// Events gather for a short window, then go in one write and one
+	// flush. A page reads at human speed; what costs the hub is a
+	// wake-up and a write per event, which at thousands of calls a
+	// second cost more than the relay itself. While the window is open
+	// (gathering non-nil, events nil) this goroutine waits on its timer
+	// and the relay's sends only fill the buffer: they wake nothing.
+	events, gathering := sub.Events(), (<-chan time.Time)(nil)
 	for {
 		select {
 		case <-r.Context().Done():
@@ -94,31 +101,21 @@ func (c *Console) stream(w http.ResponseWriter, r *http.Request) {
 			if !c.sessions.alive(se) { // expired since the last look
 				return
 			}
+			if gathering != nil {
+				continue // a write is due within the window anyway
+			}
 			buf = appendDropped(buf[:0], sub, &lost)
 			buf = append(buf, ": ping\n\n"...)
 			if !write(buf) {
 				return
 			}
-		case call := <-sub.Events():
-			// Let the events of a short window gather, then take them
-			// all (at most a buffer's worth) in one write and one
-			// flush. A page reads at human speed; what costs the hub is
-			// a wake-up and a write per event, which at thousands of
-			// calls a second cost more than the relay itself. While
-			// this goroutine waits on its timer, the relay's sends
-			// only fill the buffer: they wake nothing.
+		case call := <-events:
 			buf = appendDropped(buf[:0], sub, &lost)
 			buf = appendEvent(buf, "call", call)
 			gather.Reset(streamGather)
-			select {
-			case <-gather.C:
-			case <-r.Context().Done():
-				return
-			case <-c.done:
-				return
-			case <-ended:
-				return
-			}
+			events, gathering = nil, gather.C
+		case <-gathering:
+			// Take what gathered (at most a buffer's worth).
 		more:
 			for range cap(sub.Events()) {
 				select {
@@ -131,6 +128,7 @@ func (c *Console) stream(w http.ResponseWriter, r *http.Request) {
 			if !write(buf) {
 				return
 			}
+			events, gathering = sub.Events(), nil
 		}
 	}
 }

@@ -282,18 +282,23 @@ type levelResult struct {
 	clientError int64
 }
 
+// dialPair joins an Agent and an echoing Computer to office on url.
+func dialPair(ctx context.Context, url, office string) (agent, comp *sio.Socket) {
+	c, err := relay.Dial(ctx, url, relay.Computer{})
+	check(err)
+	check(relay.Join(c, smcp.RoleComputer, "c", office))
+	a, err := relay.Dial(ctx, url, nil)
+	check(err)
+	check(relay.Join(a, smcp.RoleAgent, "a", office))
+	return a, c
+}
+
 func measureLoad(srv *server, agents int, warm, dur time.Duration) levelResult {
 	ctx := context.Background()
 	type pair struct{ agent, comp *sio.Socket }
 	pairs := make([]pair, agents)
 	for i := range pairs {
-		office := fmt.Sprintf("bench-%d-%d", i, time.Now().UnixNano())
-		c, err := relay.Dial(ctx, srv.url, relay.Computer{})
-		check(err)
-		check(relay.Join(c, smcp.RoleComputer, "c", office))
-		a, err := relay.Dial(ctx, srv.url, nil)
-		check(err)
-		check(relay.Join(a, smcp.RoleAgent, "a", office))
+		a, c := dialPair(ctx, srv.url, fmt.Sprintf("bench-%d-%d", i, time.Now().UnixNano()))
 		pairs[i] = pair{a, c}
 	}
 	socks := make([]*sio.Socket, len(pairs))

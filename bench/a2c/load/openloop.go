@@ -39,7 +39,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/a2c-smcp/a2c-go/bench/internal/relay"
 	"github.com/a2c-smcp/a2c-go/internal/sio"
 	"github.com/a2c-smcp/a2c-go/smcp"
 )
@@ -131,13 +130,7 @@ func measureOpen(srv *server, agents, rate int, warm, dur time.Duration) openRes
 	ags := make([]*openAgent, agents)
 	comps := make([]*sio.Socket, agents)
 	for i := range ags {
-		office := fmt.Sprintf("open-%d-%d", i, time.Now().UnixNano())
-		c, err := relay.Dial(ctx, srv.url, relay.Computer{})
-		check(err)
-		check(relay.Join(c, smcp.RoleComputer, "c", office))
-		a, err := relay.Dial(ctx, srv.url, nil)
-		check(err)
-		check(relay.Join(a, smcp.RoleAgent, "a", office))
+		a, c := dialPair(ctx, srv.url, fmt.Sprintf("open-%d-%d", i, time.Now().UnixNano()))
 		per := int(float64(rate)*dur.Seconds())/agents + 1
 		ags[i] = &openAgent{sock: a, lat: make([]time.Duration, 0, per), svc: make([]time.Duration, 0, per), lag: make([]time.Duration, 0, per)}
 		comps[i] = c
