@@ -96,7 +96,15 @@ func (s *Server) callsStart(o *callObs) {
 	if l == nil {
 		return
 	}
-	o.call = Call{
+	l.mu.Lock()
+	l.running[o] = struct{}{}
+	l.mu.Unlock()
+	l.publish(o.call(), s.metrics)
+}
+
+// call is o's entry in the call log while it runs.
+func (o *callObs) call() Call {
+	return Call{
 		ReqID:    o.req.ReqID,
 		Agent:    o.req.Agent,
 		Computer: o.req.Computer,
@@ -106,12 +114,8 @@ func (s *Server) callsStart(o *callObs) {
 		State:    CallRunning,
 		Console:  o.console,
 		TraceID:  tracing.TraceID(o.req.Agent, o.req.ReqID).String(),
-		Node:     s.NodeID(),
+		Node:     o.s.NodeID(),
 	}
-	l.mu.Lock()
-	l.running[o] = struct{}{}
-	l.mu.Unlock()
-	l.publish(o.call, s.metrics)
 }
 
 // callsEnd records a call's end and tells the stream.
@@ -120,7 +124,7 @@ func (s *Server) callsEnd(o *callObs, e callEnd) {
 	if l == nil {
 		return
 	}
-	c := o.call
+	c := o.call()
 	c.State = CallDone
 	c.DurationMS = msSince(c.Start, time.Now())
 	c.Outcome = e.Outcome
@@ -174,8 +178,8 @@ func (s *Server) Calls(office string) (calls []Call, evicted int64, err error) {
 	l.mu.Lock()
 	running := make([]Call, 0, len(l.running))
 	for o := range l.running {
-		if office == "" || o.call.Office == office {
-			c := o.call
+		if office == "" || o.office == office {
+			c := o.call()
 			c.DurationMS = msSince(c.Start, now)
 			running = append(running, c)
 		}
@@ -204,8 +208,8 @@ func (s *Server) Call(agent, reqID string) (Call, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for o := range l.running {
-		if o.call.Agent == agent && o.call.ReqID == reqID {
-			c := o.call
+		if o.req.Agent == agent && o.req.ReqID == reqID {
+			c := o.call()
 			c.DurationMS = msSince(c.Start, now)
 			return c, true
 		}

@@ -17,7 +17,9 @@ import (
 // *callObs (nothing observes, the default) makes every hook a no-op, so a
 // server with tracing off and no console pays one branch per call.
 
-// callObs is one observed tool call.
+// callObs is one observed tool call: the facts every observer reads, kept
+// once (the hub's span record and the call log's entry are made from them
+// when they are needed, so an observed call costs one small allocation).
 type callObs struct {
 	s       *Server
 	req     *smcp.ToolCallReq
@@ -26,7 +28,6 @@ type callObs struct {
 	start   time.Time
 
 	trace traceState // tracing.go
-	call  Call       // calls.go: the call log's entry while it runs
 }
 
 // observing reports whether any observer wants the server's tool calls.
@@ -48,7 +49,6 @@ func (s *Server) observe(m *member, req smcp.ClientRequest, start time.Time) *ca
 		o.office = m.office.id
 	}
 	s.mu.RUnlock()
-	s.traceStart(o)
 	s.callsStart(o)
 	return o
 }

@@ -34,69 +34,61 @@ import (
 // processes (a Computer run apart, pointed at the hub with
 // OTEL_EXPORTER_OTLP_ENDPOINT) into it.
 
-// traceState is a call's hub record (tracing.Relay), filled as the call
-// goes and handed to the provider once, at its end; tracing off, it stays
-// unused. In a cluster, sent and end may run on two goroutines (the
-// answer of another node can come back before relayRemote marks the
+// traceState is what the hub's span record of a call (tracing.Relay)
+// needs beyond the callObs's facts: when the request was sent, and
+// whether the record has been handed over. The record itself is made
+// once, at the end. In a cluster, sent and end may run on two goroutines
+// (the answer of another node can come back before relayRemote marks the
 // request sent), hence the mutex.
 type traceState struct {
 	mu    sync.Mutex
-	on    bool
-	relay tracing.Relay
+	sent  time.Time
 	ended bool
-}
-
-// traceStart begins the call's record when the server traces.
-func (s *Server) traceStart(o *callObs) {
-	if s.tracer == nil {
-		return
-	}
-	req := o.req
-	t := &o.trace
-	t.on = true
-	t.relay = tracing.Relay{
-		Agent: req.Agent, ReqID: req.ReqID, Computer: req.Computer, Tool: req.ToolName,
-		Office: o.office, Console: o.console, Start: o.start,
-	}
-	if s.hub != nil {
-		t.relay.Node = s.cfg.Cluster.NodeID
-	}
 }
 
 // traceSent marks the end of the queue time and the start of the wire
 // time.
 func (s *Server) traceSent(o *callObs) {
-	t := &o.trace
-	if !t.on {
+	if s.tracer == nil {
 		return
 	}
 	now := time.Now()
+	t := &o.trace
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.ended || !t.relay.Sent.IsZero() {
+	if t.ended || !t.sent.IsZero() {
 		return
 	}
-	t.relay.Sent = now
+	t.sent = now
 }
 
 // traceEnd ends the call's record with its outcome and hands it over
 // (tracing.RecordRelay makes the spans: see tracing.Relay). A refused
 // call was never sent, and has no wire span.
 func (s *Server) traceEnd(o *callObs, e callEnd) {
-	t := &o.trace
-	if !t.on {
+	if s.tracer == nil {
 		return
 	}
 	now := time.Now()
+	t := &o.trace
 	t.mu.Lock()
 	if t.ended {
 		t.mu.Unlock()
 		return
 	}
 	t.ended = true
-	t.relay.End, t.relay.Outcome, t.relay.Code, t.relay.Message = now, e.Outcome, e.Code, statusMessage(e)
+	sent := t.sent
 	t.mu.Unlock()
-	tracing.RecordRelay(s.cfg.TracerProvider, &t.relay)
+	req := o.req
+	r := tracing.Relay{
+		Agent: req.Agent, ReqID: req.ReqID, Computer: req.Computer, Tool: req.ToolName,
+		Office: o.office, Console: o.console, Start: o.start, Sent: sent, End: now,
+		Outcome: e.Outcome, Code: e.Code, Message: statusMessage(e),
+	}
+	if s.hub != nil {
+		r.Node = s.cfg.Cluster.NodeID
+	}
+	tracing.RecordRelay(s.cfg.TracerProvider, &r)
 }
 
 // statusMessage is the message a failed call's status may carry: a

@@ -64,6 +64,13 @@ type batcher struct {
 	done     chan struct{}
 	dropped  atomic.Int64
 	reported int64 // drops already reported (the goroutine's own)
+
+	// body and parts are export's scratch space (the goroutine's own),
+	// kept from one export to the next: a request's body is tens of KiB,
+	// and growing a new one for every batch was, at a few hundred
+	// batches a second, garbage enough to double the hub's collections.
+	body  []byte
+	parts [][]byte
 }
 
 // maxQueueBytes bounds the encoded spans a batcher queues: spans whose
@@ -321,20 +328,22 @@ func (b *batcher) export() error {
 	}
 	clear(q.relays) // let their strings go
 	var first error
-	var body []byte
-	var parts [][]byte
 	for rest := q.spans; len(rest) > 0; {
 		n := min(len(rest), b.maxBatch)
-		body, parts = appendRequest(body[:0], parts, q.buf, rest[:n])
+		b.body, b.parts = appendRequest(b.body[:0], b.parts, q.buf, rest[:n])
 		ctx, cancel := context.WithTimeout(b.abortCtx, b.timeout)
-		if err := b.send(ctx, body); err != nil && first == nil {
+		if err := b.send(ctx, b.body); err != nil && first == nil {
 			first = err
 		}
 		cancel()
 		rest = rest[n:]
 	}
-	// Hand the memory back for the next queue, unless it grew past what
-	// a usual queue needs (one burst must not pin it for good).
+	clear(b.parts[:cap(b.parts)]) // let the queue's memory go with the queue
+	// Keep the memory for the next export, unless it grew past what a
+	// usual queue needs (one burst must not pin it for good).
+	if cap(b.body) > maxQueueBytes/4 {
+		b.body, b.parts = nil, nil
+	}
 	if cap(q.buf) <= maxQueueBytes/4 {
 		b.mu.Lock()
 		if b.spare.buf == nil {

@@ -98,6 +98,9 @@ const (
 	// upMaxRequest is the largest body upload sends (the SDK's limit,
 	// before compression).
 	upMaxRequest = 64 << 20
+	// upWriteBuffer is the write buffer of an HTTP/1 connection to the
+	// collector: room for a default batch (512 spans) and its headers.
+	upWriteBuffer = 128 << 10
 	// upMaxResponse is the most of a response body that is read; the SDK
 	// reads 4 MiB, but an answer (a partial success or a Status) needs a
 	// few hundred bytes, and the rest is a misbehaving server's.
@@ -123,9 +126,6 @@ var (
 	errUploadConfig = errors.New("tracing: OTLP exporter configuration")
 	// errUploadClosed is returned by upload after close.
 	errUploadClosed = errors.New("tracing: OTLP exporter closed")
-	// errUploadReturned is what a request body reads after its upload
-	// returned (see upBody).
-	errUploadReturned = errors.New("tracing: OTLP upload already returned")
 )
 
 // upStatusError is the error of a response that is not a success.
@@ -239,6 +239,11 @@ func newUploader(getenv func(string) string) (*uploader, error) {
 		IdleConnTimeout:       90 * time.Second,
 		TLSHandshakeTimeout:   10 * time.Second,
 		ExpectContinueTimeout: 1 * time.Second,
+		// A batch's body (tens of KiB) fits in the connection's write
+		// buffer with the headers, so it goes out in one write. With
+		// net/http's 4 KiB buffer, the rest of a body past it was
+		// copied through a 32 KiB buffer allocated for every request.
+		WriteBufferSize: upWriteBuffer,
 	}
 	// No Timeout here: each upload's context carries the deadline.
 	u.client = &http.Client{Transport: u.transport}
@@ -425,27 +430,31 @@ func (u *uploader) upload(ctx context.Context, body []byte) error {
 	if len(body) > upMaxRequest {
 		return fmt.Errorf("tracing: OTLP export: request of %d bytes exceeds the limit of %d", len(body), upMaxRequest)
 	}
-	data := body
+	// The requests read the upload's own copy of the body (the gzipped
+	// bytes are one already). The transport may still be reading a
+	// request's body after its response has come back (a server may
+	// answer before it has read everything), so after upload has
+	// returned: the caller's buffer must not be what it reads. The copy
+	// also lets net/http see a body in memory (a *bytes.Reader), which it
+	// writes with the headers in one write (see upWriteBuffer); a body of
+	// any other type has the headers flushed first and is copied through
+	// a 32 KiB buffer net/http allocates for every request.
+	var data []byte
 	if u.gzip {
 		var err error
 		if data, err = upCompress(body); err != nil {
 			return fmt.Errorf("tracing: OTLP export: gzip: %w", err)
 		}
+	} else {
+		data = bytes.Clone(body)
 	}
-	// The transport may still be reading a request's body when the
-	// response has come back (a server may answer before it has read
-	// everything), after upload has returned. The body therefore reads
-	// through p, which refuses to read once upload has returned: the
-	// caller's buffer is never read after that.
-	p := &upBody{data: data}
-	defer p.finish()
 
 	ctx, cancel := context.WithTimeout(ctx, u.timeout)
 	defer cancel()
 
 	// The retry loop. Invariants:
 	//   - one attempt at a time; each attempt is a new request over the
-	//     same bytes (p), with the same headers;
+	//     same bytes (data), with the same headers;
 	//   - every wait (the attempt itself, the backoff) ends with ctx,
 	//     which carries the uploader's timeout: upload never outlives it;
 	//   - the base interval grows by upMultiplier per retry up to
@@ -458,7 +467,7 @@ func (u *uploader) upload(ctx context.Context, body []byte) error {
 	interval := u.initial
 	var last error // the last failure that was not ctx's end, for the final error
 	for attempt := 1; ; attempt++ {
-		retryAfter, err := u.uploadOnce(ctx, p)
+		retryAfter, err := u.uploadOnce(ctx, data)
 		if err == nil {
 			return nil
 		}
@@ -500,15 +509,12 @@ func (e *upPermanent) Unwrap() error { return e.err }
 // uploadOnce makes one attempt. A nil error is a success (a partial one is
 // reported here); an *upPermanent is a failure not to retry; any other
 // error may be retried, after retryAfter at least if the server said so.
-func (u *uploader) uploadOnce(ctx context.Context, p *upBody) (retryAfter time.Duration, err error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.url, p.reader())
+func (u *uploader) uploadOnce(ctx context.Context, data []byte) (retryAfter time.Duration, err error) {
+	// (NewRequest sets the length and GetBody of a *bytes.Reader, and
+	// sends an empty one as no body.)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.url, bytes.NewReader(data))
 	if err != nil {
 		return 0, &upPermanent{fmt.Errorf("tracing: OTLP export: %w", err)}
-	}
-	req.ContentLength = int64(len(p.data))
-	req.GetBody = func() (io.ReadCloser, error) { return p.reader(), nil }
-	if len(p.data) == 0 {
-		req.Body, req.GetBody = http.NoBody, nil
 	}
 	req.Header = u.header.Clone()
 	if u.gzip {
@@ -717,47 +723,6 @@ func upCompress(body []byte) ([]byte, error) {
 	gz.Reset(io.Discard) // drop the reference to buf
 	return buf.Bytes(), nil
 }
-
-// upBody is a request body that stops being readable when its upload
-// returns (finish), so that a transport still writing an old request
-// cannot read the caller's buffer afterwards.
-type upBody struct {
-	mu   sync.Mutex
-	data []byte
-	done bool
-}
-
-// reader is a new reader of the whole body, for one attempt.
-func (p *upBody) reader() io.ReadCloser { return &upBodyReader{p: p} }
-
-// finish makes every reader of p fail from now on.
-func (p *upBody) finish() {
-	p.mu.Lock()
-	p.done = true
-	p.mu.Unlock()
-}
-
-// upBodyReader reads an upBody from its own offset.
-type upBodyReader struct {
-	p   *upBody
-	off int
-}
-
-func (r *upBodyReader) Read(b []byte) (int, error) {
-	r.p.mu.Lock()
-	defer r.p.mu.Unlock()
-	if r.p.done {
-		return 0, errUploadReturned
-	}
-	if r.off >= len(r.p.data) {
-		return 0, io.EOF
-	}
-	n := copy(b, r.p.data[r.off:])
-	r.off += n
-	return n, nil
-}
-
-func (r *upBodyReader) Close() error { return nil }
 
 // close releases the idle connections of the uploader's transport, and
 // with them the transport's goroutines; the uploader starts none of its
