@@ -96,6 +96,7 @@ func (s *Server) callsStart(o *callObs) {
 	if l == nil {
 		return
 	}
+	o.traceID = tracing.TraceID(o.req.Agent, o.req.ReqID).String()
 	l.mu.Lock()
 	l.running[o] = struct{}{}
 	l.mu.Unlock()
@@ -113,7 +114,7 @@ func (o *callObs) call() Call {
 		Start:    o.start,
 		State:    CallRunning,
 		Console:  o.console,
-		TraceID:  tracing.TraceID(o.req.Agent, o.req.ReqID).String(),
+		TraceID:  o.traceID,
 		Node:     o.s.NodeID(),
 	}
 }

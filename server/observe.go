@@ -26,6 +26,7 @@ type callObs struct {
 	office  string
 	console bool // the call came from the console (see local.go)
 	start   time.Time
+	traceID string // the call log's (calls.go), set when it is on
 
 	trace traceState // tracing.go
 }
