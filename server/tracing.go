@@ -83,10 +83,7 @@ func (s *Server) traceEnd(o *callObs, e callEnd) {
 	r := tracing.Relay{
 		Agent: req.Agent, ReqID: req.ReqID, Computer: req.Computer, Tool: req.ToolName,
 		Office: o.office, Console: o.console, Start: o.start, Sent: sent, End: now,
-		Outcome: e.Outcome, Code: e.Code, Message: statusMessage(e),
-	}
-	if s.hub != nil {
-		r.Node = s.cfg.Cluster.NodeID
+		Outcome: e.Outcome, Code: e.Code, Message: statusMessage(e), Node: s.NodeID(),
 	}
 	tracing.RecordRelay(s.cfg.TracerProvider, &r)
 }
