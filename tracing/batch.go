@@ -77,6 +77,11 @@ type batcher struct {
 // attributes are huge are dropped (and counted) rather than held.
 const maxQueueBytes = 16 << 20
 
+// maxKeptBytes is the most memory an export keeps for the next one (the
+// queue's buffer, the request's body): a burst that grew them past it
+// must not pin them for good.
+const maxKeptBytes = maxQueueBytes / 4
+
 // encQueue is a queue of encoded spans: buf holds them one after the
 // other (each one ScopeSpans' field 2, tag and length included), spans
 // says where each starts and which resource and scope it belongs to. The
@@ -339,12 +344,11 @@ func (b *batcher) export() error {
 		rest = rest[n:]
 	}
 	clear(b.parts[:cap(b.parts)]) // let the queue's memory go with the queue
-	// Keep the memory for the next export, unless it grew past what a
-	// usual queue needs (one burst must not pin it for good).
-	if cap(b.body) > maxQueueBytes/4 {
+	// Keep the memory for the next export, up to maxKeptBytes.
+	if cap(b.body) > maxKeptBytes {
 		b.body, b.parts = nil, nil
 	}
-	if cap(q.buf) <= maxQueueBytes/4 {
+	if cap(q.buf) <= maxKeptBytes {
 		b.mu.Lock()
 		if b.spare.buf == nil {
 			b.spare = encQueue{buf: q.buf[:0], spans: q.spans[:0], relays: q.relays[:0]}
