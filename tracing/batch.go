@@ -57,6 +57,10 @@ type batcher struct {
 	spare   encQueue // the previous queue's memory, reused by the next
 	groups  map[groupKey]*group
 	stopped bool
+	// relayGroup is the group of the last relay records queued (a
+	// provider has one resource), so that each record need not hash a
+	// groupKey to find it.
+	relayGroup *group
 
 	kick     chan struct{}   // a batch is full (1-buffered, never blocks)
 	flushes  chan chan error // ForceFlush asks for an export and waits for its error
@@ -199,8 +203,8 @@ func (b *batcher) OnEnd(s sdktrace.ReadOnlySpan) {
 }
 
 // addRelay queues a relay record of the resource res (scope ScopeHub):
-// a copy of r, as it is, with ids (the trace id and the random ones set;
-// the derived span ids too when the caller had them). It costs the
+// a copy of r, as it is, with ids (those the caller needed; export
+// derives and draws the others). It costs the
 // relay's path a copy under a mutex; export does the rest.
 func (b *batcher) addRelay(res *resource.Resource, r *Relay, ids *relayIDs) {
 	n := 2
@@ -208,14 +212,17 @@ func (b *batcher) addRelay(res *resource.Resource, r *Relay, ids *relayIDs) {
 		n = 3
 	}
 	size := relayCost + len(r.Agent) + len(r.ReqID) + len(r.Computer) + len(r.Tool) + len(r.Office) + len(r.Node) + len(r.Message)
-	key := groupKey{res: res, name: ScopeHub}
 	b.mu.Lock()
 	if !b.roomLocked(n) {
 		b.mu.Unlock()
 		b.dropped.Add(int64(n))
 		return
 	}
-	g := b.groupLocked(key, res, instrumentation.Scope{Name: ScopeHub})
+	g := b.relayGroup
+	if g == nil || g.res != res {
+		g = b.groupLocked(groupKey{res: res, name: ScopeHub}, res, instrumentation.Scope{Name: ScopeHub})
+		b.relayGroup = g
+	}
 	b.q.relays = append(b.q.relays, queuedRelay{r: *r, ids: *ids, g: g})
 	b.q.relayBytes += size
 	full := b.countLocked(n)
@@ -320,8 +327,11 @@ func (b *batcher) export() error {
 	var attrs relayAttrs
 	for i := range q.relays {
 		qr := &q.relays[i]
-		if !qr.ids.relay.IsValid() {
+		if !qr.ids.derived() {
 			qr.ids.derive(&qr.r) // from the whole names, before bound
+		}
+		if !qr.ids.queue.IsValid() {
+			qr.ids.queue, qr.ids.wire = randomSpanIDFast(), randomSpanIDFast()
 		}
 		qr.r.bound()
 		rs := qr.r.spans(&attrs, &qr.ids)

@@ -1,6 +1,7 @@
 package tracing
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"reflect"
@@ -14,6 +15,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -218,7 +220,7 @@ func TestBatcherRequest(t *testing.T) {
 		r.ReqID = fmt.Sprint("req-", i)
 		ids := newRelayIDs(&r)
 		if i != 1 {
-			ids.relay, ids.agent = trace.SpanID{}, trace.SpanID{} // as the hub with no Recorder: export derives them
+			ids = relayIDs{} // as the hub with no Recorder: export derives and draws them
 		}
 		b.addRelay(resA, &r, &ids)
 	}
@@ -228,6 +230,7 @@ func TestBatcherRequest(t *testing.T) {
 	// 3 + 3 + 9 spans in requests of at most 7 (when the batches are
 	// cut depends on when the exporting goroutine runs).
 	names := map[string]int{}
+	var hub []*tracepb.Span
 	for i, body := range bodies {
 		var req coltracepb.ExportTraceServiceRequest
 		if err := proto.Unmarshal(body, &req); err != nil {
@@ -248,6 +251,9 @@ func TestBatcherRequest(t *testing.T) {
 			for _, sp := range rs.ScopeSpans[0].Spans {
 				names[key+"/"+sp.Name]++
 				n++
+				if rs.ScopeSpans[0].Scope.GetName() == ScopeHub {
+					hub = append(hub, sp)
+				}
 			}
 		}
 		if n == 0 || n > 7 {
@@ -260,6 +266,43 @@ func TestBatcherRequest(t *testing.T) {
 	}
 	if !reflect.DeepEqual(names, want) {
 		t.Errorf("spans exported = %v\nwant %v", names, want)
+	}
+	checkRelayIDs(t, hub)
+}
+
+// checkRelayIDs checks the ids of exported relay spans (of calls whose
+// Agent is relaySamples'): the derived ones for each relay span, and
+// valid random ones for queue and wire, whose parent is their trace's
+// relay span.
+func checkRelayIDs(t *testing.T, spans []*tracepb.Span) {
+	t.Helper()
+	agent := relaySamples()["ok"].Agent
+	relays := map[string][]byte{} // trace id → relay span id
+	for _, sp := range spans {
+		if sp.Name != SpanHubRelay {
+			continue
+		}
+		var req string
+		for _, kv := range sp.Attributes {
+			if kv.Key == string(AttrReqID) {
+				req = kv.Value.GetStringValue()
+			}
+		}
+		tid, relay, parent := TraceID(agent, req), SpanID(HopHub, agent, req), SpanID(HopAgent, agent, req)
+		if !bytes.Equal(sp.TraceId, tid[:]) || !bytes.Equal(sp.SpanId, relay[:]) || !bytes.Equal(sp.ParentSpanId, parent[:]) {
+			t.Errorf("relay span of %q: trace %x span %x parent %x", req, sp.TraceId, sp.SpanId, sp.ParentSpanId)
+		}
+		relays[string(sp.TraceId)] = sp.SpanId
+	}
+	for _, sp := range spans {
+		if sp.Name == SpanHubRelay {
+			continue
+		}
+		var sid trace.SpanID
+		copy(sid[:], sp.SpanId)
+		if len(sp.SpanId) != 8 || !sid.IsValid() || relays[string(sp.TraceId)] == nil || !bytes.Equal(sp.ParentSpanId, relays[string(sp.TraceId)]) {
+			t.Errorf("%s span: trace %x span %x parent %x", sp.Name, sp.TraceId, sp.SpanId, sp.ParentSpanId)
+		}
 	}
 }
 

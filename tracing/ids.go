@@ -37,49 +37,104 @@ func (h Hop) parent() Hop {
 	return ""
 }
 
+// The derivation of a call's ids, version 2. Each id is cut from a
+// SHA-256 over four parts, each preceded by its length as 4 big-endian
+// bytes: idsVersion, a label, the Agent's name and the req_id. With the
+// label "call" the one hash gives the trace id (bytes 0 to 15), the
+// Agent's span id (16 to 23) and the hub's (24 to 31): the hub, which
+// derives all three for every call it relays, hashes once. The
+// Computer's span id is the first 8 bytes of the hash with the label
+// "span/computer". (Version 1 hashed once per id.)
+const idsVersion = "a2c-smcp/trace/v2"
+
+// The labels of the two hashes.
+const (
+	labelCall     = "call"
+	labelComputer = "span/computer"
+)
+
 // sum hashes the parts with a domain label, each part length-prefixed so
 // that no two different (agent, req_id) pairs hash the same input. The
-// input is built in a stack buffer when it fits: every relayed call
-// derives three ids.
+// input is built in a stack buffer when it fits.
 func sum(label string, agent, reqID string) [sha256.Size]byte {
 	var stack [256]byte
 	in := stack[:0]
-	for _, p := range [...]string{"a2c-smcp/trace/v1", label, agent, reqID} {
+	for _, p := range [...]string{idsVersion, label, agent, reqID} {
 		in = binary.BigEndian.AppendUint32(in, uint32(len(p)))
 		in = append(in, p...)
 	}
 	return sha256.Sum256(in)
 }
 
-// TraceID is the trace id of the tool call reqID of agent: the first 16
-// bytes of a SHA-256 over both. Every process derives the same one.
-func TraceID(agent, reqID string) trace.TraceID {
-	s := sum("trace", agent, reqID)
-	var id trace.TraceID
-	copy(id[:], s[:16])
+// callIDs are the ids one hash gives (see idsVersion): the trace id and
+// the span ids of the Agent's and the hub's hops.
+type callIDs struct {
+	trace      trace.TraceID
+	agent, hub trace.SpanID
+}
+
+// deriveCall derives the callIDs of the tool call reqID of agent.
+func deriveCall(agent, reqID string) callIDs {
+	s := sum(labelCall, agent, reqID)
+	var c callIDs
+	copy(c.trace[:], s[0:16])
+	copy(c.agent[:], s[16:24])
+	copy(c.hub[:], s[24:32])
+	c.trace, c.agent, c.hub = validTrace(c.trace), validSpan(c.agent), validSpan(c.hub)
+	return c
+}
+
+// span is the derived span id of hop (not the Computer's, which takes a
+// hash of its own: see SpanID).
+func (c *callIDs) span(hop Hop) trace.SpanID {
+	if hop == HopHub {
+		return c.hub
+	}
+	return c.agent
+}
+
+// validTrace and validSpan make an all-zero id (invalid in OpenTelemetry)
+// valid: its last byte becomes 1. A hash gives all zero with a
+// probability of 2^-128 or 2^-64, but an id must never be invalid.
+func validTrace(id trace.TraceID) trace.TraceID {
 	if !id.IsValid() {
-		id[15] = 1 // all zero is invalid; 2^-128, but never produce it
+		id[15] = 1
 	}
 	return id
 }
 
-// SpanID is the span id of hop's span in the tool call reqID of agent.
-func SpanID(hop Hop, agent, reqID string) trace.SpanID {
-	s := sum("span/"+string(hop), agent, reqID)
-	var id trace.SpanID
-	copy(id[:], s[:8])
+func validSpan(id trace.SpanID) trace.SpanID {
 	if !id.IsValid() {
 		id[7] = 1
 	}
 	return id
 }
 
-// callContext is the span context of hop's span in a call, as the next
-// hop sees it: remote, sampled. Start uses it to name a parent.
-func callContext(hop Hop, agent, reqID string) trace.SpanContext {
+// TraceID is the trace id of the tool call reqID of agent (see
+// idsVersion). Every process derives the same one.
+func TraceID(agent, reqID string) trace.TraceID {
+	return deriveCall(agent, reqID).trace
+}
+
+// SpanID is the span id of hop's span in the tool call reqID of agent
+// (see idsVersion).
+func SpanID(hop Hop, agent, reqID string) trace.SpanID {
+	if hop == HopComputer {
+		s := sum(labelComputer, agent, reqID)
+		var id trace.SpanID
+		copy(id[:], s[:8])
+		return validSpan(id)
+	}
+	c := deriveCall(agent, reqID)
+	return c.span(hop)
+}
+
+// remoteParent is the span context of a derived parent span: remote,
+// sampled.
+func remoteParent(tid trace.TraceID, sid trace.SpanID) trace.SpanContext {
 	return trace.NewSpanContext(trace.SpanContextConfig{
-		TraceID:    TraceID(agent, reqID),
-		SpanID:     SpanID(hop, agent, reqID),
+		TraceID:    tid,
+		SpanID:     sid,
 		TraceFlags: trace.FlagsSampled,
 		Remote:     true,
 	})
@@ -103,10 +158,14 @@ type ids struct {
 // when tr's provider uses [IDGenerator]; another provider makes random
 // ones, and the span is then not the parent the next hop names.
 func Start(ctx context.Context, tr trace.Tracer, hop Hop, agent, reqID, name string, opts ...trace.SpanStartOption) (context.Context, trace.Span) {
-	tid := TraceID(agent, reqID)
-	sctx := context.WithValue(ctx, idsKey{}, ids{trace: tid, span: SpanID(hop, agent, reqID)})
+	c := deriveCall(agent, reqID)
+	own := c.span(hop)
+	if hop == HopComputer {
+		own = SpanID(HopComputer, agent, reqID)
+	}
+	sctx := context.WithValue(ctx, idsKey{}, ids{trace: c.trace, span: own})
 	if p := hop.parent(); p != "" {
-		sctx = trace.ContextWithRemoteSpanContext(sctx, callContext(p, agent, reqID))
+		sctx = trace.ContextWithRemoteSpanContext(sctx, remoteParent(c.trace, c.span(p)))
 	} else {
 		if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {
 			opts = append(opts, trace.WithLinks(trace.Link{SpanContext: sc}))

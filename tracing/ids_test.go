@@ -11,18 +11,19 @@ import (
 
 // TestDerivedIDsVector pins the derivation: another implementation (a
 // Python Computer, say) reproduces these from the description in TraceID
-// and SpanID. The values are SHA-256 over the length-prefixed (4 bytes,
-// big-endian) parts "a2c-smcp/trace/v1", the label ("trace" or
-// "span/<hop>"), the agent and the req_id, cut to 16 or 8 bytes.
+// and SpanID (and the README). The values are cut from SHA-256 over the
+// length-prefixed (4 bytes, big-endian) parts "a2c-smcp/trace/v2", the
+// label ("call", or "span/computer" for the Computer's span), the agent
+// and the req_id.
 func TestDerivedIDsVector(t *testing.T) {
 	const agent, req = "my-agent", "req-1"
-	if got := TraceID(agent, req).String(); got != "fd1aa81b9a1f01aab4c2ed728fdd1c4a" {
+	if got := TraceID(agent, req).String(); got != "bec072537ae33063a275f77d64e29685" {
 		t.Errorf("TraceID = %s", got)
 	}
 	for hop, want := range map[Hop]string{
-		HopAgent:    "5b5be17a657341eb",
-		HopHub:      "3267a9d79fdacd8c",
-		HopComputer: "42b0c50a514be493",
+		HopAgent:    "d72f4a26e25e8184",
+		HopHub:      "eaca9d6390fb5ef9",
+		HopComputer: "77b73e6b9441b034",
 	} {
 		if got := SpanID(hop, agent, req).String(); got != want {
 			t.Errorf("SpanID(%s) = %s, want %s", hop, got, want)
@@ -38,9 +39,9 @@ func TestDerivedIDsVector(t *testing.T) {
 	if TraceID(agent, req) == TraceID(agent, "req-2") || TraceID(agent, req) == TraceID("other", req) {
 		t.Error("different calls share a trace id")
 	}
-	cc := callContext(HopHub, agent, req)
-	if !cc.IsValid() || !cc.IsRemote() || !cc.IsSampled() || cc.SpanID() != SpanID(HopHub, agent, req) || cc.TraceID() != TraceID(agent, req) {
-		t.Errorf("callContext = %+v", cc)
+	c := deriveCall(agent, req)
+	if c.trace != TraceID(agent, req) || c.agent != SpanID(HopAgent, agent, req) || c.hub != SpanID(HopHub, agent, req) {
+		t.Errorf("deriveCall = %+v", c)
 	}
 }
 

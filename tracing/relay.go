@@ -109,18 +109,21 @@ type relayIDs struct {
 // before [Relay.bound]: the ids are those of the whole Agent name and
 // req_id, as the other hops derive them.
 func newRelayIDs(r *Relay) relayIDs {
-	ids := relayIDs{trace: TraceID(r.Agent, r.ReqID), queue: randomSpanIDFast(), wire: randomSpanIDFast()}
+	ids := relayIDs{queue: randomSpanIDFast(), wire: randomSpanIDFast()}
 	ids.derive(r)
 	return ids
 }
 
-// derive sets the derived span ids of r's relay span and its parent, the
-// Agent's (two hashes; the trace id is set already). As newRelayIDs, it
-// must see r before [Relay.bound].
+// derive sets the derived ids of r's spans: the trace id, the relay
+// span's and its parent's, the Agent's (one hash, see deriveCall). As
+// newRelayIDs, it must see r before [Relay.bound].
 func (ids *relayIDs) derive(r *Relay) {
-	ids.relay = SpanID(HopHub, r.Agent, r.ReqID)
-	ids.agent = SpanID(HopAgent, r.Agent, r.ReqID)
+	c := deriveCall(r.Agent, r.ReqID)
+	ids.trace, ids.relay, ids.agent = c.trace, c.hub, c.agent
 }
+
+// derived reports whether derive has run.
+func (ids *relayIDs) derived() bool { return ids.relay.IsValid() }
 
 // spans returns r's spans, with ids, filling attrs with the relay span's
 // attributes. (It returns them rather than fill a pointer, for a span

@@ -2,6 +2,7 @@ package tracing
 
 import (
 	"context"
+	"fmt"
 	"reflect"
 	"strconv"
 	"strings"
@@ -95,19 +96,24 @@ func TestRelaySampling(t *testing.T) {
 	for _, tc := range []struct {
 		env  map[string]string
 		kept bool
+		how  relaySampling // asked once at New, or for every record
 	}{
-		{nil, true},
-		{map[string]string{"OTEL_TRACES_SAMPLER": "always_off"}, false},
-		{map[string]string{"OTEL_TRACES_SAMPLER": "parentbased_always_off"}, true}, // the Agent's span is the sampled parent
-		{map[string]string{"OTEL_TRACES_SAMPLER": "traceidratio", "OTEL_TRACES_SAMPLER_ARG": "0"}, false},
-		{map[string]string{"OTEL_TRACES_SAMPLER": "traceidratio", "OTEL_TRACES_SAMPLER_ARG": "1"}, true},
-		{map[string]string{"OTEL_TRACES_SAMPLER": "traceidratio", "OTEL_TRACES_SAMPLER_ARG": "two"}, true},
-		{map[string]string{"OTEL_TRACES_SAMPLER": "no such sampler"}, true},
+		{nil, true, relaysAll},
+		{map[string]string{"OTEL_TRACES_SAMPLER": "always_off"}, false, relaysNone},
+		{map[string]string{"OTEL_TRACES_SAMPLER": "parentbased_always_off"}, true, relaysAll}, // the Agent's span is the sampled parent
+		{map[string]string{"OTEL_TRACES_SAMPLER": "parentbased_traceidratio", "OTEL_TRACES_SAMPLER_ARG": "0"}, true, relaysAll},
+		{map[string]string{"OTEL_TRACES_SAMPLER": "traceidratio", "OTEL_TRACES_SAMPLER_ARG": "0"}, false, relaysAsk},
+		{map[string]string{"OTEL_TRACES_SAMPLER": "traceidratio", "OTEL_TRACES_SAMPLER_ARG": "1"}, true, relaysAsk},
+		{map[string]string{"OTEL_TRACES_SAMPLER": "traceidratio", "OTEL_TRACES_SAMPLER_ARG": "two"}, true, relaysAsk},
+		{map[string]string{"OTEL_TRACES_SAMPLER": "no such sampler"}, true, relaysAll},
 	} {
 		rec := NewRecorder(0, 0)
 		tr, err := New(context.Background(), Options{Recorder: rec, Getenv: func(k string) string { return tc.env[k] }})
 		if err != nil {
 			t.Fatal(err)
+		}
+		if p := tr.Provider.(*Provider); p.relays != tc.how {
+			t.Errorf("%v: relay sampling %d, want %d", tc.env, p.relays, tc.how)
 		}
 		r := relaySamples()["ok"]
 		RecordRelay(tr.Provider, &r)
@@ -116,6 +122,27 @@ func TestRelaySampling(t *testing.T) {
 			t.Errorf("%v: kept %v, want %v", tc.env, spans != nil, tc.kept)
 		}
 		_ = tr.Shutdown(context.Background())
+	}
+	// A ratio between 0 and 1 keeps some traces and drops others, by
+	// their ids: each record is asked for.
+	rec := NewRecorder(0, 0)
+	env := map[string]string{"OTEL_TRACES_SAMPLER": "traceidratio", "OTEL_TRACES_SAMPLER_ARG": "0.5"}
+	tr, err := New(context.Background(), Options{Recorder: rec, Getenv: func(k string) string { return env[k] }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Shutdown(context.Background())
+	kept := 0
+	for i := range 200 {
+		r := relaySamples()["ok"]
+		r.ReqID = fmt.Sprint("req-", i)
+		RecordRelay(tr.Provider, &r)
+		if spans, _ := rec.Trace(TraceID(r.Agent, r.ReqID)); spans != nil {
+			kept++
+		}
+	}
+	if kept < 50 || kept > 150 {
+		t.Errorf("ratio 0.5 kept %d of 200 calls", kept)
 	}
 }
 
@@ -169,7 +196,8 @@ func BenchmarkRecordRelay(b *testing.B) {
 		bat := newBatcher(discard, nil, env)
 		res := resource.NewSchemaless(attribute.String("service.name", "hub"))
 		sdk := sdktrace.NewTracerProvider(sdktrace.WithIDGenerator(IDGenerator()), sdktrace.WithSpanProcessor(bat), sdktrace.WithResource(res))
-		return &Provider{TracerProvider: sdk, sampler: samplerFromEnv(env), res: res, exp: bat}, bat
+		sampler, fixed := samplerFromEnv(env)
+		return &Provider{TracerProvider: sdk, sampler: sampler, relays: relaySamplingOf(sampler, fixed), res: res, exp: bat}, bat
 	}
 	r := relaySamples()["ok"]
 	for _, tc := range []struct {

@@ -79,7 +79,7 @@ func New(ctx context.Context, o Options) (*Tracing, error) {
 	if !export && o.Recorder == nil {
 		return t, nil
 	}
-	sampler := samplerFromEnv(getenv)
+	sampler, fixed := samplerFromEnv(getenv)
 	opts := []sdktrace.TracerProviderOption{sdktrace.WithIDGenerator(IDGenerator()), sdktrace.WithSampler(sampler)}
 	if o.Service == "" {
 		o.Service = "a2c"
@@ -107,7 +107,7 @@ func New(ctx context.Context, o Options) (*Tracing, error) {
 		opts = append(opts, sdktrace.WithSpanProcessor(bat))
 	}
 	t.sdk = sdktrace.NewTracerProvider(opts...)
-	t.Provider = &Provider{TracerProvider: t.sdk, sampler: sampler, res: res, rec: o.Recorder, exp: bat, service: serviceName(res)}
+	t.Provider = &Provider{TracerProvider: t.sdk, sampler: sampler, relays: relaySamplingOf(sampler, fixed), res: res, rec: o.Recorder, exp: bat, service: serviceName(res)}
 	return t, nil
 }
 
@@ -119,6 +119,7 @@ type Provider struct {
 	*sdktrace.TracerProvider
 
 	sampler sdktrace.Sampler
+	relays  relaySampling // how the sampler decides on relay records
 	res     *resource.Resource
 	rec     *Recorder // nil: none
 	exp     *batcher  // nil: no export
@@ -134,25 +135,59 @@ var relayParent = trace.ContextWithRemoteSpanContext(context.Background(), trace
 	TraceID: trace.TraceID{1}, SpanID: trace.SpanID{1}, TraceFlags: trace.FlagsSampled, Remote: true,
 }))
 
+// relaySampling is how a Provider samples the hub's relay records:
+// every one, none, or each by its trace id.
+type relaySampling uint8
+
+const (
+	relaysAsk  relaySampling = iota // ask the sampler, with each record's trace id
+	relaysAll                       // the sampler keeps every relay span
+	relaysNone                      // the sampler drops every relay span
+)
+
+// relaySamplingOf is how sampler decides on relay records. When its
+// decision does not depend on the trace id (fixed; see samplerFromEnv),
+// it is asked once, here, rather than for every call.
+func relaySamplingOf(sampler sdktrace.Sampler, fixed bool) relaySampling {
+	if !fixed {
+		return relaysAsk
+	}
+	d := sampler.ShouldSample(sdktrace.SamplingParameters{
+		ParentContext: relayParent, TraceID: trace.TraceID{1}, Name: SpanHubRelay, Kind: trace.SpanKindServer,
+	}).Decision
+	if d == sdktrace.Drop {
+		return relaysNone
+	}
+	return relaysAll
+}
+
 // recordRelay takes a relayed call's record (see [RecordRelay]).
 func (p *Provider) recordRelay(r *Relay) {
 	// This runs on the relay's own path (the hub's event loop), so it
-	// does the least it can: the trace id (the sampler and the Recorder
-	// need it) and two random ids; the Recorder's copy also needs the
-	// two derived span ids. The exporter derives them for its own copy
-	// and encodes the spans on its goroutine.
-	ids := relayIDs{trace: TraceID(r.Agent, r.ReqID)}
-	d := p.sampler.ShouldSample(sdktrace.SamplingParameters{
-		ParentContext: relayParent,
-		TraceID:       ids.trace, Name: SpanHubRelay, Kind: trace.SpanKindServer,
-	}).Decision
-	if d == sdktrace.Drop {
+	// does the least it can: a copy for the exporter, which derives and
+	// draws the ids and encodes the spans on its goroutine. Ids are made
+	// here only for a sampler that reads the trace id and for the
+	// Recorder, whose spans must have the ids the export sends.
+	var ids relayIDs
+	switch p.relays {
+	case relaysNone:
 		return
+	case relaysAsk:
+		ids.derive(r)
+		d := p.sampler.ShouldSample(sdktrace.SamplingParameters{
+			ParentContext: relayParent,
+			TraceID:       ids.trace, Name: SpanHubRelay, Kind: trace.SpanKindServer,
+		}).Decision
+		if d == sdktrace.Drop {
+			return
+		}
 	}
-	ids.queue, ids.wire = randomSpanIDFast(), randomSpanIDFast()
 	r.boundRest()
 	if p.rec != nil {
-		ids.derive(r)
+		if !ids.derived() {
+			ids.derive(r)
+		}
+		ids.queue, ids.wire = randomSpanIDFast(), randomSpanIDFast()
 	}
 	if p.exp != nil {
 		p.exp.addRelay(p.res, r, &ids) // a copy, whole: see batcher.export
@@ -178,7 +213,11 @@ func serviceName(res *resource.Resource) string {
 // (parentbased_always_on, the default, for a name it does not know); a
 // ratio outside [0, 1] or not a number is 1. It is read here, not by the
 // SDK, so that the hub's relay records are sampled as its spans are.
-func samplerFromEnv(getenv func(string) string) sdktrace.Sampler {
+// fixed reports whether its decision on a relay span (whose parent, the
+// Agent's span, is remote and sampled) is the same for every trace id:
+// true but for traceidratio, for a parentbased_ sampler keeps every
+// child of a sampled remote parent.
+func samplerFromEnv(getenv func(string) string) (sampler sdktrace.Sampler, fixed bool) {
 	ratio := func() sdktrace.Sampler {
 		arg := strings.TrimSpace(getenv("OTEL_TRACES_SAMPLER_ARG"))
 		if arg == "" {
@@ -194,20 +233,20 @@ func samplerFromEnv(getenv func(string) string) sdktrace.Sampler {
 	name := strings.ToLower(strings.TrimSpace(getenv("OTEL_TRACES_SAMPLER")))
 	switch name {
 	case "always_on":
-		return sdktrace.AlwaysSample()
+		return sdktrace.AlwaysSample(), true
 	case "always_off":
-		return sdktrace.NeverSample()
+		return sdktrace.NeverSample(), true
 	case "traceidratio":
-		return ratio()
+		return ratio(), false
 	case "parentbased_always_off":
-		return sdktrace.ParentBased(sdktrace.NeverSample())
+		return sdktrace.ParentBased(sdktrace.NeverSample()), true
 	case "parentbased_traceidratio":
-		return sdktrace.ParentBased(ratio())
+		return sdktrace.ParentBased(ratio()), true
 	case "", "parentbased_always_on":
 	default:
 		otel.Handle(fmt.Errorf("tracing: OTEL_TRACES_SAMPLER %q is not a sampler this process knows: using parentbased_always_on", name))
 	}
-	return sdktrace.ParentBased(sdktrace.AlwaysSample())
+	return sdktrace.ParentBased(sdktrace.AlwaysSample()), true
 }
 
 // Shutdown flushes the exporter (within ctx) and stops the provider. It
