@@ -64,7 +64,7 @@ type otlpSpan struct {
 // ScopeSpans: tag, length and body. It writes what the SDK's OTLP
 // exporter writes, and the links' trace state besides (see encLink).
 func appendSpanField(b []byte, s sdktrace.ReadOnlySpan) []byte {
-	b, mark := encOpen(b, pbScopeSpansSpans)
+	b, mark := encOpenSpan(b)
 	sc := s.SpanContext()
 	tid, sid := sc.TraceID(), sc.SpanID()
 	b = encBytes(b, pbSpanTraceID, tid[:])
@@ -91,12 +91,12 @@ func appendSpanField(b []byte, s sdktrace.ReadOnlySpan) []byte {
 	st := s.Status()
 	b = encStatus(b, st.Code, st.Description)
 	b = encFixed32(b, pbSpanFlags, encFlags(sc.TraceFlags(), parent.IsRemote()))
-	return encClose(b, mark)
+	return encCloseSpan(b, mark)
 }
 
 // appendOTLPSpanField does the same for an otlpSpan.
 func appendOTLPSpanField(b []byte, s *otlpSpan) []byte {
-	b, mark := encOpen(b, pbScopeSpansSpans)
+	b, mark := encOpenSpan(b)
 	b = encBytes(b, pbSpanTraceID, s.TraceID[:])
 	b = encBytes(b, pbSpanSpanID, s.SpanID[:])
 	if s.ParentID.IsValid() {
@@ -117,7 +117,7 @@ func appendOTLPSpanField(b []byte, s *otlpSpan) []byte {
 		tf = trace.FlagsSampled
 	}
 	b = encFixed32(b, pbSpanFlags, encFlags(tf, s.Remote))
-	return encClose(b, mark)
+	return encCloseSpan(b, mark)
 }
 
 // appendResourceSpans appends field 1 of ExportTraceServiceRequest (tag, length, body): the ResourceSpans of res
@@ -194,19 +194,50 @@ func encOpen(b []byte, num protowire.Number) ([]byte, int) {
 	return b, len(b)
 }
 
+// encOpenSpan is encOpen for a span: two bytes for its length, which is
+// nearly always from 128 to 16383 (see encCloseSpan).
+func encOpenSpan(b []byte) ([]byte, int) {
+	b = encTag(b, pbScopeSpansSpans, protowire.BytesType)
+	b = append(b, 0, 0)
+	return b, len(b)
+}
+
+// encCloseSpan is encClose for encOpenSpan's two bytes.
+func encCloseSpan(b []byte, mark int) []byte {
+	if n := len(b) - mark; n >= 0x80 && n < 0x4000 {
+		b[mark-2], b[mark-1] = byte(n)|0x80, byte(n>>7)
+		return b
+	}
+	return encCloseIn(b, mark, 2)
+}
+
 // encClose writes the length of the body that starts at mark (after
 // encOpen's byte), moving the body right when the length needs more than
 // that byte.
 func encClose(b []byte, mark int) []byte {
-	n := len(b) - mark
-	if n < 0x80 {
+	if n := len(b) - mark; n < 0x80 {
 		b[mark-1] = byte(n)
 		return b
 	}
-	k := protowire.SizeVarint(uint64(n)) - 1
-	b = append(b, make([]byte, k)...)
-	copy(b[mark+k:], b[mark:mark+n])
-	protowire.AppendVarint(b[:mark-1], uint64(n))
+	return encCloseIn(b, mark, 1)
+}
+
+// encCloseIn writes the length of the body that starts at mark in front
+// of it, where room bytes were kept for it. The body moves (right or
+// left) when the length's varint is not room bytes long, so that the
+// encoding stays minimal.
+func encCloseIn(b []byte, mark, room int) []byte {
+	n := len(b) - mark
+	k := protowire.SizeVarint(uint64(n))
+	if k != room {
+		to := mark - room + k // where the body starts now
+		if k > room {
+			b = append(b, make([]byte, k-room)...)
+		}
+		copy(b[to:], b[mark:mark+n])
+		b = b[:to+n]
+	}
+	protowire.AppendVarint(b[:mark-room], uint64(n))
 	return b
 }
 
@@ -397,6 +428,21 @@ func encAttrs(b []byte, num protowire.Number, attrs []attribute.KeyValue) []byte
 // always there, as the SDK's exporter sends it: an empty AnyValue for an
 // attribute with no value.
 func encKeyValue(b []byte, num protowire.Number, kv attribute.KeyValue) []byte {
+	if kv.Value.Type() == attribute.STRING {
+		// The common case, with both lengths known before the bytes:
+		// KeyValue{key, AnyValue{string_value}}, nothing to move.
+		v := kv.Value.AsString()
+		anyLen := 1 + protowire.SizeBytes(len(v))
+		kvLen := 1 + protowire.SizeBytes(len(kv.Key)) + 1 + protowire.SizeBytes(anyLen)
+		b = encTag(b, num, protowire.BytesType)
+		b = encUvarint(b, uint64(kvLen))
+		b = append(b, byte(protowire.EncodeTag(pbKeyValueKey, protowire.BytesType)))
+		b = encLenString(b, string(kv.Key))
+		b = append(b, byte(protowire.EncodeTag(pbKeyValueValue, protowire.BytesType)))
+		b = encUvarint(b, uint64(anyLen))
+		b = append(b, byte(protowire.EncodeTag(pbAnyString, protowire.BytesType)))
+		return encLenString(b, v)
+	}
 	b, mark := encOpen(b, num)
 	b = encString(b, pbKeyValueKey, string(kv.Key))
 	b = encValue(b, pbKeyValueValue, kv.Value)

@@ -696,3 +696,28 @@ func BenchmarkEncodeSpan(b *testing.B) {
 		}
 	})
 }
+
+// TestEncCloseLengths checks both ways a length is written in front of a
+// body, for the sizes where its varint changes length: the bytes are
+// tag, minimal varint, body, whatever room was kept.
+func TestEncCloseLengths(t *testing.T) {
+	for _, n := range []int{0, 1, 127, 128, 300, 16383, 16384, 1<<21 - 1, 1 << 21} {
+		body := bytes.Repeat([]byte{0xab}, n)
+		for name, enc := range map[string]func([]byte) []byte{
+			"encOpen": func(b []byte) []byte {
+				b, mark := encOpen(b, pbScopeSpansSpans)
+				return encClose(append(b, body...), mark)
+			},
+			"encOpenSpan": func(b []byte) []byte {
+				b, mark := encOpenSpan(b)
+				return encCloseSpan(append(b, body...), mark)
+			},
+		} {
+			got := enc([]byte{0x01}) // something before, left alone
+			want := protowire.AppendBytes(protowire.AppendTag([]byte{0x01}, pbScopeSpansSpans, protowire.BytesType), body)
+			if !bytes.Equal(got, want) {
+				t.Errorf("%s, %d bytes: %d bytes written, want %d (head % x, want % x)", name, n, len(got), len(want), got[:min(6, len(got))], want[:min(6, len(want))])
+			}
+		}
+	}
+}

@@ -24,9 +24,9 @@ const ScopeHub = "github.com/a2c-smcp/a2c-go/server"
 // call runs. A [Provider] then queues a copy for export (the exporting
 // goroutine derives the ids and encodes the spans) and keeps one in its
 // [Recorder], where it becomes spans only when someone reads the trace.
-// On the relay's path this costs a hash, a sampler call and a copy under
-// a mutex (three hashes with a Recorder), against several microseconds
-// for three SDK spans (BenchmarkRecordRelay).
+// On the relay's path this costs a copy under a mutex (and a hash with a
+// Recorder, or with a sampler that reads the trace id), against several
+// microseconds for three SDK spans (BenchmarkRecordRelay).
 type Relay struct {
 	// Agent and ReqID name the call (see [TraceID]).
 	Agent, ReqID string

@@ -612,8 +612,10 @@ func TestUploadBackoff(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "503") {
 		t.Fatalf("upload = %v, want the last 503", err)
 	}
-	if n := len(upDrain(reqs)); n < 3 || n != len(waits)+1 {
-		t.Fatalf("%d requests after %d waits, want one more request than waits, and a few", n, len(waits))
+	// Every wait is followed by an attempt, but the deadline may cut the
+	// last one before its request reaches the server.
+	if n := len(upDrain(reqs)); n < 3 || n != len(waits)+1 && n != len(waits) {
+		t.Fatalf("%d requests after %d waits, want one more request than waits (or as many), and a few", n, len(waits))
 	}
 	base := float64(u.initial)
 	for i, w := range waits {
