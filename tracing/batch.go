@@ -204,8 +204,8 @@ func (b *batcher) OnEnd(s sdktrace.ReadOnlySpan) {
 
 // addRelay queues a relay record of the resource res (scope ScopeHub):
 // a copy of r, as it is, with ids (those the caller needed; export
-// derives and draws the others). It costs the
-// relay's path a copy under a mutex; export does the rest.
+// derives and draws the others). It costs the relay's path a copy under
+// a mutex; export does the rest.
 func (b *batcher) addRelay(res *resource.Resource, r *Relay, ids *relayIDs) {
 	n := 2
 	if !r.Sent.IsZero() {
@@ -330,8 +330,8 @@ func (b *batcher) export() error {
 		if !qr.ids.derived() {
 			qr.ids.derive(&qr.r) // from the whole names, before bound
 		}
-		if !qr.ids.queue.IsValid() {
-			qr.ids.queue, qr.ids.wire = randomSpanIDFast(), randomSpanIDFast()
+		if !qr.ids.drawn() {
+			qr.ids.draw()
 		}
 		qr.r.bound()
 		rs := qr.r.spans(&attrs, &qr.ids)

@@ -84,8 +84,8 @@ func deriveCall(agent, reqID string) callIDs {
 	return c
 }
 
-// span is the derived span id of hop (not the Computer's, which takes a
-// hash of its own: see SpanID).
+// span is the derived span id of hop, the Agent's or the hub's (the
+// Computer's takes a hash of its own: see computerSpan).
 func (c *callIDs) span(hop Hop) trace.SpanID {
 	if hop == HopHub {
 		return c.hub
@@ -120,13 +120,19 @@ func TraceID(agent, reqID string) trace.TraceID {
 // (see idsVersion).
 func SpanID(hop Hop, agent, reqID string) trace.SpanID {
 	if hop == HopComputer {
-		s := sum(labelComputer, agent, reqID)
-		var id trace.SpanID
-		copy(id[:], s[:8])
-		return validSpan(id)
+		return computerSpan(agent, reqID)
 	}
 	c := deriveCall(agent, reqID)
 	return c.span(hop)
+}
+
+// computerSpan is the Computer's span id in the tool call reqID of agent,
+// from a hash of its own.
+func computerSpan(agent, reqID string) trace.SpanID {
+	s := sum(labelComputer, agent, reqID)
+	var id trace.SpanID
+	copy(id[:], s[:8])
+	return validSpan(id)
 }
 
 // remoteParent is the span context of a derived parent span: remote,
@@ -161,7 +167,7 @@ func Start(ctx context.Context, tr trace.Tracer, hop Hop, agent, reqID, name str
 	c := deriveCall(agent, reqID)
 	own := c.span(hop)
 	if hop == HopComputer {
-		own = SpanID(HopComputer, agent, reqID)
+		own = computerSpan(agent, reqID)
 	}
 	sctx := context.WithValue(ctx, idsKey{}, ids{trace: c.trace, span: own})
 	if p := hop.parent(); p != "" {

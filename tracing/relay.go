@@ -109,8 +109,9 @@ type relayIDs struct {
 // before [Relay.bound]: the ids are those of the whole Agent name and
 // req_id, as the other hops derive them.
 func newRelayIDs(r *Relay) relayIDs {
-	ids := relayIDs{queue: randomSpanIDFast(), wire: randomSpanIDFast()}
+	var ids relayIDs
 	ids.derive(r)
+	ids.draw()
 	return ids
 }
 
@@ -124,6 +125,12 @@ func (ids *relayIDs) derive(r *Relay) {
 
 // derived reports whether derive has run.
 func (ids *relayIDs) derived() bool { return ids.relay.IsValid() }
+
+// draw sets the random ids, of the queue and wire spans.
+func (ids *relayIDs) draw() { ids.queue, ids.wire = randomSpanIDFast(), randomSpanIDFast() }
+
+// drawn reports whether draw has run.
+func (ids *relayIDs) drawn() bool { return ids.queue.IsValid() }
 
 // spans returns r's spans, with ids, filling attrs with the relay span's
 // attributes. (It returns them rather than fill a pointer, for a span

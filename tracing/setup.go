@@ -152,13 +152,17 @@ func relaySamplingOf(sampler sdktrace.Sampler, fixed bool) relaySampling {
 	if !fixed {
 		return relaysAsk
 	}
-	d := sampler.ShouldSample(sdktrace.SamplingParameters{
-		ParentContext: relayParent, TraceID: trace.TraceID{1}, Name: SpanHubRelay, Kind: trace.SpanKindServer,
-	}).Decision
-	if d == sdktrace.Drop {
+	if relayDecision(sampler, trace.TraceID{1}) == sdktrace.Drop {
 		return relaysNone
 	}
 	return relaysAll
+}
+
+// relayDecision is sampler's decision on the relay span of trace tid.
+func relayDecision(sampler sdktrace.Sampler, tid trace.TraceID) sdktrace.SamplingDecision {
+	return sampler.ShouldSample(sdktrace.SamplingParameters{
+		ParentContext: relayParent, TraceID: tid, Name: SpanHubRelay, Kind: trace.SpanKindServer,
+	}).Decision
 }
 
 // recordRelay takes a relayed call's record (see [RecordRelay]).
@@ -174,11 +178,7 @@ func (p *Provider) recordRelay(r *Relay) {
 		return
 	case relaysAsk:
 		ids.derive(r)
-		d := p.sampler.ShouldSample(sdktrace.SamplingParameters{
-			ParentContext: relayParent,
-			TraceID:       ids.trace, Name: SpanHubRelay, Kind: trace.SpanKindServer,
-		}).Decision
-		if d == sdktrace.Drop {
+		if relayDecision(p.sampler, ids.trace) == sdktrace.Drop {
 			return
 		}
 	}
@@ -187,7 +187,7 @@ func (p *Provider) recordRelay(r *Relay) {
 		if !ids.derived() {
 			ids.derive(r)
 		}
-		ids.queue, ids.wire = randomSpanIDFast(), randomSpanIDFast()
+		ids.draw()
 	}
 	if p.exp != nil {
 		p.exp.addRelay(p.res, r, &ids) // a copy, whole: see batcher.export
