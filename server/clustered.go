@@ -725,22 +725,14 @@ func (s *Server) serveRemote(f cluster.Frame, canWait bool) {
 		reply(cluster.KindGone, nil)
 		return
 	}
-	s.mu.RLock()
-	var target *member
-	if o := s.offices[f.Office]; o != nil {
-		for _, c := range o.computers {
-			if c.sock.ID() == f.To {
-				target = c
-				break
-			}
+	target, draining, pending := s.remoteTarget(f)
+	if target == nil && canWait && !draining && pending != nil {
+		if pending.ops.busy() && pending.ops.tryDo(func() { s.serveRemote(f, false) }) {
+			return
 		}
-	}
-	draining := s.draining
-	pending := s.conns[f.To]
-	s.mu.RUnlock()
-	if target == nil && canWait && !draining && pending != nil && pending.ops.busy() &&
-		pending.ops.tryDo(func() { s.serveRemote(f, false) }) {
-		return
+		// The join may have ended since the look: it seats the member
+		// before its operation ends, so a second look finds it.
+		target, draining, _ = s.remoteTarget(f)
 	}
 	if target == nil || draining {
 		reply(cluster.KindGone, nil)
@@ -757,6 +749,24 @@ func (s *Server) serveRemote(f cluster.Frame, canWait bool) {
 			reply(cluster.KindGone, nil)
 		}
 	})
+}
+
+// remoteTarget looks up the Computer a request frame names, in the
+// office it names; with whether the server is draining, and the
+// member of that id whatever its office, if any (its join may still be
+// running).
+func (s *Server) remoteTarget(f cluster.Frame) (target *member, draining bool, pending *member) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if o := s.offices[f.Office]; o != nil {
+		for _, c := range o.computers {
+			if c.sock.ID() == f.To {
+				target = c
+				break
+			}
+		}
+	}
+	return target, s.draining, s.conns[f.To]
 }
 
 // onClusterEvent turns a membership change of another node's member into
