@@ -100,7 +100,8 @@ type encQueue struct {
 }
 
 // queuedRelay is a relay record waiting for export: a copy of the whole
-// record (bound and ids derived at export), in group g.
+// record (bound at export, and its ids derived and drawn there unless
+// the caller set them), in group g.
 type queuedRelay struct {
 	r   Relay
 	ids relayIDs
