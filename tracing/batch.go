@@ -131,19 +131,31 @@ type groupKey struct {
 	attrs                 attribute.Distinct
 }
 
-// The defaults of the OTEL_BSP_* variables (OpenTelemetry's).
-const (
-	defaultBSPDelay    = 5 * time.Second
-	defaultBSPTimeout  = 30 * time.Second
-	defaultBSPQueue    = 2048
-	defaultBSPMaxBatch = 512
-)
+// bspDefaults are what the OTEL_BSP_* variables default to.
+type bspDefaults struct {
+	delay, timeout  time.Duration
+	queue, maxBatch int
+}
+
+// defaultBSP are OpenTelemetry's defaults.
+var defaultBSP = bspDefaults{delay: 5 * time.Second, timeout: 30 * time.Second, queue: 2048, maxBatch: 512}
+
+// hubBSP are a hub's defaults ([Options].Hub): a batch and a queue
+// eight times OpenTelemetry's. A hub at full load ends tens of thousands
+// of spans a second, and much of an export's cost (the HTTP round trip,
+// the goroutines it wakes, the scheduling around them) is paid per
+// request, not per span: bench/RESULTS.md has the hub's CPU per call at
+// each size. 4096 of the hub's spans (about 110 bytes each) make a
+// request of about 450 KiB, as many spans as a [Recorder]'s OTLP
+// receiver keeps of one request (maxOTLPSpans); the Collector's own batch
+// processor sends 8192 a batch.
+var hubBSP = bspDefaults{delay: 5 * time.Second, timeout: 30 * time.Second, queue: 16384, maxBatch: 4096}
 
 // newBatcher starts a batcher that exports with send (and calls closeFn,
-// if any, at Shutdown), with the OTEL_BSP_* settings that getenv gives
-// (malformed or non-positive values keep the defaults; a batch is never
-// larger than the queue).
-func newBatcher(send func(context.Context, []byte) error, closeFn func(), getenv func(string) string) *batcher {
+// if any, at Shutdown), with the OTEL_BSP_* settings that getenv gives,
+// def where they are unset (malformed or non-positive values keep the
+// defaults; a batch is never larger than the queue).
+func newBatcher(send func(context.Context, []byte) error, closeFn func(), getenv func(string) string, def bspDefaults) *batcher {
 	ms := func(name string, def time.Duration) time.Duration {
 		if n, err := strconv.Atoi(strings.TrimSpace(getenv(name))); err == nil && n > 0 {
 			return time.Duration(n) * time.Millisecond
@@ -159,10 +171,10 @@ func newBatcher(send func(context.Context, []byte) error, closeFn func(), getenv
 	b := &batcher{
 		send:     send,
 		close:    closeFn,
-		delay:    ms("OTEL_BSP_SCHEDULE_DELAY", defaultBSPDelay),
-		timeout:  ms("OTEL_BSP_EXPORT_TIMEOUT", defaultBSPTimeout),
-		maxQueue: count("OTEL_BSP_MAX_QUEUE_SIZE", defaultBSPQueue),
-		maxBatch: count("OTEL_BSP_MAX_EXPORT_BATCH_SIZE", defaultBSPMaxBatch),
+		delay:    ms("OTEL_BSP_SCHEDULE_DELAY", def.delay),
+		timeout:  ms("OTEL_BSP_EXPORT_TIMEOUT", def.timeout),
+		maxQueue: count("OTEL_BSP_MAX_QUEUE_SIZE", def.queue),
+		maxBatch: count("OTEL_BSP_MAX_EXPORT_BATCH_SIZE", def.maxBatch),
 		groups:   make(map[groupKey]*group),
 		kick:     make(chan struct{}, 1),
 		flushes:  make(chan chan error),

@@ -50,7 +50,7 @@ func (e *countExporter) close() {
 
 // batcherFor starts a batcher that exports to e.
 func batcherFor(e *countExporter, getenv func(string) string) *batcher {
-	return newBatcher(e.send, e.close, getenv)
+	return newBatcher(e.send, e.close, getenv, defaultBSP)
 }
 
 func (e *countExporter) total() (n int, batches []int) {
@@ -206,7 +206,7 @@ func TestBatcherRequest(t *testing.T) {
 		mu.Unlock()
 		return nil
 	}
-	b := newBatcher(send, nil, envOf(map[string]string{"OTEL_BSP_SCHEDULE_DELAY": "3600000", "OTEL_BSP_MAX_EXPORT_BATCH_SIZE": "7"}))
+	b := newBatcher(send, nil, envOf(map[string]string{"OTEL_BSP_SCHEDULE_DELAY": "3600000", "OTEL_BSP_MAX_EXPORT_BATCH_SIZE": "7"}), defaultBSP)
 	resA := resource.NewSchemaless(attribute.String("service.name", "a"))
 	resB := resource.NewSchemaless(attribute.String("service.name", "b"))
 	tpA := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(b), sdktrace.WithResource(resA))
@@ -340,7 +340,7 @@ func TestBatcherShutdownDeadline(t *testing.T) {
 		<-ctx.Done() // a collector that never answers
 		return ctx.Err()
 	}
-	b := newBatcher(send, func() { close(closed) }, envOf(map[string]string{"OTEL_BSP_SCHEDULE_DELAY": "3600000", "OTEL_BSP_EXPORT_TIMEOUT": "3600000"}))
+	b := newBatcher(send, func() { close(closed) }, envOf(map[string]string{"OTEL_BSP_SCHEDULE_DELAY": "3600000", "OTEL_BSP_EXPORT_TIMEOUT": "3600000"}), defaultBSP)
 	endSpans(t, b, 1)
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
@@ -362,7 +362,7 @@ func TestBatcherShutdownDeadline(t *testing.T) {
 // of the hub's garbage with tracing on. What is left is the export's
 // context.
 func TestBatcherExportMemory(t *testing.T) {
-	b := newBatcher(func(context.Context, []byte) error { return nil }, nil, envOf(map[string]string{"OTEL_BSP_SCHEDULE_DELAY": "3600000"}))
+	b := newBatcher(func(context.Context, []byte) error { return nil }, nil, envOf(map[string]string{"OTEL_BSP_SCHEDULE_DELAY": "3600000"}), defaultBSP)
 	defer b.Shutdown(context.Background())
 	res := resource.NewSchemaless(attribute.String("service.name", "hub"))
 	r := relaySamples()["ok"]

@@ -195,7 +195,7 @@ func BenchmarkRecordRelay(b *testing.B) {
 	discard := func(context.Context, []byte) error { return nil }
 	env := envOf(map[string]string{"OTEL_BSP_MAX_QUEUE_SIZE": "1000000", "OTEL_BSP_MAX_EXPORT_BATCH_SIZE": "512"})
 	newBoth := func() (*Provider, *batcher) {
-		bat := newBatcher(discard, nil, env)
+		bat := newBatcher(discard, nil, env, defaultBSP)
 		res := resource.NewSchemaless(attribute.String("service.name", "hub"))
 		sdk := sdktrace.NewTracerProvider(sdktrace.WithIDGenerator(IDGenerator()), sdktrace.WithSpanProcessor(bat), sdktrace.WithResource(res))
 		sampler, fixed := samplerFromEnv(env)

@@ -25,6 +25,11 @@ type Options struct {
 	// Recorder, if set, keeps this process's spans in memory (for the
 	// console and "a2c call --trace"), whatever the environment says.
 	Recorder *Recorder
+	// Hub says the process relays calls (a2c server, a2c up): one relay
+	// record, three spans, for every call through it. Its batch
+	// processor then defaults to larger requests than OpenTelemetry's
+	// (see hubBSP); OTEL_BSP_* still override.
+	Hub bool
 	// Getenv reads the environment; default os.Getenv (tests set it).
 	Getenv func(string) string
 }
@@ -103,7 +108,11 @@ func New(ctx context.Context, o Options) (*Tracing, error) {
 		if err != nil {
 			return nil, fmt.Errorf("tracing: OTLP exporter: %w", err)
 		}
-		bat = newBatcher(up.upload, up.close, getenv)
+		def := defaultBSP
+		if o.Hub {
+			def = hubBSP
+		}
+		bat = newBatcher(up.upload, up.close, getenv, def)
 		opts = append(opts, sdktrace.WithSpanProcessor(bat))
 	}
 	t.sdk = sdktrace.NewTracerProvider(opts...)

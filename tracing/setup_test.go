@@ -3,7 +3,9 @@ package tracing
 import (
 	"context"
 	"errors"
+	"maps"
 	"testing"
+	"time"
 )
 
 func TestWantsExport(t *testing.T) {
@@ -65,5 +67,36 @@ func TestNew(t *testing.T) {
 		return map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:1", "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"}[k]
 	}}); !errors.Is(err, ErrProtocol) {
 		t.Errorf("grpc: %v", err)
+	}
+}
+
+// TestNewBatchDefaults: a hub's batch processor defaults to hubBSP, any
+// other process's to OpenTelemetry's, and OTEL_BSP_* override both.
+func TestNewBatchDefaults(t *testing.T) {
+	tests := []struct {
+		hub             bool
+		env             map[string]string
+		queue, maxBatch int
+	}{
+		{false, nil, 2048, 512},
+		{true, nil, 16384, 4096},
+		{true, map[string]string{"OTEL_BSP_MAX_EXPORT_BATCH_SIZE": "100"}, 16384, 100},
+		{true, map[string]string{"OTEL_BSP_MAX_QUEUE_SIZE": "1000"}, 1000, 1000},
+		{false, map[string]string{"OTEL_BSP_MAX_QUEUE_SIZE": "4096", "OTEL_BSP_MAX_EXPORT_BATCH_SIZE": "1024"}, 4096, 1024},
+	}
+	for _, tt := range tests {
+		env := map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:1"}
+		maps.Copy(env, tt.env)
+		tr, err := New(context.Background(), Options{Hub: tt.hub, Getenv: func(k string) string { return env[k] }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := tr.Provider.(*Provider).exp
+		if b.maxQueue != tt.queue || b.maxBatch != tt.maxBatch {
+			t.Errorf("hub %v, env %v: queue %d, batch %d; want %d, %d", tt.hub, tt.env, b.maxQueue, b.maxBatch, tt.queue, tt.maxBatch)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		_ = tr.Shutdown(ctx)
+		cancel()
 	}
 }

@@ -99,7 +99,10 @@ const (
 	// before compression).
 	upMaxRequest = 64 << 20
 	// upWriteBuffer is the write buffer of an HTTP/1 connection to the
-	// collector: room for a default batch (512 spans) and its headers.
+	// collector: room for a batch of OpenTelemetry's default size (512
+	// spans) and its headers. A larger body (a hub's batch, see hubBSP)
+	// fills it once and goes the rest of the way straight to the
+	// connection, a write or two more per request.
 	upWriteBuffer = 128 << 10
 	// upMaxResponse is the most of a response body that is read; the SDK
 	// reads 4 MiB, but an answer (a partial success or a Status) needs a

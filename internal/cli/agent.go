@@ -274,7 +274,7 @@ func runCall(ctx context.Context, e *env, args []string) error {
 	if *withTrace {
 		rec = tracing.NewRecorder(4, 0)
 	}
-	tr, stopTracing, err := startTracing(ctx, "a2c-agent", rec, slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	tr, stopTracing, err := startTracing(ctx, "a2c-agent", false, rec, slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	if err != nil {
 		return err
 	}

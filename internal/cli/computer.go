@@ -77,7 +77,7 @@ func runComputer(ctx context.Context, e *env, args []string) error {
 	if *token == "" {
 		*token = os.Getenv("A2C_TOKEN")
 	}
-	tr, stopTracing, err := startTracing(ctx, "a2c-computer", nil, log)
+	tr, stopTracing, err := startTracing(ctx, "a2c-computer", false, nil, log)
 	if err != nil {
 		return err
 	}

@@ -104,7 +104,7 @@ func runServer(ctx context.Context, e *env, args []string) error {
 	if *withConsole {
 		rec = tracing.NewRecorder(0, 0)
 	}
-	tr, stopTracing, err := startTracing(ctx, "a2c-server", rec, log)
+	tr, stopTracing, err := startTracing(ctx, "a2c-server", true, rec, log)
 	if err != nil {
 		return err
 	}

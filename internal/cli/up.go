@@ -116,7 +116,7 @@ func runUp(ctx context.Context, e *env, args []string) error {
 	// sandbox's spans all land in rec, which the console shows; OTEL_*
 	// may add export.
 	rec := tracing.NewRecorder(0, 0)
-	tr, stopTracing, err := startTracing(ctx, "a2c-up", rec, log)
+	tr, stopTracing, err := startTracing(ctx, "a2c-up", true, rec, log)
 	if err != nil {
 		return err
 	}
