@@ -18,7 +18,8 @@ import (
 // and what is cut is skipped on the wire, never decoded.
 const (
 	// maxOTLPSpans is the most spans kept of one request (the
-	// OpenTelemetry SDKs send at most 512 at a time).
+	// OpenTelemetry SDKs send at most 512 at a time, a hub of ours 4096:
+	// see hubBSP).
 	maxOTLPSpans = 4096
 	// otlpBudget is how many bytes of spans one request may decode to,
 	// per byte of the request (see spanCost), plus otlpBudgetBase: the
