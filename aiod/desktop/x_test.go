@@ -34,6 +34,8 @@ func testXvfb(tb testing.TB, w, h int) string {
 }
 
 // testXvfbProc is testXvfb that also returns the X server's process.
+// The server never resets (-noreset): tests connect and leave, and a
+// connection made while the server resets is refused.
 func testXvfbProc(tb testing.TB, w, h int) (string, *os.Process) {
 	tb.Helper()
 	bin, err := exec.LookPath("Xvfb")
@@ -45,7 +47,7 @@ func testXvfbProc(tb testing.TB, w, h int) (string, *os.Process) {
 		tb.Fatal(err)
 	}
 	defer r.Close()
-	cmd := exec.Command(bin, "-screen", "0", fmt.Sprintf("%dx%dx24", w, h), "-nolisten", "tcp", "-displayfd", "3")
+	cmd := exec.Command(bin, "-screen", "0", fmt.Sprintf("%dx%dx24", w, h), "-nolisten", "tcp", "-noreset", "-displayfd", "3")
 	cmd.ExtraFiles = []*os.File{wr}
 	cmd.SysProcAttr = childAttr()
 	if err := cmd.Start(); err != nil {

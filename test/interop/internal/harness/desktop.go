@@ -171,7 +171,10 @@ type XServer struct {
 // Xvfb starts an X server (Debian's Xvfb) of width×height×24 that
 // listens on no TCP port, on a display number it picks itself
 // (-displayfd), and waits until it is ready. A missing Xvfb skips the
-// test, or fails it under [RequirePeers].
+// test, or fails it under [RequirePeers]. It runs with -noreset: by
+// default an X server resets when its last client leaves, and a client
+// that connects meanwhile (openbox right after a probe with xdotool, on
+// a loaded machine) is refused.
 func Xvfb(t testing.TB, width, height int) *XServer {
 	t.Helper()
 	bin, err := exec.LookPath("Xvfb")
@@ -183,7 +186,7 @@ func Xvfb(t testing.TB, width, height int) *XServer {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	cmd := exec.Command(bin, "-screen", "0", fmt.Sprintf("%dx%dx24", width, height), "-nolisten", "tcp", "-displayfd", "3")
+	cmd := exec.Command(bin, "-screen", "0", fmt.Sprintf("%dx%dx24", width, height), "-nolisten", "tcp", "-noreset", "-displayfd", "3")
 	cmd.ExtraFiles = []*os.File{w}
 	d, err := startDaemon("Xvfb", cmd, filepath.Join(t.TempDir(), "xvfb.log"))
 	w.Close()
