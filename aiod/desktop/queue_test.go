@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -19,12 +20,15 @@ func TestInputQueueOrder(t *testing.T) {
 	}
 	order := make(chan int, 8)
 	quit, cancelQuit := context.WithCancel(context.Background())
+	var wg sync.WaitGroup // the waiters, done once they have released
 	for i := range 5 {
 		ctx := context.Background()
 		if i == 2 {
 			ctx = quit
 		}
+		wg.Add(1)
 		go func() {
+			defer wg.Done()
 			if err := q.acquire(ctx, 10*time.Second); err != nil {
 				order <- -i
 				return
@@ -55,6 +59,7 @@ func TestInputQueueOrder(t *testing.T) {
 			t.Fatalf("got %d, want %d", got, want)
 		}
 	}
+	wg.Wait() // the last one sends its number before it releases
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.busy || len(q.waiters) != 0 {
