@@ -149,7 +149,7 @@ var defaultBSP = bspDefaults{delay: 5 * time.Second, timeout: 30 * time.Second, 
 // request of about 450 KiB, as many spans as a [Recorder]'s OTLP
 // receiver keeps of one request (maxOTLPSpans); the Collector's own batch
 // processor sends 8192 a batch.
-var hubBSP = bspDefaults{delay: 5 * time.Second, timeout: 30 * time.Second, queue: 16384, maxBatch: 4096}
+var hubBSP = bspDefaults{delay: defaultBSP.delay, timeout: defaultBSP.timeout, queue: 16384, maxBatch: 4096}
 
 // newBatcher starts a batcher that exports with send (and calls closeFn,
 // if any, at Shutdown), with the OTEL_BSP_* settings that getenv gives,
