@@ -482,6 +482,7 @@ func TestOTLPReceiverBusy(t *testing.T) {
 		err  error
 	}
 	var writers []*io.PipeWriter
+	live := map[int]bool{} // the slow exports not answered
 	answers := make(chan answer, 16)
 	// slow starts an export whose body stops after its first byte: its
 	// handler holds a slot while it waits for the rest.
@@ -489,6 +490,7 @@ func TestOTLPReceiverBusy(t *testing.T) {
 		i := len(writers)
 		pr, pw := io.Pipe()
 		writers = append(writers, pw)
+		live[i] = true
 		req, err := http.NewRequest("POST", url+"/v1/traces", pr)
 		if err != nil {
 			t.Fatal(err)
@@ -511,7 +513,6 @@ func TestOTLPReceiverBusy(t *testing.T) {
 	for range maxOTLPDecodes {
 		slow()
 	}
-	live := map[int]bool{0: true, 1: true} // the slow exports not answered
 	pb := map[string]string{"Content-Type": "application/x-protobuf"}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
@@ -526,7 +527,6 @@ func TestOTLPReceiverBusy(t *testing.T) {
 					t.Fatalf("slow export %d answered before its body ended: %d, %v", a.slow, a.code, a.err)
 				}
 				delete(live, a.slow)
-				live[len(writers)] = true
 				slow()
 			default:
 				drained = true
