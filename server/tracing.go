@@ -251,6 +251,12 @@ func writeOTLPReadError(w http.ResponseWriter, err error) {
 
 // writeOTLPError answers an OTLP/HTTP request with a google.rpc.Status:
 // its code (field 1) and message (field 2).
+//
+// The connection closes after the answer: the request's body may be
+// unread (a refusal answers before reading), and net/http, before it
+// answers on a connection it keeps, would wait to read what is left of
+// the body, with no deadline, so a body that stalls would hold both the
+// answer and the connection.
 func writeOTLPError(w http.ResponseWriter, code int, msg string) {
 	out := protowire.AppendTag(nil, 1, protowire.VarintType)
 	out = protowire.AppendVarint(out, uint64(rpcCode(code)))
@@ -258,6 +264,7 @@ func writeOTLPError(w http.ResponseWriter, code int, msg string) {
 	out = protowire.AppendString(out, msg)
 	w.Header().Set("Content-Type", "application/x-protobuf")
 	w.Header().Set("Content-Length", strconv.Itoa(len(out)))
+	w.Header().Set("Connection", "close")
 	w.WriteHeader(code)
 	_, _ = w.Write(out)
 }

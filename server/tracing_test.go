@@ -552,6 +552,17 @@ func TestOTLPReceiverBusy(t *testing.T) {
 			t.Fatalf("while two exports are read: %d %q", resp.StatusCode, body)
 		}
 	}
+	// A third slow export is refused at once, though its body stalls.
+	slow()
+	select {
+	case a := <-answers:
+		if a.err != nil || a.code != http.StatusServiceUnavailable {
+			t.Errorf("a third slow export: %d, %v", a.code, a.err)
+		}
+		delete(live, a.slow)
+	case <-time.After(10 * time.Second):
+		t.Errorf("a third slow export, its body stalled: no answer in 10 s")
+	}
 	for i, pw := range writers {
 		if live[i] {
 			_, _ = pw.Write(trExport(t)[1:])
