@@ -38,6 +38,8 @@
 // localhost:8000 for the hub, 127.0.0.1:18091 and localhost:18091 for the
 // sandbox API) are rewritten to the real ones, and in the output the real
 // ones are written back, so the docs show the defaults a reader types.
+// The agent commands (a2c room, tools, call, cancel, put, skills, skill)
+// given no --server get the real hub's, the one they would default to.
 // "go run ./cmd/a2c" and "go run ./cmd/aiod" run the built binaries, and
 // python3 is /usr/bin/python3 (Debian's python3-socketio). The command
 // "a2c up" itself is not run again: its expected output is held to the
