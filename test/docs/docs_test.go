@@ -52,6 +52,32 @@ func TestDocsWellFormed(t *testing.T) {
 	}
 }
 
+// TestDocsLinks checks that every relative link of the pages names a file
+// that exists and, in a markdown file, a heading that exists.
+func TestDocsLinks(t *testing.T) {
+	for _, p := range pages(t, root(t)) {
+		src, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range Links(string(src)) {
+			file, anchor, _ := strings.Cut(l, "#")
+			target := p
+			if file != "" {
+				target = filepath.Join(filepath.Dir(p), filepath.FromSlash(file))
+			}
+			body, err := os.ReadFile(target)
+			if err != nil {
+				t.Errorf("%s: link %s: %v", filepath.Base(p), l, err)
+				continue
+			}
+			if anchor != "" && strings.HasSuffix(target, ".md") && !Anchors(string(body))[anchor] {
+				t.Errorf("%s: link %s: no such heading", filepath.Base(p), l)
+			}
+		}
+	}
+}
+
 // up is the shared "a2c up" the examples run against.
 type up struct {
 	hub, sandbox string // host:port of each

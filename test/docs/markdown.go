@@ -230,3 +230,32 @@ func Match(want []string, got string) error {
 	}
 	return fmt.Errorf("the output goes on past the expected lines")
 }
+
+var (
+	linkRE    = regexp.MustCompile(`\]\(([^)\s]+)\)`)
+	headingRE = regexp.MustCompile(`(?m)^#{1,6} (.+)$`)
+	slugDrop  = regexp.MustCompile(`[^\p{L}\p{N}_\- ]`)
+)
+
+// Links returns the relative link targets of a markdown file (no scheme,
+// no "<...>" autolink), as written: "page.md", "page.md#anchor", "#anchor".
+func Links(src string) []string {
+	var out []string
+	for _, m := range linkRE.FindAllStringSubmatch(src, -1) {
+		if l := m[1]; !strings.Contains(l, "://") && !strings.HasPrefix(l, "mailto:") {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// Anchors returns the anchors GitHub gives a file's headings: lower case,
+// punctuation dropped, spaces as '-'.
+func Anchors(src string) map[string]bool {
+	out := map[string]bool{}
+	for _, m := range headingRE.FindAllStringSubmatch(src, -1) {
+		a := slugDrop.ReplaceAllString(strings.ToLower(strings.TrimSpace(m[1])), "")
+		out[strings.ReplaceAll(a, " ", "-")] = true
+	}
+	return out
+}

@@ -117,3 +117,19 @@ func TestMatch(t *testing.T) {
 		})
 	}
 }
+
+func TestAnchors(t *testing.T) {
+	a := Anchors("# Tests\n## Autobahn|Testsuite\n## `a2c call --trace`\n## What it stops and what it does not\ntext # not a heading\n")
+	for _, want := range []string{"tests", "autobahntestsuite", "a2c-call---trace", "what-it-stops-and-what-it-does-not"} {
+		if !a[want] {
+			t.Errorf("no anchor %q in %v", want, a)
+		}
+	}
+}
+
+func TestLinks(t *testing.T) {
+	got := Links("[a](docs/up.md) [b](#x) [c](https://example.com) <http://127.0.0.1:8000/> ![i](img/a.png)")
+	if strings.Join(got, " ") != "docs/up.md #x img/a.png" {
+		t.Fatalf("Links = %q", got)
+	}
+}
