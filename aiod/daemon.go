@@ -405,7 +405,9 @@ func timezone() string {
 // publicRoutes are served without the key: each by itself or as a
 // prefix followed by "/" ("/health/x" is public, "/healthcheck" is not).
 // "/" is public only by itself.
-var publicRoutes = []string{"/health", "/v1/ping", "/v1/openapi.json", "/v2/openapi.json", "/internal/auth"}
+// "/terminal" is the terminal page and its files (aiod/pty): static,
+// holding no secret; its WebSocket asks for the key.
+var publicRoutes = []string{"/health", "/v1/ping", "/v1/openapi.json", "/v2/openapi.json", "/internal/auth", "/terminal"}
 
 // publicRoute reports whether a request path, as sent on the wire
 // (still percent-encoded; a query or fragment is ignored), names a public
