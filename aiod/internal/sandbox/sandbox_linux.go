@@ -137,6 +137,10 @@ func New(cfg Config, log *slog.Logger) (*Sandbox, error) {
 		s.warnings = append(s.warnings, "cgroups unavailable ("+err.Error()+"): limits fall back to per-process rlimits and --cpus is not enforced")
 		log.Warn("sandbox: cgroups unavailable; limits fall back to rlimits", "err", err)
 	}
+	if err := s.cg.openFiles(); err != nil {
+		s.cg.remove()
+		return nil, err
+	}
 	inst, err := s.start()
 	if err != nil {
 		s.cg.remove()
@@ -359,6 +363,13 @@ func (s *Sandbox) spawner(inst *instance, ready chan<- error) {
 			s.scopeErr.Store(err.Error())
 		}
 	}
+	if err := confineSpawner(); err != nil {
+		keepW.Close()
+		<-inst.done
+		closeNS(inst)
+		fail(err)
+		return
+	}
 	ready <- nil
 	for {
 		select {
@@ -547,10 +558,13 @@ func (s *Sandbox) Wrap(cmd *exec.Cmd, start func() error) func() error {
 			cmd.SysProcAttr = &syscall.SysProcAttr{}
 		}
 		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: uint32(s.uid), Gid: uint32(s.gid), Groups: []uint32{}, NoSetGroups: s.userns}
-		s.intoCgroup(cmd)
+		holdAtExec(cmd)
 		done := make(chan struct{})
 		f := func() {
 			err = start()
+			if err == nil {
+				err = s.releaseHeld(cmd.Process.Pid)
+			}
 			// A terminal's other end (the child's standard input, from the
 			// sandbox's own devpts) belongs to the account, so a program
 			// that reopens its terminal by name may.
