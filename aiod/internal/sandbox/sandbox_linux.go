@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -49,6 +50,8 @@ type Sandbox struct {
 	cur    *instance
 	closed bool
 	stop   chan struct{} // closed by Close; ends the sweeper
+
+	doSlots chan struct{} // one per thread Do may use at once (see acquire)
 }
 
 // instance is one life of the sandbox: an init and the threads that
@@ -124,7 +127,8 @@ func New(cfg Config, log *slog.Logger) (*Sandbox, error) {
 		return nil, fmt.Errorf("sandbox: workspace %q must be a directory", cfg.Workspace)
 	}
 	cfg.Workspace = ws
-	s := &Sandbox{cfg: cfg, log: log, uid: uid, gid: gid, hostUID: hostUID, userns: userns, stop: make(chan struct{})}
+	s := &Sandbox{cfg: cfg, log: log, uid: uid, gid: gid, hostUID: hostUID, userns: userns, stop: make(chan struct{}),
+		doSlots: make(chan struct{}, doThreads+doSpill)}
 	if err := s.ownWorkspace(); err != nil {
 		return nil, err
 	}
@@ -613,11 +617,15 @@ func (s *Sandbox) rlimit(pid int) {
 // are the account's. f must do its path work itself: goroutines it
 // starts run outside the sandbox. A descriptor f opens works anywhere,
 // so streaming its content belongs outside f. A panic in f is raised
-// again in the caller.
+// again in the caller. When every thread Do may use is busy, the call
+// waits up to 10 s for one and then fails with [ErrBusy]
+// (dobound_linux.go; [Sandbox.DoContext] bounds the wait by a context).
 func (s *Sandbox) Do(f func() error) error {
-	if s == nil {
-		return f()
-	}
+	return s.DoContext(context.Background(), f)
+}
+
+// do runs f as Do says, holding one of Do's slots.
+func (s *Sandbox) do(f func() error) error {
 	inst, err := s.instance()
 	if err != nil {
 		return err
