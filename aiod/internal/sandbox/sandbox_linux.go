@@ -69,9 +69,22 @@ type instance struct {
 	// root its root directory, opened once when init is ready: a thread
 	// that joins later, or a path resolved later, never goes through a
 	// PID that init's death may have freed for another process.
+	//
+	// nsMu guards both against the instance's end: a thread joining the
+	// view (enter) or an open through root holds it for reading, and
+	// closeNS takes it for writing, so it waits for them and then sets
+	// both to nil, which a later reader sees and refuses. Without it
+	// a thread could join through a descriptor that end had closed and
+	// another open had reused, or find no namespace and stay on the
+	// host (TestInstanceEndWhileEntering).
+	nsMu sync.RWMutex
 	ns   map[string]int
 	root *os.File
 }
+
+// errEnded is the answer to a use of an instance whose namespaces are
+// closed (it ended while the caller was on its way in).
+var errEnded = errors.New("sandbox: the sandbox ended; try again")
 
 // errNeedRoot is returned by New when the daemon is not root.
 var errNeedRoot = errors.New("isolation namespaces needs aiod to run as root, or a machine that allows unprivileged user namespaces")
@@ -422,12 +435,15 @@ func openNS(inst *instance, pid int, ownNet bool) error {
 }
 
 func closeNS(inst *instance) {
+	inst.nsMu.Lock()
+	defer inst.nsMu.Unlock()
 	for _, fd := range inst.ns {
 		unix.Close(fd)
 	}
 	inst.ns = nil
 	if inst.root != nil {
 		inst.root.Close()
+		inst.root = nil
 	}
 }
 
@@ -440,6 +456,11 @@ func closeNS(inst *instance) {
 func enter(inst *instance, all bool) error {
 	if err := unix.Unshare(unix.CLONE_FS); err != nil {
 		return fmt.Errorf("sandbox: unshare: %w", err)
+	}
+	inst.nsMu.RLock()
+	defer inst.nsMu.RUnlock()
+	if inst.ns == nil {
+		return errEnded // never a thread left on the host's view
 	}
 	for _, n := range nsNames {
 		fd, ok := inst.ns[n.name]
@@ -799,6 +820,11 @@ func (s *Sandbox) OpenInView(path string) (*os.File, error) {
 	}
 	how := unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC | unix.O_NOFOLLOW,
 		Resolve: unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS}
+	inst.nsMu.RLock()
+	defer inst.nsMu.RUnlock()
+	if inst.root == nil {
+		return nil, errEnded
+	}
 	fd, err := unix.Openat2(int(inst.root.Fd()), strings.TrimPrefix(filepath.Clean("/"+path), "/"), &how)
 	if err != nil {
 		return nil, &os.PathError{Op: "open", Path: path, Err: err}
