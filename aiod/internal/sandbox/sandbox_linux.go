@@ -587,8 +587,10 @@ func (s *Sandbox) Wrap(cmd *exec.Cmd, start func() error) func() error {
 		done := make(chan struct{})
 		f := func() {
 			err = start()
-			if err == nil {
-				err = s.releaseHeld(cmd.Process.Pid)
+			if cmd.Process != nil { // started, held at its exec (even if start then failed)
+				if rerr := s.releaseHeld(cmd.Process.Pid); err == nil {
+					err = rerr
+				}
 			}
 			// A terminal's other end (the child's standard input, from the
 			// sandbox's own devpts) belongs to the account, so a program
