@@ -52,6 +52,7 @@ type Sandbox struct {
 	stop   chan struct{} // closed by Close; ends the sweeper
 
 	doSlots chan struct{} // one per thread Do may use at once (see acquire)
+	hold    bool          // hold every new process at its exec (spawn_linux.go); tests set it on cgroup v1
 }
 
 // instance is one life of the sandbox: an init and the threads that
@@ -583,11 +584,11 @@ func (s *Sandbox) Wrap(cmd *exec.Cmd, start func() error) func() error {
 			cmd.SysProcAttr = &syscall.SysProcAttr{}
 		}
 		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: uint32(s.uid), Gid: uint32(s.gid), Groups: []uint32{}, NoSetGroups: s.userns}
-		holdAtExec(cmd)
+		held := s.holdAtExec(cmd)
 		done := make(chan struct{})
 		f := func() {
 			err = start()
-			if cmd.Process != nil { // started, held at its exec (even if start then failed)
+			if held && cmd.Process != nil { // started, held at its exec (even if start then failed)
 				if rerr := s.releaseHeld(cmd.Process.Pid); err == nil {
 					err = rerr
 				}

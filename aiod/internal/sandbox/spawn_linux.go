@@ -16,16 +16,27 @@ import (
 // children outside every limit. On cgroup v2 clone3's CLONE_INTO_CGROUP
 // did that, but the spawner thread now carries the system-call filter
 // its children inherit, and the filter answers clone3 with ENOSYS (its
-// flags are behind a pointer, out of the filter's sight). So the child
-// is held instead: it is born traced (PTRACE_TRACEME, from Go's
+// flags are behind a pointer, out of the filter's sight). So on v2 the
+// child is held instead: it is born traced (PTRACE_TRACEME, from Go's
 // SysProcAttr.Ptrace), stops at its exec before the new program's first
-// instruction, is moved into its groups, and is let go (PTRACE_DETACH,
+// instruction, is moved into the group, and is let go (PTRACE_DETACH,
 // no signal). The spawner thread is the tracer (ptrace requests must
 // come from it), which is why releaseHeld runs on it.
+//
+// On v1 nothing changes: a child of the spawner thread is born in the
+// pids and cpu groups (the thread joined them), and is moved into the
+// memory group once started, with the sweeper catching what forked
+// first (cgroups). Holding costs a stop and a wake-up per command,
+// which v1 does without; Sandbox.hold turns it on there for the tests.
 
-// holdAtExec makes cmd stop at its exec, for releaseHeld.
-func holdAtExec(cmd *exec.Cmd) {
+// holdAtExec makes cmd stop at its exec, for releaseHeld, where that is
+// how the process reaches its cgroup; it reports whether it did.
+func (s *Sandbox) holdAtExec(cmd *exec.Cmd) bool {
+	if s.cg == nil || s.cg.v2 == "" && !s.hold {
+		return false
+	}
 	cmd.SysProcAttr.Ptrace = true
+	return true
 }
 
 // releaseHeld waits for the held process pid to stop at its exec, puts
