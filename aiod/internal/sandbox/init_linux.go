@@ -53,11 +53,17 @@ func Init(args []string) int {
 		return 1
 	}
 	var spec initSpec
-	if len(args) != 1 || json.Unmarshal([]byte(args[0]), &spec) != nil {
+	switch {
+	case len(args) == 1 && args[0] == confinedArg:
+		// Second stage: the view is built and this image was started
+		// with no privilege (see reexecConfined).
+	case len(args) != 1 || json.Unmarshal([]byte(args[0]), &spec) != nil:
 		return fail(errors.New("sandbox init: bad arguments"))
-	}
-	if err := build(spec); err != nil {
-		return fail(err)
+	default:
+		if err := build(spec); err != nil {
+			return fail(err)
+		}
+		return fail(reexecConfined())
 	}
 	fmt.Fprintln(report)
 	report.Close()

@@ -3,6 +3,7 @@
 package sandbox
 
 import (
+	"context"
 	"errors"
 	"log/slog"
 	"os"
@@ -29,6 +30,9 @@ func (s *Sandbox) Wrap(_ *exec.Cmd, start func() error) func() error { return st
 
 // Do calls f.
 func (s *Sandbox) Do(f func() error) error { return f() }
+
+// DoContext calls f.
+func (s *Sandbox) DoContext(_ context.Context, f func() error) error { return f() }
 
 // Close does nothing.
 func (s *Sandbox) Close() error { return nil }

@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -49,6 +50,9 @@ type Sandbox struct {
 	cur    *instance
 	closed bool
 	stop   chan struct{} // closed by Close; ends the sweeper
+
+	doSlots chan struct{} // one per thread Do may use at once (see acquire)
+	hold    bool          // hold every new process at its exec (spawn_linux.go); tests set it on cgroup v1
 }
 
 // instance is one life of the sandbox: an init and the threads that
@@ -66,9 +70,22 @@ type instance struct {
 	// root its root directory, opened once when init is ready: a thread
 	// that joins later, or a path resolved later, never goes through a
 	// PID that init's death may have freed for another process.
+	//
+	// nsMu guards both against the instance's end: a thread joining the
+	// view (enter) or an open through root holds it for reading, and
+	// closeNS takes it for writing, so it waits for them and then sets
+	// both to nil, which a later reader sees and refuses. Without it
+	// a thread could join through a descriptor that end had closed and
+	// another open had reused, or find no namespace and stay on the
+	// host (TestInstanceEndWhileEntering).
+	nsMu sync.RWMutex
 	ns   map[string]int
 	root *os.File
 }
+
+// errEnded is the answer to a use of an instance whose namespaces are
+// closed (it ended while the caller was on its way in).
+var errEnded = errors.New("sandbox: the sandbox ended; try again")
 
 // errNeedRoot is returned by New when the daemon is not root.
 var errNeedRoot = errors.New("isolation namespaces needs aiod to run as root, or a machine that allows unprivileged user namespaces")
@@ -124,7 +141,8 @@ func New(cfg Config, log *slog.Logger) (*Sandbox, error) {
 		return nil, fmt.Errorf("sandbox: workspace %q must be a directory", cfg.Workspace)
 	}
 	cfg.Workspace = ws
-	s := &Sandbox{cfg: cfg, log: log, uid: uid, gid: gid, hostUID: hostUID, userns: userns, stop: make(chan struct{})}
+	s := &Sandbox{cfg: cfg, log: log, uid: uid, gid: gid, hostUID: hostUID, userns: userns, stop: make(chan struct{}),
+		doSlots: make(chan struct{}, doThreads+doSpill)}
 	if err := s.ownWorkspace(); err != nil {
 		return nil, err
 	}
@@ -136,6 +154,10 @@ func New(cfg Config, log *slog.Logger) (*Sandbox, error) {
 		s.cg = nil
 		s.warnings = append(s.warnings, "cgroups unavailable ("+err.Error()+"): limits fall back to per-process rlimits and --cpus is not enforced")
 		log.Warn("sandbox: cgroups unavailable; limits fall back to rlimits", "err", err)
+	}
+	if err := s.cg.openFiles(); err != nil {
+		s.cg.remove()
+		return nil, err
 	}
 	inst, err := s.start()
 	if err != nil {
@@ -359,6 +381,13 @@ func (s *Sandbox) spawner(inst *instance, ready chan<- error) {
 			s.scopeErr.Store(err.Error())
 		}
 	}
+	if err := confineSpawner(); err != nil {
+		keepW.Close()
+		<-inst.done
+		closeNS(inst)
+		fail(err)
+		return
+	}
 	ready <- nil
 	for {
 		select {
@@ -407,12 +436,15 @@ func openNS(inst *instance, pid int, ownNet bool) error {
 }
 
 func closeNS(inst *instance) {
+	inst.nsMu.Lock()
+	defer inst.nsMu.Unlock()
 	for _, fd := range inst.ns {
 		unix.Close(fd)
 	}
 	inst.ns = nil
 	if inst.root != nil {
 		inst.root.Close()
+		inst.root = nil
 	}
 }
 
@@ -425,6 +457,11 @@ func closeNS(inst *instance) {
 func enter(inst *instance, all bool) error {
 	if err := unix.Unshare(unix.CLONE_FS); err != nil {
 		return fmt.Errorf("sandbox: unshare: %w", err)
+	}
+	inst.nsMu.RLock()
+	defer inst.nsMu.RUnlock()
+	if inst.ns == nil {
+		return errEnded // never a thread left on the host's view
 	}
 	for _, n := range nsNames {
 		fd, ok := inst.ns[n.name]
@@ -547,10 +584,15 @@ func (s *Sandbox) Wrap(cmd *exec.Cmd, start func() error) func() error {
 			cmd.SysProcAttr = &syscall.SysProcAttr{}
 		}
 		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: uint32(s.uid), Gid: uint32(s.gid), Groups: []uint32{}, NoSetGroups: s.userns}
-		s.intoCgroup(cmd)
+		held := s.holdAtExec(cmd)
 		done := make(chan struct{})
 		f := func() {
 			err = start()
+			if held && cmd.Process != nil { // started, held at its exec (even if start then failed)
+				if rerr := s.releaseHeld(cmd.Process.Pid); err == nil {
+					err = rerr
+				}
+			}
 			// A terminal's other end (the child's standard input, from the
 			// sandbox's own devpts) belongs to the account, so a program
 			// that reopens its terminal by name may.
@@ -599,11 +641,15 @@ func (s *Sandbox) rlimit(pid int) {
 // are the account's. f must do its path work itself: goroutines it
 // starts run outside the sandbox. A descriptor f opens works anywhere,
 // so streaming its content belongs outside f. A panic in f is raised
-// again in the caller.
+// again in the caller. When every thread Do may use is busy, the call
+// waits up to 10 s for one and then fails with [ErrBusy]
+// (dobound_linux.go; [Sandbox.DoContext] bounds the wait by a context).
 func (s *Sandbox) Do(f func() error) error {
-	if s == nil {
-		return f()
-	}
+	return s.DoContext(context.Background(), f)
+}
+
+// do runs f as Do says, holding one of Do's slots.
+func (s *Sandbox) do(f func() error) error {
 	inst, err := s.instance()
 	if err != nil {
 		return err
@@ -777,6 +823,11 @@ func (s *Sandbox) OpenInView(path string) (*os.File, error) {
 	}
 	how := unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC | unix.O_NOFOLLOW,
 		Resolve: unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS}
+	inst.nsMu.RLock()
+	defer inst.nsMu.RUnlock()
+	if inst.root == nil {
+		return nil, errEnded
+	}
 	fd, err := unix.Openat2(int(inst.root.Fd()), strings.TrimPrefix(filepath.Clean("/"+path), "/"), &how)
 	if err != nil {
 		return nil, &os.PathError{Op: "open", Path: path, Err: err}
