@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -30,6 +29,13 @@ type initSpec struct {
 	Hostname  string `json:"hostname"`
 	Loopback  bool   `json:"loopback"` // bring lo up (a network namespace of its own)
 	TmpSize   int64  `json:"tmp_size"` // bytes each of /tmp and /dev/shm may hold (tmpfs is memory)
+	// Source, Dev and Ino are the workspace's directory as the daemon
+	// resolved and checked it; IDMap: idmap it through the user
+	// namespace at initWorkspaceFD (workspace_linux.go).
+	Source string `json:"source"`
+	Dev    uint64 `json:"dev"`
+	Ino    uint64 `json:"ino"`
+	IDMap  bool   `json:"idmap"`
 }
 
 // systemDirs are the host directories the sandbox sees read-only; a
@@ -186,13 +192,8 @@ func build(spec initSpec) error {
 			return step("hide "+p, err)
 		}
 	}
-	if ws := filepath.Clean(spec.Workspace); ws != "/" && filepath.IsAbs(ws) {
-		if err := step("workspace", os.MkdirAll(r+ws, 0o755)); err != nil {
-			return err
-		}
-		if err := bind(ws, r+ws, uintptr(unix.MS_BIND|unix.MS_REMOUNT|unix.MS_NOSUID|unix.MS_NODEV)); err != nil {
-			return err
-		}
+	if err := mountWorkspace(spec, r); err != nil {
+		return err
 	}
 	// pivot_root(".", ".") stacks the old root under the new one; the
 	// lazy unmount then drops every host mount from this namespace.

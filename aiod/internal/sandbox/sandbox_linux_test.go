@@ -276,7 +276,7 @@ func FuzzParseSize(f *testing.F) {
 func TestUnsafeWorkspace(t *testing.T) {
 	for ws, bad := range map[string]bool{
 		"/": true, "/root": true, "/home": true, "/home/alice": true, "/home/alice/": true, "/etc": true,
-		"/etc/x": true, "/usr/local/work": true, "/proc/1": true, "/tmp": true, "/var": true, "/opt": true, "/dev/shm": true,
+		"/etc/x": true, "/libexec/x": true, "/lib64": true, "/usr/local/work": true, "/proc/1": true, "/tmp": true, "/var": true, "/opt": true, "/dev/shm": true,
 		"/tmp/ws": false, "/home/alice/project": false, "/root/project/workspace": false, "/srv/sandbox": false,
 		"/var/lib/aiod/workspace": false, "/opt/work": false, "/tmpx": false,
 	} {

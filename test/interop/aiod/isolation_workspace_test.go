@@ -1,0 +1,72 @@
+package aiod
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/a2c-smcp/a2c-go/test/interop/internal/harness"
+)
+
+// runBin runs a binary of the project to its end (at most 30 s: one
+// that starts serving instead of refusing is killed and reported).
+func runBin(t *testing.T, bin string, env []string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, harness.Bin(t, bin), args...)
+	cmd.Env = append(os.Environ(), env...)
+	var o, e bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &o, &e
+	err := cmd.Run()
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+	case errors.As(err, &ee) && ee.Exited():
+		code = ee.ExitCode()
+	default:
+		t.Fatalf("%s %v did not refuse (it was still running after 30 s): %v\n%s", bin, args, err, e.String())
+	}
+	return code, o.String(), e.String()
+}
+
+// TestIsolationRefusedWorkspaces: a workspace whose exposure would undo
+// the sandbox (a home or system directory, or a symbolic link to one) is
+// refused by a2c up and by aiod --isolation namespaces alike: exit 1
+// with one line, never a fallback to running on the host as root.
+func TestIsolationRefusedWorkspaces(t *testing.T) {
+	requireRoot(t)
+	dir := t.TempDir()
+	for _, target := range []string{"/", "/root", "/etc", "/home"} {
+		if err := os.Symlink(target, filepath.Join(dir, "to-"+strings.Trim(strings.ReplaceAll(target, "/", "-"), "-")+"root")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	env := []string{"A2C_TOKEN=", "AIO_ISOLATION=", "AIO_PYTHON_BIN=/usr/bin/python3"}
+	for _, c := range []struct{ ws, why string }{
+		{"/root", "is a home directory"},
+		{"/etc", "is a system directory"},
+		{filepath.Join(dir, "to-root"), "is the root of the filesystem"},
+		{filepath.Join(dir, "to-rootroot"), "is a home directory"},
+		{filepath.Join(dir, "to-etcroot"), "is a system directory"},
+		{filepath.Join(dir, "to-homeroot"), "is a home directory"},
+	} {
+		for _, bin := range []string{"a2c", "aiod"} {
+			args := []string{"up", "--listen", "127.0.0.1:0", "--sandbox-listen", "127.0.0.1:0", "--workspace", c.ws}
+			if bin == "aiod" {
+				args = []string{"--port", "0", "--isolation", "namespaces", "--workspace", c.ws}
+			}
+			code, stdout, stderr := runBin(t, bin, env, args...)
+			if code != 1 || stdout != "" || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, c.why) ||
+				!strings.Contains(stderr, "--workspace") {
+				t.Errorf("%s %s: exit %d, stdout %q, stderr %q", bin, c.ws, code, stdout, stderr)
+			}
+		}
+	}
+}
