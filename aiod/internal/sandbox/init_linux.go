@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
-	"strconv"
 	"strings"
 	"syscall"
 	"unsafe"
@@ -28,7 +27,7 @@ type initSpec struct {
 	Workspace string `json:"workspace"` // mounted read-write at its own path
 	Hostname  string `json:"hostname"`
 	Loopback  bool   `json:"loopback"` // bring lo up (a network namespace of its own)
-	TmpSize   int64  `json:"tmp_size"` // bytes each of /tmp and /dev/shm may hold (tmpfs is memory)
+	TmpSize   int64  `json:"tmp_size"` // bytes /tmp and /dev/shm may hold together (tmpfs is memory)
 	// Source, Dev and Ino are the workspace's directory as the daemon
 	// resolved and checked it; IDMap: idmap it through the user
 	// namespace at initWorkspaceFD (workspace_linux.go).
@@ -53,6 +52,10 @@ var devices = []string{"null", "zero", "full", "random", "urandom", "tty"}
 func Init(args []string) int {
 	runtime.LockOSThread() // chdir and pivot_root below act on this thread's file-system state
 	_ = unix.Prctl(unix.PR_SET_NAME, uintptr(unsafe.Pointer(&[]byte("sandbox-init\x00")[0])), 0, 0, 0)
+	// Init is never the OOM killer's choice: set here, before anything
+	// (and before any privilege is dropped); the daemon's processes do
+	// not inherit it (init never forks).
+	_ = os.WriteFile("/proc/self/oom_score_adj", []byte("-1000"), 0)
 	report := os.NewFile(3, "report")
 	fail := func(err error) int {
 		fmt.Fprintf(report, "%s\n", err)
@@ -136,14 +139,6 @@ func build(spec initSpec) error {
 			return err
 		}
 	}
-	// /tmp and /dev/shm: the sandbox's own, writable by its account.
-	tmpOpts := "mode=1777"
-	if spec.TmpSize > 0 {
-		tmpOpts += ",size=" + strconv.FormatInt(spec.TmpSize, 10)
-	}
-	if err := mkdirMount("tmpfs", r+"/tmp", "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, tmpOpts); err != nil {
-		return err
-	}
 	if err := mkdirMount("tmpfs", r+"/dev", "tmpfs", unix.MS_NOSUID|unix.MS_NOEXEC, "mode=0755,size=64k"); err != nil {
 		return err
 	}
@@ -164,7 +159,9 @@ func build(spec initSpec) error {
 			return err
 		}
 	}
-	if err := mkdirMount("tmpfs", r+"/dev/shm", "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, tmpOpts); err != nil {
+	// /tmp and /dev/shm: the sandbox's own, writable by its account,
+	// one bound for both (tmpfs_linux.go).
+	if err := mountTmp(r, spec.TmpSize); err != nil {
 		return err
 	}
 	if err := mkdirMount("proc", r+"/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {

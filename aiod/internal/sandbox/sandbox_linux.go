@@ -221,7 +221,7 @@ func (s *Sandbox) spawner(inst *instance, ready chan<- error) {
 		return
 	}
 	spec, _ := json.Marshal(initSpec{Root: inst.dir, Workspace: s.cfg.Workspace, Hostname: s.cfg.Hostname,
-		Loopback: s.cfg.Network == NetworkNone, TmpSize: s.cfg.Memory,
+		Loopback: s.cfg.Network == NetworkNone, TmpSize: tmpfsSize(s.cfg.Memory),
 		Source: s.ws.resolved, Dev: s.ws.dev, Ino: s.ws.ino, IDMap: s.ws.userns != nil})
 	keepR, keepW, err := os.Pipe()
 	if err != nil {
@@ -285,10 +285,6 @@ func (s *Sandbox) spawner(inst *instance, ready chan<- error) {
 		fail(err)
 		return
 	}
-	// Init never forks (the daemon starts every process), so what it
-	// is spared is not inherited: the OOM killer takes a process that
-	// went over the limit, never the sandbox itself.
-	_ = os.WriteFile("/proc/"+strconv.Itoa(cmd.Process.Pid)+"/oom_score_adj", []byte("-1000"), 0)
 	if err := enter(inst, true); err != nil {
 		keepW.Close()
 		<-inst.done

@@ -73,6 +73,7 @@ func TestView(t *testing.T) {
 		{"ps", "ps -e -o pid= | wc -l", "", false},
 		{"workspace", "echo hi > " + ws + "/f && cat " + ws + "/f", "hi\n", false},
 		{"hostname", "cat /proc/sys/kernel/hostname", "sandbox\n", false},
+		{"tmp", "stat -c '%a %U' /tmp /dev/shm; ls -A / | grep -c tmpfs", "1777 root\n1777 root\n0\n", true},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -70,3 +70,39 @@ func TestIsolationRefusedWorkspaces(t *testing.T) {
 		}
 	}
 }
+
+// TestIsolationTmpFilled: under --memory 512MiB, 400 MiB written to
+// /tmp and then 300 MiB to /dev/shm end in ENOSPC for the writer (the
+// two share one bound, half the limit), while the sandbox's init stays
+// the same process, a code session and a command started before still
+// answer, and a file left in /tmp is still there.
+func TestIsolationTmpFilled(t *testing.T) {
+	d := startIsolated(t, "", nil, "--memory", "512MiB")
+	survivor := startSurvivor(t, d.a)
+	if _, cm := d.cell(t, "keep", "x = 41"); cm["status"] != "ok" {
+		t.Fatalf("cell: %v", cm)
+	}
+	m := d.command(t, map[string]any{"command": "echo kept > /tmp/kept"})
+	if m["exit_code"] != 0.0 {
+		t.Fatalf("write /tmp/kept: %v", m)
+	}
+	m = d.command(t, map[string]any{"command": "dd if=/dev/zero of=/tmp/fill bs=1M count=400 2>&1 | grep -c 'No space left'; " +
+		"dd if=/dev/zero of=/dev/shm/fill bs=1M count=300 2>&1 | grep -c 'No space left'"})
+	if m["status"] != "completed" || m["stdout"] != "1\n1\n" {
+		t.Errorf("the writer: %v; want ENOSPC from /tmp and /dev/shm", m)
+	}
+	if got := sandboxInit(d.Cmd().Process.Pid); got != d.init {
+		t.Errorf("the sandbox's init is now %d, was %d (the sandbox started again)", got, d.init)
+	}
+	if strings.Contains(d.Logs(), "init exited") {
+		t.Errorf("the daemon's log: %s", d.Logs())
+	}
+	if _, cm := d.cell(t, "keep", "print(x + 1)"); cm["status"] != "ok" || cm["stdout"] != "42\n" {
+		t.Errorf("the code session after the writer: %v", cm)
+	}
+	survives(t, d.a, survivor)
+	m = d.command(t, map[string]any{"command": "cat /tmp/kept; rm /tmp/fill /dev/shm/fill"})
+	if m["exit_code"] != 0.0 || m["stdout"] != "kept\n" {
+		t.Errorf("/tmp after the writer: %v", m)
+	}
+}
