@@ -220,3 +220,43 @@ func TestWorkspaceIdmapped(t *testing.T) {
 		t.Errorf("mine: %q", b)
 	}
 }
+
+// TestWorkspaceIdmapUnsupported: on a filesystem that cannot be
+// idmapped (ramfs), a user's folder keeps today's rule: the sandbox
+// starts, a warning says why the account cannot write it, and no owner
+// changes.
+func TestWorkspaceIdmapUnsupported(t *testing.T) {
+	requireRootT(t)
+	ws := t.TempDir()
+	if err := syscall.Mount("ramfs", ws, "ramfs", 0, "mode=0755"); err != nil {
+		t.Skip("no ramfs here:", err)
+	}
+	defer func() { _ = syscall.Unmount(ws, syscall.MNT_DETACH) }()
+	if err := os.WriteFile(filepath.Join(ws, "mine"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{ws, filepath.Join(ws, "mine")} {
+		if err := os.Chown(p, 1000, 1000); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s, err := New(Config{Workspace: ws}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	r := s.Report()
+	want := "the workspace " + ws + " belongs to uid 1000 and cannot be idmapped here (the kernel or the filesystem does not support idmapped mounts: "
+	if r.Workspace != "" || len(r.Warnings) != 1 || !strings.HasPrefix(r.Warnings[0], want) ||
+		!strings.HasSuffix(r.Warnings[0], "): the sandbox account nobody cannot write it (chown it to nobody, or start with an empty one)") {
+		t.Errorf("report: workspace %q, warnings %q", r.Workspace, r.Warnings)
+	}
+	t.Logf("warning: %s", r.Warnings)
+	if out, err := run(t, s, "touch "+ws+"/new"); err == nil {
+		t.Errorf("the account wrote the folder: %q", out)
+	}
+	var st syscall.Stat_t
+	if err := syscall.Stat(ws, &st); err != nil || st.Uid != 1000 {
+		t.Errorf("owner on the host: %d %v", st.Uid, err)
+	}
+}

@@ -3,11 +3,14 @@ package aiod
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -104,5 +107,51 @@ func TestIsolationTmpFilled(t *testing.T) {
 	m = d.command(t, map[string]any{"command": "cat /tmp/kept; rm /tmp/fill /dev/shm/fill"})
 	if m["exit_code"] != 0.0 || m["stdout"] != "kept\n" {
 		t.Errorf("/tmp after the writer: %v", m)
+	}
+}
+
+// TestIsolationProjectFolder: a newcomer's project folder (content, owned
+// by uid 1000) given to aiod --isolation namespaces is writable from a
+// command and through the files plane; on the host the new files belong
+// to uid 1000, no owner changed, and the capabilities say it is idmapped.
+func TestIsolationProjectFolder(t *testing.T) {
+	requireRoot(t)
+	ws := t.TempDir()
+	if err := os.WriteFile(filepath.Join(ws, "README"), []byte("mine\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{ws, filepath.Join(ws, "README")} {
+		if err := os.Chown(p, 1000, 1000); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := startAiod(t, []string{"AIO_PYTHON_BIN=/usr/bin/python3"}, "--workspace", ws, "--isolation", "namespaces")
+	d := &isoDaemon{Proc: p, a: &aio{t: t, base: p.URL}, ws: ws}
+	_, e := d.a.call("GET", "/v1/capabilities", "/v1/capabilities", nil)
+	var caps struct {
+		Isolation struct {
+			Workspace string   `json:"workspace"`
+			Warnings  []string `json:"warnings"`
+		} `json:"isolation"`
+	}
+	_ = json.Unmarshal(e.Data, &caps)
+	if caps.Isolation.Workspace != "idmapped: host uid 1000 gid 1000 appear as the account's" || len(caps.Isolation.Warnings) != 0 {
+		t.Errorf("capabilities: %s", e.raw)
+	}
+	m := d.command(t, map[string]any{"command": "cd " + ws + " && echo more >> README && echo new > notes && mkdir src && id -u"})
+	if m["exit_code"] != 0.0 || m["stdout"] != fmt.Sprintf("%d\n", sandboxUID) {
+		t.Errorf("a command in the project folder: %v", m)
+	}
+	if code, body := isoUpload(t, d.a, filepath.Join(ws, "uploaded"), []byte("up\n")); code != 200 {
+		t.Errorf("upload into the project folder: %d %s", code, body)
+	}
+	if b, _ := os.ReadFile(filepath.Join(ws, "README")); string(b) != "mine\nmore\n" {
+		t.Errorf("README on the host: %q", b)
+	}
+	for _, name := range []string{".", "README", "notes", "src", "uploaded"} {
+		var st syscall.Stat_t
+		if err := syscall.Stat(filepath.Join(ws, name), &st); err != nil || st.Uid != 1000 || st.Gid != 1000 {
+			t.Errorf("%s on the host: %d:%d %v; want 1000:1000", name, st.Uid, st.Gid, err)
+		}
 	}
 }
