@@ -508,6 +508,7 @@ func (s *Sandbox) Wrap(cmd *exec.Cmd, start func() error) func() error {
 		if err != nil {
 			return err
 		}
+		unprotect(cmd.Process.Pid)
 		if s.cg != nil {
 			_ = s.cg.place(cmd.Process.Pid)
 		} else {

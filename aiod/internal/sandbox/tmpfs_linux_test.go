@@ -3,10 +3,14 @@ package sandbox
 import (
 	"bufio"
 	"io"
+	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 // TestTmpfsFilled: under --memory 512MiB, filling /tmp (400 MiB) and
@@ -62,4 +66,36 @@ func TestTmpfsFilled(t *testing.T) {
 	if out, err := run(t, s, "ls /tmp /dev/shm && rm /tmp/fill /dev/shm/fill && echo x > /tmp/y && cat /tmp/y"); err != nil || !strings.HasSuffix(out, "x\n") {
 		t.Errorf("after removing the files: %q %v", out, err)
 	}
+}
+
+// TestOOMScores: init is spared by the OOM killer (-1000) where the
+// daemon may set that (CAP_SYS_RESOURCE), and a sandboxed process is at
+// 0 or above, also when the daemon itself runs protected (as under a
+// supervisor's OOMScoreAdjust), which it may only where it can lower
+// its own score.
+func TestOOMScores(t *testing.T) {
+	requireRootT(t)
+	var capEff uint64
+	if b, err := os.ReadFile("/proc/self/status"); err == nil {
+		for _, l := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(l, "CapEff:\t"); ok {
+				capEff, _ = strconv.ParseUint(v, 16, 64)
+			}
+		}
+	}
+	canLower := capEff&(1<<unix.CAP_SYS_RESOURCE) != 0
+	if canLower {
+		own, _ := os.ReadFile("/proc/self/oom_score_adj")
+		if err := os.WriteFile("/proc/self/oom_score_adj", []byte("-500"), 0); err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = os.WriteFile("/proc/self/oom_score_adj", own, 0) }()
+	}
+	s, _ := newSandbox(t, Config{})
+	initScore, _ := os.ReadFile("/proc/" + strconv.Itoa(s.cur.init.Process.Pid) + "/oom_score_adj")
+	out, err := run(t, s, "cat /proc/self/oom_score_adj")
+	if canLower && string(initScore) != "-1000\n" || err != nil || out != "0\n" {
+		t.Errorf("init %q, a process %q %v; want -1000 (where the daemon may lower it) and 0", initScore, out, err)
+	}
+	t.Logf("CAP_SYS_RESOURCE %v: init %q, a process %q", canLower, initScore, out)
 }
