@@ -3,6 +3,7 @@ package sandbox
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"strconv"
@@ -21,6 +22,17 @@ import (
 // root's stay root's, and on the host nothing changes owner and what
 // the account creates belongs to the owner. The mount is nosuid and
 // nodev; root's ids are never mapped to anyone.
+
+// holdArg, as the argument of InitArg, makes the binary a holder of a
+// user namespace: the mapping of a user namespace is written into a
+// process, and its descriptor outlives it.
+const holdArg = "hold-userns"
+
+// holdUserNS is the holder: it waits for its standard input to close.
+func holdUserNS() int {
+	_, _ = io.Copy(io.Discard, os.Stdin)
+	return 0
+}
 
 // swapMap maps a to b and b to a, and every other id (0 to 2^32-2) to
 // itself.

@@ -50,6 +50,9 @@ var devices = []string{"null", "zero", "full", "random", "urandom", "tty"}
 // the daemon dies (parent-death signal). It is PID 1 of the sandbox's
 // PID namespace, so its exit ends every process in the sandbox.
 func Init(args []string) int {
+	if len(args) == 1 && args[0] == holdArg {
+		return holdUserNS()
+	}
 	runtime.LockOSThread() // chdir and pivot_root below act on this thread's file-system state
 	_ = unix.Prctl(unix.PR_SET_NAME, uintptr(unsafe.Pointer(&[]byte("sandbox-init\x00")[0])), 0, 0, 0)
 	// Init is never the OOM killer's choice: set here, before anything
