@@ -29,12 +29,12 @@ type initSpec struct {
 	Loopback  bool   `json:"loopback"` // bring lo up (a network namespace of its own)
 	TmpSize   int64  `json:"tmp_size"` // bytes /tmp and /dev/shm may hold together (tmpfs is memory)
 	// Source, Dev and Ino are the workspace's directory as the daemon
-	// resolved and checked it; IDMap: idmap it through the user
-	// namespace at initWorkspaceFD (workspace_linux.go).
-	Source string `json:"source"`
-	Dev    uint64 `json:"dev"`
-	Ino    uint64 `json:"ino"`
-	IDMap  bool   `json:"idmap"`
+	// resolved and checked it; UsernsFD, when not 0, the descriptor of
+	// the user namespace to idmap it through (workspace_linux.go).
+	Source   string `json:"source"`
+	Dev      uint64 `json:"dev"`
+	Ino      uint64 `json:"ino"`
+	UsernsFD int    `json:"userns_fd,omitempty"`
 }
 
 // systemDirs are the host directories the sandbox sees read-only; a

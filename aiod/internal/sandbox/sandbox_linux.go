@@ -220,9 +220,10 @@ func (s *Sandbox) spawner(inst *instance, ready chan<- error) {
 		fail(err)
 		return
 	}
-	spec, _ := json.Marshal(initSpec{Root: inst.dir, Workspace: s.cfg.Workspace, Hostname: s.cfg.Hostname,
+	ispec := initSpec{Root: inst.dir, Workspace: s.cfg.Workspace, Hostname: s.cfg.Hostname,
 		Loopback: s.cfg.Network == NetworkNone, TmpSize: tmpfsSize(s.cfg.Memory),
-		Source: s.ws.resolved, Dev: s.ws.dev, Ino: s.ws.ino, IDMap: s.ws.userns != nil})
+		Source: s.ws.resolved, Dev: s.ws.dev, Ino: s.ws.ino}
+	spec, _ := json.Marshal(ispec)
 	keepR, keepW, err := os.Pipe()
 	if err != nil {
 		fail(fmt.Errorf("sandbox: %w", err))
@@ -242,8 +243,11 @@ func (s *Sandbox) spawner(inst *instance, ready chan<- error) {
 	cmd := &exec.Cmd{Path: Executable, Args: []string{"aiod-sandbox-init", InitArg, string(spec)},
 		Env: []string{}, Dir: "/", Stdin: keepR, ExtraFiles: []*os.File{repW},
 		SysProcAttr: &syscall.SysProcAttr{Cloneflags: flags, Pdeathsig: syscall.SIGKILL}}
-	if s.ws.userns != nil {
-		cmd.ExtraFiles = append(cmd.ExtraFiles, s.ws.userns) // initWorkspaceFD
+	if s.ws.userns != nil { // the idmapping's user namespace, after the other files
+		ispec.UsernsFD = 3 + len(cmd.ExtraFiles)
+		cmd.ExtraFiles = append(cmd.ExtraFiles, s.ws.userns)
+		spec, _ = json.Marshal(ispec)
+		cmd.Args[len(cmd.Args)-1] = string(spec)
 	}
 	s.intoCgroup(cmd)
 	err = cmd.Start()

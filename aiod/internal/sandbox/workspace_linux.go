@@ -186,14 +186,10 @@ func unsafeWorkspace(ws string) string {
 	return ""
 }
 
-// initWorkspaceFD is the descriptor number init finds the idmapping's
-// user namespace at (after the report pipe, fd 3).
-const initWorkspaceFD = 4
-
 // mountWorkspace, in init before pivot_root, mounts the directory the
 // daemon checked (spec.Source, with spec.Dev and spec.Ino) read-write at
-// r+spec.Workspace, nosuid and nodev, idmapped when spec.IDMap (the
-// user namespace at fd initWorkspaceFD). The source is opened with no
+// r+spec.Workspace, nosuid and nodev, idmapped when spec.UsernsFD names
+// a user namespace (closed once used). The source is opened with no
 // symbolic link anywhere in its path (it was resolved already) and must
 // be the very directory checked: a name swapped since is refused, never
 // followed. The mount is made from that descriptor (open_tree), so
@@ -233,8 +229,10 @@ func mountWorkspace(spec initSpec, r string) error {
 		&unix.MountAttr{Attr_set: unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV}); err != nil {
 		return fmt.Errorf("sandbox: workspace: nosuid, nodev: %w", err)
 	}
-	if spec.IDMap {
-		if err := setIDMap(tree, initWorkspaceFD); err != nil {
+	if spec.UsernsFD > 2 {
+		err := setIDMap(tree, spec.UsernsFD)
+		unix.Close(spec.UsernsFD) // init keeps nothing it does not need
+		if err != nil {
 			return fmt.Errorf("sandbox: workspace: idmap: %w", err)
 		}
 	}
