@@ -30,7 +30,7 @@ const upStopTimeout = 10 * time.Second
 // runUp is "a2c up": the signalling hub, the sandbox daemon's HTTP API and
 // the sandbox as a Computer in one office of that hub, in this process,
 // with no configuration.
-func runUp(ctx context.Context, e *env, args []string) error {
+func runUp(ctx context.Context, e *env, args []string) (err error) {
 	start := time.Now()
 	fs := newFlags(e, "up")
 	listen := fs.String("listen", "127.0.0.1:8000", "the hub's address, HOST:PORT (port 0 picks a free one)")
@@ -90,9 +90,17 @@ func runUp(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return fmt.Errorf("workspace: %w", err)
 	}
-	if err := os.MkdirAll(ws, 0o755); err != nil {
+	undoWorkspace, err := makeWorkspace(ws)
+	if err != nil {
 		return fmt.Errorf("workspace: %w", err)
 	}
+	// A failed start removes the folders it made (never one that was
+	// there before, nor anything put in them).
+	defer func() {
+		if err != nil {
+			undoWorkspace()
+		}
+	}()
 	if err := hideSelf(); err != nil {
 		log.Warn("cannot make the process non-dumpable; commands running as its account can read its environment", "err", err)
 	}

@@ -22,7 +22,7 @@ type Sandbox struct{}
 
 // New fails: isolation needs Linux.
 func New(Config, *slog.Logger) (*Sandbox, error) {
-	return nil, errors.New("isolation namespaces needs Linux")
+	return nil, machineError{errors.New("isolation namespaces needs Linux")}
 }
 
 // Wrap returns start.

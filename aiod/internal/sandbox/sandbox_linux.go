@@ -42,6 +42,7 @@ type Sandbox struct {
 	hostUID  int      // the account's uid on the host
 	userns   bool     // the daemon runs in a user namespace of its own (ReexecUnprivileged)
 	cg       *cgroups // nil: rlimits only
+	ws       *workspace
 	warnings []string
 
 	scopeErr atomic.Value // string: why the host's abstract sockets stay reachable
@@ -88,7 +89,7 @@ type instance struct {
 var errEnded = errors.New("sandbox: the sandbox ended; try again")
 
 // errNeedRoot is returned by New when the daemon is not root.
-var errNeedRoot = errors.New("isolation namespaces needs aiod to run as root, or a machine that allows unprivileged user namespaces")
+var errNeedRoot = machineError{errors.New("isolation namespaces needs aiod to run as root, or a machine that allows unprivileged user namespaces")}
 
 // New starts a sandbox with cfg and returns it once its view is built.
 // The caller owns it and must Close it.
@@ -143,7 +144,11 @@ func New(cfg Config, log *slog.Logger) (*Sandbox, error) {
 	cfg.Workspace = ws
 	s := &Sandbox{cfg: cfg, log: log, uid: uid, gid: gid, hostUID: hostUID, userns: userns, stop: make(chan struct{}),
 		doSlots: make(chan struct{}, doThreads+doSpill)}
+	if s.ws, err = openWorkspace(ws); err != nil {
+		return nil, err
+	}
 	if err := s.ownWorkspace(); err != nil {
+		s.ws.close()
 		return nil, err
 	}
 	// One group per sandbox, named by the daemon's pid (so a later daemon
@@ -157,11 +162,13 @@ func New(cfg Config, log *slog.Logger) (*Sandbox, error) {
 	}
 	if err := s.cg.openFiles(); err != nil {
 		s.cg.remove()
+		s.ws.close()
 		return nil, err
 	}
 	inst, err := s.start()
 	if err != nil {
 		s.cg.remove()
+		s.ws.close()
 		return nil, err
 	}
 	s.cur = inst
@@ -193,79 +200,6 @@ func ofDeadDaemon(name string) bool {
 	pid, _, _ := strings.Cut(rest, "-")
 	n, err := strconv.Atoi(pid)
 	return ok && err == nil && n != os.Getpid() && unix.Kill(n, 0) == unix.ESRCH
-}
-
-// ownWorkspace checks the workspace and makes it writable by the
-// sandbox account when that is safe: a directory shared read-write with
-// the sandbox must not be one whose exposure defeats the sandbox (the
-// root, a system directory, a home directory), and the daemon gives
-// away only an empty directory root owns (one just made for it, as
-// a2c up's), never a directory with content, which keeps its owner
-// (a warning says when the account cannot write it). With KeepOwner
-// nothing is changed (aiod doctor).
-func (s *Sandbox) ownWorkspace() error {
-	ws := s.cfg.Workspace
-	if reason := unsafeWorkspace(ws); reason != "" {
-		return fmt.Errorf("sandbox: the workspace %s %s; choose a directory of its own with --workspace", ws, reason)
-	}
-	var st unix.Stat_t
-	if err := unix.Stat(ws, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR {
-		return fmt.Errorf("sandbox: workspace %s is not a directory", ws)
-	}
-	if int(st.Uid) == s.uid || st.Mode&0o002 != 0 {
-		return nil
-	}
-	if st.Uid == 0 && !s.cfg.KeepOwner && emptyDir(ws) {
-		if err := os.Chown(ws, s.uid, s.gid); err != nil {
-			return fmt.Errorf("sandbox: giving the workspace to %s: %w", s.cfg.User, err)
-		}
-		return nil
-	}
-	w := fmt.Sprintf("the workspace %s belongs to uid %d: the sandbox account %s cannot write it (chown it to %s, or start with an empty one)",
-		ws, st.Uid, s.cfg.User, s.cfg.User)
-	s.warnings = append(s.warnings, w)
-	s.log.Warn("sandbox: " + w)
-	return nil
-}
-
-// unsafeWorkspace says why ws must not be the sandbox's read-write
-// workspace, or "": the root, a top-level system or state directory, a
-// home directory (any /home/NAME, /root, the daemon account's), or
-// anything under the directories of the system's programs, devices and
-// kernel interfaces.
-func unsafeWorkspace(ws string) string {
-	ws = filepath.Clean(ws)
-	if ws == "/" {
-		return "is the root of the filesystem"
-	}
-	if ws == "/root" || ws == "/home" || filepath.Dir(ws) == "/home" {
-		return "is a home directory"
-	}
-	if home, err := os.UserHomeDir(); err == nil && filepath.Clean(home) == ws {
-		return "is the daemon account's home directory"
-	}
-	for _, d := range []string{"/opt", "/proc", "/sys", "/dev", "/run", "/boot", "/var", "/tmp", "/var/tmp", "/var/lib", "/srv", "/mnt", "/media"} {
-		if ws == d {
-			return "is a system directory"
-		}
-	}
-	for _, d := range []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/proc", "/sys", "/dev", "/run", "/boot"} {
-		if ws == d || strings.HasPrefix(ws, d+"/") {
-			return "is a system directory"
-		}
-	}
-	return ""
-}
-
-// emptyDir reports whether dir has no entries.
-func emptyDir(dir string) bool {
-	f, err := os.Open(dir)
-	if err != nil {
-		return false
-	}
-	defer f.Close()
-	names, _ := f.Readdirnames(1)
-	return len(names) == 0
 }
 
 // start creates an instance: init in fresh namespaces, the spawner
@@ -309,8 +243,10 @@ func (s *Sandbox) spawner(inst *instance, ready chan<- error) {
 		fail(err)
 		return
 	}
-	spec, _ := json.Marshal(initSpec{Root: inst.dir, Workspace: s.cfg.Workspace, Hostname: s.cfg.Hostname,
-		Loopback: s.cfg.Network == NetworkNone, TmpSize: s.cfg.Memory})
+	ispec := initSpec{Root: inst.dir, Workspace: s.cfg.Workspace, Hostname: s.cfg.Hostname,
+		Loopback: s.cfg.Network == NetworkNone, TmpSize: tmpfsSize(s.cfg.Memory),
+		Source: s.ws.resolved, Dev: s.ws.dev, Ino: s.ws.ino}
+	spec, _ := json.Marshal(ispec)
 	keepR, keepW, err := os.Pipe()
 	if err != nil {
 		fail(fmt.Errorf("sandbox: %w", err))
@@ -330,6 +266,12 @@ func (s *Sandbox) spawner(inst *instance, ready chan<- error) {
 	cmd := &exec.Cmd{Path: Executable, Args: []string{"aiod-sandbox-init", InitArg, string(spec)},
 		Env: []string{}, Dir: "/", Stdin: keepR, ExtraFiles: []*os.File{repW},
 		SysProcAttr: &syscall.SysProcAttr{Cloneflags: flags, Pdeathsig: syscall.SIGKILL}}
+	if s.ws.userns != nil { // the idmapping's user namespace, after the other files
+		ispec.UsernsFD = 3 + len(cmd.ExtraFiles)
+		cmd.ExtraFiles = append(cmd.ExtraFiles, s.ws.userns)
+		spec, _ = json.Marshal(ispec)
+		cmd.Args[len(cmd.Args)-1] = string(spec)
+	}
 	s.intoCgroup(cmd)
 	err = cmd.Start()
 	keepR.Close()
@@ -337,6 +279,11 @@ func (s *Sandbox) spawner(inst *instance, ready chan<- error) {
 	if err != nil {
 		repR.Close()
 		keepW.Close()
+		// The kernel refusing the namespaces themselves is the machine's
+		// limit (a container without CAP_SYS_ADMIN, a seccomp profile).
+		if errors.Is(err, unix.EPERM) || errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.EUSERS) || errors.Is(err, unix.ENOSPC) {
+			err = machineError{err}
+		}
 		fail(fmt.Errorf("sandbox: starting init: %w", err))
 		return
 	}
@@ -365,10 +312,6 @@ func (s *Sandbox) spawner(inst *instance, ready chan<- error) {
 		fail(err)
 		return
 	}
-	// Init never forks (the daemon starts every process), so what it
-	// is spared is not inherited: the OOM killer takes a process that
-	// went over the limit, never the sandbox itself.
-	_ = os.WriteFile("/proc/"+strconv.Itoa(cmd.Process.Pid)+"/oom_score_adj", []byte("-1000"), 0)
 	if err := enter(inst, true); err != nil {
 		keepW.Close()
 		<-inst.done
@@ -612,6 +555,7 @@ func (s *Sandbox) Wrap(cmd *exec.Cmd, start func() error) func() error {
 		if err != nil {
 			return err
 		}
+		unprotect(cmd.Process.Pid)
 		if s.cg != nil {
 			_ = s.cg.place(cmd.Process.Pid)
 		} else {
@@ -768,6 +712,7 @@ func (s *Sandbox) Close() error {
 	close(s.stop)
 	s.end(s.cur)
 	s.cg.remove()
+	s.ws.close()
 	return nil
 }
 
@@ -789,6 +734,7 @@ func (s *Sandbox) Report() Report {
 	if s.userns {
 		r.Namespaces = append(r.Namespaces, "user")
 	}
+	r.Workspace = s.ws.idmap
 	if why, _ := s.scopeErr.Load().(string); why != "" {
 		r.Warnings = append(append([]string{}, r.Warnings...), "the host's abstract Unix sockets are reachable under --network host: "+why)
 	}
