@@ -17,6 +17,10 @@ import (
 // /v2/browser/ alike (POST /v1/browser/actions is the computer-use
 // plane's; there is no /v2/browser/actions).
 func (p *Plane) Mount(mux *http.ServeMux) {
+	if p.cdp != nil {
+		mux.Handle(CDPPrefix, p.cdp)
+		mux.Handle(CDPPrefix+"/", p.cdp)
+	}
 	for _, v := range []string{"v1", "v2"} {
 		pre := "/" + v + "/browser/"
 		v1 := v == "v1"
