@@ -57,7 +57,7 @@ func TestBrowserArgs(t *testing.T) {
 	}{
 		{BrowserOptions{Profile: "/p"},
 			[]string{"--headless=new", "--no-sandbox", "--remote-debugging-pipe", "--user-data-dir=/p", "--window-size=1280,720", "--no-first-run"},
-			[]string{"--disable-dev-shm-usage"}},
+			[]string{"--disable-dev-shm-usage", "--remote-debugging-port", "--remote-debugging-address"}},
 		{BrowserOptions{Profile: "/p", Headful: true, NoDevShm: true},
 			[]string{"--disable-dev-shm-usage", "--remote-debugging-pipe"}, []string{"--headless=new"}},
 	} {
