@@ -185,6 +185,48 @@ func TestAiodCDPRoute(t *testing.T) {
 		t.Errorf("connectOverCDP(%s): %v, %v", httpBase, res, err)
 	}
 
+	// A page's own WebSocket, named by /json/list: commands without a
+	// sessionId go to the page.
+	req, _ := http.NewRequest(http.MethodGet, httpBase+"/json/list", nil)
+	req.Header.Set("X-Api-Key", key)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var targets []map[string]string
+	_ = json.NewDecoder(resp.Body).Decode(&targets)
+	resp.Body.Close()
+	pageWS := ""
+	for _, tg := range targets {
+		if tg["type"] == "page" {
+			pageWS = tg["webSocketDebuggerUrl"]
+			break
+		}
+	}
+	if !strings.HasPrefix(pageWS, "ws://") || !strings.Contains(pageWS, "/cdp/devtools/page/") {
+		t.Fatalf("/json/list: %v; want a page whose WebSocket is under /cdp", targets)
+	}
+	h := http.Header{}
+	h.Set("X-Api-Key", key)
+	pws, _, err := websocket.DefaultDialer.Dial(pageWS, h)
+	if err != nil {
+		t.Fatalf("dial %s: %v", pageWS, err)
+	}
+	_ = pws.WriteJSON(map[string]any{"id": 1, "method": "Runtime.evaluate", "params": map[string]any{"expression": "6*7", "returnByValue": true}})
+	_ = pws.SetReadDeadline(time.Now().Add(20 * time.Second))
+	var ev struct {
+		ID     int `json:"id"`
+		Result struct {
+			Result struct {
+				Value any `json:"value"`
+			} `json:"result"`
+		} `json:"result"`
+	}
+	if err := pws.ReadJSON(&ev); err != nil || ev.ID != 1 || ev.Result.Result.Value != float64(42) {
+		t.Errorf("evaluate on the page's WebSocket: %+v %v", ev, err)
+	}
+	pws.Close()
+
 	// Two clients at once.
 	dial := func() *websocket.Conn {
 		h := http.Header{}
