@@ -81,9 +81,6 @@ import (
 
 // Bounds of the multiplexer.
 const (
-	// maxChromeMessage bounds one message from Chromium: the browser
-	// plane's largest answer (a full-page screenshot, 256 MiB) and some.
-	maxChromeMessage = 264 << 20
 	// maxClientMessage bounds one message a client sends.
 	maxClientMessage = 64 << 20
 	// clientQueue and clientQueueBytes bound what waits for a slow
@@ -97,6 +94,11 @@ const (
 	// clientWriteTimeout bounds one write to a client.
 	clientWriteTimeout = 30 * time.Second
 )
+
+// maxChromeMessage bounds one message from Chromium: the browser plane's
+// largest answer (a full-page screenshot, 256 MiB) and some. A variable
+// so that a test can lower it.
+var maxChromeMessage = 264 << 20
 
 // errPipeGone is a call on a multiplexer whose Chromium is not (or no
 // longer) attached.
@@ -152,7 +154,7 @@ func (m *CDPMux) BrowserPath() string { return "/devtools/browser/" + m.browserI
 // generation is ended (its clients disconnected). The multiplexer owns
 // both files from then on.
 func (m *CDPMux) Attach(toChrome, fromChrome *os.File) {
-	g := &generation{mux: m, w: toChrome, r: fromChrome, pending: map[int64]*pendingCall{},
+	g := &generation{mux: m, w: toChrome, r: fromChrome, limit: maxChromeMessage, pending: map[int64]*pendingCall{},
 		sessions: map[string]*muxClient{}, clients: map[*muxClient]struct{}{}, done: make(chan struct{})}
 	m.mu.Lock()
 	old, closed := m.gen, m.closed
@@ -503,6 +505,8 @@ type generation struct {
 	w   *os.File // to Chromium (its fd 3)
 	r   *os.File // from Chromium (its fd 4)
 	wmu sync.Mutex
+	// limit is maxChromeMessage when the generation began.
+	limit int
 
 	nextID atomic.Int64
 
@@ -714,7 +718,7 @@ func (g *generation) ordered(ts []targetInfo) []targetInfo {
 func (g *generation) read() {
 	br := bufio.NewReaderSize(g.r, 256<<10)
 	for {
-		msg, over, err := readPipeMessage(br, maxChromeMessage)
+		msg, over, err := readPipeMessage(br, g.limit)
 		if err != nil {
 			g.end(fmt.Errorf("reading from the browser: %w", err))
 			return
@@ -771,7 +775,7 @@ func readPipeMessage(br *bufio.Reader, limit int) (msg []byte, over *oversize, e
 // tooLarge fails the call an oversized answer was for.
 func (g *generation) tooLarge(o *oversize) {
 	id, _, ok := headID(o.head)
-	g.mux.log.Debug("cdp mux: a message from the browser past its bound was dropped", "limit", maxChromeMessage, "answer", ok)
+	g.mux.log.Debug("cdp mux: a message from the browser past its bound was dropped", "limit", g.limit, "answer", ok)
 	if !ok {
 		return
 	}
@@ -782,7 +786,7 @@ func (g *generation) tooLarge(o *oversize) {
 	if pc == nil {
 		return
 	}
-	e := fmt.Sprintf(`{"id":%d,"error":{"code":-32000,"message":"the answer is larger than %d MiB"}}`, id, maxChromeMessage>>20)
+	e := fmt.Sprintf(`{"id":%d,"error":{"code":-32000,"message":"the answer is larger than %d MiB"}}`, id, g.limit>>20)
 	if pc.ch != nil {
 		pc.ch <- []byte(e)
 		return

@@ -261,9 +261,10 @@ func TestCDPMuxClientEnds(t *testing.T) {
 // TestCDPMuxTooLarge: an answer past maxChromeMessage fails its call
 // with a CDP error, and the mux reads on.
 func TestCDPMuxTooLarge(t *testing.T) {
-	if testing.Short() {
-		t.Skip("writes 264 MiB")
-	}
+	old := maxChromeMessage
+	t.Cleanup(func() { maxChromeMessage = old }) // after the mux's own cleanup
+	maxChromeMessage = 4 << 20
+	const limit = 4 << 20
 	_, m, srv := newFakeChrome(t, func(f *fakeChrome, msg map[string]any) bool {
 		if msg["method"] != "Page.captureScreenshot" {
 			return false
@@ -274,7 +275,7 @@ func TestCDPMuxTooLarge(t *testing.T) {
 			defer f.wmu.Unlock()
 			fmt.Fprintf(f.out, `{"id":%d,"result":{"data":"`, id)
 			chunk := bytes.Repeat([]byte("A"), 1<<20)
-			for range maxChromeMessage >> 20 {
+			for range limit >> 20 {
 				_, _ = f.out.Write(chunk)
 			}
 			fmt.Fprintf(f.out, `"},"sessionId":"%s"}`+"\x00", msg["sessionId"])
@@ -283,7 +284,7 @@ func TestCDPMuxTooLarge(t *testing.T) {
 	})
 	a := dialMux(t, m, srv)
 	_ = a.WriteMessage(websocket.TextMessage, []byte(`{"id":2,"method":"Page.captureScreenshot"}`))
-	if got, want := next(t, a), `{"id":2,"error":{"code":-32000,"message":"the answer is larger than 264 MiB"}}`; got != want {
+	if got, want := next(t, a), `{"id":2,"error":{"code":-32000,"message":"the answer is larger than 4 MiB"}}`; got != want {
 		t.Errorf("got %s, want %s", got, want)
 	}
 	_ = a.WriteMessage(websocket.TextMessage, []byte(`{"id":3,"method":"Browser.getVersion"}`))
