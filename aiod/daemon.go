@@ -217,7 +217,7 @@ func New(cfg Config) (*Daemon, error) {
 	}
 	compPlane := computer.New(computer.Config{URL: cfg.ComputerUseURL, Dial: d.dial, APIKey: cfg.APIKey,
 		WorkerKey: d.programs.workerKey, Logger: cfg.Logger})
-	brPlane := browser.New(browser.Config{CDPEndpoint: cfg.CDPEndpoint, Dial: d.dial, Logger: cfg.Logger})
+	brPlane := browser.New(d.browserConfig())
 	d.planes = []plane{
 		cmdPlane,
 		filePlane,
@@ -236,7 +236,7 @@ func New(cfg Config) (*Daemon, error) {
 		_ = d.sandbox.Close()
 		return nil, err
 	}
-	d.probe = &prober{ttl: 5 * time.Second, cdp: cfg.CDPEndpoint, computer: compPlane, browser: brPlane, python: cfg.PythonBin, node: cfg.NodeBin, ctx: ctx,
+	d.probe = &prober{ttl: 5 * time.Second, cdp: d.cdpEndpointName(), computer: compPlane, browser: brPlane, python: cfg.PythonBin, node: cfg.NodeBin, ctx: ctx,
 		iso: isolationCaps{Report: sb.Report(), Machine: sandbox.Probe()}}
 	d.probe.start() // the first read waits for it, later ones never
 	go d.trimWhenIdle(ctx, 5*time.Second)

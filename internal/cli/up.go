@@ -173,22 +173,8 @@ func runUp(ctx context.Context, e *env, args []string) (err error) {
 	banner := upBanner{hubAddr: hubLn.Addr().String(), server: dial, boxAddr: boxLn.Addr().String(), office: *office, name: *name,
 		workspace: ws, config: *cfgPath, auth: secret != "", token: secret, tokenFromEnv: tokenFromEnv, display: d.Display()}
 	boxHandler := d.Handler()
-	if *browser {
-		proxy, err := d.CDPProxy()
-		if err != nil {
-			_ = d.Shutdown(context.Background())
-			return fmt.Errorf("browser: %w", err)
-		}
-		// The browser answered before aiod.New returned; its WebSocket's
-		// path is what Playwright's and Puppeteer's connectOverCDP take.
-		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		banner.cdpPath, err = proxy.BrowserPath(pctx)
-		cancel()
-		if err != nil {
-			log.Warn("browser: no DevTools WebSocket to print", "err", err)
-		}
-		boxHandler = withCDP(boxHandler, proxy, secret)
-	}
+	// aiod serves /cdp itself, behind the token (its API key).
+	banner.cdpPath = d.CDPBrowserPath()
 	printUpBanner(e, banner)
 	fmt.Fprintf(e.stderr, "a2c up: console url=http://%s/\n", localURL(hubLn.Addr().String()))
 
@@ -306,26 +292,6 @@ func printUpBanner(e *env, b upBanner) {
 		try += " " + strings.Join(flags, " ")
 	}
 	fmt.Fprintf(w, "a2c up: try: %s\n", try)
-}
-
-// withCDP serves /cdp and /cdp/* with proxy, everything else with h.
-// A token, when set, is required there as on the rest of the sandbox
-// API: header x-api-key, Authorization: Bearer, or the query parameter
-// api_key (which WebSocket clients without headers use); missing or
-// wrong is 401.
-func withCDP(h http.Handler, proxy http.Handler, token string) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !browser.UnderCDP(r.URL.Path) {
-			h.ServeHTTP(w, r)
-			return
-		}
-		if token != "" && !aiod.HasKey(r, token) {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="a2c up"`)
-			http.Error(w, "missing or wrong token (x-api-key, Authorization: Bearer, or ?api_key=)", http.StatusUnauthorized)
-			return
-		}
-		proxy.ServeHTTP(w, r)
-	})
 }
 
 // shellQuote quotes s for a POSIX shell when it needs it.
