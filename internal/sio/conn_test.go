@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -90,20 +91,33 @@ type engineWS struct {
 
 func dialEngineWS(t *testing.T, base, sid string) *engineWS {
 	t.Helper()
+	r, err := openEngineWS(t, base, sid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// openEngineWS is dialEngineWS for a goroutine other than the test's,
+// where t.Fatal must not be called: it returns the error instead. (The
+// engineWS's expect still calls t.Fatal: use next there.)
+func openEngineWS(t *testing.T, base, sid string) (*engineWS, error) {
 	u := "ws" + strings.TrimPrefix(base, "http") + "/socket.io/?EIO=4&transport=websocket"
 	if sid != "" {
 		u += "&sid=" + sid
 	}
 	ws, _, err := websocket.DefaultDialer.Dial(u, nil)
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	t.Cleanup(func() { ws.Close() })
 	r := &engineWS{t: t, ws: ws}
 	if sid == "" {
-		r.expect("0")
+		if m, err := r.next(); err != nil || !strings.HasPrefix(m, "0") {
+			return nil, fmt.Errorf("open packet: got %q, %v", m, err)
+		}
 	}
-	return r
+	return r, nil
 }
 
 func (r *engineWS) text(s string) error { return r.ws.WriteMessage(websocket.TextMessage, []byte(s)) }
@@ -502,33 +516,79 @@ func TestUpgradeQueueFirst(t *testing.T) {
 }
 
 // TestCloseDuringDirectHandshake closes the server while direct WebSocket
-// handshakes are on the way: it must not panic.
+// handshakes are on the way: no handler panics (net/http would recover
+// it and log it, and the test pass), every WebSocket that opened is
+// closed by the server, and no connection stays registered.
 func TestCloseDuringDirectHandshake(t *testing.T) {
 	for _, mode := range modes {
 		t.Run(mode.name, func(t *testing.T) {
 			for round := 0; round < 10; round++ {
 				srv := NewServer(mode.opts)
 				srv.Handle("/smcp", &recorder{})
-				ts := httptest.NewServer(srv)
+				ts := httptest.NewUnstartedServer(srv)
+				var httpLog lockedBuffer
+				ts.Config.ErrorLog = log.New(&httpLog, "", 0)
+				ts.Start()
 				u := "ws" + strings.TrimPrefix(ts.URL, "http") + "/socket.io/?EIO=4&transport=websocket"
 				var wg sync.WaitGroup
+				var opened, left atomic.Int32
 				for i := 0; i < 20; i++ {
 					wg.Add(1)
 					go func() {
 						defer wg.Done()
 						d := websocket.Dialer{HandshakeTimeout: 5 * time.Second}
-						if ws, _, err := d.Dial(u, nil); err == nil {
-							ws.Close()
+						ws, _, err := d.Dial(u, nil)
+						if err != nil {
+							return // refused: the server was already closing
+						}
+						defer ws.Close()
+						opened.Add(1)
+						// The server ends it; the deadline is only the failure bound.
+						_ = ws.SetReadDeadline(time.Now().Add(5 * time.Second))
+						for {
+							if _, _, err := ws.ReadMessage(); err != nil {
+								var ne net.Error
+								if errors.As(err, &ne) && ne.Timeout() {
+									left.Add(1)
+								}
+								return
+							}
 						}
 					}()
 				}
 				time.Sleep(time.Duration(round) * 200 * time.Microsecond) // spread Close over the handshakes
 				srv.Close()
 				wg.Wait()
+				if n := left.Load(); n > 0 {
+					t.Errorf("round %d: %d of %d WebSockets still open 5 s after Close", round, n, opened.Load())
+				}
+				waitFor(t, "no connection registered", func() bool { return srv.Conns() == 0 })
 				ts.Close()
+				if strings.Contains(httpLog.String(), "panic") {
+					t.Fatalf("round %d: a handler panicked:\n%s", round, httpLog.String())
+				}
 			}
 		})
 	}
+}
+
+// lockedBuffer is a bytes.Buffer safe for concurrent writers (a server's
+// ErrorLog).
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 // TestPollingQueueBounded checks that a polling peer that never polls
@@ -723,7 +783,11 @@ func TestNoEventAfterDisconnect(t *testing.T) {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					r := dialEngineWS(t, url, "")
+					r, err := openEngineWS(t, url, "")
+					if err != nil {
+						t.Error(err)
+						return
+					}
 					_ = r.text("40/smcp,")
 					_ = r.text(`42/smcp,["x"]`)
 					_ = r.ws.UnderlyingConn().Close()
