@@ -696,9 +696,15 @@ func TestStalledPostCut(t *testing.T) {
 		resp.Body.Close()
 	}
 
-	// Progress, not total time: 8 pieces 100 ms apart (800 ms in all).
+	// Progress, not total time: a body of 28 one-byte pieces 50 ms apart
+	// (1.4 s in all) against a BodyIdle of 1 s. The pace keeps a margin
+	// of 20 to 1 under the bound, which a loaded machine's late timers
+	// do not use up (8 pieces 100 ms apart against 200 ms did: failed
+	// once in a run of five packages under load).
+	h2 := &recorder{}
+	_, url = startServer(t, Options{BodyIdleTimeout: time.Second}, h2)
 	p = openPolling(t, url)
-	body := "40/smcp,"
+	body := `40/smcp,{"pad":"0123456789"}`
 	conn2, err := net.Dial("tcp", strings.TrimPrefix(url, "http://"))
 	if err != nil {
 		t.Fatal(err)
@@ -706,7 +712,7 @@ func TestStalledPostCut(t *testing.T) {
 	defer conn2.Close()
 	fmt.Fprintf(conn2, "POST /socket.io/?EIO=4&transport=polling&sid=%s HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n", p.sid, len(body))
 	for i := 0; i < len(body); i++ {
-		time.Sleep(100 * time.Millisecond) // the pace of the slow peer, not synchronisation
+		time.Sleep(50 * time.Millisecond) // the pace of the slow peer, not synchronisation
 		if _, err := conn2.Write([]byte{body[i]}); err != nil {
 			t.Fatal(err)
 		}
@@ -716,7 +722,7 @@ func TestStalledPostCut(t *testing.T) {
 	if err != nil || resp.StatusCode != 200 {
 		t.Fatalf("slow POST: %v %v", resp, err)
 	}
-	waitFor(t, "the connect", func() bool { h.mu.Lock(); defer h.mu.Unlock(); return len(h.socks) == 1 })
+	waitFor(t, "the connect", func() bool { h2.mu.Lock(); defer h2.mu.Unlock(); return len(h2.socks) == 1 })
 }
 
 // TestClientRespectsMaxPayload checks that the polling client never POSTs
