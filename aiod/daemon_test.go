@@ -13,7 +13,7 @@ import (
 
 func start(t *testing.T, cfg Config) string {
 	t.Helper()
-	d, err := New(cfg)
+	d, err := New(pinPorts(t, cfg))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,7 +13,7 @@ import (
 // doctorOn runs the checks on a daemon built from cfg.
 func doctorOn(t *testing.T, cfg Config) map[string]doctorCheck {
 	t.Helper()
-	d, err := New(cfg)
+	d, err := New(pinPorts(t, cfg))
 	if err != nil {
 		t.Fatal(err)
 	}

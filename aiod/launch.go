@@ -28,6 +28,7 @@ import (
 	"github.com/a2c-smcp/a2c-go/aiod/internal/desktools"
 	"github.com/a2c-smcp/a2c-go/aiod/internal/sandbox"
 	"github.com/a2c-smcp/a2c-go/aiod/launch"
+	"github.com/a2c-smcp/a2c-go/internal/credenv"
 )
 
 // Screen size of the display aiod --desktop starts.
@@ -343,21 +344,12 @@ func (d *Daemon) selfExecutable() (string, error) {
 }
 
 // programEnv is the environment of the programs: the daemon's, without
-// the API key under any name (no program needs it, and a sandboxed one
-// must not see it).
+// any credential variable (package credenv) and without the API key
+// under any other name (no program needs it, and a sandboxed one must
+// not see it; the computer-use worker is given it on purpose).
 func (d *Daemon) programEnv() []string {
-	hide := map[string]bool{EnvAPIKey: true, "SANDBOX_API_KEY": true, "A2C_TOKEN": true}
-	for _, k := range keyHolders(d.cfg.APIKey, os.Environ()) {
-		hide[k] = true
-	}
-	var env []string
-	for _, kv := range os.Environ() {
-		k, _, _ := strings.Cut(kv, "=")
-		if !hide[k] && k != "DISPLAY" && k != "AIO_COMPUTER_USE_LISTEN" {
-			env = append(env, kv)
-		}
-	}
-	return env
+	hide := append(keyHolders(d.cfg.APIKey, os.Environ()), "DISPLAY", "AIO_COMPUTER_USE_LISTEN")
+	return credenv.Environ(hide...)
 }
 
 // dial opens a connection to a program the daemon reaches over TCP (the

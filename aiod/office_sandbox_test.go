@@ -36,7 +36,7 @@ func TestJoinOfficeSandboxedUploads(t *testing.T) {
 	}
 	ws := t.TempDir()
 	hostDir := t.TempDir() // root's, outside the sandbox's view
-	d, err := New(Config{Workspace: ws, Isolation: Isolation{Mode: sandbox.Namespaces}})
+	d, err := New(pinPorts(t, Config{Workspace: ws, Isolation: Isolation{Mode: sandbox.Namespaces}}))
 	if err != nil {
 		t.Fatal(err)
 	}

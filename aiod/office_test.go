@@ -37,7 +37,7 @@ func TestJoinOfficeRefusesBadOptions(t *testing.T) {
 	bad := write("bad.json", `{"name":"x","type":"stdio"}`)
 	input := write("input.json", `{"inputs":[{"id":"k","type":"promptString","description":"key"}],
 		"servers":[{"name":"x","type":"stdio","server_parameters":{"command":"true","env":{"K":"${input:k}"}}}]}`)
-	d, err := New(Config{Workspace: dir})
+	d, err := New(pinPorts(t, Config{Workspace: dir}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +148,7 @@ func pidsOf(argv ...string) []int {
 
 func TestJoinOffice(t *testing.T) {
 	ws := t.TempDir()
-	d, err := New(Config{Workspace: ws})
+	d, err := New(pinPorts(t, Config{Workspace: ws}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -221,7 +221,7 @@ func TestJoinOffice(t *testing.T) {
 }
 
 func TestJoinOfficeApproveNone(t *testing.T) {
-	d, err := New(Config{Workspace: t.TempDir()})
+	d, err := New(pinPorts(t, Config{Workspace: t.TempDir()}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/a2c-smcp/a2c-go/aiod/internal/serde"
+	"github.com/a2c-smcp/a2c-go/internal/credenv"
 )
 
 // pythonList prints name==version for every installed distribution,
@@ -78,7 +79,9 @@ func (d *Daemon) packageList(ctx context.Context, lang string) (string, error) {
 		if err != nil {
 			return "", &packageError{http.StatusServiceUnavailable, "python is not available", "looked for python3 and python on PATH and /usr/bin/python3"}
 		}
-		out, err := exec.CommandContext(ctx, py, "-c", pythonList).Output()
+		cmd := exec.CommandContext(ctx, py, "-c", pythonList)
+		cmd.Env = credenv.Environ()
+		out, err := cmd.Output()
 		if err != nil {
 			return "", &packageError{status: http.StatusInternalServerError, msg: "listing python packages failed"}
 		}
@@ -88,7 +91,9 @@ func (d *Daemon) packageList(ctx context.Context, lang string) (string, error) {
 		if err != nil {
 			return "", &packageError{http.StatusServiceUnavailable, "nodejs is not available", "looked for npm on PATH"}
 		}
-		out, _ := exec.CommandContext(ctx, npm, "ls", "-g", "--depth=0", "--json").Output()
+		cmd := exec.CommandContext(ctx, npm, "ls", "-g", "--depth=0", "--json")
+		cmd.Env = credenv.Environ()
+		out, _ := cmd.Output()
 		var tree struct {
 			Dependencies map[string]struct {
 				Version string `json:"version"`

@@ -29,7 +29,7 @@ func TestTraceSandboxCall(t *testing.T) {
 	}
 	ts := httptest.NewServer(srv.Handler())
 	t.Cleanup(ts.Close)
-	d, err := New(Config{Workspace: t.TempDir(), TracerProvider: tp})
+	d, err := New(pinPorts(t, Config{Workspace: t.TempDir(), TracerProvider: tp}))
 	if err != nil {
 		t.Fatal(err)
 	}

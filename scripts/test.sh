@@ -101,4 +101,14 @@ say "staticcheck"
 go tool staticcheck ./...
 
 say "go test -race"
-A2C_REQUIRE_PEERS=1 go test -race -count=1 -timeout 20m ./...
+# go test -json through scripts/testsum (internal/testsum): go test's usual
+# output as it comes, then a summary ending "N passed, N failed, N skipped".
+# It fails the run on a failed test or package and on any skipped test that
+# scripts/skips.txt does not allow, with its reason: a suite skipped for a
+# missing peer, root, a cgroup, Landlock or a user namespace would
+# otherwise pass CI untested. A2C_REQUIRE_PEERS=1 turns the peer skips
+# into failures with the package to install.
+sum_bin=$(mktemp -d)
+trap 'rm -rf "$sum_bin"' EXIT
+go build -o "$sum_bin/testsum" ./scripts/testsum
+A2C_REQUIRE_PEERS=1 go test -json -race -count=1 -timeout 20m ./... 2>&1 | "$sum_bin/testsum" -allow scripts/skips.txt

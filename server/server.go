@@ -32,7 +32,8 @@ type Config struct {
 	// [smcp.Compatible], and what the server routes follows the version's
 	// [smcp.Profile]. Default smcp.ProtocolVersion.
 	Version string
-	// Path is the Engine.IO mount path. Default "/socket.io/".
+	// Path is the Engine.IO mount path, starting with "/"; a "/" is added
+	// at its end if missing. Default "/socket.io/".
 	Path string
 	// Auth, if set, must accept a client before it can connect.
 	Auth Authenticator
@@ -175,11 +176,11 @@ func New(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("server: %w", err)
 	}
 	cfg.Version = profile.Version
+	if err := cfg.check(); err != nil {
+		return nil, err
+	}
 	if cfg.Path == "" {
 		cfg.Path = "/socket.io/"
-	}
-	if !strings.HasPrefix(cfg.Path, "/") {
-		cfg.Path = "/" + cfg.Path
 	}
 	if !strings.HasSuffix(cfg.Path, "/") {
 		cfg.Path += "/"

@@ -79,6 +79,17 @@ func connect(t testing.TB, url string, answer func(*sio.Event) any) *peer {
 // connectWith is connect with options adjusted by opt (when not nil).
 func connectWith(t testing.TB, url string, opt func(*sio.ClientOptions), answer func(*sio.Event) any) *peer {
 	t.Helper()
+	p, err := dialPeer(t, url, opt, answer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// dialPeer is connectWith for a goroutine other than the test's own,
+// where t.Fatal must not be called: it returns the dial's error. The
+// peer reports later failures with t.Errorf, which any goroutine may call.
+func dialPeer(t testing.TB, url string, opt func(*sio.ClientOptions), answer func(*sio.Event) any) (*peer, error) {
 	p := &peer{t: t, answer: answer}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -93,11 +104,11 @@ func connectWith(t testing.TB, url string, opt func(*sio.ClientOptions), answer 
 	}
 	s, err := sio.Dial(ctx, url, o)
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	p.sock = s
 	t.Cleanup(s.Disconnect)
-	return p
+	return p, nil
 }
 
 // call sends an event with one payload and returns the raw ack arguments.
@@ -301,10 +312,25 @@ func TestComputerLeavesMidCall(t *testing.T) {
 	comp.join(smcp.RoleComputer, "c", "o")
 	a := connect(t, url, nil)
 	a.join(smcp.RoleAgent, "a", "o")
+	// The answer says the Computer disconnected, at once: neither the
+	// tool call's a2c_timeout result nor a 408 (each would also be an
+	// error result).
 	got := a.call(smcp.EventToolCall, smcp.ToolCallReq{Agent: "a", ReqID: "r", Computer: "c", ToolName: "b__t", Timeout: 30})
-	var r smcp.CallToolResult
-	if err := json.Unmarshal([]byte(got[0]), &r); err != nil || !r.IsError || !gone.Load() {
-		t.Errorf("result = %s", got)
+	const want = `{"content":[{"type":"text","text":"Computer disconnected before answering"}],"isError":true}`
+	if len(got) != 1 || got[0] != want || !gone.Load() {
+		t.Errorf("tool_call answer = %q, want [%s]", got, want)
+	}
+	// Any other request gets a 404 with the same message.
+	var comp2 *peer
+	comp2 = connect(t, url, func(e *sio.Event) any {
+		go comp2.sock.Disconnect()
+		return nil
+	})
+	comp2.join(smcp.RoleComputer, "c2", "o")
+	got = a.call(smcp.EventGetTools, smcp.GetToolsReq{Agent: "a", ReqID: "r2", Computer: "c2"})
+	const want404 = `{"code":404,"message":"Computer disconnected before answering"}`
+	if len(got) != 1 || got[0] != want404 {
+		t.Errorf("get_tools answer = %q, want [%s]", got, want404)
 	}
 }
 
@@ -384,15 +410,24 @@ func TestOfficesUnderLoad(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			office := fmt.Sprintf("office-%d", i)
+			// Not connect: its t.Fatal would end this goroutine, not the test.
 			for j := 0; j < 2; j++ {
-				c := connect(t, url, func(e *sio.Event) any {
+				c, err := dialPeer(t, url, nil, func(e *sio.Event) any {
 					return map[string]any{"content": []any{}, "isError": false, "meta": map[string]any{"office": office}}
 				})
+				if err != nil {
+					t.Error(err)
+					return
+				}
 				if got := c.join(smcp.RoleComputer, fmt.Sprintf("c%d", j), office); got != "true,null" {
 					t.Errorf("computer join = %s", got)
 				}
 			}
-			a := connect(t, url, nil)
+			a, err := dialPeer(t, url, nil, nil)
+			if err != nil {
+				t.Error(err)
+				return
+			}
 			if got := a.join(smcp.RoleAgent, "a", office); got != "true,null" {
 				t.Errorf("agent join = %s", got)
 			}
@@ -404,7 +439,11 @@ func TestOfficesUnderLoad(t *testing.T) {
 					return
 				}
 				if k == calls/2 { // churn: a visitor comes and goes
-					v := connect(t, url, nil)
+					v, err := dialPeer(t, url, nil, nil)
+					if err != nil {
+						t.Error(err)
+						return
+					}
 					v.join(smcp.RoleComputer, "visitor", office)
 					v.sock.Disconnect()
 				}

@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/a2c-smcp/a2c-go/aiod/internal/api"
 	"github.com/a2c-smcp/a2c-go/aiod/internal/serde"
@@ -190,14 +191,34 @@ func FuzzDecodeJSON(f *testing.F) {
 	for _, s := range []string{`{}`, `{"url":"x","history":"back","timeout":1.5}`, `{"timeout":"1"}`, `nope`} {
 		f.Add([]byte(s))
 	}
+	// Whatever the body, each decode answers nil or one of the plane's
+	// error kinds (never another error, which would be a 500), and
+	// accepts nothing that is not JSON (UTF-8, as serde_json reads it:
+	// json.Valid alone passes bad bytes inside strings). Some JSON is
+	// refused as not JSON too: a number beyond float64, as serde_json.
+	kind := func(t *testing.T, b []byte, err error) {
+		t.Helper()
+		var se *serde.Error
+		switch {
+		case err == nil:
+			if len(bytes.TrimSpace(b)) > 0 && !(json.Valid(b) && utf8.Valid(b)) {
+				t.Fatalf("%q: decoded, but it is not JSON", b)
+			}
+		case errors.Is(err, api.ErrInvalid), errors.Is(err, api.ErrTooLarge), errors.As(err, &se):
+		default:
+			t.Fatalf("%q: %v (%T), not a plane error", b, err, err)
+		}
+	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var n navigateBody
-		_ = decodeJSON(b, &n)
+		kind(t, b, decodeJSON(b, &n))
 		var c cdpBody
-		_ = decodeJSON(b, &c)
+		kind(t, b, decodeJSON(b, &c))
 		var k setCookiesBody
-		if decodeJSON(b, &k) == nil && len(k.Cookies) > 0 {
-			_, _ = parseCookies(k.Cookies)
+		err := decodeJSON(b, &k)
+		kind(t, b, err)
+		if err == nil && len(k.Cookies) > 0 {
+			_, _ = parseCookies(k.Cookies) // it must not panic; its errors are its unit test's
 		}
 	})
 }

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"os/exec"
 	"strings"
 	"sync"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/a2c-smcp/a2c-go/aiod/internal/api"
 	"github.com/a2c-smcp/a2c-go/aiod/internal/desktools"
+	"github.com/a2c-smcp/a2c-go/internal/credenv"
 )
 
 // tool is one program the worker runs, with the Debian package that
@@ -226,15 +226,12 @@ func (w *worker) readClipboard(ctx context.Context) (string, error) {
 	return strings.ToValidUTF8(string(out), "\uFFFD"), nil
 }
 
-// childEnv is the environment of the programs the worker runs: its own,
-// with DISPLAY and XAUTHORITY as the worker was given them.
+// childEnv is the environment of the programs the worker runs: its own
+// without a credential (the worker holds the daemon's key; xdotool, xclip
+// and ffmpeg need none), with DISPLAY and XAUTHORITY as the worker was
+// given them.
 func childEnv(display, xauth string) []string {
-	env := []string{}
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "DISPLAY=") && !strings.HasPrefix(kv, "XAUTHORITY=") {
-			env = append(env, kv)
-		}
-	}
+	env := credenv.Environ("DISPLAY", "XAUTHORITY")
 	env = append(env, "DISPLAY="+display)
 	if xauth != "" {
 		env = append(env, "XAUTHORITY="+xauth)

@@ -76,6 +76,10 @@ func post(t *testing.T, url string, body any, hdr ...string) (int, string) {
 	return postCtx(t, context.Background(), url, body, hdr...)
 }
 
+// postCtx is post under ctx. Any goroutine may call it: a failure is
+// reported with t.Errorf (never t.Fatal) and answers status 0, except a
+// request ended by ctx (the caller cancelled it on purpose), which
+// answers 0 and the error's text without failing the test.
 func postCtx(t *testing.T, ctx context.Context, url string, body any, hdr ...string) (int, string) {
 	t.Helper()
 	var b []byte
@@ -85,11 +89,16 @@ func postCtx(t *testing.T, ctx context.Context, url string, body any, hdr ...str
 	case []byte:
 		b = v
 	default:
-		b, _ = json.Marshal(v)
+		var err error
+		if b, err = json.Marshal(v); err != nil {
+			t.Errorf("post %s: %v", url, err)
+			return 0, ""
+		}
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(b))
 	if err != nil {
-		t.Fatal(err)
+		t.Errorf("post %s: %v", url, err)
+		return 0, ""
 	}
 	req.Header.Set("Content-Type", "application/json")
 	for i := 0; i+1 < len(hdr); i += 2 {
@@ -101,10 +110,16 @@ func postCtx(t *testing.T, ctx context.Context, url string, body any, hdr ...str
 	}
 	resp, err := (&http.Client{Timeout: 60 * time.Second}).Do(req)
 	if err != nil {
+		if ctx.Err() == nil {
+			t.Errorf("post %s: %v", url, err)
+		}
 		return 0, err.Error()
 	}
 	defer resp.Body.Close()
-	out, _ := io.ReadAll(resp.Body)
+	out, err := io.ReadAll(resp.Body)
+	if err != nil && ctx.Err() == nil {
+		t.Errorf("post %s: reading the answer: %v", url, err)
+	}
 	return resp.StatusCode, string(out)
 }
 

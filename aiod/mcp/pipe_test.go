@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -42,46 +43,56 @@ func TestPipe(t *testing.T) {
 		t.Fatalf("read with a deadline: %v", err)
 	}
 
-	// A Read blocked on one end returns when the other end closes.
-	got := make(chan error, 1)
-	go func() { _, err := c.Read(ctx); got <- err }()
-	time.Sleep(10 * time.Millisecond) // let the Read block (it also passes if it has not yet)
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case err := <-got:
-		if err != io.EOF {
-			t.Fatalf("read after close: %v", err)
+	// A Read blocked on one end, and a Write blocked on a full queue,
+	// return when the other end closes. synctest.Wait returns once the
+	// goroutine is durably blocked, so the Close is seen by a blocked
+	// call, never by one that has not started (a sleep could not tell);
+	// a call that never returns is reported as a deadlock.
+	synctest.Test(t, func(t *testing.T) {
+		ct, st := newPipe() // in the bubble: its channels are the bubble's
+		c, _ := ct.Connect(ctx)
+		s, _ := st.Connect(ctx)
+		got := make(chan error, 1)
+		go func() { _, err := c.Read(ctx); got <- err }()
+		synctest.Wait()
+		select {
+		case err := <-got:
+			t.Fatalf("Read returned before Close: %v", err)
+		default:
 		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("Close did not unblock Read")
-	}
-	if err := c.Write(ctx, &jsonrpc.Request{Method: "x"}); !errors.Is(err, io.ErrClosedPipe) {
-		t.Fatalf("write after close: %v", err)
-	}
-	if err := c.Close(); err != nil { // a second Close is harmless
-		t.Fatal(err)
-	}
-
-	// A Write waiting on a full queue returns at Close too.
-	ct, st = newPipe()
-	c, _ = ct.Connect(ctx)
-	s, _ = st.Connect(ctx)
-	for range pipeDepth {
-		if err := c.Write(ctx, &jsonrpc.Request{Method: "x"}); err != nil {
+		if err := s.Close(); err != nil {
 			t.Fatal(err)
 		}
-	}
-	go func() { got <- c.Write(ctx, &jsonrpc.Request{Method: "x"}) }()
-	time.Sleep(10 * time.Millisecond)
-	s.Close()
-	select {
-	case err := <-got:
-		if !errors.Is(err, io.ErrClosedPipe) {
+		if err := <-got; err != io.EOF {
+			t.Fatalf("read after close: %v", err)
+		}
+		if err := c.Write(ctx, &jsonrpc.Request{Method: "x"}); !errors.Is(err, io.ErrClosedPipe) {
+			t.Fatalf("write after close: %v", err)
+		}
+		if err := c.Close(); err != nil { // a second Close is harmless
+			t.Fatal(err)
+		}
+	})
+	synctest.Test(t, func(t *testing.T) {
+		ct, st := newPipe()
+		c, _ := ct.Connect(ctx)
+		s, _ := st.Connect(ctx)
+		for range pipeDepth {
+			if err := c.Write(ctx, &jsonrpc.Request{Method: "x"}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		got := make(chan error, 1)
+		go func() { got <- c.Write(ctx, &jsonrpc.Request{Method: "x"}) }()
+		synctest.Wait()
+		select {
+		case err := <-got:
+			t.Fatalf("Write on a full queue returned before Close: %v", err)
+		default:
+		}
+		s.Close()
+		if err := <-got; !errors.Is(err, io.ErrClosedPipe) {
 			t.Fatalf("blocked write after close: %v", err)
 		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("Close did not unblock Write")
-	}
+	})
 }

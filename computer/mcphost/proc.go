@@ -8,6 +8,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/a2c-smcp/a2c-go/internal/credenv"
 )
 
 // Process-tree control for stdio servers.
@@ -76,7 +78,9 @@ func stdioCommand(spec Spec, supervisor string, stderr *logWriter) (cmd *exec.Cm
 			return nil, nil, fmt.Errorf("exec: %w", err)
 		}
 	}
-	env := os.Environ()
+	// No credential of ours reaches the server unless its own env gives
+	// it (added after the filter).
+	env := credenv.Environ()
 	for k, v := range spec.Env {
 		env = append(env, k+"="+v)
 	}

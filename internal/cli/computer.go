@@ -51,6 +51,9 @@ func runComputer(ctx context.Context, e *env, args []string) error {
 	if err := e.parse(fs, args); err != nil {
 		return err
 	}
+	if err := positiveFlags(fs, "upload-max-bytes", "upload-max-concurrent", "upload-idle-timeout"); err != nil {
+		return err
+	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
 		return usageError{"bad --log-level " + *logLevel}
@@ -151,6 +154,9 @@ func runComputerHistory(ctx context.Context, e *env, args []string) error {
 	last := fs.Int("last", 20, "how many calls")
 	asJSON := fs.Bool("json", false, "print JSON")
 	if err := e.parse(fs, args); err != nil {
+		return err
+	}
+	if err := positiveFlags(fs, "last"); err != nil {
 		return err
 	}
 	base := *admin
@@ -259,6 +265,9 @@ func runComputerCheck(ctx context.Context, e *env, args []string) error {
 	wait := fs.Duration("wait", 30*time.Second, "how long to wait for each server to list its tools")
 	asJSON := fs.Bool("json", false, "print JSON")
 	if err := e.parse(fs, args); err != nil {
+		return err
+	}
+	if err := positiveFlags(fs, "wait"); err != nil {
 		return err
 	}
 	if *cfgPath == "" {

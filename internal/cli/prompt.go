@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/a2c-smcp/a2c-go/computer/config"
+	"github.com/a2c-smcp/a2c-go/internal/credenv"
 	"github.com/a2c-smcp/a2c-go/smcp"
 )
 
@@ -95,7 +96,9 @@ func stty(tty *os.File, mode string) {
 func runCommandInput(ctx context.Context, command string, _ map[string]string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, "/bin/sh", "-c", command).Output()
+	cmd := exec.CommandContext(ctx, "/bin/sh", "-c", command)
+	cmd.Env = credenv.Environ() // a config's command: none of our credentials
+	out, err := cmd.Output()
 	if err != nil {
 		var ee *exec.ExitError
 		if errors.As(err, &ee) {

@@ -46,6 +46,12 @@ func runServer(ctx context.Context, e *env, args []string) error {
 	if fs.NArg() > 0 {
 		return usageError{"unexpected argument " + fs.Arg(0)}
 	}
+	if err := positiveFlags(fs, "relay-timeout", "max-payload", "max-request", "body-idle-timeout"); err != nil {
+		return err
+	}
+	if err := nonNegativeFlags(fs, "shutdown-timeout"); err != nil {
+		return err
+	}
 	if *wsMode != "loop" && *wsMode != "goroutine" {
 		return usageError{"bad --websocket-mode " + *wsMode + " (loop or goroutine)"}
 	}
@@ -139,8 +145,8 @@ func runServer(ctx context.Context, e *env, args []string) error {
 		}
 		return fmt.Errorf("%s did not answer: %w", where, err)
 	}
-	if err != nil {
-		return usageError{err.Error()}
+	if err != nil { // a Config that cannot be (server.Config's own check)
+		return usageError{strings.TrimPrefix(err.Error(), "server: ")}
 	}
 	var con *console.Console
 	if *withConsole {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -90,20 +91,33 @@ type engineWS struct {
 
 func dialEngineWS(t *testing.T, base, sid string) *engineWS {
 	t.Helper()
+	r, err := openEngineWS(t, base, sid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// openEngineWS is dialEngineWS for a goroutine other than the test's,
+// where t.Fatal must not be called: it returns the error instead. (The
+// engineWS's expect still calls t.Fatal: use next there.)
+func openEngineWS(t *testing.T, base, sid string) (*engineWS, error) {
 	u := "ws" + strings.TrimPrefix(base, "http") + "/socket.io/?EIO=4&transport=websocket"
 	if sid != "" {
 		u += "&sid=" + sid
 	}
 	ws, _, err := websocket.DefaultDialer.Dial(u, nil)
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	t.Cleanup(func() { ws.Close() })
 	r := &engineWS{t: t, ws: ws}
 	if sid == "" {
-		r.expect("0")
+		if m, err := r.next(); err != nil || !strings.HasPrefix(m, "0") {
+			return nil, fmt.Errorf("open packet: got %q, %v", m, err)
+		}
 	}
-	return r
+	return r, nil
 }
 
 func (r *engineWS) text(s string) error { return r.ws.WriteMessage(websocket.TextMessage, []byte(s)) }
@@ -502,33 +516,79 @@ func TestUpgradeQueueFirst(t *testing.T) {
 }
 
 // TestCloseDuringDirectHandshake closes the server while direct WebSocket
-// handshakes are on the way: it must not panic.
+// handshakes are on the way: no handler panics (net/http would recover
+// it and log it, and the test pass), every WebSocket that opened is
+// closed by the server, and no connection stays registered.
 func TestCloseDuringDirectHandshake(t *testing.T) {
 	for _, mode := range modes {
 		t.Run(mode.name, func(t *testing.T) {
 			for round := 0; round < 10; round++ {
 				srv := NewServer(mode.opts)
 				srv.Handle("/smcp", &recorder{})
-				ts := httptest.NewServer(srv)
+				ts := httptest.NewUnstartedServer(srv)
+				var httpLog lockedBuffer
+				ts.Config.ErrorLog = log.New(&httpLog, "", 0)
+				ts.Start()
 				u := "ws" + strings.TrimPrefix(ts.URL, "http") + "/socket.io/?EIO=4&transport=websocket"
 				var wg sync.WaitGroup
+				var opened, left atomic.Int32
 				for i := 0; i < 20; i++ {
 					wg.Add(1)
 					go func() {
 						defer wg.Done()
 						d := websocket.Dialer{HandshakeTimeout: 5 * time.Second}
-						if ws, _, err := d.Dial(u, nil); err == nil {
-							ws.Close()
+						ws, _, err := d.Dial(u, nil)
+						if err != nil {
+							return // refused: the server was already closing
+						}
+						defer ws.Close()
+						opened.Add(1)
+						// The server ends it; the deadline is only the failure bound.
+						_ = ws.SetReadDeadline(time.Now().Add(5 * time.Second))
+						for {
+							if _, _, err := ws.ReadMessage(); err != nil {
+								var ne net.Error
+								if errors.As(err, &ne) && ne.Timeout() {
+									left.Add(1)
+								}
+								return
+							}
 						}
 					}()
 				}
 				time.Sleep(time.Duration(round) * 200 * time.Microsecond) // spread Close over the handshakes
 				srv.Close()
 				wg.Wait()
+				if n := left.Load(); n > 0 {
+					t.Errorf("round %d: %d of %d WebSockets still open 5 s after Close", round, n, opened.Load())
+				}
+				waitFor(t, "no connection registered", func() bool { return srv.Conns() == 0 })
 				ts.Close()
+				if strings.Contains(httpLog.String(), "panic") {
+					t.Fatalf("round %d: a handler panicked:\n%s", round, httpLog.String())
+				}
 			}
 		})
 	}
+}
+
+// lockedBuffer is a bytes.Buffer safe for concurrent writers (a server's
+// ErrorLog).
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 // TestPollingQueueBounded checks that a polling peer that never polls
@@ -636,9 +696,15 @@ func TestStalledPostCut(t *testing.T) {
 		resp.Body.Close()
 	}
 
-	// Progress, not total time: 8 pieces 100 ms apart (800 ms in all).
+	// Progress, not total time: a body of 28 one-byte pieces 50 ms apart
+	// (1.4 s in all) against a BodyIdle of 1 s. The pace keeps a margin
+	// of 20 to 1 under the bound, which a loaded machine's late timers
+	// do not use up (8 pieces 100 ms apart against 200 ms did: failed
+	// once in a run of five packages under load).
+	h2 := &recorder{}
+	_, url = startServer(t, Options{BodyIdleTimeout: time.Second}, h2)
 	p = openPolling(t, url)
-	body := "40/smcp,"
+	body := `40/smcp,{"pad":"0123456789"}`
 	conn2, err := net.Dial("tcp", strings.TrimPrefix(url, "http://"))
 	if err != nil {
 		t.Fatal(err)
@@ -646,7 +712,7 @@ func TestStalledPostCut(t *testing.T) {
 	defer conn2.Close()
 	fmt.Fprintf(conn2, "POST /socket.io/?EIO=4&transport=polling&sid=%s HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n", p.sid, len(body))
 	for i := 0; i < len(body); i++ {
-		time.Sleep(100 * time.Millisecond) // the pace of the slow peer, not synchronisation
+		time.Sleep(50 * time.Millisecond) // the pace of the slow peer, not synchronisation
 		if _, err := conn2.Write([]byte{body[i]}); err != nil {
 			t.Fatal(err)
 		}
@@ -656,7 +722,7 @@ func TestStalledPostCut(t *testing.T) {
 	if err != nil || resp.StatusCode != 200 {
 		t.Fatalf("slow POST: %v %v", resp, err)
 	}
-	waitFor(t, "the connect", func() bool { h.mu.Lock(); defer h.mu.Unlock(); return len(h.socks) == 1 })
+	waitFor(t, "the connect", func() bool { h2.mu.Lock(); defer h2.mu.Unlock(); return len(h2.socks) == 1 })
 }
 
 // TestClientRespectsMaxPayload checks that the polling client never POSTs
@@ -723,7 +789,11 @@ func TestNoEventAfterDisconnect(t *testing.T) {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					r := dialEngineWS(t, url, "")
+					r, err := openEngineWS(t, url, "")
+					if err != nil {
+						t.Error(err)
+						return
+					}
 					_ = r.text("40/smcp,")
 					_ = r.text(`42/smcp,["x"]`)
 					_ = r.ws.UnderlyingConn().Close()

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/a2c-smcp/a2c-go/internal/credenv"
 )
 
 // Pins name the interpreters to use instead of looking for them; empty
@@ -80,7 +82,9 @@ const probeTimeout = 20 * time.Second
 func output(name string, args ...string) (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), probeTimeout)
 	defer cancel()
-	b, err := exec.CommandContext(ctx, name, args...).Output()
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Env = credenv.Environ() // a probe needs none of the daemon's credentials
+	b, err := cmd.Output()
 	if err != nil {
 		return "", fmt.Errorf("interp: probe %s: %w", name, err)
 	}

@@ -14,13 +14,15 @@ import (
 
 	"github.com/a2c-smcp/a2c-go/aiod/internal/account"
 	"github.com/a2c-smcp/a2c-go/aiod/internal/sandbox"
+	"github.com/a2c-smcp/a2c-go/internal/credenv"
 )
 
-// Secrets are the daemon's variables no child process inherits: its API
+// Secrets are the daemon's variables no child process inherits: the
+// project's one list of credential variables (package credenv): its API
 // key, the hub's token of a daemon that joins an office (and of a2c up,
 // which runs one in process), the upstream MCP servers (whose URLs may
-// hold credentials) and a hub cluster's Redis URL.
-var Secrets = []string{"AIO_API_KEY", "SANDBOX_API_KEY", "A2C_TOKEN", "EXTRA_MCP_SERVERS", "A2C_REDIS_URL"}
+// hold credentials), a hub cluster's Redis URL and the OTLP headers.
+var Secrets = credenv.Names()
 
 // Exec is a plane's execution context: where runs start, who they run
 // as by default and the environment they inherit. It is immutable and
@@ -40,17 +42,7 @@ func NewExec(workspace, defaultUser string, environ, hide []string) *Exec {
 	if workspace == "" {
 		workspace, _ = os.Getwd()
 	}
-	drop := map[string]bool{}
-	for _, k := range append(append([]string(nil), Secrets...), hide...) {
-		drop[k] = true
-	}
-	var env []string
-	for _, kv := range environ {
-		if k, _, _ := strings.Cut(kv, "="); !drop[k] {
-			env = append(env, kv)
-		}
-	}
-	return &Exec{workspace: workspace, defaultUser: defaultUser, env: env}
+	return &Exec{workspace: workspace, defaultUser: defaultUser, env: credenv.Strip(environ, hide...)}
 }
 
 // Sandboxed returns a copy of x for a daemon whose processes run in sb

@@ -21,6 +21,7 @@ func startAiodOffice(t *testing.T, serverURL, office string, args ...string) (*h
 	t.Helper()
 	ws := t.TempDir()
 	cmd := exec.Command(harness.Bin(t, "aiod"), append([]string{"--port", "0", "--workspace", ws, "--office", office, "--server", serverURL}, args...)...)
+	cmd.Env = append(cmd.Environ(), harness.PinnedPorts(t)...)
 	return harness.Run(t, cmd, true), ws
 }
 

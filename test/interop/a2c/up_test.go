@@ -59,6 +59,7 @@ func startUp(t *testing.T, args ...string) *up {
 	ws := filepath.Join(t.TempDir(), "workspace")
 	cmd := exec.Command(harness.Bin(t, "a2c"), append([]string{"up", "--listen", "127.0.0.1:0", "--sandbox-listen", "127.0.0.1:0",
 		"--workspace", ws}, args...)...)
+	cmd.Env = append(cmd.Environ(), harness.PinnedPorts(t)...)
 	p := harness.Run(t, cmd, true)
 	u := &up{Proc: p, Workspace: ws}
 	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(10 * time.Millisecond) {

@@ -25,7 +25,7 @@ func runAiod(t *testing.T, env []string, args ...string) (code int, stdout, stde
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, harness.Bin(t, "aiod"), args...)
-	cmd.Env = append(os.Environ(), env...)
+	cmd.Env = append(append(os.Environ(), harness.PinnedPorts(t)...), env...)
 	var o, e bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &o, &e
 	err := cmd.Run()

@@ -517,7 +517,7 @@ func TestAiodStartForms(t *testing.T) {
 	port := ln.Addr().(*net.TCPAddr).Port
 	ln.Close()
 	cmd := exec.Command(bin, "start")
-	cmd.Env = append(os.Environ(), "AIO_HOST=127.0.0.1", fmt.Sprintf("AIO_PORT=%d", port))
+	cmd.Env = append(append(os.Environ(), harness.PinnedPorts(t)...), "AIO_HOST=127.0.0.1", fmt.Sprintf("AIO_PORT=%d", port))
 	p := harness.Run(t, cmd, true)
 	if p.Addr != fmt.Sprintf("127.0.0.1:%d", port) {
 		t.Errorf("listening on %s, want port %d", p.Addr, port)

@@ -18,7 +18,7 @@ import (
 func startAiod(t *testing.T, env []string, args ...string) *harness.Proc {
 	t.Helper()
 	cmd := exec.Command(harness.Bin(t, "aiod"), append([]string{"--port", "0"}, args...)...)
-	cmd.Env = append(cmd.Environ(), env...)
+	cmd.Env = append(append(cmd.Environ(), harness.PinnedPorts(t)...), env...)
 	return harness.Run(t, cmd, true)
 }
 

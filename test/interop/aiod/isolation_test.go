@@ -1052,7 +1052,7 @@ func TestIsolationA2CUp(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			ws := filepath.Join(t.TempDir(), "workspace")
 			cmd := exec.Command(harness.Bin(t, "a2c"), append([]string{"up", "--listen", "127.0.0.1:0", "--sandbox-listen", "127.0.0.1:0", "--workspace", ws}, c.args...)...)
-			cmd.Env = append(cmd.Environ(), "A2C_TOKEN=", "AIO_ISOLATION=", "AIO_PYTHON_BIN=/usr/bin/python3")
+			cmd.Env = append(append(cmd.Environ(), harness.PinnedPorts(t)...), "A2C_TOKEN=", "AIO_ISOLATION=", "AIO_PYTHON_BIN=/usr/bin/python3")
 			p := harness.Run(t, cmd, true)
 			box := ""
 			waitUntil(t, 20*time.Second, "a2c up never said where its sandbox API listens", func() bool {

@@ -5,10 +5,12 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -224,4 +226,24 @@ func RunScenarios(t *testing.T, env []string, name string, args ...string) {
 	if err != nil || seen == 0 {
 		t.Fatalf("%s: %v (ran %d scenarios)\nstdout:\n%s\nstderr:\n%s", name, err, seen, out, stderr.String())
 	}
+}
+
+// PinnedPorts is environment that moves aiod's default ports (the
+// browser's DevTools endpoint, 127.0.0.1:9222, and the computer-use
+// worker, 127.0.0.1:18100) to loopback ports where nothing listens: a
+// Chromium or a worker the user runs on a default port must not change
+// what a test sees. Put it before the test's own entries (for a name
+// given twice, exec uses the last).
+func PinnedPorts(t testing.TB) []string {
+	t.Helper()
+	closed := func() string {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ln.Close()
+		return strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+	}
+	return []string{"BROWSER_REMOTE_DEBUGGING_HOST=127.0.0.1", "BROWSER_REMOTE_DEBUGGING_PORT=" + closed(),
+		"AIO_COMPUTER_USE_URL=http://127.0.0.1:" + closed()}
 }
