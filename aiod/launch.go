@@ -20,7 +20,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/a2c-smcp/a2c-go/aiod/browser"
