@@ -30,17 +30,21 @@
 //
 // # Origin
 //
-// A request without an Origin header (CLIs, SDKs, curl, python-socketio,
-// socket.io-client in Node) is not judged by it. One with an Origin must
+// A request without an Origin header (CLIs, SDKs, curl, socket.io-client
+// in Node) is not judged by it; python-socketio's WebSocket sends the
+// origin of the URL it dials, which is the server's own. One with an Origin must
 // come from the server's own origin, or from one given with
-// --allowed-origin. The server's own origin is the one the browser
-// itself would call same-origin: the Origin's host and port equal the
-// request's Host (already checked above), as python-socketio decides by
-// default. The scheme is not compared, since behind a proxy that ends TLS
-// the page is https while the server sees http; a missing port is the
-// scheme's default. "null" (sandboxed frames, file: pages), anything that
-// is not http(s)://host[:port], and every other origin are
-// [OriginRefused]: 403 Forbidden.
+// --allowed-origin. The server's own origin is the one the browser itself
+// would call same-origin: the Origin's host and port equal the request's
+// Host (already checked above), as python-socketio decides by default.
+// The scheme is not compared, since behind a proxy that ends TLS the page
+// is https while the server sees http; an Origin without a port has the
+// scheme's default. A Host without a port matches any port: a browser
+// always names a port that is not the scheme's default, so such a Host
+// came through a proxy that dropped it (nginx's "proxy_set_header Host
+// $host"). "null" (sandboxed frames, file: pages), anything that is not
+// http(s)://host[:port], and every other origin are [OriginRefused]: 403
+// Forbidden.
 //
 // # CORS
 //

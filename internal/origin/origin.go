@@ -311,7 +311,11 @@ func (p *Policy) originAllowed(reqHost, o string) bool {
 		return false
 	}
 	if reqHost != "" {
-		if hh, hp, hb, ok := splitHost(reqHost); ok && hb == ob && strings.EqualFold(oh, hh) && withDefault(op, https) == withDefault(hp, https) {
+		// A Host without a port matches the Origin's host on any port: a
+		// browser always names a port that is not the scheme's default,
+		// so a Host without one came through a proxy that dropped it
+		// (nginx's "proxy_set_header Host $host").
+		if hh, hp, hb, ok := splitHost(reqHost); ok && hb == ob && strings.EqualFold(oh, hh) && (hp == "" || withDefault(op, https) == hp) {
 			return true
 		}
 	}

@@ -58,6 +58,8 @@ func TestCheck(t *testing.T) {
 		{"same origin https", local, "localhost:8000", []string{"https://localhost:8000"}, Allowed},
 		{"same origin case", local, "localhost:8000", []string{"HTTP://LocalHost:8000"}, Allowed},
 		{"default port", named, "hub.example", []string{"http://hub.example"}, Allowed},
+		{"proxy dropped the port", local, "127.0.0.1", []string{"http://127.0.0.1:8080"}, Allowed},
+		{"proxy dropped the port, other host", local, "127.0.0.1", []string{"http://localhost:8080"}, OriginRefused},
 		{"default port explicit", named, "hub.example:443", []string{"https://hub.example"}, Allowed},
 		{"default port mismatch", named, "hub.example:443", []string{"http://hub.example"}, OriginRefused},
 		{"evil origin", local, "127.0.0.1:8000", []string{"http://evil.example"}, OriginRefused},
