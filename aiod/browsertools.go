@@ -35,7 +35,7 @@ type browserTools struct {
 	// cdpHost is the DevTools endpoint's host:port (CDPEndpoint): the
 	// host of browser_get_info's cdp_url for a call with no /mcp request.
 	cdpHost string
-	// public is Config.PublicURL parsed (nil: none): where a2c up serves
+	// public is Config.PublicURL parsed (nil: none): where the daemon serves
 	// /cdp, for a call with no /mcp request.
 	public *url.URL
 }
@@ -56,10 +56,12 @@ func newBrowserTools(d *Daemon, br *browser.Plane, comp *computer.Plane) mcp.Bro
 // On /mcp its URLs are built from the /mcp request as the route builds
 // them from its own (Host, X-Forwarded-Host/Proto/Prefix, the query).
 // A call with no HTTP request (the sandbox Computer of an office) gets
-// the URL of a2c up's /cdp proxy when the daemon has a PublicURL, else
+// the URL of the daemon's /cdp when it has a PublicURL, else
 // the browser's own DevTools WebSocket URL,
 // ws://<BROWSER_REMOTE_DEBUGGING_HOST:PORT>/devtools/browser/<id>, where
-// the sandbox's own programs reach it (aiod itself serves no /cdp).
+// the sandbox's own programs reach a browser the user runs (under aiod
+// --browser Chromium has no port: such a call then names no reachable
+// URL; a2c up gives the daemon its PublicURL).
 func (t *browserTools) Info(ctx context.Context, origin *http.Request) (any, error) {
 	ctx, cancel := context.WithTimeout(ctx, infoWait)
 	defer cancel()

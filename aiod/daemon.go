@@ -229,7 +229,7 @@ func New(cfg Config) (*Daemon, error) {
 	}
 	compPlane := computer.New(computer.Config{URL: cfg.ComputerUseURL, Dial: d.dial, APIKey: cfg.APIKey,
 		WorkerKey: d.programs.workerKey, Logger: cfg.Logger})
-	brPlane := browser.New(browser.Config{CDPEndpoint: cfg.CDPEndpoint, Dial: d.dial, Logger: cfg.Logger})
+	brPlane := browser.New(d.browserConfig())
 	d.planes = []plane{
 		cmdPlane,
 		filePlane,
@@ -248,7 +248,7 @@ func New(cfg Config) (*Daemon, error) {
 		_ = d.sandbox.Close()
 		return nil, err
 	}
-	d.probe = &prober{ttl: 5 * time.Second, cdp: cfg.CDPEndpoint, computer: compPlane, browser: brPlane, python: cfg.PythonBin, node: cfg.NodeBin, ctx: ctx,
+	d.probe = &prober{ttl: 5 * time.Second, cdp: d.cdpEndpointName(), computer: compPlane, browser: brPlane, python: cfg.PythonBin, node: cfg.NodeBin, ctx: ctx,
 		iso: isolationCaps{Report: sb.Report(), Machine: sandbox.Probe()}}
 	d.probe.start() // the first read waits for it, later ones never
 	go d.trimWhenIdle(ctx, 5*time.Second)
@@ -417,7 +417,9 @@ func timezone() string {
 // publicRoutes are served without the key: each by itself or as a
 // prefix followed by "/" ("/health/x" is public, "/healthcheck" is not).
 // "/" is public only by itself.
-var publicRoutes = []string{"/health", "/v1/ping", "/v1/openapi.json", "/v2/openapi.json", "/internal/auth"}
+// "/terminal" is the terminal page and its files (aiod/pty): static,
+// holding no secret; its WebSocket asks for the key.
+var publicRoutes = []string{"/health", "/v1/ping", "/v1/openapi.json", "/v2/openapi.json", "/internal/auth", "/terminal"}
 
 // publicRoute reports whether a request path, as sent on the wire
 // (still percent-encoded; a query or fragment is ignored), names a public

@@ -79,7 +79,9 @@ const (
 //	AIO_BASH_BIN                          BashBin
 //	AIO_ALLOWED_HOSTS, AIO_MCP_ALLOWED_HOSTS  a,b   AllowedHosts (both)
 //	AIO_ALLOWED_ORIGINS  https://a,http://b:3000     AllowedOrigins
-//	BROWSER_REMOTE_DEBUGGING_HOST, _PORT  CDPEndpoint (default 127.0.0.1:9222)
+//	BROWSER_REMOTE_DEBUGGING_HOST, _PORT  CDPEndpoint (default 127.0.0.1:9222; a browser the
+//	                                      user runs; unused under --browser, whose Chromium
+//	                                      has only its DevTools pipe)
 //	AIO_COMPUTER_USE_URL                  ComputerUseURL (default http://127.0.0.1:18100)
 //	AIO_STATE_DIR                         StateDir
 //	AIO_BASH_MAX_SESSIONS (50), AIO_BASH_SESSION_TIMEOUT_SECS (3600),

@@ -70,7 +70,3 @@ func (d *Daemon) guard(next http.Handler) http.Handler {
 		next.ServeHTTP(w, r)
 	})
 }
-
-// Guard wraps a handler served beside the daemon's own on its address
-// (a2c up's /cdp) in the same Host and Origin rule.
-func (d *Daemon) Guard(h http.Handler) http.Handler { return d.guard(h) }

@@ -31,10 +31,12 @@ type Isolation struct {
 	Memory int64
 	Pids   int
 	CPUs   float64
-	// Fallback lets a daemon whose sandbox cannot start (not root and no
-	// user namespace of its own, or the machine refused) run with
-	// isolation none and a warning instead of failing: a2c up's default,
-	// never an explicit request.
+	// Fallback lets a daemon on a machine that cannot isolate (not root
+	// and no user namespace of its own, or a kernel that refuses new
+	// namespaces: sandbox.ErrCannotIsolate) run with isolation none and a
+	// warning instead of failing: a2c up's default, never an explicit
+	// request. Any other reason the sandbox cannot start (a refused
+	// workspace) still fails.
 	Fallback bool
 	// keepOwner leaves the workspace's owner alone (aiod doctor).
 	keepOwner bool
@@ -171,7 +173,9 @@ func startSandbox(cfg Config, log *slog.Logger) (*sandbox.Sandbox, error) {
 	sb, err := sandbox.New(sandbox.Config{Workspace: cfg.Workspace, User: iso.User, Network: iso.Network,
 		Memory: iso.Memory, Pids: iso.Pids, CPUs: iso.CPUs, KeepOwner: iso.keepOwner}, log)
 	switch {
-	case err != nil && iso.Fallback:
+	case err != nil && iso.Fallback && errors.Is(err, sandbox.ErrCannotIsolate):
+		// Only the machine's limits fall back; a refused workspace or a
+		// missing account is the request's mistake and stops the start.
 		log.Warn("isolation: the sandbox cannot start here, so processes run WITHOUT isolation; pass --isolation none to silence this", "err", err)
 		return nil, nil
 	case err != nil:

@@ -1,6 +1,14 @@
 package aiod
 
-import "testing"
+import (
+	"errors"
+	"log/slog"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/a2c-smcp/a2c-go/aiod/internal/sandbox"
+)
 
 func TestIsolationMode(t *testing.T) {
 	for _, c := range []struct {
@@ -18,6 +26,25 @@ func TestIsolationMode(t *testing.T) {
 	} {
 		if got := isolationMode(c.flags, c.env, c.def); got != c.out {
 			t.Errorf("isolationMode(%q, %q, %q) = %q, want %q", c.flags, c.env, c.def, got, c.out)
+		}
+	}
+}
+
+// TestIsolationFallbackNarrow: a2c up's fallback (Fallback) covers only
+// a machine that cannot isolate; a refused workspace fails the start
+// instead of running on the host without a sandbox.
+func TestIsolationFallbackNarrow(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: a non-root daemon here falls back before any check")
+	}
+	for _, ws := range []string{"/root", "/etc"} {
+		cfg := Config{Workspace: ws, Isolation: Isolation{Mode: sandbox.Namespaces, Fallback: true}}
+		sb, err := startSandbox(cfg, slog.New(slog.DiscardHandler))
+		if sb != nil {
+			sb.Close()
+		}
+		if err == nil || errors.Is(err, sandbox.ErrCannotIsolate) || !strings.Contains(err.Error(), "the workspace "+ws+" is a") {
+			t.Errorf("workspace %s with the fallback: %v", ws, err)
 		}
 	}
 }

@@ -23,6 +23,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/a2c-smcp/a2c-go/aiod/browser"
 	"github.com/a2c-smcp/a2c-go/aiod/computer"
 	"github.com/a2c-smcp/a2c-go/aiod/internal/desktools"
 	"github.com/a2c-smcp/a2c-go/aiod/internal/sandbox"
@@ -47,6 +48,9 @@ type programs struct {
 	// of the daemon): the worker knows it, the computer plane presents
 	// it; the daemon's API key never leaves the daemon.
 	workerKey string
+	// cdp is aiod --browser's DevTools multiplexer: Chromium's pipe,
+	// served at /cdp and to the browser plane (nil without --browser).
+	cdp *launch.CDPMux
 }
 
 // defaultStateDir is $XDG_STATE_HOME/aiod, else ~/.local/state/aiod.
@@ -142,19 +146,11 @@ func (d *Daemon) startPrograms(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("--browser: %w", err)
 		}
-		cu, err := url.Parse(d.cfg.CDPEndpoint)
-		if err != nil || cu.Hostname() == "" {
-			return fmt.Errorf("--browser: bad DevTools endpoint %q", d.cfg.CDPEndpoint)
-		}
-		port, _ := strconv.Atoi(cmp.Or(cu.Port(), "9222"))
-		if ownNet {
-			d.programs.inside[loopbackKey(hostPort(cu))] = true
-		}
 		profile, home, err := d.browserProfile()
 		if err != nil {
 			return fmt.Errorf("--browser: %w", err)
 		}
-		opts := launch.BrowserOptions{Host: cu.Hostname(), Port: port, Profile: profile, Headful: d.cfg.Desktop, NoDevShm: d.sandbox != nil}
+		opts := launch.BrowserOptions{Profile: profile, Headful: d.cfg.Desktop, NoDevShm: d.sandbox != nil}
 		env := d.programEnv()
 		if home != "" {
 			env = append(env, "HOME="+home)
@@ -162,43 +158,60 @@ func (d *Daemon) startPrograms(ctx context.Context) error {
 		if d.cfg.Desktop {
 			env = append(env, "DISPLAY=:"+strconv.Itoa(d.programs.displayNum))
 		}
-		hc := &http.Client{Transport: &http.Transport{DialContext: d.dial, DisableKeepAlives: true}}
-		version := strings.TrimSuffix(d.cfg.CDPEndpoint, "/") + "/json/version"
+		// This start's DevTools pipe: Chromium reads fd 3 (toR) and writes
+		// fd 4 (fromW); the multiplexer holds the other ends from Started
+		// on. A start that fails before Started leaves all four open: the
+		// next Command and a failed Start close them.
+		var toR, toW, fromR, fromW *os.File
+		closePipes := func() {
+			for _, f := range []*os.File{toR, toW, fromR, fromW} {
+				if f != nil {
+					_ = f.Close()
+				}
+			}
+			toR, toW, fromR, fromW = nil, nil, nil, nil
+		}
+		mux := d.programs.cdp
 		sup, err := launch.Start(ctx, launch.Program{Name: "chromium", Start: start, Sandboxed: d.sandbox != nil, Logger: d.log, ReadyTimeout: 30 * time.Second,
 			Command: func() (*exec.Cmd, error) {
+				closePipes()
+				var err error
+				if toR, toW, err = os.Pipe(); err != nil {
+					return nil, fmt.Errorf("devtools pipe: %w", err)
+				}
+				if fromR, fromW, err = os.Pipe(); err != nil {
+					closePipes()
+					return nil, fmt.Errorf("devtools pipe: %w", err)
+				}
 				cmd := exec.Command(br.Path, launch.BrowserArgs(opts)...)
 				cmd.Env, cmd.Dir = env, "/"
+				cmd.ExtraFiles = []*os.File{toR, fromW}
 				if d.sandbox == nil {
 					// In a sandbox Chromium has the sandbox's own /tmp
 					// (its shared memory lives there too), gone with it.
 					tmp, err := d.freshBrowserTmp(profile)
 					if err != nil {
+						closePipes()
 						return nil, fmt.Errorf("browser temporary folder: %w", err)
 					}
 					cmd.Env = append(slices.Clip(env), "TMPDIR="+tmp)
 				}
 				return cmd, nil
 			},
-			Ready: func(ctx context.Context) error {
-				req, err := http.NewRequestWithContext(ctx, http.MethodGet, version, nil)
-				if err != nil {
-					return err
-				}
-				resp, err := hc.Do(req)
-				if err != nil {
-					return err
-				}
-				resp.Body.Close()
-				if resp.StatusCode != http.StatusOK {
-					return fmt.Errorf("/json/version answered %d", resp.StatusCode)
-				}
+			Started: func(context.Context, *exec.Cmd) error {
+				_ = toR.Close() // Chromium has its copies
+				_ = fromW.Close()
+				mux.Attach(toW, fromR) // the multiplexer owns these now
+				toR, toW, fromR, fromW = nil, nil, nil, nil
 				return nil
-			}})
+			},
+			Ready: mux.Ready})
 		if err != nil {
+			closePipes()
 			return fmt.Errorf("--browser: %w", err)
 		}
 		d.programs.browser = sup
-		d.log.Debug("launch: browser up", "executable", br.Path, "cdp", d.cfg.CDPEndpoint, "profile", profile, "headless", !d.cfg.Desktop, "pid", sup.PID())
+		d.log.Debug("launch: browser up", "executable", br.Path, "cdp", "pipe", "profile", profile, "headless", !d.cfg.Desktop, "pid", sup.PID())
 	}
 	if d.programs.display != nil {
 		// Programs on the display lose it when the X server dies: they
@@ -268,6 +281,9 @@ func (d *Daemon) stopPrograms(ctx context.Context) error {
 		if err := s.Stop(ctx); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	if d.programs.cdp != nil {
+		d.programs.cdp.Close()
 	}
 	return errors.Join(errs...)
 }
@@ -356,12 +372,44 @@ func (d *Daemon) dial(ctx context.Context, network, addr string) (net.Conn, erro
 	return nd.DialContext(ctx, network, addr)
 }
 
-// CDPProxy is what a2c up serves at /cdp/*: the browser's DevTools
-// endpoint (HTTP and WebSocket) reached through the daemon's dialer
-// (into the sandbox's network when the browser runs there). It checks no
-// credential; the caller wraps it in its own.
-func (d *Daemon) CDPProxy() (*launch.CDPProxy, error) {
-	return launch.NewCDPProxy(d.cfg.CDPEndpoint, d.dial)
+// pipeEndpoint is the DevTools endpoint the browser plane is given under
+// --browser: a name only, dialed in process (CDPMux.Dial), never a port.
+const pipeEndpoint = "http://devtools.pipe"
+
+// browserConfig is the browser plane's configuration, with /cdp: under
+// --browser the DevTools multiplexer of the Chromium the daemon runs
+// (made here, attached to each Chromium as it starts), which the plane
+// reaches in process; else a proxy to the browser at CDPEndpoint (one
+// the user runs), through the daemon's dialer.
+func (d *Daemon) browserConfig() browser.Config {
+	if d.cfg.Browser {
+		d.programs.cdp = launch.NewCDPMux(d.log)
+		return browser.Config{CDPEndpoint: pipeEndpoint, Dial: d.programs.cdp.Dial, CDP: d.programs.cdp, Logger: d.log}
+	}
+	cfg := browser.Config{CDPEndpoint: d.cfg.CDPEndpoint, Dial: d.dial, Logger: d.log}
+	if p, err := launch.NewCDPProxy(d.cfg.CDPEndpoint, d.dial); err == nil {
+		cfg.CDP = p
+	}
+	return cfg
+}
+
+// cdpEndpointName is capabilities.browser.cdp_endpoint: "pipe" under
+// --browser (Chromium has no port; /cdp serves it), else CDPEndpoint.
+func (d *Daemon) cdpEndpointName() string {
+	if d.cfg.Browser {
+		return "pipe"
+	}
+	return d.cfg.CDPEndpoint
+}
+
+// CDPBrowserPath is the path of the browser's DevTools WebSocket under
+// /cdp (/devtools/browser/<id>) under --browser, "" otherwise: what a2c
+// up prints as its cdp_url.
+func (d *Daemon) CDPBrowserPath() string {
+	if d.programs.cdp == nil {
+		return ""
+	}
+	return d.programs.cdp.BrowserPath()
 }
 
 // Display is the X display aiod --desktop runs (":99"), or "".

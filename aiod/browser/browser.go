@@ -43,7 +43,11 @@ type Config struct {
 	// WebSocket). Under isolation the browser listens inside the
 	// sandbox's network, which only the daemon's dialer reaches. Nil: a
 	// plain dialer.
-	Dial   func(ctx context.Context, network, addr string) (net.Conn, error)
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// CDP, when set, serves the DevTools protocol to the daemon's
+	// clients at CDPPrefix (/cdp and below), behind the daemon's key:
+	// what cdp_url names.
+	CDP    http.Handler
 	Logger *slog.Logger
 }
 
@@ -52,6 +56,7 @@ type Config struct {
 // restarts, and one flattened session per tab it has driven.
 type Plane struct {
 	base   string
+	cdp    http.Handler
 	log    *slog.Logger
 	client *http.Client
 	dial   dialFunc
@@ -82,7 +87,7 @@ func New(cfg Config) *Plane {
 	}
 	tr := &http.Transport{DialContext: bounded, ResponseHeaderTimeout: 10 * time.Second,
 		MaxIdleConnsPerHost: 2, IdleConnTimeout: 30 * time.Second}
-	return &Plane{base: strings.TrimRight(cfg.CDPEndpoint, "/"), log: cfg.Logger,
+	return &Plane{base: strings.TrimRight(cfg.CDPEndpoint, "/"), cdp: cfg.CDP, log: cfg.Logger,
 		client: &http.Client{Transport: tr, Timeout: 15 * time.Second}, dial: bounded, net: newNetLog(netCap)}
 }
 

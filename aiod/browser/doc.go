@@ -11,8 +11,10 @@
 // # Connection
 //
 // Every connection to the DevTools endpoint, HTTP (/json/*) and
-// WebSocket, goes through Config.Dial (the daemon's dialer, which
-// reaches into the sandbox's network under isolation). The plane keeps
+// WebSocket, goes through Config.Dial: under aiod --browser the
+// in-process connection of the launcher's CDP multiplexer (Chromium has
+// no port, only its DevTools pipe); for a browser the user runs, the
+// daemon's dialer. The plane keeps
 // one WebSocket to the browser target, opened on first use, with one
 // flattened session per tab it has driven (Target.attachToTarget
 // flatten:true), cached until the tab closes. When the browser dies the

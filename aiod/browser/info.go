@@ -9,13 +9,13 @@ import (
 	"time"
 )
 
-// CDPPrefix is where a2c up serves the browser's DevTools endpoint on
-// the sandbox API's address (its /cdp proxy), and so the path prefix of
-// a cdp_url that goes through it.
+// CDPPrefix is where aiod serves the browser's DevTools protocol on its
+// own address, behind its key (Config.CDP), and so the path prefix of a
+// cdp_url that goes through it.
 const CDPPrefix = "/cdp"
 
 // UnderCDP reports whether path is CDPPrefix or below it: the requests
-// the /cdp proxy serves.
+// /cdp serves.
 func UnderCDP(path string) bool {
 	return path == CDPPrefix || strings.HasPrefix(path, CDPPrefix+"/")
 }
@@ -31,7 +31,7 @@ type Size struct {
 type Info struct {
 	UserAgent string `json:"user_agent"`
 	// CDPURL is the browser's WebSocket URL as the client reaches it
-	// (see [CDPURL]): through a2c up's /cdp proxy, or directly.
+	// (see [CDPURL]): through the daemon's /cdp, or directly.
 	CDPURL string `json:"cdp_url"`
 	// Viewport is the browser window's size.
 	Viewport Size `json:"viewport"`
@@ -46,7 +46,7 @@ type Info struct {
 
 // Info answers GET info for r (its headers, Host and query build the
 // URLs; v1 adds vnc_url); prefix is cdp_url's path prefix (see
-// [CDPURL]): CDPPrefix through a2c up's proxy, "" for the browser's own
+// [CDPURL]): CDPPrefix through the daemon's /cdp, "" for the browser's own
 // endpoint. The error is the plane's 503 when the DevTools
 // endpoint does not answer. The MCP tool browser_get_info calls it with
 // the /mcp request.
@@ -109,7 +109,7 @@ func (p *Plane) Info(ctx context.Context, r *http.Request, prefix string, v1 boo
 
 // CDPURL is the browser's WebSocket URL as a client of r reaches it:
 // ws[s]://<host><forwarded prefix><prefix><wsPath><?query>, prefix
-// being CDPPrefix through a2c up's proxy and "" for the browser's own
+// being CDPPrefix through the daemon's /cdp and "" for the browser's own
 // endpoint. The host is
 // X-Forwarded-Host, else Host, else the listener's address; the scheme
 // follows X-Forwarded-Proto when it is http or https, else the

@@ -269,8 +269,22 @@ func (p *Plane) newTab(r *http.Request, in newTabBody) (Tab, error) {
 	return t, nil
 }
 
+// activateTab brings a tab to the front. The tab is named by its id, or
+// by its index in GET tabs' list (0 first), as the Python AIO SDK's
+// browser_tabs.activate(index) sends it: target ids are never short
+// decimal numbers, so the two cannot be confused.
 func (p *Plane) activateTab(r *http.Request, _ struct{}) (Tab, error) {
 	id := r.PathValue("id")
+	if n, ok := tabIndex(id); ok {
+		tabs, err := p.tabs(r.Context())
+		if err != nil {
+			return Tab{}, err
+		}
+		if n >= len(tabs) {
+			return Tab{}, api.NewError(api.ErrNotFound, "no tab at index "+id)
+		}
+		id = tabs[n].ID
+	}
 	t, _, err := p.tabInfo(r.Context(), id)
 	if err != nil {
 		return Tab{}, err
@@ -282,6 +296,15 @@ func (p *Plane) activateTab(r *http.Request, _ struct{}) (Tab, error) {
 		return Tab{}, unreachable("activate tab", err)
 	}
 	return t, nil
+}
+
+// tabIndex reads a tab index: a decimal number of at most 6 digits.
+func tabIndex(s string) (int, bool) {
+	if s == "" || len(s) > 6 || strings.Trim(s, "0123456789") != "" {
+		return 0, false
+	}
+	n, err := strconv.Atoi(s)
+	return n, err == nil
 }
 
 // closeTab closes the tab with Target.closeTarget: asked of Chrome for
@@ -487,8 +510,12 @@ type deleteCookiesQuery struct {
 	All    *bool   `json:"all"`
 }
 
-func (p *Plane) deleteCookies(r *http.Request, in deleteCookiesQuery) (cookieCount, error) {
-	all := in.All != nil && *in.All
+// deleteCookies deletes the cookies named (name with url or domain), or
+// every cookie with all=true. On v1 a request with no parameter at all
+// clears every cookie too: the Python AIO SDK's clear_cookies() sends
+// DELETE /v1/browser/cookies bare.
+func (p *Plane) deleteCookies(r *http.Request, in deleteCookiesQuery, v1 bool) (cookieCount, error) {
+	all := in.All != nil && *in.All || v1 && in == (deleteCookiesQuery{})
 	if !all && (in.Name == nil || (in.URL == nil && in.Domain == nil)) {
 		return cookieCount{}, api.NewError(api.ErrInvalid, "browser: give name and url or domain, or all=true")
 	}

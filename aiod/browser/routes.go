@@ -17,6 +17,10 @@ import (
 // /v2/browser/ alike (POST /v1/browser/actions is the computer-use
 // plane's; there is no /v2/browser/actions).
 func (p *Plane) Mount(mux *http.ServeMux) {
+	if p.cdp != nil {
+		mux.Handle(CDPPrefix, p.cdp)
+		mux.Handle(CDPPrefix+"/", p.cdp)
+	}
 	for _, v := range []string{"v1", "v2"} {
 		pre := "/" + v + "/browser/"
 		v1 := v == "v1"
@@ -34,10 +38,15 @@ func (p *Plane) Mount(mux *http.ServeMux) {
 		mux.Handle("GET "+pre+"tabs", api.Route[struct{}, []Tab]{From: api.FromNothing, Op: func(r *http.Request, _ struct{}) ([]Tab, error) { return p.tabs(r.Context()) }, Log: p.log})
 		mux.Handle("POST "+pre+"tabs", api.Route[newTabBody, Tab]{Decode: jsonBody[newTabBody], Op: p.newTab, Log: p.log})
 		mux.Handle("POST "+pre+"tabs/{id}/activate", api.Route[struct{}, Tab]{From: api.FromNothing, Op: p.activateTab, Log: p.log})
+		if v1 {
+			// The Python AIO SDK's browser_tabs.activate(index).
+			mux.Handle("PUT "+pre+"tabs/{id}/activate", api.Route[struct{}, Tab]{From: api.FromNothing, Op: p.activateTab, Log: p.log})
+		}
 		mux.Handle("DELETE "+pre+"tabs/{id}", api.Route[struct{}, Tab]{From: api.FromNothing, Op: p.closeTab, Log: p.log})
 		mux.Handle("POST "+pre+"cookies", api.Route[setCookiesBody, cookieCount]{Decode: jsonBody[setCookiesBody], Op: p.setCookies, Log: p.log})
 		mux.Handle("GET "+pre+"cookies", api.Route[cookiesQuery, []json.RawMessage]{From: api.FromQuery, Op: p.cookies, Log: p.log})
-		mux.Handle("DELETE "+pre+"cookies", api.Route[deleteCookiesQuery, cookieCount]{From: api.FromQuery, Op: p.deleteCookies, Log: p.log})
+		mux.Handle("DELETE "+pre+"cookies", api.Route[deleteCookiesQuery, cookieCount]{From: api.FromQuery,
+			Op: func(r *http.Request, in deleteCookiesQuery) (cookieCount, error) { return p.deleteCookies(r, in, v1) }, Log: p.log})
 		mux.Handle("GET "+pre+"network/requests", api.Route[networkQuery, []Request]{From: api.FromQuery, Op: p.requests, Log: p.log})
 	}
 }

@@ -15,7 +15,7 @@ import (
 // A field refusal answers as the validation body ([fieldFail]).
 func (p *Plane) mountV1(mux *http.ServeMux) {
 	mux.Handle("POST /v1/code/execute", api.Route[executeBody, *Result]{Op: p.codeExecuteV1, Reply: runReply(codeResultV1Of), Fail: fieldFail})
-	mux.Handle("GET /v1/code/info", api.Route[struct{}, Info]{From: api.FromNothing, Op: p.info})
+	mux.Handle("GET /v1/code/info", api.Route[struct{}, InfoV1]{From: api.FromNothing, Op: p.infoV1})
 
 	mux.Handle("POST /v1/jupyter/execute", p.jupyter(api.Route[jupyterBody, *Result]{Op: p.jupyterExecute, Reply: runReply(jupyterResultOf), Fail: fieldFail}))
 	mux.Handle("GET /v1/jupyter/info", p.jupyter(api.Route[struct{}, map[string]any]{From: api.FromNothing, Op: p.jupyterInfo}))
@@ -42,6 +42,55 @@ func (p *Plane) mountV1(mux *http.ServeMux) {
 	mux.Handle("DELETE /v1/nodejs/sessions", api.Route[struct{}, cleaned]{From: api.FromNothing, Op: p.closeSessions(JavaScript)})
 	mux.Handle("GET /v1/nodejs/sessions/{session_id}", api.Route[struct{}, map[string]any]{From: api.FromNothing, Op: p.nodeSession, Fail: fieldFail})
 	mux.Handle("DELETE /v1/nodejs/sessions/{session_id}", api.Route[struct{}, map[string]bool]{From: api.FromNothing, Op: p.nodeDelete})
+}
+
+// InfoV1 is GET /v1/code/info: [Info] with languages as the 1.x
+// clients' objects (the AIO SDKs' CodeInfoResponse: their Python and Go
+// SDKs decode each entry as {language, description, runtime_version,
+// default_timeout, max_timeout, details} and fail on a bare string).
+// The outer Languages field shadows Info's list of names.
+type InfoV1 struct {
+	Info
+	Languages []LanguageInfo `json:"languages"`
+}
+
+// LanguageInfo is one language of [InfoV1]. Both languages are always
+// listed (the daemon serves both); details.available says whether an
+// interpreter was found, and RuntimeVersion is the probed version
+// ("3.11.2", "20.19.2"), null when none was found.
+type LanguageInfo struct {
+	Language       string         `json:"language"`
+	Description    string         `json:"description"`
+	RuntimeVersion *string        `json:"runtime_version"`
+	DefaultTimeout int            `json:"default_timeout"`
+	MaxTimeout     int            `json:"max_timeout"`
+	Details        map[string]any `json:"details"`
+}
+
+func (p *Plane) infoV1(*http.Request, struct{}) (InfoV1, error) {
+	in := p.e.Info()
+	py, node := p.e.pythonProbe(), p.e.nodeProbe()
+	return InfoV1{Info: in, Languages: []LanguageInfo{
+		languageInfo(Python, "Python on a persistent ipykernel per session", py, in),
+		languageInfo(JavaScript, "JavaScript on a persistent node REPL per session", node, in),
+	}}, nil
+}
+
+// languageInfo describes lang as its probe i found it.
+func languageInfo(lang, what string, i interpreter, in Info) LanguageInfo {
+	ri := runtimeInfo(i)
+	l := LanguageInfo{Language: lang, RuntimeVersion: ri.Version, DefaultTimeout: in.DefaultTimeout, MaxTimeout: in.MaxTimeout,
+		Details: map[string]any{"available": i.ok, "path": nullable(i.path)}}
+	switch {
+	case i.ok:
+		l.Description = what + " (" + i.version + ", " + i.path + ")"
+	case i.err != nil:
+		l.Description = what + ": not available: " + i.err.Message
+		l.Details["hint"] = i.err.Hint
+	default:
+		l.Description = what + ": not available"
+	}
+	return l
 }
 
 // fieldFail answers a v1 refusal: a field refusal (ErrInvalid) as a 422

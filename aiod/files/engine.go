@@ -57,14 +57,18 @@ func inView[R any](e *Engine, op, shown string, f func() (R, *fserr.Error)) (R, 
 	)
 	if err := e.sb.Do(func() error { res, ferr = f(); return nil }); err != nil {
 		var zero R
-		return zero, unavailable(op, shown)
+		return zero, unavailable(op, shown, err)
 	}
 	return res, ferr
 }
 
-// unavailable is the error of an operation the sandbox could not run
-// (it was closed, or could not be started again).
-func unavailable(op, shown string) *fserr.Error {
+// unavailable is the error of an operation the sandbox could not run:
+// busy (every thread of its view in use, retryable), or closed, or not
+// able to start again.
+func unavailable(op, shown string, err error) *fserr.Error {
+	if errors.Is(err, sandbox.ErrBusy) {
+		return fserr.From(op, shown, err)
+	}
 	return fserr.New(op, shown, fserr.IOError, fserr.Phrase(op)+": the sandbox is unavailable")
 }
 

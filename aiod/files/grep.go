@@ -169,14 +169,14 @@ func (e *Engine) Grep(ctx context.Context, req FileGrepRequest) (*FileGrepResult
 		defer close(files)
 		var werr error
 		if err := e.sb.Do(func() error { werr = e.grepWalk(ctx, req, plan, abs, fi, files, sem); return nil }); err != nil {
-			werr = errUnavailable
+			werr = fmt.Errorf("%w: %w", errUnavailable, err)
 		}
 		walkErr <- werr
 	}()
 	res := plan.collect(ctx, cancel, files, sem)
 	res.Path, res.Pattern = req.Path, req.Pattern
 	if err := <-walkErr; errors.Is(err, errUnavailable) {
-		return nil, unavailable(op, req.Path)
+		return nil, unavailable(op, req.Path, err)
 	} else if err != nil && ctx.Err() == nil {
 		return nil, fserr.From(op, req.Path, err)
 	}

@@ -3,7 +3,6 @@ package launch
 import (
 	"os"
 	"os/exec"
-	"strconv"
 )
 
 // EnvBrowserExecutable names the Chromium executable to use
@@ -86,10 +85,6 @@ func executable(p string) bool {
 
 // BrowserOptions shape Chromium's command line ([BrowserArgs]).
 type BrowserOptions struct {
-	// Host and Port are the DevTools address
-	// (BROWSER_REMOTE_DEBUGGING_HOST, _PORT).
-	Host string
-	Port int
 	// Profile is the --user-data-dir.
 	Profile string
 	// Headful runs it on the X display of its DISPLAY instead of
@@ -100,8 +95,9 @@ type BrowserOptions struct {
 	NoDevShm bool
 }
 
-// BrowserArgs is Chromium's command line (without the program): the
-// DevTools port on o.Host:o.Port, a private profile, a 1280x720 window,
+// BrowserArgs is Chromium's command line (without the program): DevTools
+// over the pipe of its fds 3 and 4 (--remote-debugging-pipe, served by a
+// [CDPMux]) and no TCP port, a private profile, a 1280x720 window,
 // no first-run work, no background traffic to Google (component updates,
 // sync, safe-browsing lists, metrics), and about:blank as the first tab.
 // --no-sandbox: Chromium's own sandbox needs user namespaces or a setuid
@@ -110,8 +106,7 @@ type BrowserOptions struct {
 func BrowserArgs(o BrowserOptions) []string {
 	args := []string{
 		"--no-sandbox",
-		"--remote-debugging-address=" + o.Host,
-		"--remote-debugging-port=" + strconv.Itoa(o.Port),
+		"--remote-debugging-pipe",
 		"--user-data-dir=" + o.Profile,
 		"--window-size=1280,720",
 		"--no-first-run",

@@ -55,11 +55,11 @@ func TestBrowserArgs(t *testing.T) {
 		o           BrowserOptions
 		has, hasNot []string
 	}{
-		{BrowserOptions{Host: "127.0.0.1", Port: 9333, Profile: "/p"},
-			[]string{"--headless=new", "--no-sandbox", "--remote-debugging-address=127.0.0.1", "--remote-debugging-port=9333", "--user-data-dir=/p", "--window-size=1280,720", "--no-first-run"},
-			[]string{"--disable-dev-shm-usage"}},
-		{BrowserOptions{Host: "127.0.0.1", Port: 1, Profile: "/p", Headful: true, NoDevShm: true},
-			[]string{"--disable-dev-shm-usage", "--remote-debugging-port=1"}, []string{"--headless=new"}},
+		{BrowserOptions{Profile: "/p"},
+			[]string{"--headless=new", "--no-sandbox", "--remote-debugging-pipe", "--user-data-dir=/p", "--window-size=1280,720", "--no-first-run"},
+			[]string{"--disable-dev-shm-usage", "--remote-debugging-port", "--remote-debugging-address"}},
+		{BrowserOptions{Profile: "/p", Headful: true, NoDevShm: true},
+			[]string{"--disable-dev-shm-usage", "--remote-debugging-pipe"}, []string{"--headless=new"}},
 	} {
 		args := BrowserArgs(tc.o)
 		joined := " " + strings.Join(args, " ") + " "

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -197,8 +198,9 @@ type rawList struct {
 func (r rawList) MarshalJSON() ([]byte, error) { return r.raw, nil }
 
 // toolsMiddleware answers tools/list and tools/call on the SDK's sessions
-// (streamable HTTP and in memory) from the dispatcher; every other method
-// is the SDK's (initialize, ping, cancellation).
+// (streamable HTTP and in memory) from the dispatcher, and a request for
+// a method /mcp does not serve ([served]) as the plain path does; the
+// rest is the SDK's (initialize, ping, notifications, cancellation).
 func (s *Server) toolsMiddleware(next sdk.MethodHandler) sdk.MethodHandler {
 	return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
 		if ex := req.GetExtra(); ex != nil && ex.Header != nil {
@@ -226,6 +228,10 @@ func (s *Server) toolsMiddleware(next sdk.MethodHandler) sdk.MethodHandler {
 				return nil, &jsonrpc.Error{Code: int64(rerr.Code), Message: rerr.Message, Data: rerr.Data}
 			}
 			return &rawCall{CallToolResult: &sdk.CallToolResult{}, raw: raw}, nil
+		}
+		if !served[method] && !strings.HasPrefix(method, "notifications/") {
+			e := methodNotFound(method)
+			return nil, &jsonrpc.Error{Code: int64(e.Code), Message: e.Message}
 		}
 		return next(ctx, method, req)
 	}

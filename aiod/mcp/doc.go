@@ -17,7 +17,14 @@
 // Everything that happens inside a tool, bad arguments included, is a
 // result with isError true; only an unparsable body (-32700), a malformed
 // request (-32600), an unknown method (-32601) and an unknown or missing
-// tool name (-32602) are JSON-RPC errors, always on HTTP 200. The
+// tool name (-32602) are JSON-RPC errors, always on HTTP 200. The methods
+// served are initialize, ping, tools/list and tools/call (and the
+// notifications); every other request, prompts/*, resources/*,
+// logging/setLevel and completion/complete included, is -32601
+// `method not found: "<method>"` on every path, as the declared
+// capabilities (tools only) say. (A method the Go SDK does not know at
+// all is refused by the SDK on a session before any handler runs: 400
+// with -32600 and id null; the plain path answers it -32601.) The
 // transport's own refusals (a body too large, a batch too large or whose
 // answer is full, a session unknown or one too many) are described below.
 //

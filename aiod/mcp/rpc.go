@@ -22,6 +22,24 @@ const (
 	codeSessionNotFound = -32001
 )
 
+// served are the requests /mcp answers, on every path: the lifecycle's
+// and the tools capability's, the only capability initialize declares.
+// Any other request (prompts, resources, logging, completions, or a
+// method no revision names) is -32601 on the plain path and on a
+// session alike: a server answers only what it declares, and the Go
+// SDK's sessions would otherwise answer prompts/list, resources/list
+// and logging/setLevel with empty results while the plain path refused
+// them.
+var served = map[string]bool{"initialize": true, "ping": true, "tools/list": true, "tools/call": true}
+
+// methodNotFound is the answer to a request for a method /mcp does not
+// serve, worded as the Go SDK words it on a session (its JSON-RPC layer
+// rewrites any -32601 a handler returns to this text), so that the two
+// paths answer the same bytes.
+func methodNotFound(method string) *rpcError {
+	return &rpcError{Code: codeMethodNotFound, Message: fmt.Sprintf("method not found: %q", method)}
+}
+
 // rpcError is a JSON-RPC error object.
 type rpcError struct {
 	Code    int             `json:"code"`

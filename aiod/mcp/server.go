@@ -506,7 +506,7 @@ func (s *Server) handle(ctx context.Context, m *message, list func() json.RawMes
 		}
 		resp.Result, resp.Error = s.call(ctx, name, p.Arguments)
 	default:
-		resp.Error = &rpcError{Code: codeMethodNotFound, Message: "Method not found: " + m.Method}
+		resp.Error = methodNotFound(m.Method)
 	}
 	return resp, true
 }

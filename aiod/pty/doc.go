@@ -9,7 +9,11 @@
 // idle reclaim) and the HTTP surface mounted by [Plane]: the v2 routes
 // under /v2/pty (REST and the WebSocket attach, durable takeover and
 // restore included) and the v1 compatibility routes /v1/shell/*, which
-// adapt their field names onto the same engine.
+// adapt their field names onto the same engine. It also serves the
+// terminal page GET /v1/shell/terminal-url points at (GET /terminal,
+// web.go): xterm.js on the v1 shell WebSocket, its files embedded from
+// web/ (the emulator in web/vendor is the pinned npm build that
+// scripts/xterm.sh copies, checked against its SHA256SUMS by a test).
 //
 // A command run through exec is typed at the prompt. With bash the
 // shell itself reports where the command's output begins (PS0) and

@@ -62,6 +62,7 @@ func (p *Plane) Mount(mux *http.ServeMux) {
 	mux.HandleFunc("GET /v2/pty/sessions/{id}/ws", p.attachWS)
 	mux.HandleFunc("GET /v2/pty/ws", func(w http.ResponseWriter, r *http.Request) { p.anonymousWS(w, r, false) })
 	p.mountV1(mux)
+	p.mountPage(mux)
 }
 
 func isNotFound(err error) bool { return errors.Is(err, ErrNotFound) }

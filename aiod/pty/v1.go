@@ -21,6 +21,12 @@ func (p *Plane) mountV1(mux *http.ServeMux) {
 	mux.Handle("POST /v1/shell/view", api.Route[v1IDBody, Result]{Op: p.v1View})
 	mux.Handle("POST /v1/shell/wait", api.Route[v1WaitBody, statusResult]{Op: p.v1Wait})
 	mux.Handle("POST /v1/shell/write", api.Route[v1WriteBody, statusResult]{Op: p.v1Write, Log: log})
+	// kill ends the session, not just its command: the published daemon
+	// documents it so ("SIGKILL to the process group; closes the
+	// session", and a second kill answers 404), the published v1
+	// OpenAPI calls it "Kill shell session", and a PTY session's process
+	// is its shell. A client that wants the terminal kept interrupts with
+	// hard_timeout or no_change_timeout instead.
 	mux.Handle("POST /v1/shell/kill", api.Route[v1IDBody, KillResult]{
 		Op: func(r *http.Request, b v1IDBody) (KillResult, error) { return p.signal(r, b.ID) }})
 	mux.Handle("GET /v1/shell/sessions", api.Route[struct{}, v1SessionList]{From: api.FromNothing, Op: p.v1Sessions})

@@ -109,3 +109,32 @@ func TestV1Shell(t *testing.T) {
 	}
 	gone(t, "sleep 30")
 }
+
+// POST /v1/shell/kill ends the session, as the published daemon
+// documents it (shell.mdx: "SIGKILL to the process group; closes the
+// session"; a second stop answers 404): the answer is the SDKs'
+// ShellKillResult with the shell's end, and the id is gone from every
+// route afterwards.
+func TestV1ShellKillEndsSession(t *testing.T) {
+	h := newHarness(t, Config{}, nil)
+	h.OK("POST", "/v1/shell/sessions/create", map[string]any{"id": "k1"}, nil)
+	h.OK("POST", "/v1/shell/exec", map[string]any{"id": "k1", "command": "sleep 30", "async_mode": true}, nil)
+	status, _, raw := h.Do("POST", "/v1/shell/kill", map[string]any{"id": "k1"})
+	const want = `{"success":true,"message":"Operation successful","data":{"status":"terminated","exit_code":-9,"returncode":-9},"hint":null}`
+	if status != 200 || strings.TrimSpace(string(raw)) != want {
+		t.Fatalf("kill: %d %s\nwant %s", status, raw, want)
+	}
+	var sessions struct {
+		Sessions map[string]Info `json:"sessions"`
+	}
+	h.OK("GET", "/v1/shell/sessions", nil, &sessions)
+	if _, ok := sessions.Sessions["k1"]; ok {
+		t.Fatalf("a killed session is still listed: %+v", sessions)
+	}
+	for _, c := range []struct{ method, path string }{{"POST", "/v1/shell/kill"}, {"POST", "/v1/shell/view"}, {"POST", "/v1/shell/exec"}} {
+		if body := h.Fails(404, c.method, c.path, map[string]any{"id": "k1", "command": "true"}); !strings.Contains(body, "k1") {
+			t.Errorf("%s %s: %s", c.method, c.path, body)
+		}
+	}
+	gone(t, "sleep 30")
+}

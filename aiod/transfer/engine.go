@@ -115,6 +115,9 @@ var errUnavailable = errors.New("the sandbox is unavailable")
 func (e *Engine) inView(f func() error) error {
 	var ferr error
 	if err := e.cfg.Sandbox.Do(func() error { ferr = f(); return nil }); err != nil {
+		if errors.Is(err, sandbox.ErrBusy) {
+			return err // fserr.From answers it as busy
+		}
 		e.log.Warn("transfer: the sandbox is unavailable", "err", err)
 		return errUnavailable
 	}

@@ -166,6 +166,9 @@ func NewEngine(cfg Config) *Engine {
 func (e *Engine) inView(f func() error) error {
 	var ferr error
 	if err := e.cfg.Sandbox.Do(func() error { ferr = f(); return nil }); err != nil {
+		if errors.Is(err, sandbox.ErrBusy) {
+			return err // fserr.From answers it as busy
+		}
 		e.log.Warn("watch: the sandbox is unavailable", "error", err.Error())
 		return errNoSandbox
 	}

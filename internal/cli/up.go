@@ -30,7 +30,7 @@ const upStopTimeout = 10 * time.Second
 // runUp is "a2c up": the signalling hub, the sandbox daemon's HTTP API and
 // the sandbox as a Computer in one office of that hub, in this process,
 // with no configuration.
-func runUp(ctx context.Context, e *env, args []string) error {
+func runUp(ctx context.Context, e *env, args []string) (err error) {
 	start := time.Now()
 	fs := newFlags(e, "up")
 	listen := fs.String("listen", "127.0.0.1:8000", "the hub's address, HOST:PORT (port 0 picks a free one)")
@@ -95,9 +95,17 @@ func runUp(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return fmt.Errorf("workspace: %w", err)
 	}
-	if err := os.MkdirAll(ws, 0o755); err != nil {
+	undoWorkspace, err := makeWorkspace(ws)
+	if err != nil {
 		return fmt.Errorf("workspace: %w", err)
 	}
+	// A failed start removes the folders it made (never one that was
+	// there before, nor anything put in them).
+	defer func() {
+		if err != nil {
+			undoWorkspace()
+		}
+	}()
 	if err := hideSelf(); err != nil {
 		log.Warn("cannot make the process non-dumpable; commands running as its account can read its environment", "err", err)
 	}
@@ -178,22 +186,8 @@ func runUp(ctx context.Context, e *env, args []string) error {
 	banner := upBanner{hubAddr: hubLn.Addr().String(), server: dial, boxAddr: boxLn.Addr().String(), office: *office, name: *name,
 		workspace: ws, config: *cfgPath, auth: secret != "", token: secret, tokenFromEnv: tokenFromEnv, display: d.Display()}
 	boxHandler := d.Handler()
-	if *browser {
-		proxy, err := d.CDPProxy()
-		if err != nil {
-			_ = d.Shutdown(context.Background())
-			return fmt.Errorf("browser: %w", err)
-		}
-		// The browser answered before aiod.New returned; its WebSocket's
-		// path is what Playwright's and Puppeteer's connectOverCDP take.
-		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		banner.cdpPath, err = proxy.BrowserPath(pctx)
-		cancel()
-		if err != nil {
-			log.Warn("browser: no DevTools WebSocket to print", "err", err)
-		}
-		boxHandler = withCDP(boxHandler, d.Guard(proxy), secret)
-	}
+	// aiod serves /cdp itself, behind the token (its API key).
+	banner.cdpPath = d.CDPBrowserPath()
 	printUpBanner(e, banner)
 	fmt.Fprintf(e.stderr, "a2c up: console url=http://%s/\n", localURL(hubLn.Addr().String()))
 
@@ -311,26 +305,6 @@ func printUpBanner(e *env, b upBanner) {
 		try += " " + strings.Join(flags, " ")
 	}
 	fmt.Fprintf(w, "a2c up: try: %s\n", try)
-}
-
-// withCDP serves /cdp and /cdp/* with proxy, everything else with h.
-// A token, when set, is required there as on the rest of the sandbox
-// API: header x-api-key, Authorization: Bearer, or the query parameter
-// api_key (which WebSocket clients without headers use); missing or
-// wrong is 401.
-func withCDP(h http.Handler, proxy http.Handler, token string) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !browser.UnderCDP(r.URL.Path) {
-			h.ServeHTTP(w, r)
-			return
-		}
-		if token != "" && !aiod.HasKey(r, token) {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="a2c up"`)
-			http.Error(w, "missing or wrong token (x-api-key, Authorization: Bearer, or ?api_key=)", http.StatusUnauthorized)
-			return
-		}
-		proxy.ServeHTTP(w, r)
-	})
 }
 
 // shellQuote quotes s for a POSIX shell when it needs it.

@@ -2,8 +2,6 @@ package cli
 
 import (
 	"bytes"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -105,44 +103,5 @@ func TestUpBannerBrowser(t *testing.T) {
 	printUpBanner(&env{stderr: &out}, upBanner{hubAddr: "127.0.0.1:8000", server: "http://127.0.0.1:8000", office: "default", display: ":99"})
 	if !strings.Contains(out.String(), "\na2c up: desktop display=:99\n") {
 		t.Errorf("no desktop line in:\n%s", out.String())
-	}
-}
-
-func TestUpCDPAuth(t *testing.T) {
-	var reached []string
-	proxy := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { reached = append(reached, "cdp "+r.URL.Path) })
-	api := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { reached = append(reached, "api "+r.URL.Path) })
-	for _, tc := range []struct {
-		name, token, target string
-		hdr                 [2]string
-		code                int
-		want                string // what was reached, "" for nothing
-	}{
-		{"open", "", "/cdp/json/version", [2]string{}, 200, "cdp /cdp/json/version"},
-		{"missing", "T", "/cdp/json/version", [2]string{}, 401, ""},
-		{"wrong", "T", "/cdp/json/version?api_key=U", [2]string{}, 401, ""},
-		{"wrong-header", "T", "/cdp/devtools/browser/x", [2]string{"X-Api-Key", "U"}, 401, ""},
-		{"query", "T", "/cdp/devtools/browser/x?api_key=T", [2]string{}, 200, "cdp /cdp/devtools/browser/x"},
-		{"x-api-key", "T", "/cdp/json/list", [2]string{"X-Api-Key", "T"}, 200, "cdp /cdp/json/list"},
-		{"bearer", "T", "/cdp", [2]string{"Authorization", "Bearer T"}, 200, "cdp /cdp"},
-		{"bearer-any-case", "T", "/cdp", [2]string{"Authorization", "bearer T"}, 200, "cdp /cdp"},
-		{"bearer-wrong", "T", "/cdp", [2]string{"Authorization", "Bearer U"}, 401, ""},
-		{"not-bearer", "T", "/cdp", [2]string{"Authorization", "T"}, 401, ""},
-		{"other-route", "T", "/cdpx", [2]string{}, 200, "api /cdpx"},
-		{"api", "T", "/v1/capabilities", [2]string{}, 200, "api /v1/capabilities"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			reached = nil
-			req := httptest.NewRequest(http.MethodGet, tc.target, nil)
-			if tc.hdr[0] != "" {
-				req.Header.Set(tc.hdr[0], tc.hdr[1])
-			}
-			w := httptest.NewRecorder()
-			withCDP(api, proxy, tc.token).ServeHTTP(w, req)
-			got := strings.Join(reached, ",")
-			if w.Code != tc.code || got != tc.want {
-				t.Errorf("%s: %d, reached %q; want %d, %q", tc.target, w.Code, got, tc.code, tc.want)
-			}
-		})
 	}
 }

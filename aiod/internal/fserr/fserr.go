@@ -11,6 +11,7 @@ import (
 	"syscall"
 
 	"github.com/a2c-smcp/a2c-go/aiod/internal/api"
+	"github.com/a2c-smcp/a2c-go/aiod/internal/sandbox"
 )
 
 // Error types. Clients branch on these, so they never change.
@@ -131,7 +132,8 @@ func Phrase(op string) string {
 // message, which reads as Rust's std::io::Error does:
 // "Failed to read file: No such file or directory (os error 2)". An
 // *Error passes through unchanged; ErrNotRegular is invalid_target;
-// anything else is an io_error.
+// the sandbox's ErrBusy (no thread of its view free) is busy, retryable,
+// of its kind (HTTP 503 on /v2); anything else is an io_error.
 func From(op, path string, err error) *Error {
 	var fe *Error
 	if errors.As(err, &fe) {
@@ -139,6 +141,9 @@ func From(op, path string, err error) *Error {
 	}
 	if errors.Is(err, ErrNotRegular) {
 		return New(op, path, InvalidTarget, Phrase(op)+": "+ErrNotRegular.Error())
+	}
+	if errors.Is(err, sandbox.ErrBusy) {
+		return New(op, path, Busy, Phrase(op)+": "+sandbox.ErrBusy.Error()).WithKind(sandbox.ErrBusy)
 	}
 	no, ok := errnoOf(err)
 	if !ok {

@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"syscall"
 	"testing"
 
 	"github.com/a2c-smcp/a2c-go/aiod/internal/api"
+	"github.com/a2c-smcp/a2c-go/aiod/internal/sandbox"
 )
 
 func TestTaxonomy(t *testing.T) {
@@ -147,5 +149,20 @@ func TestNotRegular(t *testing.T) {
 	b, _ := json.Marshal(e)
 	if string(b) != `{"errno":null,"errno_name":null,"error_type":"invalid_target","exception_type":"OSError","message":"Failed to read file: not a regular file","operation":"read","path":"/p/fifo","retryable":false}` || e.Status() != 400 {
 		t.Error(string(b))
+	}
+}
+
+// TestSandboxBusy: a file operation the sandbox had no free thread for
+// is busy, retryable, and 503 on /v2 (200 with success false on v1).
+func TestSandboxBusy(t *testing.T) {
+	e := From("read", "/w/a", fmt.Errorf("wrapped: %w", sandbox.ErrBusy))
+	if e.ErrorType != Busy || !e.Retryable || e.Status() != http.StatusServiceUnavailable || !errors.Is(e, sandbox.ErrBusy) {
+		t.Errorf("busy: %+v status %d", e, e.Status())
+	}
+	if s, ok := Failed200(e); !ok || s != http.StatusOK {
+		t.Errorf("v1: %d %v", s, ok)
+	}
+	if e.Message != "Failed to read file: "+sandbox.ErrBusy.Error() {
+		t.Errorf("message: %q", e.Message)
 	}
 }

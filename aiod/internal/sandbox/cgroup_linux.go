@@ -30,6 +30,9 @@ type cgroups struct {
 	v2fd int               // O_PATH descriptor of v2, for CLONE_INTO_CGROUP
 	v1   map[string]string // controller -> directory
 	base map[string]string // v1 controller -> the daemon's own group, where a thread goes back
+	// files are opened on the host for the threads inside the sandbox's
+	// mount namespace, which has no /sys (see openFiles).
+	files threadFiles
 }
 
 // cgroupV1Controllers are the v1 controllers the sandbox uses.
@@ -318,9 +321,9 @@ func (c *cgroups) leaveThread() {
 	if c == nil || c.v1 == nil {
 		return
 	}
-	tid := strconv.Itoa(unix.Gettid())
-	for _, ctl := range []string{"pids", "cpu"} {
-		_ = os.WriteFile(filepath.Join(c.base[ctl], "tasks"), []byte(tid), 0)
+	tid := []byte(strconv.Itoa(unix.Gettid()))
+	for _, f := range c.files.baseTasks {
+		_, _ = f.Write(tid)
 	}
 }
 
@@ -410,6 +413,7 @@ func (c *cgroups) remove() {
 		unix.Close(c.v2fd)
 		c.v2fd = -1
 	}
+	c.files.close()
 	dirs := []string{}
 	if c.v2 != "" {
 		dirs = append(dirs, c.v2)

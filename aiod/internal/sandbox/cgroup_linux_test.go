@@ -3,8 +3,12 @@ package sandbox
 import (
 	"os"
 	"path/filepath"
+	"runtime"
+	"strconv"
 	"strings"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 // TestCgroupLimits writes the limits into directories laid out as cgroup
@@ -60,4 +64,75 @@ func TestUnescapeMount(t *testing.T) {
 			t.Errorf("unescapeMount(%q) = %q, want %q", in, got, want)
 		}
 	}
+}
+
+// TestLeaveThreadV1: a thread that joined the v1 groups and then entered
+// a mount namespace where the cgroup files are gone (the sandbox's has
+// no /sys) still goes back to the daemon's own groups. The hierarchy is
+// plain files here, so the logic is checked on any machine; a tmpfs
+// over it plays the sandbox's view.
+func TestLeaveThreadV1(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("a mount namespace needs root")
+	}
+	c := &cgroups{v1: map[string]string{}, base: map[string]string{}, v2fd: -1}
+	root := t.TempDir()
+	for _, ctl := range cgroupV1Controllers {
+		c.base[ctl] = filepath.Join(root, ctl)
+		c.v1[ctl] = filepath.Join(root, ctl, "aiod-sandbox-1-1")
+		for _, f := range []string{filepath.Join(c.base[ctl], "tasks"), filepath.Join(c.v1[ctl], "tasks"), filepath.Join(c.v1[ctl], "cgroup.procs")} {
+			if err := os.MkdirAll(filepath.Dir(f), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(f, nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := c.openFiles(); err != nil {
+		t.Fatal(err)
+	}
+	defer c.files.close()
+	tid := make(chan int, 1)
+	errc := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread leaves the host's mount namespace and ends with the goroutine
+		tid <- unix.Gettid()
+		if err := c.joinThread(); err != nil {
+			errc <- err
+			return
+		}
+		if err := unix.Unshare(unix.CLONE_FS | unix.CLONE_NEWNS); err != nil {
+			errc <- err
+			return
+		}
+		if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+			errc <- err
+			return
+		}
+		if err := unix.Mount("tmpfs", root, "tmpfs", 0, ""); err != nil {
+			errc <- err
+			return
+		}
+		if _, err := os.Stat(filepath.Join(c.base["pids"], "tasks")); err == nil {
+			errc <- os.ErrExist
+			return
+		}
+		c.leaveThread()
+		errc <- nil
+	}()
+	id := strconv.Itoa(<-tid)
+	if err := <-errc; err != nil {
+		t.Fatal(err)
+	}
+	for _, ctl := range []string{"pids", "cpu"} {
+		if got := read(filepath.Join(c.base[ctl], "tasks")); got != id {
+			t.Errorf("%s: the daemon's tasks hold %q, want the thread %s", ctl, got, id)
+		}
+	}
+}
+
+func read(p string) string {
+	b, _ := os.ReadFile(p)
+	return strings.TrimSpace(string(b))
 }

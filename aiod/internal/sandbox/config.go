@@ -35,7 +35,9 @@ const (
 // Config says what the sandbox contains and what it may use.
 type Config struct {
 	// Workspace is mounted read-write at its own path; the only host
-	// directory the sandbox can write.
+	// directory the sandbox can write. It is resolved once (links
+	// followed) and refused when the path or the directory it leads to
+	// is the root, a home or a system directory (workspace_linux.go).
 	Workspace string
 	// User is the host account sandbox processes run as when the daemon
 	// is root (default "nobody"); the workspace is made writable for it.

@@ -17,6 +17,15 @@
 // resolves every path, symlinks included, against the sandbox's root
 // and checks permissions as that account ([Sandbox.Do]).
 //
+// Every sandboxed process is born with no_new_privs, no capability (an
+// empty bounding set, nothing inheritable or ambient) and a seccomp
+// filter, Docker's default profile for an unprivileged container
+// (seccomp_linux.go): the spawner thread carries all three and its
+// children inherit them. The init gives them up once its view is built
+// and executes itself again, so no thread of it keeps a capability.
+// [Sandbox.Do] holds at most 32 threads; past them a call waits, then
+// fails with [ErrBusy].
+//
 // A nil *Sandbox is isolation "none": Wrap returns its argument and Do
 // calls its function in place, so a plane needs no second code path.
 package sandbox

@@ -7,9 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"runtime"
-	"strconv"
 	"strings"
 	"syscall"
 	"unsafe"
@@ -29,7 +27,14 @@ type initSpec struct {
 	Workspace string `json:"workspace"` // mounted read-write at its own path
 	Hostname  string `json:"hostname"`
 	Loopback  bool   `json:"loopback"` // bring lo up (a network namespace of its own)
-	TmpSize   int64  `json:"tmp_size"` // bytes each of /tmp and /dev/shm may hold (tmpfs is memory)
+	TmpSize   int64  `json:"tmp_size"` // bytes /tmp and /dev/shm may hold together (tmpfs is memory)
+	// Source, Dev and Ino are the workspace's directory as the daemon
+	// resolved and checked it; UsernsFD, when not 0, the descriptor of
+	// the user namespace to idmap it through (workspace_linux.go).
+	Source   string `json:"source"`
+	Dev      uint64 `json:"dev"`
+	Ino      uint64 `json:"ino"`
+	UsernsFD int    `json:"userns_fd,omitempty"`
 }
 
 // systemDirs are the host directories the sandbox sees read-only; a
@@ -45,19 +50,32 @@ var devices = []string{"null", "zero", "full", "random", "urandom", "tty"}
 // the daemon dies (parent-death signal). It is PID 1 of the sandbox's
 // PID namespace, so its exit ends every process in the sandbox.
 func Init(args []string) int {
+	if len(args) == 1 && args[0] == holdArg {
+		return holdUserNS()
+	}
 	runtime.LockOSThread() // chdir and pivot_root below act on this thread's file-system state
 	_ = unix.Prctl(unix.PR_SET_NAME, uintptr(unsafe.Pointer(&[]byte("sandbox-init\x00")[0])), 0, 0, 0)
+	// Init is never the OOM killer's choice: set here, before anything
+	// (and before any privilege is dropped); the daemon's processes do
+	// not inherit it (init never forks).
+	_ = os.WriteFile("/proc/self/oom_score_adj", []byte("-1000"), 0)
 	report := os.NewFile(3, "report")
 	fail := func(err error) int {
 		fmt.Fprintf(report, "%s\n", err)
 		return 1
 	}
 	var spec initSpec
-	if len(args) != 1 || json.Unmarshal([]byte(args[0]), &spec) != nil {
+	switch {
+	case len(args) == 1 && args[0] == confinedArg:
+		// Second stage: the view is built and this image was started
+		// with no privilege (see reexecConfined).
+	case len(args) != 1 || json.Unmarshal([]byte(args[0]), &spec) != nil:
 		return fail(errors.New("sandbox init: bad arguments"))
-	}
-	if err := build(spec); err != nil {
-		return fail(err)
+	default:
+		if err := build(spec); err != nil {
+			return fail(err)
+		}
+		return fail(reexecConfined())
 	}
 	fmt.Fprintln(report)
 	report.Close()
@@ -130,14 +148,6 @@ func build(spec initSpec) error {
 			return err
 		}
 	}
-	// /tmp and /dev/shm: the sandbox's own, writable by its account.
-	tmpOpts := "mode=1777"
-	if spec.TmpSize > 0 {
-		tmpOpts += ",size=" + strconv.FormatInt(spec.TmpSize, 10)
-	}
-	if err := mkdirMount("tmpfs", r+"/tmp", "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, tmpOpts); err != nil {
-		return err
-	}
 	if err := mkdirMount("tmpfs", r+"/dev", "tmpfs", unix.MS_NOSUID|unix.MS_NOEXEC, "mode=0755,size=64k"); err != nil {
 		return err
 	}
@@ -158,7 +168,9 @@ func build(spec initSpec) error {
 			return err
 		}
 	}
-	if err := mkdirMount("tmpfs", r+"/dev/shm", "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, tmpOpts); err != nil {
+	// /tmp and /dev/shm: the sandbox's own, writable by its account,
+	// one bound for both (tmpfs_linux.go).
+	if err := mountTmp(r, spec.TmpSize); err != nil {
 		return err
 	}
 	if err := mkdirMount("proc", r+"/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
@@ -186,13 +198,8 @@ func build(spec initSpec) error {
 			return step("hide "+p, err)
 		}
 	}
-	if ws := filepath.Clean(spec.Workspace); ws != "/" && filepath.IsAbs(ws) {
-		if err := step("workspace", os.MkdirAll(r+ws, 0o755)); err != nil {
-			return err
-		}
-		if err := bind(ws, r+ws, uintptr(unix.MS_BIND|unix.MS_REMOUNT|unix.MS_NOSUID|unix.MS_NODEV)); err != nil {
-			return err
-		}
+	if err := mountWorkspace(spec, r); err != nil {
+		return err
 	}
 	// pivot_root(".", ".") stacks the old root under the new one; the
 	// lazy unmount then drops every host mount from this namespace.

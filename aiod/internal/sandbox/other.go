@@ -3,6 +3,7 @@
 package sandbox
 
 import (
+	"context"
 	"errors"
 	"log/slog"
 	"os"
@@ -21,7 +22,7 @@ type Sandbox struct{}
 
 // New fails: isolation needs Linux.
 func New(Config, *slog.Logger) (*Sandbox, error) {
-	return nil, errors.New("isolation namespaces needs Linux")
+	return nil, machineError{errors.New("isolation namespaces needs Linux")}
 }
 
 // Wrap returns start.
@@ -29,6 +30,9 @@ func (s *Sandbox) Wrap(_ *exec.Cmd, start func() error) func() error { return st
 
 // Do calls f.
 func (s *Sandbox) Do(f func() error) error { return f() }
+
+// DoContext calls f.
+func (s *Sandbox) DoContext(_ context.Context, f func() error) error { return f() }
 
 // Close does nothing.
 func (s *Sandbox) Close() error { return nil }

@@ -18,6 +18,9 @@ type Report struct {
 	Memory string  `json:"memory,omitempty"`
 	Pids   int     `json:"pids,omitempty"`
 	CPUs   float64 `json:"cpus,omitempty"`
+	// Workspace says how the sandbox account writes a workspace it
+	// does not own, when it is idmapped (empty otherwise).
+	Workspace string `json:"workspace,omitempty"`
 	// Warnings name what the machine did not allow.
 	Warnings []string `json:"warnings,omitempty"`
 }

@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -41,6 +42,7 @@ type Sandbox struct {
 	hostUID  int      // the account's uid on the host
 	userns   bool     // the daemon runs in a user namespace of its own (ReexecUnprivileged)
 	cg       *cgroups // nil: rlimits only
+	ws       *workspace
 	warnings []string
 
 	scopeErr atomic.Value // string: why the host's abstract sockets stay reachable
@@ -49,6 +51,9 @@ type Sandbox struct {
 	cur    *instance
 	closed bool
 	stop   chan struct{} // closed by Close; ends the sweeper
+
+	doSlots chan struct{} // one per thread Do may use at once (see acquire)
+	hold    bool          // hold every new process at its exec (spawn_linux.go); tests set it on cgroup v1
 }
 
 // instance is one life of the sandbox: an init and the threads that
@@ -66,12 +71,25 @@ type instance struct {
 	// root its root directory, opened once when init is ready: a thread
 	// that joins later, or a path resolved later, never goes through a
 	// PID that init's death may have freed for another process.
+	//
+	// nsMu guards both against the instance's end: a thread joining the
+	// view (enter) or an open through root holds it for reading, and
+	// closeNS takes it for writing, so it waits for them and then sets
+	// both to nil, which a later reader sees and refuses. Without it
+	// a thread could join through a descriptor that end had closed and
+	// another open had reused, or find no namespace and stay on the
+	// host (TestInstanceEndWhileEntering).
+	nsMu sync.RWMutex
 	ns   map[string]int
 	root *os.File
 }
 
+// errEnded is the answer to a use of an instance whose namespaces are
+// closed (it ended while the caller was on its way in).
+var errEnded = errors.New("sandbox: the sandbox ended; try again")
+
 // errNeedRoot is returned by New when the daemon is not root.
-var errNeedRoot = errors.New("isolation namespaces needs aiod to run as root, or a machine that allows unprivileged user namespaces")
+var errNeedRoot = machineError{errors.New("isolation namespaces needs aiod to run as root, or a machine that allows unprivileged user namespaces")}
 
 // New starts a sandbox with cfg and returns it once its view is built.
 // The caller owns it and must Close it.
@@ -124,8 +142,13 @@ func New(cfg Config, log *slog.Logger) (*Sandbox, error) {
 		return nil, fmt.Errorf("sandbox: workspace %q must be a directory", cfg.Workspace)
 	}
 	cfg.Workspace = ws
-	s := &Sandbox{cfg: cfg, log: log, uid: uid, gid: gid, hostUID: hostUID, userns: userns, stop: make(chan struct{})}
+	s := &Sandbox{cfg: cfg, log: log, uid: uid, gid: gid, hostUID: hostUID, userns: userns, stop: make(chan struct{}),
+		doSlots: make(chan struct{}, doThreads+doSpill)}
+	if s.ws, err = openWorkspace(ws); err != nil {
+		return nil, err
+	}
 	if err := s.ownWorkspace(); err != nil {
+		s.ws.close()
 		return nil, err
 	}
 	// One group per sandbox, named by the daemon's pid (so a later daemon
@@ -137,9 +160,15 @@ func New(cfg Config, log *slog.Logger) (*Sandbox, error) {
 		s.warnings = append(s.warnings, "cgroups unavailable ("+err.Error()+"): limits fall back to per-process rlimits and --cpus is not enforced")
 		log.Warn("sandbox: cgroups unavailable; limits fall back to rlimits", "err", err)
 	}
+	if err := s.cg.openFiles(); err != nil {
+		s.cg.remove()
+		s.ws.close()
+		return nil, err
+	}
 	inst, err := s.start()
 	if err != nil {
 		s.cg.remove()
+		s.ws.close()
 		return nil, err
 	}
 	s.cur = inst
@@ -171,79 +200,6 @@ func ofDeadDaemon(name string) bool {
 	pid, _, _ := strings.Cut(rest, "-")
 	n, err := strconv.Atoi(pid)
 	return ok && err == nil && n != os.Getpid() && unix.Kill(n, 0) == unix.ESRCH
-}
-
-// ownWorkspace checks the workspace and makes it writable by the
-// sandbox account when that is safe: a directory shared read-write with
-// the sandbox must not be one whose exposure defeats the sandbox (the
-// root, a system directory, a home directory), and the daemon gives
-// away only an empty directory root owns (one just made for it, as
-// a2c up's), never a directory with content, which keeps its owner
-// (a warning says when the account cannot write it). With KeepOwner
-// nothing is changed (aiod doctor).
-func (s *Sandbox) ownWorkspace() error {
-	ws := s.cfg.Workspace
-	if reason := unsafeWorkspace(ws); reason != "" {
-		return fmt.Errorf("sandbox: the workspace %s %s; choose a directory of its own with --workspace", ws, reason)
-	}
-	var st unix.Stat_t
-	if err := unix.Stat(ws, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR {
-		return fmt.Errorf("sandbox: workspace %s is not a directory", ws)
-	}
-	if int(st.Uid) == s.uid || st.Mode&0o002 != 0 {
-		return nil
-	}
-	if st.Uid == 0 && !s.cfg.KeepOwner && emptyDir(ws) {
-		if err := os.Chown(ws, s.uid, s.gid); err != nil {
-			return fmt.Errorf("sandbox: giving the workspace to %s: %w", s.cfg.User, err)
-		}
-		return nil
-	}
-	w := fmt.Sprintf("the workspace %s belongs to uid %d: the sandbox account %s cannot write it (chown it to %s, or start with an empty one)",
-		ws, st.Uid, s.cfg.User, s.cfg.User)
-	s.warnings = append(s.warnings, w)
-	s.log.Warn("sandbox: " + w)
-	return nil
-}
-
-// unsafeWorkspace says why ws must not be the sandbox's read-write
-// workspace, or "": the root, a top-level system or state directory, a
-// home directory (any /home/NAME, /root, the daemon account's), or
-// anything under the directories of the system's programs, devices and
-// kernel interfaces.
-func unsafeWorkspace(ws string) string {
-	ws = filepath.Clean(ws)
-	if ws == "/" {
-		return "is the root of the filesystem"
-	}
-	if ws == "/root" || ws == "/home" || filepath.Dir(ws) == "/home" {
-		return "is a home directory"
-	}
-	if home, err := os.UserHomeDir(); err == nil && filepath.Clean(home) == ws {
-		return "is the daemon account's home directory"
-	}
-	for _, d := range []string{"/opt", "/proc", "/sys", "/dev", "/run", "/boot", "/var", "/tmp", "/var/tmp", "/var/lib", "/srv", "/mnt", "/media"} {
-		if ws == d {
-			return "is a system directory"
-		}
-	}
-	for _, d := range []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/proc", "/sys", "/dev", "/run", "/boot"} {
-		if ws == d || strings.HasPrefix(ws, d+"/") {
-			return "is a system directory"
-		}
-	}
-	return ""
-}
-
-// emptyDir reports whether dir has no entries.
-func emptyDir(dir string) bool {
-	f, err := os.Open(dir)
-	if err != nil {
-		return false
-	}
-	defer f.Close()
-	names, _ := f.Readdirnames(1)
-	return len(names) == 0
 }
 
 // start creates an instance: init in fresh namespaces, the spawner
@@ -287,8 +243,10 @@ func (s *Sandbox) spawner(inst *instance, ready chan<- error) {
 		fail(err)
 		return
 	}
-	spec, _ := json.Marshal(initSpec{Root: inst.dir, Workspace: s.cfg.Workspace, Hostname: s.cfg.Hostname,
-		Loopback: s.cfg.Network == NetworkNone, TmpSize: s.cfg.Memory})
+	ispec := initSpec{Root: inst.dir, Workspace: s.cfg.Workspace, Hostname: s.cfg.Hostname,
+		Loopback: s.cfg.Network == NetworkNone, TmpSize: tmpfsSize(s.cfg.Memory),
+		Source: s.ws.resolved, Dev: s.ws.dev, Ino: s.ws.ino}
+	spec, _ := json.Marshal(ispec)
 	keepR, keepW, err := os.Pipe()
 	if err != nil {
 		fail(fmt.Errorf("sandbox: %w", err))
@@ -308,6 +266,12 @@ func (s *Sandbox) spawner(inst *instance, ready chan<- error) {
 	cmd := &exec.Cmd{Path: Executable, Args: []string{"aiod-sandbox-init", InitArg, string(spec)},
 		Env: []string{}, Dir: "/", Stdin: keepR, ExtraFiles: []*os.File{repW},
 		SysProcAttr: &syscall.SysProcAttr{Cloneflags: flags, Pdeathsig: syscall.SIGKILL}}
+	if s.ws.userns != nil { // the idmapping's user namespace, after the other files
+		ispec.UsernsFD = 3 + len(cmd.ExtraFiles)
+		cmd.ExtraFiles = append(cmd.ExtraFiles, s.ws.userns)
+		spec, _ = json.Marshal(ispec)
+		cmd.Args[len(cmd.Args)-1] = string(spec)
+	}
 	s.intoCgroup(cmd)
 	err = cmd.Start()
 	keepR.Close()
@@ -315,6 +279,11 @@ func (s *Sandbox) spawner(inst *instance, ready chan<- error) {
 	if err != nil {
 		repR.Close()
 		keepW.Close()
+		// The kernel refusing the namespaces themselves is the machine's
+		// limit (a container without CAP_SYS_ADMIN, a seccomp profile).
+		if errors.Is(err, unix.EPERM) || errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.EUSERS) || errors.Is(err, unix.ENOSPC) {
+			err = machineError{err}
+		}
 		fail(fmt.Errorf("sandbox: starting init: %w", err))
 		return
 	}
@@ -343,10 +312,6 @@ func (s *Sandbox) spawner(inst *instance, ready chan<- error) {
 		fail(err)
 		return
 	}
-	// Init never forks (the daemon starts every process), so what it
-	// is spared is not inherited: the OOM killer takes a process that
-	// went over the limit, never the sandbox itself.
-	_ = os.WriteFile("/proc/"+strconv.Itoa(cmd.Process.Pid)+"/oom_score_adj", []byte("-1000"), 0)
 	if err := enter(inst, true); err != nil {
 		keepW.Close()
 		<-inst.done
@@ -358,6 +323,13 @@ func (s *Sandbox) spawner(inst *instance, ready chan<- error) {
 		if err := scopeAbstractSockets(); err != nil {
 			s.scopeErr.Store(err.Error())
 		}
+	}
+	if err := confineSpawner(); err != nil {
+		keepW.Close()
+		<-inst.done
+		closeNS(inst)
+		fail(err)
+		return
 	}
 	ready <- nil
 	for {
@@ -407,12 +379,15 @@ func openNS(inst *instance, pid int, ownNet bool) error {
 }
 
 func closeNS(inst *instance) {
+	inst.nsMu.Lock()
+	defer inst.nsMu.Unlock()
 	for _, fd := range inst.ns {
 		unix.Close(fd)
 	}
 	inst.ns = nil
 	if inst.root != nil {
 		inst.root.Close()
+		inst.root = nil
 	}
 }
 
@@ -425,6 +400,11 @@ func closeNS(inst *instance) {
 func enter(inst *instance, all bool) error {
 	if err := unix.Unshare(unix.CLONE_FS); err != nil {
 		return fmt.Errorf("sandbox: unshare: %w", err)
+	}
+	inst.nsMu.RLock()
+	defer inst.nsMu.RUnlock()
+	if inst.ns == nil {
+		return errEnded // never a thread left on the host's view
 	}
 	for _, n := range nsNames {
 		fd, ok := inst.ns[n.name]
@@ -547,10 +527,15 @@ func (s *Sandbox) Wrap(cmd *exec.Cmd, start func() error) func() error {
 			cmd.SysProcAttr = &syscall.SysProcAttr{}
 		}
 		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: uint32(s.uid), Gid: uint32(s.gid), Groups: []uint32{}, NoSetGroups: s.userns}
-		s.intoCgroup(cmd)
+		held := s.holdAtExec(cmd)
 		done := make(chan struct{})
 		f := func() {
 			err = start()
+			if held && cmd.Process != nil { // started, held at its exec (even if start then failed)
+				if rerr := s.releaseHeld(cmd.Process.Pid); err == nil {
+					err = rerr
+				}
+			}
 			// A terminal's other end (the child's standard input, from the
 			// sandbox's own devpts) belongs to the account, so a program
 			// that reopens its terminal by name may.
@@ -570,6 +555,7 @@ func (s *Sandbox) Wrap(cmd *exec.Cmd, start func() error) func() error {
 		if err != nil {
 			return err
 		}
+		unprotect(cmd.Process.Pid)
 		if s.cg != nil {
 			_ = s.cg.place(cmd.Process.Pid)
 		} else {
@@ -599,11 +585,15 @@ func (s *Sandbox) rlimit(pid int) {
 // are the account's. f must do its path work itself: goroutines it
 // starts run outside the sandbox. A descriptor f opens works anywhere,
 // so streaming its content belongs outside f. A panic in f is raised
-// again in the caller.
+// again in the caller. When every thread Do may use is busy, the call
+// waits up to 10 s for one and then fails with [ErrBusy]
+// (dobound_linux.go; [Sandbox.DoContext] bounds the wait by a context).
 func (s *Sandbox) Do(f func() error) error {
-	if s == nil {
-		return f()
-	}
+	return s.DoContext(context.Background(), f)
+}
+
+// do runs f as Do says, holding one of Do's slots.
+func (s *Sandbox) do(f func() error) error {
 	inst, err := s.instance()
 	if err != nil {
 		return err
@@ -722,6 +712,7 @@ func (s *Sandbox) Close() error {
 	close(s.stop)
 	s.end(s.cur)
 	s.cg.remove()
+	s.ws.close()
 	return nil
 }
 
@@ -743,6 +734,7 @@ func (s *Sandbox) Report() Report {
 	if s.userns {
 		r.Namespaces = append(r.Namespaces, "user")
 	}
+	r.Workspace = s.ws.idmap
 	if why, _ := s.scopeErr.Load().(string); why != "" {
 		r.Warnings = append(append([]string{}, r.Warnings...), "the host's abstract Unix sockets are reachable under --network host: "+why)
 	}
@@ -777,6 +769,11 @@ func (s *Sandbox) OpenInView(path string) (*os.File, error) {
 	}
 	how := unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC | unix.O_NOFOLLOW,
 		Resolve: unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS}
+	inst.nsMu.RLock()
+	defer inst.nsMu.RUnlock()
+	if inst.root == nil {
+		return nil, errEnded
+	}
 	fd, err := unix.Openat2(int(inst.root.Fd()), strings.TrimPrefix(filepath.Clean("/"+path), "/"), &how)
 	if err != nil {
 		return nil, &os.PathError{Op: "open", Path: path, Err: err}

@@ -21,6 +21,9 @@ import (
 
 func TestMain(m *testing.M) {
 	Dispatch(os.Args)
+	if len(os.Args) > 1 && os.Args[1] == probeArg {
+		os.Exit(probeCalls()) // the attacker of TestConfined, inside a sandbox
+	}
 	os.Exit(m.Run())
 }
 
@@ -73,6 +76,7 @@ func TestView(t *testing.T) {
 		{"ps", "ps -e -o pid= | wc -l", "", false},
 		{"workspace", "echo hi > " + ws + "/f && cat " + ws + "/f", "hi\n", false},
 		{"hostname", "cat /proc/sys/kernel/hostname", "sandbox\n", false},
+		{"tmp", "stat -c '%a %U' /tmp /dev/shm; ls -A / | grep -c tmpfs", "1777 root\n1777 root\n0\n", true},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -276,7 +280,7 @@ func FuzzParseSize(f *testing.F) {
 func TestUnsafeWorkspace(t *testing.T) {
 	for ws, bad := range map[string]bool{
 		"/": true, "/root": true, "/home": true, "/home/alice": true, "/home/alice/": true, "/etc": true,
-		"/etc/x": true, "/usr/local/work": true, "/proc/1": true, "/tmp": true, "/var": true, "/opt": true, "/dev/shm": true,
+		"/etc/x": true, "/libexec/x": true, "/lib64": true, "/usr/local/work": true, "/proc/1": true, "/tmp": true, "/var": true, "/opt": true, "/dev/shm": true,
 		"/tmp/ws": false, "/home/alice/project": false, "/root/project/workspace": false, "/srv/sandbox": false,
 		"/var/lib/aiod/workspace": false, "/opt/work": false, "/tmpx": false,
 	} {

@@ -199,3 +199,85 @@ func TestUpBrowserNetworkNone(t *testing.T) {
 		t.Errorf("connectOverCDP(%s) with the token as x-api-key: %v, %v; want the title %q", endpoint, res, err, title)
 	}
 }
+
+// ubDescendants is the pids below root whose command name is comm.
+func ubDescendants(root int, comm string) []int {
+	parent := map[int]int{}
+	name := map[int]string{}
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		st, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		s := string(st)
+		open, end := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
+		if open < 0 || end < open {
+			continue
+		}
+		fs := strings.Fields(s[end+1:])
+		if len(fs) < 2 {
+			continue
+		}
+		name[pid] = s[open+1 : end]
+		parent[pid], _ = strconv.Atoi(fs[1])
+	}
+	var out []int
+	for pid, c := range name {
+		if c != comm {
+			continue
+		}
+		for p := parent[pid]; p > 1; p = parent[p] {
+			if p == root {
+				out = append(out, pid)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// ubListeners is the TCP sockets in LISTEN state the pids hold (their fd
+// links matched with /proc/<pid>/net/tcp and tcp6), as hex addr:port.
+func ubListeners(pids []int) []string {
+	inodes := map[string]bool{}
+	for _, pid := range pids {
+		fds, _ := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+		for _, fd := range fds {
+			if l, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", pid, fd.Name())); err == nil && strings.HasPrefix(l, "socket:[") {
+				inodes[strings.TrimSuffix(strings.TrimPrefix(l, "socket:["), "]")] = true
+			}
+		}
+	}
+	var out []string
+	for _, pid := range pids {
+		for _, f := range []string{"tcp", "tcp6"} {
+			b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/net/%s", pid, f))
+			for _, line := range strings.Split(string(b), "\n") {
+				if fs := strings.Fields(line); len(fs) > 9 && fs[3] == "0A" && inodes[fs[9]] {
+					out = append(out, fs[1])
+				}
+			}
+		}
+	}
+	return out
+}
+
+// TestUpBrowserNoDevToolsPort: under a2c up --browser no process of
+// Chromium's listens on a TCP port (it listened on the DevTools port,
+// 127.0.0.1:9222 by default, which any local process could drive
+// without the token); /cdp behind the token is the only way in.
+func TestUpBrowserNoDevToolsPort(t *testing.T) {
+	up, _ := ubStartUp(t, "ub-noport")
+	pids := ubDescendants(up.Cmd().Process.Pid, "chromium")
+	if len(pids) == 0 {
+		t.Fatalf("no chromium below a2c up; logs:\n%s", up.Logs())
+	}
+	if l := ubListeners(pids); len(l) != 0 {
+		t.Errorf("chromium listens on TCP %v (hex addr:port); want no port", l)
+	}
+}

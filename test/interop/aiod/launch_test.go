@@ -140,6 +140,24 @@ func lnCmdline(pid int) []string {
 	return strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
 }
 
+// lnCDPViaDaemon reports whether the daemon's /cdp/json/version answers
+// (with its key, when the test set one) naming a WebSocket under /cdp.
+func (d *lnDaemon) lnCDPViaDaemon() bool {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, d.URL+"/cdp/json/version", nil)
+	if d.a.key != "" {
+		req.Header.Set("X-Api-Key", d.a.key)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return false
+	}
+	defer resp.Body.Close()
+	var v map[string]string
+	return resp.StatusCode == 200 && json.NewDecoder(resp.Body).Decode(&v) == nil && strings.Contains(v["webSocketDebuggerUrl"], "/cdp/devtools/browser/")
+}
+
 // lnCDPAnswers reports whether /json/version answers on the host's
 // 127.0.0.1:port.
 func lnCDPAnswers(port string) bool {
@@ -176,10 +194,10 @@ func (d *lnDaemon) lnBrowserCaps(t *testing.T) map[string]any {
 	return b
 }
 
-// TestAiodLaunchBrowser: aiod --browser runs Chromium headless on the
-// DevTools port it is given with a profile under the state folder; the
-// browser capability is ready; a Chromium killed is started again (a new
-// process that answers CDP); SIGTERM to the daemon leaves no process of
+// TestAiodLaunchBrowser: aiod --browser runs Chromium headless with
+// DevTools over its pipe (no port) and a profile under the state folder,
+// served at the daemon's /cdp; the browser capability is ready; a
+// Chromium killed is started again (a new process that answers CDP); SIGTERM to the daemon leaves no process of
 // Chromium's group behind (checked at cleanup).
 func TestAiodLaunchBrowser(t *testing.T) {
 	lnNeed(t, "chromium")
@@ -187,15 +205,15 @@ func TestAiodLaunchBrowser(t *testing.T) {
 	if b := d.lnBrowserCaps(t); b["status"] != "ready" || b["cdp"] != true {
 		t.Fatalf("capabilities.browser = %v, want ready with cdp", b)
 	}
-	if !lnCDPAnswers(d.cdp) {
-		t.Fatalf("no DevTools answer on 127.0.0.1:%s", d.cdp)
+	if !d.lnCDPViaDaemon() {
+		t.Fatalf("no DevTools answer at the daemon's /cdp")
 	}
 	pid := lnChild(d.Cmd().Process.Pid, "chromium")
 	if pid == 0 {
 		t.Fatalf("no chromium child of the daemon; logs:\n%s", d.Logs())
 	}
 	args := lnCmdline(pid)
-	for _, want := range []string{"--headless=new", "--remote-debugging-address=127.0.0.1", "--remote-debugging-port=" + d.cdp,
+	for _, want := range []string{"--headless=new", "--remote-debugging-pipe",
 		"--user-data-dir=" + filepath.Join(d.state, "browser-profile")} {
 		if !slices.Contains(args, want) {
 			t.Errorf("chromium's command line %q lacks %s", args, want)
@@ -223,7 +241,7 @@ func TestAiodLaunchBrowser(t *testing.T) {
 	var again int
 	waitUntil(t, 30*time.Second, "chromium was not started again after it was killed", func() bool {
 		again = lnChild(d.Cmd().Process.Pid, "chromium")
-		return again != 0 && again != pid && lnCDPAnswers(d.cdp)
+		return again != 0 && again != pid && d.lnCDPViaDaemon()
 	})
 	waitUntil(t, 10*time.Second, "the killed chromium's helpers outlived it", func() bool {
 		return !slices.ContainsFunc(group, isoAlive)
@@ -303,8 +321,8 @@ func TestAiodLaunchDesktop(t *testing.T) {
 	waitUntil(t, 15*time.Second, "no Chromium window on the display", func() bool {
 		return strings.TrimSpace(x("xdotool", "search", "--onlyvisible", "--name", "Chromium")) != ""
 	})
-	if !lnCDPAnswers(d.cdp) {
-		t.Errorf("the headful browser does not answer CDP on %s", d.cdp)
+	if !d.lnCDPViaDaemon() {
+		t.Errorf("the headful browser does not answer CDP at the daemon's /cdp")
 	}
 
 	// The worker, through the daemon's computer-use plane.
@@ -353,9 +371,9 @@ func TestAiodLaunchDesktop(t *testing.T) {
 }
 
 // TestAiodLaunchIsolated: under --isolation namespaces the browser runs
-// in the sandbox as its account, and the daemon reaches its DevTools
-// port: in the sandbox's own network under --network none (where the
-// host cannot), on the host's loopback under --network host. The profile
+// in the sandbox as its account, and the daemon reaches it over its
+// DevTools pipe: no port on the host's loopback nor in the sandbox's
+// network, under --network none and --network host alike. The profile
 // lies in the workspace's .aiod folder, made by the sandbox account.
 func TestAiodLaunchIsolated(t *testing.T) {
 	requireRoot(t)
@@ -367,12 +385,15 @@ func TestAiodLaunchIsolated(t *testing.T) {
 			if b := d.lnBrowserCaps(t); b["status"] != "ready" || b["cdp"] != true {
 				t.Errorf("capabilities.browser = %v, want ready with cdp (reached through the daemon)", b)
 			}
-			if got, want := lnCDPAnswers(d.cdp), network == "host"; got != want {
-				t.Errorf("DevTools answers on the host's loopback: %t, want %t", got, want)
+			if lnCDPAnswers(d.cdp) {
+				t.Errorf("DevTools answers on the host's loopback")
 			}
 			pid := lnChild(d.Cmd().Process.Pid, "chromium")
 			if pid == 0 {
 				t.Fatalf("no chromium child of the daemon; logs:\n%s", d.Logs())
+			}
+			if l := cdpListeners(t, lnGroup(pid)); len(l) != 0 {
+				t.Errorf("chromium listens on TCP %v in the sandbox; want no port", l)
 			}
 			st, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 			if err != nil || !strings.Contains(string(st), fmt.Sprintf("\nUid:\t%d\t", sandboxUID)) {

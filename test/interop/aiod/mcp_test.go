@@ -100,7 +100,7 @@ func TestAiodMCPPlain(t *testing.T) {
 		want       string
 	}{
 		{"not JSON", `not json`, 200, `{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error: the body is not valid JSON"}}`},
-		{"unknown method", `{"jsonrpc":"2.0","id":1,"method":"prompts/list"}`, 200, `{"jsonrpc":"2.0","id":1,"error":{"code":-32601,"message":"Method not found: prompts/list"}}`},
+		{"unknown method", `{"jsonrpc":"2.0","id":1,"method":"prompts/list"}`, 200, `{"jsonrpc":"2.0","id":1,"error":{"code":-32601,"message":"method not found: \"prompts/list\""}}`},
 		{"unknown tool", `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"sandbox_execute","arguments":{}}}`, 200,
 			`{"jsonrpc":"2.0","id":5,"error":{"code":-32602,"message":"unknown tool: sandbox_execute"}}`},
 		{"missing tool name", `{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{}}`, 200, `{"jsonrpc":"2.0","id":6,"error":{"code":-32602,"message":"unknown tool: "}}`},
@@ -367,7 +367,7 @@ func TestAiodMCPRouting(t *testing.T) {
 		status     int
 		want       string
 	}{
-		{"unknown method", `{"jsonrpc":"2.0","id":1,"method":"nope"}`, sse, 200, `{"jsonrpc":"2.0","id":1,"error":{"code":-32601,"message":"Method not found: nope"}}`},
+		{"unknown method", `{"jsonrpc":"2.0","id":1,"method":"nope"}`, sse, 200, `{"jsonrpc":"2.0","id":1,"error":{"code":-32601,"message":"method not found: \"nope\""}}`},
 		{"not JSON", `nope`, sse, 200, `{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error: the body is not valid JSON"}}`},
 		{"over 8 MiB", `{"jsonrpc":"2.0","id":1,"method":"ping"}` + strings.Repeat(" ", 8<<20), sse, 413,
 			`{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Request body too large: /mcp accepts at most 8 MiB"}}`},

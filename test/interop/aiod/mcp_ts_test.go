@@ -41,6 +41,9 @@ type tsOut struct {
 	Bash        tsResult `json:"bash"`
 	UnknownTool tsThrown `json:"unknownTool"`
 	NoCmd       tsResult `json:"noCmd"`
+	Prompts     tsThrown `json:"prompts"`
+	Resources   tsThrown `json:"resources"`
+	SetLevel    tsThrown `json:"setLevel"`
 	MissingFile tsResult `json:"missingFile"`
 	Terminate   tsThrown `json:"terminate"`
 	NoKey       tsThrown `json:"noKey"`
@@ -166,6 +169,11 @@ func checkTSClient(t *testing.T, d *harness.Proc, ws, key string, out tsOut) {
 	eq("unknown tool (-32602 as the SDK's McpError)", out.UnknownTool, tsThrown{
 		Thrown: true, Class: "McpError", Code: -32602.0, Message: "MCP error -32602: unknown tool: no_such_tool",
 	})
+	// prompts, resources and logging are not declared: -32601, as on the
+	// plain path (aiod/mcp TestUndeclaredMethodsBothPaths).
+	for method, got := range map[string]tsThrown{"prompts/list": out.Prompts, "resources/list": out.Resources, "logging/setLevel": out.SetLevel} {
+		eq(method, got, tsThrown{Thrown: true, Class: "McpError", Code: -32601.0, Message: `MCP error -32601: method not found: "` + method + `"`})
+	}
 	eq("sandbox_execute_bash without cmd", out.NoCmd, tsResult{
 		Content: []map[string]any{{"type": "text", "text": "cmd is required"}}, IsError: true,
 	})

@@ -63,6 +63,10 @@ async function main() {
   out.bash = result(await client.callTool({ name: 'sandbox_execute_bash', arguments: { cmd: 'echo hi' } }));
   out.unknownTool = await caught(() => client.callTool({ name: 'no_such_tool', arguments: {} }));
   out.noCmd = result(await client.callTool({ name: 'sandbox_execute_bash', arguments: {} }));
+  // capabilities /mcp does not declare: the default client sends them anyway
+  out.prompts = await caught(() => client.listPrompts());
+  out.resources = await caught(() => client.listResources());
+  out.setLevel = await caught(() => client.setLoggingLevel('debug'));
   out.missingFile = result(await client.callTool({
     name: 'sandbox_file_operations',
     arguments: { action: 'read', path: path.join(workspace, 'missing.txt') },

@@ -1,0 +1,106 @@
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+
+	"golang.org/x/sys/unix"
+)
+
+// What every process of the sandbox is born with, as container runtimes
+// give it: no_new_privs (no set-user-id bit or file capability ever
+// raises a privilege, so an exec cannot undo what follows), an empty
+// capability bounding set, no inheritable or ambient capability, and
+// the system-call filter (seccomp_linux.go). All four are attributes of
+// a thread that a child inherits and exec keeps.
+
+// dropBounding empties the calling thread's capability bounding set and
+// its ambient set. It needs CAP_SETPCAP, which the thread still has: its
+// own effective and permitted sets are untouched (a thread of the daemon
+// still switches a child's identity and places it in a cgroup).
+func dropBounding() error {
+	for c := 0; c <= 63; c++ {
+		if err := unix.Prctl(unix.PR_CAPBSET_DROP, uintptr(c), 0, 0, 0); err != nil {
+			if errors.Is(err, unix.EINVAL) {
+				break // past the kernel's last capability
+			}
+			return fmt.Errorf("sandbox: dropping capability %d from the bounding set: %w", c, err)
+		}
+	}
+	if err := unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0); err != nil && !errors.Is(err, unix.EINVAL) {
+		return fmt.Errorf("sandbox: clearing ambient capabilities: %w", err)
+	}
+	return nil
+}
+
+// setCaps sets the calling thread's effective and permitted sets to
+// keep (both 64-bit halves) and its inheritable set to nothing.
+func setCaps(keep bool) error {
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	if keep {
+		if err := unix.Capget(&hdr, &data[0]); err != nil {
+			return fmt.Errorf("sandbox: reading capabilities: %w", err)
+		}
+	}
+	for i := range data {
+		data[i].Inheritable = 0
+	}
+	if err := unix.Capset(&hdr, &data[0]); err != nil {
+		return fmt.Errorf("sandbox: setting capabilities: %w", err)
+	}
+	return nil
+}
+
+// confineSpawner gives the calling, locked thread (the spawner, inside
+// the sandbox's namespaces) what every sandboxed process must inherit:
+// no_new_privs, an empty bounding set, no inheritable or ambient
+// capability, and the filter. The thread keeps its own effective
+// capabilities, so it can still start processes as the account; a
+// child's identity switch to that account then clears the rest.
+func confineSpawner() error {
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return fmt.Errorf("sandbox: no_new_privs: %w", err)
+	}
+	if err := dropBounding(); err != nil {
+		return err
+	}
+	if err := setCaps(true); err != nil {
+		return err
+	}
+	return installFilter(false)
+}
+
+// confineInit is the sandbox's init giving up everything once its view
+// is built, on the calling thread, before it executes itself again
+// (see [Init]): exec keeps the thread's no_new_privs, filter and empty
+// sets and drops the Go runtime's other threads, which still hold the
+// capabilities the build needed. With an empty bounding set, root's exec
+// gains no capability back.
+func confineInit() error {
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return fmt.Errorf("sandbox: no_new_privs: %w", err)
+	}
+	if err := dropBounding(); err != nil {
+		return err
+	}
+	if err := setCaps(false); err != nil {
+		return err
+	}
+	return installFilter(false)
+}
+
+// confinedArg is init's argument for its second stage.
+const confinedArg = "confined"
+
+// reexecConfined confines init (confineInit) and executes this binary
+// again as init's second stage, which reports success and reaps. It
+// returns only on failure. The standard input (the daemon's keep-alive
+// pipe) and the report descriptor 3 pass through the exec.
+func reexecConfined() error {
+	if err := confineInit(); err != nil {
+		return err
+	}
+	err := unix.Exec("/proc/self/exe", []string{"aiod-sandbox-init", InitArg, confinedArg}, []string{})
+	return fmt.Errorf("sandbox: init executing itself confined: %w", err)
+}

@@ -1,0 +1,206 @@
+package sandbox
+
+import (
+	"fmt"
+	"runtime"
+	"sync"
+	"unsafe"
+
+	seccompbpf "github.com/elastic/go-seccomp-bpf"
+	"github.com/elastic/go-seccomp-bpf/arch"
+	"github.com/moby/profiles/seccomp"
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+	"golang.org/x/net/bpf"
+	"golang.org/x/sys/unix"
+)
+
+// The sandbox's system-call filter is Docker's default profile
+// (github.com/moby/profiles/seccomp, the profile as Go data) evaluated
+// for a process with no capability at all, on this machine's
+// architecture and kernel, and compiled to classic BPF with
+// github.com/elastic/go-seccomp-bpf (pure Go, no libseccomp).
+//
+// What that gives, in the profile's own terms: an allowlist of the
+// ordinary calls; everything else answers EPERM (the process lives on).
+// Among what is refused: new namespaces of any kind (clone and unshare
+// with a namespace flag, setns), clone3 (answered ENOSYS, so libc falls
+// back to clone, whose flags the filter can see), mount, umount2,
+// pivot_root and the new mount API (fsopen, fsmount, move_mount,
+// open_tree, mount_setattr), bpf, perf_event_open, the key store
+// (keyctl, add_key, request_key), kernel modules, kexec, reboot,
+// swapon/swapoff, settimeofday and clock_settime, userfaultfd, acct,
+// quotactl, lookup_dcookie, name_to_handle_at/open_by_handle_at,
+// personality other than the usual domains, and socket for address
+// families outside the profile's list. ptrace is allowed (kernel ≥ 4.8,
+// as Docker), within the account's own processes. Only the native
+// architecture's calls pass: a 32-bit call on amd64 (int 0x80, the x32
+// ABI) matches nothing and is refused.
+
+// filterProgram is the compiled filter, built once.
+var filterProgram = sync.OnceValues(func() ([]unix.SockFilter, error) {
+	policy, err := sandboxPolicy(runtime.GOARCH)
+	if err != nil {
+		return nil, err
+	}
+	insns, err := policy.Assemble()
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: system-call filter: %w", err)
+	}
+	raw, err := bpf.Assemble(insns)
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: system-call filter: %w", err)
+	}
+	prog := make([]unix.SockFilter, len(raw))
+	for i, r := range raw {
+		prog[i] = unix.SockFilter{Code: r.Op, Jt: r.Jt, Jf: r.Jf, K: r.K}
+	}
+	return prog, nil
+})
+
+// goArchToSeccomp names Go's architectures as the profile's includes
+// and excludes do.
+var goArchToSeccomp = map[string]string{"amd64": "amd64", "arm64": "arm64"}
+
+// sandboxPolicy turns Docker's default profile, resolved for a process
+// with an empty capability set, into a policy with goarch's call names
+// (the library assembles it for the running architecture only; tests
+// check that every name resolves on each architecture we ship): its default
+// action (EPERM) for what it does not list, one group per action it
+// does, refusals first (a refused name never also matches an allow).
+func sandboxPolicy(goarch string) (*seccompbpf.Policy, error) {
+	info, err := arch.GetInfo(goarch)
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: system-call filter: %w", err)
+	}
+	if _, ok := goArchToSeccomp[goarch]; !ok {
+		return nil, fmt.Errorf("sandbox: no system-call filter for %s", goarch)
+	}
+	// The profile reads the running kernel's version for its MinKernel
+	// rules (ptrace on ≥ 4.8) and picks the running architecture.
+	spec := &specs.Spec{Process: &specs.Process{Capabilities: &specs.LinuxCapabilities{}}}
+	prof, err := seccomp.GetDefaultProfile(spec)
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: system-call filter: %w", err)
+	}
+	if prof.DefaultAction != specs.ActErrno {
+		return nil, fmt.Errorf("sandbox: system-call filter: the profile's default action is %s, not an errno", prof.DefaultAction)
+	}
+	type key struct{ action seccompbpf.Action }
+	groups := map[key]*seccompbpf.SyscallGroup{}
+	var order []key
+	for _, sc := range prof.Syscalls {
+		var act seccompbpf.Action
+		switch sc.Action {
+		case specs.ActAllow:
+			act = seccompbpf.ActionAllow
+		case specs.ActErrno:
+			errno := uint(unix.EPERM)
+			if sc.ErrnoRet != nil {
+				errno = *sc.ErrnoRet
+			}
+			act = seccompbpf.ActionErrno | seccompbpf.Action(errno&0xffff)
+		default:
+			return nil, fmt.Errorf("sandbox: system-call filter: unexpected action %s for %v", sc.Action, sc.Names)
+		}
+		conds, err := conditions(sc.Args)
+		if err != nil {
+			return nil, fmt.Errorf("sandbox: system-call filter: %v: %w", sc.Names, err)
+		}
+		k := key{act}
+		g := groups[k]
+		if g == nil {
+			g = &seccompbpf.SyscallGroup{Action: act}
+			groups[k] = g
+			order = append(order, k)
+		}
+		for _, name := range sc.Names {
+			if _, ok := info.SyscallNames[name]; !ok {
+				continue // a call of another architecture (the profile lists all)
+			}
+			if conds == nil {
+				g.Names = appendNew(g.Names, name)
+			} else {
+				g.NamesWithCondtions = append(g.NamesWithCondtions, seccompbpf.NameWithConditions{Name: name, Conditions: conds})
+			}
+		}
+	}
+	p := &seccompbpf.Policy{DefaultAction: seccompbpf.ActionErrno} // the library answers EPERM
+	for _, refusals := range []bool{true, false} {
+		for _, k := range order {
+			if (k.action != seccompbpf.ActionAllow) == refusals {
+				p.Syscalls = append(p.Syscalls, *groups[k])
+			}
+		}
+	}
+	return p, nil
+}
+
+func appendNew(list []string, s string) []string {
+	for _, x := range list {
+		if x == s {
+			return list
+		}
+	}
+	return append(list, s)
+}
+
+// conditions translates the profile's argument comparisons (all of one
+// rule must hold, as libseccomp reads them) into the library's.
+func conditions(args []specs.LinuxSeccompArg) (seccompbpf.ArgumentConditions, error) {
+	if len(args) == 0 {
+		return nil, nil
+	}
+	var out seccompbpf.ArgumentConditions
+	for _, a := range args {
+		c := seccompbpf.Condition{Argument: uint32(a.Index), Value: a.Value}
+		switch a.Op {
+		case specs.OpEqualTo:
+			c.Operation = seccompbpf.Equal
+		case specs.OpNotEqual:
+			c.Operation = seccompbpf.NotEqual
+		case specs.OpLessThan:
+			c.Operation = seccompbpf.LessThan
+		case specs.OpLessEqual:
+			c.Operation = seccompbpf.LessOrEqual
+		case specs.OpGreaterThan:
+			c.Operation = seccompbpf.GreaterThan
+		case specs.OpGreaterEqual:
+			c.Operation = seccompbpf.GreaterOrEqual
+		case specs.OpMaskedEqual:
+			// arg & Value == ValueTwo: the profile uses it only as "none
+			// of these bits" (clone's namespace flags), ValueTwo 0.
+			if a.ValueTwo != 0 {
+				return nil, fmt.Errorf("masked comparison with %#x", a.ValueTwo)
+			}
+			c.Operation = seccompbpf.BitsNotSet
+		default:
+			return nil, fmt.Errorf("comparison %s", a.Op)
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+// installFilter installs the filter on the calling thread (tsync false:
+// the spawner thread, whose children inherit it) or on every thread of
+// the process (the sandbox's init). The caller has set no_new_privs.
+func installFilter(tsync bool) error {
+	prog, err := filterProgram()
+	if err != nil {
+		return err
+	}
+	fprog := unix.SockFprog{Len: uint16(len(prog)), Filter: &prog[0]}
+	var flags uintptr
+	if tsync {
+		flags = unix.SECCOMP_FILTER_FLAG_TSYNC
+	}
+	r, _, e := unix.RawSyscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, flags, uintptr(unsafe.Pointer(&fprog)))
+	runtime.KeepAlive(prog)
+	if e != 0 {
+		return fmt.Errorf("sandbox: installing the system-call filter: %w", e)
+	}
+	if r != 0 {
+		return fmt.Errorf("sandbox: installing the system-call filter: thread %d could not take it", r)
+	}
+	return nil
+}
