@@ -79,11 +79,15 @@ func TestStalledBodyCut(t *testing.T) {
 	base := startServer(t, Config{Workspace: dir, BodyIdle: 300 * time.Millisecond})
 	u, _ := url.Parse(base)
 	for _, tc := range []struct{ name, head, part string }{
-		{"json", "POST /v2/commands HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n", `{"command":"echo `},
-		{"upload", "POST /v2/fs/upload?path=" + url.QueryEscape(filepath.Join(dir, "f")) + " HTTP/1.1\r\nHost: x\r\n" +
+		{"json", "POST /v2/commands HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n", `{"command":"echo `},
+		{"upload", "POST /v2/fs/upload?path=" + url.QueryEscape(filepath.Join(dir, "f")) + " HTTP/1.1\r\nHost: 127.0.0.1\r\n" +
 			"Content-Type: multipart/form-data; boundary=B\r\nContent-Length: 100000\r\n\r\n",
 			"--B\r\nContent-Disposition: form-data; name=\"file\"; filename=\"f\"\r\n\r\nhalf a file"},
-		{"chunked", "POST /v2/commands HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n", "5\r\n{\"com\r\n"},
+		{"chunked", "POST /v2/commands HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n", "5\r\n{\"com\r\n"},
+		// refused before the body is read: the unread rest must not hold
+		// the connection either
+		{"host refused", "POST /v2/commands HTTP/1.1\r\nHost: evil.example\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n", `{"command":"echo `},
+		{"not json", "POST /v2/commands HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: text/plain\r\nContent-Length: 1000\r\n\r\n", `{"command":"echo `},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c, err := net.DialTimeout("tcp", u.Host, 5*time.Second)

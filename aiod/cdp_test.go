@@ -46,6 +46,7 @@ func TestCDPRouteAuth(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			reached = nil
 			req := httptest.NewRequest(http.MethodGet, tc.target, nil)
+			req.Host = "127.0.0.1" // httptest's example.com is not a name the daemon answers to
 			if tc.hdr[0] != "" {
 				req.Header.Set(tc.hdr[0], tc.hdr[1])
 			}

@@ -33,6 +33,7 @@ import (
 	"github.com/a2c-smcp/a2c-go/aiod/pty"
 	"github.com/a2c-smcp/a2c-go/aiod/transfer"
 	"github.com/a2c-smcp/a2c-go/aiod/watch"
+	"github.com/a2c-smcp/a2c-go/internal/origin"
 )
 
 // Version is the aiod API version this daemon implements.
@@ -93,11 +94,17 @@ type Config struct {
 	// SkillsPath is where sandbox_load_skill reads skills
 	// (AIO_SKILLS_PATH).
 	SkillsPath string
-	// MCPAllowedHosts are host names /mcp accepts in Host and Origin on
-	// top of the loopback names when the daemon is reached on loopback
-	// (behind a gateway that passes its public host on); see
-	// mcp.Config.AllowedHosts.
-	MCPAllowedHosts []string
+	// Listen is the address the daemon listens on (host:port): its host
+	// is one the daemon answers to (every IP literal when it is 0.0.0.0
+	// or ::). Empty: the loopback names and AllowedHosts only.
+	Listen string
+	// AllowedHosts are the other host names the daemon answers to (a
+	// proxy's or a public name: --allowed-host, AIO_ALLOWED_HOSTS and
+	// the older AIO_MCP_ALLOWED_HOSTS); AllowedOrigins the web origins
+	// whose pages may call it, with CORS (--allowed-origin,
+	// AIO_ALLOWED_ORIGINS). Every route, /mcp, WebSocket upgrades and
+	// /cdp included, meets this rule first (package origin).
+	AllowedHosts, AllowedOrigins []string
 	// BashBin is the bash that commands and terminals start
 	// (AIO_BASH_BIN); empty = bash on PATH.
 	BashBin string
@@ -140,6 +147,7 @@ type Daemon struct {
 	stop    context.CancelFunc
 	planes  []plane
 	mcp     *mcp.Server
+	origins *origin.Policy // the Host and Origin rule of every route
 	// programs are what --browser and --desktop run (see launch.go).
 	programs programs
 	// lastRequest is when the latest request began (Unix ns).
@@ -182,7 +190,11 @@ func New(cfg Config) (*Daemon, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	d := &Daemon{cfg: cfg, log: cfg.Logger, reg: prometheus.NewRegistry()}
+	origins, err := origin.New(origin.Config{Listen: cfg.Listen, Hosts: cfg.AllowedHosts, Origins: cfg.AllowedOrigins})
+	if err != nil {
+		return nil, err
+	}
+	d := &Daemon{cfg: cfg, log: cfg.Logger, reg: prometheus.NewRegistry(), origins: origins}
 	d.reqs = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "http_requests_total", Help: "HTTP requests by method, route and status."},
 		[]string{"method", "route", "status"})
 	d.dur = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "http_request_duration_seconds", Help: "HTTP request durations by route.",
@@ -260,9 +272,9 @@ func New(cfg Config) (*Daemon, error) {
 	// share sessions, processes and files.
 	d.mcp = mcp.New(mcp.Config{Commands: cmdPlane.Engine(), Files: filePlane.Engine(), Code: codePlane.Engine(),
 		Context: d.sandboxContext, Packages: d.packageList, Browser: newBrowserTools(d, brPlane, compPlane), SkillsPath: cfg.SkillsPath, Upstreams: cfg.MCPServers,
-		AllowedHosts: cfg.MCPAllowedHosts, Version: Version, Logger: cfg.Logger, Registerer: d.reg, TracerProvider: cfg.TracerProvider})
+		Origins: d.origins, Version: Version, Logger: cfg.Logger, Registerer: d.reg, TracerProvider: cfg.TracerProvider})
 	mux.Handle("/mcp", d.mcp)
-	d.handler = api.BodyProgress(cfg.BodyIdle, d.instrument(mux, requestID(cors(d.auth(limitJSON(api.EnvelopeErrors(apiSurface(cfg.APISurface, mux))))))))
+	d.handler = api.BodyProgress(cfg.BodyIdle, d.instrument(mux, requestID(d.guard(d.auth(limitJSON(api.EnvelopeErrors(apiSurface(cfg.APISurface, mux))))))))
 	return d, nil
 }
 

@@ -158,23 +158,31 @@ func TestPackages(t *testing.T) {
 	}
 }
 
-// TestCORS: a preflight is answered before the key is asked for, and
-// answers carry the origin headers a browser needs.
+// TestCORS: an origin given with --allowed-origin gets its own CORS
+// headers (never a wildcard) and its preflight answered before the key
+// is asked for; a preflight or a request from any other origin is
+// refused 403 with no CORS header.
 func TestCORS(t *testing.T) {
-	url := start(t, Config{APIKey: "k"})
-	resp, body := do(t, "OPTIONS", url+"/v2/commands", "", map[string]string{
-		"Origin": "http://app.example", "Access-Control-Request-Method": "POST", "Access-Control-Request-Headers": "authorization, content-type"})
-	if resp.StatusCode != 204 || body != "" || resp.Header.Get("Access-Control-Allow-Origin") != "*" ||
+	url := start(t, Config{APIKey: "k", AllowedOrigins: []string{"http://app.example"}})
+	preflight := map[string]string{"Origin": "http://app.example", "Access-Control-Request-Method": "POST", "Access-Control-Request-Headers": "authorization, content-type"}
+	resp, body := do(t, "OPTIONS", url+"/v2/commands", "", preflight)
+	if resp.StatusCode != 204 || body != "" || resp.Header.Get("Access-Control-Allow-Origin") != "http://app.example" ||
 		resp.Header.Get("Access-Control-Allow-Headers") != "authorization, content-type" ||
 		!strings.Contains(resp.Header.Get("Access-Control-Allow-Methods"), "POST") {
 		t.Errorf("preflight: %d %v %q", resp.StatusCode, resp.Header, body)
 	}
 	resp, _ = do(t, "GET", url+"/v2/sandbox", "", map[string]string{"Origin": "http://app.example"})
-	if resp.StatusCode != 401 || resp.Header.Get("Access-Control-Allow-Origin") != "*" {
+	if resp.StatusCode != 401 || resp.Header.Get("Access-Control-Allow-Origin") != "http://app.example" {
 		t.Errorf("401 without CORS headers: %d %v", resp.StatusCode, resp.Header)
 	}
 	resp, _ = do(t, "OPTIONS", url+"/v2/sandbox", "", nil)
 	if resp.StatusCode != 401 {
 		t.Errorf("a plain OPTIONS is not a preflight: %d", resp.StatusCode)
+	}
+	preflight["Origin"] = "http://evil.example"
+	resp, body = do(t, "OPTIONS", url+"/v2/commands", "", preflight)
+	if resp.StatusCode != 403 || resp.Header.Get("Access-Control-Allow-Origin") != "" ||
+		body != `{"success":false,"message":"Origin \"http://evil.example\" is not allowed (cross-origin request); allow it with --allowed-origin","data":null,"hint":null}`+"\n" {
+		t.Errorf("preflight from another origin: %d %v %q", resp.StatusCode, resp.Header, body)
 	}
 }

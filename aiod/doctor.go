@@ -381,7 +381,7 @@ func (c *doctorClient) send(ctx context.Context, method, path, body string, hdr 
 	if body != "" {
 		rd = strings.NewReader(body)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, "http://aiod.doctor"+path, rd)
+	req, err := http.NewRequestWithContext(ctx, method, "http://127.0.0.1"+path, rd)
 	if err != nil {
 		return 0, nil, fmt.Errorf("doctor: %w", err)
 	}

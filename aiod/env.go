@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/a2c-smcp/a2c-go/internal/origin"
 )
 
 // EnvError is a bad value of an environment variable [ConfigFromEnv]
@@ -41,12 +43,17 @@ const (
 	EnvDefaultUser   = "AIO_DEFAULT_USER"
 	EnvMCPServers    = "EXTRA_MCP_SERVERS"
 	EnvSkillsPath    = "AIO_SKILLS_PATH"
-	// EnvMCPAllowedHosts lists, comma-separated, the extra host names
-	// /mcp accepts in Host and Origin on a loopback connection (a
-	// gateway that forwards its own public Host).
+	// EnvAllowedHosts lists, comma-separated, the host names the daemon
+	// answers to besides loopback and its listen address (a proxy's or
+	// a public name); EnvMCPAllowedHosts is its older name, when only
+	// /mcp checked Host, and feeds the same list.
+	EnvAllowedHosts    = "AIO_ALLOWED_HOSTS"
 	EnvMCPAllowedHosts = "AIO_MCP_ALLOWED_HOSTS"
-	EnvHost            = "AIO_HOST"
-	EnvPort            = "AIO_PORT"
+	// EnvAllowedOrigins lists, comma-separated, the web origins whose
+	// pages may call the daemon (with CORS).
+	EnvAllowedOrigins = "AIO_ALLOWED_ORIGINS"
+	EnvHost           = "AIO_HOST"
+	EnvPort           = "AIO_PORT"
 	// EnvComputerUseURL is where the computer-use worker is reached.
 	EnvComputerUseURL = "AIO_COMPUTER_USE_URL"
 	// EnvStateDir is where the daemon keeps state of its own (the
@@ -70,7 +77,8 @@ const (
 //	AIO_SKILLS_PATH                       SkillsPath
 //	AIO_PYTHON_BIN, AIO_NODE_BIN          PythonBin, NodeBin
 //	AIO_BASH_BIN                          BashBin
-//	AIO_MCP_ALLOWED_HOSTS  a,b            MCPAllowedHosts
+//	AIO_ALLOWED_HOSTS, AIO_MCP_ALLOWED_HOSTS  a,b   AllowedHosts (both)
+//	AIO_ALLOWED_ORIGINS  https://a,http://b:3000     AllowedOrigins
 //	BROWSER_REMOTE_DEBUGGING_HOST, _PORT  CDPEndpoint (default 127.0.0.1:9222; a browser the
 //	                                      user runs; unused under --browser, whose Chromium
 //	                                      has only its DevTools pipe)
@@ -102,15 +110,21 @@ func configFromEnv(getenv func(string) string) (Config, error) {
 		NodeBin:     getenv("AIO_NODE_BIN"),
 		BashBin:     getenv("AIO_BASH_BIN"),
 	}
-	for _, h := range strings.Split(getenv(EnvMCPAllowedHosts), ",") {
-		if h = strings.TrimSpace(h); h != "" {
-			cfg.MCPAllowedHosts = append(cfg.MCPAllowedHosts, h)
+	for _, env := range []string{EnvAllowedHosts, EnvMCPAllowedHosts} {
+		hosts, err := origin.ParseEnv(getenv(env), env, origin.ParseHost)
+		if err != nil {
+			return Config{}, &EnvError{Name: env, Want: "comma-separated host names or addresses (like sandbox.example,10.0.0.5)", Value: getenv(env)}
 		}
+		cfg.AllowedHosts = append(cfg.AllowedHosts, hosts...)
 	}
+	origins, err := origin.ParseEnv(getenv(EnvAllowedOrigins), EnvAllowedOrigins, origin.ParseOrigin)
+	if err != nil {
+		return Config{}, &EnvError{Name: EnvAllowedOrigins, Want: "comma-separated origins, scheme://host[:port] (like https://app.example)", Value: getenv(EnvAllowedOrigins)}
+	}
+	cfg.AllowedOrigins = origins
 	if cfg.APIKey == "" {
 		cfg.APIKey = getenv(EnvSandboxAPIKey)
 	}
-	var err error
 	if cfg.Isolation, err = isolationFromEnv(getenv); err != nil {
 		return Config{}, err
 	}

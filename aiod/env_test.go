@@ -43,7 +43,13 @@ func TestConfigFromEnv(t *testing.T) {
 		{[]string{"AIO_PYTHON_BIN", "/usr/bin/python3"}, func(c *Config) { c.PythonBin = "/usr/bin/python3" }},
 		{[]string{"AIO_NODE_BIN", "node22"}, func(c *Config) { c.NodeBin = "node22" }},
 		{[]string{"AIO_BASH_BIN", "/bin/bash"}, func(c *Config) { c.BashBin = "/bin/bash" }},
-		{[]string{"AIO_MCP_ALLOWED_HOSTS", " gw.example, ,sandbox.local "}, func(c *Config) { c.MCPAllowedHosts = []string{"gw.example", "sandbox.local"} }},
+		{[]string{"AIO_MCP_ALLOWED_HOSTS", " gw.example, ,sandbox.local "}, func(c *Config) { c.AllowedHosts = []string{"gw.example", "sandbox.local"} }},
+		{[]string{"AIO_ALLOWED_HOSTS", "Box.Example:8080,10.0.0.5", "AIO_MCP_ALLOWED_HOSTS", "gw.example"}, func(c *Config) {
+			c.AllowedHosts = []string{"box.example", "10.0.0.5", "gw.example"}
+		}},
+		{[]string{"AIO_ALLOWED_ORIGINS", "https://app.example/, http://localhost:3000"}, func(c *Config) {
+			c.AllowedOrigins = []string{"https://app.example", "http://localhost:3000"}
+		}},
 		{[]string{"BROWSER_REMOTE_DEBUGGING_PORT", "9333"}, func(c *Config) { c.CDPEndpoint = "http://127.0.0.1:9333" }},
 		{[]string{"BROWSER_REMOTE_DEBUGGING_HOST", "::1"}, func(c *Config) { c.CDPEndpoint = "http://[::1]:9222" }},
 		{[]string{"AIO_BASH_MAX_SESSIONS", "7"}, func(c *Config) { c.MaxCommandSessions = 7 }},
@@ -93,6 +99,9 @@ func TestConfigFromEnvBadValues(t *testing.T) {
 		{"AIO_KERNEL_SESSION_TIMEOUT_SECS", "0", `AIO_KERNEL_SESSION_TIMEOUT_SECS must be a positive integer, got "0"`},
 		{"AIO_CODE_SESSION_TIMEOUT_SECS", "1e3", `AIO_CODE_SESSION_TIMEOUT_SECS must be a positive integer, got "1e3"`},
 		{"AIO_BODY_IDLE_TIMEOUT_SECS", "0", `AIO_BODY_IDLE_TIMEOUT_SECS must be a positive integer, got "0"`},
+		{"AIO_ALLOWED_HOSTS", "a.example,http://b.example", `AIO_ALLOWED_HOSTS must be comma-separated host names or addresses (like sandbox.example,10.0.0.5), got "a.example,http://b.example"`},
+		{"AIO_MCP_ALLOWED_HOSTS", "*.example", `AIO_MCP_ALLOWED_HOSTS must be comma-separated host names or addresses`},
+		{"AIO_ALLOWED_ORIGINS", "app.example", `AIO_ALLOWED_ORIGINS must be comma-separated origins, scheme://host[:port] (like https://app.example), got "app.example"`},
 	} {
 		_, err := configFromEnv(envOf(c.name, c.value))
 		var ee *EnvError

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/a2c-smcp/a2c-go/aiod/internal/api"
+	"github.com/a2c-smcp/a2c-go/internal/origin"
 )
 
 // Shorthands for the api package's answers, used by the daemon's own
@@ -41,25 +42,29 @@ func newRequestID() string {
 	return hex.EncodeToString(b[:])
 }
 
-// cors opens the API to browser clients, as aiod does: any origin, the
-// key sent as a header (never cookies). A preflight (OPTIONS with
-// Access-Control-Request-Method) is answered 204 before authentication,
-// since browsers send it without the key.
-func cors(next http.Handler) http.Handler {
+// aiodCORS is what an origin given with --allowed-origin may do: every
+// method, and read the headers aiod's clients read.
+var aiodCORS = origin.Allow{Methods: "GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS",
+	Expose: "X-Tt-Logid, ETag, Last-Modified, Content-Range, Content-Disposition, Accept-Ranges"}
+
+// guard applies the Host and Origin rule (package origin) to every
+// route, before authentication: a Host the daemon does not answer to
+// gets 421, an Origin that is not its own or listed 403, in the
+// envelope; nothing runs. /mcp answers its refusals itself, as JSON-RPC
+// errors, by the same rule. A listed origin gets its CORS headers and
+// its preflight is answered 204 here, since browsers send it without
+// the key. There is no wildcard: no other origin gets CORS.
+func (d *Daemon) guard(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		h := w.Header()
-		if r.Header.Get("Origin") != "" {
-			h.Set("Access-Control-Allow-Origin", "*")
-			h.Set("Access-Control-Expose-Headers", "X-Tt-Logid, ETag, Last-Modified, Content-Range, Content-Disposition, Accept-Ranges")
-		}
-		if r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != "" {
-			h.Set("Access-Control-Allow-Methods", "GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS")
-			if req := r.Header.Get("Access-Control-Request-Headers"); req != "" {
-				h.Set("Access-Control-Allow-Headers", req)
+		if r.URL.Path != "/mcp" {
+			if v := d.origins.Check(r); v != origin.Allowed {
+				msg := d.origins.Refusal(v, r)
+				d.log.Warn("request refused", "remote", r.RemoteAddr, "status", v.Status(), "reason", msg)
+				Fail(w, v.Status(), msg, nil)
+				return
 			}
-			h.Set("Access-Control-Max-Age", "600")
-			h.Add("Vary", "Origin, Access-Control-Request-Method, Access-Control-Request-Headers")
-			w.WriteHeader(http.StatusNoContent)
+		}
+		if d.origins.CORS(w, r, aiodCORS) {
 			return
 		}
 		next.ServeHTTP(w, r)

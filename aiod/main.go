@@ -25,6 +25,7 @@ import (
 	"github.com/a2c-smcp/a2c-go/aiod/desktop"
 	"github.com/a2c-smcp/a2c-go/aiod/internal/sandbox"
 	"github.com/a2c-smcp/a2c-go/computer/mcphost"
+	"github.com/a2c-smcp/a2c-go/internal/origin"
 	"github.com/a2c-smcp/a2c-go/internal/redact"
 	"github.com/a2c-smcp/a2c-go/smcp"
 	"github.com/a2c-smcp/a2c-go/tracing"
@@ -283,6 +284,7 @@ type startValues struct {
 	stateDir                                                            *string
 	browser, desktop                                                    *bool
 	isolation                                                           *IsolationFlags
+	origins                                                             *origin.Flags
 }
 
 // officeFlags are the flags that only mean something with --office.
@@ -318,6 +320,7 @@ func startFlagSet() (*flag.FlagSet, *startValues) {
 		stateDir:        fs.String("state-dir", "", "folder for what the daemon keeps, such as the browser's profile (env AIO_STATE_DIR; default $XDG_STATE_HOME/aiod or ~/.local/state/aiod)"),
 	}
 	v.isolation = AddIsolationFlags(fs, "none")
+	v.origins = origin.AddFlags(fs, EnvAllowedHosts, EnvAllowedOrigins)
 	return fs, v
 }
 
@@ -398,6 +401,13 @@ func parseStart(args []string, getenv func(string) string) (startOptions, error)
 			return o, usageError(err.Error())
 		}
 	}
+	if set["allowed-host"] {
+		cfg.AllowedHosts = v.origins.Hosts.Values()
+	}
+	if set["allowed-origin"] {
+		cfg.AllowedOrigins = v.origins.Origins.Values()
+	}
+	cfg.Listen = net.JoinHostPort(o.host, strconv.Itoa(o.port))
 	cfg.Browser, cfg.Desktop = *v.browser, *v.desktop
 	if set["state-dir"] {
 		cfg.StateDir = *v.stateDir

@@ -41,6 +41,14 @@ func TestParseStart(t *testing.T) {
 		{"surface flag", []string{"--api-surface", "full"}, []string{"AIO_API_SURFACE", "v2"}, func(o startOptions) bool { return o.cfg.APISurface == "full" }},
 		{"mcp env", nil, []string{"EXTRA_MCP_SERVERS", mcp}, func(o startOptions) bool { return o.cfg.MCPServers == mcp }},
 		{"mcp flag", []string{"--mcp-servers", "{}"}, []string{"EXTRA_MCP_SERVERS", mcp}, func(o startOptions) bool { return o.cfg.MCPServers == "{}" }},
+		{"allowed env", nil, []string{"AIO_ALLOWED_HOSTS", "a.example", "AIO_ALLOWED_ORIGINS", "https://b.example"}, func(o startOptions) bool {
+			return reflect.DeepEqual(o.cfg.AllowedHosts, []string{"a.example"}) && reflect.DeepEqual(o.cfg.AllowedOrigins, []string{"https://b.example"})
+		}},
+		{"allowed flags beat env", []string{"--allowed-host", "c.example", "--allowed-host", "d.example,e.example", "--allowed-origin", "http://f.example:3000"},
+			[]string{"AIO_ALLOWED_HOSTS", "a.example", "AIO_MCP_ALLOWED_HOSTS", "g.example", "AIO_ALLOWED_ORIGINS", "https://b.example"}, func(o startOptions) bool {
+				return reflect.DeepEqual(o.cfg.AllowedHosts, []string{"c.example", "d.example", "e.example"}) && reflect.DeepEqual(o.cfg.AllowedOrigins, []string{"http://f.example:3000"})
+			}},
+		{"listen", []string{"--host", "0.0.0.0", "--port", "0"}, nil, func(o startOptions) bool { return o.cfg.Listen == "0.0.0.0:0" }},
 		{"workspace", []string{"--workspace", "/tmp"}, nil, func(o startOptions) bool { return o.cfg.Workspace == "/tmp" }},
 		{"log level", []string{"--log-level", "debug"}, nil, func(o startOptions) bool { return o.level.String() == "DEBUG" }},
 		{"office defaults", []string{"--office", "o1", "--server", "http://127.0.0.1:8000"}, []string{"A2C_TOKEN", "tk"}, func(o startOptions) bool {
@@ -74,6 +82,9 @@ func TestParseStartErrors(t *testing.T) {
 		{[]string{"--api-surface", "v1"}, nil, `--api-surface must be full or v2, got "v1"`},
 		{[]string{"--api-surface", ""}, nil, `--api-surface must be full or v2, got ""`},
 		{[]string{"--mcp-servers", "[1]"}, nil, "--mcp-servers must be a JSON object"},
+		{[]string{"--allowed-origin", "app.example"}, nil, `invalid value "app.example" for flag -allowed-origin: bad allowed origin "app.example": want scheme://host[:port], like https://app.example or http://localhost:3000`},
+		{[]string{"--allowed-host", "http://a.example"}, nil, `invalid value "http://a.example" for flag -allowed-host: bad allowed host "http://a.example"`},
+		{nil, []string{"AIO_ALLOWED_ORIGINS", "*"}, `AIO_ALLOWED_ORIGINS must be comma-separated origins`},
 		{nil, []string{"AIO_API_SURFACE", "all"}, `AIO_API_SURFACE must be full or v2, got "all"`},
 		{nil, []string{"AIO_PORT", "x"}, `AIO_PORT must be a port number (0-65535), got "x"`},
 		{nil, []string{"AIO_BASH_MAX_SESSIONS", "0"}, `AIO_BASH_MAX_SESSIONS must be a positive integer, got "0"`},

@@ -1,6 +1,12 @@
 // Package server is the A2C-SMCP signalling server: the hub that Agents and
 // Computers connect to over Socket.IO (namespace /smcp).
 //
+// Before anything else, every HTTP request (Engine.IO handshakes and
+// polling, /healthz, /metrics, the console, whatever [Server.Handle]
+// mounts) meets the Host and Origin rule of [Config].Origins (package
+// origin): a Host the hub does not answer to gets 421, a page of another
+// origin 403, both as the flat ErrorPayload, and nothing runs.
+//
 // It owns the handshake gate (a2c_version checked at the HTTP layer, before
 // Socket.IO, on polling and WebSocket alike, answering 400 or 400/4008),
 // the authentication hook ([Authenticator]), the offices (one Agent and

@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/a2c-smcp/a2c-go/internal/origin"
 	"github.com/a2c-smcp/a2c-go/internal/sio"
 	"github.com/a2c-smcp/a2c-go/server/cluster"
 	"github.com/a2c-smcp/a2c-go/smcp"
@@ -37,6 +38,11 @@ type Config struct {
 	Path string
 	// Auth, if set, must accept a client before it can connect.
 	Auth Authenticator
+	// Origins is the Host and Origin rule every request meets first, on
+	// every route: Engine.IO handshakes and polling, the console, what
+	// [Server.Handle] mounts (see package origin). Nil: origin.Loopback(),
+	// the loopback names only.
+	Origins *origin.Policy
 	// RelayTimeout bounds the wait for a Computer's answer to a client:*
 	// request other than client:tool_call. Default 30s.
 	RelayTimeout time.Duration
@@ -200,6 +206,9 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
+	if cfg.Origins == nil {
+		cfg.Origins = origin.Loopback()
+	}
 	s := &Server{profile: profile,
 		cfg:     cfg,
 		log:     cfg.Logger,
@@ -230,7 +239,10 @@ func New(cfg Config) (*Server, error) {
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{}))
 	s.traceRoutes(mux)
 	s.mux = mux
-	s.handler = s.io.BoundBodies(mux) // a stalled body holds nothing, on any route
+	// A stalled body holds nothing, on any route (a refused request's
+	// included: net/http reads what the handler left unread); a request
+	// the Host and Origin rule refuses reaches no route.
+	s.handler = s.io.BoundBodies(s.cfg.Origins.Handler(mux, hubCORS, s.refuseRequest))
 	if cfg.Cluster.URL != "" {
 		if err := s.startHub(cfg.Cluster); err != nil {
 			s.io.Close()
@@ -249,6 +261,20 @@ func (s *Server) Handler() http.Handler { return s.handler }
 // server's bound on stalled request bodies. Patterns must not clash with
 // the server's own routes.
 func (s *Server) Handle(pattern string, h http.Handler) { s.mux.Handle(pattern, h) }
+
+// hubCORS is what an origin given with --allowed-origin may do.
+var hubCORS = origin.Allow{Methods: "GET, POST, PUT, DELETE"}
+
+// refuseRequest answers a request the Host and Origin rule refused (421 or
+// 403) with the flat ErrorPayload, its code the HTTP status.
+func (s *Server) refuseRequest(w http.ResponseWriter, r *http.Request, status int, msg string) {
+	s.log.Warn("request refused", "remote", r.RemoteAddr, "status", status, "reason", msg)
+	writeJSONError(w, status, smcp.NewError(status, msg))
+}
+
+// Origins is the Host and Origin rule the server applies, for what is
+// mounted on it to judge a Referer by the same rule (the console).
+func (s *Server) Origins() *origin.Policy { return s.cfg.Origins }
 
 // Config returns the configuration in force, defaults filled in.
 func (s *Server) Config() Config { return s.cfg }

@@ -151,6 +151,7 @@ func TestCDPURL(t *testing.T) {
 // decodeJSON runs jsonBody on a request whose body is b.
 func decodeJSON[In any](b []byte, in *In) error {
 	r := httptest.NewRequest("POST", "/v2/browser/x", bytes.NewReader(b))
+	r.Header.Set("Content-Type", "application/json")
 	return jsonBody(httptest.NewRecorder(), r, in)
 }
 

@@ -19,6 +19,7 @@ import (
 func (h *harness) post(ctx context.Context, body map[string]any) int {
 	b, _ := json.Marshal(body)
 	req, _ := http.NewRequestWithContext(ctx, "POST", h.srv.URL+"/v2/code/execute", bytes.NewReader(b))
+	req.Header.Set("Content-Type", "application/json")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return 0

@@ -318,6 +318,7 @@ func TestStreamDisconnectKillsSync(t *testing.T) {
 func TestStreamErrorsBeforeStartAreJSON(t *testing.T) {
 	h := newHarness(t, Config{}, nil)
 	req, _ := http.NewRequest("POST", h.srv.URL+"/v2/commands", strings.NewReader(`{"command":"x","shell":"powershell"}`))
+	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/x-ndjson")
 	resp, err := h.srv.Client().Do(req)
 	if err != nil {

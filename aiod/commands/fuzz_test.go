@@ -31,7 +31,7 @@ func FuzzRunRequest(f *testing.F) {
 	p.Mount(mux)
 	f.Fuzz(func(t *testing.T, body string) {
 		w := httptest.NewRecorder()
-		mux.ServeHTTP(w, httptest.NewRequest("POST", "/v2/commands", strings.NewReader(body)))
+		mux.ServeHTTP(w, jsonRequest(body))
 		switch w.Code {
 		case 200, 400, 404, 422, 503:
 		default:
@@ -53,7 +53,7 @@ func BenchmarkEchoHi(b *testing.B) {
 	for b.Loop() {
 		start := time.Now()
 		w := httptest.NewRecorder()
-		mux.ServeHTTP(w, httptest.NewRequest("POST", "/v2/commands", strings.NewReader(body)))
+		mux.ServeHTTP(w, jsonRequest(body))
 		lat = append(lat, time.Since(start))
 		if w.Code != 200 || !strings.Contains(w.Body.String(), `"stdout":"hi\n"`) {
 			b.Fatalf("%d %s", w.Code, w.Body)
@@ -82,4 +82,11 @@ func reportP50(b *testing.B, lat []time.Duration) {
 	}
 	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
 	b.ReportMetric(float64(lat[len(lat)/2].Nanoseconds()), "p50-ns")
+}
+
+// jsonRequest is a POST /v2/commands with a JSON body.
+func jsonRequest(body string) *http.Request {
+	r := httptest.NewRequest("POST", "/v2/commands", strings.NewReader(body))
+	r.Header.Set("Content-Type", "application/json")
+	return r
 }

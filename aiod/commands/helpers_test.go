@@ -141,6 +141,7 @@ func (h *harness) stream(body map[string]any, fn func(map[string]any) bool) []ma
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	req, _ := http.NewRequestWithContext(ctx, "POST", h.srv.URL+path, bytes.NewReader(j))
+	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/x-ndjson")
 	resp, err := h.srv.Client().Do(req)
 	if err != nil {

@@ -244,6 +244,7 @@ func TestMissingTools(t *testing.T) {
 		{"POST", "/v2/computer/record", `{"action":"start"}`, "ffmpeg is not installed (Debian package ffmpeg)"},
 	} {
 		req, _ := http.NewRequest(tc.method, srv.URL+tc.path, strings.NewReader(tc.body))
+		req.Header.Set("Content-Type", "application/json")
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
@@ -308,6 +309,7 @@ func TestStoppedServer(t *testing.T) {
 		t.Helper()
 		start := time.Now()
 		req, _ := http.NewRequest(method, srv.URL+path, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
 		resp, err := (&http.Client{Timeout: 30 * time.Second}).Do(req)
 		if err != nil {
 			t.Fatalf("%s %s: %v", method, path, err)

@@ -159,7 +159,7 @@ func TestBrowserScreenshot(t *testing.T) {
 // forge the daemon's reading of them; through Connect there is none.
 func TestBrowserInfoOrigin(t *testing.T) {
 	fb := &fakeBrowser{}
-	f := newFixture(t, func(c *Config) { c.Browser = fb; c.AllowedHosts = []string{"sb.example"} })
+	f := newFixture(t, func(c *Config) { c.Browser = fb; c.Origins = mustOrigins(t, "sb.example") })
 	call := `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"browser_get_info","arguments":{}}}`
 	check := func(t *testing.T, r *http.Request) {
 		t.Helper()

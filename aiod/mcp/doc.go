@@ -71,10 +71,12 @@
 //
 // # DNS-rebinding protection
 //
-// A request that arrived on a loopback address (the connection's local
-// address) must name a loopback host in Host and in Origin when it sends
-// one (localhost, 127.0.0.0/8, ::1, any port, or [Config.AllowedHosts]);
-// otherwise 403. See [Server.ServeHTTP].
+// Every request meets the daemon's Host and Origin rule first
+// ([Config.Origins], package origin, the same rule as every other route
+// of the daemon): a Host that is not a loopback name, the address the
+// daemon listens on or an --allowed-host gets 421; an Origin that is not
+// the daemon's own or an --allowed-origin gets 403; both as a JSON-RPC
+// error -32000 with a null id. See [Server.ServeHTTP].
 //
 // # Browser tools
 //

@@ -20,6 +20,7 @@ import (
 	"github.com/a2c-smcp/a2c-go/aiod/code"
 	"github.com/a2c-smcp/a2c-go/aiod/commands"
 	"github.com/a2c-smcp/a2c-go/aiod/files"
+	"github.com/a2c-smcp/a2c-go/internal/origin"
 )
 
 // fixture is a Server over real engines in a temporary workspace,
@@ -321,4 +322,15 @@ func do(t *testing.T, method, url, body string, hdr ...string) (int, http.Header
 	defer resp.Body.Close()
 	out, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, resp.Header, string(out)
+}
+
+// mustOrigins is a loopback daemon's Host and Origin rule with hosts
+// allowed too.
+func mustOrigins(t *testing.T, hosts ...string) *origin.Policy {
+	t.Helper()
+	p, err := origin.New(origin.Config{Listen: "127.0.0.1:0", Hosts: hosts})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

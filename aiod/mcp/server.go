@@ -22,6 +22,7 @@ import (
 	"github.com/a2c-smcp/a2c-go/aiod/code"
 	"github.com/a2c-smcp/a2c-go/aiod/commands"
 	"github.com/a2c-smcp/a2c-go/aiod/files"
+	"github.com/a2c-smcp/a2c-go/internal/origin"
 	"github.com/a2c-smcp/a2c-go/tracing"
 )
 
@@ -102,10 +103,10 @@ type Config struct {
 	// Upstreams is EXTRA_MCP_SERVERS: a JSON object of loopback MCP
 	// servers whose tools are listed beside the built-in ones.
 	Upstreams string
-	// AllowedHosts are host names accepted in Host and Origin on top of
-	// the loopback names, for a daemon on loopback behind a gateway that
-	// passes its public host name on.
-	AllowedHosts []string
+	// Origins is the daemon's Host and Origin rule (package origin),
+	// which /mcp answers in JSON-RPC's shape. Nil: origin.Loopback(), the
+	// loopback names only.
+	Origins *origin.Policy
 	// Version is the serverInfo version (aiod.Version).
 	Version string
 	// Logger receives the endpoint's logs (default: discarded).
@@ -129,7 +130,8 @@ type Config struct {
 type Server struct {
 	cfg       Config
 	log       *slog.Logger
-	tools     []*tool // built-ins, in the published order
+	origins   *origin.Policy // cfg.Origins, never nil
+	tools     []*tool        // built-ins, in the published order
 	byName    map[string]*tool
 	upstreams []*upstream
 	warnings  []string
@@ -164,7 +166,10 @@ func New(cfg Config) *Server {
 		cfg.Version = "dev"
 	}
 	ctx, stop := context.WithCancel(context.Background())
-	s := &Server{cfg: cfg, log: cfg.Logger, ctx: ctx, stop: stop, inflight: map[string]map[*context.CancelFunc]struct{}{},
+	if cfg.Origins == nil {
+		cfg.Origins = origin.Loopback()
+	}
+	s := &Server{cfg: cfg, origins: cfg.Origins, log: cfg.Logger, ctx: ctx, stop: stop, inflight: map[string]map[*context.CancelFunc]struct{}{},
 		metrics: newMetrics(cfg.Registerer), client: upstreamClient(),
 		maxSess: MaxSessions, maxBatch: MaxBatchAnswer}
 	if cfg.TracerProvider != nil {
@@ -240,7 +245,7 @@ func (s *Server) Connect(ctx context.Context) (sdk.Transport, error) {
 }
 
 // ServeHTTP answers /mcp. Host and Origin are checked first (see
-// [Server.refuseRebinding]). A request with Mcp-Session-Id, a GET or a
+// [Server.refuseRebinding]: 421 or 403). A request with Mcp-Session-Id, a GET or a
 // DELETE belongs to a streamable-HTTP session and goes to the SDK's
 // handler. A POST body is read (at most [MaxBody], else 413) and parsed
 // (-32700 on HTTP 200 when it is not JSON) before it is routed, so those

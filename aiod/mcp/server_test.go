@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/a2c-smcp/a2c-go/aiod/internal/planetest"
+	"github.com/a2c-smcp/a2c-go/internal/origin"
 )
 
 // TestPlainProtocol holds every protocol answer of the plain path to its
@@ -152,34 +153,44 @@ func TestMetrics(t *testing.T) {
 	}
 }
 
-// TestRebinding: on loopback, a Host or Origin that is not a loopback
-// name is refused 403 on every path; loopback names are served.
+// TestRebinding: a Host that is not a loopback name or an allowed one is
+// refused 421, an Origin other than the Host's own (or a listed one) 403,
+// on every path, as JSON-RPC errors; the daemon's own origin is served.
 func TestRebinding(t *testing.T) {
-	f := newFixture(t, func(c *Config) { c.AllowedHosts = []string{"sandbox.example"} })
+	pol, err := origin.New(origin.Config{Listen: "127.0.0.1:0", Hosts: []string{"sandbox.example"}, Origins: []string{"https://app.example"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := newFixture(t, func(c *Config) { c.Origins = pol })
 	ping := `{"jsonrpc":"2.0","id":1,"method":"ping"}`
+	evilHost := `{"jsonrpc":"2.0","id":null,"error":{"code":-32000,"message":"Host \"evil.example.com\" is not a name this server answers to (DNS-rebinding protection); allow it with --allowed-host"}}`
 	cases := []struct {
 		name   string
 		hdr    []string
 		status int
+		want   string
 	}{
-		{"evil host", []string{"Host", "evil.example.com"}, 403},
-		{"evil origin", []string{"Origin", "http://evil.example.com"}, 403},
-		{"evil host and origin", []string{"Host", "evil.example.com", "Origin", "http://evil.example.com"}, 403},
-		{"null origin", []string{"Origin", "null"}, 403},
-		{"evil host, session path", []string{"Host", "evil.example.com", "Accept", "application/json, text/event-stream"}, 403},
-		{"localhost", []string{"Host", "localhost", "Origin", "http://localhost"}, 200},
-		{"localhost with port", []string{"Host", "localhost:8080", "Origin", "http://localhost:3000"}, 200},
-		{"127.0.0.1", []string{"Host", "127.0.0.1:9", "Origin", "https://127.0.0.1"}, 200},
-		{"::1", []string{"Host", "[::1]:80", "Origin", "http://[::1]:5173"}, 200},
-		{"allowed host", []string{"Host", "sandbox.example:443", "Origin", "https://sandbox.example"}, 200},
+		{"evil host", []string{"Host", "evil.example.com"}, 421, evilHost},
+		{"evil origin", []string{"Origin", "http://evil.example.com"}, 403,
+			`{"jsonrpc":"2.0","id":null,"error":{"code":-32000,"message":"Origin \"http://evil.example.com\" is not allowed (cross-origin request); allow it with --allowed-origin"}}`},
+		{"evil host and origin", []string{"Host", "evil.example.com", "Origin", "http://evil.example.com"}, 421, evilHost},
+		{"null origin", []string{"Origin", "null"}, 403, ""},
+		{"evil host, session path", []string{"Host", "evil.example.com", "Accept", "application/json, text/event-stream"}, 421, evilHost},
+		{"another loopback port", []string{"Host", "localhost:8080", "Origin", "http://localhost:3000"}, 403, ""},
+		{"localhost", []string{"Host", "localhost", "Origin", "http://localhost"}, 200, ""},
+		{"localhost with port", []string{"Host", "localhost:8080", "Origin", "http://localhost:8080"}, 200, ""},
+		{"127.0.0.1", []string{"Host", "127.0.0.1:9", "Origin", "https://127.0.0.1:9"}, 200, ""},
+		{"::1", []string{"Host", "[::1]:80", "Origin", "http://[::1]"}, 200, ""},
+		{"allowed host", []string{"Host", "sandbox.example:443", "Origin", "https://sandbox.example"}, 200, ""},
+		{"listed origin", []string{"Origin", "https://app.example"}, 200, ""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			status, body := post(t, f.url, ping, c.hdr...)
-			if status != c.status {
+			if status != c.status || (c.want != "" && strings.TrimSpace(body) != c.want) {
 				t.Errorf("%d %s", status, body)
 			}
-			if status == 403 && !strings.Contains(body, `"code":-32000`) {
+			if status >= 400 && !strings.Contains(body, `"code":-32000`) {
 				t.Errorf("refusal body: %s", body)
 			}
 		})

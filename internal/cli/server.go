@@ -40,6 +40,7 @@ func runServer(ctx context.Context, e *env, args []string) error {
 	var boxes sandboxFlags
 	fs.Var(&boxes, "sandbox", "with --console, offer the files, commands and python cells of the aiod daemon at URL as NAME (NAME=URL; repeatable)")
 	boxTokenFile := fs.String("sandbox-token-file", "", "read the --sandbox daemons' API key from this file (default $AIO_API_KEY, else $SANDBOX_API_KEY)")
+	allowed := addOriginFlags(fs)
 	if err := e.parse(fs, args); err != nil {
 		return err
 	}
@@ -60,6 +61,10 @@ func runServer(ctx context.Context, e *env, args []string) error {
 		return usageError{"bad --log-level " + *logLevel}
 	}
 	log := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: level}))
+	origins, err := originPolicy(allowed, *listen)
+	if err != nil {
+		return err
+	}
 
 	secret := *token
 	if *tokenFile != "" {
@@ -128,6 +133,7 @@ func runServer(ctx context.Context, e *env, args []string) error {
 		BodyIdleTimeout:  *bodyIdle,
 		Cluster:          cluster.Config{URL: *redisURL, NodeID: *nodeID},
 		Logger:           log,
+		Origins:          origins,
 	}
 	if secret != "" {
 		cfg.Auth = server.TokenAuth(secret, *authField)

@@ -48,6 +48,7 @@ func runUp(ctx context.Context, e *env, args []string) (err error) {
 	browser := fs.Bool("browser", false, "run Chromium (headless; headful on the display with --desktop) for the sandbox's browser plane, and serve its DevTools endpoint at /cdp/* on the sandbox API's address (cdp_url in the banner; the token is checked)")
 	desktop := fs.Bool("desktop", false, "run an X display (Xvfb), a window manager and the computer-use worker for the sandbox's computer-use plane")
 	isolation := aiod.AddIsolationFlags(fs, "namespaces")
+	allowed := addOriginFlags(fs)
 	if err := e.parse(fs, args); err != nil {
 		return err
 	}
@@ -80,6 +81,10 @@ func runUp(ctx context.Context, e *env, args []string) (err error) {
 	}
 	if err := isolation.Apply(set, &dcfg.Isolation); err != nil {
 		return usageError{err.Error()}
+	}
+	allowHosts, allowOrigins, err := originLists(allowed)
+	if err != nil {
+		return err
 	}
 	if *cfgPath != "" {
 		if _, err := config.Load(*cfgPath); err != nil {
@@ -129,7 +134,13 @@ func runUp(ctx context.Context, e *env, args []string) (err error) {
 		return err
 	}
 	defer stopTracing()
-	scfg := server.Config{Logger: log, Version: *version, TracerProvider: tr.Provider, Recorder: rec, Calls: true}
+	// The hub and the sandbox API answer to the same --allowed-host and
+	// --allowed-origin, each besides its own listen address.
+	hubOrigins, err := listenerPolicy(hubLn.Addr().String(), allowHosts, allowOrigins)
+	if err != nil {
+		return err
+	}
+	scfg := server.Config{Logger: log, Version: *version, TracerProvider: tr.Provider, Recorder: rec, Calls: true, Origins: hubOrigins}
 	if secret != "" {
 		scfg.Auth = server.TokenAuth(secret, "x-api-key")
 	}
@@ -139,6 +150,8 @@ func runUp(ctx context.Context, e *env, args []string) (err error) {
 	}
 	dcfg.Workspace, dcfg.APIKey, dcfg.Logger = ws, secret, log
 	dcfg.TracerProvider = tr.Provider
+	dcfg.Listen = boxLn.Addr().String()
+	dcfg.AllowedHosts, dcfg.AllowedOrigins = append(dcfg.AllowedHosts, allowHosts...), append(dcfg.AllowedOrigins, allowOrigins...)
 	dcfg.Browser, dcfg.Desktop = *browser, *desktop
 	if *browser {
 		// The office's browser_get_info names the /cdp proxy below, as

@@ -143,7 +143,7 @@ var securityHeaders = map[string]string{
 }
 
 // guard sets the security headers and refuses a state-changing request
-// from another origin (see sameOrigin).
+// from another origin (see [Console.sameOrigin]).
 func (c *Console) guard(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
@@ -153,7 +153,7 @@ func (c *Console) guard(next http.Handler) http.Handler {
 		switch r.Method {
 		case http.MethodGet, http.MethodHead, http.MethodOptions:
 		default:
-			if !sameOrigin(r) {
+			if !c.sameOrigin(r) {
 				writeError(w, http.StatusForbidden, "cross-origin request refused")
 				return
 			}

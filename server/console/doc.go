@@ -21,7 +21,10 @@
 // started. A request without a valid session gets the login form (GET
 // /) or 401 with the console's error shape (the API). Requests that
 // change anything (POST, PUT, DELETE) must also carry an Origin (or
-// Referer) of the hub itself, or get 403. With no token the console is
+// Referer) of the hub itself, or get 403. (The hub's Host and Origin rule,
+// package origin, has refused a rebound Host with 421 and a foreign
+// Origin with 403, in the hub's shape, before the console sees a request;
+// the console judges a Referer by the same rule.) With no token the console is
 // open, as the hub is.
 //
 // POST /login (and /logout) answer a plain form with 303: to / once

@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
-	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -422,20 +421,15 @@ func remoteHost(r *http.Request) string {
 }
 
 // sameOrigin reports whether a state-changing request comes from the
-// hub's own pages: its Origin (else its Referer) names the host the
-// request was sent to. The scheme is not compared: behind a proxy that
-// ends TLS the hub sees http while the page is https.
-func sameOrigin(r *http.Request) bool {
+// hub's own pages: it carries an Origin (else a Referer), and that is an
+// origin the hub's Host and Origin rule allows (package origin: the
+// host the request was sent to, any scheme, or one given with
+// --allowed-origin). The hub checked Host and Origin before the console
+// saw the request; what is left here is that one of the two is present.
+func (c *Console) sameOrigin(r *http.Request) bool {
 	src := r.Header.Get("Origin")
 	if src == "" {
 		src = r.Header.Get("Referer")
 	}
-	if src == "" || src == "null" {
-		return false
-	}
-	u, err := url.Parse(src)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return false
-	}
-	return strings.EqualFold(u.Host, r.Host)
+	return src != "" && c.srv.Origins().SourceAllowed(r, src)
 }

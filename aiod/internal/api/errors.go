@@ -24,6 +24,9 @@ var (
 	ErrConflict = errors.New("conflict")
 	// ErrTooLarge: a body or a transfer past its limit. HTTP 413.
 	ErrTooLarge = errors.New("too large")
+	// ErrMediaType: a body that is not declared JSON on a JSON route.
+	// HTTP 415.
+	ErrMediaType = errors.New("unsupported media type")
 	// ErrUnprocessable: a field that decoded but holds a value the route
 	// refuses, or content that is not what the route reads (non-UTF-8
 	// text). HTTP 422.
@@ -58,6 +61,7 @@ var statuses = []struct {
 	{ErrNotFound, http.StatusNotFound},
 	{ErrConflict, http.StatusConflict},
 	{ErrTooLarge, http.StatusRequestEntityTooLarge},
+	{ErrMediaType, http.StatusUnsupportedMediaType},
 	{ErrUnprocessable, http.StatusUnprocessableEntity},
 	{ErrLimit, http.StatusTooManyRequests},
 	{ErrBusy, http.StatusTooManyRequests},

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -93,7 +94,9 @@ func TestRoute(t *testing.T) {
 	}
 	serve := func(h http.Handler, target, body string) (*httptest.ResponseRecorder, api.Reply) {
 		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, target, strings.NewReader(body)))
+		req := httptest.NewRequest(http.MethodPost, target, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		h.ServeHTTP(rec, req)
 		return rec, decode(t, rec)
 	}
 	// a decoding failure is the 422 body, whatever the overrides
@@ -124,5 +127,52 @@ func TestRoute(t *testing.T) {
 	rec, r = serve(none, "/", `not json`)
 	if rec.Code != 200 || string(r.Data) != "0" {
 		t.Errorf("no input: %d %s", rec.Code, rec.Body)
+	}
+}
+
+// TestJSONBodyType: a JSON route takes a body only when it is declared
+// JSON, as axum's Json extractor does (a "simple" cross-site POST is
+// text/plain or a form); no body at all is "{}" whatever the type.
+func TestJSONBodyType(t *testing.T) {
+	echo := api.Route[in, int64]{Op: func(_ *http.Request, v in) (int64, error) { return v.N, nil }}
+	const refused = `{"success":false,"message":"Expected request with ` + "`Content-Type: application/json`" + `","data":null,"hint":null}`
+	for _, c := range []struct {
+		name, ctype, body string
+		chunked           bool
+		status            int
+		want              string
+	}{
+		{"json", "application/json", `{"n":1}`, false, 200, ""},
+		{"json charset", "application/json; charset=utf-8", `{"n":2}`, false, 200, ""},
+		{"JSON upper", "Application/JSON", `{"n":3}`, false, 200, ""},
+		{"+json", "application/vnd.api+json", `{"n":4}`, false, 200, ""},
+		{"text/plain", "text/plain", `{"n":5}`, false, 415, refused},
+		{"text/plain chunked", "text/plain", `{"n":5}`, true, 415, refused},
+		{"form", "application/x-www-form-urlencoded", `{"n":6}`, false, 415, refused},
+		{"multipart", "multipart/form-data; boundary=x", `{"n":7}`, false, 415, refused},
+		{"none", "", `{"n":8}`, false, 415, refused},
+		{"bad type", "application/", `{"n":9}`, false, 415, refused},
+		{"jsonp", "application/jsonp", `{"n":10}`, false, 415, refused},
+		{"no body, no type", "", "", false, 422, ""},
+		{"blank body, text", "text/plain", " \n", true, 422, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var rd io.Reader = strings.NewReader(c.body)
+			if c.chunked {
+				rd = io.MultiReader(rd) // no length: chunked
+			}
+			req := httptest.NewRequest(http.MethodPost, "/", rd)
+			if c.chunked {
+				req.ContentLength = -1
+			}
+			if c.ctype != "" {
+				req.Header.Set("Content-Type", c.ctype)
+			}
+			rec := httptest.NewRecorder()
+			echo.ServeHTTP(rec, req)
+			if rec.Code != c.status || (c.want != "" && strings.TrimSpace(rec.Body.String()) != c.want) {
+				t.Fatalf("%d %s, want %d %s", rec.Code, rec.Body, c.status, c.want)
+			}
+		})
 	}
 }

@@ -11,13 +11,19 @@ import (
 // must make progress within idle, or it fails with a timeout and the
 // server closes the connection (the body was not read to its end).
 // Progress counts, not the total time, so a large upload that keeps
-// sending never fails. aiod and its computer-use worker wrap their whole
-// surface in it; the server's ReadHeaderTimeout covers the headers
-// before it.
+// sending never fails. The first deadline is set at once: a request
+// refused before its body is read (a Host or Origin refused, a 415) is
+// answered, and net/http's own read of the unread body must fail too.
+// aiod and its computer-use worker wrap their whole surface in it; the
+// server's ReadHeaderTimeout covers the headers before it.
 func BodyProgress(idle time.Duration, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Body != nil && r.Body != http.NoBody {
-			r.Body = &progressBody{ReadCloser: r.Body, rc: http.NewResponseController(w), idle: idle}
+			b := &progressBody{ReadCloser: r.Body, rc: http.NewResponseController(w), idle: idle}
+			if r.ContentLength != 0 && b.rc.SetReadDeadline(time.Now().Add(idle)) != nil {
+				b.ended = true
+			}
+			r.Body = b
 		}
 		next.ServeHTTP(w, r)
 	})

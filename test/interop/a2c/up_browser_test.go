@@ -146,6 +146,29 @@ func TestUpBrowserPlaywright(t *testing.T) {
 			t.Errorf("GET %s with %v: %d %v; want %d (and /json/version's Browser)", httpURL, tc.hdr, resp.StatusCode, v, tc.code)
 		}
 	}
+	// A rebound name or another origin's page reaches no browser, token
+	// or not: /cdp meets the sandbox API's Host and Origin rule.
+	for _, tc := range []struct {
+		host, origin string
+		code         int
+	}{{"evil.example", "", 421}, {"", "http://evil.example", 403}} {
+		req, _ := http.NewRequest(http.MethodGet, httpURL, nil)
+		req.Header.Set("X-Api-Key", token)
+		if tc.host != "" {
+			req.Host = tc.host
+		}
+		if tc.origin != "" {
+			req.Header.Set("Origin", tc.origin)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != tc.code || resp.Header.Get("Access-Control-Allow-Origin") != "" {
+			t.Errorf("GET %s from Host %q, Origin %q: %d; want %d", httpURL, tc.host, tc.origin, resp.StatusCode, tc.code)
+		}
+	}
 }
 
 // TestUpBrowserNetworkNone: with the sandbox on a network of its own

@@ -325,6 +325,7 @@ func TestAiodCommands(t *testing.T) {
 	t.Run("a client that leaves a streamed sync command kills it", func(t *testing.T) {
 		marker := "95.4242"
 		req, _ := http.NewRequest("POST", a.base+"/v2/commands", strings.NewReader(`{"command":"sleep `+marker+`"}`))
+		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Accept", "application/x-ndjson")
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {

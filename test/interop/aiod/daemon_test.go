@@ -72,7 +72,7 @@ func TestAiodDaemonStalledBody(t *testing.T) {
 	}
 	defer c.Close()
 	_ = c.SetDeadline(time.Now().Add(15 * time.Second)) // the failure bound
-	fmt.Fprintf(c, "POST /v2/commands HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{\"command\":\"echo ")
+	fmt.Fprintf(c, "POST /v2/commands HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{\"command\":\"echo ")
 	_, err = io.Copy(io.Discard, c)
 	var ne net.Error
 	if errors.As(err, &ne) && ne.Timeout() {

@@ -147,17 +147,19 @@ func TestAiodMCPPlain(t *testing.T) {
 		t.Errorf("over 8 MiB: %d %.200s", status, body)
 	}
 
-	// DNS rebinding: the daemon listens on loopback.
+	// DNS rebinding (a Host that is not a loopback name: 421) and pages
+	// of other origins, another loopback port's included (403).
 	for _, c := range []struct {
 		hdr    []string
 		status int
 	}{
-		{[]string{"Host", "evil.example.com", "Origin", "http://evil.example.com"}, 403},
-		{[]string{"Host", "evil.example.com"}, 403},
+		{[]string{"Host", "evil.example.com", "Origin", "http://evil.example.com"}, 421},
+		{[]string{"Host", "evil.example.com"}, 421},
 		{[]string{"Origin", "http://evil.example.com"}, 403},
-		{[]string{"Host", "evil.example.com", "Accept", "application/json, text/event-stream"}, 403},
+		{[]string{"Host", "evil.example.com", "Accept", "application/json, text/event-stream"}, 421},
+		{[]string{"Host", "127.0.0.1:18091", "Origin", "http://127.0.0.1:3000"}, 403},
 		{[]string{"Host", "localhost", "Origin", "http://localhost"}, 200},
-		{[]string{"Host", "127.0.0.1:18091", "Origin", "http://127.0.0.1:3000"}, 200},
+		{[]string{"Host", "127.0.0.1:18091", "Origin", "http://127.0.0.1:18091"}, 200},
 	} {
 		if status, body := a.rpc(ping, c.hdr...); status != c.status {
 			t.Errorf("%v: %d %s", c.hdr, status, body)
