@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/a2c-smcp/a2c-go/computer/mcphost"
+	"github.com/a2c-smcp/a2c-go/internal/origin"
 )
 
 // ServerStatus is one hosted MCP server as the management plane reports it.
@@ -47,8 +48,14 @@ func (c *Computer) Status() Status {
 
 // AdminHandler is the Computer's local management plane, for its operator
 // and the a2c CLI (never for Agents): GET /status and GET /history?last=N.
-// Serve it on a loopback address only; it has no authentication.
-func (c *Computer) AdminHandler() http.Handler {
+// Serve it on a loopback address only; it has no authentication. Every
+// request meets origins' Host and Origin rule first (nil: the loopback
+// names only), so no web page reaches it, by DNS rebinding or from
+// another site; a refusal is answered {"code":421|403,"message":...}.
+func (c *Computer) AdminHandler(origins *origin.Policy) http.Handler {
+	if origins == nil {
+		origins = origin.Loopback()
+	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /status", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, c.Status()) })
 	mux.HandleFunc("GET /history", func(w http.ResponseWriter, r *http.Request) {
@@ -61,7 +68,14 @@ func (c *Computer) AdminHandler() http.Handler {
 		}
 		writeJSON(w, h)
 	})
-	return mux
+	return origins.Handler(mux, origin.Allow{}, func(w http.ResponseWriter, _ *http.Request, status int, msg string) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		_ = json.NewEncoder(w).Encode(struct {
+			Code    int    `json:"code"`
+			Message string `json:"message"`
+		}{status, msg})
+	})
 }
 
 func writeJSON(w http.ResponseWriter, v any) {

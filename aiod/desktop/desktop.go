@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"os"
 	"time"
+
+	"github.com/a2c-smcp/a2c-go/internal/origin"
 )
 
 // defaultListen is where the worker listens when AIO_COMPUTER_USE_LISTEN
@@ -87,6 +89,9 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	logger.Info("computer-use worker listening", "addr", l.Addr().String(), "display", name, "status", caps.Status, "missing", caps.Missing)
 	if w.key == "" && !loopback(l.Addr()) {
 		logger.Warn("no AIO_API_KEY: anyone who reaches this address drives the display", "addr", l.Addr().String())
+	}
+	if w.origins, err = origin.New(origin.Config{Listen: l.Addr().String()}); err != nil {
+		return fmt.Errorf("computer-use: %w", err)
 	}
 	srv := &http.Server{Handler: w.handler(bodyIdle), ReadHeaderTimeout: readHeaderTimeout, IdleTimeout: 120 * time.Second,
 		ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelDebug)}

@@ -24,6 +24,7 @@ import (
 	"github.com/a2c-smcp/a2c-go/aiod/computer"
 	"github.com/a2c-smcp/a2c-go/aiod/internal/api"
 	"github.com/a2c-smcp/a2c-go/aiod/internal/serde"
+	"github.com/a2c-smcp/a2c-go/internal/origin"
 )
 
 // worker is the computer-use worker's state: the X connection, the
@@ -39,6 +40,11 @@ type worker struct {
 	ffmpeg      tool
 	childEnv    []string
 	log         *slog.Logger
+	// origins is the Host and Origin rule every route meets first (nil:
+	// the loopback names only). aiod reaches the worker with a request
+	// of its own, naming the worker's address and carrying no Origin; a
+	// page that found the port is refused before the key is asked for.
+	origins *origin.Policy
 
 	// input is held for each action and for a whole batch: one sequence
 	// at a time drives the display, in arrival order.
@@ -159,7 +165,14 @@ func (w *worker) handler(bodyIdle time.Duration) http.Handler {
 	route("GET /v2/computer/accessibility", w.accessibility)
 	route("GET /v2/computer/accessibility/nodes", w.accessibility)
 	route("POST /v2/computer/record", w.recordRoute)
-	return api.BodyProgress(bodyIdle, w.auth(api.EnvelopeErrors(mux)))
+	pol := w.origins
+	if pol == nil {
+		pol = origin.Loopback()
+	}
+	guarded := pol.Handler(w.auth(api.EnvelopeErrors(mux)), origin.Allow{}, func(rw http.ResponseWriter, _ *http.Request, status int, msg string) {
+		api.Fail(rw, status, msg, nil)
+	})
+	return api.BodyProgress(bodyIdle, guarded)
 }
 
 // publicPaths answer without the key.

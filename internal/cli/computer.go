@@ -21,6 +21,7 @@ import (
 	"github.com/a2c-smcp/a2c-go/computer"
 	"github.com/a2c-smcp/a2c-go/computer/config"
 	"github.com/a2c-smcp/a2c-go/computer/mcphost"
+	"github.com/a2c-smcp/a2c-go/internal/origin"
 )
 
 func runComputer(ctx context.Context, e *env, args []string) error {
@@ -128,7 +129,13 @@ func runComputer(ctx context.Context, e *env, args []string) error {
 		go watchConfig(ctx, *cfgPath, hup, c, log)
 	}
 	if ln != nil {
-		hs := &http.Server{Handler: c.AdminHandler(), ReadHeaderTimeout: 5 * time.Second}
+		// The plane has no key; the Host and Origin rule keeps web pages
+		// (DNS rebinding, another site's fetch) away from it.
+		pol, err := origin.New(origin.Config{Listen: ln.Addr().String()})
+		if err != nil {
+			return fmt.Errorf("admin: %w", err)
+		}
+		hs := &http.Server{Handler: c.AdminHandler(pol), ReadHeaderTimeout: 5 * time.Second}
 		go func() { _ = hs.Serve(ln) }()
 		defer hs.Close()
 		log.Info("management plane listening", "admin", "http://"+ln.Addr().String())
