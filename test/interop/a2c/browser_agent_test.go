@@ -109,7 +109,7 @@ func baEval(t *testing.T, cdp, expr string, v any) error {
 func baImage(t *testing.T, res *smcp.CallToolResult, w, h int) []byte {
 	t.Helper()
 	if res.IsError || len(res.Content) != 1 {
-		t.Fatalf("screenshot: isError %v, %d items", res.IsError, len(res.Content))
+		t.Fatalf("screenshot: isError %v, %d items: %s", res.IsError, len(res.Content), res.Content)
 	}
 	var item struct{ Type, Data, MimeType string }
 	_ = json.Unmarshal(res.Content[0], &item)

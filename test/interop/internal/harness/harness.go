@@ -244,6 +244,14 @@ func PinnedPorts(t testing.TB) []string {
 		defer ln.Close()
 		return strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
 	}
-	return []string{"BROWSER_REMOTE_DEBUGGING_HOST=127.0.0.1", "BROWSER_REMOTE_DEBUGGING_PORT=" + closed(),
-		"AIO_COMPUTER_USE_URL=http://127.0.0.1:" + closed()}
+	// A test that points a variable at a peer of its own (t.Setenv) keeps
+	// it: only the defaults are replaced.
+	var env []string
+	if _, set := os.LookupEnv("BROWSER_REMOTE_DEBUGGING_PORT"); !set {
+		env = append(env, "BROWSER_REMOTE_DEBUGGING_HOST=127.0.0.1", "BROWSER_REMOTE_DEBUGGING_PORT="+closed())
+	}
+	if _, set := os.LookupEnv("AIO_COMPUTER_USE_URL"); !set {
+		env = append(env, "AIO_COMPUTER_USE_URL=http://127.0.0.1:"+closed())
+	}
+	return env
 }
