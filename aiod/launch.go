@@ -26,6 +26,7 @@ import (
 	"github.com/a2c-smcp/a2c-go/aiod/computer"
 	"github.com/a2c-smcp/a2c-go/aiod/internal/desktools"
 	"github.com/a2c-smcp/a2c-go/aiod/internal/sandbox"
+	"github.com/a2c-smcp/a2c-go/aiod/internal/sessions"
 	"github.com/a2c-smcp/a2c-go/aiod/launch"
 	"github.com/a2c-smcp/a2c-go/internal/credenv"
 )
@@ -344,11 +345,19 @@ func (d *Daemon) selfExecutable() (string, error) {
 
 // programEnv is the environment of the programs: the daemon's, without
 // any credential variable (package credenv) and without the API key
-// under any other name (no program needs it, and a sandboxed one must
-// not see it; the computer-use worker is given it on purpose).
+// under any other name (no program needs it; the computer-use worker is
+// given its own key on purpose). In a sandbox it is only what a sandboxed
+// command gets ([sessions.SandboxEnv]): the programs run as the sandbox's
+// account, so every command there can read their environment, and the
+// daemon's may hold any secret of its launcher's (a cloud key, a token)
+// that no list of names can know.
 func (d *Daemon) programEnv() []string {
 	hide := append(keyHolders(d.cfg.APIKey, os.Environ()), "DISPLAY", "AIO_COMPUTER_USE_LISTEN")
-	return credenv.Environ(hide...)
+	env := credenv.Environ(hide...)
+	if d.sandbox != nil {
+		env = sessions.SandboxEnv(env)
+	}
+	return env
 }
 
 // dial opens a connection to a program the daemon reaches over TCP (the

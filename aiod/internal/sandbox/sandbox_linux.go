@@ -265,7 +265,10 @@ func (s *Sandbox) spawner(inst *instance, ready chan<- error) {
 	}
 	cmd := &exec.Cmd{Path: Executable, Args: []string{"aiod-sandbox-init", InitArg, string(spec)},
 		Env: []string{}, Dir: "/", Stdin: keepR, ExtraFiles: []*os.File{repW},
-		SysProcAttr: &syscall.SysProcAttr{Cloneflags: flags, Pdeathsig: syscall.SIGKILL}}
+		// Setsid: init is no member of the daemon's session, so it has no
+		// controlling terminal (the daemon's, when a user started it in a
+		// terminal) that /dev/tty inside would open.
+		SysProcAttr: &syscall.SysProcAttr{Cloneflags: flags, Pdeathsig: syscall.SIGKILL, Setsid: true}}
 	if s.ws.userns != nil { // the idmapping's user namespace, after the other files
 		ispec.UsernsFD = 3 + len(cmd.ExtraFiles)
 		cmd.ExtraFiles = append(cmd.ExtraFiles, s.ws.userns)
@@ -527,6 +530,7 @@ func (s *Sandbox) Wrap(cmd *exec.Cmd, start func() error) func() error {
 			cmd.SysProcAttr = &syscall.SysProcAttr{}
 		}
 		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: uint32(s.uid), Gid: uint32(s.gid), Groups: []uint32{}, NoSetGroups: s.userns}
+		detachTerminal(cmd.SysProcAttr)
 		held := s.holdAtExec(cmd)
 		done := make(chan struct{})
 		f := func() {
@@ -563,6 +567,29 @@ func (s *Sandbox) Wrap(cmd *exec.Cmd, start func() error) func() error {
 		}
 		return nil
 	}
+}
+
+// detachTerminal starts a sandboxed process in a session of its own
+// unless the caller gave it one (a terminal's Setsid and Setctty). The
+// spawner is a thread of the daemon, whose session may hold the terminal
+// the user started it in: a child left in that session has it as its
+// controlling terminal, and /dev/tty inside the sandbox opens it, so a
+// command could read the user's keystrokes, write to the screen, or push
+// input into the user's shell with TIOCSTI (a red-team pass ran a
+// command as root on the host that way). A process asked to lead a new
+// process group (Setpgid, Pgid 0) leads a new session instead, which
+// makes it the leader of a new group as well (setpgid would fail on a
+// session leader). Only a process joining an existing group (Pgid set)
+// stays in its session: that group's leader is detached already.
+func detachTerminal(a *syscall.SysProcAttr) {
+	if a.Setsid || a.Setctty || a.Foreground {
+		a.Setsid = true
+		return
+	}
+	if a.Setpgid && a.Pgid != 0 {
+		return
+	}
+	a.Setpgid, a.Setsid = false, true
 }
 
 // rlimit is the fallback without cgroups: the address space and the

@@ -58,12 +58,16 @@ func (x *Exec) Sandboxed(sb *sandbox.Sandbox) *Exec {
 	// credential its launcher had (a cloud token, a proxy with a
 	// password): a sandbox inherits only what locates programs and sets
 	// the locale and the terminal.
-	c.env = filterSandboxEnv(x.env)
+	c.env = SandboxEnv(x.env)
 	return &c
 }
 
-// filterSandboxEnv keeps the variables of env a sandbox inherits.
-func filterSandboxEnv(env []string) []string {
+// SandboxEnv keeps the variables of env a sandbox inherits: the one rule
+// for every process that runs in the sandbox, the planes' commands and
+// the programs aiod starts there (Chromium, Xvfb, openbox, the
+// computer-use worker), which any sandboxed command can read in
+// /proc/PID/environ, since they run as the same account.
+func SandboxEnv(env []string) []string {
 	var out []string
 	for _, kv := range env {
 		k, _, _ := strings.Cut(kv, "=")
