@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -14,9 +15,16 @@ import (
 // --browser, /cdp goes to the browser at CDPEndpoint with the prefix
 // and the key removed.
 func TestCDPRouteAuth(t *testing.T) {
+	// Only the test's own requests (marked) count: the daemon probes the
+	// browser's /json/version itself, at times of its own.
+	var mu sync.Mutex
 	var reached []string
 	back := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		reached = append(reached, r.URL.Path+"?"+r.URL.RawQuery)
+		if r.Header.Get("X-Cdp-Test") != "" {
+			mu.Lock()
+			reached = append(reached, r.URL.Path+"?"+r.URL.RawQuery)
+			mu.Unlock()
+		}
 		w.Header().Set("Content-Type", "text/plain")
 		_, _ = w.Write([]byte("ok"))
 	}))
@@ -44,15 +52,20 @@ func TestCDPRouteAuth(t *testing.T) {
 		{"new-keeps-query", "/cdp/json/new?http://x/?a=1&api_key=T", [2]string{}, 200, "/json/new?http://x/?a=1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			mu.Lock()
 			reached = nil
+			mu.Unlock()
 			req := httptest.NewRequest(http.MethodGet, tc.target, nil)
+			req.Header.Set("X-Cdp-Test", "1")
 			req.Host = "127.0.0.1" // httptest's example.com is not a name the daemon answers to
 			if tc.hdr[0] != "" {
 				req.Header.Set(tc.hdr[0], tc.hdr[1])
 			}
 			w := httptest.NewRecorder()
 			d.Handler().ServeHTTP(w, req)
+			mu.Lock()
 			got := strings.Join(reached, ",")
+			mu.Unlock()
 			if w.Code != tc.code || got != tc.want {
 				t.Errorf("%s: %d %q, reached %q; want %d, %q", tc.target, w.Code, w.Body.String(), got, tc.code, tc.want)
 			}

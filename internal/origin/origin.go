@@ -176,9 +176,32 @@ func (p *Policy) Check(r *http.Request) Verdict {
 	}
 	o, ok := r.Header["Origin"]
 	if !ok {
-		return Allowed
+		return p.fetchSite(r)
 	}
 	if len(o) != 1 || !p.originAllowed(r.Host, o[0]) {
+		return OriginRefused
+	}
+	return Allowed
+}
+
+// fetchSite judges a request without an Origin by the browser's own
+// word of where it comes from. A browser sends no Origin on a plain GET
+// from another page (an <img>, a <script>, a fetch in no-cors mode), so
+// such a page could still make a side-effecting GET (a red-team pass
+// opened terminal sessions through GET /v1/shell/terminal-url until the
+// agent's were evicted). Every current browser marks those with
+// Sec-Fetch-Site: cross-site, or same-site for a page of the same host
+// on another port (a local dev server); a request so marked is refused
+// unless it is the user opening a page (a top-level GET navigation: a
+// link to the console or the terminal page must keep working). Clients
+// that are not browsers send no Sec-Fetch-Site and are not judged.
+func (p *Policy) fetchSite(r *http.Request) Verdict {
+	switch r.Header.Get("Sec-Fetch-Site") {
+	case "cross-site", "same-site":
+		if (r.Method == http.MethodGet || r.Method == http.MethodHead) &&
+			r.Header.Get("Sec-Fetch-Mode") == "navigate" && r.Header.Get("Sec-Fetch-Dest") == "document" {
+			return Allowed
+		}
 		return OriginRefused
 	}
 	return Allowed
@@ -204,6 +227,9 @@ func (p *Policy) Refusal(v Verdict, r *http.Request) string {
 	case HostRefused:
 		return "Host " + quote(r.Host) + " is not a name this server answers to (DNS-rebinding protection); allow it with --allowed-host"
 	case OriginRefused:
+		if _, ok := r.Header["Origin"]; !ok {
+			return "a request from another site (Sec-Fetch-Site: " + quote(r.Header.Get("Sec-Fetch-Site")) + ") is not allowed (cross-origin request)"
+		}
 		return "Origin " + quote(strings.Join(r.Header["Origin"], ", ")) + " is not allowed (cross-origin request); allow it with --allowed-origin"
 	}
 	return ""

@@ -273,3 +273,42 @@ func FuzzCheck(f *testing.F) {
 		_ = p.SourceAllowed(r, origin)
 	})
 }
+
+// TestFetchSite: a browser's request without an Origin (an <img>, a
+// no-cors GET) is judged by its Sec-Fetch-Site; only the user opening a
+// page from another site passes, and clients that send no Sec-Fetch-*
+// are not judged.
+func TestFetchSite(t *testing.T) {
+	p, err := New(Config{Listen: "127.0.0.1:18091"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name, method, site, mode, dest string
+		want                           Verdict
+	}{
+		{"cli", "GET", "", "", "", Allowed},
+		{"same origin", "GET", "same-origin", "cors", "empty", Allowed},
+		{"typed url", "GET", "none", "navigate", "document", Allowed},
+		{"link from another site", "GET", "cross-site", "navigate", "document", Allowed},
+		{"img from another site", "GET", "cross-site", "no-cors", "image", OriginRefused},
+		{"iframe from another site", "GET", "cross-site", "navigate", "iframe", OriginRefused},
+		{"form post navigation", "POST", "cross-site", "navigate", "document", OriginRefused},
+		{"dev server on another port", "GET", "same-site", "no-cors", "script", OriginRefused},
+	} {
+		r := httptest.NewRequest(c.method, "http://127.0.0.1:18091/v1/shell/terminal-url", nil)
+		for k, v := range map[string]string{"Sec-Fetch-Site": c.site, "Sec-Fetch-Mode": c.mode, "Sec-Fetch-Dest": c.dest} {
+			if v != "" {
+				r.Header.Set(k, v)
+			}
+		}
+		if got := p.Check(r); got != c.want {
+			t.Errorf("%s: %v, want %v", c.name, got, c.want)
+		}
+		if c.want == OriginRefused {
+			if msg := p.Refusal(OriginRefused, r); msg != `a request from another site (Sec-Fetch-Site: "`+c.site+`") is not allowed (cross-origin request)` {
+				t.Errorf("%s: message %q", c.name, msg)
+			}
+		}
+	}
+}
