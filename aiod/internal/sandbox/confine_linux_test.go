@@ -207,3 +207,55 @@ func TestHeldStart(t *testing.T) {
 		t.Errorf("after a failed start: %q %v", out, err)
 	}
 }
+
+// TestNoSetIDFiles: a sandboxed command cannot give a file in the
+// workspace (the user's folder on the host) the set-user-ID or
+// set-group-ID bit, by chmod, mkdir or open with O_CREAT; plain modes
+// still work, and openat2 answers ENOSYS (a red-team pass left a 6755
+// copy of id, owned by the folder's owner, that any local account ran).
+func TestNoSetIDFiles(t *testing.T) {
+	requireRootT(t)
+	s, ws := newSandbox(t, Config{})
+	out, err := run(t, s, `cd `+ws+` && cp /bin/true x && for m in 4755 2755 6755; do chmod $m x 2>/dev/null && echo "chmod $m ok"; done
+chmod 755 x && echo plain ok
+mkdir -m 2775 d 2>/dev/null && echo "mkdir 2775 ok"
+python3 -c '
+import ctypes, errno, os
+for m in (0o4755, 0o2755):
+    try:
+        os.close(os.open("y%o" % m, os.O_CREAT | os.O_WRONLY, m)); print("open %o ok" % m)
+    except OSError as e:
+        print("open %o" % m, errno.errorcode[e.errno])
+libc = ctypes.CDLL(None, use_errno=True)
+r = libc.syscall(437, -100, b"x", None, 0)  # openat2 on x86-64 and arm64
+print("openat2", errno.errorcode[ctypes.get_errno()] if r < 0 else "ok")
+'
+stat -c '%a %n' x; ls`)
+	want := "plain ok\nopen 4755 EPERM\nopen 2755 EPERM\nopenat2 ENOSYS\n755 x\nx\n"
+	if err != nil || out != want {
+		t.Errorf("got %q, %v; want %q", out, err, want)
+	}
+}
+
+// TestFilterConditionsAlone: a rule with argument conditions is judged on
+// its own call only. The library's assembler let personality(56) through
+// (56 is clone's number on x86-64, whose rule then read personality's
+// argument as clone's flags); only the profile's personas pass.
+func TestFilterConditionsAlone(t *testing.T) {
+	requireRootT(t)
+	s, _ := newSandbox(t, Config{})
+	out, err := run(t, s, `python3 -c '
+import ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+nr = {"x86_64": 135, "aarch64": 92}[__import__("platform").machine()]
+ok = []
+for v in range(0, 1024):
+    if libc.syscall(nr, ctypes.c_ulong(v)) >= 0:
+        ok.append(v)
+    libc.syscall(nr, ctypes.c_ulong(0))
+print(ok)
+'`)
+	if err != nil || out != "[0, 8]\n" {
+		t.Errorf("personality passed for %q, %v; want [0, 8] (PER_LINUX and UNAME26)", out, err)
+	}
+}

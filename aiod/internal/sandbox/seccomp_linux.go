@@ -3,6 +3,7 @@ package sandbox
 import (
 	"fmt"
 	"runtime"
+	"slices"
 	"sync"
 	"unsafe"
 
@@ -18,7 +19,9 @@ import (
 // (github.com/moby/profiles/seccomp, the profile as Go data) evaluated
 // for a process with no capability at all, on this machine's
 // architecture and kernel, and compiled to classic BPF with
-// github.com/elastic/go-seccomp-bpf (pure Go, no libseccomp).
+// our own assembler (seccompasm_linux.go) over
+// github.com/elastic/go-seccomp-bpf's policy types and call tables (pure
+// Go, no libseccomp).
 //
 // What that gives, in the profile's own terms: an allowlist of the
 // ordinary calls; everything else answers EPERM (the process lives on).
@@ -42,7 +45,11 @@ var filterProgram = sync.OnceValues(func() ([]unix.SockFilter, error) {
 	if err != nil {
 		return nil, err
 	}
-	insns, err := policy.Assemble()
+	info, err := arch.GetInfo(runtime.GOARCH)
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: system-call filter: %w", err)
+	}
+	insns, err := compileFilter(policy, info) // not policy.Assemble: see seccompasm_linux.go
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: system-call filter: %w", err)
 	}
@@ -124,7 +131,8 @@ func sandboxPolicy(goarch string) (*seccompbpf.Policy, error) {
 			}
 		}
 	}
-	p := &seccompbpf.Policy{DefaultAction: seccompbpf.ActionErrno} // the library answers EPERM
+	p := &seccompbpf.Policy{DefaultAction: seccompbpf.ActionErrno} // EPERM
+	p.Syscalls = append(p.Syscalls, setIDRefusals(info)...)
 	for _, refusals := range []bool{true, false} {
 		for _, k := range order {
 			if (k.action != seccompbpf.ActionAllow) == refusals {
@@ -133,6 +141,47 @@ func sandboxPolicy(goarch string) (*seccompbpf.Policy, error) {
 		}
 	}
 	return p, nil
+}
+
+// setIDModeArg is, for each call that takes a file mode, which argument
+// holds it.
+var setIDModeArg = map[string]uint32{
+	"chmod": 1, "fchmod": 1, "fchmodat": 2, "fchmodat2": 2,
+	"mkdir": 1, "mkdirat": 2, "open": 2, "openat": 3, "creat": 1,
+}
+
+// setIDRefusals are refusals beyond Docker's profile: no file mode with
+// the set-user-ID or set-group-ID bit. The workspace is the user's own
+// folder on the host (idmapped to its owner, or given to the account),
+// and nosuid on the sandbox's mount of it does nothing for the host's
+// view: a command that ran `cp /bin/id x; chmod 6755 x` there left a
+// program that ran as the folder's owner for any local account (a
+// red-team pass). A mode with either bit is answered EPERM on every call
+// that sets one (chmod, fchmod, fchmodat, fchmodat2, mkdir, mkdirat, and
+// open, openat and creat, whose mode only counts with O_CREAT; C
+// libraries pass 0 otherwise); openat2, whose mode sits in a structure
+// the filter cannot read, is answered ENOSYS, as by a kernel before 5.6,
+// so callers fall back to openat. mknod is refused by the profile.
+func setIDRefusals(info *arch.Info) []seccompbpf.SyscallGroup {
+	refuse := seccompbpf.SyscallGroup{Action: seccompbpf.ActionErrno | seccompbpf.Action(unix.EPERM)}
+	names := make([]string, 0, len(setIDModeArg))
+	for name := range setIDModeArg {
+		names = append(names, name)
+	}
+	slices.Sort(names) // one program for one architecture, whatever the map's order
+	for _, name := range names {
+		if _, ok := info.SyscallNames[name]; !ok {
+			continue // chmod, mkdir, open and creat are absent on arm64
+		}
+		// BitsSet is any of the value's bits (BPF's JSET).
+		refuse.NamesWithCondtions = append(refuse.NamesWithCondtions, seccompbpf.NameWithConditions{Name: name,
+			Conditions: seccompbpf.ArgumentConditions{{Argument: setIDModeArg[name], Operation: seccompbpf.BitsSet, Value: unix.S_ISUID | unix.S_ISGID}}})
+	}
+	groups := []seccompbpf.SyscallGroup{refuse}
+	if _, ok := info.SyscallNames["openat2"]; ok {
+		groups = append(groups, seccompbpf.SyscallGroup{Action: seccompbpf.ActionErrno | seccompbpf.Action(unix.ENOSYS), Names: []string{"openat2"}})
+	}
+	return groups
 }
 
 func appendNew(list []string, s string) []string {

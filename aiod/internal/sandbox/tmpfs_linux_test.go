@@ -93,7 +93,10 @@ func TestOOMScores(t *testing.T) {
 	}
 	s, _ := newSandbox(t, Config{})
 	initScore, _ := os.ReadFile("/proc/" + strconv.Itoa(s.cur.init.Process.Pid) + "/oom_score_adj")
-	out, err := run(t, s, "cat /proc/self/oom_score_adj")
+	// The score is raised just after the start, so the shell reads its
+	// own until it changes (bounded), as a process running a moment
+	// later would see it.
+	out, err := run(t, s, `i=0; while read -r v < /proc/$$/oom_score_adj && [ "$v" = 0 ] && [ $i -lt 500 ]; do i=$((i+1)); sleep 0.01; done; echo "$v"`)
 	if err != nil {
 		t.Fatal(err)
 	}
