@@ -42,6 +42,10 @@ type Sandbox struct {
 	hostUID  int      // the account's uid on the host
 	userns   bool     // the daemon runs in a user namespace of its own (ReexecUnprivileged)
 	cg       *cgroups // nil: rlimits only
+	// spawners counts the spawner goroutines still running: Close waits
+	// for them before it closes the cgroup files their last step
+	// (leaveThread) writes to.
+	spawners sync.WaitGroup
 	ws       *workspace
 	warnings []string
 
@@ -213,7 +217,11 @@ func (s *Sandbox) start() (*instance, error) {
 	inst := &instance{dir: root, spawn: make(chan func()), do: make(chan func()), done: make(chan struct{}),
 		quit: make(chan struct{})}
 	ready := make(chan error, 1)
-	go s.spawner(inst, ready)
+	s.spawners.Add(1)
+	go func() {
+		defer s.spawners.Done()
+		s.spawner(inst, ready)
+	}()
 	if err := <-ready; err != nil {
 		os.Remove(root)
 		return nil, err
@@ -738,6 +746,7 @@ func (s *Sandbox) Close() error {
 	s.closed = true
 	close(s.stop)
 	s.end(s.cur)
+	s.spawners.Wait() // their leaveThread writes through the files remove closes
 	s.cg.remove()
 	s.ws.close()
 	return nil
