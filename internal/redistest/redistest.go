@@ -2,6 +2,7 @@ package redistest
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -20,6 +21,8 @@ type Server struct {
 	port int
 	dir  string
 	cmd  *exec.Cmd
+	// exited has the process's end (start's goroutine waits for it).
+	exited chan error
 }
 
 // Start starts a redis-server with no persistence on a free port and
@@ -28,16 +31,25 @@ type Server struct {
 func Start(t *testing.T) *Server {
 	t.Helper()
 	need(t, "redis-server")
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	// The free port is only free when it was chosen: another process may
+	// take it before redis-server binds (it then exits at once), so a
+	// start that ends that way is tried again on another port.
+	var err error
+	for range 3 {
+		l, lerr := net.Listen("tcp", "127.0.0.1:0")
+		if lerr != nil {
+			t.Fatal(lerr)
+		}
+		port := l.Addr().(*net.TCPAddr).Port
+		l.Close()
+		r := &Server{t: t, port: port, dir: t.TempDir()}
+		if err = r.start(); err == nil {
+			t.Cleanup(r.Stop)
+			return r
+		}
 	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	r := &Server{t: t, port: port, dir: t.TempDir()}
-	r.start()
-	t.Cleanup(r.Stop)
-	return r
+	t.Fatal(err)
+	return nil
 }
 
 // need skips the test when program is not installed, or fails it when
@@ -58,20 +70,35 @@ func need(t *testing.T, program string) {
 // URL is redis://127.0.0.1:PORT.
 func (r *Server) URL() string { return fmt.Sprintf("redis://127.0.0.1:%d", r.port) }
 
-func (r *Server) start() {
+func (r *Server) start() error {
 	r.t.Helper()
+	var out bytes.Buffer
 	r.cmd = exec.Command("redis-server", "--port", strconv.Itoa(r.port), "--bind", "127.0.0.1",
 		"--save", "", "--appendonly", "no", "--dir", r.dir)
+	r.cmd.Stdout, r.cmd.Stderr = &out, &out
 	if err := r.cmd.Start(); err != nil {
 		r.t.Fatal(err)
 	}
+	exited := make(chan error, 1)
+	cmd := r.cmd
+	go func() { exited <- cmd.Wait() }()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		if _, err := r.Do("PING"); err == nil {
-			return
+			r.exited = exited
+			return nil
+		}
+		select {
+		case err := <-exited:
+			r.cmd = nil
+			return fmt.Errorf("redis-server on port %d exited (%v): %s", r.port, err, bytes.TrimSpace(out.Bytes()))
+		default:
 		}
 		if time.Now().After(deadline) {
-			r.t.Fatal("redis-server did not start")
+			_ = cmd.Process.Kill()
+			<-exited
+			r.cmd = nil
+			return fmt.Errorf("redis-server on port %d did not answer in 10 s: %s", r.port, bytes.TrimSpace(out.Bytes()))
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -83,14 +110,21 @@ func (r *Server) Stop() {
 		return
 	}
 	_ = r.cmd.Process.Kill()
-	_ = r.cmd.Wait()
+	if r.exited != nil {
+		<-r.exited // start's goroutine waits for the process
+		r.exited = nil
+	} else {
+		_ = r.cmd.Wait() // a cluster member, started without start
+	}
 	r.cmd = nil
 }
 
 // Restart stops Redis and starts an empty one on the same port.
 func (r *Server) Restart() {
 	r.Stop()
-	r.start()
+	if err := r.start(); err != nil {
+		r.t.Fatal(err)
+	}
 }
 
 // Do sends one command on a fresh connection and returns the
