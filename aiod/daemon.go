@@ -452,12 +452,6 @@ func publicRoute(raw string) bool {
 // keyOK reports whether r carries the daemon's key (api.HasKey).
 func (d *Daemon) keyOK(r *http.Request) bool { return api.HasKey(r, d.cfg.APIKey) }
 
-// HasKey reports whether r carries key by the daemon's own rule
-// (Authorization: Bearer, x-api-key or ?api_key=, compared in constant
-// time): a2c up guards its /cdp proxy with it, so that one key is
-// checked one way on every route.
-func HasKey(r *http.Request, key string) bool { return api.HasKey(r, key) }
-
 // auth refuses protected routes without the key (when one is set) with
 // 401 and the envelope, before anything else runs (and so before any
 // WebSocket upgrade).

@@ -1,7 +1,6 @@
 package a2c
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -58,31 +57,6 @@ func ubStartUp(t *testing.T, token string, args ...string) (*harness.Proc, strin
 	}
 }
 
-// ubPlaywright runs node/cdp_title.js (Playwright's connectOverCDP) with
-// cdpURL and page (and the token as x-api-key, when given) and returns
-// its JSON answer and exit error.
-func ubPlaywright(t *testing.T, cdpURL, page string, token ...string) (map[string]string, error) {
-	t.Helper()
-	dir := filepath.Join(harness.Root(), "test", "interop", "a2c", "node")
-	if _, err := exec.LookPath("node"); err != nil {
-		harness.MissingPeer(t, "node (Debian package nodejs)")
-	}
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "playwright-core")); err != nil {
-		harness.MissingPeer(t, "playwright-core (npm ci in test/interop/a2c/node)")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "node", append([]string{"cdp_title.js", cdpURL, page}, token...)...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1")
-	out, err := cmd.Output()
-	var res map[string]string
-	if jerr := json.Unmarshal(out, &res); jerr != nil {
-		t.Fatalf("cdp_title.js printed %q (%v, exit %v)", out, jerr, err)
-	}
-	return res, err
-}
-
 // TestUpBrowserPlaywright: Playwright's Node client connects over the
 // cdp_url a2c up --browser prints (its /cdp proxy, the token in the URL)
 // and reads the title of a local page; a wrong or missing token is
@@ -97,7 +71,7 @@ func TestUpBrowserPlaywright(t *testing.T) {
 	const token = "ub-s3cret"
 	up, cdpURL := ubStartUp(t, token)
 
-	res, err := ubPlaywright(t, cdpURL, page.URL+"/fixture.html")
+	res, err := harness.Playwright(t, cdpURL, page.URL+"/fixture.html")
 	if err != nil || res["title"] != title {
 		t.Fatalf("connectOverCDP(%s): %v, %v; want the title %q\nlogs:\n%s", cdpURL, res, err, title, up.Logs())
 	}
@@ -117,7 +91,7 @@ func TestUpBrowserPlaywright(t *testing.T) {
 		t.Errorf("sandbox__browser_get_info: %v %+v; want cdp_url %s", err, res2, bare)
 	}
 	for _, u := range []string{bare, bare + "?api_key=wrong"} {
-		res, err := ubPlaywright(t, u, page.URL)
+		res, err := harness.Playwright(t, u, page.URL)
 		if err == nil || !strings.Contains(res["error"], "401") {
 			t.Errorf("connectOverCDP(%s) = %v, %v; want a refusal with 401", u, res, err)
 		}
@@ -190,12 +164,12 @@ func TestUpBrowserNetworkNone(t *testing.T) {
 	// The page is served on the host's loopback, which the sandboxed
 	// browser cannot reach: it gets a data: URL of the same page.
 	pageURL := "data:text/html,<title>" + strings.ReplaceAll(title, " ", "%20") + "</title>"
-	if res, err := ubPlaywright(t, cdpURL, pageURL); err != nil || res["title"] != title {
+	if res, err := harness.Playwright(t, cdpURL, pageURL); err != nil || res["title"] != title {
 		t.Fatalf("connectOverCDP(%s): %v, %v\nlogs:\n%s", cdpURL, res, err, up.Logs())
 	}
 	bare, _, _ := strings.Cut(cdpURL, "?")
 	endpoint := "http://" + strings.TrimPrefix(bare[:strings.Index(bare, "/cdp/")], "ws://") + "/cdp"
-	if res, err := ubPlaywright(t, endpoint, pageURL, token); err != nil || res["title"] != title {
+	if res, err := harness.Playwright(t, endpoint, pageURL, token); err != nil || res["title"] != title {
 		t.Errorf("connectOverCDP(%s) with the token as x-api-key: %v, %v; want the title %q", endpoint, res, err, title)
 	}
 }

@@ -2,14 +2,11 @@ package aiod
 
 import (
 	"bufio"
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -73,30 +70,6 @@ func cdpInfoURL(t *testing.T, d *lnDaemon) string {
 	return info.CDPURL
 }
 
-// cdpPlaywright runs test/interop/a2c/node/cdp_title.js (Playwright's
-// connectOverCDP, with the key as x-api-key when given).
-func cdpPlaywright(t *testing.T, cdpURL, page string, key ...string) (map[string]string, error) {
-	t.Helper()
-	dir := filepath.Join(harness.Root(), "test", "interop", "a2c", "node")
-	if _, err := exec.LookPath("node"); err != nil {
-		harness.MissingPeer(t, "node (Debian package nodejs)")
-	}
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "playwright-core")); err != nil {
-		harness.MissingPeer(t, "playwright-core (npm ci in test/interop/a2c/node)")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "node", append([]string{"cdp_title.js", cdpURL, page}, key...)...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1")
-	out, err := cmd.Output()
-	var res map[string]string
-	if jerr := json.Unmarshal(out, &res); jerr != nil {
-		t.Fatalf("cdp_title.js printed %q (%v, exit %v)", out, jerr, err)
-	}
-	return res, err
-}
-
 // TestAiodBrowserNoDevToolsPort: under aiod --browser no process of
 // Chromium's listens on any TCP port (the DevTools port was
 // 127.0.0.1:<BROWSER_REMOTE_DEBUGGING_PORT>, open to every local
@@ -151,12 +124,12 @@ func TestAiodCDPRoute(t *testing.T) {
 		fmt.Fprintf(w, "<!doctype html><title>%s</title>", title)
 	}))
 	defer page.Close()
-	res, err := cdpPlaywright(t, cdpURL, page.URL, key)
+	res, err := harness.Playwright(t, cdpURL, page.URL, key)
 	if err != nil || res["title"] != title {
 		t.Fatalf("connectOverCDP(%s) with the key: %v, %v; want the title\nlogs:\n%s", cdpURL, res, err, d.Logs())
 	}
 	for _, k := range [][]string{nil, {"wrong"}} {
-		if res, err := cdpPlaywright(t, cdpURL, page.URL, k...); err == nil || !strings.Contains(res["error"], "401") {
+		if res, err := harness.Playwright(t, cdpURL, page.URL, k...); err == nil || !strings.Contains(res["error"], "401") {
 			t.Errorf("connectOverCDP(%s) with key %v = %v, %v; want a refusal with 401", cdpURL, k, res, err)
 		}
 	}
@@ -181,7 +154,7 @@ func TestAiodCDPRoute(t *testing.T) {
 			t.Errorf("GET /cdp/json/version with key %q: %d %v; want %d naming %s", tc.key, resp.StatusCode, v, tc.code, cdpURL)
 		}
 	}
-	if res, err := cdpPlaywright(t, httpBase, page.URL, key); err != nil || res["title"] != title {
+	if res, err := harness.Playwright(t, httpBase, page.URL, key); err != nil || res["title"] != title {
 		t.Errorf("connectOverCDP(%s): %v, %v", httpBase, res, err)
 	}
 
