@@ -131,6 +131,27 @@ type Config struct {
 	// (the browser's profile). Default $XDG_STATE_HOME/aiod, else
 	// ~/.local/state/aiod.
 	StateDir string
+
+	// Sandbox, when set, is a sandbox already started by the caller
+	// (package aiod/pool, which gives each sandbox its own account and
+	// keeps its handle for pause, resume and usage): the daemon runs
+	// everything in it instead of starting one from Isolation, and owns
+	// it from New on (Shutdown closes it, as does a failed New).
+	Sandbox *sandbox.Sandbox
+	// Pooled marks one of a pool's many daemons in one process: the
+	// capability probe runs on first use rather than at start, no
+	// goroutine returns idle memory to the kernel (the pool does), and
+	// the daemon's own /metrics holds its routes and tools only (the
+	// process's Go and process collectors are the pool's).
+	Pooled bool
+	// PathPrefix is where the daemon's routes are mounted on its URL
+	// (a pool serves a sandbox under /sandboxes/{id}): the URLs the
+	// daemon builds (the terminal page's) carry it. Empty: the root.
+	PathPrefix string
+	// BeforeTool, if set, runs before every MCP tool call, on every path
+	// (/mcp and an office's Computer); an error fails the call. A pool
+	// resumes a paused sandbox there and counts the call as activity.
+	BeforeTool func(ctx context.Context) error
 }
 
 // Daemon is the aiod HTTP surface: the envelope, validation, auth and the
@@ -192,6 +213,7 @@ func New(cfg Config) (*Daemon, error) {
 	}
 	origins, err := origin.New(origin.Config{Listen: cfg.Listen, Hosts: cfg.AllowedHosts, Origins: cfg.AllowedOrigins})
 	if err != nil {
+		_ = cfg.Sandbox.Close()
 		return nil, err
 	}
 	d := &Daemon{cfg: cfg, log: cfg.Logger, reg: prometheus.NewRegistry(), origins: origins}
@@ -199,11 +221,16 @@ func New(cfg Config) (*Daemon, error) {
 		[]string{"method", "route", "status"})
 	d.dur = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "http_request_duration_seconds", Help: "HTTP request durations by route.",
 		Buckets: prometheus.DefBuckets}, []string{"route"})
-	d.reg.MustRegister(d.reqs, d.dur, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	d.reg.MustRegister(d.reqs, d.dur)
+	if !cfg.Pooled {
+		d.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	}
 
-	sb, err := startSandbox(cfg, cfg.Logger)
-	if err != nil {
-		return nil, err
+	sb := cfg.Sandbox
+	if sb == nil {
+		if sb, err = startSandbox(cfg, cfg.Logger); err != nil {
+			return nil, err
+		}
 	}
 	d.sandbox = sb
 	if sb != nil {
@@ -236,7 +263,8 @@ func New(cfg Config) (*Daemon, error) {
 		transfer.New(transfer.Config{Workspace: cfg.Workspace, DefaultUser: cfg.DefaultUser, Logger: cfg.Logger, Sandbox: sb}),
 		watch.New(watch.Config{Workspace: cfg.Workspace, Logger: cfg.Logger, Sandbox: sb}),
 		pty.New(pty.Config{Workspace: cfg.Workspace, Logger: cfg.Logger, DefaultUser: cfg.DefaultUser,
-			MaxSessions: cfg.MaxTerminals, SessionIdle: cfg.TerminalIdle, Shell: cfg.BashBin, HideEnv: hide, Sandbox: sb}),
+			MaxSessions: cfg.MaxTerminals, SessionIdle: cfg.TerminalIdle, Shell: cfg.BashBin, HideEnv: hide, Sandbox: sb,
+			PathPrefix: cfg.PathPrefix}),
 		codePlane,
 		compPlane,
 		brPlane,
@@ -250,8 +278,10 @@ func New(cfg Config) (*Daemon, error) {
 	}
 	d.probe = &prober{ttl: 5 * time.Second, cdp: d.cdpEndpointName(), computer: compPlane, browser: brPlane, python: cfg.PythonBin, node: cfg.NodeBin, ctx: ctx,
 		iso: isolationCaps{Report: sb.Report(), Machine: sandbox.Probe()}}
-	d.probe.start() // the first read waits for it, later ones never
-	go d.trimWhenIdle(ctx, 5*time.Second)
+	if !cfg.Pooled {
+		d.probe.start() // the first read waits for it, later ones never
+		go d.trimWhenIdle(ctx, 5*time.Second)
+	}
 
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /health", d.health)
@@ -272,7 +302,8 @@ func New(cfg Config) (*Daemon, error) {
 	// share sessions, processes and files.
 	d.mcp = mcp.New(mcp.Config{Commands: cmdPlane.Engine(), Files: filePlane.Engine(), Code: codePlane.Engine(),
 		Context: d.sandboxContext, Packages: d.packageList, Browser: newBrowserTools(d, brPlane, compPlane), SkillsPath: cfg.SkillsPath, Upstreams: cfg.MCPServers,
-		Origins: d.origins, Version: Version, Logger: cfg.Logger, Registerer: d.reg, TracerProvider: cfg.TracerProvider})
+		Origins: d.origins, Version: Version, Logger: cfg.Logger, Registerer: d.reg, TracerProvider: cfg.TracerProvider,
+		BeforeCall: cfg.BeforeTool})
 	mux.Handle("/mcp", d.mcp)
 	d.handler = api.BodyProgress(cfg.BodyIdle, d.instrument(mux, requestID(d.guard(d.auth(limitJSON(api.EnvelopeErrors(apiSurface(cfg.APISurface, mux))))))))
 	return d, nil

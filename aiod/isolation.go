@@ -92,20 +92,26 @@ func (iso *Isolation) set(name, v string) error {
 		if err != nil {
 			return fail(err)
 		}
-		if n < 16<<20 {
-			return fail(fmt.Errorf("%s is below the 16MiB a shell needs", v))
+		if err := sandbox.CheckMemory(n); err != nil {
+			return fail(err)
 		}
 		iso.Memory = n
 	case EnvPids:
 		n, err := strconv.Atoi(strings.TrimSpace(v))
-		if err != nil || n < 8 || n > 1<<22 {
-			return fail(fmt.Errorf("must be a number of processes from 8 to 4194304, got %q", v))
+		if err == nil {
+			err = sandbox.CheckPids(n)
+		}
+		if err != nil {
+			return fail(fmt.Errorf("must be a number of processes from %d to %d, got %q", sandbox.MinPids, sandbox.MaxPids, v))
 		}
 		iso.Pids = n
 	case EnvCPUs:
 		f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
-		if err != nil || !(f >= 0.01 && f <= 4096) {
-			return fail(fmt.Errorf("must be a number of CPUs from 0.01 to 4096, got %q", v))
+		if err == nil {
+			err = sandbox.CheckCPUs(f)
+		}
+		if err != nil {
+			return fail(fmt.Errorf("must be a number of CPUs from %g to %d, got %q", sandbox.MinCPUs, sandbox.MaxCPUs, v))
 		}
 		iso.CPUs = f
 	}

@@ -51,6 +51,10 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		if code, ok := ReexecForIsolation(append([]string{os.Args[0]}, args...), args[1:], sandbox.None); ok {
 			return code
 		}
+	case extra[args[0]].namespaces && !helpArg(args[1:]):
+		if code, ok := sandbox.ReexecUnprivileged(append([]string{os.Args[0]}, args...)); ok {
+			return code
+		}
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -81,6 +85,43 @@ var subcommands = [][2]string{
 	{"print-openapi", "print an embedded OpenAPI document: v2 (default) or v1"},
 	{"computer-use", "serve the computer-use worker on the X display in DISPLAY (at AIO_COMPUTER_USE_LISTEN)"},
 	{"help", "print this help"},
+}
+
+// Command is a subcommand a binary adds to aiod's (see [AddCommand]).
+type Command struct {
+	// Name is the command's word; Summary its line in aiod --help.
+	Name, Summary string
+	// Namespaces: the command makes sandboxes, so an unprivileged run is
+	// started again in a user namespace of its own, as start's is.
+	Namespaces bool
+	// Run runs it with the arguments after its name. A [UsageError]
+	// exits 2 with its text; another error exits 1.
+	Run func(ctx context.Context, args []string, stdout, stderr io.Writer) error
+}
+
+type extraCommand struct {
+	namespaces bool
+	run        func(ctx context.Context, args []string, stdout, stderr io.Writer) error
+}
+
+// extra are the commands added by AddCommand.
+var extra = map[string]extraCommand{}
+
+// AddCommand adds a subcommand to [Main]: cmd/aiod adds "pool" (package
+// aiod/pool, which builds on this package and so cannot be imported by
+// it). Call it before Main, from main.
+func AddCommand(c Command) {
+	extra[c.Name] = extraCommand{namespaces: c.Namespaces, run: c.Run}
+	subcommands = append(subcommands[:len(subcommands)-1], [2]string{c.Name, c.Summary}, subcommands[len(subcommands)-1])
+}
+
+// UsageError is a bad command line: aiod exits 2 with its text on one
+// line.
+func UsageError(msg string) error { return usageError(msg) }
+
+// helpArg reports whether args ask for help.
+func helpArg(args []string) bool {
+	return len(args) > 0 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help" || args[0] == "help")
 }
 
 // dispatch runs the subcommand args name; no name (or a flag first) is
@@ -119,7 +160,16 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		usage(stdout)
 		return nil
 	}
-	return usageError(fmt.Sprintf("unknown command %q (commands: start, version, doctor, print-openapi, computer-use; see aiod --help)", name))
+	if c, ok := extra[name]; ok {
+		return c.run(ctx, rest, stdout, stderr)
+	}
+	names := make([]string, 0, len(subcommands))
+	for _, c := range subcommands {
+		if c[0] != "help" {
+			names = append(names, c[0])
+		}
+	}
+	return usageError(fmt.Sprintf("unknown command %q (commands: %s; see aiod --help)", name, strings.Join(names, ", ")))
 }
 
 // usage is `aiod --help`: the subcommands, then the flags of start.

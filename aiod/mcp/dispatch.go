@@ -114,6 +114,11 @@ func (s *Server) call(ctx context.Context, name string, args json.RawMessage) (o
 		defer func() { endTool(ctx, span, out, perr) }()
 	}
 	start := time.Now()
+	if s.cfg.BeforeCall != nil {
+		if err := s.cfg.BeforeCall(ctx); err != nil {
+			return marshal(failure(err.Error())), nil
+		}
+	}
 	if t, ok := s.byName[name]; ok {
 		var res result
 		if a, bad := objectArgs(args); bad != "" {

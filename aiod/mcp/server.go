@@ -120,6 +120,10 @@ type Config struct {
 	// commands and code engines' aiod.command and aiod.cell below it).
 	// Nil traces nothing.
 	TracerProvider trace.TracerProvider
+	// BeforeCall, if set, runs before every tools/call on every path;
+	// an error answers the call isError with the error's text (a pool
+	// resumes a paused sandbox here: see aiod.Config.BeforeTool).
+	BeforeCall func(ctx context.Context) error
 }
 
 // Server is aiod's MCP endpoint: the built-in tools and the upstreams of

@@ -44,6 +44,9 @@ const (
 
 // Config configures a [Plane] and its [Engine].
 type Config struct {
+	// PathPrefix is where the daemon's routes are mounted on its URL
+	// (a pool's /sandboxes/{id}); the terminal page's URL carries it.
+	PathPrefix string
 	// Sandbox is the isolation in force: every terminal's shell starts inside it (nil: on the host).
 	Sandbox *sandbox.Sandbox
 	// Workspace is where shells start when no cwd is given, and what a

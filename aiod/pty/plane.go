@@ -18,13 +18,14 @@ import (
 type Plane struct {
 	e       *Engine
 	janitor *janitor.Janitor
+	prefix  string // Config.PathPrefix
 }
 
 // New returns a plane with its engine and a running janitor; stop both
 // with [Plane.Close].
 func New(cfg Config) *Plane {
 	e := NewEngine(cfg)
-	return &Plane{e: e, janitor: janitor.Start(janitor.Every(e.idle/4, e.reclaim))}
+	return &Plane{e: e, janitor: janitor.Start(janitor.Every(e.idle/4, e.reclaim)), prefix: cfg.PathPrefix}
 }
 
 // Engine returns the engine behind the routes, for other callers.

@@ -212,6 +212,6 @@ func (p *Plane) v1TerminalURL(r *http.Request, q terminalURLQuery) (string, erro
 	if fp := r.Header.Get("X-Forwarded-Proto"); fp == "http" || fp == "https" {
 		scheme = fp
 	}
-	u := url.URL{Scheme: scheme, Host: r.Host, Path: "/terminal", RawQuery: url.Values{"session_id": {id}}.Encode()}
+	u := url.URL{Scheme: scheme, Host: r.Host, Path: p.prefix + "/terminal", RawQuery: url.Values{"session_id": {id}}.Encode()}
 	return u.String(), nil
 }

@@ -5,6 +5,10 @@ import (
 	"os"
 
 	"github.com/a2c-smcp/a2c-go/aiod"
+	"github.com/a2c-smcp/a2c-go/aiod/pool"
 )
 
-func main() { os.Exit(aiod.Main(os.Args[1:], os.Stdout, os.Stderr)) }
+func main() {
+	aiod.AddCommand(pool.Command)
+	os.Exit(aiod.Main(os.Args[1:], os.Stdout, os.Stderr))
+}

@@ -1,0 +1,702 @@
+package pool
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"mime"
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/a2c-smcp/a2c-go/aiod"
+	"github.com/a2c-smcp/a2c-go/aiod/internal/api"
+	"github.com/a2c-smcp/a2c-go/aiod/internal/sandbox"
+	"github.com/a2c-smcp/a2c-go/internal/origin"
+)
+
+// maxBody bounds a request body of the pool's own routes.
+const maxBody = 256 << 10
+
+// Handler serves the pool's API: its own routes under /v2/sandboxes,
+// each sandbox's API under /sandboxes/{id}/, and the port proxy (by path
+// and by host). Every route but /health wants the token; Host and Origin
+// are checked first (package origin), except for a port host, which
+// the port proxy judges.
+func (p *Pool) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /health", func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ok", "server": "aiod pool"})
+	})
+	if p.cfg.Metrics != nil {
+		mux.HandleFunc("GET /metrics", p.auth(p.cfg.Metrics.ServeHTTP))
+	}
+	mux.HandleFunc("POST /v2/sandboxes", p.auth(p.create))
+	mux.HandleFunc("GET /v2/sandboxes", p.auth(p.list))
+	mux.HandleFunc("GET /v2/sandboxes/{id}", p.auth(p.get))
+	mux.HandleFunc("DELETE /v2/sandboxes/{id}", p.auth(p.delete))
+	mux.HandleFunc("POST /v2/sandboxes/{id}/pause", p.auth(p.pause))
+	mux.HandleFunc("POST /v2/sandboxes/{id}/resume", p.auth(p.resume))
+	mux.HandleFunc("POST /v2/sandboxes/{id}/timeout", p.auth(p.timeout))
+	mux.HandleFunc("GET /v2/sandboxes/{id}/metrics", p.auth(p.metricsRoute))
+	mux.HandleFunc("/v2/sandboxes", methodNotAllowed("GET, POST"))
+	mux.HandleFunc("/v2/sandboxes/{id}", methodNotAllowed("GET, DELETE"))
+	mux.HandleFunc("/v2/sandboxes/{id}/{action}", p.auth(func(w http.ResponseWriter, r *http.Request) {
+		switch r.PathValue("action") {
+		case "pause", "resume", "timeout":
+			methodNotAllowed("POST")(w, r)
+		case "metrics":
+			methodNotAllowed("GET")(w, r)
+		default:
+			writeError(w, http.StatusNotFound, "no such route")
+		}
+	}))
+	mux.HandleFunc("/sandboxes/{id}", p.sandboxAPI)
+	mux.HandleFunc("/sandboxes/{id}/", p.sandboxAPI)
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		if p.cfg.Token != "" && !api.HasKey(r, p.cfg.Token) {
+			writeError(w, http.StatusUnauthorized, "Unauthorized")
+			return
+		}
+		writeError(w, http.StatusNotFound, "no such route")
+	})
+	guarded := p.policy.Handler(mux, origin.Allow{Methods: "GET, POST, DELETE"}, func(w http.ResponseWriter, _ *http.Request, status int, msg string) {
+		writeError(w, status, msg)
+	})
+	return api.BodyProgress(aiod.DefaultBodyIdle, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case p.ports.ServeHost(w, r):
+		case strings.HasPrefix(r.URL.Path, "/sandboxes/"):
+			mux.ServeHTTP(w, r) // sandboxAPI applies the rule where the daemon does not
+		default:
+			guarded.ServeHTTP(w, r)
+		}
+	}))
+}
+
+// refused applies the Host and Origin rule to r and answers a refusal.
+func (p *Pool) refused(w http.ResponseWriter, r *http.Request) bool {
+	if v := p.policy.Check(r); v != origin.Allowed {
+		writeError(w, v.Status(), p.policy.Refusal(v, r))
+		return true
+	}
+	return false
+}
+
+// auth refuses a request without the pool's token (when one is set).
+func (p *Pool) auth(next http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if p.cfg.Token != "" && !api.HasKey(r, p.cfg.Token) {
+			writeError(w, http.StatusUnauthorized, "Unauthorized")
+			return
+		}
+		next(w, r)
+	}
+}
+
+func methodNotAllowed(allow string) http.HandlerFunc {
+	return func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Allow", allow)
+		writeError(w, http.StatusMethodNotAllowed, "method not allowed (allowed: "+allow+")")
+	}
+}
+
+// writeJSON writes v as the whole answer.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		status, b = http.StatusInternalServerError, []byte(`{"error":{"code":500,"message":"encoding the answer failed"}}`)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_, _ = w.Write(append(b, '\n'))
+}
+
+// writeError writes the pool's error body.
+func writeError(w http.ResponseWriter, status int, msg string) {
+	writeJSON(w, status, ErrorBody{Error: ErrorDetail{Code: status, Message: msg}})
+}
+
+// fail writes err: an *Error as itself, anything else as a 500 whose
+// text stays in the log.
+func (p *Pool) fail(w http.ResponseWriter, err error) {
+	var e *Error
+	if errors.As(err, &e) {
+		writeError(w, e.Status, e.Message)
+		return
+	}
+	p.log.Warn("pool: request failed", "err", err)
+	writeError(w, http.StatusInternalServerError, "internal error")
+}
+
+// requestBase is the pool's URL as the request reached it (its Host
+// passed the Host rule already).
+func requestBase(r *http.Request) string {
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	return scheme + "://" + r.Host
+}
+
+// readJSON decodes r's body into v, strictly: an empty body is {}; a
+// body not declared JSON is 415; unknown fields, trailing data and a
+// body over maxBody are 400/413. It answers the error itself and
+// reports false.
+func readJSON(w http.ResponseWriter, r *http.Request, v any) bool {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
+	if err != nil {
+		var mb *http.MaxBytesError
+		if errors.As(err, &mb) {
+			writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("the body is larger than %d bytes", maxBody))
+		} else {
+			writeError(w, http.StatusBadRequest, "the body could not be read")
+		}
+		return false
+	}
+	if len(bytes.TrimSpace(body)) == 0 {
+		body = []byte("{}")
+	} else if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+		writeError(w, http.StatusUnsupportedMediaType, "Expected request with `Content-Type: application/json`")
+		return false
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		writeError(w, http.StatusBadRequest, decodeMessage(err))
+		return false
+	}
+	if dec.More() {
+		writeError(w, http.StatusBadRequest, "the body holds more than one JSON value")
+		return false
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		writeError(w, http.StatusBadRequest, "the body holds more than one JSON value")
+		return false
+	}
+	return true
+}
+
+// decodeMessage words a decoding error, naming the field.
+func decodeMessage(err error) string {
+	var te *json.UnmarshalTypeError
+	var se *json.SyntaxError
+	switch {
+	case errors.As(err, &te) && te.Field != "":
+		return fmt.Sprintf("%s: must be %s, not %s", te.Field, kind(te.Type.Kind().String()), te.Value)
+	case errors.As(err, &te):
+		return "the body must be a JSON object"
+	case errors.As(err, &se):
+		return fmt.Sprintf("the body is not valid JSON (at byte %d)", se.Offset)
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return "the body is not valid JSON (it ends early)"
+	}
+	msg := strings.TrimPrefix(err.Error(), "json: ")
+	if f, ok := strings.CutPrefix(msg, "unknown field "); ok {
+		return "unknown field " + f
+	}
+	return msg
+}
+
+func kind(k string) string {
+	switch k {
+	case "int", "int64", "uint64", "float64":
+		return "a number"
+	case "string":
+		return "a string"
+	case "map", "struct":
+		return "an object"
+	case "bool":
+		return "true or false"
+	}
+	return "a " + k
+}
+
+// createBody is POST /v2/sandboxes as the server reads it: numbers as
+// json.Number so that a fraction or an out-of-range value is refused by
+// name, and the limits' fields separately.
+type createBody struct {
+	Template     *string           `json:"template"`
+	Office       *string           `json:"office"`
+	Name         *string           `json:"name"`
+	TimeoutS     *json.Number      `json:"timeout_s"`
+	OnTimeout    *string           `json:"on_timeout"`
+	IdleTimeoutS *json.Number      `json:"idle_timeout_s"`
+	Env          map[string]string `json:"env"`
+	Limits       *limitsBody       `json:"limits"`
+	Network      *string           `json:"network"`
+	Metadata     map[string]string `json:"metadata"`
+}
+
+type limitsBody struct {
+	Memory json.RawMessage `json:"memory"`
+	Pids   *json.Number    `json:"pids"`
+	CPUs   *json.Number    `json:"cpus"`
+}
+
+func (p *Pool) create(w http.ResponseWriter, r *http.Request) {
+	var body createBody
+	if !readJSON(w, r, &body) {
+		return
+	}
+	req, err := body.request()
+	if err != nil {
+		p.fail(w, err)
+		return
+	}
+	s, err := p.Create(r.Context(), req, requestBase(r))
+	if err != nil {
+		p.fail(w, err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, s)
+}
+
+// request turns the body into a CreateRequest, refusing what does not
+// fit a field's type by the field's name.
+func (b createBody) request() (CreateRequest, error) {
+	str := func(s *string) string {
+		if s == nil {
+			return ""
+		}
+		return *s
+	}
+	req := CreateRequest{Template: str(b.Template), Office: str(b.Office), Name: str(b.Name), OnTimeout: str(b.OnTimeout),
+		Network: str(b.Network), Env: b.Env, Metadata: b.Metadata}
+	if b.TimeoutS != nil {
+		n, err := seconds("timeout_s", *b.TimeoutS)
+		if err != nil {
+			return req, err
+		}
+		req.TimeoutS = &n
+	}
+	if b.IdleTimeoutS != nil {
+		n, err := seconds("idle_timeout_s", *b.IdleTimeoutS)
+		if err != nil {
+			return req, err
+		}
+		req.IdleTimeoutS = n
+	}
+	if b.Limits != nil {
+		req.Limits = &Limits{}
+		if len(b.Limits.Memory) > 0 {
+			var m Size
+			if err := m.UnmarshalJSON(b.Limits.Memory); err != nil {
+				return req, badField("limits.memory", err.Error())
+			}
+			if m != 0 {
+				if err := sandbox.CheckMemory(int64(m)); err != nil {
+					return req, badField("limits.memory", err.Error())
+				}
+			}
+			req.Limits.Memory = m
+		}
+		if b.Limits.Pids != nil {
+			n, err := strconv.Atoi(b.Limits.Pids.String())
+			if err == nil {
+				err = sandbox.CheckPids(n)
+			}
+			if err != nil {
+				return req, badField("limits.pids", fmt.Sprintf("must be a whole number from %d to %d", sandbox.MinPids, sandbox.MaxPids))
+			}
+			req.Limits.Pids = n
+		}
+		if b.Limits.CPUs != nil {
+			f, err := b.Limits.CPUs.Float64()
+			if err == nil {
+				err = sandbox.CheckCPUs(f)
+			}
+			if err != nil {
+				return req, badField("limits.cpus", fmt.Sprintf("must be a number of CPUs from %g to %d", sandbox.MinCPUs, sandbox.MaxCPUs))
+			}
+			req.Limits.CPUs = f
+		}
+	}
+	return req, nil
+}
+
+// seconds reads a whole number of seconds from 0 to MaxTimeout.
+func seconds(field string, n json.Number) (int, error) {
+	v, err := strconv.ParseInt(n.String(), 10, 64)
+	if err != nil || v < 0 || v > MaxTimeout {
+		return 0, badField(field, fmt.Sprintf("must be a whole number of seconds from 0 to %d", MaxTimeout))
+	}
+	return int(v), nil
+}
+
+func badField(field, msg string) error {
+	return &Error{Status: http.StatusBadRequest, Message: field + ": " + msg}
+}
+
+// Limits of the strings a create carries.
+const (
+	maxNameLen      = 128
+	maxEnv          = 256
+	maxEnvValue     = 32 << 10
+	maxMetadata     = 64
+	maxMetadataKey  = 128
+	maxMetadataVal  = 1024
+	maxTemplateName = 64
+)
+
+var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// check applies every rule of a create request and fills in the pool's
+// defaults: the one place a field is judged, for the HTTP route and for
+// in-process callers (a2c up) alike.
+func (p *Pool) check(req CreateRequest) (spec, error) {
+	s := spec{template: req.Template, office: req.Office, name: req.Name, onTimeout: req.OnTimeout, network: req.Network,
+		metadata: map[string]string{}, limits: p.defaultLimits()}
+	if s.template == "" {
+		s.template = BaseTemplate
+	}
+	if _, ok := p.cfg.Templates[s.template]; !ok && s.template != BaseTemplate {
+		return s, badField("template", fmt.Sprintf("no template %q (this pool has: %s)", clip(s.template, maxTemplateName), strings.Join(p.templateNames(), ", ")))
+	}
+	if err := checkText("office", s.office, maxNameLen); err != nil {
+		return s, err
+	}
+	if s.office != "" && p.cfg.Server == "" {
+		return s, badField("office", "this pool was started without --server, so its sandboxes cannot join an office")
+	}
+	if err := checkText("name", s.name, maxNameLen); err != nil {
+		return s, err
+	}
+	if s.name == "" {
+		s.name = DefaultName
+	}
+	if req.Name != "" && req.Office == "" {
+		return s, badField("name", "names the Computer of an office; give office too")
+	}
+	s.timeout = DefaultTimeout * time.Second
+	if req.TimeoutS != nil {
+		if *req.TimeoutS < 0 || *req.TimeoutS > MaxTimeout {
+			return s, badField("timeout_s", fmt.Sprintf("must be a whole number of seconds from 0 to %d", MaxTimeout))
+		}
+		s.timeout = time.Duration(*req.TimeoutS) * time.Second
+	}
+	if req.IdleTimeoutS < 0 || req.IdleTimeoutS > MaxTimeout {
+		return s, badField("idle_timeout_s", fmt.Sprintf("must be a whole number of seconds from 0 to %d", MaxTimeout))
+	}
+	s.idle = time.Duration(req.IdleTimeoutS) * time.Second
+	switch s.onTimeout {
+	case "":
+		s.onTimeout = OnTimeoutKill
+	case OnTimeoutKill, OnTimeoutPause:
+	default:
+		return s, badField("on_timeout", fmt.Sprintf("must be kill or pause, not %q", clip(s.onTimeout, 32)))
+	}
+	switch s.network {
+	case "":
+		s.network = NetworkNone
+	case NetworkNone:
+	case NetworkHost:
+		if !p.cfg.AllowHostNetwork {
+			return s, badField("network", "host is allowed only where the pool was started with --allow-host-network")
+		}
+	default:
+		return s, badField("network", fmt.Sprintf("must be none or host, not %q", clip(s.network, 32)))
+	}
+	if len(req.Env) > maxEnv {
+		return s, badField("env", fmt.Sprintf("holds %d variables; at most %d", len(req.Env), maxEnv))
+	}
+	for k, v := range req.Env {
+		if !envName.MatchString(k) || len(k) > maxNameLen {
+			return s, badField("env", fmt.Sprintf("%q is not a variable name ([A-Za-z_][A-Za-z0-9_]*)", clip(k, 64)))
+		}
+		if strings.IndexByte(v, 0) >= 0 || len(v) > maxEnvValue {
+			return s, badField("env."+k, fmt.Sprintf("must be at most %d bytes with no NUL", maxEnvValue))
+		}
+		s.env = append(s.env, k+"="+v)
+	}
+	if req.Limits != nil {
+		if req.Limits.Memory != 0 {
+			if err := sandbox.CheckMemory(int64(req.Limits.Memory)); err != nil {
+				return s, badField("limits.memory", err.Error())
+			}
+			s.limits.Memory = req.Limits.Memory
+		}
+		if req.Limits.Pids != 0 {
+			if err := sandbox.CheckPids(req.Limits.Pids); err != nil {
+				return s, badField("limits.pids", err.Error())
+			}
+			s.limits.Pids = req.Limits.Pids
+		}
+		if req.Limits.CPUs != 0 {
+			if err := sandbox.CheckCPUs(req.Limits.CPUs); err != nil {
+				return s, badField("limits.cpus", err.Error())
+			}
+			s.limits.CPUs = req.Limits.CPUs
+		}
+	}
+	if len(req.Metadata) > maxMetadata {
+		return s, badField("metadata", fmt.Sprintf("holds %d keys; at most %d", len(req.Metadata), maxMetadata))
+	}
+	for k, v := range req.Metadata {
+		if k == "" || len(k) > maxMetadataKey || !printable(k) {
+			return s, badField("metadata", fmt.Sprintf("key %q must be 1 to %d printable characters", clip(k, 64), maxMetadataKey))
+		}
+		if len(v) > maxMetadataVal || !utf8.ValidString(v) || strings.IndexByte(v, 0) >= 0 {
+			return s, badField("metadata."+k, fmt.Sprintf("must be valid UTF-8 of at most %d bytes", maxMetadataVal))
+		}
+		s.metadata[k] = v
+	}
+	return s, nil
+}
+
+// checkText refuses a name that is too long, not UTF-8 or holds a
+// control character.
+func checkText(field, v string, n int) error {
+	if len(v) > n || !printable(v) {
+		return badField(field, fmt.Sprintf("must be at most %d printable characters", n))
+	}
+	return nil
+}
+
+func printable(s string) bool {
+	if !utf8.ValidString(s) {
+		return false
+	}
+	for _, r := range s {
+		if r < 0x20 || r == 0x7f || r == utf8.RuneError {
+			return false
+		}
+	}
+	return true
+}
+
+// clip shortens an echoed input.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
+}
+
+func (p *Pool) templateNames() []string {
+	names := []string{BaseTemplate}
+	for n := range p.cfg.Templates {
+		names = append(names, n)
+	}
+	return names
+}
+
+func (p *Pool) list(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	f := ListFilter{State: q.Get("state"), Office: q.Get("office"), Metadata: map[string]string{}}
+	switch f.State {
+	case "", string(Running), string(Paused), string(Starting):
+	default:
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("state: must be running, paused or starting, not %q", clip(f.State, 32)))
+		return
+	}
+	for k, vs := range q {
+		switch {
+		case k == "state" || k == "office":
+		case strings.HasPrefix(k, "metadata.") && len(k) > len("metadata."):
+			f.Metadata[strings.TrimPrefix(k, "metadata.")] = vs[0]
+		default:
+			writeError(w, http.StatusBadRequest, fmt.Sprintf("unknown filter %q (state, office, metadata.KEY)", clip(k, 64)))
+			return
+		}
+	}
+	writeJSON(w, http.StatusOK, List{Sandboxes: p.List(f, requestBase(r))})
+}
+
+// pathID is the {id} of the route, refused early (404) when it cannot
+// be one.
+func pathID(w http.ResponseWriter, r *http.Request) (string, bool) {
+	id := r.PathValue("id")
+	if !validID(id) {
+		writeError(w, http.StatusNotFound, fmt.Sprintf("no sandbox %q", clip(id, 64)))
+		return "", false
+	}
+	return id, true
+}
+
+func (p *Pool) get(w http.ResponseWriter, r *http.Request) {
+	id, ok := pathID(w, r)
+	if !ok {
+		return
+	}
+	s, err := p.Get(id, requestBase(r))
+	if err != nil {
+		p.fail(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, s)
+}
+
+func (p *Pool) delete(w http.ResponseWriter, r *http.Request) {
+	id, ok := pathID(w, r)
+	if !ok {
+		return
+	}
+	keep := false
+	if v := r.URL.Query().Get("keep_workspace"); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			writeError(w, http.StatusBadRequest, "keep_workspace: must be true or false")
+			return
+		}
+		keep = b
+	}
+	if err := p.Delete(r.Context(), id, keep); err != nil {
+		p.fail(w, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (p *Pool) pause(w http.ResponseWriter, r *http.Request) {
+	id, ok := pathID(w, r)
+	if !ok {
+		return
+	}
+	s, err := p.Pause(id, requestBase(r))
+	if err != nil {
+		p.fail(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, s)
+}
+
+// timeoutBody is the body of resume (optional) and timeout.
+type timeoutBody struct {
+	TimeoutS *json.Number `json:"timeout_s"`
+}
+
+func (p *Pool) resume(w http.ResponseWriter, r *http.Request) {
+	id, ok := pathID(w, r)
+	if !ok {
+		return
+	}
+	var body timeoutBody
+	if !readJSON(w, r, &body) {
+		return
+	}
+	var t *int
+	if body.TimeoutS != nil {
+		n, err := seconds("timeout_s", *body.TimeoutS)
+		if err != nil {
+			p.fail(w, err)
+			return
+		}
+		t = &n
+	}
+	s, err := p.Resume(id, t, requestBase(r))
+	if err != nil {
+		p.fail(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, s)
+}
+
+func (p *Pool) timeout(w http.ResponseWriter, r *http.Request) {
+	id, ok := pathID(w, r)
+	if !ok {
+		return
+	}
+	var body timeoutBody
+	if !readJSON(w, r, &body) {
+		return
+	}
+	if body.TimeoutS == nil {
+		writeError(w, http.StatusBadRequest, "missing field `timeout_s`")
+		return
+	}
+	n, err := seconds("timeout_s", *body.TimeoutS)
+	if err != nil {
+		p.fail(w, err)
+		return
+	}
+	s, err := p.SetTimeout(id, n, requestBase(r))
+	if err != nil {
+		p.fail(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, s)
+}
+
+func (p *Pool) metricsRoute(w http.ResponseWriter, r *http.Request) {
+	id, ok := pathID(w, r)
+	if !ok {
+		return
+	}
+	m, err := p.Metrics(id)
+	if err != nil {
+		p.fail(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, m)
+}
+
+// sandboxAPI serves /sandboxes/{id}/...: the port proxy for
+// /sandboxes/{id}/ports/{port}/..., else the sandbox's own daemon with
+// the prefix stripped. A known sandbox's daemon checks the token itself
+// (it holds the pool's), with a lone aiod's public routes and answers;
+// for an unknown id the token is asked first, so an id's existence is
+// not told to a caller without it.
+func (p *Pool) sandboxAPI(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	b, ok := p.lookup(id)
+	if !ok || !validID(id) {
+		if p.refused(w, r) {
+			return
+		}
+		if p.cfg.Token != "" && !api.HasKey(r, p.cfg.Token) {
+			writeError(w, http.StatusUnauthorized, "Unauthorized")
+			return
+		}
+		writeError(w, http.StatusNotFound, fmt.Sprintf("no sandbox %q", clip(id, 64)))
+		return
+	}
+	prefix := "/sandboxes/" + id
+	rest := strings.TrimPrefix(r.URL.Path, prefix)
+	if port, tail, isPort := portPath(rest); isPort {
+		if p.refused(w, r) {
+			return
+		}
+		n, err := strconv.Atoi(port)
+		if err != nil || n < 1 || n > math.MaxUint16 || port[0] == '0' {
+			writeError(w, http.StatusBadRequest, fmt.Sprintf("port: must be a number from 1 to 65535, not %q", clip(port, 16)))
+			return
+		}
+		p.ports.ServePath(w, r, id, n, tail)
+		return
+	}
+	r2 := new(http.Request)
+	*r2 = *r
+	u := *r.URL
+	u.Path = rest
+	if u.Path == "" {
+		u.Path = "/"
+	}
+	u.RawPath = ""
+	if raw := r.URL.RawPath; raw != "" {
+		u.RawPath = strings.TrimPrefix(raw, prefix)
+		if u.RawPath == "" {
+			u.RawPath = "/"
+		}
+	}
+	r2.URL = &u
+	r2.RequestURI = u.RequestURI()
+	b.serve(w, r2)
+}
+
+// portPath splits "/ports/{port}/rest" into port and "/rest".
+func portPath(rest string) (port, tail string, ok bool) {
+	after, ok := strings.CutPrefix(rest, "/ports/")
+	if !ok {
+		return "", "", false
+	}
+	port, tail, _ = strings.Cut(after, "/")
+	return port, "/" + tail, true
+}

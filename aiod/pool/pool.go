@@ -1,0 +1,668 @@
+package pool
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base32"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/a2c-smcp/a2c-go/aiod"
+	"github.com/a2c-smcp/a2c-go/aiod/internal/sandbox"
+	"github.com/a2c-smcp/a2c-go/internal/origin"
+)
+
+// Defaults of a pool (aiod pool's flags).
+const (
+	DefaultListen  = "127.0.0.1:18100"
+	DefaultMax     = 64
+	DefaultWarm    = 2
+	DefaultMemory  = 1 << 30
+	DefaultPids    = 512
+	DefaultCPUs    = 1.0
+	DefaultTimeout = 300 // seconds
+	// BaseTemplate is the template of an empty workspace.
+	BaseTemplate = "base"
+	// DefaultName is the Computer name of a sandbox that joins an office.
+	DefaultName = "sandbox"
+	// MaxTimeout bounds timeout_s and idle_timeout_s: 30 days.
+	MaxTimeout = 30 * 24 * 3600
+	// ShutdownBound is how long Close gives every sandbox to end.
+	ShutdownBound = 10 * time.Second
+)
+
+// Config configures a [Pool].
+type Config struct {
+	// Root holds the sandboxes' workspaces (Root/live/{id}) and the ones
+	// a delete kept (Root/kept/{id}). Default /var/lib/aiod/pool for
+	// root, else $XDG_STATE_HOME/aiod/pool. One pool per root.
+	Root string
+	// Max bounds the sandboxes in use (default [DefaultMax]); a create
+	// past it answers 429. Warm sandboxes are not counted.
+	Max int
+	// Warm is how many sandboxes of the base template with the default
+	// limits are kept started and unclaimed (0: none).
+	Warm int
+	// Templates maps a template's name to the directory its workspaces
+	// start as a copy of. "base" (empty) always exists.
+	Templates map[string]string
+	// Memory, Pids and CPUs are the default per-sandbox limits (zero:
+	// 1GiB, 512, 1).
+	Memory int64
+	Pids   int
+	CPUs   float64
+	// AllowHostNetwork lets a create ask for network "host".
+	AllowHostNetwork bool
+	// Server is the hub sandboxes that name an office join, with
+	// ServerToken presented to it (default Token).
+	Server, ServerToken string
+	// ProtocolVersion is the A2C-SMCP version the sandboxes' Computers
+	// speak (default smcp.ProtocolVersion).
+	ProtocolVersion string
+	// Token guards every route of the pool, each sandbox's API and the
+	// port proxy; empty: none (loopback only).
+	Token string
+	// UIDBase is the first host uid of the range sandbox accounts take
+	// (default [DefaultUIDBase]); each live sandbox has its own.
+	UIDBase int
+	// Daemon is the template of every sandbox's daemon configuration
+	// (interpreters, session caps, ...); its Workspace, APIKey, Isolation,
+	// Sandbox and Logger are the pool's to set.
+	Daemon aiod.Config
+	// Listen is the pool's address (host:port), for the URLs it answers
+	// with when no request gives one, and for its Host rule;
+	// AllowedHosts and AllowedOrigins as aiod's.
+	Listen                       string
+	AllowedHosts, AllowedOrigins []string
+	// Logger receives the pool's logs; Registerer, if set, its metrics;
+	// Metrics, if set, is served at GET /metrics (behind the token).
+	Logger     *slog.Logger
+	Registerer prometheus.Registerer
+	Metrics    http.Handler
+	// CreateConcurrency bounds the sandboxes being started at once
+	// (default 2 per CPU, at least 4); more creates wait their turn.
+	CreateConcurrency int
+}
+
+// DefaultUIDBase is the first uid of the range sandbox accounts take:
+// far above any account a distribution creates, and below the 2^31 that
+// some tools mishandle.
+const DefaultUIDBase = 1_900_000_000
+
+// uidRange is how many uids the range holds.
+const uidRange = 1 << 16
+
+// Pool runs many sandboxes. Make one with [New]; its methods are safe
+// for concurrent use. Close ends every sandbox.
+type Pool struct {
+	cfg     Config
+	log     *slog.Logger
+	root    string // absolute
+	lock    *os.File
+	metrics *poolMetrics
+
+	mu      sync.Mutex
+	boxes   map[string]*box // created (claimed) sandboxes, starting ones included
+	office  map[string]string
+	warm    []*box // started and unclaimed
+	warming int    // warm sandboxes being started
+	uids    map[int]bool
+	closed  bool
+
+	createSem chan struct{} // bounds starts (createConcurrency)
+	refill    chan struct{} // wakes the warm refiller
+	ctx       context.Context
+	stop      context.CancelFunc
+	bg        sync.WaitGroup // the reaper, the refiller and warm starts
+	ports     *portProxy
+	policy    *origin.Policy // the Host and Origin rule of the pool's routes
+	hostUIDs  map[int]bool   // uids of the host's accounts, never handed out
+	single    bool           // no distinct accounts: an unprivileged pool
+}
+
+// New checks cfg, takes the pool's root and starts the background work
+// (timeouts, the warm pool). The caller must Close it.
+func New(cfg Config) (*Pool, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Max == 0 {
+		cfg.Max = DefaultMax
+	}
+	if cfg.Max < 1 || cfg.Max > uidRange/2 {
+		return nil, fmt.Errorf("max must be from 1 to %d, got %d", uidRange/2, cfg.Max)
+	}
+	if cfg.Warm < 0 || cfg.Warm > cfg.Max {
+		return nil, fmt.Errorf("warm must be from 0 to max (%d), got %d", cfg.Max, cfg.Warm)
+	}
+	if cfg.Memory == 0 {
+		cfg.Memory = DefaultMemory
+	}
+	if cfg.Pids == 0 {
+		cfg.Pids = DefaultPids
+	}
+	if cfg.CPUs == 0 {
+		cfg.CPUs = DefaultCPUs
+	}
+	if err := sandbox.CheckMemory(cfg.Memory); err != nil {
+		return nil, fmt.Errorf("memory: %w", err)
+	}
+	if err := sandbox.CheckPids(cfg.Pids); err != nil {
+		return nil, fmt.Errorf("pids: %w", err)
+	}
+	if err := sandbox.CheckCPUs(cfg.CPUs); err != nil {
+		return nil, fmt.Errorf("cpus: %w", err)
+	}
+	if cfg.UIDBase == 0 {
+		cfg.UIDBase = DefaultUIDBase
+	}
+	if cfg.UIDBase < 1000 || cfg.UIDBase > 1<<31-uidRange {
+		return nil, fmt.Errorf("uid base %d is out of range", cfg.UIDBase)
+	}
+	if cfg.ServerToken == "" {
+		cfg.ServerToken = cfg.Token
+	}
+	if cfg.CreateConcurrency <= 0 {
+		cfg.CreateConcurrency = max(4, 2*runtime.NumCPU())
+	}
+	for name, dir := range cfg.Templates {
+		if err := checkTemplate(name, dir); err != nil {
+			return nil, err
+		}
+	}
+	policy, err := origin.New(origin.Config{Listen: cfg.Listen, Hosts: cfg.AllowedHosts, Origins: cfg.AllowedOrigins})
+	if err != nil {
+		return nil, err
+	}
+	root, err := poolRoot(cfg.Root)
+	if err != nil {
+		return nil, err
+	}
+	lock, err := takeRoot(root)
+	if err != nil {
+		return nil, err
+	}
+	p := &Pool{cfg: cfg, log: cfg.Logger, root: root, lock: lock, boxes: map[string]*box{}, office: map[string]string{},
+		uids: map[int]bool{}, policy: policy, createSem: make(chan struct{}, cfg.CreateConcurrency), refill: make(chan struct{}, 1),
+		hostUIDs: hostUIDs(), single: os.Geteuid() != 0 || sandbox.InUserNamespace()}
+	p.ctx, p.stop = context.WithCancel(context.Background())
+	p.metrics = newPoolMetrics(p)
+	if cfg.Registerer != nil {
+		if err := cfg.Registerer.Register(p.metrics); err != nil {
+			p.stop()
+			lock.Close()
+			return nil, fmt.Errorf("metrics: %w", err)
+		}
+	}
+	p.ports = newPortProxy(portProxyConfig{Token: cfg.Token, Logger: cfg.Logger, Lookup: p.portTarget})
+	p.bg.Add(2)
+	go func() { defer p.bg.Done(); p.reap() }()
+	go func() { defer p.bg.Done(); p.refillWarm() }()
+	p.wakeRefill()
+	return p, nil
+}
+
+// poolRoot is the pool's root directory, made if missing (0711: the
+// sandboxes' directories below it are not listed to other accounts).
+func poolRoot(root string) (string, error) {
+	if root == "" {
+		if os.Geteuid() == 0 {
+			root = "/var/lib/aiod/pool"
+		} else {
+			state := os.Getenv("XDG_STATE_HOME")
+			if state == "" {
+				home, err := os.UserHomeDir()
+				if err != nil {
+					return "", fmt.Errorf("root: %w", err)
+				}
+				state = filepath.Join(home, ".local", "state")
+			}
+			root = filepath.Join(state, "aiod", "pool")
+		}
+	}
+	root, err := filepath.Abs(root)
+	if err != nil {
+		return "", fmt.Errorf("root: %w", err)
+	}
+	for _, d := range []string{root, filepath.Join(root, "live"), filepath.Join(root, "kept")} {
+		if err := os.MkdirAll(d, 0o711); err != nil {
+			return "", fmt.Errorf("root: %w", err)
+		}
+	}
+	return root, nil
+}
+
+// Create starts a sandbox for req, from the warm pool when it fits, and
+// returns it running. base is the pool's URL as the caller reaches it
+// (for api_url; empty: the listen address). Errors are *Error: 400 for
+// bad input (naming the field), 429 at Max, 503 when closed.
+func (p *Pool) Create(ctx context.Context, req CreateRequest, base string) (Sandbox, error) {
+	spec, err := p.check(req)
+	if err != nil {
+		return Sandbox{}, err
+	}
+	b, err := p.admit(spec)
+	if err != nil {
+		return Sandbox{}, err
+	}
+	start := time.Now()
+	source := "warm"
+	if !b.claimedWarm {
+		source = "cold"
+		if err := p.start(ctx, b); err != nil {
+			p.forget(b)
+			b.close(context.Background(), false)
+			return Sandbox{}, err
+		}
+	}
+	if err := b.begin(spec); err != nil {
+		p.forget(b)
+		b.close(context.Background(), false)
+		return Sandbox{}, &Error{Status: http.StatusInternalServerError, Message: "sandbox did not start: " + err.Error()}
+	}
+	p.metrics.created(source, time.Since(start))
+	p.log.Info("sandbox created", "id", b.id, "source", source, "template", spec.template, "office", spec.office,
+		"took", time.Since(start).Round(time.Microsecond))
+	return b.object(p.baseURL(base)), nil
+}
+
+// spec is a checked create request with the pool's defaults filled in.
+type spec struct {
+	template, office, name, onTimeout, network string
+	timeout, idle                              time.Duration
+	env                                        []string
+	limits                                     Limits
+	metadata                                   map[string]string
+}
+
+// fitsWarm reports whether a warm sandbox (base template, default
+// limits, no network) can serve s.
+func (p *Pool) fitsWarm(s spec) bool {
+	return s.template == BaseTemplate && s.network == NetworkNone && s.limits == p.defaultLimits()
+}
+
+func (p *Pool) defaultLimits() Limits {
+	return Limits{Memory: Size(p.cfg.Memory), Pids: p.cfg.Pids, CPUs: p.cfg.CPUs}
+}
+
+// admit reserves a place for a new sandbox: a warm one when s fits it,
+// else a fresh box in state starting, counted against Max.
+func (p *Pool) admit(s spec) (*box, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return nil, &Error{Status: http.StatusServiceUnavailable, Message: "the pool is shutting down"}
+	}
+	if len(p.boxes) >= p.cfg.Max {
+		return nil, &Error{Status: http.StatusTooManyRequests,
+			Message: fmt.Sprintf("the pool holds its maximum of %d sandboxes; delete one or start the pool with a larger --max", p.cfg.Max)}
+	}
+	if s.office != "" {
+		if id, ok := p.office[s.office]; ok {
+			return nil, &Error{Status: http.StatusConflict, Message: fmt.Sprintf("office %q already has sandbox %s", s.office, id)}
+		}
+	}
+	var b *box
+	if p.fitsWarm(s) && len(p.warm) > 0 {
+		b = p.warm[0]
+		p.warm = p.warm[1:]
+		b.claimedWarm = true
+		p.wakeRefill()
+	} else {
+		uid, err := p.takeUID()
+		if err != nil {
+			return nil, err
+		}
+		b = p.newBox(uid, s.template, s.network, s.limits)
+	}
+	p.boxes[b.id] = b
+	if s.office != "" {
+		p.office[s.office] = b.id
+	}
+	b.officeName = s.office
+	return b, nil
+}
+
+// newBox makes an unstarted box (p.mu held).
+func (p *Pool) newBox(uid int, template, network string, limits Limits) *box {
+	id := newID()
+	return &box{p: p, id: id, uid: uid, template: template, network: network, limits: limits,
+		dir: filepath.Join(p.root, "live", id), state: Starting, created: time.Now(), started: make(chan struct{})}
+}
+
+// start builds a box's workspace, sandbox and daemon, bounded by the
+// create concurrency.
+func (p *Pool) start(ctx context.Context, b *box) error {
+	select {
+	case p.createSem <- struct{}{}:
+	case <-ctx.Done():
+		return &Error{Status: http.StatusServiceUnavailable, Message: "the create was abandoned while it waited its turn"}
+	case <-p.ctx.Done():
+		return &Error{Status: http.StatusServiceUnavailable, Message: "the pool is shutting down"}
+	}
+	defer func() { <-p.createSem }()
+	if err := b.start(); err != nil {
+		p.log.Warn("sandbox did not start", "id", b.id, "err", err)
+		return &Error{Status: http.StatusInternalServerError, Message: "sandbox did not start: " + err.Error()}
+	}
+	return nil
+}
+
+// forget drops b from the pool's books (its id, office and uid).
+func (p *Pool) forget(b *box) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.boxes[b.id] == b {
+		delete(p.boxes, b.id)
+	}
+	if b.officeName != "" && p.office[b.officeName] == b.id {
+		delete(p.office, b.officeName)
+	}
+	delete(p.uids, b.uid)
+	p.wakeRefill()
+}
+
+// takeUID hands out the lowest free uid of the range (p.mu held); an
+// unprivileged pool has one account for all (0 here: the sandbox's own).
+func (p *Pool) takeUID() (int, error) {
+	if p.single {
+		return 0, nil
+	}
+	for i := range uidRange {
+		uid := p.cfg.UIDBase + i
+		if !p.uids[uid] && !p.hostUIDs[uid] {
+			p.uids[uid] = true
+			return uid, nil
+		}
+	}
+	return 0, &Error{Status: http.StatusTooManyRequests, Message: "no free sandbox account is left in the uid range"}
+}
+
+// lookup returns the claimed sandbox id names.
+func (p *Pool) lookup(id string) (*box, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	b, ok := p.boxes[id]
+	return b, ok
+}
+
+func notFound(id string) error {
+	return &Error{Status: http.StatusNotFound, Message: fmt.Sprintf("no sandbox %q", id)}
+}
+
+// Get returns sandbox id. It never resumes it.
+func (p *Pool) Get(id, base string) (Sandbox, error) {
+	b, ok := p.lookup(id)
+	if !ok {
+		return Sandbox{}, notFound(id)
+	}
+	return b.object(p.baseURL(base)), nil
+}
+
+// List returns the sandboxes f selects, oldest first.
+func (p *Pool) List(f ListFilter, base string) []Sandbox {
+	p.mu.Lock()
+	boxes := make([]*box, 0, len(p.boxes))
+	for _, b := range p.boxes {
+		boxes = append(boxes, b)
+	}
+	p.mu.Unlock()
+	slices.SortFunc(boxes, func(a, b *box) int { return a.created.Compare(b.created) })
+	out := []Sandbox{}
+	for _, b := range boxes {
+		s := b.object(p.baseURL(base))
+		if f.State != "" && string(s.State) != f.State || f.Office != "" && s.Office != f.Office {
+			continue
+		}
+		match := true
+		for k, v := range f.Metadata {
+			if got, ok := s.Metadata[k]; !ok || got != v {
+				match = false
+				break
+			}
+		}
+		if match {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// Delete ends sandbox id: its office seat, every process, and its
+// workspace unless keep (then moved under Root/kept).
+func (p *Pool) Delete(ctx context.Context, id string, keep bool) error {
+	b, ok := p.lookup(id)
+	if !ok {
+		return notFound(id)
+	}
+	p.forget(b)
+	b.close(ctx, keep)
+	p.log.Info("sandbox deleted", "id", id, "kept_workspace", keep)
+	return nil
+}
+
+// Pause freezes sandbox id's processes.
+func (p *Pool) Pause(id, base string) (Sandbox, error) {
+	b, ok := p.lookup(id)
+	if !ok {
+		return Sandbox{}, notFound(id)
+	}
+	if err := b.pause(); err != nil {
+		return Sandbox{}, err
+	}
+	return b.object(p.baseURL(base)), nil
+}
+
+// Resume thaws sandbox id; timeout, if set, gives it a new deadline (0:
+// none).
+func (p *Pool) Resume(id string, timeout *int, base string) (Sandbox, error) {
+	b, ok := p.lookup(id)
+	if !ok {
+		return Sandbox{}, notFound(id)
+	}
+	if err := b.resume(timeout); err != nil {
+		return Sandbox{}, err
+	}
+	return b.object(p.baseURL(base)), nil
+}
+
+// SetTimeout moves sandbox id's deadline to now + seconds (0: none).
+func (p *Pool) SetTimeout(id string, seconds int, base string) (Sandbox, error) {
+	b, ok := p.lookup(id)
+	if !ok {
+		return Sandbox{}, notFound(id)
+	}
+	b.setTimeout(seconds)
+	return b.object(p.baseURL(base)), nil
+}
+
+// Metrics reads sandbox id's usage. It never resumes it.
+func (p *Pool) Metrics(id string) (Metrics, error) {
+	b, ok := p.lookup(id)
+	if !ok {
+		return Metrics{}, notFound(id)
+	}
+	return b.usage()
+}
+
+// Close ends every sandbox (within [ShutdownBound]) and the background
+// work, and releases the root.
+func (p *Pool) Close() error {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return nil
+	}
+	p.closed = true
+	boxes := make([]*box, 0, len(p.boxes)+len(p.warm))
+	for _, b := range p.boxes {
+		boxes = append(boxes, b)
+	}
+	boxes = append(boxes, p.warm...)
+	p.boxes, p.warm, p.office = map[string]*box{}, nil, map[string]string{}
+	p.mu.Unlock()
+	p.stop()
+	ctx, cancel := context.WithTimeout(context.Background(), ShutdownBound)
+	defer cancel()
+	var wg sync.WaitGroup
+	for _, b := range boxes {
+		wg.Add(1)
+		go func() { defer wg.Done(); b.close(ctx, false) }()
+	}
+	wg.Wait()
+	p.bg.Wait() // warm starts in flight close their own box once they see closed
+	if p.cfg.Registerer != nil {
+		p.cfg.Registerer.Unregister(p.metrics)
+	}
+	return p.lock.Close()
+}
+
+// baseURL is the pool's URL for api_url: base when the caller knows how
+// it was reached, else the listen address.
+func (p *Pool) baseURL(base string) string {
+	if base != "" {
+		return strings.TrimRight(base, "/")
+	}
+	return "http://" + p.cfg.Listen
+}
+
+// reap applies deadlines and idle timeouts, twice a second, until the
+// pool closes.
+func (p *Pool) reap() {
+	t := time.NewTicker(250 * time.Millisecond)
+	defer t.Stop()
+	lastTrim := time.Now()
+	for {
+		select {
+		case <-p.ctx.Done():
+			return
+		case <-t.C:
+		}
+		now := time.Now()
+		p.mu.Lock()
+		boxes := make([]*box, 0, len(p.boxes))
+		for _, b := range p.boxes {
+			boxes = append(boxes, b)
+		}
+		p.mu.Unlock()
+		for _, b := range boxes {
+			switch b.due(now) {
+			case OnTimeoutKill:
+				p.log.Info("sandbox timed out", "id", b.id, "action", "kill")
+				p.forget(b)
+				ctx, cancel := context.WithTimeout(p.ctx, ShutdownBound)
+				b.close(ctx, false)
+				cancel()
+			case OnTimeoutPause:
+				p.log.Info("sandbox timed out", "id", b.id, "action", "pause")
+				if err := b.pause(); err != nil {
+					p.log.Warn("pause on timeout failed", "id", b.id, "err", err)
+				}
+			}
+		}
+		// A pool idles most of its life: hand back the memory a burst of
+		// creates or requests left behind, at most every 10 s.
+		if now.Sub(lastTrim) > 10*time.Second {
+			debug.FreeOSMemory()
+			lastTrim = now
+		}
+	}
+}
+
+// wakeRefill asks the refiller to look at the warm pool again.
+func (p *Pool) wakeRefill() {
+	select {
+	case p.refill <- struct{}{}:
+	default:
+	}
+}
+
+// refillWarm keeps cfg.Warm sandboxes started and unclaimed, one start
+// at a time, until the pool closes.
+func (p *Pool) refillWarm() {
+	if p.cfg.Warm == 0 {
+		return
+	}
+	for {
+		select {
+		case <-p.ctx.Done():
+			return
+		case <-p.refill:
+		}
+		for {
+			p.mu.Lock()
+			need := !p.closed && len(p.warm)+p.warming < p.cfg.Warm
+			var b *box
+			if need {
+				uid, err := p.takeUID()
+				if err != nil {
+					need = false
+				} else {
+					b = p.newBox(uid, BaseTemplate, NetworkNone, p.defaultLimits())
+					p.warming++
+				}
+			}
+			p.mu.Unlock()
+			if !need {
+				break
+			}
+			err := p.start(p.ctx, b)
+			p.mu.Lock()
+			p.warming--
+			keep := err == nil && !p.closed
+			if keep {
+				p.warm = append(p.warm, b)
+			} else {
+				delete(p.uids, b.uid)
+			}
+			p.mu.Unlock()
+			if !keep {
+				b.close(context.Background(), false)
+				if err != nil {
+					p.log.Warn("warm sandbox did not start; retrying in 1 s", "err", err)
+					select {
+					case <-p.ctx.Done():
+						return
+					case <-time.After(time.Second):
+					}
+				}
+			}
+		}
+	}
+}
+
+// newID is a sandbox id: 20 characters of [a-z2-7] (100 random bits), a
+// DNS label as the port hosts need.
+func newID() string {
+	var b [13]byte
+	_, _ = rand.Read(b[:])
+	return strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(b[:]))[:20]
+}
+
+// validID reports whether s can be an id (a cheap refusal before lookup).
+func validID(s string) bool {
+	if len(s) != 20 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !(c >= 'a' && c <= 'z' || c >= '2' && c <= '7') {
+			return false
+		}
+	}
+	return true
+}
+
+// errClosed is the answer to a use of a sandbox that has ended.
+var errClosed = errors.New("the sandbox has ended")

@@ -1,0 +1,135 @@
+package pool
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// takeRoot locks the pool's root (Root/.lock, flock) so two pools never
+// share one, and removes the workspaces a pool killed before it could
+// clean up left under Root/live (sandboxes end with their pool). The
+// lock is held until the returned file is closed.
+func takeRoot(root string) (*os.File, error) {
+	f, err := os.OpenFile(filepath.Join(root, ".lock"), os.O_RDWR|os.O_CREATE|unix.O_CLOEXEC, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("root: %w", err)
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, unix.EWOULDBLOCK) {
+			return nil, fmt.Errorf("root %s is in use by another aiod pool; give this one --root of its own", root)
+		}
+		return nil, fmt.Errorf("root: lock: %w", err)
+	}
+	live := filepath.Join(root, "live")
+	entries, _ := os.ReadDir(live)
+	for _, e := range entries {
+		_ = os.RemoveAll(filepath.Join(live, e.Name()))
+	}
+	return f, nil
+}
+
+// hostUIDs are the uids of the host's accounts (/etc/passwd): the pool
+// never gives a sandbox one of them.
+func hostUIDs() map[int]bool {
+	out := map[int]bool{}
+	f, err := os.Open("/etc/passwd")
+	if err != nil {
+		return out
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Split(sc.Text(), ":")
+		if len(fields) > 2 {
+			if uid, err := strconv.Atoi(fields[2]); err == nil {
+				out[uid] = true
+			}
+		}
+	}
+	return out
+}
+
+var templateName = regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]{0,63}$`)
+
+// checkTemplate refuses a template whose name is not [a-z0-9_.-] or
+// "base", or whose directory is not one.
+func checkTemplate(name, dir string) error {
+	if !templateName.MatchString(name) || name == BaseTemplate {
+		return fmt.Errorf("template %q: a name is 1 to 64 of [a-z0-9_.-], and base is taken", name)
+	}
+	fi, err := os.Stat(dir)
+	if err != nil || !fi.IsDir() {
+		return fmt.Errorf("template %s: %s is not a directory", name, dir)
+	}
+	return nil
+}
+
+// copyTree copies the contents of directory src into dst (an empty
+// directory): regular files (cloned where the filesystem can, so a
+// template costs no space until written), directories and symbolic
+// links, with their permission bits; anything else (devices, sockets,
+// fifos) is skipped. Links are copied as links, never followed: they
+// resolve inside the sandbox's view. The files belong to the pool's
+// account; the sandbox sees them as its own through its idmapped
+// workspace.
+func copyTree(src, dst string) error {
+	return filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(src, path)
+		if err != nil || rel == "." {
+			return err
+		}
+		target := filepath.Join(dst, rel)
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		mode := info.Mode()
+		switch {
+		case mode.IsDir():
+			return os.Mkdir(target, mode.Perm()|0o700)
+		case mode&fs.ModeSymlink != 0:
+			link, err := os.Readlink(path)
+			if err != nil {
+				return err
+			}
+			return os.Symlink(link, target)
+		case mode.IsRegular():
+			return copyFile(path, target, mode.Perm())
+		}
+		return nil
+	})
+}
+
+// copyFile clones src to dst (FICLONE), or copies its bytes.
+func copyFile(src, dst string, perm fs.FileMode) error {
+	in, err := os.OpenFile(src, os.O_RDONLY|unix.O_NOFOLLOW, 0)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL|unix.O_NOFOLLOW, perm)
+	if err != nil {
+		return err
+	}
+	if unix.IoctlFileClone(int(out.Fd()), int(in.Fd())) != nil {
+		if _, err := io.Copy(out, in); err != nil {
+			out.Close()
+			return err
+		}
+	}
+	return out.Close()
+}
