@@ -379,14 +379,15 @@ func (d *Daemon) environment(c *Capabilities) map[string]any {
 // Isolated reports whether the daemon's processes run in a sandbox.
 func (d *Daemon) Isolated() bool { return d.sandbox != nil }
 
-// sandboxUser is the account sandbox processes run as, or nil without
-// isolation.
+// sandboxUser is the account sandbox processes run as (the published
+// SandboxAccount: name, uid and gid as the sandbox sees them, and its
+// home, the workspace), or nil without isolation.
 func (d *Daemon) sandboxUser() any {
 	if d.sandbox == nil {
 		return nil
 	}
-	name, _, _ := d.sandbox.Account()
-	return name
+	name, uid, gid := d.sandbox.Account()
+	return map[string]any{"name": name, "uid": uid, "gid": gid, "home": d.cfg.Workspace}
 }
 
 // sandboxInfo is GET /v2/sandbox: identity, directories, versions and the

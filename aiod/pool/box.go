@@ -78,8 +78,15 @@ func (b *box) start() (err error) {
 	if err := os.Mkdir(b.dir, 0o700); err != nil {
 		return fmt.Errorf("workspace: %w", err)
 	}
+	owner := -1 // an unprivileged pool's files are its own
+	if !p.single {
+		owner = p.cfg.UIDBase
+		if err := os.Lchown(b.dir, owner, owner); err != nil {
+			return fmt.Errorf("workspace: %w", err)
+		}
+	}
 	if b.template != BaseTemplate {
-		if err := copyTree(p.cfg.Templates[b.template], b.dir); err != nil {
+		if err := copyTree(p.cfg.Templates[b.template], b.dir, owner); err != nil {
 			return fmt.Errorf("template %s: %w", b.template, err)
 		}
 	}
@@ -149,7 +156,7 @@ func (b *box) joinOffice(office, name string) chan struct{} {
 	p := b.p
 	go func() {
 		defer close(done)
-		err := b.d.JoinOffice(ctx, aiod.OfficeOptions{Server: p.cfg.Server, Office: office, Name: name, Token: p.cfg.ServerToken,
+		err := b.d.JoinOffice(ctx, aiod.OfficeOptions{Server: p.cfg.Server, Office: office, Name: name, BundleID: name, Token: p.cfg.ServerToken,
 			ProtocolVersion: p.cfg.ProtocolVersion, OnJoined: func() { once.Do(func() { close(joined) }) }})
 		if err != nil && ctx.Err() == nil {
 			p.log.Warn("sandbox's office connection ended", "id", b.id, "office", office, "err", err)

@@ -19,6 +19,7 @@ import (
 	"github.com/a2c-smcp/a2c-go/aiod/internal/api"
 	"github.com/a2c-smcp/a2c-go/aiod/internal/sandbox"
 	"github.com/a2c-smcp/a2c-go/internal/origin"
+	"github.com/a2c-smcp/a2c-go/smcp"
 )
 
 // maxBody bounds a request body of the pool's own routes.
@@ -60,6 +61,10 @@ func (p *Pool) Handler() http.Handler {
 	mux.HandleFunc("/sandboxes/{id}", p.sandboxAPI)
 	mux.HandleFunc("/sandboxes/{id}/", p.sandboxAPI)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		if p.cfg.Fallback != nil {
+			p.cfg.Fallback.ServeHTTP(w, r)
+			return
+		}
 		if p.cfg.Token != "" && !api.HasKey(r, p.cfg.Token) {
 			writeError(w, http.StatusUnauthorized, "Unauthorized")
 			return
@@ -74,6 +79,8 @@ func (p *Pool) Handler() http.Handler {
 		case p.ports.ServeHost(w, r):
 		case strings.HasPrefix(r.URL.Path, "/sandboxes/"):
 			mux.ServeHTTP(w, r) // sandboxAPI applies the rule where the daemon does not
+		case p.cfg.Fallback != nil && !p.owns(r.URL.Path):
+			p.cfg.Fallback.ServeHTTP(w, r)
 		default:
 			guarded.ServeHTTP(w, r)
 		}
@@ -87,6 +94,11 @@ func (p *Pool) refused(w http.ResponseWriter, r *http.Request) bool {
 		return true
 	}
 	return false
+}
+
+// owns reports whether path is one of the pool's own routes.
+func (p *Pool) owns(path string) bool {
+	return path == "/v2/sandboxes" || strings.HasPrefix(path, "/v2/sandboxes/") || path == "/metrics" && p.cfg.Metrics != nil
 }
 
 // auth refuses a request without the pool's token (when one is set).
@@ -226,9 +238,9 @@ type createBody struct {
 	Template     *string           `json:"template"`
 	Office       *string           `json:"office"`
 	Name         *string           `json:"name"`
-	TimeoutS     *json.Number      `json:"timeout_s"`
+	TimeoutS     json.RawMessage   `json:"timeout_s"`
 	OnTimeout    *string           `json:"on_timeout"`
-	IdleTimeoutS *json.Number      `json:"idle_timeout_s"`
+	IdleTimeoutS json.RawMessage   `json:"idle_timeout_s"`
 	Env          map[string]string `json:"env"`
 	Limits       *limitsBody       `json:"limits"`
 	Network      *string           `json:"network"`
@@ -237,8 +249,8 @@ type createBody struct {
 
 type limitsBody struct {
 	Memory json.RawMessage `json:"memory"`
-	Pids   *json.Number    `json:"pids"`
-	CPUs   *json.Number    `json:"cpus"`
+	Pids   json.RawMessage `json:"pids"`
+	CPUs   json.RawMessage `json:"cpus"`
 }
 
 func (p *Pool) create(w http.ResponseWriter, r *http.Request) {
@@ -270,15 +282,15 @@ func (b createBody) request() (CreateRequest, error) {
 	}
 	req := CreateRequest{Template: str(b.Template), Office: str(b.Office), Name: str(b.Name), OnTimeout: str(b.OnTimeout),
 		Network: str(b.Network), Env: b.Env, Metadata: b.Metadata}
-	if b.TimeoutS != nil {
-		n, err := seconds("timeout_s", *b.TimeoutS)
+	if present(b.TimeoutS) {
+		n, err := seconds("timeout_s", b.TimeoutS)
 		if err != nil {
 			return req, err
 		}
 		req.TimeoutS = &n
 	}
-	if b.IdleTimeoutS != nil {
-		n, err := seconds("idle_timeout_s", *b.IdleTimeoutS)
+	if present(b.IdleTimeoutS) {
+		n, err := seconds("idle_timeout_s", b.IdleTimeoutS)
 		if err != nil {
 			return req, err
 		}
@@ -298,8 +310,11 @@ func (b createBody) request() (CreateRequest, error) {
 			}
 			req.Limits.Memory = m
 		}
-		if b.Limits.Pids != nil {
-			n, err := strconv.Atoi(b.Limits.Pids.String())
+		if present(b.Limits.Pids) {
+			n, err := strconv.Atoi(string(b.Limits.Pids))
+			if err == nil && !isNumber(b.Limits.Pids) {
+				err = errNotNumber
+			}
 			if err == nil {
 				err = sandbox.CheckPids(n)
 			}
@@ -308,8 +323,11 @@ func (b createBody) request() (CreateRequest, error) {
 			}
 			req.Limits.Pids = n
 		}
-		if b.Limits.CPUs != nil {
-			f, err := b.Limits.CPUs.Float64()
+		if present(b.Limits.CPUs) {
+			f, err := strconv.ParseFloat(string(b.Limits.CPUs), 64)
+			if err == nil && !isNumber(b.Limits.CPUs) {
+				err = errNotNumber
+			}
 			if err == nil {
 				err = sandbox.CheckCPUs(f)
 			}
@@ -322,13 +340,44 @@ func (b createBody) request() (CreateRequest, error) {
 	return req, nil
 }
 
+// present reports whether a field was given (null counts as absent).
+func present(raw json.RawMessage) bool { return len(raw) > 0 && !isNull(raw) }
+
+var errNotNumber = errors.New("not a number")
+
+// isNumber reports whether raw is a JSON number (not a string holding
+// one).
+func isNumber(raw json.RawMessage) bool {
+	return len(raw) > 0 && (raw[0] == '-' || raw[0] >= '0' && raw[0] <= '9')
+}
+
 // seconds reads a whole number of seconds from 0 to MaxTimeout.
-func seconds(field string, n json.Number) (int, error) {
-	v, err := strconv.ParseInt(n.String(), 10, 64)
+func seconds(field string, raw json.RawMessage) (int, error) {
+	if !isNumber(raw) {
+		return 0, badField(field, "must be a number, not "+jsonKind(raw))
+	}
+	v, err := strconv.ParseInt(string(raw), 10, 64)
 	if err != nil || v < 0 || v > MaxTimeout {
 		return 0, badField(field, fmt.Sprintf("must be a whole number of seconds from 0 to %d", MaxTimeout))
 	}
 	return int(v), nil
+}
+
+// jsonKind names the type of a JSON value, for a refusal.
+func jsonKind(raw json.RawMessage) string {
+	switch {
+	case len(raw) == 0:
+		return "nothing"
+	case raw[0] == '"':
+		return "string"
+	case raw[0] == '{':
+		return "object"
+	case raw[0] == '[':
+		return "array"
+	case raw[0] == 't' || raw[0] == 'f':
+		return "bool"
+	}
+	return "number"
 }
 
 func badField(field, msg string) error {
@@ -363,14 +412,16 @@ func (p *Pool) check(req CreateRequest) (spec, error) {
 	if err := checkText("office", s.office, maxNameLen); err != nil {
 		return s, err
 	}
-	if s.office != "" && p.cfg.Server == "" {
-		return s, badField("office", "this pool was started without --server, so its sandboxes cannot join an office")
-	}
-	if err := checkText("name", s.name, maxNameLen); err != nil {
-		return s, err
+	if s.name != "" && (len(s.name) > maxNameLen || !smcp.ValidBundleID(s.name)) {
+		// The Computer's tools are <name>__sandbox_*: the name is their
+		// bundle_id.
+		return s, badField("name", fmt.Sprintf("must be 1 to %d of [A-Za-z0-9_-] without \"__\" (it prefixes the tools: NAME__sandbox_*)", maxNameLen))
 	}
 	if s.name == "" {
 		s.name = DefaultName
+	}
+	if s.office != "" && p.cfg.Server == "" {
+		return s, badField("office", "this pool was started without --server, so its sandboxes cannot join an office")
 	}
 	if req.Name != "" && req.Office == "" {
 		return s, badField("name", "names the Computer of an office; give office too")
@@ -570,7 +621,7 @@ func (p *Pool) pause(w http.ResponseWriter, r *http.Request) {
 
 // timeoutBody is the body of resume (optional) and timeout.
 type timeoutBody struct {
-	TimeoutS *json.Number `json:"timeout_s"`
+	TimeoutS json.RawMessage `json:"timeout_s"`
 }
 
 func (p *Pool) resume(w http.ResponseWriter, r *http.Request) {
@@ -583,8 +634,8 @@ func (p *Pool) resume(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var t *int
-	if body.TimeoutS != nil {
-		n, err := seconds("timeout_s", *body.TimeoutS)
+	if present(body.TimeoutS) {
+		n, err := seconds("timeout_s", body.TimeoutS)
 		if err != nil {
 			p.fail(w, err)
 			return
@@ -608,11 +659,11 @@ func (p *Pool) timeout(w http.ResponseWriter, r *http.Request) {
 	if !readJSON(w, r, &body) {
 		return
 	}
-	if body.TimeoutS == nil {
+	if !present(body.TimeoutS) {
 		writeError(w, http.StatusBadRequest, "missing field `timeout_s`")
 		return
 	}
-	n, err := seconds("timeout_s", *body.TimeoutS)
+	n, err := seconds("timeout_s", body.TimeoutS)
 	if err != nil {
 		p.fail(w, err)
 		return

@@ -91,6 +91,10 @@ type Config struct {
 	Logger     *slog.Logger
 	Registerer prometheus.Registerer
 	Metrics    http.Handler
+	// Fallback, if set, serves every request for a route the pool does
+	// not own (a2c up: its default sandbox's API on the same address);
+	// it applies its own Host, Origin and key checks. Nil: 404.
+	Fallback http.Handler
 	// CreateConcurrency bounds the sandboxes being started at once
 	// (default 2 per CPU, at least 4); more creates wait their turn.
 	CreateConcurrency int
@@ -98,7 +102,10 @@ type Config struct {
 
 // DefaultUIDBase is the first uid of the range sandbox accounts take:
 // far above any account a distribution creates, and below the 2^31 that
-// some tools mishandle.
+// some tools mishandle. The base itself owns every workspace on the
+// host; each sandbox (base+1, base+2, ...) sees its own as its account's
+// through an idmapped mount, so what one sandbox writes is never owned
+// by another's account, even when a uid is handed out again.
 const DefaultUIDBase = 1_900_000_000
 
 // uidRange is how many uids the range holds.
@@ -319,6 +326,7 @@ func (p *Pool) admit(s spec) (*box, error) {
 		b = p.warm[0]
 		p.warm = p.warm[1:]
 		b.claimedWarm = true
+		b.created = time.Now() // its life as this create's sandbox starts now
 		p.wakeRefill()
 	} else {
 		uid, err := p.takeUID()
@@ -380,7 +388,7 @@ func (p *Pool) takeUID() (int, error) {
 	if p.single {
 		return 0, nil
 	}
-	for i := range uidRange {
+	for i := 1; i < uidRange; i++ { // UIDBase itself owns the workspaces (box.owner)
 		uid := p.cfg.UIDBase + i
 		if !p.uids[uid] && !p.hostUIDs[uid] {
 			p.uids[uid] = true

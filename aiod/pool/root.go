@@ -81,9 +81,9 @@ func checkTemplate(name, dir string) error {
 // links, with their permission bits; anything else (devices, sockets,
 // fifos) is skipped. Links are copied as links, never followed: they
 // resolve inside the sandbox's view. The files belong to the pool's
-// account; the sandbox sees them as its own through its idmapped
-// workspace.
-func copyTree(src, dst string) error {
+// account, or to owner when it is not -1; the sandbox sees them as its
+// own through its idmapped workspace.
+func copyTree(src, dst string, owner int) error {
 	return filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -100,17 +100,23 @@ func copyTree(src, dst string) error {
 		mode := info.Mode()
 		switch {
 		case mode.IsDir():
-			return os.Mkdir(target, mode.Perm()|0o700)
+			err = os.Mkdir(target, mode.Perm()|0o700)
 		case mode&fs.ModeSymlink != 0:
-			link, err := os.Readlink(path)
-			if err != nil {
-				return err
+			var link string
+			if link, err = os.Readlink(path); err == nil {
+				err = os.Symlink(link, target)
 			}
-			return os.Symlink(link, target)
 		case mode.IsRegular():
-			return copyFile(path, target, mode.Perm())
+			// Set-ID bits are not copied: a template's file must not
+			// become a set-ID program of the workspace's owner.
+			err = copyFile(path, target, mode.Perm()&0o777)
+		default:
+			return nil
 		}
-		return nil
+		if err == nil && owner >= 0 {
+			err = os.Lchown(target, owner, owner)
+		}
+		return err
 	})
 }
 

@@ -1,0 +1,519 @@
+package pool
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/a2c-smcp/a2c-go/aiod/internal/sandbox"
+)
+
+func TestMain(m *testing.M) {
+	sandbox.Dispatch(os.Args)
+	os.Exit(m.Run())
+}
+
+const testToken = "pool-test-token"
+
+// testPool is a pool served on 127.0.0.1 (a random port) for one test.
+type testPool struct {
+	*Pool
+	t    *testing.T
+	url  string
+	root string
+}
+
+// needRoot skips where sandboxes cannot be made (the pool needs root, or
+// an unprivileged user namespace).
+func needRoot(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("the pool needs root here")
+	}
+}
+
+// startPool runs a pool with cfg (Warm 0 unless set, the test token, a
+// root of its own) until the test ends.
+func startPool(t *testing.T, cfg Config) *testPool {
+	t.Helper()
+	needRoot(t)
+	if cfg.Root == "" {
+		cfg.Root = t.TempDir()
+	}
+	if cfg.Token == "" {
+		cfg.Token = testToken
+	}
+	ts := httptest.NewUnstartedServer(nil)
+	cfg.Listen = ts.Listener.Addr().String()
+	p, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts.Config.Handler = p.Handler()
+	ts.Start()
+	t.Cleanup(func() {
+		ts.Close()
+		if err := p.Close(); err != nil {
+			t.Errorf("close: %v", err)
+		}
+	})
+	return &testPool{Pool: p, t: t, url: ts.URL, root: cfg.Root}
+}
+
+// do sends a request to the pool with the token; body is JSON-encoded
+// unless it is a string.
+func (tp *testPool) do(method, path string, body any, hdr ...string) (int, []byte) {
+	tp.t.Helper()
+	var rd io.Reader
+	switch b := body.(type) {
+	case nil:
+	case string:
+		rd = strings.NewReader(b)
+	default:
+		j, _ := json.Marshal(b)
+		rd = bytes.NewReader(j)
+	}
+	req, err := http.NewRequest(method, tp.url+path, rd)
+	if err != nil {
+		tp.t.Fatal(err)
+	}
+	if rd != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	req.Header.Set("X-API-Key", testToken)
+	for i := 0; i+1 < len(hdr); i += 2 {
+		if hdr[i+1] == "" {
+			req.Header.Del(hdr[i])
+			continue
+		}
+		if hdr[i] == "Host" {
+			req.Host = hdr[i+1]
+			continue
+		}
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	c := &http.Client{Timeout: 60 * time.Second}
+	resp, err := c.Do(req)
+	if err != nil {
+		tp.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	out, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, out
+}
+
+// create makes a sandbox with req and returns it.
+func (tp *testPool) create(req map[string]any) Sandbox {
+	tp.t.Helper()
+	code, body := tp.do("POST", "/v2/sandboxes", req)
+	if code != 201 {
+		tp.t.Fatalf("create: %d %s", code, body)
+	}
+	var s Sandbox
+	if err := json.Unmarshal(body, &s); err != nil {
+		tp.t.Fatal(err)
+	}
+	return s
+}
+
+// exec runs a command in sandbox id through its own v1 API and returns
+// its output.
+func (tp *testPool) exec(id, cmd string) string {
+	tp.t.Helper()
+	code, body := tp.do("POST", "/sandboxes/"+id+"/v1/shell/exec", map[string]any{"command": cmd})
+	if code != 200 {
+		tp.t.Fatalf("exec %q: %d %s", cmd, code, body)
+	}
+	var env struct {
+		Success bool
+		Data    struct{ Output string }
+	}
+	if err := json.Unmarshal(body, &env); err != nil || !env.Success {
+		tp.t.Fatalf("exec %q: %s", cmd, body)
+	}
+	return env.Data.Output
+}
+
+// TestCreateShape: the sandbox object of a create with no body, exactly,
+// and the same object from get and list.
+func TestCreateShape(t *testing.T) {
+	tp := startPool(t, Config{})
+	before := time.Now()
+	code, body := tp.do("POST", "/v2/sandboxes", nil)
+	if code != 201 {
+		t.Fatalf("create: %d %s", code, body)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(body, &m); err != nil {
+		t.Fatal(err)
+	}
+	id, _ := m["id"].(string)
+	if !regexp.MustCompile(`^[a-z2-7]{20}$`).MatchString(id) {
+		t.Fatalf("id %q", id)
+	}
+	exp, err := time.Parse(time.RFC3339Nano, m["expires_at"].(string))
+	if err != nil || exp.Before(before.Add(299*time.Second)) || exp.After(time.Now().Add(301*time.Second)) {
+		t.Errorf("expires_at %v, want about now + 300 s", m["expires_at"])
+	}
+	created, err := time.Parse(time.RFC3339Nano, m["created_at"].(string))
+	if err != nil || created.Before(before.Add(-time.Second)) || created.After(time.Now()) {
+		t.Errorf("created_at %v", m["created_at"])
+	}
+	for _, k := range []string{"id", "expires_at", "created_at"} {
+		delete(m, k)
+	}
+	want := map[string]any{"state": "running", "template": "base", "office": nil, "computer": nil, "on_timeout": "kill",
+		"idle_timeout_s": 0.0, "limits": map[string]any{"memory": "1GiB", "pids": 512.0, "cpus": 1.0}, "network": "none",
+		"metadata": map[string]any{}, "api_url": tp.url + "/sandboxes/" + id, "mcp_url": tp.url + "/sandboxes/" + id + "/mcp"}
+	if g, w := jsonText(m), jsonText(want); g != w {
+		t.Errorf("object\n got %s\nwant %s", g, w)
+	}
+	code, got := tp.do("GET", "/v2/sandboxes/"+id, nil)
+	if code != 200 || string(got) != string(body) {
+		t.Errorf("get: %d %s\nwant %s", code, got, body)
+	}
+	code, list := tp.do("GET", "/v2/sandboxes", nil)
+	if code != 200 || string(list) != `{"sandboxes":[`+strings.TrimSpace(string(body))+"]}\n" {
+		t.Errorf("list: %d %s", code, list)
+	}
+	if out := tp.exec(id, "echo hi"); out != "hi" {
+		t.Errorf("echo = %q", out)
+	}
+}
+
+func jsonText(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+// TestCreateBadInput: every field is checked, the answer 400 naming it;
+// nothing is created.
+func TestCreateBadInput(t *testing.T) {
+	tp := startPool(t, Config{Templates: map[string]string{"py": t.TempDir()}})
+	for _, c := range []struct {
+		body, want string
+	}{
+		{`{"bogus":1}`, `unknown field "bogus"`},
+		{`{"template":"nope"}`, `template: no template "nope" (this pool has: base, py)`},
+		{`{"template":5}`, `template: must be a string, not number`},
+		{`{"timeout_s":-1}`, `timeout_s: must be a whole number of seconds from 0 to 2592000`},
+		{`{"timeout_s":1.5}`, `timeout_s: must be a whole number of seconds from 0 to 2592000`},
+		{`{"timeout_s":"10"}`, `timeout_s: must be a number, not string`},
+		{`{"timeout_s":99999999999999999999}`, `timeout_s: must be a whole number of seconds from 0 to 2592000`},
+		{`{"idle_timeout_s":-5}`, `idle_timeout_s: must be a whole number of seconds from 0 to 2592000`},
+		{`{"on_timeout":"explode"}`, `on_timeout: must be kill or pause, not "explode"`},
+		{`{"network":"host"}`, `network: host is allowed only where the pool was started with --allow-host-network`},
+		{`{"network":"egress"}`, `network: must be none or host, not "egress"`},
+		{`{"office":"o"}`, `office: this pool was started without --server, so its sandboxes cannot join an office`},
+		{`{"name":"a__b","office":"o"}`, `name: must be 1 to 128 of [A-Za-z0-9_-] without "__" (it prefixes the tools: NAME__sandbox_*)`},
+		{`{"env":{"1X":"y"}}`, `env: "1X" is not a variable name ([A-Za-z_][A-Za-z0-9_]*)`},
+		{`{"env":{"X":"a\u0000b"}}`, `env.X: must be at most 32768 bytes with no NUL`},
+		{`{"env":{"X":1}}`, `env: must be a string, not number`},
+		{`{"limits":{"memory":"3"}}`, `limits.memory: 3 is below the 16MiB a shell needs`},
+		{`{"limits":{"memory":"lots"}}`, `limits.memory: size "lots": unknown unit (use KiB, MiB or GiB)`},
+		{`{"limits":{"pids":2}}`, `limits.pids: must be a whole number from 8 to 4194304`},
+		{`{"limits":{"cpus":0}}`, `limits.cpus: must be a number of CPUs from 0.01 to 4096`},
+		{`{"limits":{"gpus":1}}`, `unknown field "gpus"`},
+		{`{"metadata":{"":"x"}}`, `metadata: key "" must be 1 to 128 printable characters`},
+		{`{"metadata":{"k":5}}`, `metadata: must be a string, not number`},
+		{`{"limits":{"pids":"9"}}`, `limits.pids: must be a whole number from 8 to 4194304`},
+		{`{"limits":{"cpus":"1"}}`, `limits.cpus: must be a number of CPUs from 0.01 to 4096`},
+		{`[1]`, `the body must be a JSON object`},
+		{`{"a":`, `the body is not valid JSON (it ends early)`},
+		{`{} {}`, `the body holds more than one JSON value`},
+	} {
+		code, body := tp.do("POST", "/v2/sandboxes", c.body)
+		want := jsonText(ErrorBody{Error: ErrorDetail{Code: 400, Message: c.want}}) + "\n"
+		if code != 400 || string(body) != want {
+			t.Errorf("%s: %d %s\nwant %s", c.body, code, body, want)
+		}
+	}
+	code, body := tp.do("POST", "/v2/sandboxes", "{}", "Content-Type", "text/plain")
+	if code != 415 || !strings.Contains(string(body), "Content-Type: application/json") {
+		t.Errorf("text/plain: %d %s", code, body)
+	}
+	if code, body := tp.do("GET", "/v2/sandboxes", nil); string(body) != "{\"sandboxes\":[]}\n" {
+		t.Errorf("after bad creates: %d %s", code, body)
+	}
+}
+
+// TestAuth: without the right token every route is 401, an unknown id
+// too; with it an unknown id is 404.
+func TestAuth(t *testing.T) {
+	tp := startPool(t, Config{})
+	s := tp.create(nil)
+	unauth := jsonText(ErrorBody{Error: ErrorDetail{Code: 401, Message: "Unauthorized"}}) + "\n"
+	for _, r := range [][2]string{
+		{"POST", "/v2/sandboxes"}, {"GET", "/v2/sandboxes"}, {"GET", "/v2/sandboxes/" + s.ID}, {"DELETE", "/v2/sandboxes/" + s.ID},
+		{"POST", "/v2/sandboxes/" + s.ID + "/pause"}, {"POST", "/v2/sandboxes/" + s.ID + "/resume"},
+		{"POST", "/v2/sandboxes/" + s.ID + "/timeout"}, {"GET", "/v2/sandboxes/" + s.ID + "/metrics"},
+		{"GET", "/sandboxes/aaaaaaaaaaaaaaaaaaaa/v2/sandbox"}, {"GET", "/nope"},
+	} {
+		for _, hdr := range [][]string{{"X-API-Key", ""}, {"X-API-Key", "wrong"}, {"X-API-Key", "", "Authorization", "Bearer wrong"}} {
+			code, body := tp.do(r[0], r[1], nil, hdr...)
+			if code != 401 || string(body) != unauth {
+				t.Errorf("%s %s %v: %d %s", r[0], r[1], hdr, code, body)
+			}
+		}
+	}
+	// The sandbox's own API answers a lone aiod's 401.
+	code, body := tp.do("GET", "/sandboxes/"+s.ID+"/v2/sandbox", nil, "X-API-Key", "")
+	if code != 401 || strings.TrimSpace(string(body)) != `{"success":false,"message":"Unauthorized","data":null,"hint":null}` {
+		t.Errorf("sandbox API without the token: %d %s", code, body)
+	}
+	if code, body := tp.do("GET", "/sandboxes/"+s.ID+"/health", nil, "X-API-Key", ""); code != 200 || !strings.Contains(string(body), `"server":"aiod"`) {
+		t.Errorf("sandbox health: %d %s", code, body)
+	}
+	for _, p := range []string{"/v2/sandboxes/aaaaaaaaaaaaaaaaaaaa", "/v2/sandboxes/x", "/sandboxes/aaaaaaaaaaaaaaaaaaaa/v2/sandbox"} {
+		code, body := tp.do("GET", p, nil)
+		if code != 404 || !strings.Contains(string(body), `"code":404`) {
+			t.Errorf("%s: %d %s", p, code, body)
+		}
+	}
+	// The state of the sandbox was not changed by any refused request.
+	if code, body := tp.do("GET", "/v2/sandboxes/"+s.ID, nil); code != 200 || !strings.Contains(string(body), `"state":"running"`) {
+		t.Errorf("after the refusals: %d %s", code, body)
+	}
+	if code, body := tp.do("GET", "/v2/sandboxes", nil, "Host", "evil.example"); code != 421 {
+		t.Errorf("foreign Host: %d %s", code, body)
+	}
+}
+
+// TestMax: at --max a create answers 429; a delete makes room.
+func TestMax(t *testing.T) {
+	tp := startPool(t, Config{Max: 1})
+	s := tp.create(nil)
+	code, body := tp.do("POST", "/v2/sandboxes", nil)
+	want := jsonText(ErrorBody{Error: ErrorDetail{Code: 429, Message: "the pool holds its maximum of 1 sandboxes; delete one or start the pool with a larger --max"}}) + "\n"
+	if code != 429 || string(body) != want {
+		t.Fatalf("second create: %d %s", code, body)
+	}
+	if code, body := tp.do("DELETE", "/v2/sandboxes/"+s.ID, nil); code != 204 || len(body) != 0 {
+		t.Fatalf("delete: %d %s", code, body)
+	}
+	tp.create(nil)
+}
+
+// TestSandboxAPI: a sandbox's own API under its prefix answers as a lone
+// aiod: commands, the v2 plane, /mcp, the terminal URL carrying the
+// prefix.
+func TestSandboxAPI(t *testing.T) {
+	tp := startPool(t, Config{})
+	s := tp.create(nil)
+	if out := tp.exec(s.ID, "pwd; hostname"); out != filepath.Join(tp.root, "live", s.ID)+"\nsandbox" {
+		t.Errorf("pwd; hostname = %q", out)
+	}
+	code, body := tp.do("POST", "/sandboxes/"+s.ID+"/mcp", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"sandbox_execute_bash","arguments":{"cmd":"echo mcp"}}}`)
+	if code != 200 || !strings.Contains(string(body), `mcp\\n`) {
+		t.Errorf("mcp: %d %s", code, body)
+	}
+	code, body = tp.do("GET", "/sandboxes/"+s.ID+"/v1/shell/terminal-url", nil)
+	if code != 200 || !strings.Contains(string(body), `"data":"`+tp.url+`/sandboxes/`+s.ID+`/terminal?session_id=`) {
+		t.Errorf("terminal-url: %d %s", code, body)
+	}
+	code, body = tp.do("POST", "/sandboxes/"+s.ID+"/v2/commands", map[string]any{"command": "echo v2"})
+	if code != 200 || !strings.Contains(string(body), `v2\n`) {
+		t.Errorf("v2 commands: %d %s", code, body)
+	}
+}
+
+// TestDelete: a delete ends every process of the sandbox and removes its
+// workspace; keep_workspace moves it under Root/kept instead.
+func TestDelete(t *testing.T) {
+	tp := startPool(t, Config{})
+	for _, keep := range []bool{false, true} {
+		s := tp.create(nil)
+		tp.exec(s.ID, "echo data > f; (sleep 1000 &) ; true")
+		initPid := initOf(t, s.ID)
+		q := ""
+		if keep {
+			q = "?keep_workspace=true"
+		}
+		if code, body := tp.do("DELETE", "/v2/sandboxes/"+s.ID+q, nil); code != 204 {
+			t.Fatalf("delete: %d %s", code, body)
+		}
+		if _, err := os.Stat(fmt.Sprintf("/proc/%d", initPid)); err == nil {
+			t.Errorf("the sandbox's init %d still runs after the delete", initPid)
+		}
+		if _, err := os.Stat(filepath.Join(tp.root, "live", s.ID)); !os.IsNotExist(err) {
+			t.Errorf("workspace after delete: %v", err)
+		}
+		b, err := os.ReadFile(filepath.Join(tp.root, "kept", s.ID, "f"))
+		if keep != (err == nil && string(b) == "data\n") {
+			t.Errorf("keep=%v: kept file %q, %v", keep, b, err)
+		}
+		if code, _ := tp.do("GET", "/v2/sandboxes/"+s.ID, nil); code != 404 {
+			t.Errorf("get after delete: %d", code)
+		}
+	}
+}
+
+// initOf finds the host pid of sandbox id's init: the sandbox-init
+// process whose cgroup names the sandbox.
+func initOf(t *testing.T, id string) int {
+	t.Helper()
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		var pid int
+		if _, err := fmt.Sscan(e.Name(), &pid); err != nil {
+			continue
+		}
+		comm, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "comm"))
+		cg, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cgroup"))
+		if strings.TrimSpace(string(comm)) == "sandbox-init" && strings.Contains(string(cg), id) {
+			return pid
+		}
+	}
+	t.Fatalf("no init of sandbox %s", id)
+	return 0
+}
+
+// TestTimeouts: a deadline kills or pauses; POST timeout moves it; 0
+// removes it.
+func TestTimeouts(t *testing.T) {
+	tp := startPool(t, Config{})
+	killed := tp.create(map[string]any{"timeout_s": 1})
+	paused := tp.create(map[string]any{"timeout_s": 1, "on_timeout": "pause"})
+	extended := tp.create(map[string]any{"timeout_s": 1})
+	code, body := tp.do("POST", "/v2/sandboxes/"+extended.ID+"/timeout", map[string]any{"timeout_s": 600})
+	var ext Sandbox
+	_ = json.Unmarshal(body, &ext)
+	if code != 200 || ext.ExpiresAt == nil || time.Until(*ext.ExpiresAt) < 590*time.Second {
+		t.Fatalf("timeout: %d %s", code, body)
+	}
+	waitFor(t, 5*time.Second, "the 1 s sandbox killed", func() bool {
+		code, _ := tp.do("GET", "/v2/sandboxes/"+killed.ID, nil)
+		return code == 404
+	})
+	waitFor(t, 5*time.Second, "the 1 s pause sandbox paused", func() bool {
+		_, body := tp.do("GET", "/v2/sandboxes/"+paused.ID, nil)
+		return strings.Contains(string(body), `"state":"paused"`) && strings.Contains(string(body), `"expires_at":null`)
+	})
+	if code, body := tp.do("GET", "/v2/sandboxes/"+extended.ID, nil); code != 200 || !strings.Contains(string(body), `"state":"running"`) {
+		t.Errorf("extended: %d %s", code, body)
+	}
+	code, body = tp.do("POST", "/v2/sandboxes/"+extended.ID+"/timeout", map[string]any{"timeout_s": 0})
+	if code != 200 || !strings.Contains(string(body), `"expires_at":null`) {
+		t.Errorf("timeout 0: %d %s", code, body)
+	}
+	for _, b := range []string{`{}`, `{"timeout_s":-1}`, `{"timeout_s":"x"}`} {
+		if code, body := tp.do("POST", "/v2/sandboxes/"+extended.ID+"/timeout", b); code != 400 {
+			t.Errorf("timeout %s: %d %s", b, code, body)
+		}
+	}
+}
+
+// waitFor polls cond (a cheap read) until it holds or d passes.
+func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	for end := time.Now().Add(d); !cond(); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatalf("%s: not within %v", what, d)
+		}
+	}
+}
+
+// TestTemplate: a template's workspace starts as a copy of its
+// directory; changes stay in that sandbox.
+func TestTemplate(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "src"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "src", "app.py"), []byte("print('hi')\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("src/app.py", filepath.Join(dir, "main.py")); err != nil {
+		t.Fatal(err)
+	}
+	tp := startPool(t, Config{Templates: map[string]string{"py": dir}})
+	a := tp.create(map[string]any{"template": "py"})
+	b := tp.create(map[string]any{"template": "py"})
+	if out := tp.exec(a.ID, "cat main.py && echo changed > src/app.py && cat src/app.py"); out != "print('hi')\nchanged" {
+		t.Errorf("a: %q", out)
+	}
+	if out := tp.exec(b.ID, "cat main.py"); out != "print('hi')" {
+		t.Errorf("b after a's change: %q", out)
+	}
+	if got, _ := os.ReadFile(filepath.Join(dir, "src", "app.py")); string(got) != "print('hi')\n" {
+		t.Errorf("the template changed: %q", got)
+	}
+}
+
+// TestWarm: a create that fits takes a warm sandbox, and the pool starts
+// another in its place.
+func TestWarm(t *testing.T) {
+	tp := startPool(t, Config{Warm: 1})
+	waitFor(t, 20*time.Second, "a warm sandbox", func() bool {
+		tp.mu.Lock()
+		defer tp.mu.Unlock()
+		return len(tp.warm) == 1
+	})
+	s := tp.create(map[string]any{"env": map[string]string{"GREETING": "hello"}, "metadata": map[string]string{"user": "u1"}})
+	if !s.CreatedAt.After(time.Now().Add(-5 * time.Second)) {
+		t.Errorf("created_at %v is the warm start's, not the claim's", s.CreatedAt)
+	}
+	if out := tp.exec(s.ID, "echo $GREETING"); out != "hello" {
+		t.Errorf("env of a warm sandbox: %q", out)
+	}
+	waitFor(t, 20*time.Second, "the warm pool refilled", func() bool {
+		tp.mu.Lock()
+		defer tp.mu.Unlock()
+		return len(tp.warm) == 1
+	})
+	cold := tp.create(map[string]any{"limits": map[string]any{"memory": "512MiB"}})
+	if cold.Limits.Memory != 512<<20 {
+		t.Errorf("limits %+v", cold.Limits)
+	}
+	_, body := tp.do("GET", "/v2/sandboxes?metadata.user=u1", nil)
+	var l List
+	if err := json.Unmarshal(body, &l); err != nil || len(l.Sandboxes) != 1 || l.Sandboxes[0].ID != s.ID {
+		t.Errorf("list by metadata: %s", body)
+	}
+	if code, body := tp.do("GET", "/v2/sandboxes?color=red", nil); code != 400 {
+		t.Errorf("unknown filter: %d %s", code, body)
+	}
+}
+
+// TestClose: closing the pool ends every sandbox's init.
+func TestClose(t *testing.T) {
+	needRoot(t)
+	root := t.TempDir()
+	p, err := New(Config{Root: root, Warm: 1, Listen: "127.0.0.1:1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var inits []int
+	for range 2 {
+		s, err := p.Create(context.Background(), CreateRequest{}, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		inits = append(inits, initOf(t, s.ID))
+	}
+	start := time.Now()
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took > ShutdownBound {
+		t.Errorf("close took %v", took)
+	}
+	for _, pid := range inits {
+		if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); err == nil {
+			t.Errorf("init %d still runs after Close", pid)
+		}
+	}
+	if ents, _ := os.ReadDir(filepath.Join(root, "live")); len(ents) != 0 {
+		t.Errorf("workspaces left: %v", ents)
+	}
+}

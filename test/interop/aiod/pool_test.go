@@ -1,0 +1,219 @@
+package aiod
+
+import (
+	"github.com/a2c-smcp/a2c-go/test/interop/internal/harness"
+
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// poolProc is a running "aiod pool" binary.
+type poolProc struct {
+	*harness.Proc
+	t     *testing.T
+	token string
+	root  string
+}
+
+// startPool runs the real "aiod pool" on a random loopback port with a
+// root of its own; token "" runs it open.
+func startPool(t *testing.T, token string, args ...string) *poolProc {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("aiod pool needs root here") // allowlisted: CI runs as root
+	}
+	root := t.TempDir()
+	cmd := exec.Command(harness.Bin(t, "aiod"), append([]string{"pool", "--listen", "127.0.0.1:0", "--root", root}, args...)...)
+	cmd.Env = append(append(cmd.Environ(), harness.PinnedPorts(t)...), "A2C_TOKEN="+token)
+	return &poolProc{Proc: harness.Run(t, cmd, true), t: t, token: token, root: root}
+}
+
+// client is an aio client for the pool itself (its own routes are not
+// aiod's, so nothing is held to the aiod contract here).
+func (p *poolProc) client() *aio { return &aio{t: p.t, base: p.URL, key: p.token} }
+
+// create makes a sandbox and returns its decoded object.
+func (p *poolProc) create(body any) map[string]any {
+	p.t.Helper()
+	resp, out := p.client().raw("POST", "/v2/sandboxes", body)
+	if resp.StatusCode != 201 {
+		p.t.Fatalf("create: %d %s", resp.StatusCode, out)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(out, &m); err != nil {
+		p.t.Fatal(err)
+	}
+	return m
+}
+
+// sandbox is an aio client of one sandbox's own API, base api_url: every
+// answer is held to the published OpenAPI, as a lone daemon's.
+func (p *poolProc) sandbox(s map[string]any) *aio {
+	return &aio{t: p.t, base: s["api_url"].(string), key: p.token}
+}
+
+// quietTB drops the errors of a check that does not apply (the exit
+// status of a process the test killed).
+type quietTB struct{ testing.TB }
+
+func (quietTB) Errorf(string, ...any) {}
+
+// descendants are the live processes below pid (children, theirs, ...).
+func descendants(pid int) []int {
+	parent := map[int]int{}
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		n, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		s := string(stat)
+		rest := s[strings.LastIndexByte(s, ')')+2:]
+		f := strings.Fields(rest)
+		if len(f) > 1 && f[0] != "Z" {
+			ppid, _ := strconv.Atoi(f[1])
+			parent[n] = ppid
+		}
+	}
+	var out []int
+	for n := range parent {
+		for a := parent[n]; a > 1; a = parent[a] {
+			if a == pid {
+				out = append(out, n)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// alive reports which of pids still run (zombies count as gone).
+func alive(pids []int) []int {
+	var out []int
+	for _, p := range pids {
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p))
+		if err == nil && !strings.Contains(string(stat), ") Z ") {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// TestPoolContract: a pool sandbox's own API, reached at its api_url,
+// answers as a lone aiod: the same routes held to the published OpenAPI
+// (the coverage gate counts them), commands, files, code, the terminal
+// URL with the prefix.
+func TestPoolContract(t *testing.T) {
+	p := startPool(t, "pool-contract-token", "--warm", "0")
+	s := p.create(nil)
+	a := p.sandbox(s)
+	ws := filepath.Join(p.root, "live", s["id"].(string))
+
+	code, e := a.call("GET", "/v2/sandbox", "/v2/sandbox", nil)
+	if code != 200 || e.obj()["workspace_dir"] != ws {
+		t.Errorf("sandbox: %d %s", code, e.raw)
+	}
+	code, e = a.call("POST", "/v1/shell/exec", "/v1/shell/exec", map[string]any{"command": "echo hi; id -u"})
+	if out, _ := e.obj()["output"].(string); code != 200 || !strings.HasPrefix(out, "hi\n") {
+		t.Errorf("exec: %d %s", code, e.raw)
+	}
+	code, e = a.call("POST", "/v2/commands", "/v2/commands", map[string]any{"command": "printf v2"})
+	if code != 200 || !strings.Contains(string(e.raw), `"stdout":"v2"`) {
+		t.Errorf("v2 commands: %d %s", code, e.raw)
+	}
+	code, e = a.call("POST", "/v1/file/write", "/v1/file/write", map[string]any{"file": ws + "/a.txt", "content": "alpha\n"})
+	if code != 200 || !e.Success {
+		t.Errorf("write: %d %s", code, e.raw)
+	}
+	code, e = a.call("POST", "/v1/file/read", "/v1/file/read", map[string]any{"file": ws + "/a.txt"})
+	if code != 200 || e.obj()["content"] != "alpha\n" {
+		t.Errorf("read: %d %s", code, e.raw)
+	}
+	code, e = a.call("GET", "/v1/shell/terminal-url", "/v1/shell/terminal-url", nil)
+	var u string
+	_ = json.Unmarshal(e.Data, &u)
+	if code != 200 || !strings.HasPrefix(u, s["api_url"].(string)+"/terminal?session_id=") {
+		t.Errorf("terminal-url: %d %s", code, e.raw)
+	}
+	code, e = a.call("POST", "/v1/jupyter/execute", "/v1/jupyter/execute", map[string]any{"code": "print(6*7)"})
+	if code != 200 || !strings.Contains(string(e.raw), `42`) {
+		t.Errorf("jupyter: %d %s", code, e.raw)
+	}
+	// The pool's token is the sandbox's key: without it, a lone aiod's 401.
+	noKey := &aio{t: t, base: a.base}
+	resp, out := noKey.raw("GET", "/v2/sandbox", nil)
+	if resp.StatusCode != 401 || strings.TrimSpace(string(out)) != `{"success":false,"message":"Unauthorized","data":null,"hint":null}` {
+		t.Errorf("no key: %d %s", resp.StatusCode, out)
+	}
+}
+
+// TestPoolReplay replays the documented request examples against a pool
+// sandbox's api_url, as TestAiodReplay does against a lone daemon.
+func TestPoolReplay(t *testing.T) {
+	p := startPool(t, "", "--warm", "0")
+	s := p.create(nil)
+	ws := filepath.Join(p.root, "live", s["id"].(string))
+	for _, plane := range []string{"commands", "files"} {
+		t.Run(plane, func(t *testing.T) {
+			harness.RunScenarios(t, nil, "/usr/bin/python3", "test/interop/aiod/python/aiod_replay.py", s["api_url"].(string), ws, plane)
+		})
+	}
+}
+
+// TestPoolStops: SIGTERM ends every sandbox's processes within 10 s and
+// the pool exits 0; SIGKILL leaves no process behind either (each
+// sandbox's init dies with the pool: parent-death signal).
+func TestPoolStops(t *testing.T) {
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGKILL} {
+		t.Run(sig.String(), func(t *testing.T) {
+			p := startPool(t, "tok", "--warm", "1")
+			for range 2 {
+				s := p.create(nil)
+				a := p.sandbox(s)
+				if code, e := a.call("POST", "/v1/shell/exec", "/v1/shell/exec", map[string]any{"command": "(sleep 1000 &); echo started"}); code != 200 {
+					t.Fatalf("exec: %d %s", code, e.raw)
+				}
+			}
+			pid := p.Cmd().Process.Pid
+			kids := descendants(pid)
+			if len(kids) < 5 { // two inits and their sleeps, the warm init
+				t.Fatalf("the pool runs %d processes, want at least 5", len(kids))
+			}
+			sent := time.Now()
+			_ = p.Cmd().Process.Signal(sig)
+			select {
+			case <-p.Exited():
+			case <-time.After(15 * time.Second):
+				t.Fatalf("the pool did not exit within 15 s of %v", sig)
+			}
+			if sig == syscall.SIGKILL {
+				p.Stop(quietTB{t}) // its exit status is the kill's
+			}
+			if sig == syscall.SIGTERM {
+				if took := time.Since(sent); took > 10*time.Second {
+					t.Errorf("SIGTERM took %v", took)
+				}
+				if !p.Cmd().ProcessState.Success() {
+					t.Errorf("exit after SIGTERM: %v\n%s", p.Cmd().ProcessState, p.Logs())
+				}
+			}
+			for end := time.Now().Add(5 * time.Second); len(alive(kids)) > 0; time.Sleep(20 * time.Millisecond) {
+				if time.Now().After(end) {
+					t.Fatalf("processes left after %v: %v", sig, alive(kids))
+				}
+			}
+		})
+	}
+}
