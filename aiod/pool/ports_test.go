@@ -1,0 +1,699 @@
+package pool
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+)
+
+const testToken = "s3cret-pool-token"
+
+// fakeBox is a sandbox whose ports are servers on the host: port →
+// address. A port it does not list dials a closed port (refused).
+type fakeBox struct {
+	ports   map[int]string
+	closed  string
+	touches atomic.Int32
+	gone    atomic.Bool
+}
+
+func (f *fakeBox) dialPort(ctx context.Context, port int) (net.Conn, error) {
+	addr, ok := f.ports[port]
+	if !ok {
+		addr = f.closed
+	}
+	var d net.Dialer
+	return d.DialContext(ctx, "tcp", addr)
+}
+
+func (f *fakeBox) touch(context.Context) error {
+	if f.gone.Load() {
+		return errors.New("sandbox ended")
+	}
+	f.touches.Add(1)
+	return nil
+}
+
+// seen is what the app behind a port saw of a request.
+type seen struct {
+	Method, Path, RawPath, Query, Host string
+	Header                             http.Header
+}
+
+// appServer is the app a sandbox's port serves: it echoes what it saw
+// (as JSON), echoes WebSocket messages on /ws, redirects on /redirect and
+// never answers on /hang until the test ends.
+func appServer(t *testing.T) *httptest.Server {
+	t.Helper()
+	hang := make(chan struct{})
+	up := websocket.Upgrader{CheckOrigin: func(*http.Request) bool { return true }}
+	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/ws":
+			c, err := up.Upgrade(w, r, nil)
+			if err != nil {
+				return
+			}
+			defer c.Close()
+			for {
+				mt, b, err := c.ReadMessage()
+				if err != nil {
+					return
+				}
+				if c.WriteMessage(mt, b) != nil {
+					return
+				}
+			}
+		case "/redirect":
+			http.Redirect(w, r, "/login", http.StatusFound)
+		case "/hang":
+			select {
+			case <-hang:
+			case <-r.Context().Done():
+			}
+		default:
+			_ = json.NewEncoder(w).Encode(seen{r.Method, r.URL.Path, r.URL.RawPath, r.URL.RawQuery, r.Host, r.Header})
+		}
+	}))
+	t.Cleanup(func() { close(hang); s.Close() })
+	return s
+}
+
+// closedAddr is an address of 127.0.0.1 where nothing listens.
+func closedAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	return addr
+}
+
+// rig is a pool front (the lead's router in miniature: ServeHost first,
+// then the path route) with sandboxes "abc" and "def", both serving the
+// app on port 3000 and abc also on 4000.
+type rig struct {
+	p     *portProxy
+	front *httptest.Server
+	boxes map[string]*fakeBox
+	http  *http.Client
+	port  string // the front's port
+}
+
+func newRig(t *testing.T, cfg portProxyConfig) *rig {
+	t.Helper()
+	app := appServer(t).Listener.Addr().String()
+	closed := closedAddr(t)
+	g := &rig{boxes: map[string]*fakeBox{
+		"abc": {ports: map[int]string{3000: app, 4000: app}, closed: closed},
+		"def": {ports: map[int]string{3000: app}, closed: closed},
+	}}
+	cfg.Lookup = func(id string) (portTarget, bool) {
+		b, ok := g.boxes[id]
+		return b, ok
+	}
+	g.p = newPortProxy(cfg)
+	t.Cleanup(g.p.close)
+	mux := http.NewServeMux()
+	mux.HandleFunc("/sandboxes/{id}/ports/{port}/{rest...}", g.p.ServeRoute)
+	g.front = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if g.p.ServeHost(w, r) {
+			return
+		}
+		mux.ServeHTTP(w, r)
+	}))
+	t.Cleanup(g.front.Close)
+	_, g.port, _ = net.SplitHostPort(g.front.Listener.Addr().String())
+	g.http = &http.Client{
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		Timeout:       10 * time.Second,
+	}
+	t.Cleanup(g.http.CloseIdleConnections)
+	return g
+}
+
+// req is one request to the front: host "" is the path form (the
+// front's own host), else the Host header to send.
+type req struct {
+	method, host, target string
+	header               http.Header
+	body                 string
+}
+
+func (g *rig) do(t *testing.T, q req) *http.Response {
+	t.Helper()
+	if q.method == "" {
+		q.method = http.MethodGet
+	}
+	var body io.Reader
+	if q.body != "" {
+		body = strings.NewReader(q.body)
+	}
+	r, err := http.NewRequest(q.method, g.front.URL+q.target, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if q.host != "" {
+		r.Host = q.host
+	}
+	for k, v := range q.header {
+		r.Header[k] = v
+	}
+	resp, err := g.http.Do(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { resp.Body.Close() })
+	return resp
+}
+
+// seenBy decodes what the app saw, failing unless the answer is 200.
+func seenBy(t *testing.T, resp *http.Response) seen {
+	t.Helper()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("status %d, want 200: %s", resp.StatusCode, b)
+	}
+	var s seen
+	if err := json.Unmarshal(b, &s); err != nil {
+		t.Fatalf("not the app's answer: %v: %s", err, b)
+	}
+	return s
+}
+
+// poolError decodes the pool's own error body, checking its status.
+func poolError(t *testing.T, resp *http.Response, status int) string {
+	t.Helper()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != status {
+		t.Fatalf("status %d, want %d: %s", resp.StatusCode, status, b)
+	}
+	if ct := resp.Header.Get("Content-Type"); ct != "application/json" {
+		t.Fatalf("Content-Type %q, want application/json: %s", ct, b)
+	}
+	var e ErrorBody
+	if err := json.Unmarshal(b, &e); err != nil || e.Error.Code != status || e.Error.Message == "" {
+		t.Fatalf("not the pool's error body (%v): %s", err, b)
+	}
+	return e.Error.Message
+}
+
+func hdr(kv ...string) http.Header {
+	h := http.Header{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		h.Add(kv[i], kv[i+1])
+	}
+	return h
+}
+
+func TestPortProxyForms(t *testing.T) {
+	g := newRig(t, portProxyConfig{Token: testToken})
+	hostForm := "3000-abc.localhost:" + g.port
+	for _, tc := range []struct {
+		name                       string
+		q                          req
+		path, rawPath, query, host string
+		prefix, fwdHost            string
+	}{
+		{name: "path", q: req{target: "/sandboxes/abc/ports/3000/a/b?x=1&y=%20z"},
+			path: "/a/b", query: "x=1&y=%20z", host: g.front.Listener.Addr().String(),
+			prefix: "/sandboxes/abc/ports/3000", fwdHost: g.front.Listener.Addr().String()},
+		{name: "path root", q: req{target: "/sandboxes/abc/ports/3000/"},
+			path: "/", host: g.front.Listener.Addr().String(),
+			prefix: "/sandboxes/abc/ports/3000", fwdHost: g.front.Listener.Addr().String()},
+		{name: "path escaped", q: req{target: "/sandboxes/abc/ports/3000/a%2Fb/c"},
+			path: "/a/b/c", rawPath: "/a%2Fb/c", host: g.front.Listener.Addr().String(),
+			prefix: "/sandboxes/abc/ports/3000", fwdHost: g.front.Listener.Addr().String()},
+		{name: "host", q: req{host: hostForm, target: "/a/b?x=1"},
+			path: "/a/b", query: "x=1", host: hostForm, fwdHost: hostForm},
+		{name: "host upper case", q: req{host: "3000-ABC.LocalHost:" + g.port, target: "/"},
+			path: "/", host: "3000-ABC.LocalHost:" + g.port, fwdHost: "3000-ABC.LocalHost:" + g.port},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.q.header = hdr("X-Api-Key", testToken, "X-Forwarded-Host", "evil.example", "X-Forwarded-Prefix", "/evil")
+			s := seenBy(t, g.do(t, tc.q))
+			if s.Path != tc.path || s.RawPath != tc.rawPath || s.Query != tc.query || s.Host != tc.host {
+				t.Errorf("app saw path %q raw %q query %q host %q; want %q %q %q %q", s.Path, s.RawPath, s.Query, s.Host, tc.path, tc.rawPath, tc.query, tc.host)
+			}
+			if got := s.Header.Get("X-Forwarded-Prefix"); got != tc.prefix {
+				t.Errorf("X-Forwarded-Prefix %q, want %q", got, tc.prefix)
+			}
+			if got := s.Header.Get("X-Forwarded-Host"); got != tc.fwdHost {
+				t.Errorf("X-Forwarded-Host %q, want %q", got, tc.fwdHost)
+			}
+			if got := s.Header.Get("X-Forwarded-Proto"); got != "http" {
+				t.Errorf("X-Forwarded-Proto %q, want http", got)
+			}
+			if got := s.Header.Get("X-Forwarded-For"); got != "127.0.0.1" {
+				t.Errorf("X-Forwarded-For %q, want 127.0.0.1", got)
+			}
+			if s.Header.Get("X-Api-Key") != "" {
+				t.Errorf("the pool's x-api-key reached the app")
+			}
+		})
+	}
+}
+
+func TestPortProxyCredentialsStripped(t *testing.T) {
+	g := newRig(t, portProxyConfig{Token: testToken})
+	cookie := g.p.cookieValue("abc", 3000)
+	for _, tc := range []struct {
+		name   string
+		q      req
+		query  string
+		header http.Header // what the app must see (others must be absent)
+		absent []string
+	}{
+		{name: "bearer", q: req{target: "/sandboxes/abc/ports/3000/", header: hdr("Authorization", "Bearer "+testToken)},
+			absent: []string{"Authorization"}},
+		{name: "bearer any case", q: req{target: "/sandboxes/abc/ports/3000/", header: hdr("Authorization", "bEaReR "+testToken)},
+			absent: []string{"Authorization"}},
+		{name: "app's own authorization kept", q: req{target: "/sandboxes/abc/ports/3000/", header: hdr("X-Api-Key", testToken, "Authorization", "Bearer app-token")},
+			header: hdr("Authorization", "Bearer app-token"), absent: []string{"X-Api-Key"}},
+		{name: "app's own x-api-key kept", q: req{target: "/sandboxes/abc/ports/3000/", header: hdr("Authorization", "Bearer "+testToken, "X-Api-Key", "app-key")},
+			header: hdr("X-Api-Key", "app-key"), absent: []string{"Authorization"}},
+		{name: "cookie", q: req{target: "/sandboxes/abc/ports/3000/", header: hdr("Cookie", "app=1; "+portCookie+"="+cookie+"; other=2")},
+			header: hdr("Cookie", "app=1; other=2")},
+		{name: "cookie alone", q: req{target: "/sandboxes/abc/ports/3000/", header: hdr("Cookie", portCookie+"="+cookie)},
+			absent: []string{"Cookie"}},
+		{name: "query token on a POST", q: req{method: "POST", target: "/sandboxes/abc/ports/3000/?a=1&token=" + testToken + "&b=%2F"},
+			query: "a=1&b=%2F"},
+		{name: "query token escaped", q: req{method: "POST", target: "/sandboxes/abc/ports/3000/?%74oken=" + url.QueryEscape(testToken)}},
+		{name: "app's own token param kept", q: req{target: "/sandboxes/abc/ports/3000/?token=app-reset-123", header: hdr("X-Api-Key", testToken)},
+			query: "token=app-reset-123", absent: []string{"X-Api-Key"}},
+		{name: "host form", q: req{host: "3000-abc.localhost:" + g.port, target: "/?q=1", header: hdr("Cookie", portCookie+"="+cookie+"; app=1")},
+			query: "q=1", header: hdr("Cookie", "app=1")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := seenBy(t, g.do(t, tc.q))
+			if s.Query != tc.query {
+				t.Errorf("app saw query %q, want %q", s.Query, tc.query)
+			}
+			for k := range tc.header {
+				if got, want := s.Header.Values(k), tc.header.Values(k); strings.Join(got, "|") != strings.Join(want, "|") {
+					t.Errorf("app saw %s %q, want %q", k, got, want)
+				}
+			}
+			for _, k := range tc.absent {
+				if v := s.Header.Values(k); len(v) > 0 {
+					t.Errorf("app saw %s %q", k, v)
+				}
+			}
+			for k, vs := range s.Header {
+				for _, v := range vs {
+					if strings.Contains(v, testToken) || strings.Contains(v, cookie) {
+						t.Errorf("the pool's credential reached the app in %s: %q", k, v)
+					}
+				}
+			}
+			if strings.Contains(s.Query, testToken) || strings.Contains(s.Query, url.QueryEscape(testToken)) {
+				t.Errorf("the pool's token reached the app in the query %q", s.Query)
+			}
+		})
+	}
+}
+
+func TestPortProxyTokenCookie(t *testing.T) {
+	g := newRig(t, portProxyConfig{Token: testToken})
+	for _, tc := range []struct {
+		name, host, target, location, path string
+		// others are (host, target) pairs the cookie must not open: the
+		// other ports, and the other sandboxes. (The two forms of one
+		// port share the cookie's value; a browser keeps each on its
+		// own host.)
+		others [][2]string
+		ok     [2]string // (host, target) the cookie opens
+	}{
+		{name: "host form", host: "3000-abc.localhost:" + g.port, target: "/app/?x=1&token=" + testToken + "&y=2",
+			location: "/app/?x=1&y=2", path: "/",
+			ok: [2]string{"3000-abc.localhost:" + g.port, "/static/main.js"},
+			others: [][2]string{
+				{"4000-abc.localhost:" + g.port, "/"},
+				{"3000-def.localhost:" + g.port, "/"},
+			}},
+		{name: "path form", target: "/sandboxes/abc/ports/3000/?token=" + testToken,
+			location: "/sandboxes/abc/ports/3000/", path: "/sandboxes/abc/ports/3000/",
+			ok: [2]string{"", "/sandboxes/abc/ports/3000/static/main.js"},
+			others: [][2]string{
+				{"", "/sandboxes/abc/ports/4000/"},
+				{"", "/sandboxes/def/ports/3000/"},
+			}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			resp := g.do(t, req{host: tc.host, target: tc.target})
+			if resp.StatusCode != http.StatusFound {
+				t.Fatalf("status %d, want 302", resp.StatusCode)
+			}
+			if loc := resp.Header.Get("Location"); loc != tc.location {
+				t.Errorf("Location %q, want %q", loc, tc.location)
+			}
+			cs := resp.Cookies()
+			if len(cs) != 1 {
+				t.Fatalf("cookies %v, want one", cs)
+			}
+			c := cs[0]
+			if c.Name != portCookie || c.Value == "" || strings.Contains(c.Value, testToken) {
+				t.Errorf("cookie %s=%s: want %s, not holding the token", c.Name, c.Value, portCookie)
+			}
+			if c.Domain != "" || !c.HttpOnly || c.SameSite != http.SameSiteLaxMode || c.Path != tc.path || c.Secure {
+				t.Errorf("cookie %q: want host-only, HttpOnly, SameSite=Lax, Path=%s", resp.Header.Get("Set-Cookie"), tc.path)
+			}
+			jar := hdr("Cookie", c.Name+"="+c.Value)
+			seenBy(t, g.do(t, req{host: tc.ok[0], target: tc.ok[1], header: jar}))
+			for _, o := range tc.others {
+				poolError(t, g.do(t, req{host: o[0], target: o[1], header: jar}), http.StatusUnauthorized)
+			}
+		})
+	}
+}
+
+func TestPortProxyRefusals(t *testing.T) {
+	g := newRig(t, portProxyConfig{Token: testToken})
+	key := hdr("X-Api-Key", testToken)
+	cookie := portCookie + "=" + g.p.cookieValue("abc", 3000)
+	host := "3000-abc.localhost:" + g.port
+	for _, tc := range []struct {
+		name   string
+		q      req
+		status int
+		msg    string // a part of the message
+	}{
+		{"no credentials", req{target: "/sandboxes/abc/ports/3000/"}, 401, "token is required"},
+		{"no credentials host", req{host: host, target: "/"}, 401, "token is required"},
+		{"wrong token", req{target: "/sandboxes/abc/ports/3000/?token=nope"}, 401, "wrong token"},
+		{"wrong key", req{target: "/sandboxes/abc/ports/3000/", header: hdr("X-Api-Key", "nope")}, 401, ""},
+		{"token as cookie", req{target: "/sandboxes/abc/ports/3000/", header: hdr("Cookie", portCookie+"="+testToken)}, 401, ""},
+		{"token prefix", req{target: "/sandboxes/abc/ports/3000/", header: hdr("X-Api-Key", testToken[:5])}, 401, ""},
+		{"unknown id", req{target: "/sandboxes/zzz/ports/3000/", header: key}, 404, `no sandbox "zzz"`},
+		{"unknown id host", req{host: "3000-zzz.localhost", target: "/", header: key}, 404, `no sandbox "zzz"`},
+		{"refused port", req{target: "/sandboxes/abc/ports/5000/", header: key}, 502, `nothing is listening on port 5000 of sandbox "abc"`},
+		{"refused port host", req{host: "5000-abc.localhost:" + g.port, target: "/", header: key}, 502, "nothing is listening"},
+		{"port zero", req{target: "/sandboxes/abc/ports/0/", header: key}, 400, "1 to 65535"},
+		{"port leading zero", req{target: "/sandboxes/abc/ports/03000/", header: key}, 400, ""},
+		{"port plus", req{target: "/sandboxes/abc/ports/+3000/", header: key}, 400, ""},
+		{"port too large", req{target: "/sandboxes/abc/ports/65536/", header: key}, 400, ""},
+		{"port not a number", req{target: "/sandboxes/abc/ports/http/", header: key}, 400, ""},
+		{"cross-origin POST with cookie", req{method: "POST", host: host, target: "/api", body: "x",
+			header: hdr("Cookie", cookie, "Origin", "http://3000-def.localhost:"+g.port)}, 403, "cross-origin"},
+		{"other site POST with cookie", req{method: "POST", host: host, target: "/api",
+			header: hdr("Cookie", cookie, "Origin", "https://evil.example")}, 403, ""},
+		{"other port POST", req{method: "POST", host: host, target: "/api",
+			header: hdr("Cookie", cookie, "Origin", "http://4000-abc.localhost:"+g.port)}, 403, ""},
+		{"pool origin POST", req{method: "DELETE", host: host, target: "/api",
+			header: hdr("Cookie", cookie, "Origin", "http://127.0.0.1:"+g.port)}, 403, ""},
+		{"null origin POST", req{method: "PUT", host: host, target: "/api",
+			header: hdr("Cookie", cookie, "Origin", "null")}, 403, ""},
+		{"cross-origin path form POST", req{method: "POST", target: "/sandboxes/abc/ports/3000/api",
+			header: hdr("X-Api-Key", testToken, "Origin", "http://3000-abc.localhost:"+g.port)}, 403, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			msg := poolError(t, g.do(t, tc.q), tc.status)
+			if !strings.Contains(msg, tc.msg) {
+				t.Errorf("message %q, want it to hold %q", msg, tc.msg)
+			}
+		})
+	}
+}
+
+func TestPortProxyAdmits(t *testing.T) {
+	g := newRig(t, portProxyConfig{Token: testToken})
+	cookie := portCookie + "=" + g.p.cookieValue("abc", 3000)
+	host := "3000-abc.localhost:" + g.port
+	for _, tc := range []struct {
+		name string
+		q    req
+	}{
+		{"same-origin POST", req{method: "POST", host: host, target: "/api", header: hdr("Cookie", cookie, "Origin", "http://"+host)}},
+		{"same-origin POST https page", req{method: "POST", host: host, target: "/api", header: hdr("Cookie", cookie, "Origin", "https://"+host)}},
+		{"POST without Origin", req{method: "POST", host: host, target: "/api", header: hdr("Cookie", cookie)}},
+		{"cross-origin GET", req{host: host, target: "/img", header: hdr("Cookie", cookie, "Origin", "https://evil.example")}},
+		{"path form same-origin POST", req{method: "POST", target: "/sandboxes/abc/ports/3000/api",
+			header: hdr("X-Api-Key", testToken, "Origin", g.front.URL)}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := seenBy(t, g.do(t, tc.q))
+			if s.Method != tc.q.method && tc.q.method != "" {
+				t.Errorf("app saw %s, want %s", s.Method, tc.q.method)
+			}
+		})
+	}
+
+	t.Run("no token", func(t *testing.T) {
+		g := newRig(t, portProxyConfig{})
+		s := seenBy(t, g.do(t, req{target: "/sandboxes/abc/ports/3000/?token=app"}))
+		if s.Query != "token=app" {
+			t.Errorf("app saw query %q, want token=app", s.Query)
+		}
+		poolError(t, g.do(t, req{method: "POST", host: host, target: "/",
+			header: hdr("Origin", "http://evil.example")}), http.StatusForbidden)
+	})
+}
+
+func TestPortProxyRedirects(t *testing.T) {
+	g := newRig(t, portProxyConfig{Token: testToken})
+	key := hdr("X-Api-Key", testToken)
+	for _, tc := range []struct {
+		name     string
+		q        req
+		status   int
+		location string
+	}{
+		{"not followed, path form", req{target: "/sandboxes/abc/ports/3000/redirect", header: key}, 302, "/sandboxes/abc/ports/3000/login"},
+		{"not followed, host form", req{host: "3000-abc.localhost:" + g.port, target: "/redirect", header: key}, 302, "/login"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			resp := g.do(t, tc.q)
+			if resp.StatusCode != tc.status || resp.Header.Get("Location") != tc.location {
+				t.Errorf("%d %q, want %d %q", resp.StatusCode, resp.Header.Get("Location"), tc.status, tc.location)
+			}
+		})
+	}
+}
+
+// The bare port root is outside the rig's route: a router that sends it
+// to ServePath has it redirected.
+func TestPortProxyBareRoot(t *testing.T) {
+	g := newRig(t, portProxyConfig{Token: testToken})
+	r := httptest.NewRequest("GET", "/sandboxes/abc/ports/3000?x=1", nil)
+	w := httptest.NewRecorder()
+	g.p.ServePath(w, r, "abc", 3000, "")
+	if w.Code != http.StatusPermanentRedirect || w.Header().Get("Location") != "/sandboxes/abc/ports/3000/?x=1" {
+		t.Errorf("%d %q, want 308 to the slash", w.Code, w.Header().Get("Location"))
+	}
+}
+
+func TestPortProxyWebSocket(t *testing.T) {
+	g := newRig(t, portProxyConfig{Token: testToken})
+	hostForm := "3000-abc.localhost:" + g.port
+	ws := "ws://" + g.front.Listener.Addr().String()
+	for _, tc := range []struct {
+		name, url string
+		header    http.Header
+		status    int // of a refused handshake
+	}{
+		{name: "path form, key", url: ws + "/sandboxes/abc/ports/3000/ws", header: hdr("X-Api-Key", testToken)},
+		{name: "path form, ?token=", url: ws + "/sandboxes/abc/ports/3000/ws?token=" + testToken,
+			header: hdr("Origin", g.front.URL)},
+		{name: "host form, cookie", url: ws + "/ws",
+			header: hdr("Host", hostForm, "Origin", "http://"+hostForm, "Cookie", portCookie+"="+g.p.cookieValue("abc", 3000))},
+		{name: "host form, ?token=", url: ws + "/ws?token=" + testToken, header: hdr("Host", hostForm)},
+		{name: "host form, other origin", url: ws + "/ws",
+			header: hdr("Host", hostForm, "Origin", "http://evil.example", "Cookie", portCookie+"="+g.p.cookieValue("abc", 3000)), status: 403},
+		{name: "host form, no credentials", url: ws + "/ws", header: hdr("Host", hostForm), status: 401},
+		{name: "refused port", url: ws + "/sandboxes/abc/ports/5000/ws", header: hdr("X-Api-Key", testToken), status: 502},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			c, resp, err := websocket.DefaultDialer.DialContext(ctx, tc.url, tc.header)
+			if tc.status != 0 {
+				if err == nil {
+					c.Close()
+					t.Fatal("handshake succeeded, want it refused")
+				}
+				if resp == nil || resp.StatusCode != tc.status {
+					t.Fatalf("handshake %v (%v), want %d", resp, err, tc.status)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("dial: %v (%v)", err, resp)
+			}
+			defer c.Close()
+			_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+			for _, m := range []string{"hello", strings.Repeat("x", 100_000)} {
+				if err := c.WriteMessage(websocket.TextMessage, []byte(m)); err != nil {
+					t.Fatal(err)
+				}
+				_, b, err := c.ReadMessage()
+				if err != nil || string(b) != m {
+					t.Fatalf("echo %d bytes, %v; want %d", len(b), err, len(m))
+				}
+			}
+		})
+	}
+}
+
+func TestPortProxyTouch(t *testing.T) {
+	g := newRig(t, portProxyConfig{Token: testToken})
+	key := hdr("X-Api-Key", testToken)
+	box := g.boxes["abc"]
+	for i := range 3 {
+		seenBy(t, g.do(t, req{target: "/sandboxes/abc/ports/3000/", header: key}))
+		if got := box.touches.Load(); got != int32(i+1) {
+			t.Fatalf("after %d requests touch was called %d times", i+1, got)
+		}
+	}
+	seenBy(t, g.do(t, req{host: "4000-abc.localhost", target: "/", header: key}))
+	if got := box.touches.Load(); got != 4 {
+		t.Fatalf("touch called %d times after 4 requests", got)
+	}
+	// Refused credentials do not count as activity.
+	poolError(t, g.do(t, req{target: "/sandboxes/abc/ports/3000/"}), http.StatusUnauthorized)
+	if got := box.touches.Load(); got != 4 {
+		t.Fatalf("an unauthorized request touched the sandbox (%d)", got)
+	}
+	box.gone.Store(true)
+	poolError(t, g.do(t, req{target: "/sandboxes/abc/ports/3000/", header: key}), http.StatusNotFound)
+}
+
+func TestPortProxyHeaderWait(t *testing.T) {
+	g := newRig(t, portProxyConfig{Token: testToken, HeaderWait: 50 * time.Millisecond})
+	msg := poolError(t, g.do(t, req{target: "/sandboxes/abc/ports/3000/hang", header: hdr("X-Api-Key", testToken)}), http.StatusGatewayTimeout)
+	if !strings.Contains(msg, "did not answer in time") {
+		t.Errorf("message %q", msg)
+	}
+}
+
+func TestPortProxyForget(t *testing.T) {
+	g := newRig(t, portProxyConfig{Token: testToken})
+	seenBy(t, g.do(t, req{target: "/sandboxes/abc/ports/3000/", header: hdr("X-Api-Key", testToken)}))
+	seenBy(t, g.do(t, req{target: "/sandboxes/def/ports/3000/", header: hdr("X-Api-Key", testToken)}))
+	g.p.mu.Lock()
+	n := len(g.p.boxes)
+	g.p.mu.Unlock()
+	if n != 2 {
+		t.Fatalf("%d transports, want one per sandbox (2)", n)
+	}
+	g.p.forget("abc")
+	g.p.mu.Lock()
+	_, kept := g.p.boxes["abc"]
+	n = len(g.p.boxes)
+	g.p.mu.Unlock()
+	if kept || n != 1 {
+		t.Fatalf("forget left abc's transport (%d left)", n)
+	}
+}
+
+func TestPortOfAddr(t *testing.T) {
+	for _, addr := range []string{"10.0.0.1:80", "localhost:80", "127.0.0.1:0", "127.0.0.1:+80", "[::1]:80", "127.0.0.1"} {
+		if _, err := portOfAddr(addr); err == nil {
+			t.Errorf("portOfAddr(%q) dials", addr)
+		}
+	}
+	if p, err := portOfAddr("127.0.0.1:3000"); err != nil || p != 3000 {
+		t.Errorf("portOfAddr(127.0.0.1:3000) = %d, %v", p, err)
+	}
+}
+
+func TestParsePortNumber(t *testing.T) {
+	for s, want := range map[string]int{"1": 1, "80": 80, "3000": 3000, "65535": 65535} {
+		if got, ok := parsePortNumber(s); !ok || got != want {
+			t.Errorf("parsePortNumber(%q) = %d, %v", s, got, ok)
+		}
+	}
+	for _, s := range []string{"", "0", "00", "080", "+80", "-1", "65536", "99999", "100000", " 80", "80 ", "8_0", "0x50", "٣"} {
+		if got, ok := parsePortNumber(s); ok {
+			t.Errorf("parsePortNumber(%q) = %d, want refused", s, got)
+		}
+	}
+}
+
+func TestParsePortHost(t *testing.T) {
+	for _, tc := range []struct {
+		host string
+		id   string
+		port int
+		ok   bool
+	}{
+		{"3000-abc.localhost:18100", "abc", 3000, true},
+		{"3000-abc.localhost", "abc", 3000, true},
+		{"3000-AbC9.LOCALHOST:1", "abc9", 3000, true},
+		{"65535-a.localhost", "a", 65535, true},
+		{"1-0.localhost", "0", 1, true},
+		{"0-abc.localhost", "", 0, false},
+		{"03000-abc.localhost", "", 0, false},
+		{"+3000-abc.localhost", "", 0, false},
+		{"65536-abc.localhost", "", 0, false},
+		{"3000-.localhost", "", 0, false},
+		{"-abc.localhost", "", 0, false},
+		{"3000abc.localhost", "", 0, false},
+		{"3000-ab-c.localhost", "", 0, false},
+		{"3000-ab_c.localhost", "", 0, false},
+		{"3000-abc.localhost.", "", 0, false},
+		{"3000-abc.localhost:", "", 0, false},
+		{"3000-abc.localhost:x", "", 0, false},
+		{"3000-abc.localhost:123456", "", 0, false},
+		{"3000-abc.evil.localhost", "", 0, false},
+		{"3000-abc.localhost.evil.example", "", 0, false},
+		{"x.3000-abc.localhost", "", 0, false},
+		{"localhost", "", 0, false},
+		{".localhost", "", 0, false},
+		{"127.0.0.1:18100", "", 0, false},
+		{"[::1]:18100", "", 0, false},
+		{"", "", 0, false},
+		{"3000-" + strings.Repeat("a", 58) + ".localhost", strings.Repeat("a", 58), 3000, true},
+		{"3000-" + strings.Repeat("a", 59) + ".localhost", "", 0, false},
+	} {
+		id, port, ok := parsePortHost(tc.host)
+		if id != tc.id || port != tc.port || ok != tc.ok {
+			t.Errorf("parsePortHost(%q) = %q, %d, %v; want %q, %d, %v", tc.host, id, port, ok, tc.id, tc.port, tc.ok)
+		}
+	}
+}
+
+// FuzzParsePortHost: any input is refused or gives an id of [a-z0-9]+
+// and a port in range that the canonical host form parses back to.
+func FuzzParsePortHost(f *testing.F) {
+	for _, s := range []string{"3000-abc.localhost:18100", "3000-ABC.LocalHost", "0-a.localhost", "65536-a.localhost", "1-a.localhost:", "[::1]:80", "a-1.localhost", "3000-abc.localhost.:80"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, host string) {
+		id, port, ok := parsePortHost(host)
+		if !ok {
+			if id != "" || port != 0 {
+				t.Fatalf("refused %q but gave %q, %d", host, id, port)
+			}
+			return
+		}
+		if port < 1 || port > 65535 || id == "" {
+			t.Fatalf("%q gave %q, %d", host, id, port)
+		}
+		for _, c := range []byte(id) {
+			if !('a' <= c && c <= 'z' || '0' <= c && c <= '9') {
+				t.Fatalf("%q gave id %q", host, id)
+			}
+		}
+		canon := strconv.Itoa(port) + "-" + id + ".localhost"
+		if !strings.EqualFold(strings.SplitN(host, ":", 2)[0], canon) {
+			t.Fatalf("%q is not the host form of %q", host, canon)
+		}
+		if id2, port2, ok2 := parsePortHost(canon + ":80"); !ok2 || id2 != id || port2 != port {
+			t.Fatalf("%q does not parse back", canon)
+		}
+	})
+}
