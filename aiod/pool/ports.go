@@ -279,8 +279,14 @@ func (p *portProxy) ServePath(w http.ResponseWriter, r *http.Request, id string,
 	ps := strconv.Itoa(port)
 	prefix := "/sandboxes/" + id + "/ports/" + ps
 	escaped := r.URL.EscapedPath()
-	if port < 1 || port > 65535 || !strings.HasPrefix(escaped, prefix) {
+	if port < 1 || port > 65535 {
 		portError(w, http.StatusBadRequest, "port must be a number from 1 to 65535")
+		return
+	}
+	if !strings.HasPrefix(escaped, prefix) {
+		// A port not in plain digits (03000, +3000) that a lenient
+		// parser let through, or a prefix the client percent-encoded.
+		portError(w, http.StatusBadRequest, "the path must begin with /sandboxes/{id}/ports/{port} (port: a number from 1 to 65535)")
 		return
 	}
 	sub := escaped[len(prefix):]
@@ -294,7 +300,7 @@ func (p *portProxy) ServePath(w http.ResponseWriter, r *http.Request, id string,
 		return
 	}
 	if sub[0] != '/' {
-		portError(w, http.StatusBadRequest, "port must be a number from 1 to 65535")
+		portError(w, http.StatusBadRequest, "the path must begin with /sandboxes/{id}/ports/{port} (port: a number from 1 to 65535)")
 		return
 	}
 	path, err := url.PathUnescape(sub)
@@ -328,6 +334,12 @@ func (p *portProxy) ServeHost(w http.ResponseWriter, r *http.Request) bool {
 // sandbox, the ?token= redirect, activity, then the proxy. cookiePath is
 // the port cookie's Path.
 func (p *portProxy) serve(w http.ResponseWriter, r *http.Request, c *portCall, cookiePath string) {
+	if r.Method == http.MethodConnect {
+		// A tunnel is not a request to the app; the app's port is
+		// reached through this proxy only.
+		portError(w, http.StatusMethodNotAllowed, "CONNECT is not proxied to a sandbox's port")
+		return
+	}
 	if !portSafe(r) && !portSameOrigin(r) {
 		portError(w, http.StatusForbidden, "Origin "+strconv.Quote(r.Header.Get("Origin"))+" may not send this request to a sandbox's port (cross-origin request)")
 		return

@@ -407,6 +407,8 @@ func TestPortProxyRefusals(t *testing.T) {
 		{"port plus", req{target: "/sandboxes/abc/ports/+3000/", header: key}, 400, ""},
 		{"port too large", req{target: "/sandboxes/abc/ports/65536/", header: key}, 400, ""},
 		{"port not a number", req{target: "/sandboxes/abc/ports/http/", header: key}, 400, ""},
+		{"CONNECT", req{method: "CONNECT", host: host, target: "/", header: key}, 405, "CONNECT"},
+		{"port with letters", req{target: "/sandboxes/abc/ports/3000x/", header: key}, 400, ""},
 		{"cross-origin POST with cookie", req{method: "POST", host: host, target: "/api", body: "x",
 			header: hdr("Cookie", cookie, "Origin", "http://3000-def.localhost:"+g.port)}, 403, "cross-origin"},
 		{"other site POST with cookie", req{method: "POST", host: host, target: "/api",
@@ -484,15 +486,30 @@ func TestPortProxyRedirects(t *testing.T) {
 	}
 }
 
-// The bare port root is outside the rig's route: a router that sends it
-// to ServePath has it redirected.
-func TestPortProxyBareRoot(t *testing.T) {
+// ServePath called by a router other than ServeRoute: the bare port
+// root is redirected to its slash, and a port the router parsed more
+// leniently than parsePortNumber is refused.
+func TestPortProxyServePath(t *testing.T) {
 	g := newRig(t, portProxyConfig{Token: testToken})
-	r := httptest.NewRequest("GET", "/sandboxes/abc/ports/3000?x=1", nil)
-	w := httptest.NewRecorder()
-	g.p.ServePath(w, r, "abc", 3000, "")
-	if w.Code != http.StatusPermanentRedirect || w.Header().Get("Location") != "/sandboxes/abc/ports/3000/?x=1" {
-		t.Errorf("%d %q, want 308 to the slash", w.Code, w.Header().Get("Location"))
+	for _, tc := range []struct {
+		target   string
+		port     int
+		status   int
+		location string
+	}{
+		{"/sandboxes/abc/ports/3000?x=1", 3000, http.StatusPermanentRedirect, "/sandboxes/abc/ports/3000/?x=1"},
+		{"/sandboxes/abc/ports/03000/", 3000, http.StatusBadRequest, ""},
+		{"/sandboxes/abc/ports/+3000/", 3000, http.StatusBadRequest, ""},
+		{"/sandboxes/abc/ports/3000x/", 3000, http.StatusBadRequest, ""},
+		{"/sandboxes/abc/ports/70000/", 70000, http.StatusBadRequest, ""},
+		{"/sandboxes/abc/ports/0/", 0, http.StatusBadRequest, ""},
+		{"/sandboxes/abc/ports/3000/", 3000, http.StatusUnauthorized, ""},
+	} {
+		w := httptest.NewRecorder()
+		g.p.ServePath(w, httptest.NewRequest("GET", tc.target, nil), "abc", tc.port, "")
+		if w.Code != tc.status || w.Header().Get("Location") != tc.location {
+			t.Errorf("%s: %d %q, want %d %q", tc.target, w.Code, w.Header().Get("Location"), tc.status, tc.location)
+		}
 	}
 }
 
