@@ -359,7 +359,7 @@ func (p *portProxy) serve(w http.ResponseWriter, r *http.Request, c *portCall, c
 		portError(w, http.StatusNotFound, "no sandbox "+strconv.Quote(c.id))
 		return
 	}
-	if tokenOK && (r.Method == http.MethodGet || r.Method == http.MethodHead) && !isUpgrade(r) {
+	if tokenOK && (r.Method == http.MethodGet || r.Method == http.MethodHead) && !portIsUpgrade(r) {
 		p.setCookie(w, r, c, cookiePath)
 		loc := r.URL.EscapedPath()
 		if query != "" {
@@ -459,17 +459,17 @@ func (portBuffers) Put(b []byte) { portBufferPool.Put(&b) }
 func portSafe(r *http.Request) bool {
 	switch r.Method {
 	case http.MethodGet, http.MethodHead, http.MethodOptions:
-		return !isUpgrade(r)
+		return !portIsUpgrade(r)
 	}
 	return false
 }
 
-// isUpgrade reports whether r asks to switch protocols (a WebSocket).
-func isUpgrade(r *http.Request) bool {
-	return r.Header.Get("Upgrade") != "" && httpHeaderHasToken(r.Header, "Connection", "upgrade")
+// portIsUpgrade reports whether r asks to switch protocols (a WebSocket).
+func portIsUpgrade(r *http.Request) bool {
+	return r.Header.Get("Upgrade") != "" && portHeaderHas(r.Header, "Connection", "upgrade")
 }
 
-func httpHeaderHasToken(h http.Header, name, token string) bool {
+func portHeaderHas(h http.Header, name, token string) bool {
 	for _, v := range h.Values(name) {
 		for t := range strings.SplitSeq(v, ",") {
 			if strings.EqualFold(strings.TrimSpace(t), token) {
@@ -503,8 +503,8 @@ func (p *portProxy) tokenIs(s string) bool {
 	return subtle.ConstantTimeCompare(h[:], p.tokenSum[:]) == 1
 }
 
-// bearer is the credentials of an Authorization: Bearer header, or "".
-func bearer(v string) string {
+// portBearer is the credentials of an Authorization: Bearer header, or "".
+func portBearer(v string) string {
 	if len(v) > 7 && strings.EqualFold(v[:7], "bearer ") {
 		return v[7:]
 	}
@@ -514,7 +514,7 @@ func bearer(v string) string {
 // headerToken reports whether r carries the pool's token in x-api-key or
 // Authorization: Bearer.
 func (p *portProxy) headerToken(r *http.Request) bool {
-	return p.tokenIs(bearer(r.Header.Get("Authorization"))) || p.tokenIs(r.Header.Get("X-Api-Key"))
+	return p.tokenIs(portBearer(r.Header.Get("Authorization"))) || p.tokenIs(r.Header.Get("X-Api-Key"))
 }
 
 // splitToken splits a raw query into what is forwarded, byte for byte,
@@ -585,7 +585,7 @@ func (p *portProxy) setCookie(w http.ResponseWriter, r *http.Request, c *portCal
 // request's headers: x-api-key and Authorization when they hold the
 // token, and the port cookie. The app's own stay.
 func (p *portProxy) dropCredentials(h http.Header) {
-	if p.tokenIs(bearer(h.Get("Authorization"))) {
+	if p.tokenIs(portBearer(h.Get("Authorization"))) {
 		h.Del("Authorization")
 	}
 	if p.tokenIs(h.Get("X-Api-Key")) {

@@ -12,31 +12,35 @@ import (
 	"time"
 )
 
-// hostBox is a sandbox whose ports are one server on the host: dialPort
+// portHostBox is a sandbox whose ports are one server on the host: dialPort
 // is a plain dial, so the benchmark measures the proxy alone.
-type hostBox struct{ addr string }
+type portHostBox struct{ addr string }
 
-func (h hostBox) dialPort(ctx context.Context, _ int) (net.Conn, error) {
+func (h portHostBox) dialPort(ctx context.Context, _ int) (net.Conn, error) {
 	var d net.Dialer
 	return d.DialContext(ctx, "tcp", h.addr)
 }
 
-func (hostBox) touch(context.Context) error { return nil }
+func (portHostBox) touch(context.Context) error { return nil }
 
 // BenchmarkPortProxy compares a GET straight to a loopback server
 // (direct) with the same GET through the port proxy's path and host
-// forms (a keep-alive client in both cases), for a small answer and a
-// 64 KiB one. bare-forward is the floor of any HTTP proxy in this
-// process: one more loopback hop and nothing else. Each reports its median latency as p50-ns (ns/op is the
-// mean); the target is proxied p50 ≤ 1.3 × direct p50.
+// forms (a keep-alive client in each case), for a small answer and a 64
+// KiB one. bare-forward is the floor of any HTTP proxy in this process:
+// one more loopback hop and nothing else. Each reports its median
+// latency as p50-ns (ns/op is the mean); interleaved takes turns over
+// all four and reports their p50 ratios to direct, the figures to read
+// on a shared machine. The brief's target was proxied ≤ 1.3 × direct;
+// on 2 cores the extra hop alone is about 2.1 × (16 B) and 1.65 × (64
+// KiB), and the proxy adds 5 to 10 % to that floor.
 func BenchmarkPortProxy(b *testing.B) {
 	for _, size := range []int{16, 64 << 10} {
 		body := strings.Repeat("x", size)
 		app := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 			_, _ = io.WriteString(w, body)
 		}))
-		p := newPortProxy(portProxyConfig{Token: testToken, Lookup: func(id string) (portTarget, bool) {
-			return hostBox{app.Listener.Addr().String()}, id == "abc"
+		p := newPortProxy(portProxyConfig{Token: portTestToken, Lookup: func(id string) (portTarget, bool) {
+			return portHostBox{app.Listener.Addr().String()}, id == "abc"
 		}})
 		mux := http.NewServeMux()
 		mux.HandleFunc("/sandboxes/{id}/ports/{port}/{rest...}", p.ServeRoute)
@@ -67,7 +71,7 @@ func BenchmarkPortProxy(b *testing.B) {
 		if size > 16 {
 			name = "64KiB"
 		}
-		routes := []route{
+		routes := []portRoute{
 			{"direct", app.URL + "/x", ""},
 			{"bare-forward", bare.URL + "/x", ""},
 			{"proxied-path", front.URL + "/sandboxes/abc/ports/3000/x", ""},
@@ -82,7 +86,7 @@ func BenchmarkPortProxy(b *testing.B) {
 					get()
 					lat = append(lat, time.Since(t0))
 				}
-				b.ReportMetric(p50(lat), "p50-ns")
+				b.ReportMetric(portP50(lat), "p50-ns")
 			})
 		}
 		// interleaved takes turns over the routes in one loop, so a
@@ -101,10 +105,10 @@ func BenchmarkPortProxy(b *testing.B) {
 					lat[i] = append(lat[i], time.Since(t0))
 				}
 			}
-			direct := p50(lat[0])
+			direct := portP50(lat[0])
 			b.ReportMetric(direct, "direct-p50-ns")
 			for i, rt := range routes[1:] {
-				b.ReportMetric(p50(lat[i+1])/direct, rt.name+"/direct")
+				b.ReportMetric(portP50(lat[i+1])/direct, rt.name+"/direct")
 			}
 		})
 		front.Close()
@@ -115,19 +119,19 @@ func BenchmarkPortProxy(b *testing.B) {
 	}
 }
 
-// route is one way to the benchmark's app: a URL and the Host to send.
-type route struct{ name, url, host string }
+// portRoute is one way to the benchmark's app: a URL and the Host to send.
+type portRoute struct{ name, url, host string }
 
 // getter is a GET of r on a keep-alive client of its own, its connection
 // already open; it fails b unless the answer is size bytes of 200.
-func (r route) getter(b *testing.B, size int) func() {
+func (r portRoute) getter(b *testing.B, size int) func() {
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4}}
 	b.Cleanup(client.CloseIdleConnections)
 	req, err := http.NewRequest(http.MethodGet, r.url, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
-	req.Header.Set("X-Api-Key", testToken)
+	req.Header.Set("X-Api-Key", portTestToken)
 	if r.host != "" {
 		req.Host = r.host
 	}
@@ -146,8 +150,8 @@ func (r route) getter(b *testing.B, size int) func() {
 	return get
 }
 
-// p50 is the median of lat, in nanoseconds.
-func p50(lat []time.Duration) float64 {
+// portP50 is the median of lat, in nanoseconds.
+func portP50(lat []time.Duration) float64 {
 	slices.Sort(lat)
 	return float64(lat[len(lat)/2].Nanoseconds())
 }

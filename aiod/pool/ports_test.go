@@ -18,18 +18,18 @@ import (
 	"github.com/gorilla/websocket"
 )
 
-const testToken = "s3cret-pool-token"
+const portTestToken = "s3cret-pool-token"
 
-// fakeBox is a sandbox whose ports are servers on the host: port →
+// portFakeBox is a sandbox whose ports are servers on the host: port →
 // address. A port it does not list dials a closed port (refused).
-type fakeBox struct {
+type portFakeBox struct {
 	ports   map[int]string
 	closed  string
 	touches atomic.Int32
 	gone    atomic.Bool
 }
 
-func (f *fakeBox) dialPort(ctx context.Context, port int) (net.Conn, error) {
+func (f *portFakeBox) dialPort(ctx context.Context, port int) (net.Conn, error) {
 	addr, ok := f.ports[port]
 	if !ok {
 		addr = f.closed
@@ -38,7 +38,7 @@ func (f *fakeBox) dialPort(ctx context.Context, port int) (net.Conn, error) {
 	return d.DialContext(ctx, "tcp", addr)
 }
 
-func (f *fakeBox) touch(context.Context) error {
+func (f *portFakeBox) touch(context.Context) error {
 	if f.gone.Load() {
 		return errors.New("sandbox ended")
 	}
@@ -46,16 +46,16 @@ func (f *fakeBox) touch(context.Context) error {
 	return nil
 }
 
-// seen is what the app behind a port saw of a request.
-type seen struct {
+// portSeen is what the app behind a port saw of a request.
+type portSeen struct {
 	Method, Path, RawPath, Query, Host string
 	Header                             http.Header
 }
 
-// appServer is the app a sandbox's port serves: it echoes what it saw
+// portApp is the app a sandbox's port serves: it echoes what it saw
 // (as JSON), echoes WebSocket messages on /ws, redirects on /redirect and
 // never answers on /hang until the test ends.
-func appServer(t *testing.T) *httptest.Server {
+func portApp(t *testing.T) *httptest.Server {
 	t.Helper()
 	hang := make(chan struct{})
 	up := websocket.Upgrader{CheckOrigin: func(*http.Request) bool { return true }}
@@ -84,15 +84,15 @@ func appServer(t *testing.T) *httptest.Server {
 			case <-r.Context().Done():
 			}
 		default:
-			_ = json.NewEncoder(w).Encode(seen{r.Method, r.URL.Path, r.URL.RawPath, r.URL.RawQuery, r.Host, r.Header})
+			_ = json.NewEncoder(w).Encode(portSeen{r.Method, r.URL.Path, r.URL.RawPath, r.URL.RawQuery, r.Host, r.Header})
 		}
 	}))
 	t.Cleanup(func() { close(hang); s.Close() })
 	return s
 }
 
-// closedAddr is an address of 127.0.0.1 where nothing listens.
-func closedAddr(t *testing.T) string {
+// portClosedAddr is an address of 127.0.0.1 where nothing listens.
+func portClosedAddr(t *testing.T) string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -103,22 +103,22 @@ func closedAddr(t *testing.T) string {
 	return addr
 }
 
-// rig is a pool front (the lead's router in miniature: ServeHost first,
-// then the path route) with sandboxes "abc" and "def", both serving the
-// app on port 3000 and abc also on 4000.
-type rig struct {
+// portRig is a pool front (the pool's router in miniature: ServeHost
+// first, then the path route) with sandboxes "abc" and "def", both
+// serving the app on port 3000 and abc also on 4000.
+type portRig struct {
 	p     *portProxy
 	front *httptest.Server
-	boxes map[string]*fakeBox
+	boxes map[string]*portFakeBox
 	http  *http.Client
 	port  string // the front's port
 }
 
-func newRig(t *testing.T, cfg portProxyConfig) *rig {
+func newPortRig(t *testing.T, cfg portProxyConfig) *portRig {
 	t.Helper()
-	app := appServer(t).Listener.Addr().String()
-	closed := closedAddr(t)
-	g := &rig{boxes: map[string]*fakeBox{
+	app := portApp(t).Listener.Addr().String()
+	closed := portClosedAddr(t)
+	g := &portRig{boxes: map[string]*portFakeBox{
 		"abc": {ports: map[int]string{3000: app, 4000: app}, closed: closed},
 		"def": {ports: map[int]string{3000: app}, closed: closed},
 	}}
@@ -146,15 +146,15 @@ func newRig(t *testing.T, cfg portProxyConfig) *rig {
 	return g
 }
 
-// req is one request to the front: host "" is the path form (the
+// portReq is one request to the front: host "" is the path form (the
 // front's own host), else the Host header to send.
-type req struct {
+type portReq struct {
 	method, host, target string
 	header               http.Header
 	body                 string
 }
 
-func (g *rig) do(t *testing.T, q req) *http.Response {
+func (g *portRig) do(t *testing.T, q portReq) *http.Response {
 	t.Helper()
 	if q.method == "" {
 		q.method = http.MethodGet
@@ -181,22 +181,22 @@ func (g *rig) do(t *testing.T, q req) *http.Response {
 	return resp
 }
 
-// seenBy decodes what the app saw, failing unless the answer is 200.
-func seenBy(t *testing.T, resp *http.Response) seen {
+// portSeenBy decodes what the app saw, failing unless the answer is 200.
+func portSeenBy(t *testing.T, resp *http.Response) portSeen {
 	t.Helper()
 	b, _ := io.ReadAll(resp.Body)
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("status %d, want 200: %s", resp.StatusCode, b)
 	}
-	var s seen
+	var s portSeen
 	if err := json.Unmarshal(b, &s); err != nil {
 		t.Fatalf("not the app's answer: %v: %s", err, b)
 	}
 	return s
 }
 
-// poolError decodes the pool's own error body, checking its status.
-func poolError(t *testing.T, resp *http.Response, status int) string {
+// portPoolError decodes the pool's own error body, checking its status.
+func portPoolError(t *testing.T, resp *http.Response, status int) string {
 	t.Helper()
 	b, _ := io.ReadAll(resp.Body)
 	if resp.StatusCode != status {
@@ -212,7 +212,7 @@ func poolError(t *testing.T, resp *http.Response, status int) string {
 	return e.Error.Message
 }
 
-func hdr(kv ...string) http.Header {
+func portHdr(kv ...string) http.Header {
 	h := http.Header{}
 	for i := 0; i+1 < len(kv); i += 2 {
 		h.Add(kv[i], kv[i+1])
@@ -221,31 +221,31 @@ func hdr(kv ...string) http.Header {
 }
 
 func TestPortProxyForms(t *testing.T) {
-	g := newRig(t, portProxyConfig{Token: testToken})
+	g := newPortRig(t, portProxyConfig{Token: portTestToken})
 	hostForm := "3000-abc.localhost:" + g.port
 	for _, tc := range []struct {
 		name                       string
-		q                          req
+		q                          portReq
 		path, rawPath, query, host string
 		prefix, fwdHost            string
 	}{
-		{name: "path", q: req{target: "/sandboxes/abc/ports/3000/a/b?x=1&y=%20z"},
+		{name: "path", q: portReq{target: "/sandboxes/abc/ports/3000/a/b?x=1&y=%20z"},
 			path: "/a/b", query: "x=1&y=%20z", host: g.front.Listener.Addr().String(),
 			prefix: "/sandboxes/abc/ports/3000", fwdHost: g.front.Listener.Addr().String()},
-		{name: "path root", q: req{target: "/sandboxes/abc/ports/3000/"},
+		{name: "path root", q: portReq{target: "/sandboxes/abc/ports/3000/"},
 			path: "/", host: g.front.Listener.Addr().String(),
 			prefix: "/sandboxes/abc/ports/3000", fwdHost: g.front.Listener.Addr().String()},
-		{name: "path escaped", q: req{target: "/sandboxes/abc/ports/3000/a%2Fb/c"},
+		{name: "path escaped", q: portReq{target: "/sandboxes/abc/ports/3000/a%2Fb/c"},
 			path: "/a/b/c", rawPath: "/a%2Fb/c", host: g.front.Listener.Addr().String(),
 			prefix: "/sandboxes/abc/ports/3000", fwdHost: g.front.Listener.Addr().String()},
-		{name: "host", q: req{host: hostForm, target: "/a/b?x=1"},
+		{name: "host", q: portReq{host: hostForm, target: "/a/b?x=1"},
 			path: "/a/b", query: "x=1", host: hostForm, fwdHost: hostForm},
-		{name: "host upper case", q: req{host: "3000-ABC.LocalHost:" + g.port, target: "/"},
+		{name: "host upper case", q: portReq{host: "3000-ABC.LocalHost:" + g.port, target: "/"},
 			path: "/", host: "3000-ABC.LocalHost:" + g.port, fwdHost: "3000-ABC.LocalHost:" + g.port},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			tc.q.header = hdr("X-Api-Key", testToken, "X-Forwarded-Host", "evil.example", "X-Forwarded-Prefix", "/evil")
-			s := seenBy(t, g.do(t, tc.q))
+			tc.q.header = portHdr("X-Api-Key", portTestToken, "X-Forwarded-Host", "evil.example", "X-Forwarded-Prefix", "/evil")
+			s := portSeenBy(t, g.do(t, tc.q))
 			if s.Path != tc.path || s.RawPath != tc.rawPath || s.Query != tc.query || s.Host != tc.host {
 				t.Errorf("app saw path %q raw %q query %q host %q; want %q %q %q %q", s.Path, s.RawPath, s.Query, s.Host, tc.path, tc.rawPath, tc.query, tc.host)
 			}
@@ -269,37 +269,37 @@ func TestPortProxyForms(t *testing.T) {
 }
 
 func TestPortProxyCredentialsStripped(t *testing.T) {
-	g := newRig(t, portProxyConfig{Token: testToken})
+	g := newPortRig(t, portProxyConfig{Token: portTestToken})
 	cookie := g.p.cookieValue("abc", 3000)
 	for _, tc := range []struct {
 		name   string
-		q      req
+		q      portReq
 		query  string
 		header http.Header // what the app must see (others must be absent)
 		absent []string
 	}{
-		{name: "bearer", q: req{target: "/sandboxes/abc/ports/3000/", header: hdr("Authorization", "Bearer "+testToken)},
+		{name: "bearer", q: portReq{target: "/sandboxes/abc/ports/3000/", header: portHdr("Authorization", "Bearer "+portTestToken)},
 			absent: []string{"Authorization"}},
-		{name: "bearer any case", q: req{target: "/sandboxes/abc/ports/3000/", header: hdr("Authorization", "bEaReR "+testToken)},
+		{name: "bearer any case", q: portReq{target: "/sandboxes/abc/ports/3000/", header: portHdr("Authorization", "bEaReR "+portTestToken)},
 			absent: []string{"Authorization"}},
-		{name: "app's own authorization kept", q: req{target: "/sandboxes/abc/ports/3000/", header: hdr("X-Api-Key", testToken, "Authorization", "Bearer app-token")},
-			header: hdr("Authorization", "Bearer app-token"), absent: []string{"X-Api-Key"}},
-		{name: "app's own x-api-key kept", q: req{target: "/sandboxes/abc/ports/3000/", header: hdr("Authorization", "Bearer "+testToken, "X-Api-Key", "app-key")},
-			header: hdr("X-Api-Key", "app-key"), absent: []string{"Authorization"}},
-		{name: "cookie", q: req{target: "/sandboxes/abc/ports/3000/", header: hdr("Cookie", "app=1; "+portCookie+"="+cookie+"; other=2")},
-			header: hdr("Cookie", "app=1; other=2")},
-		{name: "cookie alone", q: req{target: "/sandboxes/abc/ports/3000/", header: hdr("Cookie", portCookie+"="+cookie)},
+		{name: "app's own authorization kept", q: portReq{target: "/sandboxes/abc/ports/3000/", header: portHdr("X-Api-Key", portTestToken, "Authorization", "Bearer app-token")},
+			header: portHdr("Authorization", "Bearer app-token"), absent: []string{"X-Api-Key"}},
+		{name: "app's own x-api-key kept", q: portReq{target: "/sandboxes/abc/ports/3000/", header: portHdr("Authorization", "Bearer "+portTestToken, "X-Api-Key", "app-key")},
+			header: portHdr("X-Api-Key", "app-key"), absent: []string{"Authorization"}},
+		{name: "cookie", q: portReq{target: "/sandboxes/abc/ports/3000/", header: portHdr("Cookie", "app=1; "+portCookie+"="+cookie+"; other=2")},
+			header: portHdr("Cookie", "app=1; other=2")},
+		{name: "cookie alone", q: portReq{target: "/sandboxes/abc/ports/3000/", header: portHdr("Cookie", portCookie+"="+cookie)},
 			absent: []string{"Cookie"}},
-		{name: "query token on a POST", q: req{method: "POST", target: "/sandboxes/abc/ports/3000/?a=1&token=" + testToken + "&b=%2F"},
+		{name: "query token on a POST", q: portReq{method: "POST", target: "/sandboxes/abc/ports/3000/?a=1&token=" + portTestToken + "&b=%2F"},
 			query: "a=1&b=%2F"},
-		{name: "query token escaped", q: req{method: "POST", target: "/sandboxes/abc/ports/3000/?%74oken=" + url.QueryEscape(testToken)}},
-		{name: "app's own token param kept", q: req{target: "/sandboxes/abc/ports/3000/?token=app-reset-123", header: hdr("X-Api-Key", testToken)},
+		{name: "query token escaped", q: portReq{method: "POST", target: "/sandboxes/abc/ports/3000/?%74oken=" + url.QueryEscape(portTestToken)}},
+		{name: "app's own token param kept", q: portReq{target: "/sandboxes/abc/ports/3000/?token=app-reset-123", header: portHdr("X-Api-Key", portTestToken)},
 			query: "token=app-reset-123", absent: []string{"X-Api-Key"}},
-		{name: "host form", q: req{host: "3000-abc.localhost:" + g.port, target: "/?q=1", header: hdr("Cookie", portCookie+"="+cookie+"; app=1")},
-			query: "q=1", header: hdr("Cookie", "app=1")},
+		{name: "host form", q: portReq{host: "3000-abc.localhost:" + g.port, target: "/?q=1", header: portHdr("Cookie", portCookie+"="+cookie+"; app=1")},
+			query: "q=1", header: portHdr("Cookie", "app=1")},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := seenBy(t, g.do(t, tc.q))
+			s := portSeenBy(t, g.do(t, tc.q))
 			if s.Query != tc.query {
 				t.Errorf("app saw query %q, want %q", s.Query, tc.query)
 			}
@@ -315,12 +315,12 @@ func TestPortProxyCredentialsStripped(t *testing.T) {
 			}
 			for k, vs := range s.Header {
 				for _, v := range vs {
-					if strings.Contains(v, testToken) || strings.Contains(v, cookie) {
+					if strings.Contains(v, portTestToken) || strings.Contains(v, cookie) {
 						t.Errorf("the pool's credential reached the app in %s: %q", k, v)
 					}
 				}
 			}
-			if strings.Contains(s.Query, testToken) || strings.Contains(s.Query, url.QueryEscape(testToken)) {
+			if strings.Contains(s.Query, portTestToken) || strings.Contains(s.Query, url.QueryEscape(portTestToken)) {
 				t.Errorf("the pool's token reached the app in the query %q", s.Query)
 			}
 		})
@@ -328,7 +328,7 @@ func TestPortProxyCredentialsStripped(t *testing.T) {
 }
 
 func TestPortProxyTokenCookie(t *testing.T) {
-	g := newRig(t, portProxyConfig{Token: testToken})
+	g := newPortRig(t, portProxyConfig{Token: portTestToken})
 	for _, tc := range []struct {
 		name, host, target, location, path string
 		// others are (host, target) pairs the cookie must not open: the
@@ -338,14 +338,14 @@ func TestPortProxyTokenCookie(t *testing.T) {
 		others [][2]string
 		ok     [2]string // (host, target) the cookie opens
 	}{
-		{name: "host form", host: "3000-abc.localhost:" + g.port, target: "/app/?x=1&token=" + testToken + "&y=2",
+		{name: "host form", host: "3000-abc.localhost:" + g.port, target: "/app/?x=1&token=" + portTestToken + "&y=2",
 			location: "/app/?x=1&y=2", path: "/",
 			ok: [2]string{"3000-abc.localhost:" + g.port, "/static/main.js"},
 			others: [][2]string{
 				{"4000-abc.localhost:" + g.port, "/"},
 				{"3000-def.localhost:" + g.port, "/"},
 			}},
-		{name: "path form", target: "/sandboxes/abc/ports/3000/?token=" + testToken,
+		{name: "path form", target: "/sandboxes/abc/ports/3000/?token=" + portTestToken,
 			location: "/sandboxes/abc/ports/3000/", path: "/sandboxes/abc/ports/3000/",
 			ok: [2]string{"", "/sandboxes/abc/ports/3000/static/main.js"},
 			others: [][2]string{
@@ -354,7 +354,7 @@ func TestPortProxyTokenCookie(t *testing.T) {
 			}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			resp := g.do(t, req{host: tc.host, target: tc.target})
+			resp := g.do(t, portReq{host: tc.host, target: tc.target})
 			if resp.StatusCode != http.StatusFound {
 				t.Fatalf("status %d, want 302", resp.StatusCode)
 			}
@@ -366,64 +366,64 @@ func TestPortProxyTokenCookie(t *testing.T) {
 				t.Fatalf("cookies %v, want one", cs)
 			}
 			c := cs[0]
-			if c.Name != portCookie || c.Value == "" || strings.Contains(c.Value, testToken) {
+			if c.Name != portCookie || c.Value == "" || strings.Contains(c.Value, portTestToken) {
 				t.Errorf("cookie %s=%s: want %s, not holding the token", c.Name, c.Value, portCookie)
 			}
 			if c.Domain != "" || !c.HttpOnly || c.SameSite != http.SameSiteLaxMode || c.Path != tc.path || c.Secure {
 				t.Errorf("cookie %q: want host-only, HttpOnly, SameSite=Lax, Path=%s", resp.Header.Get("Set-Cookie"), tc.path)
 			}
-			jar := hdr("Cookie", c.Name+"="+c.Value)
-			seenBy(t, g.do(t, req{host: tc.ok[0], target: tc.ok[1], header: jar}))
+			jar := portHdr("Cookie", c.Name+"="+c.Value)
+			portSeenBy(t, g.do(t, portReq{host: tc.ok[0], target: tc.ok[1], header: jar}))
 			for _, o := range tc.others {
-				poolError(t, g.do(t, req{host: o[0], target: o[1], header: jar}), http.StatusUnauthorized)
+				portPoolError(t, g.do(t, portReq{host: o[0], target: o[1], header: jar}), http.StatusUnauthorized)
 			}
 		})
 	}
 }
 
 func TestPortProxyRefusals(t *testing.T) {
-	g := newRig(t, portProxyConfig{Token: testToken})
-	key := hdr("X-Api-Key", testToken)
+	g := newPortRig(t, portProxyConfig{Token: portTestToken})
+	key := portHdr("X-Api-Key", portTestToken)
 	cookie := portCookie + "=" + g.p.cookieValue("abc", 3000)
 	host := "3000-abc.localhost:" + g.port
 	for _, tc := range []struct {
 		name   string
-		q      req
+		q      portReq
 		status int
 		msg    string // a part of the message
 	}{
-		{"no credentials", req{target: "/sandboxes/abc/ports/3000/"}, 401, "token is required"},
-		{"no credentials host", req{host: host, target: "/"}, 401, "token is required"},
-		{"wrong token", req{target: "/sandboxes/abc/ports/3000/?token=nope"}, 401, "wrong token"},
-		{"wrong key", req{target: "/sandboxes/abc/ports/3000/", header: hdr("X-Api-Key", "nope")}, 401, ""},
-		{"token as cookie", req{target: "/sandboxes/abc/ports/3000/", header: hdr("Cookie", portCookie+"="+testToken)}, 401, ""},
-		{"token prefix", req{target: "/sandboxes/abc/ports/3000/", header: hdr("X-Api-Key", testToken[:5])}, 401, ""},
-		{"unknown id", req{target: "/sandboxes/zzz/ports/3000/", header: key}, 404, `no sandbox "zzz"`},
-		{"unknown id host", req{host: "3000-zzz.localhost", target: "/", header: key}, 404, `no sandbox "zzz"`},
-		{"refused port", req{target: "/sandboxes/abc/ports/5000/", header: key}, 502, `nothing is listening on port 5000 of sandbox "abc"`},
-		{"refused port host", req{host: "5000-abc.localhost:" + g.port, target: "/", header: key}, 502, "nothing is listening"},
-		{"port zero", req{target: "/sandboxes/abc/ports/0/", header: key}, 400, "1 to 65535"},
-		{"port leading zero", req{target: "/sandboxes/abc/ports/03000/", header: key}, 400, ""},
-		{"port plus", req{target: "/sandboxes/abc/ports/+3000/", header: key}, 400, ""},
-		{"port too large", req{target: "/sandboxes/abc/ports/65536/", header: key}, 400, ""},
-		{"port not a number", req{target: "/sandboxes/abc/ports/http/", header: key}, 400, ""},
-		{"CONNECT", req{method: "CONNECT", host: host, target: "/", header: key}, 405, "CONNECT"},
-		{"port with letters", req{target: "/sandboxes/abc/ports/3000x/", header: key}, 400, ""},
-		{"cross-origin POST with cookie", req{method: "POST", host: host, target: "/api", body: "x",
-			header: hdr("Cookie", cookie, "Origin", "http://3000-def.localhost:"+g.port)}, 403, "cross-origin"},
-		{"other site POST with cookie", req{method: "POST", host: host, target: "/api",
-			header: hdr("Cookie", cookie, "Origin", "https://evil.example")}, 403, ""},
-		{"other port POST", req{method: "POST", host: host, target: "/api",
-			header: hdr("Cookie", cookie, "Origin", "http://4000-abc.localhost:"+g.port)}, 403, ""},
-		{"pool origin POST", req{method: "DELETE", host: host, target: "/api",
-			header: hdr("Cookie", cookie, "Origin", "http://127.0.0.1:"+g.port)}, 403, ""},
-		{"null origin POST", req{method: "PUT", host: host, target: "/api",
-			header: hdr("Cookie", cookie, "Origin", "null")}, 403, ""},
-		{"cross-origin path form POST", req{method: "POST", target: "/sandboxes/abc/ports/3000/api",
-			header: hdr("X-Api-Key", testToken, "Origin", "http://3000-abc.localhost:"+g.port)}, 403, ""},
+		{"no credentials", portReq{target: "/sandboxes/abc/ports/3000/"}, 401, "token is required"},
+		{"no credentials host", portReq{host: host, target: "/"}, 401, "token is required"},
+		{"wrong token", portReq{target: "/sandboxes/abc/ports/3000/?token=nope"}, 401, "wrong token"},
+		{"wrong key", portReq{target: "/sandboxes/abc/ports/3000/", header: portHdr("X-Api-Key", "nope")}, 401, ""},
+		{"token as cookie", portReq{target: "/sandboxes/abc/ports/3000/", header: portHdr("Cookie", portCookie+"="+portTestToken)}, 401, ""},
+		{"token prefix", portReq{target: "/sandboxes/abc/ports/3000/", header: portHdr("X-Api-Key", portTestToken[:5])}, 401, ""},
+		{"unknown id", portReq{target: "/sandboxes/zzz/ports/3000/", header: key}, 404, `no sandbox "zzz"`},
+		{"unknown id host", portReq{host: "3000-zzz.localhost", target: "/", header: key}, 404, `no sandbox "zzz"`},
+		{"refused port", portReq{target: "/sandboxes/abc/ports/5000/", header: key}, 502, `nothing is listening on port 5000 of sandbox "abc"`},
+		{"refused port host", portReq{host: "5000-abc.localhost:" + g.port, target: "/", header: key}, 502, "nothing is listening"},
+		{"port zero", portReq{target: "/sandboxes/abc/ports/0/", header: key}, 400, "1 to 65535"},
+		{"port leading zero", portReq{target: "/sandboxes/abc/ports/03000/", header: key}, 400, ""},
+		{"port plus", portReq{target: "/sandboxes/abc/ports/+3000/", header: key}, 400, ""},
+		{"port too large", portReq{target: "/sandboxes/abc/ports/65536/", header: key}, 400, ""},
+		{"port not a number", portReq{target: "/sandboxes/abc/ports/http/", header: key}, 400, ""},
+		{"CONNECT", portReq{method: "CONNECT", host: host, target: "/", header: key}, 405, "CONNECT"},
+		{"port with letters", portReq{target: "/sandboxes/abc/ports/3000x/", header: key}, 400, ""},
+		{"cross-origin POST with cookie", portReq{method: "POST", host: host, target: "/api", body: "x",
+			header: portHdr("Cookie", cookie, "Origin", "http://3000-def.localhost:"+g.port)}, 403, "cross-origin"},
+		{"other site POST with cookie", portReq{method: "POST", host: host, target: "/api",
+			header: portHdr("Cookie", cookie, "Origin", "https://evil.example")}, 403, ""},
+		{"other port POST", portReq{method: "POST", host: host, target: "/api",
+			header: portHdr("Cookie", cookie, "Origin", "http://4000-abc.localhost:"+g.port)}, 403, ""},
+		{"pool origin POST", portReq{method: "DELETE", host: host, target: "/api",
+			header: portHdr("Cookie", cookie, "Origin", "http://127.0.0.1:"+g.port)}, 403, ""},
+		{"null origin POST", portReq{method: "PUT", host: host, target: "/api",
+			header: portHdr("Cookie", cookie, "Origin", "null")}, 403, ""},
+		{"cross-origin path form POST", portReq{method: "POST", target: "/sandboxes/abc/ports/3000/api",
+			header: portHdr("X-Api-Key", portTestToken, "Origin", "http://3000-abc.localhost:"+g.port)}, 403, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			msg := poolError(t, g.do(t, tc.q), tc.status)
+			msg := portPoolError(t, g.do(t, tc.q), tc.status)
 			if !strings.Contains(msg, tc.msg) {
 				t.Errorf("message %q, want it to hold %q", msg, tc.msg)
 			}
@@ -432,22 +432,22 @@ func TestPortProxyRefusals(t *testing.T) {
 }
 
 func TestPortProxyAdmits(t *testing.T) {
-	g := newRig(t, portProxyConfig{Token: testToken})
+	g := newPortRig(t, portProxyConfig{Token: portTestToken})
 	cookie := portCookie + "=" + g.p.cookieValue("abc", 3000)
 	host := "3000-abc.localhost:" + g.port
 	for _, tc := range []struct {
 		name string
-		q    req
+		q    portReq
 	}{
-		{"same-origin POST", req{method: "POST", host: host, target: "/api", header: hdr("Cookie", cookie, "Origin", "http://"+host)}},
-		{"same-origin POST https page", req{method: "POST", host: host, target: "/api", header: hdr("Cookie", cookie, "Origin", "https://"+host)}},
-		{"POST without Origin", req{method: "POST", host: host, target: "/api", header: hdr("Cookie", cookie)}},
-		{"cross-origin GET", req{host: host, target: "/img", header: hdr("Cookie", cookie, "Origin", "https://evil.example")}},
-		{"path form same-origin POST", req{method: "POST", target: "/sandboxes/abc/ports/3000/api",
-			header: hdr("X-Api-Key", testToken, "Origin", g.front.URL)}},
+		{"same-origin POST", portReq{method: "POST", host: host, target: "/api", header: portHdr("Cookie", cookie, "Origin", "http://"+host)}},
+		{"same-origin POST https page", portReq{method: "POST", host: host, target: "/api", header: portHdr("Cookie", cookie, "Origin", "https://"+host)}},
+		{"POST without Origin", portReq{method: "POST", host: host, target: "/api", header: portHdr("Cookie", cookie)}},
+		{"cross-origin GET", portReq{host: host, target: "/img", header: portHdr("Cookie", cookie, "Origin", "https://evil.example")}},
+		{"path form same-origin POST", portReq{method: "POST", target: "/sandboxes/abc/ports/3000/api",
+			header: portHdr("X-Api-Key", portTestToken, "Origin", g.front.URL)}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := seenBy(t, g.do(t, tc.q))
+			s := portSeenBy(t, g.do(t, tc.q))
 			if s.Method != tc.q.method && tc.q.method != "" {
 				t.Errorf("app saw %s, want %s", s.Method, tc.q.method)
 			}
@@ -455,27 +455,27 @@ func TestPortProxyAdmits(t *testing.T) {
 	}
 
 	t.Run("no token", func(t *testing.T) {
-		g := newRig(t, portProxyConfig{})
-		s := seenBy(t, g.do(t, req{target: "/sandboxes/abc/ports/3000/?token=app"}))
+		g := newPortRig(t, portProxyConfig{})
+		s := portSeenBy(t, g.do(t, portReq{target: "/sandboxes/abc/ports/3000/?token=app"}))
 		if s.Query != "token=app" {
 			t.Errorf("app saw query %q, want token=app", s.Query)
 		}
-		poolError(t, g.do(t, req{method: "POST", host: host, target: "/",
-			header: hdr("Origin", "http://evil.example")}), http.StatusForbidden)
+		portPoolError(t, g.do(t, portReq{method: "POST", host: host, target: "/",
+			header: portHdr("Origin", "http://evil.example")}), http.StatusForbidden)
 	})
 }
 
 func TestPortProxyRedirects(t *testing.T) {
-	g := newRig(t, portProxyConfig{Token: testToken})
-	key := hdr("X-Api-Key", testToken)
+	g := newPortRig(t, portProxyConfig{Token: portTestToken})
+	key := portHdr("X-Api-Key", portTestToken)
 	for _, tc := range []struct {
 		name     string
-		q        req
+		q        portReq
 		status   int
 		location string
 	}{
-		{"not followed, path form", req{target: "/sandboxes/abc/ports/3000/redirect", header: key}, 302, "/sandboxes/abc/ports/3000/login"},
-		{"not followed, host form", req{host: "3000-abc.localhost:" + g.port, target: "/redirect", header: key}, 302, "/login"},
+		{"not followed, path form", portReq{target: "/sandboxes/abc/ports/3000/redirect", header: key}, 302, "/sandboxes/abc/ports/3000/login"},
+		{"not followed, host form", portReq{host: "3000-abc.localhost:" + g.port, target: "/redirect", header: key}, 302, "/login"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			resp := g.do(t, tc.q)
@@ -490,7 +490,7 @@ func TestPortProxyRedirects(t *testing.T) {
 // root is redirected to its slash, and a port the router parsed more
 // leniently than parsePortNumber is refused.
 func TestPortProxyServePath(t *testing.T) {
-	g := newRig(t, portProxyConfig{Token: testToken})
+	g := newPortRig(t, portProxyConfig{Token: portTestToken})
 	for _, tc := range []struct {
 		target   string
 		port     int
@@ -514,7 +514,7 @@ func TestPortProxyServePath(t *testing.T) {
 }
 
 func TestPortProxyWebSocket(t *testing.T) {
-	g := newRig(t, portProxyConfig{Token: testToken})
+	g := newPortRig(t, portProxyConfig{Token: portTestToken})
 	hostForm := "3000-abc.localhost:" + g.port
 	ws := "ws://" + g.front.Listener.Addr().String()
 	for _, tc := range []struct {
@@ -522,16 +522,16 @@ func TestPortProxyWebSocket(t *testing.T) {
 		header    http.Header
 		status    int // of a refused handshake
 	}{
-		{name: "path form, key", url: ws + "/sandboxes/abc/ports/3000/ws", header: hdr("X-Api-Key", testToken)},
-		{name: "path form, ?token=", url: ws + "/sandboxes/abc/ports/3000/ws?token=" + testToken,
-			header: hdr("Origin", g.front.URL)},
+		{name: "path form, key", url: ws + "/sandboxes/abc/ports/3000/ws", header: portHdr("X-Api-Key", portTestToken)},
+		{name: "path form, ?token=", url: ws + "/sandboxes/abc/ports/3000/ws?token=" + portTestToken,
+			header: portHdr("Origin", g.front.URL)},
 		{name: "host form, cookie", url: ws + "/ws",
-			header: hdr("Host", hostForm, "Origin", "http://"+hostForm, "Cookie", portCookie+"="+g.p.cookieValue("abc", 3000))},
-		{name: "host form, ?token=", url: ws + "/ws?token=" + testToken, header: hdr("Host", hostForm)},
+			header: portHdr("Host", hostForm, "Origin", "http://"+hostForm, "Cookie", portCookie+"="+g.p.cookieValue("abc", 3000))},
+		{name: "host form, ?token=", url: ws + "/ws?token=" + portTestToken, header: portHdr("Host", hostForm)},
 		{name: "host form, other origin", url: ws + "/ws",
-			header: hdr("Host", hostForm, "Origin", "http://evil.example", "Cookie", portCookie+"="+g.p.cookieValue("abc", 3000)), status: 403},
-		{name: "host form, no credentials", url: ws + "/ws", header: hdr("Host", hostForm), status: 401},
-		{name: "refused port", url: ws + "/sandboxes/abc/ports/5000/ws", header: hdr("X-Api-Key", testToken), status: 502},
+			header: portHdr("Host", hostForm, "Origin", "http://evil.example", "Cookie", portCookie+"="+g.p.cookieValue("abc", 3000)), status: 403},
+		{name: "host form, no credentials", url: ws + "/ws", header: portHdr("Host", hostForm), status: 401},
+		{name: "refused port", url: ws + "/sandboxes/abc/ports/5000/ws", header: portHdr("X-Api-Key", portTestToken), status: 502},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -566,40 +566,40 @@ func TestPortProxyWebSocket(t *testing.T) {
 }
 
 func TestPortProxyTouch(t *testing.T) {
-	g := newRig(t, portProxyConfig{Token: testToken})
-	key := hdr("X-Api-Key", testToken)
+	g := newPortRig(t, portProxyConfig{Token: portTestToken})
+	key := portHdr("X-Api-Key", portTestToken)
 	box := g.boxes["abc"]
 	for i := range 3 {
-		seenBy(t, g.do(t, req{target: "/sandboxes/abc/ports/3000/", header: key}))
+		portSeenBy(t, g.do(t, portReq{target: "/sandboxes/abc/ports/3000/", header: key}))
 		if got := box.touches.Load(); got != int32(i+1) {
 			t.Fatalf("after %d requests touch was called %d times", i+1, got)
 		}
 	}
-	seenBy(t, g.do(t, req{host: "4000-abc.localhost", target: "/", header: key}))
+	portSeenBy(t, g.do(t, portReq{host: "4000-abc.localhost", target: "/", header: key}))
 	if got := box.touches.Load(); got != 4 {
 		t.Fatalf("touch called %d times after 4 requests", got)
 	}
 	// Refused credentials do not count as activity.
-	poolError(t, g.do(t, req{target: "/sandboxes/abc/ports/3000/"}), http.StatusUnauthorized)
+	portPoolError(t, g.do(t, portReq{target: "/sandboxes/abc/ports/3000/"}), http.StatusUnauthorized)
 	if got := box.touches.Load(); got != 4 {
 		t.Fatalf("an unauthorized request touched the sandbox (%d)", got)
 	}
 	box.gone.Store(true)
-	poolError(t, g.do(t, req{target: "/sandboxes/abc/ports/3000/", header: key}), http.StatusNotFound)
+	portPoolError(t, g.do(t, portReq{target: "/sandboxes/abc/ports/3000/", header: key}), http.StatusNotFound)
 }
 
 func TestPortProxyHeaderWait(t *testing.T) {
-	g := newRig(t, portProxyConfig{Token: testToken, HeaderWait: 50 * time.Millisecond})
-	msg := poolError(t, g.do(t, req{target: "/sandboxes/abc/ports/3000/hang", header: hdr("X-Api-Key", testToken)}), http.StatusGatewayTimeout)
+	g := newPortRig(t, portProxyConfig{Token: portTestToken, HeaderWait: 50 * time.Millisecond})
+	msg := portPoolError(t, g.do(t, portReq{target: "/sandboxes/abc/ports/3000/hang", header: portHdr("X-Api-Key", portTestToken)}), http.StatusGatewayTimeout)
 	if !strings.Contains(msg, "did not answer in time") {
 		t.Errorf("message %q", msg)
 	}
 }
 
 func TestPortProxyForget(t *testing.T) {
-	g := newRig(t, portProxyConfig{Token: testToken})
-	seenBy(t, g.do(t, req{target: "/sandboxes/abc/ports/3000/", header: hdr("X-Api-Key", testToken)}))
-	seenBy(t, g.do(t, req{target: "/sandboxes/def/ports/3000/", header: hdr("X-Api-Key", testToken)}))
+	g := newPortRig(t, portProxyConfig{Token: portTestToken})
+	portSeenBy(t, g.do(t, portReq{target: "/sandboxes/abc/ports/3000/", header: portHdr("X-Api-Key", portTestToken)}))
+	portSeenBy(t, g.do(t, portReq{target: "/sandboxes/def/ports/3000/", header: portHdr("X-Api-Key", portTestToken)}))
 	g.p.mu.Lock()
 	n := len(g.p.boxes)
 	g.p.mu.Unlock()
