@@ -4,11 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -713,4 +715,62 @@ func FuzzParsePortHost(f *testing.F) {
 			t.Fatalf("%q does not parse back", canon)
 		}
 	})
+}
+
+// Requests to several sandboxes at once, while one of them is forgotten
+// again and again (its transport dropped and made anew): every request
+// is answered by the app (run under -race).
+func TestPortProxyConcurrent(t *testing.T) {
+	g := newPortRig(t, portProxyConfig{Token: portTestToken})
+	targets := []portReq{
+		{target: "/sandboxes/abc/ports/3000/a"},
+		{target: "/sandboxes/def/ports/3000/b"},
+		{host: "4000-abc.localhost:" + g.port, target: "/c"},
+	}
+	stop := make(chan struct{})
+	forgot := make(chan struct{})
+	go func() {
+		defer close(forgot)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+				g.p.forget("abc")
+				runtime.Gosched()
+			}
+		}
+	}()
+	errs := make(chan error, 8)
+	for w := range 8 {
+		go func() {
+			for i := range 20 {
+				q := targets[(w+i)%len(targets)]
+				r, _ := http.NewRequest(http.MethodGet, g.front.URL+q.target, nil)
+				if q.host != "" {
+					r.Host = q.host
+				}
+				r.Header.Set("X-Api-Key", portTestToken)
+				resp, err := g.http.Do(r)
+				if err != nil {
+					errs <- err
+					return
+				}
+				_, _ = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != http.StatusOK {
+					errs <- fmt.Errorf("%s %s: status %d", q.host, q.target, resp.StatusCode)
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range 8 {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+	close(stop)
+	<-forgot
 }
