@@ -152,6 +152,10 @@ type Config struct {
 	// (/mcp and an office's Computer); an error fails the call. A pool
 	// resumes a paused sandbox there and counts the call as activity.
 	BeforeTool func(ctx context.Context) error
+	// OnActivity, if set, is called on each input a terminal takes (its
+	// socket's keystrokes never pass the HTTP layer again): a pool's idle
+	// clock.
+	OnActivity func()
 }
 
 // Daemon is the aiod HTTP surface: the envelope, validation, auth and the
@@ -264,7 +268,7 @@ func New(cfg Config) (*Daemon, error) {
 		watch.New(watch.Config{Workspace: cfg.Workspace, Logger: cfg.Logger, Sandbox: sb}),
 		pty.New(pty.Config{Workspace: cfg.Workspace, Logger: cfg.Logger, DefaultUser: cfg.DefaultUser,
 			MaxSessions: cfg.MaxTerminals, SessionIdle: cfg.TerminalIdle, Shell: cfg.BashBin, HideEnv: hide, Sandbox: sb,
-			PathPrefix: cfg.PathPrefix}),
+			PathPrefix: cfg.PathPrefix, OnInput: cfg.OnActivity}),
 		codePlane,
 		compPlane,
 		brPlane,

@@ -101,6 +101,9 @@ func (b *box) start() (err error) {
 	dc.Logger = p.log.With("sandbox", b.id)
 	dc.Listen, dc.AllowedHosts, dc.AllowedOrigins = p.cfg.Listen, p.cfg.AllowedHosts, p.cfg.AllowedOrigins
 	dc.BeforeTool = b.ready
+	// A keystroke over a terminal's socket opened before a pause resumes
+	// the sandbox too, as a request would.
+	dc.OnActivity = func() { _ = b.ready(context.Background()) }
 	d, err := aiod.New(dc) // owns sb from here, failed or not
 	if err != nil {
 		return err

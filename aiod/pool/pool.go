@@ -410,6 +410,16 @@ func notFound(id string) error {
 	return &Error{Status: http.StatusNotFound, Message: fmt.Sprintf("no sandbox %q", id)}
 }
 
+// portTarget is the port proxy's lookup: the claimed sandbox id names
+// (the same box for its whole life).
+func (p *Pool) portTarget(id string) (portTarget, bool) {
+	b, ok := p.lookup(id)
+	if !ok {
+		return nil, false
+	}
+	return b, true
+}
+
 // Get returns sandbox id. It never resumes it.
 func (p *Pool) Get(id, base string) (Sandbox, error) {
 	b, ok := p.lookup(id)
@@ -531,6 +541,7 @@ func (p *Pool) Close() error {
 	}
 	wg.Wait()
 	p.bg.Wait() // warm starts in flight close their own box once they see closed
+	p.ports.close()
 	if p.cfg.Registerer != nil {
 		p.cfg.Registerer.Unregister(p.metrics)
 	}

@@ -44,6 +44,10 @@ const (
 
 // Config configures a [Plane] and its [Engine].
 type Config struct {
+	// OnInput, if set, is called after each input a terminal takes (a
+	// keystroke over its socket, an input or exec request): a pool counts
+	// it as the sandbox's activity.
+	OnInput func()
 	// PathPrefix is where the daemon's routes are mounted on its URL
 	// (a pool's /sandboxes/{id}); the terminal page's URL carries it.
 	PathPrefix string
@@ -79,6 +83,7 @@ var hiddenEnv = []string{"PS0", "PS1", "PROMPT_COMMAND", "BASH_ENV", "ENV", "TER
 // Engine owns the terminal sessions. It is safe for concurrent use.
 type Engine struct {
 	log         *slog.Logger
+	onInput     func() // Config.OnInput
 	maxSessions int
 	idle        time.Duration
 	shell       string
@@ -119,7 +124,7 @@ func NewEngine(cfg Config) *Engine {
 	}
 	full := newErr(ErrLimit, fmt.Sprintf("Maximum number of terminal sessions (%d) reached", cfg.MaxSessions),
 		"close a terminal (DELETE /v2/pty/sessions/{id}) or create expiring ones")
-	return &Engine{log: cfg.Logger, maxSessions: cfg.MaxSessions, idle: cfg.SessionIdle, shell: cfg.Shell,
+	return &Engine{log: cfg.Logger, onInput: cfg.OnInput, maxSessions: cfg.MaxSessions, idle: cfg.SessionIdle, shell: cfg.Shell,
 		exec: sessions.NewExec(cfg.Workspace, cfg.DefaultUser, os.Environ(), append(slices.Clone(hiddenEnv), cfg.HideEnv...)).Sandboxed(cfg.Sandbox),
 		reg: sessions.NewRegistry[*session](map[string]sessions.Tier{
 			tier: {Max: cfg.MaxSessions, Idle: cfg.SessionIdle, Evict: true, Full: full}}),

@@ -423,6 +423,9 @@ func (s *session) write(p []byte) error {
 		return notFound(s.id)
 	}
 	s.touch()
+	if s.e.onInput != nil {
+		s.e.onInput()
+	}
 	return nil
 }
 
