@@ -158,6 +158,7 @@ func runUp(ctx context.Context, e *env, args []string) (err error) {
 		// the banner does.
 		dcfg.PublicURL = "http://" + localURL(boxLn.Addr().String())
 	}
+	poolBase := dcfg // the per-office sandboxes' daemons: the environment's settings, no browser or desktop
 	d, err := aiod.New(dcfg)
 	if err != nil {
 		return fmt.Errorf("sandbox: %w", err)
@@ -185,7 +186,14 @@ func runUp(ctx context.Context, e *env, args []string) (err error) {
 	}
 	banner := upBanner{hubAddr: hubLn.Addr().String(), server: dial, boxAddr: boxLn.Addr().String(), office: *office, name: *name,
 		workspace: ws, config: *cfgPath, auth: secret != "", token: secret, tokenFromEnv: tokenFromEnv, display: d.Display()}
-	boxHandler := d.Handler()
+	offices, err := startUpPool(upPoolConfig(poolBase, dial, secret, boxLn.Addr().String(), dcfg.AllowedHosts, dcfg.AllowedOrigins, log, d.Handler()),
+		d.Isolated(), log)
+	if err != nil {
+		_ = d.Shutdown(context.Background())
+		return err
+	}
+	defer offices.Close()
+	boxHandler := offices.handler(d.Handler())
 	// aiod serves /cdp itself, behind the token (its API key).
 	banner.cdpPath = d.CDPBrowserPath()
 	printUpBanner(e, banner)
@@ -239,6 +247,9 @@ func runUp(ctx context.Context, e *env, args []string) (err error) {
 	defer cancel()
 	if err := d.Shutdown(sctx); err != nil {
 		log.Warn("sandbox shutdown", "err", err)
+	}
+	if err := offices.Close(); err != nil {
+		log.Warn("office sandboxes shutdown", "err", err)
 	}
 	if err := hub.Shutdown(sctx); err != nil {
 		log.Warn("hub shutdown", "err", err)
