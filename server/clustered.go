@@ -483,7 +483,7 @@ func (s *Server) joinCluster(m *member, e *sio.Event, req smcp.EnterOfficeReq) {
 		s.leaveLocalLocked(m) // the node has left the former office in Redis
 	}
 	s.seatLocked(m, req)
-	ackTuple(e, true, "")
+	s.ackJoin(m, e, req.OfficeID)
 	broadcastLocked(m.office, m, smcp.NotifyEnterOffice, notification(m.office, m))
 	s.mu.Unlock()
 }
@@ -784,6 +784,19 @@ func (s *Server) onClusterEvent(ev cluster.Event) {
 		// closes its node answers "gone" (after any answer, on the same
 		// ordered queue).
 		s.hub.calls.Gone(ev.Member.SID)
+	}
+	if s.prov != nil {
+		// Another node's member: a sandbox Computer a join here waits
+		// for, an Agent whose seat stops this node's idle timer, or the
+		// Agent of a dead node, whose office nobody else would release.
+		switch {
+		case ev.Enter && ev.Member.Role == smcp.RoleComputer:
+			s.prov.computerSeated(ev.Office, ev.Member.Name)
+		case ev.Enter:
+			s.prov.agentSeated(ev.Office)
+		case ev.Swept && ev.Member.Role == smcp.RoleAgent:
+			s.prov.agentLeft(ev.Office, nil)
+		}
 	}
 	n := smcp.OfficeNotification{OfficeID: ev.Office}
 	if ev.Member.Role == smcp.RoleAgent {
