@@ -119,7 +119,9 @@ func recv[T any](t *testing.T, what string, ch <-chan T) T {
 // of the Computer's arrival before its join's answer.
 func TestProvisionJoinWaitsForComputer(t *testing.T) {
 	f := newFakeProv()
-	_, url := newTestServer(t, Config{Provisioner: f, ProvisionWait: 10 * time.Second})
+	// A wait longer than recv's: the answer must come from the
+	// Computer's arrival.
+	_, url := newTestServer(t, Config{Provisioner: f, ProvisionWait: time.Minute})
 	a := connect(t, url, nil)
 	ans := a.joinAsync(smcp.RoleAgent, "a", "o1")
 	if got := recv(t, "Ensure", f.called); got != "o1" {
