@@ -1,0 +1,359 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/a2c-smcp/a2c-go/aiod/pool"
+)
+
+// fakePool is a sandboxPool in memory. Create waits on gate when set.
+type fakePool struct {
+	gate chan struct{}
+
+	mu        sync.Mutex
+	boxes     []pool.Sandbox
+	creates   []pool.CreateRequest
+	deleted   []string
+	paused    []string
+	listErr   error
+	deleteErr error
+	next      int
+}
+
+func (f *fakePool) Create(ctx context.Context, req pool.CreateRequest) (pool.Sandbox, error) {
+	if f.gate != nil {
+		select {
+		case <-f.gate:
+		case <-ctx.Done():
+			return pool.Sandbox{}, ctx.Err()
+		}
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.creates = append(f.creates, req)
+	f.next++
+	sb := pool.Sandbox{ID: fmt.Sprintf("sb%d", f.next), State: pool.Running, Office: req.Office, Computer: req.Name, Metadata: req.Metadata, CreatedAt: time.Now()}
+	f.boxes = append(f.boxes, sb)
+	return sb, nil
+}
+
+// List filters by office only (the metadata filter is left to the
+// adapter's own check).
+func (f *fakePool) List(_ context.Context, lf poolListFilter) ([]pool.Sandbox, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.listErr != nil {
+		return nil, f.listErr
+	}
+	var out []pool.Sandbox
+	for _, sb := range f.boxes {
+		if lf.Office == "" || sb.Office == lf.Office {
+			out = append(out, sb)
+		}
+	}
+	return out, nil
+}
+
+func (f *fakePool) Delete(_ context.Context, id string, keep bool) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if keep {
+		return errors.New("keep_workspace asked")
+	}
+	f.deleted = append(f.deleted, id)
+	if f.deleteErr != nil {
+		return f.deleteErr
+	}
+	for i, sb := range f.boxes {
+		if sb.ID == id {
+			f.boxes = append(f.boxes[:i], f.boxes[i+1:]...)
+			return nil
+		}
+	}
+	return &pool.Error{Status: http.StatusNotFound, Message: "no such sandbox"}
+}
+
+func (f *fakePool) Pause(_ context.Context, id string) (pool.Sandbox, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.paused = append(f.paused, id)
+	for i := range f.boxes {
+		if f.boxes[i].ID == id {
+			f.boxes[i].State = pool.Paused
+			return f.boxes[i], nil
+		}
+	}
+	return pool.Sandbox{}, &pool.Error{Status: http.StatusNotFound, Message: "no such sandbox"}
+}
+
+func (f *fakePool) calls() (creates int, deleted, paused []string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.creates), append([]string(nil), f.deleted...), append([]string(nil), f.paused...)
+}
+
+var marker = map[string]string{officeSandboxKey: "true"}
+
+func newTestBoxes(t *testing.T, p sandboxPool, onTimeout string) *officeSandboxes {
+	b := newOfficeSandboxes(p, onTimeout, slog.New(slog.DiscardHandler))
+	t.Cleanup(b.Close)
+	return b
+}
+
+func TestOfficeSandboxEnsure(t *testing.T) {
+	old := time.Now().Add(-time.Hour)
+	for _, tc := range []struct {
+		name    string
+		have    []pool.Sandbox
+		want    string
+		creates int
+	}{
+		{"none: created", nil, "sandbox", 1},
+		{"running: kept", []pool.Sandbox{{ID: "x", State: pool.Running, Office: "o1", Computer: "box", Metadata: marker}}, "box", 0},
+		{"paused: kept as it is", []pool.Sandbox{{ID: "x", State: pool.Paused, Office: "o1", Computer: "box", Metadata: marker}}, "box", 0},
+		{"running before paused, then the oldest", []pool.Sandbox{
+			{ID: "p", State: pool.Paused, Office: "o1", Computer: "p", Metadata: marker, CreatedAt: old},
+			{ID: "r2", State: pool.Running, Office: "o1", Computer: "r2", Metadata: marker, CreatedAt: time.Now()},
+			{ID: "r1", State: pool.Running, Office: "o1", Computer: "r1", Metadata: marker, CreatedAt: old},
+		}, "r1", 0},
+		{"no computer name: the one it was created with", []pool.Sandbox{{ID: "x", State: pool.Running, Office: "o1", Metadata: marker}}, "sandbox", 0},
+		{"ignored: stopped, unmarked, another office's", []pool.Sandbox{
+			{ID: "s", State: pool.Stopped, Office: "o1", Computer: "s", Metadata: marker},
+			{ID: "u", State: pool.Running, Office: "o1", Computer: "u"},
+			{ID: "o", State: pool.Running, Office: "o2", Computer: "o", Metadata: marker},
+		}, "sandbox", 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := &fakePool{boxes: tc.have}
+			b := newTestBoxes(t, f, pool.OnTimeoutPause)
+			got, err := b.Ensure(context.Background(), "o1")
+			if err != nil || got != tc.want {
+				t.Fatalf("Ensure = %q, %v; want %q", got, err, tc.want)
+			}
+			if n, _, _ := f.calls(); n != tc.creates {
+				t.Fatalf("%d creates, want %d", n, tc.creates)
+			}
+			if tc.creates == 0 {
+				return
+			}
+			zero := 0
+			want := pool.CreateRequest{Office: "o1", Name: "sandbox", TimeoutS: &zero, OnTimeout: pool.OnTimeoutPause, Metadata: marker}
+			if !reflect.DeepEqual(f.creates[0], want) {
+				t.Fatalf("created %+v, want %+v", f.creates[0], want)
+			}
+		})
+	}
+}
+
+func TestOfficeSandboxEnsureErrors(t *testing.T) {
+	f := &fakePool{listErr: errors.New("pool down")}
+	b := newTestBoxes(t, f, pool.OnTimeoutKill)
+	if _, err := b.Ensure(context.Background(), "o1"); err == nil || !strings.Contains(err.Error(), "pool down") {
+		t.Fatal(err)
+	}
+}
+
+// TestOfficeSandboxEnsureShared: Ensures for one office while its
+// creation runs share it; one whose ctx ends first returns, and the
+// creation goes on for the next.
+func TestOfficeSandboxEnsureShared(t *testing.T) {
+	f := &fakePool{gate: make(chan struct{})}
+	b := newTestBoxes(t, f, pool.OnTimeoutKill)
+	short, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := b.Ensure(short, "o1"); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Ensure with an ended ctx: %v", err)
+	}
+	var wg sync.WaitGroup
+	names := make([]string, 8)
+	started := make(chan struct{}, len(names))
+	for i := range names {
+		wg.Go(func() {
+			started <- struct{}{}
+			n, err := b.Ensure(context.Background(), "o1")
+			if err != nil {
+				t.Error(err)
+			}
+			names[i] = n
+		})
+	}
+	for range names {
+		<-started
+	}
+	// The callers wait for the one creation under way (the first
+	// Ensure's): there is one call, shared.
+	b.mu.Lock()
+	calls := len(b.calls)
+	b.mu.Unlock()
+	if calls != 1 {
+		t.Fatalf("%d creations under way", calls)
+	}
+	close(f.gate)
+	wg.Wait()
+	if n, _, _ := f.calls(); n != 1 {
+		t.Fatalf("%d creates, want 1", n)
+	}
+	for _, n := range names {
+		if n != "sandbox" {
+			t.Fatal(names)
+		}
+	}
+	// Another office has its own.
+	if n, err := b.Ensure(context.Background(), "o2"); err != nil || n != "sandbox" {
+		t.Fatal(n, err)
+	}
+	if n, _, _ := f.calls(); n != 2 {
+		t.Fatalf("%d creates, want 2", n)
+	}
+}
+
+func TestOfficeSandboxRelease(t *testing.T) {
+	boxes := func() []pool.Sandbox {
+		return []pool.Sandbox{
+			{ID: "r", State: pool.Running, Office: "o1", Metadata: marker},
+			{ID: "p", State: pool.Paused, Office: "o1", Metadata: marker},
+			{ID: "mine", State: pool.Running, Office: "o1"}, // not the office's own
+			{ID: "other", State: pool.Running, Office: "o2", Metadata: marker},
+		}
+	}
+	t.Run("kill", func(t *testing.T) {
+		f := &fakePool{boxes: boxes()}
+		b := newTestBoxes(t, f, pool.OnTimeoutKill)
+		b.Release("o1")
+		if _, del, paused := f.calls(); !reflect.DeepEqual(del, []string{"r", "p"}) || paused != nil {
+			t.Fatalf("deleted %v, paused %v", del, paused)
+		}
+		b.Release("o1") // again: nothing left, nothing done
+		if _, del, _ := f.calls(); len(del) != 2 {
+			t.Fatal(del)
+		}
+	})
+	t.Run("pause", func(t *testing.T) {
+		f := &fakePool{boxes: boxes()}
+		b := newTestBoxes(t, f, pool.OnTimeoutPause)
+		b.Release("o1")
+		if _, del, paused := f.calls(); del != nil || !reflect.DeepEqual(paused, []string{"r"}) {
+			t.Fatalf("deleted %v, paused %v", del, paused)
+		}
+		// The office's sandbox is found again, paused, by the next Agent.
+		if n, err := b.Ensure(context.Background(), "o1"); err != nil || n != "sandbox" {
+			t.Fatal(n, err)
+		}
+		if n, _, _ := f.calls(); n != 0 {
+			t.Fatalf("%d creates after a pause", n)
+		}
+	})
+	t.Run("waits for a creation", func(t *testing.T) {
+		f := &fakePool{gate: make(chan struct{})}
+		b := newTestBoxes(t, f, pool.OnTimeoutKill)
+		short, cancel := context.WithCancel(context.Background())
+		cancel()
+		_, _ = b.Ensure(short, "o1") // the creation goes on
+		done := make(chan struct{})
+		go func() { b.Release("o1"); close(done) }()
+		close(f.gate)
+		<-done
+		if n, del, _ := f.calls(); n != 1 || !reflect.DeepEqual(del, []string{"sb1"}) {
+			t.Fatalf("%d creates, deleted %v", n, del)
+		}
+	})
+}
+
+// TestPoolHTTP: the stand-in client speaks the pool's routes.
+func TestPoolHTTP(t *testing.T) {
+	var mu sync.Mutex
+	var seen []string
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		seen = append(seen, r.Method+" "+r.URL.RequestURI()+" "+r.Header.Get("Authorization"))
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		switch {
+		case r.Method == http.MethodPost && r.URL.Path == "/v2/sandboxes":
+			var req pool.CreateRequest
+			if err := json.NewDecoder(r.Body).Decode(&req); err != nil || req.TimeoutS == nil || *req.TimeoutS != 0 {
+				w.WriteHeader(http.StatusBadRequest)
+				_, _ = w.Write([]byte(`{"error":{"code":400,"message":"timeout_s: bad"}}`))
+				return
+			}
+			w.WriteHeader(http.StatusCreated)
+			_ = json.NewEncoder(w).Encode(pool.Sandbox{ID: "sb1", State: pool.Running, Office: req.Office, Computer: req.Name, Metadata: req.Metadata})
+		case r.Method == http.MethodGet && r.URL.Path == "/v2/sandboxes":
+			_ = json.NewEncoder(w).Encode(pool.List{Sandboxes: []pool.Sandbox{{ID: "sb1", State: pool.Running, Office: "o1", Computer: "sandbox"}}})
+		case r.Method == http.MethodDelete && r.URL.Path == "/v2/sandboxes/sb1":
+			w.WriteHeader(http.StatusNoContent)
+		case r.Method == http.MethodPost && r.URL.Path == "/v2/sandboxes/sb1/pause":
+			_ = json.NewEncoder(w).Encode(pool.Sandbox{ID: "sb1", State: pool.Paused})
+		default:
+			w.WriteHeader(http.StatusNotFound)
+			_, _ = w.Write([]byte(`{"error":{"code":404,"message":"sandbox not found"}}`))
+		}
+	}))
+	defer ts.Close()
+	c := newSandboxPool(ts.URL+"/", "tok")
+	ctx := context.Background()
+	zero := 0
+	sb, err := c.Create(ctx, pool.CreateRequest{Office: "o1", Name: "sandbox", TimeoutS: &zero, Metadata: marker})
+	if err != nil || sb.ID != "sb1" || sb.Computer != "sandbox" {
+		t.Fatal(sb, err)
+	}
+	l, err := c.List(ctx, poolListFilter{Office: "o1", Metadata: marker})
+	if err != nil || len(l) != 1 || l[0].ID != "sb1" {
+		t.Fatal(l, err)
+	}
+	if err := c.Delete(ctx, "sb1", false); err != nil {
+		t.Fatal(err)
+	}
+	if sb, err := c.Pause(ctx, "sb1"); err != nil || sb.State != pool.Paused {
+		t.Fatal(sb, err)
+	}
+	err = c.Delete(ctx, "nope", false)
+	var pe *pool.Error
+	if !errors.As(err, &pe) || pe.Status != http.StatusNotFound || pe.Message != "sandbox not found" {
+		t.Fatalf("%#v", err)
+	}
+	want := []string{
+		"POST /v2/sandboxes Bearer tok",
+		"GET /v2/sandboxes?metadata.a2c.office_sandbox=true&office=o1 Bearer tok",
+		"DELETE /v2/sandboxes/sb1?keep_workspace=false Bearer tok",
+		"POST /v2/sandboxes/sb1/pause Bearer tok",
+		"DELETE /v2/sandboxes/nope?keep_workspace=false Bearer tok",
+	}
+	if !reflect.DeepEqual(seen, want) {
+		t.Fatalf("requests\n%q\nwant\n%q", seen, want)
+	}
+}
+
+func TestServerSandboxPoolFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--sandbox-pool", "ftp://x"}, "bad --sandbox-pool ftp://x (want http://HOST:PORT or https://...)"},
+		{[]string{"--sandbox-pool", "http://"}, "bad --sandbox-pool http:// (want http://HOST:PORT or https://...)"},
+		{[]string{"--sandbox-pool", "127.0.0.1:18100"}, "bad --sandbox-pool 127.0.0.1:18100 (want http://HOST:PORT or https://...)"},
+		{[]string{"--sandbox-pool", "http://127.0.0.1:18100", "--office-on-timeout", "stop"}, "bad --office-on-timeout stop (kill or pause)"},
+		{[]string{"--sandbox-pool", "http://127.0.0.1:18100", "--office-idle", "-1m"}, "--office-idle must be greater than zero, got -1m0s"},
+		{[]string{"--sandbox-pool", "http://127.0.0.1:18100", "--office-idle", "0s"}, "--office-idle must be greater than zero, got 0s"},
+		{[]string{"--office-idle", "1m"}, "--office-idle needs --sandbox-pool"},
+		{[]string{"--office-on-timeout", "pause"}, "--office-on-timeout needs --sandbox-pool"},
+		{[]string{"--sandbox-pool-token", "t"}, "--sandbox-pool-token needs --sandbox-pool"},
+	} {
+		args := append([]string{"server", "--listen", "127.0.0.1:0"}, tc.args...)
+		code, _, stderr := run(args...)
+		if want := "a2c server: " + tc.want + "\n"; code != 2 || !strings.HasPrefix(stderr, want) {
+			t.Errorf("%q: exit %d, stderr %q; want 2 and %q", tc.args, code, stderr, want)
+		}
+	}
+}
