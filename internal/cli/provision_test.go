@@ -254,6 +254,23 @@ func TestOfficeSandboxRelease(t *testing.T) {
 			t.Fatalf("%d creates after a pause", n)
 		}
 	})
+	t.Run("gone meanwhile", func(t *testing.T) {
+		f := &fakePool{boxes: boxes(), deleteErr: &pool.Error{Status: http.StatusNotFound, Message: "no such sandbox"}}
+		var logs strings.Builder
+		var mu sync.Mutex
+		b := newOfficeSandboxes(f, pool.OnTimeoutKill, slog.New(slog.NewTextHandler(writerFunc(func(p []byte) (int, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			return logs.Write(p)
+		}), nil)))
+		defer b.Close()
+		b.Release("o1")
+		mu.Lock()
+		defer mu.Unlock()
+		if strings.Contains(logs.String(), "not released") || strings.Count(logs.String(), "office sandbox released") != 2 {
+			t.Fatalf("a sandbox gone already is released, quietly:\n%s", logs.String())
+		}
+	})
 	t.Run("waits for a creation", func(t *testing.T) {
 		f := &fakePool{gate: make(chan struct{})}
 		b := newTestBoxes(t, f, pool.OnTimeoutKill)
@@ -357,3 +374,7 @@ func TestServerSandboxPoolFlags(t *testing.T) {
 		}
 	}
 }
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
