@@ -298,17 +298,7 @@ func TestProvisionIdleRelease(t *testing.T) {
 			t.Fatal(got)
 		}
 		a.sock.Disconnect()
-		var gen uint64
-		eventually(t, "the idle timer", func() bool {
-			s.prov.mu.Lock()
-			defer s.prov.mu.Unlock()
-			o := s.prov.offices["o1"]
-			if o == nil || o.timer == nil {
-				return false
-			}
-			gen = o.gen
-			return true
-		})
+		gen := idleGen(t, s, "o1")
 		b := connect(t, url, nil)
 		if got := b.join(smcp.RoleAgent, "b", "o1"); got != "true,null" {
 			t.Fatal(got)
@@ -429,4 +419,21 @@ func TestProvisionConfigCheck(t *testing.T) {
 	if c := s.Config(); c.OfficeIdle != 10*time.Minute || c.ProvisionWait != 5*time.Second {
 		t.Fatalf("defaults %v %v", c.OfficeIdle, c.ProvisionWait)
 	}
+}
+
+// idleGen waits for office's idle timer on s and returns its generation.
+func idleGen(t *testing.T, s *Server, office string) uint64 {
+	t.Helper()
+	var gen uint64
+	eventually(t, "the idle timer of "+office, func() bool {
+		s.prov.mu.Lock()
+		defer s.prov.mu.Unlock()
+		o := s.prov.offices[office]
+		if o == nil || o.timer == nil {
+			return false
+		}
+		gen = o.gen
+		return true
+	})
+	return gen
 }
