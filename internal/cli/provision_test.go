@@ -1,20 +1,25 @@
 package cli
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/a2c-smcp/a2c-go/aiod/pool"
+	"github.com/a2c-smcp/a2c-go/internal/sio"
+	"github.com/a2c-smcp/a2c-go/smcp"
 )
 
 // fakePool is a sandboxPool in memory. Create waits on gate when set.
@@ -378,3 +383,194 @@ func TestServerSandboxPoolFlags(t *testing.T) {
 type writerFunc func([]byte) (int, error)
 
 func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
+// recorder is a Socket.IO client handler that records the events it
+// receives, by name.
+type recorder struct {
+	mu     sync.Mutex
+	events []string
+}
+
+func (r *recorder) Event(_ *sio.Socket, e *sio.Event) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.events = append(r.events, e.Name+" "+string(e.Args[0]))
+	if smcp.IsClientEvent(e.Name) {
+		b, _ := json.Marshal(smcp.CallToolResult{Content: []json.RawMessage{smcp.TextContent("ok")}})
+		_ = e.Ack(sio.Message{Args: []json.RawMessage{b}})
+	}
+}
+func (r *recorder) Disconnect(*sio.Socket, string) {}
+
+func (r *recorder) String() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return strings.Join(r.events, "\n")
+}
+
+// dialJoin connects to the hub at url and joins office as role name; it
+// returns the socket and the join's answer, comma-joined.
+func dialJoin(t *testing.T, url string, h sio.ClientHandler, role smcp.Role, name, office string) (*sio.Socket, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	s, err := sio.Dial(ctx, url, sio.ClientOptions{Namespace: smcp.Namespace, Transport: sio.WebSocketOnly,
+		Query: map[string][]string{smcp.QueryVersion: {smcp.ProtocolVersion}}, Handler: h})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Disconnect)
+	join, _ := json.Marshal(smcp.EnterOfficeReq{Role: role, Name: name, OfficeID: office})
+	ch := make(chan string, 1)
+	s.Request(smcp.EventJoinOffice, sio.Message{Args: []json.RawMessage{join}}, 10*time.Second, func(m sio.Message, err error) {
+		var parts []string
+		for _, a := range m.Args {
+			parts = append(parts, string(a))
+		}
+		if err != nil {
+			parts = append(parts, err.Error())
+		}
+		ch <- strings.Join(parts, ",")
+	})
+	return s, <-ch
+}
+
+// TestServerSandboxPool: a2c server --sandbox-pool, against a stand-in
+// pool whose sandboxes join the hub as Computers: an Agent's join is
+// answered once its office's sandbox is in, the pool sees the token and
+// the create it should, and the office's sandbox is killed once the
+// Agent has left for --office-idle.
+func TestServerSandboxPool(t *testing.T) {
+	t.Setenv("A2C_TOKEN", "")
+	var (
+		mu      sync.Mutex
+		hubURL  string
+		reqs    []string
+		sockets = map[string]*sio.Socket{}
+		boxes   = map[string]pool.Sandbox{}
+	)
+	deleted := make(chan string, 4)
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		reqs = append(reqs, r.Method+" "+r.URL.RequestURI()+" "+r.Header.Get("Authorization"))
+		hub := hubURL
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		switch {
+		case r.Method == http.MethodGet:
+			l := pool.List{Sandboxes: []pool.Sandbox{}}
+			mu.Lock()
+			for _, sb := range boxes {
+				if sb.Office == r.URL.Query().Get("office") {
+					l.Sandboxes = append(l.Sandboxes, sb)
+				}
+			}
+			mu.Unlock()
+			_ = json.NewEncoder(w).Encode(l)
+		case r.Method == http.MethodPost && r.URL.Path == "/v2/sandboxes":
+			var req pool.CreateRequest
+			_ = json.NewDecoder(r.Body).Decode(&req)
+			sb := pool.Sandbox{ID: "sb-" + req.Office, State: pool.Running, Office: req.Office, Computer: req.Name, Metadata: req.Metadata}
+			mu.Lock()
+			boxes[sb.ID] = sb
+			mu.Unlock()
+			w.WriteHeader(http.StatusCreated)
+			_ = json.NewEncoder(w).Encode(sb)
+			// The sandbox joins its office, as the pool's do, a moment
+			// after the create is answered.
+			go func() {
+				s, got := dialJoin(t, hub, &recorder{}, smcp.RoleComputer, req.Name, req.Office)
+				if got != "true,null" {
+					t.Errorf("the sandbox's join: %s", got)
+				}
+				mu.Lock()
+				sockets["sb-"+req.Office] = s
+				mu.Unlock()
+			}()
+		case r.Method == http.MethodDelete:
+			id := strings.TrimPrefix(r.URL.Path, "/v2/sandboxes/")
+			mu.Lock()
+			if s := sockets[id]; s != nil {
+				s.Disconnect()
+			}
+			delete(boxes, id)
+			mu.Unlock()
+			w.WriteHeader(http.StatusNoContent)
+			deleted <- id
+		default:
+			w.WriteHeader(http.StatusNotFound)
+		}
+	}))
+	defer ts.Close()
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	pr, pw := io.Pipe()
+	defer pr.Close()
+	found := make(chan string, 1)
+	listening := regexp.MustCompile(`a2c server listening.* url=(http://\S+)`)
+	go func() {
+		sc := bufio.NewScanner(pr)
+		for sc.Scan() {
+			if m := listening.FindStringSubmatch(sc.Text()); m != nil {
+				found <- m[1]
+			}
+		}
+		_, _ = io.Copy(io.Discard, pr)
+	}()
+	done := make(chan error, 1)
+	go func() {
+		err := runServer(ctx, &env{stdout: io.Discard, stderr: pw}, []string{"--listen", "127.0.0.1:0",
+			"--sandbox-pool", ts.URL, "--sandbox-pool-token", "ptok", "--office-idle", "50ms"})
+		pw.Close()
+		done <- err
+	}()
+	select {
+	case u := <-found:
+		mu.Lock()
+		hubURL = u
+		mu.Unlock()
+	case err := <-done:
+		t.Fatalf("stopped before serving: %v", err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("no listening line logged")
+	}
+
+	agent := &recorder{}
+	s, got := dialJoin(t, hubURL, agent, smcp.RoleAgent, "a", "t1")
+	if got != "true,null" {
+		t.Fatalf("join: %s", got)
+	}
+	if !strings.Contains(agent.String(), `"computer":"sandbox"`) {
+		t.Fatalf("joined before the office's sandbox; the Agent got:\n%s", agent)
+	}
+	s.Disconnect()
+	if id := recvID(t, deleted); id != "sb-t1" {
+		t.Fatalf("deleted %q", id)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	want := []string{
+		"GET /v2/sandboxes?metadata.a2c.office_sandbox=true&office=t1 Bearer ptok",
+		"POST /v2/sandboxes Bearer ptok",
+		"GET /v2/sandboxes?metadata.a2c.office_sandbox=true&office=t1 Bearer ptok",
+	}
+	if len(reqs) < 3 || !reflect.DeepEqual(reqs[:3], want) {
+		t.Fatalf("the pool got\n%q\nwant first\n%q", reqs, want)
+	}
+}
+
+func recvID(t *testing.T, ch <-chan string) string {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(15 * time.Second):
+		t.Fatal("timed out")
+		return ""
+	}
+}
