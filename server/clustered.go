@@ -485,6 +485,7 @@ func (s *Server) joinCluster(m *member, e *sio.Event, req smcp.EnterOfficeReq) {
 	s.seatLocked(m, req)
 	s.ackJoin(m, e, req.OfficeID)
 	broadcastLocked(m.office, m, smcp.NotifyEnterOffice, notification(m.office, m))
+	s.enteredLocked(m)
 	s.mu.Unlock()
 }
 
@@ -785,19 +786,6 @@ func (s *Server) onClusterEvent(ev cluster.Event) {
 		// ordered queue).
 		s.hub.calls.Gone(ev.Member.SID)
 	}
-	if s.prov != nil {
-		// Another node's member: a sandbox Computer a join here waits
-		// for, an Agent whose seat stops this node's idle timer, or the
-		// Agent of a dead node, whose office nobody else would release.
-		switch {
-		case ev.Enter && ev.Member.Role == smcp.RoleComputer:
-			s.prov.computerSeated(ev.Office, ev.Member.Name)
-		case ev.Enter:
-			s.prov.agentSeated(ev.Office)
-		case ev.Swept && ev.Member.Role == smcp.RoleAgent:
-			s.prov.agentLeft(ev.Office, nil)
-		}
-	}
 	n := smcp.OfficeNotification{OfficeID: ev.Office}
 	if ev.Member.Role == smcp.RoleAgent {
 		n.Agent = ev.Member.Name
@@ -813,6 +801,21 @@ func (s *Server) onClusterEvent(ev cluster.Event) {
 		broadcastLocked(o, nil, name, n)
 	}
 	s.mu.RUnlock()
+	if s.prov != nil {
+		// Another node's member: a sandbox Computer a join here waits
+		// for (woken after the notification above, so the Agent hears
+		// of it before its join's answer), an Agent whose seat stops
+		// this node's idle timer, or the Agent of a dead node, whose
+		// office nobody else would release.
+		switch {
+		case ev.Enter && ev.Member.Role == smcp.RoleComputer:
+			s.prov.computerSeated(ev.Office, ev.Member.Name)
+		case ev.Enter:
+			s.prov.agentSeated(ev.Office)
+		case ev.Swept && ev.Member.Role == smcp.RoleAgent:
+			s.prov.agentLeft(ev.Office, nil)
+		}
+	}
 }
 
 // onEvicted drops a member whose seat another client took while this node

@@ -24,9 +24,11 @@ import (
 // event loop or on the member's queue: a goroutine owned by the
 // provisioner does it and answers the join when it ends (an answer only
 // queues; see sio.Event.Ack). The Computer's arrival is an event, not a
-// poll: the seat of a Computer on this node (seatLocked), or another
+// poll: the seat of a Computer on this node (enteredLocked), or another
 // node's member entering an office this node follows (onClusterEvent),
-// wakes the joins that wait for that name in that office.
+// wakes the joins that wait for that name in that office, after the
+// office was told of it: the Agent hears of its sandbox
+// (notify:enter_office) before its join's answer.
 //
 // Whatever happens, the join is answered exactly once, with (true, null):
 // the office works without its sandbox when Ensure fails or the Computer
@@ -39,8 +41,8 @@ import (
 
 // Provisioner gives an office its own sandbox Computer (see
 // [Config].Provisioner). Its methods are called from goroutines of the
-// server, never on a connection's event loop; for one office, never two
-// at once.
+// server, never on a connection's event loop; one server never makes two
+// calls for one office at once (the nodes of a cluster may).
 type Provisioner interface {
 	// Ensure makes sure office has its sandbox, creating it if needed, and
 	// returns the name the sandbox's Computer has (or will have) in the
@@ -103,6 +105,10 @@ type provOffice struct {
 	waits map[*seatWait]struct{}
 }
 
+func newProvOffice() *provOffice {
+	return &provOffice{turn: make(chan struct{}, 1), waits: make(map[*seatWait]struct{})}
+}
+
 func (o *provOffice) unused() bool { return o.refs == 0 && o.timer == nil && len(o.waits) == 0 }
 
 // seatWait is one Agent's join waiting for its office's sandbox.
@@ -125,12 +131,13 @@ func newProvisioner(s *Server, cfg Config) *provisioner {
 		ctx: ctx, stop: stop, offices: make(map[string]*provOffice)}
 }
 
-// ref returns the state of office, creating it, with one more reference.
+// refLocked returns the state of office, creating it, with one more
+// reference.
 // The caller holds p.mu.
 func (p *provisioner) refLocked(office string) *provOffice {
 	o := p.offices[office]
 	if o == nil {
-		o = &provOffice{turn: make(chan struct{}, 1), waits: make(map[*seatWait]struct{})}
+		o = newProvOffice()
 		p.offices[office] = o
 	}
 	o.refs++
@@ -267,9 +274,9 @@ func (s *Server) hasComputer(office, name string) bool {
 }
 
 // computerSeated wakes the joins of office that wait for the Computer
-// name. It is called when a Computer takes its seat here (the caller
-// holds s.mu) or another node's Computer enters an office this node
-// follows.
+// name. It is called once a Computer's arrival has been announced to
+// the office: its seat here (the caller holds s.mu), or another node's
+// Computer entering an office this node follows.
 func (p *provisioner) computerSeated(office, name string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -333,7 +340,7 @@ func (p *provisioner) agentLeft(office string, m *member) {
 		}
 	}
 	if o == nil {
-		o = &provOffice{turn: make(chan struct{}, 1), waits: make(map[*seatWait]struct{})}
+		o = newProvOffice()
 		p.offices[office] = o
 	}
 	o.gen++

@@ -626,6 +626,7 @@ func (s *Server) join(m *member, e *sio.Event) {
 	s.seatLocked(m, req)
 	s.ackJoin(m, e, req.OfficeID)
 	broadcastLocked(m.office, m, smcp.NotifyEnterOffice, notification(m.office, m))
+	s.enteredLocked(m)
 }
 
 // joinClosedLocked is why a join can no longer be taken ("" if it can):
@@ -659,12 +660,18 @@ func (s *Server) seatLocked(m *member, req smcp.EnterOfficeReq) {
 		s.names[m.name]++
 	}
 	s.metrics.members.WithLabelValues(string(m.role)).Inc()
-	if s.prov != nil {
-		if m.role == smcp.RoleAgent {
-			s.prov.agentSeated(o.id)
-		} else {
-			s.prov.computerSeated(o.id, m.name)
-		}
+	if s.prov != nil && m.role == smcp.RoleAgent {
+		s.prov.agentSeated(o.id)
+	}
+}
+
+// enteredLocked follows the announcement of m's arrival in its office
+// (after broadcastLocked): a Computer wakes the joins waiting for it
+// (provision.go), whose answers so reach the Agent after the Computer's
+// notify:enter_office.
+func (s *Server) enteredLocked(m *member) {
+	if s.prov != nil && m.role == smcp.RoleComputer {
+		s.prov.computerSeated(m.office.id, m.name)
 	}
 }
 
