@@ -483,8 +483,9 @@ func (s *Server) joinCluster(m *member, e *sio.Event, req smcp.EnterOfficeReq) {
 		s.leaveLocalLocked(m) // the node has left the former office in Redis
 	}
 	s.seatLocked(m, req)
-	ackTuple(e, true, "")
+	s.ackJoin(m, e, req.OfficeID)
 	broadcastLocked(m.office, m, smcp.NotifyEnterOffice, notification(m.office, m))
+	s.enteredLocked(m)
 	s.mu.Unlock()
 }
 
@@ -800,6 +801,21 @@ func (s *Server) onClusterEvent(ev cluster.Event) {
 		broadcastLocked(o, nil, name, n)
 	}
 	s.mu.RUnlock()
+	if s.prov != nil {
+		// Another node's member: a sandbox Computer a join here waits
+		// for (woken after the notification above, so the Agent hears
+		// of it before its join's answer), an Agent whose seat stops
+		// this node's idle timer, or the Agent of a dead node, whose
+		// office nobody else would release.
+		switch {
+		case ev.Enter && ev.Member.Role == smcp.RoleComputer:
+			s.prov.computerSeated(ev.Office, ev.Member.Name)
+		case ev.Enter:
+			s.prov.agentSeated(ev.Office)
+		case ev.Swept && ev.Member.Role == smcp.RoleAgent:
+			s.prov.agentLeft(ev.Office, nil)
+		}
+	}
 }
 
 // onEvicted drops a member whose seat another client took while this node

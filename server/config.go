@@ -25,6 +25,8 @@ func (c *Config) check() error {
 		{"ping interval", c.PingInterval},
 		{"ping timeout", c.PingTimeout},
 		{"body idle timeout", c.BodyIdleTimeout},
+		{"office idle time", c.OfficeIdle},
+		{"provision wait", c.ProvisionWait},
 	} {
 		if d.v < 0 {
 			return fmt.Errorf("server: the %s is negative (%v)", d.name, d.v)

@@ -90,6 +90,19 @@ type Config struct {
 	// Calls keeps a log of the recent and running tool calls and a live
 	// stream of them, for the console (see [Server.Calls]).
 	Calls bool
+
+	// Provisioner, if set, gives each office a sandbox Computer of its
+	// own (see provision.go): an Agent's server:join_office is answered
+	// once Ensure has returned and the Computer it names is in the
+	// office, or after ProvisionWait at most (the office then works
+	// without it). Nil, the default, provisions nothing.
+	Provisioner Provisioner
+	// OfficeIdle is how long an office has had no Agent before its
+	// sandbox is released (Provisioner.Release). Default 10 min.
+	OfficeIdle time.Duration
+	// ProvisionWait bounds how long an Agent's join waits for its
+	// office's sandbox, Ensure included. Default 5s.
+	ProvisionWait time.Duration
 }
 
 // Server is an A2C-SMCP signalling server: it admits clients (version
@@ -124,6 +137,10 @@ type Server struct {
 	// by mu): a request from another node may name a member whose join is
 	// still being decided (see serveRemote).
 	conns map[string]*member
+
+	// prov provisions the offices' sandboxes; nil without
+	// Config.Provisioner.
+	prov *provisioner
 }
 
 // member is one connected client. Its office fields are guarded by
@@ -209,6 +226,12 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Origins == nil {
 		cfg.Origins = origin.Loopback()
 	}
+	if cfg.OfficeIdle <= 0 {
+		cfg.OfficeIdle = defaultOfficeIdle
+	}
+	if cfg.ProvisionWait <= 0 {
+		cfg.ProvisionWait = defaultProvisionWait
+	}
 	s := &Server{profile: profile,
 		cfg:     cfg,
 		log:     cfg.Logger,
@@ -230,6 +253,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.Calls {
 		s.calls = newCallLog()
+	}
+	if cfg.Provisioner != nil {
+		s.prov = newProvisioner(s, cfg)
 	}
 	s.io.Handle(smcp.Namespace, (*nsHandler)(s))
 	mux := http.NewServeMux()
@@ -310,9 +336,14 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.mu.Lock()
 	s.draining = true
 	s.mu.Unlock()
+	var err error
+	if s.prov != nil {
+		// Joins waiting for their sandbox are answered now; the idle
+		// timers stop (the sandboxes outlive the server).
+		err = s.prov.close(ctx)
+	}
 	t := time.NewTicker(10 * time.Millisecond)
 	defer t.Stop()
-	var err error
 	for s.inFlight.Load() > 0 && err == nil {
 		select {
 		case <-ctx.Done():
@@ -593,8 +624,9 @@ func (s *Server) join(m *member, e *sio.Event) {
 		s.leaveLocked(m)
 	}
 	s.seatLocked(m, req)
-	ackTuple(e, true, "")
+	s.ackJoin(m, e, req.OfficeID)
 	broadcastLocked(m.office, m, smcp.NotifyEnterOffice, notification(m.office, m))
+	s.enteredLocked(m)
 }
 
 // joinClosedLocked is why a join can no longer be taken ("" if it can):
@@ -628,6 +660,19 @@ func (s *Server) seatLocked(m *member, req smcp.EnterOfficeReq) {
 		s.names[m.name]++
 	}
 	s.metrics.members.WithLabelValues(string(m.role)).Inc()
+	if s.prov != nil && m.role == smcp.RoleAgent {
+		s.prov.agentSeated(o.id)
+	}
+}
+
+// enteredLocked follows the announcement of m's arrival in its office
+// (after broadcastLocked): a Computer wakes the joins waiting for it
+// (provision.go), whose answers so reach the Agent after the Computer's
+// notify:enter_office.
+func (s *Server) enteredLocked(m *member) {
+	if s.prov != nil && m.role == smcp.RoleComputer {
+		s.prov.computerSeated(m.office.id, m.name)
+	}
 }
 
 func (s *Server) leave(m *member, e *sio.Event) {
@@ -673,6 +718,9 @@ func (s *Server) leaveLocalLocked(m *member) {
 	broadcastLocked(o, m, smcp.NotifyLeaveOffice, notification(o, m))
 	if o.agent == m {
 		o.agent = nil
+		if s.prov != nil {
+			s.prov.agentLeft(o.id, m)
+		}
 	} else if o.computers[m.name] == m {
 		delete(o.computers, m.name)
 		if s.names[m.name]--; s.names[m.name] <= 0 {

@@ -3,15 +3,18 @@ package cli
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"runtime/pprof"
 	"strings"
 	"time"
 
+	"github.com/a2c-smcp/a2c-go/aiod/pool"
 	"github.com/a2c-smcp/a2c-go/server"
 	"github.com/a2c-smcp/a2c-go/server/cluster"
 	"github.com/a2c-smcp/a2c-go/server/console"
@@ -40,6 +43,10 @@ func runServer(ctx context.Context, e *env, args []string) error {
 	var boxes sandboxFlags
 	fs.Var(&boxes, "sandbox", "with --console, offer the files, commands and python cells of the aiod daemon at URL as NAME (NAME=URL; repeatable)")
 	boxTokenFile := fs.String("sandbox-token-file", "", "read the --sandbox daemons' API key from this file (default $AIO_API_KEY, else $SANDBOX_API_KEY)")
+	poolURL := fs.String("sandbox-pool", "", "give each office its own sandbox from the aiod pool at this URL (http:// or https://), created when its first Agent joins")
+	poolToken := fs.String("sandbox-pool-token", "", "the --sandbox-pool's token (default: this server's own, from --token, --token-file or $A2C_TOKEN)")
+	officeIdle := fs.Duration("office-idle", 10*time.Minute, "with --sandbox-pool, release an office's sandbox after the office has had no Agent for this long")
+	officeOnTimeout := fs.String("office-on-timeout", pool.OnTimeoutKill, "with --sandbox-pool, what releasing an office's sandbox does: kill or pause")
 	allowed := addOriginFlags(fs)
 	if err := e.parse(fs, args); err != nil {
 		return err
@@ -47,7 +54,7 @@ func runServer(ctx context.Context, e *env, args []string) error {
 	if fs.NArg() > 0 {
 		return usageError{"unexpected argument " + fs.Arg(0)}
 	}
-	if err := positiveFlags(fs, "relay-timeout", "max-payload", "max-request", "body-idle-timeout"); err != nil {
+	if err := positiveFlags(fs, "relay-timeout", "max-payload", "max-request", "body-idle-timeout", "office-idle"); err != nil {
 		return err
 	}
 	if err := nonNegativeFlags(fs, "shutdown-timeout"); err != nil {
@@ -95,6 +102,9 @@ func runServer(ctx context.Context, e *env, args []string) error {
 	if len(boxes) > 0 && !*withConsole {
 		return usageError{"--sandbox needs --console"}
 	}
+	if err := checkSandboxPool(fs, *poolURL, *officeOnTimeout); err != nil {
+		return err
+	}
 	boxToken := os.Getenv("AIO_API_KEY")
 	if boxToken == "" {
 		boxToken = os.Getenv("SANDBOX_API_KEY")
@@ -137,6 +147,17 @@ func runServer(ctx context.Context, e *env, args []string) error {
 	}
 	if secret != "" {
 		cfg.Auth = server.TokenAuth(secret, *authField)
+	}
+	if *poolURL != "" {
+		if *poolToken == "" {
+			*poolToken = secret
+		}
+		boxes := newOfficeSandboxes(newSandboxPool(*poolURL, *poolToken), *officeOnTimeout, log)
+		// Deferred before the server's Shutdown runs (below), so it runs
+		// after it: the server makes no more calls by then.
+		defer boxes.Close()
+		cfg.Provisioner = boxes
+		cfg.OfficeIdle = *officeIdle
 	}
 	srv, err := server.New(cfg)
 	if errors.Is(err, cluster.ErrNodeIDInUse) {
@@ -255,5 +276,32 @@ func (f *sandboxFlags) Set(v string) error {
 		}
 	}
 	*f = append(*f, console.Sandbox{Name: name, URL: u})
+	return nil
+}
+
+// checkSandboxPool refuses, as usage errors, a --sandbox-pool that is not
+// an http or https URL with a host, an --office-on-timeout other than
+// kill or pause, and the office flags given without --sandbox-pool.
+func checkSandboxPool(fs *flag.FlagSet, poolURL, onTimeout string) error {
+	if poolURL == "" {
+		var stray string
+		fs.Visit(func(f *flag.Flag) {
+			switch f.Name {
+			case "sandbox-pool-token", "office-idle", "office-on-timeout":
+				stray = f.Name
+			}
+		})
+		if stray != "" {
+			return usageError{"--" + stray + " needs --sandbox-pool"}
+		}
+		return nil
+	}
+	u, err := url.Parse(poolURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+		return usageError{"bad --sandbox-pool " + poolURL + " (want http://HOST:PORT or https://...)"}
+	}
+	if onTimeout != pool.OnTimeoutKill && onTimeout != pool.OnTimeoutPause {
+		return usageError{"bad --office-on-timeout " + onTimeout + " (kill or pause)"}
+	}
 	return nil
 }
