@@ -17,6 +17,7 @@ import (
 
 	"github.com/a2c-smcp/a2c-go/aiod"
 	"github.com/a2c-smcp/a2c-go/aiod/browser"
+	"github.com/a2c-smcp/a2c-go/aiod/pool"
 	"github.com/a2c-smcp/a2c-go/computer/config"
 	"github.com/a2c-smcp/a2c-go/server"
 	"github.com/a2c-smcp/a2c-go/server/console"
@@ -47,6 +48,8 @@ func runUp(ctx context.Context, e *env, args []string) (err error) {
 	skillsDir := fs.String("skills", defaultSkillsDir(), "folder of the user's skill packages served on the SKILL channel (\"\" for none)")
 	browser := fs.Bool("browser", false, "run Chromium (headless; headful on the display with --desktop) for the sandbox's browser plane, and serve its DevTools endpoint at /cdp/* on the sandbox API's address (cdp_url in the banner; the token is checked)")
 	desktop := fs.Bool("desktop", false, "run an X display (Xvfb), a window manager and the computer-use worker for the sandbox's computer-use plane")
+	officeIdle := fs.Duration("office-idle", 10*time.Minute, "release an office's own sandbox (every office but --office gets one when an Agent first joins it) after the office has had no Agent for this long")
+	officeOnTimeout := fs.String("office-on-timeout", pool.OnTimeoutKill, "what releasing an office's sandbox does: kill or pause")
 	isolation := aiod.AddIsolationFlags(fs, "namespaces")
 	allowed := addOriginFlags(fs)
 	if err := e.parse(fs, args); err != nil {
@@ -54,6 +57,12 @@ func runUp(ctx context.Context, e *env, args []string) (err error) {
 	}
 	if fs.NArg() > 0 {
 		return usageError{"unexpected argument " + fs.Arg(0)}
+	}
+	if err := positiveFlags(fs, "office-idle"); err != nil {
+		return err
+	}
+	if *officeOnTimeout != pool.OnTimeoutKill && *officeOnTimeout != pool.OnTimeoutPause {
+		return usageError{"bad --office-on-timeout " + *officeOnTimeout + " (kill or pause)"}
 	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
@@ -140,14 +149,6 @@ func runUp(ctx context.Context, e *env, args []string) (err error) {
 	if err != nil {
 		return err
 	}
-	scfg := server.Config{Logger: log, Version: *version, TracerProvider: tr.Provider, Recorder: rec, Calls: true, Origins: hubOrigins}
-	if secret != "" {
-		scfg.Auth = server.TokenAuth(secret, "x-api-key")
-	}
-	hub, err := server.New(scfg)
-	if err != nil {
-		return err
-	}
 	dcfg.Workspace, dcfg.APIKey, dcfg.Logger = ws, secret, log
 	dcfg.TracerProvider = tr.Provider
 	dcfg.Listen = boxLn.Addr().String()
@@ -165,13 +166,6 @@ func runUp(ctx context.Context, e *env, args []string) (err error) {
 	}
 
 	hubURL, boxURL := "http://"+hubLn.Addr().String(), "http://"+boxLn.Addr().String()
-	con, err := console.New(console.Config{Server: hub, Token: secret, Logger: log,
-		Sandboxes: []console.Sandbox{{Name: *name, URL: "http://" + localURL(boxLn.Addr().String()), Token: secret}}})
-	if err != nil {
-		_ = d.Shutdown(context.Background())
-		return err
-	}
-	defer con.Close()
 	// The Computer dials the hub on loopback when it listens on every
 	// address (0.0.0.0 or ::).
 	dial := "http://" + localURL(hubLn.Addr().String())
@@ -194,6 +188,30 @@ func runUp(ctx context.Context, e *env, args []string) (err error) {
 	}
 	defer offices.Close()
 	boxHandler := offices.handler(d.Handler())
+	scfg := server.Config{Logger: log, Version: *version, TracerProvider: tr.Provider, Recorder: rec, Calls: true, Origins: hubOrigins}
+	if secret != "" {
+		scfg.Auth = server.TokenAuth(secret, "x-api-key")
+	}
+	if offices != nil {
+		// Every office but the default one gets a sandbox of its own when
+		// an Agent first joins it (the join is answered once its Computer
+		// is in), released --office-idle after the last Agent left.
+		boxes := newOfficeSandboxes(localPool{offices.Pool}, *officeOnTimeout, log)
+		defer boxes.Close()
+		scfg.Provisioner, scfg.OfficeIdle = &upOffices{officeSandboxes: boxes, office: *office, name: *name}, *officeIdle
+	}
+	hub, err := server.New(scfg)
+	if err != nil {
+		_ = d.Shutdown(context.Background())
+		return err
+	}
+	con, err := console.New(console.Config{Server: hub, Token: secret, Logger: log,
+		Sandboxes: []console.Sandbox{{Name: *name, URL: "http://" + localURL(boxLn.Addr().String()), Token: secret}}})
+	if err != nil {
+		_ = d.Shutdown(context.Background())
+		return err
+	}
+	defer con.Close()
 	// aiod serves /cdp itself, behind the token (its API key).
 	banner.cdpPath = d.CDPBrowserPath()
 	printUpBanner(e, banner)

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -91,4 +92,43 @@ func upPoolConfig(base aiod.Config, dial, token, listen string, hosts, origins [
 	base.Browser, base.Desktop, base.PublicURL = false, false, ""
 	return pool.Config{Warm: 1, Server: dial, Token: token, Listen: listen, AllowedHosts: hosts, AllowedOrigins: origins,
 		Daemon: base, Logger: log.With("pool", "offices"), Fallback: fallback}
+}
+
+// localPool is the in-process pool as a sandboxPool (officeSandboxes'
+// view of a pool, which the HTTP client is too).
+type localPool struct{ p *pool.Pool }
+
+func (l localPool) Create(ctx context.Context, req pool.CreateRequest) (pool.Sandbox, error) {
+	return l.p.Create(ctx, req, "")
+}
+
+func (l localPool) List(_ context.Context, f poolListFilter) ([]pool.Sandbox, error) {
+	return l.p.List(pool.ListFilter(f), ""), nil
+}
+
+func (l localPool) Delete(ctx context.Context, id string, keep bool) error { return l.p.Delete(ctx, id, keep) }
+
+func (l localPool) Pause(_ context.Context, id string) (pool.Sandbox, error) { return l.p.Pause(id, "") }
+
+// upOffices gives a2c up's offices their sandboxes: the default office
+// has a2c up's own sandbox Computer (never created or released here),
+// every other office one from the in-process pool.
+type upOffices struct {
+	*officeSandboxes
+	office, name string // the default office and its Computer's name
+}
+
+// Ensure implements server.Provisioner.
+func (u *upOffices) Ensure(ctx context.Context, office string) (string, error) {
+	if office == u.office {
+		return u.name, nil
+	}
+	return u.officeSandboxes.Ensure(ctx, office)
+}
+
+// Release implements server.Provisioner.
+func (u *upOffices) Release(office string) {
+	if office != u.office {
+		u.officeSandboxes.Release(office)
+	}
 }
