@@ -106,9 +106,13 @@ func (l localPool) List(_ context.Context, f poolListFilter) ([]pool.Sandbox, er
 	return l.p.List(pool.ListFilter(f), ""), nil
 }
 
-func (l localPool) Delete(ctx context.Context, id string, keep bool) error { return l.p.Delete(ctx, id, keep) }
+func (l localPool) Delete(ctx context.Context, id string, keep bool) error {
+	return l.p.Delete(ctx, id, keep)
+}
 
-func (l localPool) Pause(_ context.Context, id string) (pool.Sandbox, error) { return l.p.Pause(id, "") }
+func (l localPool) Pause(_ context.Context, id string) (pool.Sandbox, error) {
+	return l.p.Pause(id, "")
+}
 
 // upOffices gives a2c up's offices their sandboxes: the default office
 // has a2c up's own sandbox Computer (never created or released here),
