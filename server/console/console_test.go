@@ -32,6 +32,13 @@ type hub struct {
 
 func newHub(t *testing.T, token string, boxes ...Sandbox) *hub {
 	t.Helper()
+	return newHubConfig(t, token, Config{Sandboxes: boxes})
+}
+
+// newHubConfig is newHub with the console's Config (its Server and Token
+// set here).
+func newHubConfig(t *testing.T, token string, ccfg Config) *hub {
+	t.Helper()
 	rec := tracing.NewRecorder(0, 0)
 	cfg := server.Config{Calls: true, Recorder: rec}
 	if token != "" {
@@ -41,7 +48,8 @@ func newHub(t *testing.T, token string, boxes ...Sandbox) *hub {
 	if err != nil {
 		t.Fatal(err)
 	}
-	con, err := New(Config{Server: srv, Token: token, Sandboxes: boxes})
+	ccfg.Server, ccfg.Token = srv, token
+	con, err := New(ccfg)
 	if err != nil {
 		t.Fatal(err)
 	}
