@@ -171,7 +171,7 @@ func TestLogin(t *testing.T) {
 	if resp, body := c.get("/"); resp.StatusCode != 200 || body != staticBytes(t, "index.html") {
 		t.Fatalf("GET / with a session: %d", resp.StatusCode)
 	}
-	if resp, body := c.get("/api/console/session"); resp.StatusCode != 200 || body != `{"auth":true,"node":"","version":"`+smcp.ProtocolVersion+`"}` {
+	if resp, body := c.get("/api/console/session"); resp.StatusCode != 200 || body != `{"auth":true,"node":"","pool":false,"version":"`+smcp.ProtocolVersion+`"}` {
 		t.Fatalf("session: %d %s", resp.StatusCode, body)
 	}
 	// A forged cookie is nothing.

@@ -49,9 +49,10 @@
 //	GET  /                          the app (or the login form)
 //	POST /login, POST /logout
 //	GET  /console/static/{file}     app.js, app.css (public, no data)
-//	GET  /api/console/session       {"auth":bool,"node":"...","version":"..."}
+//	GET  /api/console/session       {"auth":bool,"node":"...","pool":bool,"version":"..."}
 //	                                (auth: the hub has a token, so logout
-//	                                means something; version: the protocol)
+//	                                means something; pool: the console has a
+//	                                sandbox pool; version: the protocol)
 //	GET  /api/console/offices       {"offices":[Office]}
 //	GET  /api/console/offices/{office}
 //	                                Office

@@ -198,6 +198,9 @@ func TestPoolListEmptyAndStopped(t *testing.T) {
 	f := newFakePool()
 	f.boxes = nil
 	_, c := poolHub(t, "", f)
+	if resp, body := c.get("/api/console/session"); resp.StatusCode != 200 || !strings.Contains(body, `"pool":true`) {
+		t.Fatalf("session: %d %s", resp.StatusCode, body)
+	}
 	if resp, body := c.get("/api/console/pool/sandboxes"); resp.StatusCode != 200 || body != `{"sandboxes":[]}` {
 		t.Fatalf("empty list: %d %s", resp.StatusCode, body)
 	}
@@ -390,6 +393,9 @@ func TestPoolAuth(t *testing.T) {
 
 func TestPoolNone(t *testing.T) {
 	_, c := poolHub(t, testToken, nil)
+	if resp, body := c.get("/api/console/session"); resp.StatusCode != 200 || !strings.Contains(body, `"pool":false`) {
+		t.Fatalf("session: %d %s", resp.StatusCode, body)
+	}
 	for _, r := range [][2]string{
 		{"GET", "/api/console/pool/sandboxes"},
 		{"POST", "/api/console/pool/sandboxes/" + idA + "/pause"},
@@ -414,6 +420,20 @@ func TestValidPoolID(t *testing.T) {
 	} {
 		if got := validPoolID(tc.id); got != tc.want {
 			t.Errorf("validPoolID(%q) = %t", tc.id, got)
+		}
+	}
+}
+
+// TestStaticNoHTMLParsing: the page's scripts never parse strings as
+// HTML (sandbox ids, offices and metadata are untrusted): every text is
+// set as text (h, textContent).
+func TestStaticNoHTMLParsing(t *testing.T) {
+	for _, name := range []string{"app.js", "login.js"} {
+		src := staticBytes(t, name)
+		for _, bad := range []string{"innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "createContextualFragment", "DOMParser"} {
+			if strings.Contains(src, bad) {
+				t.Errorf("%s uses %s", name, bad)
+			}
 		}
 	}
 }
