@@ -27,6 +27,7 @@ func (c *Console) session(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{
 		"auth":    !c.sessions.open,
 		"node":    c.srv.NodeID(),
+		"pool":    c.cfg.Pool != nil,
 		"version": c.srv.Config().Version,
 	})
 }

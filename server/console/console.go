@@ -25,6 +25,10 @@ type Config struct {
 	// Sandboxes are the aiod daemons whose files, commands and python
 	// cells the console offers.
 	Sandboxes []Sandbox
+	// Pool is the sandbox pool the Sandboxes page lists, with each
+	// sandbox's usage and its pause, resume and delete; nil: none (the
+	// page shows no pool, and its routes answer 404).
+	Pool Pool
 	// Logger receives structured logs. Default: discard.
 	Logger *slog.Logger
 }
@@ -114,6 +118,10 @@ func New(cfg Config) (*Console, error) {
 	api("GET /api/console/calls/{agent}/{req_id}", c.callDetail)
 	api("GET /api/console/sandboxes", c.sandboxes)
 	api("/api/console/sandboxes/{name}/api/{path...}", c.sandboxAPI)
+	api("GET /api/console/pool/sandboxes", c.poolAPI(c.poolList))
+	api("POST /api/console/pool/sandboxes/{id}/pause", c.poolAPI(c.poolAction("paused", Pool.Pause)))
+	api("POST /api/console/pool/sandboxes/{id}/resume", c.poolAPI(c.poolAction("resumed", Pool.Resume)))
+	api("DELETE /api/console/pool/sandboxes/{id}", c.poolAPI(c.poolDelete))
 	api("/api/console/", func(w http.ResponseWriter, _ *http.Request) {
 		writeError(w, http.StatusNotFound, "no such route")
 	})

@@ -32,6 +32,13 @@ type hub struct {
 
 func newHub(t *testing.T, token string, boxes ...Sandbox) *hub {
 	t.Helper()
+	return newHubConfig(t, token, Config{Sandboxes: boxes})
+}
+
+// newHubConfig is newHub with the console's Config (its Server and Token
+// set here).
+func newHubConfig(t *testing.T, token string, ccfg Config) *hub {
+	t.Helper()
 	rec := tracing.NewRecorder(0, 0)
 	cfg := server.Config{Calls: true, Recorder: rec}
 	if token != "" {
@@ -41,7 +48,8 @@ func newHub(t *testing.T, token string, boxes ...Sandbox) *hub {
 	if err != nil {
 		t.Fatal(err)
 	}
-	con, err := New(Config{Server: srv, Token: token, Sandboxes: boxes})
+	ccfg.Server, ccfg.Token = srv, token
+	con, err := New(ccfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,7 +171,7 @@ func TestLogin(t *testing.T) {
 	if resp, body := c.get("/"); resp.StatusCode != 200 || body != staticBytes(t, "index.html") {
 		t.Fatalf("GET / with a session: %d", resp.StatusCode)
 	}
-	if resp, body := c.get("/api/console/session"); resp.StatusCode != 200 || body != `{"auth":true,"node":"","version":"`+smcp.ProtocolVersion+`"}` {
+	if resp, body := c.get("/api/console/session"); resp.StatusCode != 200 || body != `{"auth":true,"node":"","pool":false,"version":"`+smcp.ProtocolVersion+`"}` {
 		t.Fatalf("session: %d %s", resp.StatusCode, body)
 	}
 	// A forged cookie is nothing.

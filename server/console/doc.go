@@ -1,8 +1,10 @@
 // Package console is the hub's web console: pages that show the offices
 // and their members, what each Computer offers, the tool calls as they
 // run, each call's trace as a timeline, a form to call a tool, and the
-// sandboxes the hub knows (files, commands, python cells). "a2c server
-// --console" serves it, and "a2c up" always does, at / on the hub's port.
+// sandboxes the hub knows (files, commands, python cells), and those of
+// its sandbox pool with their CPU and memory use (pause, resume,
+// delete). "a2c server --console" serves it, and "a2c up" always does, at
+// / on the hub's port.
 //
 // The page is plain HTML, CSS and JavaScript written here and embedded in
 // the binary (static/, go:embed): no framework, no build step, no request
@@ -47,9 +49,10 @@
 //	GET  /                          the app (or the login form)
 //	POST /login, POST /logout
 //	GET  /console/static/{file}     app.js, app.css (public, no data)
-//	GET  /api/console/session       {"auth":bool,"node":"...","version":"..."}
+//	GET  /api/console/session       {"auth":bool,"node":"...","pool":bool,"version":"..."}
 //	                                (auth: the hub has a token, so logout
-//	                                means something; version: the protocol)
+//	                                means something; pool: the console has a
+//	                                sandbox pool; version: the protocol)
 //	GET  /api/console/offices       {"offices":[Office]}
 //	GET  /api/console/offices/{office}
 //	                                Office
@@ -80,6 +83,25 @@
 //	                                WebSocket), v1/code/*, v1/jupyter/*, v2/fs/*,
 //	                                v2/commands*, v2/code/*, v2/watch* and GET
 //	                                v1/sandbox, v2/sandbox; anything else 404
+//	GET  /api/console/pool/sandboxes
+//	                                {"sandboxes":[PoolSandbox]}
+//	POST /api/console/pool/sandboxes/{id}/pause
+//	POST /api/console/pool/sandboxes/{id}/resume
+//	                                the sandbox object after it, or 204 when
+//	                                the pool lists it no more
+//	DELETE /api/console/pool/sandboxes/{id}
+//	                                204
+//
+// The pool routes are there when the console has a sandbox pool
+// (Config.Pool), else 404. An id is 20 characters of [a-z2-7], else 400.
+// PoolSandbox is the pool's sandbox object (see package aiod/pool) with
+// "metrics" (the pool's metrics object, or null when they could not be
+// had: "metrics_error" then says why) and "sampled_at" (RFC 3339, when the
+// console read them; null without metrics). The metrics of a list are
+// read 8 at a time, each within 3 s; the list itself within 10 s, a
+// pause, resume or delete within 30 s. The pool's refusals keep their
+// status and message (404 no such sandbox, 409, 429, 503 ...); a pool
+// that fails is 502, one that does not answer in time 504.
 //
 // The sandbox proxy waits at most 15 minutes for an answer to start (a
 // command or a python cell that answers when done), else 502. Once it

@@ -140,7 +140,7 @@
     if (text) {
       try { data = JSON.parse(text); } catch { data = null; }
     }
-    if (r.status === 401 && path.startsWith('/api/console/') && !path.includes('/sandboxes/')) {
+    if (r.status === 401 && path.startsWith('/api/console/') && !path.startsWith('/api/console/sandboxes/')) {
       toLogin();
       throw new HTTPError(401, 'Your session has ended; sign in again.');
     }
@@ -1103,15 +1103,382 @@
 
   // ---------------------------------------------------------------- sandboxes
 
+  // ---------------------------------------------------------------- sandbox pool
+
+  // The pool's sandboxes (GET /api/console/pool/sandboxes, every 2 s
+  // while the page is visible) with a CPU and a memory sparkline each,
+  // drawn in SVG from the samples this page keeps (the last
+  // poolKeep per sandbox, across visits of the page).
+  const poolEvery = 2000;
+  const poolPoints = 60; // a chart's points: 2 minutes at 2 s
+  const poolKeep = poolPoints + 1; // readings: 60 CPU rates need 61
+  const poolSamples = new Map(); // sandbox id -> [{t (ms), cpu (ns), mem, limit}]
+  const svgNS = 'http://www.w3.org/2000/svg';
+
+  function svgEl(tag, attrs) {
+    const el = document.createElementNS(svgNS, tag);
+    for (const [k, v] of Object.entries(attrs || {})) el.setAttribute(k, String(v));
+    return el;
+  }
+
+  // sample keeps a sandbox's new reading (one per sampled_at).
+  function poolSample(s) {
+    if (!s.metrics || !s.sampled_at) return;
+    const list = poolSamples.get(s.id) || [];
+    const t = tsMS(s.sampled_at);
+    if (list.length && list[list.length - 1].t >= t) return;
+    list.push({ t, cpu: Number(s.metrics.cpu_usage_ns) || 0, mem: Number(s.metrics.memory_bytes) || 0, limit: Number(s.metrics.memory_limit_bytes) || 0 });
+    while (list.length > poolKeep) list.shift();
+    poolSamples.set(s.id, list);
+  }
+
+  // cpuRates are the CPU use between readings, in CPUs (1 = one core
+  // busy), from the cpu_usage_ns deltas; a counter that went back (a new
+  // sandbox under the same id) counts 0.
+  function cpuRates(list) {
+    const out = [];
+    for (let i = 1; i < list.length; i++) {
+      const dt = list[i].t - list[i - 1].t;
+      if (dt <= 0) continue;
+      out.push(Math.max(0, (list[i].cpu - list[i - 1].cpu) / (dt * 1e6)));
+    }
+    return out;
+  }
+
+  // sparkline is a small chart of up to poolPoints values from 0 to a
+  // top, the newest on the right edge, one slot per poll; draw's label is
+  // its accessible name (the latest value).
+  function sparkline(kind) {
+    const W = 120;
+    const H = 30;
+    const el = svgEl('svg', { class: `spark ${kind}`, viewBox: `0 0 ${W} ${H}`, width: W, height: H, role: 'img', 'data-points': 0 });
+    const title = svgEl('title');
+    const area = svgEl('polygon', { class: 'spark-area', points: '' });
+    const line = svgEl('polyline', { class: 'spark-line', points: '' });
+    const dot = svgEl('circle', { class: 'spark-dot', r: 2, cx: -10, cy: -10 });
+    el.append(title, svgEl('rect', { class: 'spark-bg', x: 0, y: 0, width: W, height: H, rx: 3 }),
+      svgEl('line', { class: 'spark-grid', x1: 0, y1: H / 2, x2: W, y2: H / 2 }),
+      svgEl('line', { class: 'spark-base', x1: 0, y1: H - 0.5, x2: W, y2: H - 0.5 }), area, line, dot);
+    const step = W / (poolPoints - 1);
+    return {
+      el,
+      draw(values, top, label) {
+        el.setAttribute('data-points', String(Math.min(values.length, poolPoints)));
+        el.setAttribute('aria-label', label);
+        title.textContent = label;
+        values = values.slice(-poolPoints);
+        const n = values.length;
+        const pts = values.map((v, i) => {
+          const x = W - (n - 1 - i) * step;
+          const y = H - 2 - (Math.min(v, top) / (top || 1)) * (H - 4);
+          return [Math.round(x * 10) / 10, Math.round(y * 10) / 10];
+        });
+        line.setAttribute('points', pts.map((p) => p.join(',')).join(' '));
+        area.setAttribute('points', n ? `${pts[0][0]},${H} ${pts.map((p) => p.join(',')).join(' ')} ${W},${H}` : '');
+        const last = pts[n - 1];
+        dot.setAttribute('cx', last ? last[0] : -10);
+        dot.setAttribute('cy', last ? last[1] : -10);
+      },
+    };
+  }
+
+  const fmtCPUs = (v) => `${v >= 10 ? Math.round(v) : Math.round(v * 100) / 100}`;
+
+  // confirmDialog asks a yes/no question in a modal dialog (Escape and
+  // Cancel: no); it answers whether the user confirmed.
+  function confirmDialog({ title, text, yes }) {
+    return new Promise((resolve) => {
+      const id = nextID('dlg');
+      const cancel = h('button', { type: 'button', autofocus: true }, 'Cancel');
+      const ok = h('button', { type: 'button', class: 'danger' }, yes);
+      const dlg = h('dialog', { class: 'confirm', 'aria-labelledby': `${id}-t`, 'aria-describedby': `${id}-d` },
+        h('h2', { id: `${id}-t` }, title),
+        h('p', { id: `${id}-d` }, text),
+        h('div', { class: 'form-actions' }, cancel, ok));
+      cancel.addEventListener('click', () => dlg.close('no'));
+      ok.addEventListener('click', () => dlg.close('yes'));
+      dlg.addEventListener('close', () => {
+        dlg.remove();
+        resolve(dlg.returnValue === 'yes');
+      });
+      document.body.append(dlg);
+      dlg.showModal();
+    });
+  }
+
+  // poolSection renders the pool's card into box and keeps it current;
+  // first is the list already fetched, or {error}.
+  function poolSection(pg, box, first) {
+    const headID = nextID('pool');
+    const h2 = h('h2', { id: headID, tabindex: '-1' }, 'Sandbox pool');
+    const count = h('span', { class: 'muted small' });
+    const status = h('p', { class: 'small muted pool-status', role: 'status', 'aria-live': 'polite' });
+    const problem = h('div', { role: 'alert' });
+    const tbody = h('tbody');
+    const table = h('div', { class: 'table-wrap' }, h('table', { class: 'pool-table' },
+      h('caption', { class: 'visually-hidden' }, 'Sandboxes of the pool'),
+      h('thead', null, h('tr', null, ['Sandbox', 'State', 'Office', 'Template', 'Created', 'Expires', 'CPU', 'Memory']
+        .map((c) => h('th', { scope: 'col' }, c)), h('th', { scope: 'col' }, h('span', { class: 'visually-hidden' }, 'Actions')))),
+      tbody));
+    const empty = h('p', { class: 'empty', hidden: true }, 'The pool has no sandbox. One is made for each office an Agent joins, or with a2c sandbox create.');
+    box.append(h('section', { class: 'card', 'aria-labelledby': headID },
+      h('div', { class: 'card-head' }, h2, count, h('span', { class: 'spacer' }), status),
+      problem, table, empty));
+
+    const rows = new Map(); // id -> row
+    const pending = new Map(); // id -> the state shown until the action answers
+    let order = '';
+
+    const say = (msg) => {
+      status.textContent = msg;
+      announce(msg);
+    };
+
+    function setText(el, s) {
+      if (el.textContent !== s) el.textContent = s;
+    }
+
+    // showState shows a row's state: the pending action's state, else the
+    // pool's.
+    function showState(row, state) {
+      const shown = pending.get(row.id) || state;
+      row.tr.dataset.state = shown;
+      setText(row.badge, shown);
+      row.badge.className = `badge state st-${shown.replace(/[^a-z]/g, '')}`;
+      const busy = pending.has(row.id);
+      const hadFocus = document.activeElement;
+      row.pause.hidden = shown === 'paused';
+      row.resume.hidden = shown !== 'paused';
+      for (const [b, can] of [[row.pause, shown === 'running'], [row.resume, shown === 'paused'], [row.del, shown !== 'deleting']]) {
+        if (busy || !can) b.setAttribute('aria-disabled', 'true');
+        else b.removeAttribute('aria-disabled');
+      }
+      // the focus follows Pause to Resume and back
+      if (hadFocus === row.pause && row.pause.hidden) row.resume.focus();
+      if (hadFocus === row.resume && row.resume.hidden) row.pause.focus();
+    }
+
+    function newRow(s) {
+      const id = s.id;
+      const row = { id, badge: h('span', { class: 'badge' }) };
+      row.office = h('td');
+      row.template = h('td', { class: 'mono small' });
+      row.created = h('td', { class: 'small' });
+      row.expires = h('td', { class: 'small' });
+      row.cpu = sparkline('cpu');
+      row.mem = sparkline('mem');
+      row.cpuText = h('span', { class: 'spark-val' });
+      row.memText = h('span', { class: 'spark-val' });
+      row.extra = h('div', { class: 'muted small' });
+      row.meta = h('div', { class: 'meta-row' });
+      row.pause = h('button', { type: 'button', 'aria-label': `Pause sandbox ${id}`, onclick: () => act(row, 'pause') }, 'Pause');
+      row.resume = h('button', { type: 'button', 'aria-label': `Resume sandbox ${id}`, onclick: () => act(row, 'resume'), hidden: true }, 'Resume');
+      row.del = h('button', { type: 'button', class: 'danger-ghost', 'aria-label': `Delete sandbox ${id}`, onclick: () => del(row) }, 'Delete');
+      row.tr = h('tr', { 'data-id': id },
+        h('th', { scope: 'row', class: 'pool-id' }, h('span', { class: 'mono' }, id), row.extra, row.meta),
+        h('td', null, row.badge),
+        row.office, row.template, row.created, row.expires,
+        h('td', { class: 'spark-cell' }, row.cpu.el, row.cpuText),
+        h('td', { class: 'spark-cell' }, row.mem.el, row.memText),
+        h('td', { class: 'actions' }, row.pause, row.resume, row.del));
+      return row;
+    }
+
+    // fill writes a sandbox's fields into its row (every string from the
+    // pool as text).
+    function fill(row, s) {
+      row.data = s;
+      showState(row, s.state || '?');
+      const officeKey = s.office || '';
+      if (row.officeKey !== officeKey) {
+        row.officeKey = officeKey;
+        row.office.replaceChildren(s.office ? h('a', { href: `#/offices/${enc(s.office)}` }, s.office) : h('span', { class: 'muted' }, '—'));
+      }
+      setText(row.template, s.template || '');
+      setText(row.extra, s.computer ? `Computer ${s.computer}` : '');
+      const metaKey = JSON.stringify(s.metadata || {});
+      if (row.metaKey !== metaKey) {
+        row.metaKey = metaKey;
+        row.meta.replaceChildren(...Object.entries(s.metadata || {}).map(([k, v]) => h('span', { class: 'badge tag' }, `${k}=${v}`)));
+      }
+      const createdKey = `${s.created_at}`;
+      if (row.createdKey !== createdKey) {
+        row.createdKey = createdKey;
+        row.created.replaceChildren(timeEl(s.created_at));
+      }
+      const expKey = `${s.expires_at}|${s.on_timeout}`;
+      if (row.expKey !== expKey) {
+        row.expKey = expKey;
+        row.expires.replaceChildren(...(s.expires_at
+          ? [timeEl(s.expires_at), h('span', { class: 'muted' }, ` · then ${s.on_timeout === 'pause' ? 'pause' : 'kill'}`)]
+          : [h('span', { class: 'muted' }, 'never')]));
+      }
+      // the charts
+      const list = poolSamples.get(s.id) || [];
+      const rates = cpuRates(list);
+      const cpus = (s.limits && Number(s.limits.cpus)) || 0;
+      const cpuTop = Math.max(cpus || 1, ...rates);
+      const lastRate = rates.length ? rates[rates.length - 1] : null;
+      const cpuNow = lastRate == null ? 'no reading yet' : `${fmtCPUs(lastRate)} CPU${cpus ? ` of ${fmtCPUs(cpus)}` : ''}`;
+      row.cpu.draw(rates, cpuTop, `CPU of sandbox ${s.id}: ${cpuNow}`);
+      setText(row.cpuText, lastRate == null ? '—' : `${Math.round(lastRate * 100)}%${cpus ? ` of ${fmtCPUs(cpus)} CPU` : ''}`);
+      const last = list[list.length - 1];
+      const limit = last ? last.limit : 0;
+      const mems = list.map((x) => x.mem);
+      const memTop = limit || Math.max(1, ...mems);
+      row.mem.draw(mems, memTop, `Memory of sandbox ${s.id}: ${last ? `${fmtBytes(last.mem)}${limit ? ` of ${fmtBytes(limit)}` : ''}` : 'no reading yet'}`);
+      setText(row.memText, last ? `${fmtBytes(last.mem)}${limit ? ` / ${fmtBytes(limit)}` : ''}` : '—');
+      const err = s.metrics_error ? `metrics: ${s.metrics_error}` : '';
+      row.tr.classList.toggle('stale', !!err);
+      row.cpuText.title = err;
+      row.memText.title = err;
+    }
+
+    function render(d) {
+      const list = (d && d.sandboxes) || [];
+      const seen = new Set();
+      for (const s of list) {
+        if (!s || typeof s.id !== 'string') continue;
+        seen.add(s.id);
+        poolSample(s);
+        let row = rows.get(s.id);
+        if (!row) {
+          row = newRow(s);
+          rows.set(s.id, row);
+        }
+        fill(row, s);
+      }
+      for (const [id, row] of rows) {
+        if (seen.has(id) || pending.get(id) === 'deleting') continue;
+        row.tr.remove();
+        rows.delete(id);
+      }
+      for (const id of poolSamples.keys()) if (!seen.has(id)) poolSamples.delete(id);
+      // rows move only when the order changed (a moved row loses the focus)
+      const at = new Map(list.map((s, i) => [s && s.id, i]));
+      const ids = [...rows.keys()].sort((a, b) => (at.get(a) ?? -1) - (at.get(b) ?? -1));
+      const key = ids.join(' ');
+      if (key !== order) {
+        order = key;
+        tbody.replaceChildren(...ids.map((id) => rows.get(id).tr));
+      }
+      const n = rows.size;
+      setText(count, `${n} sandbox${n === 1 ? '' : 'es'} · updates every ${poolEvery / 1000} s`);
+      table.hidden = n === 0;
+      empty.hidden = n !== 0;
+    }
+
+    let busy = false;
+    async function refresh() {
+      if (busy || document.hidden || pg.signal.aborted) return;
+      busy = true;
+      try {
+        render(await api('/api/console/pool/sandboxes', { signal: pg.signal }));
+        problem.replaceChildren();
+      } catch (err) {
+        if (err.name === 'AbortError') return;
+        problem.replaceChildren(h('div', { class: 'error-box' }, `The pool's sandboxes could not be read: ${err.message}`));
+      } finally {
+        busy = false;
+      }
+    }
+
+    const verbs = { pause: ['Pausing', 'paused', 'paused'], resume: ['Resuming', 'resumed', 'running'] };
+
+    // act pauses or resumes: the row shows the new state at once, then
+    // the pool's answer (or the old state again, with the error).
+    async function act(row, kind) {
+      if (pending.has(row.id) || (kind === 'pause' ? row.pause : row.resume).getAttribute('aria-disabled') === 'true') return;
+      const [doing, done, state] = verbs[kind];
+      pending.set(row.id, state);
+      showState(row, row.data.state);
+      say(`${doing} sandbox ${row.id}…`);
+      try {
+        const ans = await api(`/api/console/pool/sandboxes/${enc(row.id)}/${kind}`, { method: 'POST', signal: pg.signal });
+        pending.delete(row.id);
+        if (ans && ans.id === row.id) fill(row, { ...row.data, ...ans, metrics: row.data.metrics, metrics_error: row.data.metrics_error });
+        else showState(row, state);
+        say(`Sandbox ${row.id} ${done}.`);
+      } catch (err) {
+        if (err.name === 'AbortError') return;
+        pending.delete(row.id);
+        showState(row, row.data.state);
+        say(`Could not ${kind} sandbox ${row.id}: ${err.message}`);
+      }
+      refresh();
+    }
+
+    // del asks first, then deletes: the row stays, marked, until the pool
+    // answers.
+    async function del(row) {
+      if (pending.has(row.id)) return;
+      const yes = await confirmDialog({
+        title: `Delete sandbox ${row.id}?`,
+        text: `Its processes end and its workspace is removed${row.data.office ? `; office ${row.data.office} loses its sandbox` : ''}. This cannot be undone.`,
+        yes: 'Delete sandbox',
+      });
+      if (!yes || pg.signal.aborted) return;
+      pending.set(row.id, 'deleting');
+      showState(row, row.data.state);
+      row.tr.classList.add('deleting');
+      say(`Deleting sandbox ${row.id}…`);
+      try {
+        await api(`/api/console/pool/sandboxes/${enc(row.id)}`, { method: 'DELETE', signal: pg.signal });
+        pending.delete(row.id);
+        const focused = row.tr.contains(document.activeElement);
+        row.tr.remove();
+        rows.delete(row.id);
+        poolSamples.delete(row.id);
+        order = '';
+        if (focused) h2.focus();
+        say(`Sandbox ${row.id} deleted.`);
+      } catch (err) {
+        if (err.name === 'AbortError') return;
+        pending.delete(row.id);
+        row.tr.classList.remove('deleting');
+        showState(row, row.data.state);
+        say(`Could not delete sandbox ${row.id}: ${err.message}`);
+      }
+      refresh();
+    }
+
+    if (first.error) {
+      table.hidden = true;
+      problem.replaceChildren(errorBox(first.error));
+    } else {
+      render(first);
+    }
+    pg.every(poolEvery, refresh);
+    // hidden: no polling; visible again: at once
+    const onVisible = () => { if (!document.hidden) refresh(); };
+    document.addEventListener('visibilitychange', onVisible);
+    pg.onLeave(() => document.removeEventListener('visibilitychange', onVisible));
+  }
+
   async function pageSandboxes(pg) {
-    head(pg, { title: 'Sandboxes', sub: 'The sandboxes this hub knows: their files, a command line and a python kernel.' });
-    const d = await api('/api/console/sandboxes', { signal: pg.signal });
+    const session = await api('/api/console/session', { signal: pg.signal });
+    const [first, d] = await Promise.all([
+      session.pool ? api('/api/console/pool/sandboxes', { signal: pg.signal }).catch((err) => {
+        if (err.name === 'AbortError') throw err;
+        return { error: err };
+      }) : null,
+      api('/api/console/sandboxes', { signal: pg.signal }),
+    ]);
+    head(pg, {
+      title: 'Sandboxes',
+      sub: session.pool
+        ? 'The sandbox pool\'s sandboxes with their CPU and memory use, and the sandboxes whose files, command line and python kernel this console offers.'
+        : 'The sandboxes this hub knows: their files, a command line and a python kernel.',
+    });
+    const box = h('div', { class: 'stack' });
+    pg.main.append(box);
+    if (first) poolSection(pg, box, first);
     const list = d.sandboxes || [];
     if (!list.length) {
-      pg.main.append(h('div', { class: 'card empty' }, 'This hub knows no sandbox. a2c up has one; a2c server can be told about aiod daemons.'));
+      if (!first) box.append(h('div', { class: 'card empty' }, 'This hub knows no sandbox. a2c up has one; a2c server can be told about aiod daemons.'));
       return;
     }
-    pg.main.append(h('div', { class: 'stack' }, list.map((s) => {
+    box.append(...list.map((s) => {
       const id = nextID('sbx');
       const base = `#/sandboxes/${enc(s.name)}`;
       return h('section', { class: 'card', 'aria-labelledby': id },
@@ -1119,7 +1486,7 @@
           h('span', { class: 'muted small mono' }, s.url || ''), h('span', { class: 'spacer' }),
           h('a', { href: `${base}/files` }, 'Files'), h('a', { href: `${base}/command` }, 'Command'),
           h('a', { href: `${base}/python` }, 'Python')));
-    })));
+    }));
   }
 
   async function pageSandbox(pg, name, sub) {
