@@ -205,7 +205,7 @@ func runUp(ctx context.Context, e *env, args []string) (err error) {
 		_ = d.Shutdown(context.Background())
 		return err
 	}
-	con, err := console.New(console.Config{Server: hub, Token: secret, Logger: log,
+	con, err := console.New(console.Config{Server: hub, Token: secret, Logger: log, Pool: offices.console(),
 		Sandboxes: []console.Sandbox{{Name: *name, URL: "http://" + localURL(boxLn.Addr().String()), Token: secret}}})
 	if err != nil {
 		_ = d.Shutdown(context.Background())

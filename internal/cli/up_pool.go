@@ -13,6 +13,7 @@ import (
 
 	"github.com/a2c-smcp/a2c-go/aiod"
 	"github.com/a2c-smcp/a2c-go/aiod/pool"
+	"github.com/a2c-smcp/a2c-go/server/console"
 )
 
 // upPool is a2c up's in-process sandbox pool: it gives every office but
@@ -135,4 +136,35 @@ func (u *upOffices) Release(office string) {
 	if office != u.office {
 		u.officeSandboxes.Release(office)
 	}
+}
+
+// consolePool is the in-process pool as the console's Sandboxes page
+// sees it.
+type consolePool struct{ p *pool.Pool }
+
+func (c consolePool) List(context.Context) ([]pool.Sandbox, error) {
+	return c.p.List(pool.ListFilter{}, ""), nil
+}
+
+func (c consolePool) Metrics(_ context.Context, id string) (pool.Metrics, error) { return c.p.Metrics(id) }
+
+func (c consolePool) Pause(_ context.Context, id string) error {
+	_, err := c.p.Pause(id, "")
+	return err
+}
+
+func (c consolePool) Resume(_ context.Context, id string) error {
+	_, err := c.p.Resume(id, nil, "")
+	return err
+}
+
+func (c consolePool) Delete(ctx context.Context, id string) error { return c.p.Delete(ctx, id, false) }
+
+// console is the pool for console.Config.Pool: nil (no page section)
+// without one.
+func (u *upPool) console() console.Pool {
+	if u == nil {
+		return nil
+	}
+	return consolePool{u.Pool}
 }
