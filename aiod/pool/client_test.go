@@ -296,14 +296,31 @@ func TestClientDeadline(t *testing.T) {
 	c := pool.NewClient(stuck.URL, "")
 
 	c.Timeout = 50 * time.Millisecond
-	if _, err := c.Get(context.Background(), "sb1"); !errors.Is(err, context.DeadlineExceeded) {
+	if err := within(t, func() error { _, err := c.Get(context.Background(), "sb1"); return err }); !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("Client.Timeout: %v", err)
 	}
 	c.Timeout = time.Hour
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
-	if _, err := c.Create(ctx, pool.CreateRequest{}); !errors.Is(err, context.DeadlineExceeded) {
+	if err := within(t, func() error { _, err := c.Create(ctx, pool.CreateRequest{}); return err }); !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("context deadline: %v", err)
+	}
+}
+
+// within runs call and returns its error, or fails the test when call has
+// not returned in 10 s: a deadline that is not kept fails the test
+// instead of hanging it. (The call, then left behind, ends when the test
+// releases the server.)
+func within(t *testing.T, call func() error) error {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- call() }()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(10 * time.Second):
+		t.Fatal("the request outlived its deadline")
+		return nil
 	}
 }
 
