@@ -99,11 +99,11 @@ func runSandbox(ctx context.Context, e *env, args []string) error {
 	switch args[0] {
 	case "create":
 		err = sandboxCreate(ctx, e, args[1:])
-	case "ls", "list":
+	case "ls":
 		err = sandboxList(ctx, e, args[1:])
 	case "get":
 		err = sandboxGet(ctx, e, args[1:])
-	case "rm", "delete":
+	case "rm":
 		err = sandboxRemove(ctx, e, args[1:])
 	case "pause", "resume", "timeout":
 		err = sandboxState(ctx, e, args[0], args[1:])

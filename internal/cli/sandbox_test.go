@@ -133,7 +133,7 @@ func TestSandboxCommands(t *testing.T) {
 		{"ls", []string{"ls"}, []poolRequest{{"GET", "/v2/sandboxes", "", "", "env-tok"}}, 0, table, ""},
 		{"ls filtered", []string{"ls", "--state", "paused", "--office", "t 1", "--metadata", "owner=ann", "--metadata", "k=v&w"},
 			[]poolRequest{{"GET", "/v2/sandboxes", "metadata.k=v%26w&metadata.owner=ann&office=t+1&state=paused", "", "env-tok"}}, 0, table, ""},
-		{"ls json", []string{"list", "--json"}, []poolRequest{{"GET", "/v2/sandboxes", "", "", "env-tok"}}, 0, "", ""}, // stdout checked below
+		{"ls json", []string{"ls", "--json"}, []poolRequest{{"GET", "/v2/sandboxes", "", "", "env-tok"}}, 0, "", ""}, // stdout checked below
 		{"get", []string{"get", "sb2"}, []poolRequest{{"GET", "/v2/sandboxes/sb2", "", "", "env-tok"}}, 0,
 			"id: sb2\nstate: paused\ntemplate: py\noffice: t1\ncomputer: box\ncreated_at: 2026-12-06T06:00:00Z\n" +
 				"expires_at: 2026-12-06T07:05:00Z\non_timeout: pause\nidle_timeout_s: 60\nlimits.memory: 512MiB\nlimits.pids: 64\n" +
