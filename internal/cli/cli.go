@@ -64,6 +64,8 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		err = runSkills(ctx, env, args[1:])
 	case "skill":
 		err = runSkill(ctx, env, args[1:])
+	case "sandbox":
+		err = runSandbox(ctx, env, args[1:])
 	case "version":
 		fmt.Fprintf(stdout, "a2c protocol %s (supported: %s)\n", smcp.ProtocolVersion, strings.Join(smcp.SupportedVersions(), ", "))
 	case "help", "-h", "--help":
@@ -115,6 +117,7 @@ Usage:
   a2c put    FILE [--to COMPUTER] [--as NAME] [--json]
   a2c skills [--computer NAME] [--json]
   a2c skill  NAME [REL_PATH] [--computer NAME] [--json]
+  a2c sandbox create|ls|get|rm|pause|resume|timeout|metrics|url [ID] [--pool URL] [--json]
   a2c version
 
 server, computer, up and the agent commands take --protocol-version VERSION
