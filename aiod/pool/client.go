@@ -17,10 +17,10 @@ import (
 	"unicode/utf8"
 )
 
-// DefaultTimeout bounds a [Client] request whose context has no deadline
+// DefaultRequestTimeout bounds a [Client] request whose context has no deadline
 // of its own: long enough for a create that starts a sandbox cold, short
 // enough that a pool that stopped answering does not hang a caller.
-const DefaultTimeout = 60 * time.Second
+const DefaultRequestTimeout = 60 * time.Second
 
 // Bounds on what the client reads of an answer, so that a broken or
 // hostile server cannot make it hold an unbounded body.
@@ -65,7 +65,7 @@ type Client struct {
 	// and TLS handshake).
 	HTTP *http.Client
 	// Timeout bounds a request whose context has no deadline (0:
-	// [DefaultTimeout]).
+	// [DefaultRequestTimeout]).
 	Timeout time.Duration
 
 	base  *url.URL // the pool's base URL, without a trailing slash
@@ -271,7 +271,7 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, in, 
 	if _, ok := ctx.Deadline(); !ok {
 		t := c.Timeout
 		if t <= 0 {
-			t = DefaultTimeout
+			t = DefaultRequestTimeout
 		}
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, t)
@@ -351,7 +351,9 @@ func errorOf(resp *http.Response) *Error {
 	return &Error{Status: resp.StatusCode, Message: msg}
 }
 
-// printable reports whether s is valid UTF-8 without control characters.
+// printable reports whether s is valid UTF-8 of printable characters and
+// spaces: the rule for names the pool takes (office, metadata keys) and
+// for an error text the client shows.
 func printable(s string) bool {
 	if !utf8.ValidString(s) {
 		return false

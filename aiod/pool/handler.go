@@ -315,7 +315,7 @@ func (b createBody) request() (CreateRequest, error) {
 			if err == nil && !isNumber(b.Limits.Pids) {
 				err = errNotNumber
 			}
-			if err == nil {
+			if err == nil && n != 0 { // 0 keeps the pool's default
 				err = sandbox.CheckPids(n)
 			}
 			if err != nil {
@@ -328,7 +328,7 @@ func (b createBody) request() (CreateRequest, error) {
 			if err == nil && !isNumber(b.Limits.CPUs) {
 				err = errNotNumber
 			}
-			if err == nil {
+			if err == nil && f != 0 { // 0 keeps the pool's default
 				err = sandbox.CheckCPUs(f)
 			}
 			if err != nil {
@@ -509,18 +509,6 @@ func checkText(field, v string, n int) error {
 		return badField(field, fmt.Sprintf("must be at most %d printable characters", n))
 	}
 	return nil
-}
-
-func printable(s string) bool {
-	if !utf8.ValidString(s) {
-		return false
-	}
-	for _, r := range s {
-		if r < 0x20 || r == 0x7f || r == utf8.RuneError {
-			return false
-		}
-	}
-	return true
 }
 
 // clip shortens an echoed input.

@@ -43,16 +43,9 @@ type officeSandboxes struct {
 // of aiod/pool's client it calls, so tests can stand in for it.
 type sandboxPool interface {
 	Create(ctx context.Context, req pool.CreateRequest) (pool.Sandbox, error)
-	List(ctx context.Context, f poolListFilter) ([]pool.Sandbox, error)
+	List(ctx context.Context, f pool.ListFilter) ([]pool.Sandbox, error)
 	Delete(ctx context.Context, id string, keepWorkspace bool) error
 	Pause(ctx context.Context, id string) (pool.Sandbox, error)
-}
-
-// poolListFilter selects sandboxes in a list (GET /v2/sandboxes's
-// ?state=, ?office= and ?metadata.KEY=VALUE); empty fields select all.
-type poolListFilter struct {
-	State, Office string
-	Metadata      map[string]string
 }
 
 // officeSandboxKey is the metadata that marks an office's own sandbox
@@ -154,7 +147,7 @@ func (b *officeSandboxes) ensure(ctx context.Context, office string) (string, er
 // hubs may each have created one at once; the spare is used by neither
 // and released with the office).
 func (b *officeSandboxes) find(ctx context.Context, office string) ([]pool.Sandbox, error) {
-	all, err := b.pool.List(ctx, poolListFilter{Office: office, Metadata: map[string]string{officeSandboxKey: "true"}})
+	all, err := b.pool.List(ctx, pool.ListFilter{Office: office, Metadata: map[string]string{officeSandboxKey: "true"}})
 	if err != nil {
 		return nil, fmt.Errorf("listing the office sandboxes of %q: %w", office, err)
 	}

@@ -152,7 +152,7 @@ func runServer(ctx context.Context, e *env, args []string) error {
 		if *poolToken == "" {
 			*poolToken = secret
 		}
-		boxes := newOfficeSandboxes(newSandboxPool(*poolURL, *poolToken), *officeOnTimeout, log)
+		boxes := newOfficeSandboxes(pool.NewClient(*poolURL, *poolToken), *officeOnTimeout, log)
 		// Deferred before the server's Shutdown runs (below), so it runs
 		// after it: the server makes no more calls by then.
 		defer boxes.Close()

@@ -103,8 +103,8 @@ func (l localPool) Create(ctx context.Context, req pool.CreateRequest) (pool.San
 	return l.p.Create(ctx, req, "")
 }
 
-func (l localPool) List(_ context.Context, f poolListFilter) ([]pool.Sandbox, error) {
-	return l.p.List(pool.ListFilter(f), ""), nil
+func (l localPool) List(_ context.Context, f pool.ListFilter) ([]pool.Sandbox, error) {
+	return l.p.List(f, ""), nil
 }
 
 func (l localPool) Delete(ctx context.Context, id string, keep bool) error {
@@ -146,7 +146,9 @@ func (c consolePool) List(context.Context) ([]pool.Sandbox, error) {
 	return c.p.List(pool.ListFilter{}, ""), nil
 }
 
-func (c consolePool) Metrics(_ context.Context, id string) (pool.Metrics, error) { return c.p.Metrics(id) }
+func (c consolePool) Metrics(_ context.Context, id string) (pool.Metrics, error) {
+	return c.p.Metrics(id)
+}
 
 func (c consolePool) Pause(_ context.Context, id string) error {
 	_, err := c.p.Pause(id, "")
