@@ -228,3 +228,27 @@ func (b *officeSandboxes) Close() {
 	b.mu.Unlock()
 	b.wg.Wait()
 }
+
+// clientConsolePool is a pool reached over HTTP (a2c server
+// --sandbox-pool) as the console's Sandboxes page sees it.
+type clientConsolePool struct{ c *pool.Client }
+
+func (p clientConsolePool) List(ctx context.Context) ([]pool.Sandbox, error) {
+	return p.c.List(ctx, pool.ListFilter{})
+}
+
+func (p clientConsolePool) Metrics(ctx context.Context, id string) (pool.Metrics, error) {
+	return p.c.Metrics(ctx, id)
+}
+
+func (p clientConsolePool) Pause(ctx context.Context, id string) error {
+	_, err := p.c.Pause(ctx, id)
+	return err
+}
+
+func (p clientConsolePool) Resume(ctx context.Context, id string) error {
+	_, err := p.c.Resume(ctx, id, nil)
+	return err
+}
+
+func (p clientConsolePool) Delete(ctx context.Context, id string) error { return p.c.Delete(ctx, id, false) }

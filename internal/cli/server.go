@@ -148,11 +148,13 @@ func runServer(ctx context.Context, e *env, args []string) error {
 	if secret != "" {
 		cfg.Auth = server.TokenAuth(secret, *authField)
 	}
+	var poolClient *pool.Client // --sandbox-pool's, for the offices and the console
 	if *poolURL != "" {
 		if *poolToken == "" {
 			*poolToken = secret
 		}
-		boxes := newOfficeSandboxes(pool.NewClient(*poolURL, *poolToken), *officeOnTimeout, log)
+		poolClient = pool.NewClient(*poolURL, *poolToken)
+		boxes := newOfficeSandboxes(poolClient, *officeOnTimeout, log)
 		// Deferred before the server's Shutdown runs (below), so it runs
 		// after it: the server makes no more calls by then.
 		defer boxes.Close()
@@ -177,7 +179,11 @@ func runServer(ctx context.Context, e *env, args []string) error {
 	}
 	var con *console.Console
 	if *withConsole {
-		con, err = console.New(console.Config{Server: srv, Token: secret, Logger: log, Sandboxes: boxes})
+		ccfg := console.Config{Server: srv, Token: secret, Logger: log, Sandboxes: boxes}
+		if poolClient != nil {
+			ccfg.Pool = clientConsolePool{poolClient}
+		}
+		con, err = console.New(ccfg)
 		if err != nil {
 			return usageError{err.Error()}
 		}
