@@ -51,9 +51,6 @@ type Config struct {
 	CPUs   float64
 	// Hostname is the sandbox's host name (default "sandbox").
 	Hostname string
-	// UID, GID and Name: TEMPORARY stand-ins until h/sandbox merges.
-	UID, GID int
-	Name     string
 	// KeepOwner forbids giving the workspace to the sandbox account
 	// (aiod doctor changes nothing).
 	KeepOwner bool
