@@ -35,6 +35,9 @@ type initSpec struct {
 	Dev      uint64 `json:"dev"`
 	Ino      uint64 `json:"ino"`
 	UsernsFD int    `json:"userns_fd,omitempty"`
+	// Account, when set, is the account (Config.UID) the view's
+	// /etc/passwd and /etc/group name (account_linux.go).
+	Account *initAccount `json:"account,omitempty"`
 }
 
 // systemDirs are the host directories the sandbox sees read-only; a
@@ -200,6 +203,11 @@ func build(spec initSpec) error {
 	}
 	if err := mountWorkspace(spec, r); err != nil {
 		return err
+	}
+	if spec.Account != nil {
+		if err := bindAccount(r, *spec.Account); err != nil {
+			return err
+		}
 	}
 	// pivot_root(".", ".") stacks the old root under the new one; the
 	// lazy unmount then drops every host mount from this namespace.
