@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"net"
 	"os"
 	"os/exec"
 )
@@ -59,3 +60,23 @@ func (s *Sandbox) OOMNote(uint64) string { return "" }
 
 // ReexecUnprivileged does nothing: there is no sandbox here.
 func ReexecUnprivileged([]string) (int, bool) { return 0, false }
+
+// Pause fails: there is no sandbox here.
+func (s *Sandbox) Pause() error { return errors.New("isolation namespaces needs Linux") }
+
+// Resume does nothing.
+func (s *Sandbox) Resume() error { return nil }
+
+// Paused is false.
+func (s *Sandbox) Paused() bool { return false }
+
+// Usage fails: there is no sandbox here.
+func (s *Sandbox) Usage() (Usage, error) {
+	return Usage{}, errors.New("isolation namespaces needs Linux")
+}
+
+// DialContext is a plain dial.
+func (s *Sandbox) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
+	var d net.Dialer
+	return d.DialContext(ctx, network, addr)
+}

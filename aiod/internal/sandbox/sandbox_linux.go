@@ -30,7 +30,10 @@ var Executable = "/proc/self/exe"
 // sandboxSeq numbers the sandboxes of this process.
 var sandboxSeq atomic.Uint64
 
-// doThreads is how many threads serve [Sandbox.Do].
+// doThreads is how many threads at most serve [Sandbox.Do] from the
+// instance's pool. They are started on demand (none at start), so an
+// idle sandbox costs its daemon one OS thread, the spawner: a pool of
+// hundreds of sandboxes would otherwise hold five times as many.
 const doThreads = 4
 
 // Sandbox is one running sandbox. Its methods are safe for concurrent
@@ -58,6 +61,14 @@ type Sandbox struct {
 
 	doSlots chan struct{} // one per thread Do may use at once (see acquire)
 	hold    bool          // hold every new process at its exec (spawn_linux.go); tests set it on cgroup v1
+
+	// gate orders starts against Pause and Resume (pause_linux.go): Wrap
+	// holds it for reading from its check of paused to the new
+	// process's placement in every group; Pause, Resume and Close take
+	// it for writing, so a start is either wholly before a freeze or
+	// refused. Lock order: gate, then mu.
+	gate   sync.RWMutex
+	paused atomic.Bool // written under gate (writing), read anywhere
 }
 
 // instance is one life of the sandbox: an init and the threads that
@@ -68,9 +79,13 @@ type instance struct {
 	keep  *os.File      // init's standard input: closing it ends init
 	dir   string        // the host directory init built the view on
 	spawn chan func()   // run on the spawner thread
-	do    chan func()   // run on a Do thread
-	done  chan struct{} // closed when init has exited
+	do    chan func()   // run on an idle Do thread of the pool
+	done  chan struct{} // closed when init has exited (and was reaped)
 	quit  chan struct{} // closed by end: the instance's threads stop
+	// doMu guards doN, how many pool threads serve do (at most
+	// doThreads; started as calls find none idle).
+	doMu sync.Mutex
+	doN  int
 	// ns holds init's namespaces (by name: ipc, uts, net, pid, mnt) and
 	// root its root directory, opened once when init is ready: a thread
 	// that joins later, or a path resolved later, never goes through a
@@ -105,6 +120,9 @@ func New(cfg Config, log *slog.Logger) (*Sandbox, error) {
 	if err := CheckNetwork(cfg.Network); err != nil {
 		return nil, err
 	}
+	if err := cfg.checkAccount(); err != nil {
+		return nil, err
+	}
 	if os.Geteuid() != 0 { // root, or root of ReexecUnprivileged's user namespace
 		return nil, errNeedRoot
 	}
@@ -129,6 +147,11 @@ func New(cfg Config, log *slog.Logger) (*Sandbox, error) {
 		} else {
 			cfg.User = strconv.Itoa(h)
 		}
+	} else if cfg.UID != 0 {
+		// Ids of the caller's choosing: no account database is asked,
+		// and the name is the view's own (see Config.UID).
+		uid, gid, hostUID = cfg.UID, cfg.GID, cfg.UID
+		cfg.User = cfg.UserName
 	} else {
 		u, err := user.Lookup(cfg.User)
 		if err != nil {
@@ -158,8 +181,17 @@ func New(cfg Config, log *slog.Logger) (*Sandbox, error) {
 	// One group per sandbox, named by the daemon's pid (so a later daemon
 	// can tell a dead one's leftovers) and a sequence number (tests run
 	// several sandboxes in one process).
-	name := "aiod-sandbox-" + strconv.Itoa(os.Getpid()) + "-" + strconv.FormatUint(sandboxSeq.Add(1), 10)
+	// A pool names its sandboxes (Config.Name).
+	suffix := cfg.Name
+	if suffix == "" {
+		suffix = strconv.FormatUint(sandboxSeq.Add(1), 10)
+	}
+	name := "aiod-sandbox-" + strconv.Itoa(os.Getpid()) + "-" + suffix
 	if s.cg, err = newCgroups(cfg, name); err != nil {
+		if cfg.Name != "" && errors.Is(err, os.ErrExist) {
+			s.ws.close()
+			return nil, fmt.Errorf("sandbox: a sandbox named %q exists already", cfg.Name)
+		}
 		s.cg = nil
 		s.warnings = append(s.warnings, "cgroups unavailable ("+err.Error()+"): limits fall back to per-process rlimits and --cpus is not enforced")
 		log.Warn("sandbox: cgroups unavailable; limits fall back to rlimits", "err", err)
@@ -226,14 +258,6 @@ func (s *Sandbox) start() (*instance, error) {
 		os.Remove(root)
 		return nil, err
 	}
-	for range doThreads {
-		r := make(chan error, 1)
-		go s.doThread(inst, r)
-		if err := <-r; err != nil {
-			s.end(inst)
-			return nil, err
-		}
-	}
 	return inst, nil
 }
 
@@ -254,6 +278,9 @@ func (s *Sandbox) spawner(inst *instance, ready chan<- error) {
 	ispec := initSpec{Root: inst.dir, Workspace: s.cfg.Workspace, Hostname: s.cfg.Hostname,
 		Loopback: s.cfg.Network == NetworkNone, TmpSize: tmpfsSize(s.cfg.Memory),
 		Source: s.ws.resolved, Dev: s.ws.dev, Ino: s.ws.ino}
+	if s.cfg.UID != 0 && !s.userns {
+		ispec.Account = &initAccount{Name: s.cfg.User, UID: s.uid, GID: s.gid, Home: s.cfg.Workspace}
+	}
 	spec, _ := json.Marshal(ispec)
 	keepR, keepW, err := os.Pipe()
 	if err != nil {
@@ -302,7 +329,7 @@ func (s *Sandbox) spawner(inst *instance, ready chan<- error) {
 	if s.cg != nil {
 		_ = s.cg.place(cmd.Process.Pid)
 	}
-	go func() { _ = cmd.Wait(); close(inst.done) }()
+	go waitExit(cmd, inst.done)
 	// Init writes one line: empty when the view is built, else why not.
 	raw, _ := bufio.NewReader(repR).ReadString('\n')
 	repR.Close()
@@ -429,15 +456,41 @@ func enter(inst *instance, all bool) error {
 	return unix.Chdir("/")
 }
 
-// doThread serves Do on a thread of the sandbox's view (see joinView)
-// until the instance ends.
-func (s *Sandbox) doThread(inst *instance, ready chan<- error) {
+// waitExit closes done once cmd's process (init) has exited and is
+// reaped. cmd.Wait alone would block an OS thread in waitid for the
+// instance's whole life (one more thread per idle sandbox); a pidfd in
+// the runtime's poller costs none. Where the kernel has no pidfd (before
+// 5.3, or 5.10 for PIDFD_NONBLOCK), Wait blocks as before.
+func waitExit(cmd *exec.Cmd, done chan<- struct{}) {
+	defer close(done)
+	if fd, err := unix.PidfdOpen(cmd.Process.Pid, unix.PIDFD_NONBLOCK); err == nil {
+		f := os.NewFile(uintptr(fd), "pidfd")
+		if rc, err := f.SyscallConn(); err == nil {
+			// A pidfd is readable once its process has exited. Read's
+			// function reports done when waitid (WNOWAIT: the status is
+			// left for Wait) finds it exited, or cannot tell; else the
+			// goroutine parks in the poller.
+			_ = rc.Read(func(fd uintptr) bool {
+				var info unix.Siginfo
+				err := unix.Waitid(unix.P_PIDFD, int(fd), &info, unix.WEXITED|unix.WNOHANG|unix.WNOWAIT, nil)
+				return err != nil || info.Signo != 0
+			})
+		}
+		f.Close()
+	}
+	_ = cmd.Wait()
+}
+
+// doThread serves Do on a thread of the sandbox's view (see joinView),
+// first the call first, then the pool's until the instance ends.
+func (s *Sandbox) doThread(inst *instance, first func(), ready chan<- error) {
 	runtime.LockOSThread()
 	if err := s.joinView(inst); err != nil {
 		ready <- err
 		return
 	}
 	ready <- nil
+	first()
 	for {
 		select {
 		case f := <-inst.do:
@@ -530,6 +583,12 @@ func (s *Sandbox) Wrap(cmd *exec.Cmd, start func() error) func() error {
 		return start
 	}
 	return func() error {
+		// Held until the process is in every group: see Sandbox.gate.
+		s.gate.RLock()
+		defer s.gate.RUnlock()
+		if s.paused.Load() {
+			return ErrPaused
+		}
 		inst, err := s.instance()
 		if err != nil {
 			return err
@@ -644,17 +703,33 @@ func (s *Sandbox) do(f func() error) error {
 		ferr = f()
 	}
 	select {
-	case inst.do <- g:
+	case inst.do <- g: // an idle pool thread took it
 	case <-inst.done:
 		return errors.New("sandbox: the sandbox ended")
 	case <-inst.quit:
 		return errors.New("sandbox: closed")
 	default:
-		// Every pool thread is busy (a slow disk, a long walk): a thread
-		// of its own rather than a queue behind them.
+		// No pool thread is idle: a new one while the pool has fewer
+		// than doThreads, else (a slow disk, a long walk keeps them
+		// busy) a thread of its own rather than a queue behind them.
+		inst.doMu.Lock()
+		grow := inst.doN < doThreads
+		if grow {
+			inst.doN++
+		}
+		inst.doMu.Unlock()
 		r := make(chan error, 1)
-		go s.oneShot(inst, g, r)
+		if grow {
+			go s.doThread(inst, g, r)
+		} else {
+			go s.oneShot(inst, g, r)
+		}
 		if err := <-r; err != nil {
+			if grow {
+				inst.doMu.Lock()
+				inst.doN--
+				inst.doMu.Unlock()
+			}
 			return err
 		}
 	}
@@ -732,12 +807,14 @@ func (s *Sandbox) end(inst *instance) {
 	os.Remove(inst.dir)
 }
 
-// Close ends the sandbox and every process in it, and removes its
-// cgroups.
+// Close ends the sandbox and every process in it, paused or not, and
+// removes its cgroups.
 func (s *Sandbox) Close() error {
 	if s == nil {
 		return nil
 	}
+	s.gate.Lock() // no start in flight, no pause or resume under way
+	defer s.gate.Unlock()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -745,6 +822,13 @@ func (s *Sandbox) Close() error {
 	}
 	s.closed = true
 	close(s.stop)
+	if s.paused.Load() {
+		// Frozen processes cannot die (v1) nor read init's pipe: each
+		// is killed while frozen, then thawed into its death.
+		s.cg.killFrozen()
+		_ = s.cg.thaw()
+		s.paused.Store(false)
+	}
 	s.end(s.cur)
 	s.spawners.Wait() // their leaveThread writes through the files remove closes
 	s.cg.remove()
@@ -752,7 +836,9 @@ func (s *Sandbox) Close() error {
 	return nil
 }
 
-// Account is the host account sandbox processes run as.
+// Account is the account sandbox processes run as: the host account
+// Config.User names, or, with Config.UID, the ids given and the name the
+// view's /etc/passwd gives them (Config.UserName).
 func (s *Sandbox) Account() (name string, uid, gid int) {
 	return s.cfg.User, s.uid, s.gid
 }
