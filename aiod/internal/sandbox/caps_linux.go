@@ -101,6 +101,6 @@ func reexecConfined() error {
 	if err := confineInit(); err != nil {
 		return err
 	}
-	err := unix.Exec("/proc/self/exe", []string{"aiod-sandbox-init", InitArg, confinedArg}, []string{})
+	err := unix.Exec("/proc/self/exe", []string{"aiod-sandbox-init", InitArg, confinedArg}, initEnv)
 	return fmt.Errorf("sandbox: init executing itself confined: %w", err)
 }

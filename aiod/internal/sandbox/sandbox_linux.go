@@ -299,7 +299,7 @@ func (s *Sandbox) spawner(inst *instance, ready chan<- error) {
 		flags |= unix.CLONE_NEWNET
 	}
 	cmd := &exec.Cmd{Path: Executable, Args: []string{"aiod-sandbox-init", InitArg, string(spec)},
-		Env: []string{}, Dir: "/", Stdin: keepR, ExtraFiles: []*os.File{repW},
+		Env: initEnv, Dir: "/", Stdin: keepR, ExtraFiles: []*os.File{repW},
 		// Setsid: init is no member of the daemon's session, so it has no
 		// controlling terminal (the daemon's, when a user started it in a
 		// terminal) that /dev/tty inside would open.
