@@ -35,6 +35,9 @@ type initSpec struct {
 	Dev      uint64 `json:"dev"`
 	Ino      uint64 `json:"ino"`
 	UsernsFD int    `json:"userns_fd,omitempty"`
+	// FilterFD, when not 0, is a pipe with the system-call filter,
+	// compiled by the daemon (encodeFilter).
+	FilterFD int `json:"filter_fd,omitempty"`
 	// Account, when set, is the account (Config.UID) the view's
 	// /etc/passwd and /etc/group name (account_linux.go).
 	Account *initAccount `json:"account,omitempty"`
@@ -83,7 +86,7 @@ func Init(args []string) int {
 		if err := build(spec); err != nil {
 			return fail(err)
 		}
-		return fail(reexecConfined())
+		return fail(reexecConfined(spec.FilterFD))
 	}
 	// Orphans of the sandbox are reparented here (the daemon's subreaper
 	// bit does not cross into a child PID namespace). With SIGCHLD

@@ -55,10 +55,13 @@ func (s *Sandbox) Pause() error {
 	if s.paused.Load() {
 		return nil
 	}
+	// Set first: an instance started again meanwhile (init died; see
+	// Sandbox.instance) would be frozen before it reports.
+	s.paused.Store(true)
 	if err := s.cg.freeze(time.Now().Add(pauseWait)); err != nil {
+		s.paused.Store(false)
 		return err
 	}
-	s.paused.Store(true)
 	return nil
 }
 

@@ -307,13 +307,36 @@ func (s *Sandbox) spawner(inst *instance, ready chan<- error) {
 	if s.ws.userns != nil { // the idmapping's user namespace, after the other files
 		ispec.UsernsFD = 3 + len(cmd.ExtraFiles)
 		cmd.ExtraFiles = append(cmd.ExtraFiles, s.ws.userns)
-		spec, _ = json.Marshal(ispec)
-		cmd.Args[len(cmd.Args)-1] = string(spec)
 	}
+	// The compiled filter, for init (see encodeFilter). It fits a pipe's
+	// buffer (16 KiB or more; a user past the kernel's pipe quota gets
+	// 8 KiB, and the wait bounds that case), so it is written whole
+	// before init starts; init compiles its own when it is not sent.
+	var filterR *os.File
+	if prog, err := filterProgram(); err == nil {
+		r, w, err := os.Pipe()
+		if err == nil {
+			_ = w.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
+			_, err = w.Write(encodeFilter(prog))
+			w.Close()
+			if err == nil {
+				ispec.FilterFD = 3 + len(cmd.ExtraFiles)
+				cmd.ExtraFiles = append(cmd.ExtraFiles, r)
+				filterR = r
+			} else {
+				r.Close()
+			}
+		}
+	}
+	spec, _ = json.Marshal(ispec)
+	cmd.Args[len(cmd.Args)-1] = string(spec)
 	s.intoCgroup(cmd)
 	err = cmd.Start()
 	keepR.Close()
 	repW.Close()
+	if filterR != nil {
+		filterR.Close()
+	}
 	if err != nil {
 		repR.Close()
 		keepW.Close()
@@ -554,6 +577,12 @@ func (s *Sandbox) instance() (*instance, error) {
 	}
 	select {
 	case <-s.cur.done:
+		if s.paused.Load() {
+			// A new init would be born in the frozen group (v2: a
+			// frozen init can be killed) and never report: its start
+			// waits for Resume.
+			return nil, errors.New("sandbox: the sandbox ended while paused; resume it to start it again")
+		}
 		s.log.Warn("sandbox: init exited; starting the sandbox again (its processes are gone)")
 		s.end(s.cur)
 		inst, err := s.start()
