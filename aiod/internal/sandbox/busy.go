@@ -8,3 +8,12 @@ import "github.com/a2c-smcp/a2c-go/aiod/internal/api"
 // kind → status table; a plane that words its own refusals keeps the
 // kind (errors.Is(err, ErrBusy)).
 var ErrBusy = api.NewKind("the sandbox is busy: every thread of its view is in use; try again", api.ErrUnavailable)
+
+// ErrPaused is the answer of [Sandbox.Wrap] while the sandbox is paused
+// ([Sandbox.Pause]): a process started then would be frozen before its
+// first instruction, and its starter (a plane waiting for its output or
+// its terminal) with it. The caller resumes the sandbox first (the
+// pool does, before it forwards a request). It is an
+// [api.ErrConflict] (HTTP 409): the request is fine, the sandbox's
+// state is not.
+var ErrPaused = api.NewKind("the sandbox is paused; resume it first", api.ErrConflict)

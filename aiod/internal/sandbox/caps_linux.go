@@ -76,8 +76,16 @@ func confineSpawner() error {
 // (see [Init]): exec keeps the thread's no_new_privs, filter and empty
 // sets and drops the Go runtime's other threads, which still hold the
 // capabilities the build needed. With an empty bounding set, root's exec
-// gains no capability back.
-func confineInit() error {
+// gains no capability back. The filter is the one the daemon sent on
+// filterFD (see encodeFilter), or, when it sent none, compiled here.
+func confineInit(filterFD int) error {
+	var prog []unix.SockFilter
+	if filterFD > 2 {
+		var err error
+		if prog, err = readFilter(filterFD); err != nil {
+			return err
+		}
+	}
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return fmt.Errorf("sandbox: no_new_privs: %w", err)
 	}
@@ -86,6 +94,9 @@ func confineInit() error {
 	}
 	if err := setCaps(false); err != nil {
 		return err
+	}
+	if prog != nil {
+		return installProgram(prog, false)
 	}
 	return installFilter(false)
 }
@@ -97,10 +108,10 @@ const confinedArg = "confined"
 // again as init's second stage, which reports success and reaps. It
 // returns only on failure. The standard input (the daemon's keep-alive
 // pipe) and the report descriptor 3 pass through the exec.
-func reexecConfined() error {
-	if err := confineInit(); err != nil {
+func reexecConfined(filterFD int) error {
+	if err := confineInit(filterFD); err != nil {
 		return err
 	}
-	err := unix.Exec("/proc/self/exe", []string{"aiod-sandbox-init", InitArg, confinedArg}, []string{})
+	err := unix.Exec("/proc/self/exe", []string{"aiod-sandbox-init", InitArg, confinedArg}, initEnv)
 	return fmt.Errorf("sandbox: init executing itself confined: %w", err)
 }

@@ -8,23 +8,28 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
 )
 
 // cgroups is the sandbox's control group: one directory on cgroup v2, or
-// one per controller (memory, pids, cpu) on v1.
+// one per controller (memory, pids, cpu, and cpuacct and freezer where
+// the machine has them) on v1.
 //
 // On v2 a process is born in it (clone3 with CLONE_INTO_CGROUP, through
-// SysProcAttr.UseCgroupFD). v1 has no such flag, so the daemon's spawner
-// thread joins the pids and cpu groups itself (v1 groups hold threads,
-// and a child is born in its parent thread's groups): a fork bomb counts
-// from its first fork. The memory group is not joined that way, because
-// the kernel's OOM killer would then count the daemon among the
-// sandbox's tasks; a process is moved into it as it starts, and
-// [cgroups.sweep] moves any process that forked before its parent was
-// moved.
+// SysProcAttr.UseCgroupFD) or held at its exec and moved in
+// (spawn_linux.go). v1 has no such flag, so the daemon's spawner thread
+// joins the pids, cpu and cpuacct groups itself (v1 groups hold
+// threads, and a child is born in its parent thread's groups): a fork
+// bomb counts from its first fork. The memory and freezer groups are
+// never joined that way: the kernel's OOM killer would count the daemon
+// among the sandbox's tasks, and the freezer would stop a thread of the
+// daemon (see Sandbox.Pause). A process is moved into them as it
+// starts, and [cgroups.sweep] moves any process that forked before its
+// parent was moved.
 type cgroups struct {
 	v2   string            // the v2 directory, or ""
 	v2fd int               // O_PATH descriptor of v2, for CLONE_INTO_CGROUP
@@ -33,10 +38,39 @@ type cgroups struct {
 	// files are opened on the host for the threads inside the sandbox's
 	// mount namespace, which has no /sys (see openFiles).
 	files threadFiles
+	// joined counts the daemon's threads (spawners) in the v1 pids
+	// group, which the group's pids.current counts with the sandbox's
+	// own tasks (see usage).
+	joined atomic.Int32
 }
 
-// cgroupV1Controllers are the v1 controllers the sandbox uses.
-var cgroupV1Controllers = []string{"memory", "pids", "cpu"}
+// cgroupV1Controllers are the v1 controllers the sandbox needs;
+// cgroupV1Optional those it uses where the machine has them (cpuacct
+// for the CPU time of Usage, freezer for Pause).
+var (
+	cgroupV1Controllers = []string{"memory", "pids", "cpu"}
+	cgroupV1Optional    = []string{"cpuacct", "freezer"}
+)
+
+// joinedV1 are the v1 controllers whose groups the spawner thread
+// joins, placedV1 those a new process is moved into (never the
+// freezer's or memory's for a thread of the daemon: see cgroups).
+var (
+	joinedV1 = []string{"pids", "cpu", "cpuacct"}
+	placedV1 = []string{"memory", "freezer"}
+)
+
+// dirs returns the distinct directories of the v1 controllers ctls
+// that c has, in order (controllers mounted together share one).
+func (c *cgroups) dirs(ctls []string) []string {
+	var out []string
+	for _, ctl := range ctls {
+		if d, ok := c.v1[ctl]; ok && !contains(out, d) {
+			out = append(out, d)
+		}
+	}
+	return out
+}
 
 // mountinfo lists the cgroup mounts: fstype "cgroup2" under key "", and
 // each v1 controller under its name; the value is the mount point and
@@ -138,17 +172,35 @@ func dirOf(mounts map[string][2]string, own map[string]string, c string) (string
 	return filepath.Join(m[0], rel), true
 }
 
-// cgroupVersion says which version the machine offers for the sandbox's
-// controllers: "v2", "v1" or "".
-func cgroupVersion() string {
+// layout is the cgroup mounts and the daemon's own groups, read once per
+// process: they are the same for every sandbox, and the daemon's own
+// group must be the one it started in (on v2 New moves the daemon into
+// a leaf below it, which must not become the next sandbox's parent).
+var layout = sync.OnceValues(func() (cgroupLayout, error) {
 	mounts, err := cgroupMounts()
 	if err != nil {
-		return ""
+		return cgroupLayout{}, err
 	}
 	own, err := ownCgroups()
 	if err != nil {
+		return cgroupLayout{}, err
+	}
+	return cgroupLayout{mounts: mounts, own: own}, nil
+})
+
+type cgroupLayout struct {
+	mounts map[string][2]string
+	own    map[string]string
+}
+
+// cgroupVersion says which version the machine offers for the sandbox's
+// controllers: "v2", "v1" or "".
+func cgroupVersion() string {
+	l, err := layout()
+	if err != nil {
 		return ""
 	}
+	mounts, own := l.mounts, l.own
 	if d, ok := dirOf(mounts, own, ""); ok {
 		if b, err := os.ReadFile(filepath.Join(d, "cgroup.controllers")); err == nil {
 			have := strings.Fields(string(b))
@@ -176,28 +228,34 @@ func contains(list []string, s string) bool {
 
 // newCgroups creates the sandbox's group(s), named name, with cfg's
 // limits.
+// name, with cfg's limits. A group of that name that exists already is
+// an error when cfg names it (another sandbox of this daemon has it).
 func newCgroups(cfg Config, name string) (*cgroups, error) {
-	mounts, err := cgroupMounts()
+	l, err := layout()
 	if err != nil {
 		return nil, err
 	}
-	own, err := ownCgroups()
-	if err != nil {
-		return nil, err
-	}
+	mounts, own := l.mounts, l.own
 	switch cgroupVersion() {
 	case "v2":
 		base, _ := dirOf(mounts, own, "")
-		removeStale(base)
+		removeStaleOnce(base)
 		return newCgroupV2(cfg, base, name)
 	case "v1":
 		c := &cgroups{v1: map[string]string{}, base: map[string]string{}, v2fd: -1}
-		for _, ctl := range cgroupV1Controllers {
-			base, _ := dirOf(mounts, own, ctl)
-			removeStale(base)
+		for _, ctl := range append(cgroupV1Controllers, cgroupV1Optional...) {
+			base, ok := dirOf(mounts, own, ctl)
+			if !ok {
+				continue // an optional one (the required were checked by cgroupVersion)
+			}
+			removeStaleOnce(base)
 			c.base[ctl] = base
 			dir := filepath.Join(base, name)
-			if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+			if contains(c.dirs(cgroupV1Controllers), dir) || contains(c.dirs(cgroupV1Optional), dir) {
+				c.v1[ctl] = dir // mounted with a controller done already (cpu,cpuacct)
+				continue
+			}
+			if err := os.Mkdir(dir, 0o755); err != nil && !(errors.Is(err, os.ErrExist) && cfg.Name == "") {
 				c.remove()
 				return nil, fmt.Errorf("cgroup v1 %s: %w", ctl, err)
 			}
@@ -236,7 +294,7 @@ func newCgroupV2(cfg Config, base, name string) (*cgroups, error) {
 		}
 	}
 	dir := filepath.Join(base, name)
-	if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+	if err := os.Mkdir(dir, 0o755); err != nil && !(errors.Is(err, os.ErrExist) && cfg.Name == "") {
 		return nil, fmt.Errorf("cgroup v2: %w", err)
 	}
 	c := &cgroups{v2: dir, v2fd: -1}
@@ -299,15 +357,18 @@ func (c *cgroups) limitV1(cfg Config) error {
 }
 
 // joinThread makes the calling OS thread (locked by the caller) a member
-// of the v1 pids and cpu groups, so what it forks is born there.
+// of the v1 pids, cpu and cpuacct groups, so what it forks is born
+// there. Never the freezer's: see cgroups.
 func (c *cgroups) joinThread() error {
 	if c == nil || c.v1 == nil {
 		return nil
 	}
 	tid := strconv.Itoa(unix.Gettid())
-	for _, ctl := range []string{"pids", "cpu"} {
-		if err := os.WriteFile(filepath.Join(c.v1[ctl], "tasks"), []byte(tid), 0); err != nil {
-			return fmt.Errorf("cgroup v1 %s: joining: %w", ctl, err)
+	c.joined.Add(1)
+	for _, d := range c.dirs(joinedV1) {
+		if err := os.WriteFile(filepath.Join(d, "tasks"), []byte(tid), 0); err != nil {
+			c.leaveThread()
+			return fmt.Errorf("cgroup v1 %s: joining: %w", d, err)
 		}
 	}
 	return nil
@@ -324,6 +385,20 @@ func (c *cgroups) leaveThread() {
 	tid := []byte(strconv.Itoa(unix.Gettid()))
 	for _, f := range c.files.baseTasks {
 		_, _ = f.Write(tid)
+	}
+	c.joined.Add(-1)
+}
+
+// removedStale holds the cgroup parents removeStaleOnce has swept.
+var removedStale sync.Map
+
+// removeStaleOnce is removeStale, once per parent and process: a dead
+// daemon's leftovers are there when this one starts, and sweeping a
+// parent that holds a pool's hundreds of groups at every New cost more
+// than the rest of New's cgroup work.
+func removeStaleOnce(base string) {
+	if _, done := removedStale.LoadOrStore(base, true); !done {
+		removeStale(base)
 	}
 }
 
@@ -365,28 +440,65 @@ func (c *cgroups) oomKills() uint64 {
 	return 0
 }
 
-// place moves a process that has just started into the v1 memory group.
+// place moves a process that has just started into the v1 memory and
+// freezer groups. It refuses the daemon itself: cgroup.procs moves the
+// whole thread group of the pid written, so a number that named one of
+// the daemon's threads would move the daemon (into a group the freezer
+// may stop, or the memory limit may kill). PIDs are allocated in a
+// cycle, so a process's number is not reused by a thread between the
+// read of a group's list and this write short of the whole PID space
+// going round; the check still names the rule.
 func (c *cgroups) place(pid int) error {
 	if c == nil || c.v1 == nil {
 		return nil
 	}
-	return os.WriteFile(filepath.Join(c.v1["memory"], "cgroup.procs"), []byte(strconv.Itoa(pid)), 0)
-}
-
-// sweep moves into the v1 memory group every process of the pids group
-// that is not there yet (one that forked before its parent was placed),
-// except the daemon, whose spawner thread is a member of the pids group.
-func (c *cgroups) sweep() {
-	if c == nil || c.v1 == nil {
-		return
+	if ownTask(pid) {
+		return fmt.Errorf("sandbox: %d is the daemon's own", pid)
 	}
-	in := procs(c.v1["memory"])
-	self := os.Getpid()
-	for pid := range procs(c.v1["pids"]) {
-		if _, ok := in[pid]; !ok && pid != self {
-			_ = c.place(pid)
+	for _, d := range c.dirs(placedV1) {
+		if err := os.WriteFile(filepath.Join(d, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0); err != nil {
+			return err
 		}
 	}
+	return nil
+}
+
+// ownTask reports whether id is this process or one of its threads.
+func ownTask(id int) bool {
+	if id == os.Getpid() {
+		return true
+	}
+	_, err := os.Stat("/proc/self/task/" + strconv.Itoa(id))
+	return err == nil
+}
+
+// sweep moves into the v1 memory and freezer groups every process of the
+// pids group that is not in both yet (one that forked before its parent
+// was placed), except the daemon, whose spawner thread is a member of
+// the pids group. It reports how many it moved.
+func (c *cgroups) sweep() int {
+	if c == nil || c.v1 == nil {
+		return 0
+	}
+	var in []map[int]struct{}
+	for _, d := range c.dirs(placedV1) {
+		in = append(in, procs(d))
+	}
+	self, moved := os.Getpid(), 0
+	for pid := range procs(c.v1["pids"]) {
+		if pid == self {
+			continue
+		}
+		for _, m := range in {
+			if _, ok := m[pid]; !ok {
+				if c.place(pid) == nil {
+					moved++
+				}
+				break
+			}
+		}
+	}
+	return moved
 }
 
 func procs(dir string) map[int]struct{} {

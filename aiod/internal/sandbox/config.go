@@ -41,7 +41,27 @@ type Config struct {
 	Workspace string
 	// User is the host account sandbox processes run as when the daemon
 	// is root (default "nobody"); the workspace is made writable for it.
+	// It is looked up in the host's account database; UID replaces it.
 	User string
+	// UID and GID, when UID is set, are the ids sandbox processes and
+	// Do threads run as, with no lookup on the host: a pool gives each
+	// sandbox ids of its own, which need no line in the host's
+	// /etc/passwd. Both must be above 0 (root and root's group are
+	// refused). Inside the sandbox the account is named UserName
+	// (default "sandbox"), with the workspace as its home: init binds
+	// a copy of the host's /etc/passwd and /etc/group with that one
+	// line added over the view's (whoami, id -un and ls -l show the
+	// name). An unprivileged daemon (ReexecUnprivileged) has only its
+	// caller's id to give and ignores them.
+	UID, GID int
+	// UserName names the UID account inside the sandbox.
+	UserName string
+	// Name, when set, names the sandbox's cgroups
+	// aiod-sandbox-<daemon pid>-<Name> instead of a sequence number, so
+	// a pool can tell its sandboxes' groups apart. Letters, digits,
+	// '.', '_' and '-', at most 64; two live sandboxes of one daemon
+	// may not share it.
+	Name string
 	// Network is NetworkHost (default) or NetworkNone.
 	Network string
 	// Memory (bytes), Pids and CPUs bound the sandbox as a whole; zero
@@ -125,10 +145,46 @@ func FormatSize(n int64) string {
 	return strconv.FormatInt(n, 10)
 }
 
+// DefaultUserName names a UID account inside the sandbox.
+const DefaultUserName = "sandbox"
+
+// checkAccount reports whether c's account and name fields are usable.
+func (c Config) checkAccount() error {
+	if c.UID != 0 || c.GID != 0 {
+		if c.UID <= 0 || c.GID <= 0 || c.UID >= math.MaxUint32 || c.GID >= math.MaxUint32 {
+			return fmt.Errorf("sandbox: account ids %d:%d: both must be above 0 (root is refused) and below 2^32-1", c.UID, c.GID)
+		}
+		if !validName(c.UserName, 32) || c.UserName[0] == '-' || c.UserName[0] == '.' {
+			return fmt.Errorf("sandbox: account name %q: use letters, digits, '.', '_' or '-' (at most 32)", c.UserName)
+		}
+	}
+	if c.Name != "" && (!validName(c.Name, 64) || c.Name == "." || c.Name == "..") {
+		return fmt.Errorf("sandbox: name %q: use letters, digits, '.', '_' or '-' (at most 64)", c.Name)
+	}
+	return nil
+}
+
+// validName reports whether s is 1 to max letters, digits, '.', '_' or
+// '-': safe as a file name and as a field of /etc/passwd.
+func validName(s string, max int) bool {
+	if s == "" || len(s) > max {
+		return false
+	}
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-') {
+			return false
+		}
+	}
+	return true
+}
+
 // withDefaults fills the zero fields of c.
 func (c Config) withDefaults() Config {
 	if c.User == "" {
 		c.User = DefaultUser
+	}
+	if c.UID != 0 && c.UserName == "" {
+		c.UserName = DefaultUserName
 	}
 	if c.Network == "" {
 		c.Network = NetworkHost

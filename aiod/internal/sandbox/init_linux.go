@@ -35,7 +35,18 @@ type initSpec struct {
 	Dev      uint64 `json:"dev"`
 	Ino      uint64 `json:"ino"`
 	UsernsFD int    `json:"userns_fd,omitempty"`
+	// FilterFD, when not 0, is a pipe with the system-call filter,
+	// compiled by the daemon (encodeFilter).
+	FilterFD int `json:"filter_fd,omitempty"`
+	// Account, when set, is the account (Config.UID) the view's
+	// /etc/passwd and /etc/group name (account_linux.go).
+	Account *initAccount `json:"account,omitempty"`
 }
+
+// initEnv is init's whole environment (both stages): one processor is
+// all a process that waits needs, and fewer of them mean fewer threads
+// and less memory per sandbox.
+var initEnv = []string{"GOMAXPROCS=1"}
 
 // systemDirs are the host directories the sandbox sees read-only; a
 // symbolic link among them (merged /usr) is recreated as a link.
@@ -75,29 +86,20 @@ func Init(args []string) int {
 		if err := build(spec); err != nil {
 			return fail(err)
 		}
-		return fail(reexecConfined())
+		return fail(reexecConfined(spec.FilterFD))
 	}
+	// Orphans of the sandbox are reparented here (the daemon's subreaper
+	// bit does not cross into a child PID namespace). With SIGCHLD
+	// ignored the kernel reaps each as it exits (POSIX's SA_NOCLDWAIT
+	// rule), so init needs no reaping loop, no signal-watching goroutine
+	// and no thread for either. Set before the report: no process of
+	// the sandbox exists yet. Init never forks, so no child of its own
+	// inherits the setting.
+	signal.Ignore(syscall.SIGCHLD)
 	fmt.Fprintln(report)
 	report.Close()
-	go func() {
-		_, _ = io.Copy(io.Discard, os.Stdin) // returns when the daemon closes its end
-		os.Exit(0)
-	}()
-	// Orphans of the sandbox are reparented here (the daemon's subreaper
-	// bit does not cross into a child PID namespace). Reap every zombie
-	// after each SIGCHLD; ECHILD only means none is ours yet.
-	chld := make(chan os.Signal, 1)
-	signal.Notify(chld, syscall.SIGCHLD)
-	for {
-		for {
-			var ws syscall.WaitStatus
-			pid, err := syscall.Wait4(-1, &ws, syscall.WNOHANG, nil)
-			if pid <= 0 || err != nil {
-				break
-			}
-		}
-		<-chld
-	}
+	_, _ = io.Copy(io.Discard, os.Stdin) // returns when the daemon closes its end
+	return 0
 }
 
 // build makes the view at spec.Root and pivots into it.
@@ -200,6 +202,11 @@ func build(spec initSpec) error {
 	}
 	if err := mountWorkspace(spec, r); err != nil {
 		return err
+	}
+	if spec.Account != nil {
+		if err := bindAccount(r, *spec.Account); err != nil {
+			return err
+		}
 	}
 	// pivot_root(".", ".") stacks the old root under the new one; the
 	// lazy unmount then drops every host mount from this namespace.

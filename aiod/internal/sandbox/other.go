@@ -6,8 +6,10 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"net"
 	"os"
 	"os/exec"
+	"sync/atomic"
 )
 
 // InitArg is the first argument that makes this binary the sandbox's
@@ -18,7 +20,7 @@ const InitArg = "__aiod-sandbox-init"
 func Init([]string) int { return 1 }
 
 // Sandbox is a running sandbox; on this system there is none.
-type Sandbox struct{}
+type Sandbox struct{ env atomic.Pointer[[]string] }
 
 // New fails: isolation needs Linux.
 func New(Config, *slog.Logger) (*Sandbox, error) {
@@ -59,3 +61,23 @@ func (s *Sandbox) OOMNote(uint64) string { return "" }
 
 // ReexecUnprivileged does nothing: there is no sandbox here.
 func ReexecUnprivileged([]string) (int, bool) { return 0, false }
+
+// Pause fails: there is no sandbox here.
+func (s *Sandbox) Pause() error { return errors.New("isolation namespaces needs Linux") }
+
+// Resume does nothing.
+func (s *Sandbox) Resume() error { return nil }
+
+// Paused is false.
+func (s *Sandbox) Paused() bool { return false }
+
+// Usage fails: there is no sandbox here.
+func (s *Sandbox) Usage() (Usage, error) {
+	return Usage{}, errors.New("isolation namespaces needs Linux")
+}
+
+// DialContext is a plain dial.
+func (s *Sandbox) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
+	var d net.Dialer
+	return d.DialContext(ctx, network, addr)
+}

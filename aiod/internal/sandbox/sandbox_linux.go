@@ -30,7 +30,10 @@ var Executable = "/proc/self/exe"
 // sandboxSeq numbers the sandboxes of this process.
 var sandboxSeq atomic.Uint64
 
-// doThreads is how many threads serve [Sandbox.Do].
+// doThreads is how many threads at most serve [Sandbox.Do] from the
+// instance's pool. They are started on demand (none at start), so an
+// idle sandbox costs its daemon one OS thread, the spawner: a pool of
+// hundreds of sandboxes would otherwise hold five times as many.
 const doThreads = 4
 
 // Sandbox is one running sandbox. Its methods are safe for concurrent
@@ -38,6 +41,7 @@ const doThreads = 4
 type Sandbox struct {
 	cfg      Config
 	log      *slog.Logger
+	env      atomic.Pointer[[]string] // SetEnv's variables
 	uid, gid int      // the account, as the daemon's user namespace sees it
 	hostUID  int      // the account's uid on the host
 	userns   bool     // the daemon runs in a user namespace of its own (ReexecUnprivileged)
@@ -58,6 +62,14 @@ type Sandbox struct {
 
 	doSlots chan struct{} // one per thread Do may use at once (see acquire)
 	hold    bool          // hold every new process at its exec (spawn_linux.go); tests set it on cgroup v1
+
+	// gate orders starts against Pause and Resume (pause_linux.go): Wrap
+	// holds it for reading from its check of paused to the new
+	// process's placement in every group; Pause, Resume and Close take
+	// it for writing, so a start is either wholly before a freeze or
+	// refused. Lock order: gate, then mu.
+	gate   sync.RWMutex
+	paused atomic.Bool // written under gate (writing), read anywhere
 }
 
 // instance is one life of the sandbox: an init and the threads that
@@ -68,9 +80,13 @@ type instance struct {
 	keep  *os.File      // init's standard input: closing it ends init
 	dir   string        // the host directory init built the view on
 	spawn chan func()   // run on the spawner thread
-	do    chan func()   // run on a Do thread
-	done  chan struct{} // closed when init has exited
+	do    chan func()   // run on an idle Do thread of the pool
+	done  chan struct{} // closed when init has exited (and was reaped)
 	quit  chan struct{} // closed by end: the instance's threads stop
+	// doMu guards doN, how many pool threads serve do (at most
+	// doThreads; started as calls find none idle).
+	doMu sync.Mutex
+	doN  int
 	// ns holds init's namespaces (by name: ipc, uts, net, pid, mnt) and
 	// root its root directory, opened once when init is ready: a thread
 	// that joins later, or a path resolved later, never goes through a
@@ -105,6 +121,9 @@ func New(cfg Config, log *slog.Logger) (*Sandbox, error) {
 	if err := CheckNetwork(cfg.Network); err != nil {
 		return nil, err
 	}
+	if err := cfg.checkAccount(); err != nil {
+		return nil, err
+	}
 	if os.Geteuid() != 0 { // root, or root of ReexecUnprivileged's user namespace
 		return nil, errNeedRoot
 	}
@@ -129,6 +148,11 @@ func New(cfg Config, log *slog.Logger) (*Sandbox, error) {
 		} else {
 			cfg.User = strconv.Itoa(h)
 		}
+	} else if cfg.UID != 0 {
+		// Ids of the caller's choosing: no account database is asked,
+		// and the name is the view's own (see Config.UID).
+		uid, gid, hostUID = cfg.UID, cfg.GID, cfg.UID
+		cfg.User = cfg.UserName
 	} else {
 		u, err := user.Lookup(cfg.User)
 		if err != nil {
@@ -158,8 +182,17 @@ func New(cfg Config, log *slog.Logger) (*Sandbox, error) {
 	// One group per sandbox, named by the daemon's pid (so a later daemon
 	// can tell a dead one's leftovers) and a sequence number (tests run
 	// several sandboxes in one process).
-	name := "aiod-sandbox-" + strconv.Itoa(os.Getpid()) + "-" + strconv.FormatUint(sandboxSeq.Add(1), 10)
+	// A pool names its sandboxes (Config.Name).
+	suffix := cfg.Name
+	if suffix == "" {
+		suffix = strconv.FormatUint(sandboxSeq.Add(1), 10)
+	}
+	name := "aiod-sandbox-" + strconv.Itoa(os.Getpid()) + "-" + suffix
 	if s.cg, err = newCgroups(cfg, name); err != nil {
+		if cfg.Name != "" && errors.Is(err, os.ErrExist) {
+			s.ws.close()
+			return nil, fmt.Errorf("sandbox: a sandbox named %q exists already", cfg.Name)
+		}
 		s.cg = nil
 		s.warnings = append(s.warnings, "cgroups unavailable ("+err.Error()+"): limits fall back to per-process rlimits and --cpus is not enforced")
 		log.Warn("sandbox: cgroups unavailable; limits fall back to rlimits", "err", err)
@@ -226,14 +259,6 @@ func (s *Sandbox) start() (*instance, error) {
 		os.Remove(root)
 		return nil, err
 	}
-	for range doThreads {
-		r := make(chan error, 1)
-		go s.doThread(inst, r)
-		if err := <-r; err != nil {
-			s.end(inst)
-			return nil, err
-		}
-	}
 	return inst, nil
 }
 
@@ -254,6 +279,9 @@ func (s *Sandbox) spawner(inst *instance, ready chan<- error) {
 	ispec := initSpec{Root: inst.dir, Workspace: s.cfg.Workspace, Hostname: s.cfg.Hostname,
 		Loopback: s.cfg.Network == NetworkNone, TmpSize: tmpfsSize(s.cfg.Memory),
 		Source: s.ws.resolved, Dev: s.ws.dev, Ino: s.ws.ino}
+	if s.cfg.UID != 0 && !s.userns {
+		ispec.Account = &initAccount{Name: s.cfg.User, UID: s.uid, GID: s.gid, Home: s.cfg.Workspace}
+	}
 	spec, _ := json.Marshal(ispec)
 	keepR, keepW, err := os.Pipe()
 	if err != nil {
@@ -272,7 +300,7 @@ func (s *Sandbox) spawner(inst *instance, ready chan<- error) {
 		flags |= unix.CLONE_NEWNET
 	}
 	cmd := &exec.Cmd{Path: Executable, Args: []string{"aiod-sandbox-init", InitArg, string(spec)},
-		Env: []string{}, Dir: "/", Stdin: keepR, ExtraFiles: []*os.File{repW},
+		Env: initEnv, Dir: "/", Stdin: keepR, ExtraFiles: []*os.File{repW},
 		// Setsid: init is no member of the daemon's session, so it has no
 		// controlling terminal (the daemon's, when a user started it in a
 		// terminal) that /dev/tty inside would open.
@@ -280,13 +308,36 @@ func (s *Sandbox) spawner(inst *instance, ready chan<- error) {
 	if s.ws.userns != nil { // the idmapping's user namespace, after the other files
 		ispec.UsernsFD = 3 + len(cmd.ExtraFiles)
 		cmd.ExtraFiles = append(cmd.ExtraFiles, s.ws.userns)
-		spec, _ = json.Marshal(ispec)
-		cmd.Args[len(cmd.Args)-1] = string(spec)
 	}
+	// The compiled filter, for init (see encodeFilter). It fits a pipe's
+	// buffer (16 KiB or more; a user past the kernel's pipe quota gets
+	// 8 KiB, and the wait bounds that case), so it is written whole
+	// before init starts; init compiles its own when it is not sent.
+	var filterR *os.File
+	if prog, err := filterProgram(); err == nil {
+		r, w, err := os.Pipe()
+		if err == nil {
+			_ = w.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
+			_, err = w.Write(encodeFilter(prog))
+			w.Close()
+			if err == nil {
+				ispec.FilterFD = 3 + len(cmd.ExtraFiles)
+				cmd.ExtraFiles = append(cmd.ExtraFiles, r)
+				filterR = r
+			} else {
+				r.Close()
+			}
+		}
+	}
+	spec, _ = json.Marshal(ispec)
+	cmd.Args[len(cmd.Args)-1] = string(spec)
 	s.intoCgroup(cmd)
 	err = cmd.Start()
 	keepR.Close()
 	repW.Close()
+	if filterR != nil {
+		filterR.Close()
+	}
 	if err != nil {
 		repR.Close()
 		keepW.Close()
@@ -302,7 +353,7 @@ func (s *Sandbox) spawner(inst *instance, ready chan<- error) {
 	if s.cg != nil {
 		_ = s.cg.place(cmd.Process.Pid)
 	}
-	go func() { _ = cmd.Wait(); close(inst.done) }()
+	go waitExit(cmd, inst.done)
 	// Init writes one line: empty when the view is built, else why not.
 	raw, _ := bufio.NewReader(repR).ReadString('\n')
 	repR.Close()
@@ -429,15 +480,41 @@ func enter(inst *instance, all bool) error {
 	return unix.Chdir("/")
 }
 
-// doThread serves Do on a thread of the sandbox's view (see joinView)
-// until the instance ends.
-func (s *Sandbox) doThread(inst *instance, ready chan<- error) {
+// waitExit closes done once cmd's process (init) has exited and is
+// reaped. cmd.Wait alone would block an OS thread in waitid for the
+// instance's whole life (one more thread per idle sandbox); a pidfd in
+// the runtime's poller costs none. Where the kernel has no pidfd (before
+// 5.3, or 5.10 for PIDFD_NONBLOCK), Wait blocks as before.
+func waitExit(cmd *exec.Cmd, done chan<- struct{}) {
+	defer close(done)
+	if fd, err := unix.PidfdOpen(cmd.Process.Pid, unix.PIDFD_NONBLOCK); err == nil {
+		f := os.NewFile(uintptr(fd), "pidfd")
+		if rc, err := f.SyscallConn(); err == nil {
+			// A pidfd is readable once its process has exited. Read's
+			// function reports done when waitid (WNOWAIT: the status is
+			// left for Wait) finds it exited, or cannot tell; else the
+			// goroutine parks in the poller.
+			_ = rc.Read(func(fd uintptr) bool {
+				var info unix.Siginfo
+				err := unix.Waitid(unix.P_PIDFD, int(fd), &info, unix.WEXITED|unix.WNOHANG|unix.WNOWAIT, nil)
+				return err != nil || info.Signo != 0
+			})
+		}
+		f.Close()
+	}
+	_ = cmd.Wait()
+}
+
+// doThread serves Do on a thread of the sandbox's view (see joinView),
+// first the call first, then the pool's until the instance ends.
+func (s *Sandbox) doThread(inst *instance, first func(), ready chan<- error) {
 	runtime.LockOSThread()
 	if err := s.joinView(inst); err != nil {
 		ready <- err
 		return
 	}
 	ready <- nil
+	first()
 	for {
 		select {
 		case f := <-inst.do:
@@ -501,6 +578,12 @@ func (s *Sandbox) instance() (*instance, error) {
 	}
 	select {
 	case <-s.cur.done:
+		if s.paused.Load() {
+			// A new init would be born in the frozen group (v2: a
+			// frozen init can be killed) and never report: its start
+			// waits for Resume.
+			return nil, errors.New("sandbox: the sandbox ended while paused; resume it to start it again")
+		}
 		s.log.Warn("sandbox: init exited; starting the sandbox again (its processes are gone)")
 		s.end(s.cur)
 		inst, err := s.start()
@@ -530,6 +613,12 @@ func (s *Sandbox) Wrap(cmd *exec.Cmd, start func() error) func() error {
 		return start
 	}
 	return func() error {
+		// Held until the process is in every group: see Sandbox.gate.
+		s.gate.RLock()
+		defer s.gate.RUnlock()
+		if s.paused.Load() {
+			return ErrPaused
+		}
 		inst, err := s.instance()
 		if err != nil {
 			return err
@@ -644,17 +733,33 @@ func (s *Sandbox) do(f func() error) error {
 		ferr = f()
 	}
 	select {
-	case inst.do <- g:
+	case inst.do <- g: // an idle pool thread took it
 	case <-inst.done:
 		return errors.New("sandbox: the sandbox ended")
 	case <-inst.quit:
 		return errors.New("sandbox: closed")
 	default:
-		// Every pool thread is busy (a slow disk, a long walk): a thread
-		// of its own rather than a queue behind them.
+		// No pool thread is idle: a new one while the pool has fewer
+		// than doThreads, else (a slow disk, a long walk keeps them
+		// busy) a thread of its own rather than a queue behind them.
+		inst.doMu.Lock()
+		grow := inst.doN < doThreads
+		if grow {
+			inst.doN++
+		}
+		inst.doMu.Unlock()
 		r := make(chan error, 1)
-		go s.oneShot(inst, g, r)
+		if grow {
+			go s.doThread(inst, g, r)
+		} else {
+			go s.oneShot(inst, g, r)
+		}
 		if err := <-r; err != nil {
+			if grow {
+				inst.doMu.Lock()
+				inst.doN--
+				inst.doMu.Unlock()
+			}
 			return err
 		}
 	}
@@ -732,12 +837,14 @@ func (s *Sandbox) end(inst *instance) {
 	os.Remove(inst.dir)
 }
 
-// Close ends the sandbox and every process in it, and removes its
-// cgroups.
+// Close ends the sandbox and every process in it, paused or not, and
+// removes its cgroups.
 func (s *Sandbox) Close() error {
 	if s == nil {
 		return nil
 	}
+	s.gate.Lock() // no start in flight, no pause or resume under way
+	defer s.gate.Unlock()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -745,6 +852,13 @@ func (s *Sandbox) Close() error {
 	}
 	s.closed = true
 	close(s.stop)
+	if s.paused.Load() {
+		// Frozen processes cannot die (v1) nor read init's pipe: each
+		// is killed while frozen, then thawed into its death.
+		s.cg.killFrozen()
+		_ = s.cg.thaw()
+		s.paused.Store(false)
+	}
 	s.end(s.cur)
 	s.spawners.Wait() // their leaveThread writes through the files remove closes
 	s.cg.remove()
@@ -752,7 +866,9 @@ func (s *Sandbox) Close() error {
 	return nil
 }
 
-// Account is the host account sandbox processes run as.
+// Account is the account sandbox processes run as: the host account
+// Config.User names, or, with Config.UID, the ids given and the name the
+// view's /etc/passwd gives them (Config.UserName).
 func (s *Sandbox) Account() (name string, uid, gid int) {
 	return s.cfg.User, s.uid, s.gid
 }

@@ -1,7 +1,10 @@
 package sandbox
 
 import (
+	"encoding/binary"
 	"fmt"
+	"io"
+	"os"
 	"runtime"
 	"slices"
 	"sync"
@@ -232,12 +235,17 @@ func conditions(args []specs.LinuxSeccompArg) (seccompbpf.ArgumentConditions, er
 
 // installFilter installs the filter on the calling thread (tsync false:
 // the spawner thread, whose children inherit it) or on every thread of
-// the process (the sandbox's init). The caller has set no_new_privs.
+// the process. The caller has set no_new_privs.
 func installFilter(tsync bool) error {
 	prog, err := filterProgram()
 	if err != nil {
 		return err
 	}
+	return installProgram(prog, tsync)
+}
+
+// installProgram installs prog as installFilter says.
+func installProgram(prog []unix.SockFilter, tsync bool) error {
 	fprog := unix.SockFprog{Len: uint16(len(prog)), Filter: &prog[0]}
 	var flags uintptr
 	if tsync {
@@ -252,4 +260,46 @@ func installFilter(tsync bool) error {
 		return fmt.Errorf("sandbox: installing the system-call filter: thread %d could not take it", r)
 	}
 	return nil
+}
+
+// The daemon hands its compiled filter to each sandbox's init (through a
+// pipe, initSpec.FilterFD) rather than have every init evaluate the
+// profile and compile it again (about 1.3 ms of a sandbox's start, the
+// same work for every sandbox). The encoding is the kernel's own: 8
+// bytes per instruction (code, jt, jf, k), in the machine's byte order.
+
+// encodeFilter writes prog as the kernel lays out struct sock_filter.
+func encodeFilter(prog []unix.SockFilter) []byte {
+	b := make([]byte, 0, 8*len(prog))
+	for _, in := range prog {
+		b = binary.NativeEndian.AppendUint16(b, in.Code)
+		b = append(b, in.Jt, in.Jf)
+		b = binary.NativeEndian.AppendUint32(b, in.K)
+	}
+	return b
+}
+
+// decodeFilter reads what encodeFilter wrote: a whole number of
+// instructions, at least one and at most the kernel's BPF_MAXINSNS.
+func decodeFilter(b []byte) ([]unix.SockFilter, error) {
+	if len(b) == 0 || len(b)%8 != 0 || len(b)/8 > 4096 {
+		return nil, fmt.Errorf("sandbox: system-call filter of %d bytes", len(b))
+	}
+	prog := make([]unix.SockFilter, len(b)/8)
+	for i := range prog {
+		r := b[8*i:]
+		prog[i] = unix.SockFilter{Code: binary.NativeEndian.Uint16(r), Jt: r[2], Jf: r[3], K: binary.NativeEndian.Uint32(r[4:])}
+	}
+	return prog, nil
+}
+
+// readFilter reads the filter the daemon sent on fd, and closes fd.
+func readFilter(fd int) ([]unix.SockFilter, error) {
+	f := os.NewFile(uintptr(fd), "filter")
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, 8*4096+1))
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: reading the system-call filter: %w", err)
+	}
+	return decodeFilter(b)
 }

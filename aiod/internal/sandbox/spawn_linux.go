@@ -80,11 +80,13 @@ const (
 // in the pids and cpu groups), through the file opened on the host: it
 // runs on the spawner thread.
 func (c *cgroups) placeNew(pid int) error {
-	if c == nil || c.files.procs == nil {
+	if c == nil {
 		return nil
 	}
-	if _, err := c.files.procs.Write([]byte(strconv.Itoa(pid))); err != nil {
-		return fmt.Errorf("sandbox: placing a process in the cgroup: %w", err)
+	for _, f := range c.files.procs {
+		if _, err := f.Write([]byte(strconv.Itoa(pid))); err != nil {
+			return fmt.Errorf("sandbox: placing a process in the cgroup: %w", err)
+		}
 	}
 	return nil
 }
@@ -94,8 +96,8 @@ func (c *cgroups) placeNew(pid int) error {
 // opened on the host beforehand (a write through an open cgroup file is
 // checked as the writer, not by path).
 type threadFiles struct {
-	procs     *os.File   // where placeNew puts a new process: v2's cgroup.procs, v1's memory cgroup.procs
-	baseTasks []*os.File // v1: the daemon's own pids and cpu groups' tasks, where leaveThread goes back
+	procs     []*os.File // where placeNew puts a new process: v2's cgroup.procs, v1's memory and freezer cgroup.procs
+	baseTasks []*os.File // v1: the daemon's own groups of joinedV1, where leaveThread goes back
 }
 
 // openFiles opens c's threadFiles; New calls it on the host.
@@ -110,16 +112,30 @@ func (c *cgroups) openFiles() error {
 		}
 		return f, nil
 	}
-	var err error
 	if c.v2 != "" {
-		c.files.procs, err = open(filepath.Join(c.v2, "cgroup.procs"))
-		return err
+		f, err := open(filepath.Join(c.v2, "cgroup.procs"))
+		if err != nil {
+			return err
+		}
+		c.files.procs = []*os.File{f}
+		return nil
 	}
-	if c.files.procs, err = open(filepath.Join(c.v1["memory"], "cgroup.procs")); err != nil {
-		return err
+	for _, d := range c.dirs(placedV1) {
+		f, err := open(filepath.Join(d, "cgroup.procs"))
+		if err != nil {
+			c.files.close()
+			return err
+		}
+		c.files.procs = append(c.files.procs, f)
 	}
-	for _, ctl := range []string{"pids", "cpu"} {
-		f, err := open(filepath.Join(c.base[ctl], "tasks"))
+	var bases []string
+	for _, ctl := range joinedV1 {
+		if b, ok := c.base[ctl]; ok && c.v1[ctl] != "" && !contains(bases, b) {
+			bases = append(bases, b)
+		}
+	}
+	for _, b := range bases {
+		f, err := open(filepath.Join(b, "tasks"))
 		if err != nil {
 			c.files.close()
 			return err
@@ -130,10 +146,10 @@ func (c *cgroups) openFiles() error {
 }
 
 func (t *threadFiles) close() {
-	if t.procs != nil {
-		t.procs.Close()
-		t.procs = nil
+	for _, f := range t.procs {
+		f.Close()
 	}
+	t.procs = nil
 	for _, f := range t.baseTasks {
 		f.Close()
 	}

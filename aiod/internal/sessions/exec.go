@@ -186,8 +186,10 @@ func (x *Exec) Account(name string) (*Identity, error) {
 // account) with extra appended (later entries win for the exec'd
 // program). The result is a fresh slice.
 func (x *Exec) Env(who *Identity, extra ...string) []string {
-	out := make([]string, 0, len(x.env)+3+len(extra))
+	boxEnv := x.sandbox.Env() // the sandbox's own (a pool's create), after the daemon's
+	out := make([]string, 0, len(x.env)+len(boxEnv)+3+len(extra))
 	out = append(out, x.env...)
+	out = append(out, boxEnv...)
 	if who == nil && x.sandbox != nil {
 		who, _ = x.Account("") // the sandbox account's HOME, USER, LOGNAME
 	}
