@@ -88,6 +88,11 @@ type Config struct {
 // Engine runs commands in sessions. It is safe for concurrent use; the
 // HTTP routes, the MCP tool and the Computer share one.
 type Engine struct {
+	// contained: commands run in a sandbox (Config.Sandbox), whose init
+	// takes their orphans; the engine then neither signals nor reaps the
+	// daemon's other children, and scans processes only while it has
+	// commands to follow.
+	contained   bool
 	exec        *sessions.Exec // workspace, accounts, environment without secrets
 	log         *slog.Logger
 	idle        time.Duration
@@ -147,8 +152,9 @@ func NewEngine(cfg Config) *Engine {
 		cfg.KillGrace = defaultKillGrace
 	}
 	e := &Engine{
-		exec: sessions.NewExec(cfg.Workspace, cfg.DefaultUser, os.Environ(), cfg.HideEnv).Sandboxed(cfg.Sandbox),
-		log:  cfg.Logger, idle: cfg.SessionIdle,
+		contained: cfg.Sandbox != nil,
+		exec:      sessions.NewExec(cfg.Workspace, cfg.DefaultUser, os.Environ(), cfg.HideEnv).Sandboxed(cfg.Sandbox),
+		log:       cfg.Logger, idle: cfg.SessionIdle,
 		defaultUser: cfg.DefaultUser, bashBin: cfg.BashBin,
 		metrics:   newMetrics(cfg.Registerer, cfg.Logger),
 		retainMax: defaultRetainMax, retainTrim: defaultRetainTrim, maxCommands: maxCommandsPerSession,
@@ -896,7 +902,11 @@ func (e *Engine) Close(ctx context.Context) error {
 	}
 	lingering := e.lingeringLocked(nil)
 	e.mu.Unlock()
-	err := e.terminate(ctx, cmds, lingering, true)
+	// Without a sandbox, what a command left behind is reparented to the
+	// daemon (a subreaper) and ends here. In one, it is reparented to the
+	// sandbox's init and ends with the sandbox; the daemon's other
+	// children are not this engine's (a pool holds many sandboxes).
+	err := e.terminate(ctx, cmds, lingering, !e.contained)
 	reaped := make(chan struct{})
 	go func() { e.live.Wait(); e.background.Wait(); close(reaped) }()
 	select {
@@ -904,6 +914,8 @@ func (e *Engine) Close(ctx context.Context) error {
 	case <-ctx.Done():
 		return errors.Join(err, fmt.Errorf("commands: close: %w", ctx.Err()))
 	}
-	reapZombies(scanProcs())
+	if !e.contained {
+		reapZombies(scanProcs())
+	}
 	return err
 }

@@ -524,6 +524,9 @@ func (e *Engine) track() {
 		cmds = append(cmds, c)
 	}
 	e.mu.Unlock()
+	if e.contained && len(cmds) == 0 {
+		return // nothing to follow, and no orphan of the daemon is this engine's
+	}
 	t := scanProcs()
 	var gone []*Command
 	for _, c := range cmds {
@@ -538,7 +541,9 @@ func (e *Engine) track() {
 		}
 		e.mu.Unlock()
 	}
-	reapZombies(t)
+	if !e.contained {
+		reapZombies(t)
+	}
 }
 
 // janitor reclaims idle sessions, records process trees and reaps
@@ -551,8 +556,10 @@ func (e *Engine) janitor(stop <-chan struct{}) {
 	tr := time.NewTicker(trackEvery)
 	defer tr.Stop()
 	chld := make(chan os.Signal, 1)
-	signal.Notify(chld, syscall.SIGCHLD)
-	defer signal.Stop(chld)
+	if !e.contained { // in a sandbox, orphans are its init's to reap
+		signal.Notify(chld, syscall.SIGCHLD)
+		defer signal.Stop(chld)
+	}
 	for {
 		select {
 		case <-stop:

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -516,5 +517,135 @@ func TestClose(t *testing.T) {
 	}
 	if ents, _ := os.ReadDir(filepath.Join(root, "live")); len(ents) != 0 {
 		t.Errorf("workspaces left: %v", ents)
+	}
+}
+
+// metrics reads sandbox id's metrics through the route.
+func (tp *testPool) metrics(id string) Metrics {
+	tp.t.Helper()
+	code, body := tp.do("GET", "/v2/sandboxes/"+id+"/metrics", nil)
+	var m Metrics
+	if code != 200 || json.Unmarshal(body, &m) != nil {
+		tp.t.Fatalf("metrics: %d %s", code, body)
+	}
+	return m
+}
+
+// state reads sandbox id's state through the pool's own route (which
+// never resumes it).
+func (tp *testPool) state(id string) State {
+	tp.t.Helper()
+	_, body := tp.do("GET", "/v2/sandboxes/"+id, nil)
+	var s Sandbox
+	_ = json.Unmarshal(body, &s)
+	return s.State
+}
+
+// TestPauseResume: a paused sandbox's processes use no CPU time at all
+// (its cgroup's counter stands still), the pool's own routes do not wake
+// it, a request to its API does (auto-resume) and is answered, and the
+// counter loop goes on where it stopped.
+func TestPauseResume(t *testing.T) {
+	tp := startPool(t, Config{})
+	s := tp.create(nil)
+	// The counter is written to a new file renamed over the old one, so a
+	// pause between the write and the rename never leaves it empty.
+	tp.exec(s.ID, "(i=0; while :; do i=$((i+1)); echo $i > /tmp/count.new; mv /tmp/count.new /tmp/count; done &) ; sleep 0.3")
+	code, body := tp.do("POST", "/v2/sandboxes/"+s.ID+"/pause", nil)
+	if code != 200 || !strings.Contains(string(body), `"state":"paused"`) {
+		t.Fatalf("pause: %d %s", code, body)
+	}
+	before := tp.metrics(s.ID)
+	time.Sleep(500 * time.Millisecond)
+	after := tp.metrics(s.ID)
+	if after.CPUUsageNs != before.CPUUsageNs {
+		t.Errorf("CPU time moved while paused: %d -> %d ns", before.CPUUsageNs, after.CPUUsageNs)
+	}
+	if before.Pids < 3 || before.MemoryBytes == 0 || before.MemoryLimitBytes != 1<<30 || before.PidsLimit != 512 {
+		t.Errorf("metrics %+v", before)
+	}
+	if st := tp.state(s.ID); st != Paused {
+		t.Errorf("state after get and metrics: %s", st)
+	}
+	// A request to its API resumes it, and sees the loop going on.
+	first := tp.exec(s.ID, "cat /tmp/count")
+	second := tp.exec(s.ID, "sleep 0.2; cat /tmp/count")
+	var a, b int
+	fmt.Sscan(first, &a)
+	fmt.Sscan(second, &b)
+	if a == 0 || b <= a {
+		t.Errorf("counter %q then %q", first, second)
+	}
+	if st := tp.state(s.ID); st != Running {
+		t.Errorf("state after a request: %s", st)
+	}
+	if m := tp.metrics(s.ID); m.CPUUsageNs <= after.CPUUsageNs {
+		t.Errorf("CPU time did not move after resume: %d", m.CPUUsageNs)
+	}
+	// An explicit resume of a running sandbox is harmless; pause twice too.
+	for _, op := range []string{"resume", "pause", "pause", "resume"} {
+		if code, body := tp.do("POST", "/v2/sandboxes/"+s.ID+"/"+op, nil); code != 200 {
+			t.Errorf("%s: %d %s", op, code, body)
+		}
+	}
+}
+
+// TestIsolationBetweenSandboxes: two sandboxes share nothing: each has
+// its own account, files, processes and loopback (both serve port 3000,
+// each proxied port reaches its own), and a delete of one leaves the
+// other running.
+func TestIsolationBetweenSandboxes(t *testing.T) {
+	tp := startPool(t, Config{})
+	a, b := tp.create(nil), tp.create(nil)
+	serve := func(id, text string) {
+		tp.exec(id, "echo "+text+" > index.html; (python3 -m http.server 3000 --bind 127.0.0.1 >/dev/null 2>&1 &); "+
+			"for i in $(seq 100); do python3 -c 'import socket; socket.create_connection((\"127.0.0.1\", 3000))' 2>/dev/null && break; sleep 0.05; done")
+	}
+	serve(a.ID, "from-a")
+	serve(b.ID, "from-b")
+	for _, c := range []struct{ id, want string }{{a.ID, "from-a\n"}, {b.ID, "from-b\n"}} {
+		code, body := tp.do("GET", "/sandboxes/"+c.id+"/ports/3000/index.html", nil)
+		if code != 200 || string(body) != c.want {
+			t.Errorf("port 3000 of %s: %d %q", c.id, code, body)
+		}
+	}
+	idA, idB := tp.exec(a.ID, "id -u; whoami"), tp.exec(b.ID, "id -u; whoami")
+	if idA == idB || !strings.HasSuffix(idA, "\nsandbox") {
+		t.Errorf("accounts: %q and %q", idA, idB)
+	}
+	wsA := filepath.Join(tp.root, "live", a.ID)
+	if out := tp.exec(b.ID, "ls "+wsA+" 2>&1; ps -e -o comm= | grep -c python3; cat /proc/1/comm"); out != "ls: cannot access '"+wsA+"': No such file or directory\n1\nsandbox-init" {
+		t.Errorf("b sees a: %q", out)
+	}
+	// The host's loopback is not the sandbox's either.
+	hostLn := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { t.Error("a sandbox reached the host's loopback") }))
+	defer hostLn.Close()
+	port := hostLn.Listener.Addr().(*net.TCPAddr).Port
+	if out := tp.exec(a.ID, fmt.Sprintf("python3 -c 'import socket; socket.create_connection((\"127.0.0.1\", %d), 2)' 2>&1 | tail -1", port)); !strings.Contains(out, "Connection refused") {
+		t.Errorf("reaching the host's loopback: %q", out)
+	}
+	if code, _ := tp.do("DELETE", "/v2/sandboxes/"+a.ID, nil); code != 204 {
+		t.Fatal("delete a")
+	}
+	if code, body := tp.do("GET", "/sandboxes/"+b.ID+"/ports/3000/index.html", nil); code != 200 || string(body) != "from-b\n" {
+		t.Errorf("b after a's delete: %d %q", code, body)
+	}
+}
+
+// TestIdleTimeout: no request for idle_timeout_s applies on_timeout
+// (pause here); a request resumes it, and requests keep it running.
+func TestIdleTimeout(t *testing.T) {
+	tp := startPool(t, Config{})
+	s := tp.create(map[string]any{"idle_timeout_s": 1, "on_timeout": "pause", "timeout_s": 0})
+	waitFor(t, 5*time.Second, "paused when idle", func() bool { return tp.state(s.ID) == Paused })
+	if out := tp.exec(s.ID, "echo back"); out != "back" {
+		t.Errorf("after an idle pause: %q", out)
+	}
+	for range 6 { // 1.5 s of requests every 250 ms: never idle for 1 s
+		tp.exec(s.ID, "true")
+		time.Sleep(250 * time.Millisecond)
+	}
+	if st := tp.state(s.ID); st != Running {
+		t.Errorf("state while used: %s", st)
 	}
 }

@@ -20,6 +20,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/a2c-smcp/a2c-go/aiod/internal/child"
 )
 
 // Executable is the binary started as the sandbox's init (with
@@ -42,10 +44,10 @@ type Sandbox struct {
 	cfg      Config
 	log      *slog.Logger
 	env      atomic.Pointer[[]string] // SetEnv's variables
-	uid, gid int      // the account, as the daemon's user namespace sees it
-	hostUID  int      // the account's uid on the host
-	userns   bool     // the daemon runs in a user namespace of its own (ReexecUnprivileged)
-	cg       *cgroups // nil: rlimits only
+	uid, gid int                      // the account, as the daemon's user namespace sees it
+	hostUID  int                      // the account's uid on the host
+	userns   bool                     // the daemon runs in a user namespace of its own (ReexecUnprivileged)
+	cg       *cgroups                 // nil: rlimits only
 	// spawners counts the spawner goroutines still running: Close waits
 	// for them before it closes the cgroup files their last step
 	// (leaveThread) writes to.
@@ -332,7 +334,11 @@ func (s *Sandbox) spawner(inst *instance, ready chan<- error) {
 	spec, _ = json.Marshal(ispec)
 	cmd.Args[len(cmd.Args)-1] = string(spec)
 	s.intoCgroup(cmd)
-	err = cmd.Start()
+	// Registered as an exec.Cmd's child: a commands engine of another
+	// daemon in this process (a pool runs many) never takes this init,
+	// a direct child of the process in its own session, for an orphan to
+	// signal or a zombie to reap.
+	err = child.Start(cmd, cmd.Start)
 	keepR.Close()
 	repW.Close()
 	if filterR != nil {
@@ -503,6 +509,7 @@ func waitExit(cmd *exec.Cmd, done chan<- struct{}) {
 		f.Close()
 	}
 	_ = cmd.Wait()
+	child.Forget(cmd.Process.Pid)
 }
 
 // doThread serves Do on a thread of the sandbox's view (see joinView),
