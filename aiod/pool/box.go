@@ -90,10 +90,12 @@ func (b *box) start() (err error) {
 			return fmt.Errorf("template %s: %w", b.template, err)
 		}
 	}
+	t0 := time.Now()
 	sb, err := sandbox.New(b.sandboxConfig(), p.log.With("sandbox", b.id))
 	if err != nil {
 		return err
 	}
+	t1 := time.Now()
 	dc := p.cfg.Daemon
 	dc.Workspace, dc.APIKey, dc.Sandbox, dc.Pooled = b.dir, p.cfg.Token, sb, true
 	dc.Isolation, dc.DefaultUser, dc.Browser, dc.Desktop = aiod.Isolation{}, "", false, false
@@ -108,6 +110,7 @@ func (b *box) start() (err error) {
 	if err != nil {
 		return err
 	}
+	p.log.Debug("sandbox started", "id", b.id, "sandbox", t1.Sub(t0), "daemon", time.Since(t1))
 	b.mu.Lock()
 	b.sb, b.d, b.handler, b.state = sb, d, d.Handler(), Running
 	b.mu.Unlock()
