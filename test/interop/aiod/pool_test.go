@@ -1,13 +1,20 @@
 package aiod
 
 import (
+	"github.com/a2c-smcp/a2c-go/agent"
+	"github.com/a2c-smcp/a2c-go/smcp"
 	"github.com/a2c-smcp/a2c-go/test/interop/internal/harness"
 
+	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -215,5 +222,152 @@ func TestPoolStops(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestPoolPortsInBrowser: Playwright (over CDP to Debian's Chromium)
+// opens a dev server the agent started in a sandbox through the port
+// proxy's host form: the token given once in the URL becomes a cookie of
+// that host, and the page's absolute paths (/app.js) load with it.
+func TestPoolPortsInBrowser(t *testing.T) {
+	p := startPool(t, "pool-browser-token", "--warm", "0")
+	s := p.create(nil)
+	a := p.sandbox(s)
+	start := `mkdir site && cd site && printf '<title>raw</title><script src="/app.js"></script>' > index.html && ` +
+		`echo 'document.title = "dev server " + location.hostname.split("-")[0];' > app.js && ` +
+		`(python3 -m http.server 3000 --bind 127.0.0.1 >/dev/null 2>&1 &) && ` +
+		`for i in $(seq 100); do python3 -c 'import socket; socket.create_connection(("127.0.0.1", 3000))' 2>/dev/null && break; sleep 0.05; done`
+	if code, e := a.call("POST", "/v1/shell/exec", "/v1/shell/exec", map[string]any{"command": start}); code != 200 {
+		t.Fatalf("start the dev server: %d %s", code, e.raw)
+	}
+	port := strings.TrimPrefix(p.Addr, "127.0.0.1:")
+	page := fmt.Sprintf("http://3000-%s.localhost:%s/?token=%s", s["id"], port, p.token)
+	chrome := harness.Chromium(t, harness.ChromiumOptions{})
+	res, err := harness.Playwright(t, chrome.URL(), page)
+	if err != nil || res["title"] != "dev server 3000" {
+		t.Fatalf("the page through the port proxy: %v, %v", res, err)
+	}
+	// Without the token, the same host is refused.
+	req, _ := http.NewRequest("GET", p.URL+"/app.js", nil)
+	req.Host = fmt.Sprintf("3000-%s.localhost:%s", s["id"], port)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 401 || !strings.Contains(string(out), `"code":401`) {
+		t.Errorf("no token: %d %s", resp.StatusCode, out)
+	}
+	req.Header.Set("X-API-Key", p.token)
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != 200 {
+		t.Errorf("with the token: %v %v", resp, err)
+	} else {
+		resp.Body.Close()
+	}
+}
+
+// TestPoolOffice: a sandbox created with an office joins it as a
+// Computer (its tools NAME__sandbox_*) before the create answers; an
+// Agent there calls it; a paused sandbox is resumed by the tool call;
+// the delete makes the Computer leave the office. Then `a2c server
+// --sandbox-pool` against the same pool gives a fresh office its own
+// sandbox on an Agent's first join.
+func TestPoolOffice(t *testing.T) {
+	hub := harness.Run(t, exec.Command(harness.Bin(t, "a2c"), "server", "--listen", "127.0.0.1:0", "--token", "shared-token"), true)
+	p := startPool(t, "shared-token", "--warm", "1", "--server", hub.URL)
+	office := "o-" + agent.NewReqID()[:8]
+	s := p.create(map[string]any{"office": office, "name": "box"})
+	if s["office"] != office || s["computer"] != "box" {
+		t.Fatalf("create: %v", s)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	a, err := agent.Dial(ctx, hub.URL, agent.Options{Name: "agent", Auth: map[string]any{"x-api-key": "shared-token"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	if err := a.Join(ctx, office); err != nil {
+		t.Fatal(err)
+	}
+	room, err := a.ListRoom(ctx)
+	if err != nil || !slices.ContainsFunc(room, func(si smcp.SessionInfo) bool { return si.Name == "box" && si.Role == smcp.RoleComputer }) {
+		t.Fatalf("room at once after the create: %+v, %v", room, err)
+	}
+	if resp, out := p.client().raw("POST", "/v2/sandboxes/"+s["id"].(string)+"/pause", nil); resp.StatusCode != 200 {
+		t.Fatalf("pause: %d %s", resp.StatusCode, out)
+	}
+	res, err := a.CallTool(ctx, agent.Call{Computer: "box", Tool: "box__sandbox_execute_bash",
+		Params: map[string]any{"cmd": "echo office-$((40+2))"}, Timeout: 30 * time.Second})
+	if err != nil || res.IsError || !strings.Contains(res.Text(), "office-42") {
+		t.Fatalf("call to the paused sandbox: %v %+v", err, res)
+	}
+	if resp, out := p.client().raw("GET", "/v2/sandboxes/"+s["id"].(string), nil); !strings.Contains(string(out), `"state":"running"`) {
+		t.Errorf("after the tool call: %d %s", resp.StatusCode, out)
+	}
+	if resp, out := p.client().raw("DELETE", "/v2/sandboxes/"+s["id"].(string), nil); resp.StatusCode != 204 {
+		t.Fatalf("delete: %d %s", resp.StatusCode, out)
+	}
+	room, err = a.ListRoom(ctx)
+	if err != nil || slices.ContainsFunc(room, func(si smcp.SessionInfo) bool { return si.Name == "box" }) {
+		t.Errorf("room after the delete: %+v, %v", room, err)
+	}
+
+}
+
+// TestPoolServerProvision: `a2c server --sandbox-pool` gives a fresh
+// office its own sandbox from a real `aiod pool`: the Agent's first join
+// is answered once that sandbox's Computer is in, so its first call
+// finds it; after --office-idle with no Agent the sandbox is deleted.
+func TestPoolServerProvision(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("aiod pool needs root here") // allowlisted: CI runs as root
+	}
+	// The pool's address is chosen first: the hub names it, and the pool
+	// names the hub.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	poolAddr := ln.Addr().String()
+	ln.Close()
+	hub := harness.Run(t, exec.Command(harness.Bin(t, "a2c"), "server", "--listen", "127.0.0.1:0", "--token", "shared-token",
+		"--sandbox-pool", "http://"+poolAddr, "--office-idle", "1s"), true)
+	root := t.TempDir()
+	cmd := exec.Command(harness.Bin(t, "aiod"), "pool", "--listen", poolAddr, "--root", root, "--warm", "1", "--server", hub.URL, "--token", "shared-token")
+	cmd.Env = append(cmd.Environ(), harness.PinnedPorts(t)...)
+	p := &poolProc{Proc: harness.Run(t, cmd, true), t: t, token: "shared-token", root: root}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	a, err := agent.Dial(ctx, hub.URL, agent.Options{Name: "agent", Auth: map[string]any{"x-api-key": "shared-token"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	office := "fresh-" + agent.NewReqID()[:8]
+	if err := a.Join(ctx, office); err != nil {
+		t.Fatal(err)
+	}
+	res, err := a.CallTool(ctx, agent.Call{Computer: "sandbox", Tool: "sandbox__sandbox_execute_bash",
+		Params: map[string]any{"cmd": "whoami"}, Timeout: 30 * time.Second})
+	if err != nil || res.IsError || !strings.Contains(res.Text(), `"output":"sandbox\n"`) {
+		t.Fatalf("first call in a fresh office: %v %+v", err, res)
+	}
+	list := func() string {
+		_, out := p.client().raw("GET", "/v2/sandboxes?office="+office, nil)
+		return string(out)
+	}
+	if l := list(); !strings.Contains(l, `"a2c.office_sandbox":"true"`) {
+		t.Fatalf("the office's sandbox: %s", l)
+	}
+	if err := a.Leave(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for end := time.Now().Add(15 * time.Second); list() != "{\"sandboxes\":[]}\n"; time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatalf("the office's sandbox outlived --office-idle: %s", list())
+		}
 	}
 }
