@@ -2,11 +2,13 @@ package sandbox
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -135,4 +137,47 @@ func TestLeaveThreadV1(t *testing.T) {
 func read(p string) string {
 	b, _ := os.ReadFile(p)
 	return strings.TrimSpace(string(b))
+}
+
+// TestSweepAfterStart: on v1, a process of the sandbox outside its
+// memory and freezer groups (as one forked before its parent was
+// placed) is moved in by the monitor's sweep after the next start.
+func TestSweepAfterStart(t *testing.T) {
+	s, _ := newSandbox(t, Config{})
+	if s.cg == nil || s.cg.v1 == nil {
+		t.Skip("the sweep is cgroup v1's")
+	}
+	stray := exec.Command("/bin/sleep", "600")
+	if err := s.Wrap(stray, stray.Start)(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = stray.Process.Kill(); _ = stray.Wait() }()
+	pid := stray.Process.Pid
+	// Out, into the daemon's own groups.
+	for _, ctl := range placedV1 {
+		if base, ok := s.cg.base[ctl]; ok {
+			if err := os.WriteFile(filepath.Join(base, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if _, err := run(t, s, "true"); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for _, ctl := range placedV1 {
+		dir, ok := s.cg.v1[ctl]
+		if !ok {
+			continue
+		}
+		for {
+			if _, in := procs(dir)[pid]; in {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the stray %d is not back in the %s group", pid, ctl)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
 }
