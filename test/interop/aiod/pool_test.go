@@ -20,6 +20,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/gorilla/websocket"
 )
 
 // poolProc is a running "aiod pool" binary.
@@ -369,5 +371,50 @@ func TestPoolServerProvision(t *testing.T) {
 		if time.Now().After(end) {
 			t.Fatalf("the office's sandbox outlived --office-idle: %s", list())
 		}
+	}
+}
+
+// TestPoolTerminal: a terminal's WebSocket through the sandbox's prefix
+// works as on a lone aiod, and a keystroke on a socket opened before a
+// pause resumes the sandbox and is answered.
+func TestPoolTerminal(t *testing.T) {
+	p := startPool(t, "pool-ws-token", "--warm", "0")
+	s := p.create(nil)
+	a := p.sandbox(s)
+	code, e := a.call("POST", "/v2/pty/sessions", "/v2/pty/sessions", map[string]any{"id": "t1"})
+	if code != 200 {
+		t.Fatalf("create: %d %s", code, e.raw)
+	}
+	hdr := http.Header{"X-API-Key": {p.token}}
+	c, resp, err := websocket.DefaultDialer.Dial(wsURL(a.base, "/v2/pty/sessions/t1/ws"), hdr)
+	if err != nil {
+		t.Fatalf("dial: %v %v", err, resp)
+	}
+	defer c.Close()
+	readUntil(t, c, 5*time.Second, func(f map[string]any) bool { return f["type"] == "ready" })
+	out := ""
+	collect := func(want string) {
+		t.Helper()
+		readUntil(t, c, 10*time.Second, func(f map[string]any) bool {
+			if f["type"] == "output" {
+				out += fmt.Sprint(f["data"])
+			}
+			return strings.Contains(out, want)
+		})
+	}
+	_ = c.WriteJSON(map[string]any{"type": "input", "data": "echo hello-$((6*7))\n"})
+	collect("hello-42")
+	if resp, out := p.client().raw("POST", "/v2/sandboxes/"+s["id"].(string)+"/pause", nil); resp.StatusCode != 200 {
+		t.Fatalf("pause: %d %s", resp.StatusCode, out)
+	}
+	_ = c.WriteJSON(map[string]any{"type": "input", "data": "echo after-$((7*7))\n"})
+	collect("after-49")
+	if _, out := p.client().raw("GET", "/v2/sandboxes/"+s["id"].(string), nil); !strings.Contains(string(out), `"state":"running"`) {
+		t.Errorf("after a keystroke: %s", out)
+	}
+	// Without the pool's token, no upgrade.
+	_, resp, err = websocket.DefaultDialer.Dial(wsURL(a.base, "/v2/pty/sessions/t1/ws"), nil)
+	if err == nil || resp == nil || resp.StatusCode != 401 {
+		t.Errorf("no token: %v %v", err, resp)
 	}
 }
