@@ -39,7 +39,7 @@ func officeSandboxes(t *testing.T, u *up) []map[string]any {
 func TestUpOfficeSandboxes(t *testing.T) {
 	requireLinux(t)
 	if os.Geteuid() != 0 {
-		t.Skip("per-office sandboxes need root") // allowlisted: CI runs as root
+		t.Skip("per-office sandboxes need root") // CI runs as root, where a skip fails the run
 	}
 	u := startUp(t, "--office-idle", "2s")
 	bash := func(t *testing.T, a *agent.Client, cmd string) bashResult {
