@@ -218,6 +218,9 @@ func (b *box) pause() error {
 		return &Error{Status: http.StatusConflict, Message: "the sandbox is " + string(b.state)}
 	}
 	if err := b.sb.Pause(); err != nil {
+		if errors.Is(err, sandbox.ErrNoCgroups) {
+			return &Error{Status: http.StatusNotImplemented, Message: "this pool cannot pause: it has no cgroup freezer (run it as root on a machine with cgroups)"}
+		}
 		b.p.log.Warn("pause failed", "id", b.id, "err", err)
 		return &Error{Status: http.StatusInternalServerError, Message: "pause failed: " + err.Error()}
 	}
@@ -363,6 +366,9 @@ func (b *box) usage() (Metrics, error) {
 		return Metrics{}, notFound(b.id)
 	}
 	u, err := sb.Usage()
+	if errors.Is(err, sandbox.ErrNoCgroups) {
+		return Metrics{}, &Error{Status: http.StatusNotImplemented, Message: "this pool has no cgroups to read (run it as root on a machine with cgroups)"}
+	}
 	if err != nil {
 		return Metrics{}, &Error{Status: http.StatusInternalServerError, Message: "reading the sandbox's cgroups: " + err.Error()}
 	}

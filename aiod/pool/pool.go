@@ -225,7 +225,9 @@ func New(cfg Config) (*Pool, error) {
 // sandboxes' directories below it are not listed to other accounts).
 func poolRoot(root string) (string, error) {
 	if root == "" {
-		if os.Geteuid() == 0 {
+		// Root of the host, not of the user namespace an unprivileged
+		// pool runs itself in (whose "root" cannot write /var/lib).
+		if os.Geteuid() == 0 && !sandbox.InUserNamespace() {
 			root = "/var/lib/aiod/pool"
 		} else {
 			state := os.Getenv("XDG_STATE_HOME")

@@ -131,7 +131,7 @@ func copyFile(src, dst string, perm fs.FileMode) error {
 	if err != nil {
 		return err
 	}
-	if unix.IoctlFileClone(int(out.Fd()), int(in.Fd())) != nil {
+	if cloneFile(out, in) != nil {
 		if _, err := io.Copy(out, in); err != nil {
 			out.Close()
 			return err

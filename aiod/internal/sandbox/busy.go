@@ -1,6 +1,10 @@
 package sandbox
 
-import "github.com/a2c-smcp/a2c-go/aiod/internal/api"
+import (
+	"errors"
+
+	"github.com/a2c-smcp/a2c-go/aiod/internal/api"
+)
 
 // ErrBusy is [Sandbox.Do]'s answer when every thread it may use is busy
 // and none came free within the caller's wait. It is an
@@ -17,3 +21,8 @@ var ErrBusy = api.NewKind("the sandbox is busy: every thread of its view is in u
 // [api.ErrConflict] (HTTP 409): the request is fine, the sandbox's
 // state is not.
 var ErrPaused = api.NewKind("the sandbox is paused; resume it first", api.ErrConflict)
+
+// ErrNoCgroups is the answer of Pause and Usage where the sandbox has no
+// cgroup freezer or no cgroups at all (an unprivileged daemon, a machine
+// without them): the facility is missing, not the call wrong.
+var ErrNoCgroups = errors.New("sandbox: pausing and usage need cgroups with the freezer, which this sandbox does not have (run the daemon as root on a machine with cgroups)")

@@ -100,7 +100,7 @@ func (s *Sandbox) usable() error {
 		return errors.New("sandbox: closed")
 	}
 	if s.cg == nil || !s.cg.canFreeze() {
-		return errors.New("sandbox: pausing needs the cgroup freezer, which this machine does not offer")
+		return ErrNoCgroups
 	}
 	return nil
 }

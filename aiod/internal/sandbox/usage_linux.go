@@ -1,7 +1,6 @@
 package sandbox
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -13,7 +12,7 @@ import (
 // or running and changes nothing.
 func (s *Sandbox) Usage() (Usage, error) {
 	if s == nil || s.cg == nil {
-		return Usage{}, errors.New("sandbox: usage needs cgroups, which this sandbox has none of")
+		return Usage{}, ErrNoCgroups
 	}
 	return s.cg.usage()
 }
