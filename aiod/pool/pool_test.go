@@ -613,6 +613,21 @@ func TestIsolationBetweenSandboxes(t *testing.T) {
 	if idA == idB || !strings.HasSuffix(idA, "\nsandbox") {
 		t.Errorf("accounts: %q and %q", idA, idB)
 	}
+	// A's python kernel session: its sockets are in A's /tmp, which B does
+	// not see, and B's API does not list it.
+	code, body := tp.do("POST", "/sandboxes/"+a.ID+"/v1/jupyter/sessions/create", map[string]any{"session_id": "ka"})
+	if code != 200 {
+		t.Fatalf("kernel in a: %d %s", code, body)
+	}
+	if out := tp.exec(a.ID, "ls /tmp | grep -c aiod-k-"); out != "1" {
+		t.Errorf("a's kernel directory: %q", out)
+	}
+	if out := tp.exec(b.ID, "ls /tmp | grep -c aiod-k- || true"); out != "0" {
+		t.Errorf("b sees a's kernel: %q", out)
+	}
+	if code, body := tp.do("GET", "/sandboxes/"+b.ID+"/v1/jupyter/sessions/ka", nil); code == 200 {
+		t.Errorf("b's API has a's kernel session: %s", body)
+	}
 	wsA := filepath.Join(tp.root, "live", a.ID)
 	if out := tp.exec(b.ID, "ls "+wsA+" 2>&1; ps -e -o comm= | grep -c python3; cat /proc/1/comm"); out != "ls: cannot access '"+wsA+"': No such file or directory\n1\nsandbox-init" {
 		t.Errorf("b sees a: %q", out)
