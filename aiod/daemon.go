@@ -253,9 +253,12 @@ func New(cfg Config) (*Daemon, error) {
 	codePlane := code.New(code.Config{Workspace: cfg.Workspace, Logger: cfg.Logger, DefaultUser: cfg.DefaultUser,
 		Python: cfg.PythonBin, Node: cfg.NodeBin, MaxKernelSessions: cfg.MaxKernels, MaxSessions: cfg.MaxCodeSessions,
 		KernelIdle: cfg.KernelIdle, SessionIdle: cfg.CodeIdle, HideEnv: hide, Sandbox: sb})
-	if cfg.Desktop {
+	if cfg.Desktop || cfg.Pooled {
 		// The worker aiod --desktop runs gets a key of its own, never the
-		// daemon's (see computer.Config.WorkerKey).
+		// daemon's (see computer.Config.WorkerKey). A pool's daemon holds
+		// the pool's token, which opens every sandbox: whatever answers
+		// on its worker's port is the sandbox's own program at best, so
+		// it gets a throwaway key too and never a client's credentials.
 		d.programs.workerKey = rand.Text()
 	}
 	compPlane := computer.New(computer.Config{URL: cfg.ComputerUseURL, Dial: d.dial, APIKey: cfg.APIKey,

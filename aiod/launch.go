@@ -365,7 +365,11 @@ func (d *Daemon) programEnv() []string {
 // sandbox's network when the daemon runs that program in a sandbox with
 // a network of its own (--network none), else a plain dial.
 func (d *Daemon) dial(ctx context.Context, network, addr string) (net.Conn, error) {
-	if d.programs.inside[loopbackKey(addr)] {
+	// A pool's daemon runs in the pool's process, on the host's network:
+	// its sandbox's browser and worker can only be in the sandbox, and
+	// a plain dial would reach the host's loopback (another program's
+	// DevTools or worker port) from a sandbox with a network of its own.
+	if d.programs.inside[loopbackKey(addr)] || d.cfg.Pooled && d.sandbox != nil {
 		return d.dialInside(ctx, network, addr)
 	}
 	var nd net.Dialer

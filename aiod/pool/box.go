@@ -71,6 +71,10 @@ type box struct {
 	diskAt time.Time
 }
 
+// afterStartHook, when a test sets it, runs in start once the daemon is
+// built, before the box takes it: where a delete may race the start.
+var afterStartHook func(*box)
+
 // start builds the box's workspace, sandbox and daemon. It runs before
 // the box is reachable by anyone but its creator.
 func (b *box) start() (err error) {
@@ -111,7 +115,23 @@ func (b *box) start() (err error) {
 		return err
 	}
 	p.log.Debug("sandbox started", "id", b.id, "sandbox", t1.Sub(t0), "daemon", time.Since(t1))
+	if afterStartHook != nil {
+		afterStartHook(b)
+	}
 	b.mu.Lock()
+	if b.closed {
+		// Deleted while it started: close found no daemon to end, so
+		// what was just built ends here (the daemon owns sb), and so
+		// does a workspace made after the delete removed it.
+		b.mu.Unlock()
+		ctx, cancel := context.WithTimeout(context.Background(), ShutdownBound)
+		defer cancel()
+		if err := d.Shutdown(ctx); err != nil {
+			p.log.Warn("sandbox shutdown", "id", b.id, "err", err)
+		}
+		b.removeWorkspace(false)
+		return errClosed
+	}
 	b.sb, b.d, b.handler, b.state = sb, d, d.Handler(), Running
 	b.mu.Unlock()
 	b.lastActive.Store(time.Now().UnixNano())

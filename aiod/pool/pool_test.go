@@ -364,6 +364,15 @@ func TestDelete(t *testing.T) {
 // process whose cgroup names the sandbox.
 func initOf(t *testing.T, id string) int {
 	t.Helper()
+	pid, ok := findInit(id)
+	if !ok {
+		t.Fatalf("no init of sandbox %s", id)
+	}
+	return pid
+}
+
+// findInit is the host pid of sandbox id's init, if it runs.
+func findInit(id string) (int, bool) {
 	ents, _ := os.ReadDir("/proc")
 	for _, e := range ents {
 		var pid int
@@ -373,11 +382,45 @@ func initOf(t *testing.T, id string) int {
 		comm, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "comm"))
 		cg, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cgroup"))
 		if strings.TrimSpace(string(comm)) == "sandbox-init" && strings.Contains(string(cg), id) {
-			return pid
+			return pid, true
 		}
 	}
-	t.Fatalf("no init of sandbox %s", id)
-	return 0
+	return 0, false
+}
+
+// TestDeleteWhileStarting: a sandbox deleted while its create is still
+// starting it ends with the delete's create, not at the pool's Close:
+// no init, cgroup or workspace is left behind, and the create fails.
+// (Once, the start went on after the delete and its sandbox ran on,
+// outside the pool's books and --max, with its uid handed out again.)
+func TestDeleteWhileStarting(t *testing.T) {
+	needRoot(t)
+	root := t.TempDir()
+	p, err := New(Config{Root: root, Listen: "127.0.0.1:1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	var id string
+	afterStartHook = func(b *box) {
+		id = b.id
+		if err := p.Delete(context.Background(), b.id, false); err != nil {
+			t.Errorf("delete while starting: %v", err)
+		}
+	}
+	defer func() { afterStartHook = nil }()
+	if s, err := p.Create(context.Background(), CreateRequest{}, ""); err == nil {
+		t.Errorf("the create of a sandbox deleted while it started answered %+v", s)
+	}
+	if id == "" {
+		t.Fatal("the hook did not run")
+	}
+	if pid, ok := findInit(id); ok {
+		t.Errorf("sandbox %s, deleted while it started, still runs (init %d)", id, pid)
+	}
+	if ents, _ := os.ReadDir(filepath.Join(root, "live")); len(ents) != 0 {
+		t.Errorf("workspaces left: %v", ents)
+	}
 }
 
 // TestTimeouts: a deadline kills or pauses; POST timeout moves it; 0

@@ -340,6 +340,16 @@ func (p *portProxy) serve(w http.ResponseWriter, r *http.Request, c *portCall, c
 		portError(w, http.StatusMethodNotAllowed, "CONNECT is not proxied to a sandbox's port")
 		return
 	}
+	if r.Header.Get("Service-Worker") == "script" {
+		// A browser fetching a service worker's script says so. Such a
+		// worker, registered by a sandbox's page, would see every later
+		// URL of its scope before the proxy does, the pool's ?token=
+		// included, and the path form's scope can be the pool's whole
+		// origin (its script may answer Service-Worker-Allowed: /).
+		// So no sandbox's port serves one.
+		portError(w, http.StatusForbidden, "a service worker is not served from a sandbox's port (it would see the pool's token in later URLs)")
+		return
+	}
 	if !portSafe(r) && !portSameOrigin(r) {
 		portError(w, http.StatusForbidden, "Origin "+strconv.Quote(r.Header.Get("Origin"))+" may not send this request to a sandbox's port (cross-origin request)")
 		return

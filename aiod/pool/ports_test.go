@@ -423,6 +423,16 @@ func TestPortProxyRefusals(t *testing.T) {
 			header: portHdr("Cookie", cookie, "Origin", "null")}, 403, ""},
 		{"cross-origin path form POST", portReq{method: "POST", target: "/sandboxes/abc/ports/3000/api",
 			header: portHdr("X-Api-Key", portTestToken, "Origin", "http://3000-abc.localhost:"+g.port)}, 403, ""},
+		// A service worker of a sandbox's page would see every later
+		// URL of its scope, ?token= included (the path form's scope can
+		// be the pool's whole origin): a browser fetching a worker's
+		// script says so, and the proxy does not serve it. (Once, a
+		// sandbox's page at /sandboxes/A/ports/8000/ registered one with
+		// scope "/" and read the pool's token from a later ?token= URL.)
+		{"service worker path form", portReq{target: "/sandboxes/abc/ports/3000/sw.js",
+			header: portHdr("Cookie", portCookie+"="+g.p.cookieValue("abc", 3000), "Service-Worker", "script")}, 403, "service worker"},
+		{"service worker host form", portReq{host: host, target: "/sw.js",
+			header: portHdr("Cookie", cookie, "Service-Worker", "script")}, 403, "service worker"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			msg := portPoolError(t, g.do(t, tc.q), tc.status)
