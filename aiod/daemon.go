@@ -376,7 +376,7 @@ func (d *Daemon) environment(c *Capabilities) map[string]any {
 		"system": map[string]any{
 			"os": runtime.GOOS, "os_version": osVersion(), "arch": runtime.GOARCH, "user": accountName(),
 			"workspace_dir": d.cfg.Workspace, "workspace": d.cfg.Workspace, "timezone": timezone(),
-			"occupied_ports": listeningPorts(), "sandbox_user": d.sandboxUser(),
+			"occupied_ports": d.occupiedPorts(), "sandbox_user": d.sandboxUser(),
 		},
 		"runtime": c.runtime,
 		"utils":   c.utils,
@@ -385,6 +385,22 @@ func (d *Daemon) environment(c *Capabilities) map[string]any {
 
 // Isolated reports whether the daemon's processes run in a sandbox.
 func (d *Daemon) Isolated() bool { return d.sandbox != nil }
+
+// occupiedPorts are the TCP ports listening where the daemon's commands
+// run: the sandbox's network under isolation, else the host's.
+func (d *Daemon) occupiedPorts() []string {
+	if d.sandbox == nil {
+		return listeningPorts("/proc/net")
+	}
+	// In the view, /proc is the sandbox's: its init (pid 1) is in the
+	// sandbox's network namespace, where the daemon's thread is not a
+	// process /proc/self could name.
+	var ports []string
+	if err := d.sandbox.Do(func() error { ports = listeningPorts("/proc/1/net"); return nil }); err != nil {
+		return []string{}
+	}
+	return ports
+}
 
 // sandboxUser is the account sandbox processes run as (the published
 // SandboxAccount: name, uid and gid as the sandbox sees them, and its

@@ -368,9 +368,9 @@ func probeUtils() []toolCategory {
 }
 
 // listeningPorts reads the listening TCP ports from /proc/net/tcp{,6}.
-func listeningPorts() []string {
+func listeningPorts(procNet string) []string {
 	seen := map[int]bool{}
-	for _, f := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
+	for _, f := range []string{procNet + "/tcp", procNet + "/tcp6"} {
 		b, err := os.ReadFile(f)
 		if err != nil {
 			continue

@@ -76,6 +76,7 @@ func flags() (*flag.FlagSet, *options, func(set map[string]bool) error) {
 	memory := fs.String("memory", sandbox.FormatSize(DefaultMemory), "each sandbox's memory by default (KiB, MiB, GiB)")
 	fs.IntVar(&o.cfg.Pids, "pids", DefaultPids, "each sandbox's processes and threads by default")
 	fs.Float64Var(&o.cfg.CPUs, "cpus", DefaultCPUs, "each sandbox's CPU time by default, in CPUs")
+	fs.IntVar(&o.cfg.UIDBase, "uid-base", 0, "the first of the 65536 host uids the sandboxes' accounts take (default: the first range from 1900000000 up that no other pool of this host holds)")
 	fs.BoolVar(&o.cfg.AllowHostNetwork, "allow-host-network", false, "let a create ask for network host (the host's network stack)")
 	version := smcp.ProtocolVersion
 	fs.StringVar(&version, "protocol-version", smcp.ProtocolVersion, "the A2C-SMCP version the sandboxes' Computers speak")

@@ -65,7 +65,7 @@ func (p *Pool) Handler() http.Handler {
 			p.cfg.Fallback.ServeHTTP(w, r)
 			return
 		}
-		if p.cfg.Token != "" && !api.HasKey(r, p.cfg.Token) {
+		if !p.authorized(r) {
 			writeError(w, http.StatusUnauthorized, "Unauthorized")
 			return
 		}
@@ -101,10 +101,19 @@ func (p *Pool) owns(path string) bool {
 	return path == "/v2/sandboxes" || strings.HasPrefix(path, "/v2/sandboxes/") || path == "/metrics" && p.cfg.Metrics != nil
 }
 
+// authorized reports whether r may use the pool's own routes: no token
+// is set, or r carries it in a header (x-api-key, Authorization:
+// Bearer). Never in the URL (aiod's ?api_key=): a URL lands in logs and
+// histories, and a page could read it. The same header rule as the port
+// proxy's.
+func (p *Pool) authorized(r *http.Request) bool {
+	return p.cfg.Token == "" || p.ports.headerToken(r)
+}
+
 // auth refuses a request without the pool's token (when one is set).
 func (p *Pool) auth(next http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		if p.cfg.Token != "" && !api.HasKey(r, p.cfg.Token) {
+		if !p.authorized(r) {
 			writeError(w, http.StatusUnauthorized, "Unauthorized")
 			return
 		}
@@ -690,7 +699,7 @@ func (p *Pool) sandboxAPI(w http.ResponseWriter, r *http.Request) {
 		if p.refused(w, r) {
 			return
 		}
-		if p.cfg.Token != "" && !api.HasKey(r, p.cfg.Token) {
+		if !p.authorized(r) {
 			writeError(w, http.StatusUnauthorized, "Unauthorized")
 			return
 		}

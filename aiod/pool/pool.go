@@ -74,8 +74,9 @@ type Config struct {
 	// Token guards every route of the pool, each sandbox's API and the
 	// port proxy; empty: none (loopback only).
 	Token string
-	// UIDBase is the first host uid of the range sandbox accounts take
-	// (default [DefaultUIDBase]); each live sandbox has its own.
+	// UIDBase is the first host uid of the range sandbox accounts take;
+	// each live sandbox has its own. Default: the first range of 65536
+	// from [DefaultUIDBase] up that no other pool of the host holds.
 	UIDBase int
 	// Daemon is the template of every sandbox's daemon configuration
 	// (interpreters, session caps, ...); its Workspace, APIKey, Isolation,
@@ -136,6 +137,7 @@ type Pool struct {
 	ports     *portProxy
 	policy    *origin.Policy // the Host and Origin rule of the pool's routes
 	hostUIDs  map[int]bool   // uids of the host's accounts, never handed out
+	uidLock   *os.File       // holds the pool's uid range (reserveUIDs); nil for an unprivileged pool
 	single    bool           // no distinct accounts: an unprivileged pool
 }
 
@@ -172,11 +174,8 @@ func New(cfg Config) (*Pool, error) {
 	if err := sandbox.CheckCPUs(cfg.CPUs); err != nil {
 		return nil, fmt.Errorf("cpus: %w", err)
 	}
-	if cfg.UIDBase == 0 {
-		cfg.UIDBase = DefaultUIDBase
-	}
-	if cfg.UIDBase < 1000 || cfg.UIDBase > 1<<31-uidRange {
-		return nil, fmt.Errorf("uid base %d is out of range", cfg.UIDBase)
+	if cfg.UIDBase != 0 && (cfg.UIDBase < 1000 || cfg.UIDBase > 1<<31-uidRange) {
+		return nil, fmt.Errorf("uid base %d is out of range (1000 to %d)", cfg.UIDBase, 1<<31-uidRange)
 	}
 	if cfg.ServerToken == "" {
 		cfg.ServerToken = cfg.Token
@@ -201,15 +200,26 @@ func New(cfg Config) (*Pool, error) {
 	if err != nil {
 		return nil, err
 	}
+	single := os.Geteuid() != 0 || sandbox.InUserNamespace()
+	var uidLock *os.File
+	if !single {
+		if uidLock, cfg.UIDBase, err = reserveUIDs(cfg.UIDBase); err != nil {
+			lock.Close()
+			return nil, err
+		}
+	}
 	p := &Pool{cfg: cfg, log: cfg.Logger, root: root, lock: lock, boxes: map[string]*box{}, office: map[string]string{},
 		uids: map[int]bool{}, policy: policy, createSem: make(chan struct{}, cfg.CreateConcurrency), refill: make(chan struct{}, 1),
-		hostUIDs: hostUIDs(), single: os.Geteuid() != 0 || sandbox.InUserNamespace()}
+		hostUIDs: hostUIDs(), single: single, uidLock: uidLock}
 	p.ctx, p.stop = context.WithCancel(context.Background())
 	p.metrics = newPoolMetrics(p)
 	if cfg.Registerer != nil {
 		if err := cfg.Registerer.Register(p.metrics); err != nil {
 			p.stop()
 			lock.Close()
+			if uidLock != nil {
+				uidLock.Close()
+			}
 			return nil, fmt.Errorf("metrics: %w", err)
 		}
 	}
@@ -271,14 +281,12 @@ func (p *Pool) Create(ctx context.Context, req CreateRequest, base string) (Sand
 	if !b.claimedWarm {
 		source = "cold"
 		if err := p.start(ctx, b); err != nil {
-			p.forget(b)
-			b.close(context.Background(), false)
+			p.end(context.Background(), b, false)
 			return Sandbox{}, err
 		}
 	}
 	if err := b.begin(spec); err != nil {
-		p.forget(b)
-		b.close(context.Background(), false)
+		p.end(context.Background(), b, false)
 		return Sandbox{}, &Error{Status: http.StatusInternalServerError, Message: "sandbox did not start: " + err.Error()}
 	}
 	p.metrics.created(source, time.Since(start))
@@ -370,17 +378,27 @@ func (p *Pool) start(ctx context.Context, b *box) error {
 	return nil
 }
 
-// forget drops b from the pool's books (its id, office and uid).
-func (p *Pool) forget(b *box) {
+// end takes b off the pool's books (its id and office: no request finds
+// it from now on), closes it, and only then hands its uid back, so no
+// other sandbox gets the account while b's processes may still run.
+func (p *Pool) end(ctx context.Context, b *box, keep bool) {
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	if p.boxes[b.id] == b {
 		delete(p.boxes, b.id)
 	}
 	if b.officeName != "" && p.office[b.officeName] == b.id {
 		delete(p.office, b.officeName)
 	}
-	delete(p.uids, b.uid)
+	p.mu.Unlock()
+	b.close(ctx, keep)
+	p.releaseUID(b.uid)
+}
+
+// releaseUID hands uid back to the range and wakes the refiller.
+func (p *Pool) releaseUID(uid int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.uids, uid)
 	p.wakeRefill()
 }
 
@@ -467,8 +485,7 @@ func (p *Pool) Delete(ctx context.Context, id string, keep bool) error {
 	if !ok {
 		return notFound(id)
 	}
-	p.forget(b)
-	b.close(ctx, keep)
+	p.end(ctx, b, keep)
 	p.log.Info("sandbox deleted", "id", id, "kept_workspace", keep)
 	return nil
 }
@@ -547,6 +564,9 @@ func (p *Pool) Close() error {
 	if p.cfg.Registerer != nil {
 		p.cfg.Registerer.Unregister(p.metrics)
 	}
+	if p.uidLock != nil {
+		p.uidLock.Close()
+	}
 	return p.lock.Close()
 }
 
@@ -582,9 +602,8 @@ func (p *Pool) reap() {
 			switch b.due(now) {
 			case OnTimeoutKill:
 				p.log.Info("sandbox timed out", "id", b.id, "action", "kill")
-				p.forget(b)
 				ctx, cancel := context.WithTimeout(p.ctx, ShutdownBound)
-				b.close(ctx, false)
+				p.end(ctx, b, false)
 				cancel()
 			case OnTimeoutPause:
 				p.log.Info("sandbox timed out", "id", b.id, "action", "pause")
@@ -645,12 +664,11 @@ func (p *Pool) refillWarm() {
 			keep := err == nil && !p.closed
 			if keep {
 				p.warm = append(p.warm, b)
-			} else {
-				delete(p.uids, b.uid)
 			}
 			p.mu.Unlock()
 			if !keep {
 				b.close(context.Background(), false)
+				p.releaseUID(b.uid)
 				if err != nil {
 					p.log.Warn("warm sandbox did not start; retrying in 1 s", "err", err)
 					select {

@@ -268,6 +268,10 @@ func TestAuth(t *testing.T) {
 			}
 		}
 	}
+	// The pool's token is taken from headers only, never from the URL.
+	if code, body := tp.do("GET", "/v2/sandboxes?api_key="+testToken, nil, "X-API-Key", ""); code != 401 {
+		t.Errorf("?api_key= on the pool's routes: %d %s", code, body)
+	}
 	// The sandbox's own API answers a lone aiod's 401.
 	code, body := tp.do("GET", "/sandboxes/"+s.ID+"/v2/sandbox", nil, "X-API-Key", "")
 	if code != 401 || strings.TrimSpace(string(body)) != `{"success":false,"message":"Unauthorized","data":null,"hint":null}` {

@@ -356,7 +356,18 @@ func (p *portProxy) serve(w http.ResponseWriter, r *http.Request, c *portCall, c
 	}
 	query, hadToken, tokenOK := p.splitToken(r.URL.RawQuery)
 	c.query = query
-	if p.cfg.Token != "" && !tokenOK && !p.headerToken(r) && !p.cookieOK(r, c.id, c.port) {
+	hostForm := cookiePath == "/"
+	if !hostForm && tokenOK {
+		// The path form shares the pool's origin with every sandbox's
+		// pages: a token in its URL would be read by the page it opens,
+		// and a cookie of it would be sent by any sandbox's page to any
+		// other's port. It is for API clients, with the token in a
+		// header; a browser opens the host form.
+		portError(w, http.StatusUnauthorized, "the path form takes the pool's token in a header (x-api-key or Authorization: Bearer); in a browser open http://"+
+			strconv.Itoa(c.port)+"-"+c.id+".localhost:PORT/?token=... instead")
+		return
+	}
+	if p.cfg.Token != "" && !tokenOK && !p.headerToken(r) && !(hostForm && p.cookieOK(r, c.id, c.port)) {
 		msg := "a token is required (x-api-key, Authorization: Bearer, or ?token=)"
 		if hadToken {
 			msg = "wrong token"
@@ -372,6 +383,10 @@ func (p *portProxy) serve(w http.ResponseWriter, r *http.Request, c *portCall, c
 	if tokenOK && (r.Method == http.MethodGet || r.Method == http.MethodHead) && !portIsUpgrade(r) {
 		p.setCookie(w, r, c, cookiePath)
 		loc := r.URL.EscapedPath()
+		if strings.HasPrefix(loc, "//") || strings.HasPrefix(loc, "/\\") {
+			// "//evil.example/" is a URL of another host to a browser.
+			loc = "/" + strings.TrimLeft(loc, "/\\")
+		}
 		if query != "" {
 			loc += "?" + query
 		}

@@ -139,3 +139,54 @@ func copyFile(src, dst string, perm fs.FileMode) error {
 	}
 	return out.Close()
 }
+
+// uidLockDir holds one lock file per uid range a live pool uses.
+const uidLockDir = "/run/aiod-pool"
+
+// uidRanges is how many ranges of uidRange uids above DefaultUIDBase a
+// pool may take by default (32 × 65536 stays below 2^31).
+const uidRanges = 32
+
+// reserveUIDs takes a uid range for the pool's life: base, when given,
+// else the first range above DefaultUIDBase no other live pool of this
+// host holds (a2c up's and aiod pool's, say), so that no two sandboxes
+// of two pools share an account and the kernel's per-user limits. A
+// range is held by a lock file under /run/aiod-pool (flock), released
+// when the returned file closes, however the pool ends.
+func reserveUIDs(base int) (*os.File, int, error) {
+	if err := os.MkdirAll(uidLockDir, 0o700); err != nil {
+		return nil, 0, fmt.Errorf("uid range: %w", err)
+	}
+	try := func(b int) (*os.File, error) {
+		f, err := os.OpenFile(filepath.Join(uidLockDir, "uids-"+strconv.Itoa(b)+".lock"), os.O_RDWR|os.O_CREATE|unix.O_CLOEXEC, 0o600)
+		if err != nil {
+			return nil, err
+		}
+		if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+			f.Close()
+			return nil, err
+		}
+		return f, nil
+	}
+	if base != 0 {
+		f, err := try(base)
+		if errors.Is(err, unix.EWOULDBLOCK) {
+			return nil, 0, fmt.Errorf("the uids from %d are in use by another pool on this host; give this one another --uid-base", base)
+		}
+		if err != nil {
+			return nil, 0, fmt.Errorf("uid range: %w", err)
+		}
+		return f, base, nil
+	}
+	for k := range uidRanges {
+		b := DefaultUIDBase + k*uidRange
+		f, err := try(b)
+		if err == nil {
+			return f, b, nil
+		}
+		if !errors.Is(err, unix.EWOULDBLOCK) {
+			return nil, 0, fmt.Errorf("uid range: %w", err)
+		}
+	}
+	return nil, 0, fmt.Errorf("every uid range of this host is in use by %d other pools", uidRanges)
+}

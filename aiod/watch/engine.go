@@ -181,7 +181,16 @@ func (e *Engine) notifierLocked() (*notifier, error) {
 		return nil, errShutdown
 	}
 	if e.ino == nil {
-		ino, err := newNotifier(e.log)
+		// Opened in the view, as the sandbox's account: the instance and
+		// its watches count against that account's inotify limits, not
+		// the daemon's (a pool's sandboxes each have their own account,
+		// and one must not use up the watches of the others or the host).
+		var ino *notifier
+		err := e.inView(func() error {
+			var err error
+			ino, err = newNotifier(e.log)
+			return err
+		})
 		if err != nil {
 			e.log.Error("watch: cannot open inotify", "error", err.Error())
 			if errors.Is(err, errUnsupported) {
