@@ -1,0 +1,260 @@
+package pool
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// needDisk skips where workspaces cannot have a disk of their own.
+func needDisk(t *testing.T) {
+	t.Helper()
+	needRoot(t)
+	if _, err := diskTool(false); err != nil {
+		t.Skip(err)
+	}
+}
+
+// loopsFor lists the loop devices whose backing file is image (deleted
+// or not).
+func loopsFor(image string) []string {
+	var out []string
+	files, _ := filepath.Glob("/sys/block/loop*/loop/backing_file")
+	for _, f := range files {
+		b, _ := os.ReadFile(f)
+		if strings.TrimSuffix(strings.TrimSpace(string(b)), " (deleted)") == image {
+			out = append(out, filepath.Base(filepath.Dir(filepath.Dir(f))))
+		}
+	}
+	return out
+}
+
+// mounted reports whether dir is a mount point in this mount namespace.
+func mounted(dir string) bool { return slices.Contains(mountsUnder(filepath.Dir(dir)), dir) }
+
+// isExt4 reports whether image holds an ext4 superblock (magic 0xEF53
+// at byte 1080).
+func isExt4(image string) bool {
+	f, err := os.Open(image)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	var m [2]byte
+	_, err = f.ReadAt(m[:], 1080)
+	return err == nil && m == [2]byte{0x53, 0xef}
+}
+
+// TestDisk: with Disk, each workspace is a filesystem of its own: a
+// write past it fails with ENOSPC in that sandbox only (another still
+// writes; the host's filesystem never sees the excess), metrics read
+// its usage, the template is copied into it, the sandbox owns it through
+// the idmapping, and a delete unmounts it (its loop device detaches) and
+// removes or keeps its image.
+func TestDisk(t *testing.T) {
+	needDisk(t)
+	tpl := t.TempDir()
+	if err := os.WriteFile(filepath.Join(tpl, "seed"), []byte("from the template\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tp := startPool(t, Config{Disk: 32 << 20, Templates: map[string]string{"t": tpl}})
+	a, b := tp.create(nil), tp.create(map[string]any{"template": "t"})
+	wsA, wsB := filepath.Join(tp.root, "live", a.ID), filepath.Join(tp.root, "live", b.ID)
+	imgA, imgB := filepath.Join(tp.root, "disks", a.ID+".img"), filepath.Join(tp.root, "disks", b.ID+".img")
+	for _, ws := range []string{wsA, wsB} {
+		if !mounted(ws) {
+			t.Fatalf("%s is not a mount point", ws)
+		}
+	}
+	out := tp.exec(a.ID, "dd if=/dev/zero of=big bs=1M count=64 2>&1; echo rc=$?; stat -c %u . ; id -u; ls -A | grep -v big")
+	if !strings.Contains(out, "No space left on device") || !strings.Contains(out, "rc=1") {
+		t.Errorf("dd past the disk: %q", out)
+	}
+	if f := strings.Fields(out); len(f) < 2 || f[len(f)-1] != f[len(f)-2] {
+		t.Errorf("the sandbox does not own its workspace (owner, uid last): %q", out)
+	}
+	if fi, err := os.Stat(filepath.Join(wsA, "big")); err != nil || fi.Size() < 24<<20 || fi.Size() > 32<<20 {
+		t.Errorf("big on the host: %v %v", fi, err)
+	} else if st := fi.Sys().(*syscall.Stat_t); int(st.Uid) != DefaultUIDBase {
+		t.Errorf("big is uid %d on the host, want the base %d", st.Uid, DefaultUIDBase)
+	}
+	// The host's filesystem holds no more than the image's size for it.
+	if fi, err := os.Stat(imgA); err != nil || fi.Size() != 32<<20 || fi.Sys().(*syscall.Stat_t).Blocks*512 > 32<<20 {
+		t.Errorf("image: %v %v", fi, err)
+	}
+	if out := tp.exec(b.ID, "cat seed && dd if=/dev/zero of=f bs=1M count=8 2>/dev/null; echo rc=$?"); !strings.HasPrefix(out, "from the template\n") || !strings.HasSuffix(out, "rc=0") {
+		t.Errorf("b after a filled its disk: %q", out)
+	}
+	if m := tp.metrics(a.ID); m.DiskBytes < 24<<20 || m.DiskBytes > 32<<20 {
+		t.Errorf("a's disk_bytes %d", m.DiskBytes)
+	}
+	if m := tp.metrics(b.ID); m.DiskBytes < 8<<20 || m.DiskBytes > 10<<20 {
+		t.Errorf("b's disk_bytes %d", m.DiskBytes)
+	}
+
+	for _, c := range []struct {
+		id, ws, img string
+		keep        bool
+	}{{a.ID, wsA, imgA, false}, {b.ID, wsB, imgB, true}} {
+		loops := loopsFor(c.img)
+		if len(loops) != 1 {
+			t.Errorf("loop devices of %s: %v", c.img, loops)
+		}
+		q := ""
+		if c.keep {
+			q = "?keep_workspace=true"
+		}
+		if code, body := tp.do("DELETE", "/v2/sandboxes/"+c.id+q, nil); code != 204 {
+			t.Fatalf("delete: %d %s", code, body)
+		}
+		if mounted(c.ws) {
+			t.Errorf("%s still mounted after the delete", c.ws)
+		}
+		if _, err := os.Stat(c.ws); !os.IsNotExist(err) {
+			t.Errorf("workspace after delete: %v", err)
+		}
+		if _, err := os.Stat(c.img); !os.IsNotExist(err) {
+			t.Errorf("image after delete: %v", err)
+		}
+		kept := filepath.Join(tp.root, "kept", c.id+".img")
+		if c.keep != isExt4(kept) {
+			t.Errorf("keep=%v: kept image ext4 %v", c.keep, isExt4(kept))
+		}
+		// The sandbox's own mount namespace may hold the filesystem a
+		// moment after the delete returns; the device goes with it.
+		waitFor(t, 5*time.Second, "the loop device of "+c.img+" detached", func() bool {
+			return len(loopsFor(c.img)) == 0 && len(loopsFor(kept)) == 0
+		})
+	}
+}
+
+// TestDiskNoMkfs: a pool with Disk refuses to start without mkfs.ext4,
+// naming the package that has it.
+func TestDiskNoMkfs(t *testing.T) {
+	needRoot(t)
+	t.Setenv("PATH", t.TempDir())
+	_, err := New(Config{Root: t.TempDir(), Disk: 32 << 20, Listen: "127.0.0.1:1"})
+	if err == nil || !strings.Contains(err.Error(), "e2fsprogs") || !strings.Contains(err.Error(), "mkfs.ext4") {
+		t.Fatalf("New without mkfs.ext4: %v", err)
+	}
+}
+
+// TestDiskSize: --disk below MinDisk is refused, by New and the flag.
+func TestDiskSize(t *testing.T) {
+	for _, c := range []struct {
+		n  int64
+		ok bool
+	}{{MinDisk, true}, {1 << 30, true}, {MinDisk - 1, false}, {1 << 20, false}, {-1, false}} {
+		if err := checkDisk(c.n); (err == nil) != c.ok {
+			t.Errorf("checkDisk(%d): %v", c.n, err)
+		}
+	}
+	for _, c := range []struct {
+		arg  string
+		want int64
+		err  string
+	}{{"1GiB", 1 << 30, ""}, {"16MiB", 16 << 20, ""}, {"1MiB", 0, "at least 16MiB"}, {"lots", 0, "--disk"}} {
+		fs, o, finish := flags()
+		if err := fs.Parse([]string{"--disk", c.arg}); err != nil {
+			t.Fatal(err)
+		}
+		err := finish(map[string]bool{"disk": true})
+		if c.err == "" && (err != nil || o.cfg.Disk != c.want) || c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err)) {
+			t.Errorf("--disk %s: %d, %v", c.arg, o.cfg.Disk, err)
+		}
+	}
+}
+
+// TestMakeDiskFailures: a mkfs that fails, and an image that does not
+// mount, leave no image, no mount and no loop device behind.
+func TestMakeDiskFailures(t *testing.T) {
+	needDisk(t)
+	bin := t.TempDir()
+	for _, c := range []struct{ name, script, want string }{
+		{"mkfs fails", "#!/bin/sh\necho 'no such thing' >&2\nexit 1\n", "no such thing"},
+		{"mount fails", "#!/bin/sh\nexit 0\n", "mounting"}, // an image of zeros is no filesystem
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			mkfs := filepath.Join(bin, strings.ReplaceAll(c.name, " ", "-"))
+			if err := os.WriteFile(mkfs, []byte(c.script), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			dir, image := filepath.Join(t.TempDir(), "ws"), filepath.Join(t.TempDir(), "ws.img")
+			if err := os.Mkdir(dir, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			err := makeDisk(context.Background(), mkfs, image, dir, 32<<20, DefaultUIDBase)
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("makeDisk: %v", err)
+			}
+			if _, err := os.Stat(image); !os.IsNotExist(err) {
+				t.Errorf("image left: %v", err)
+			}
+			if mounted(dir) {
+				t.Errorf("%s left mounted", dir)
+			}
+			if l := loopsFor(image); len(l) != 0 {
+				t.Errorf("loop devices left: %v", l)
+			}
+		})
+	}
+}
+
+// TestDiskStale: a pool started on the root of one killed with its
+// workspaces mounted unmounts them and removes their images.
+func TestDiskStale(t *testing.T) {
+	needDisk(t)
+	mkfs, _ := diskTool(false)
+	root := t.TempDir()
+	if _, err := poolRoot(root); err != nil {
+		t.Fatal(err)
+	}
+	dir, image := filepath.Join(root, "live", "stale"), filepath.Join(root, "disks", "stale.img")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := makeDisk(context.Background(), mkfs, image, dir, 16<<20, DefaultUIDBase); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "f"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	busy, err := os.Open(filepath.Join(dir, "f")) // in use: a plain unmount would fail
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := New(Config{Root: root, Listen: "127.0.0.1:1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if mounted(dir) {
+		t.Error("the stale workspace is still mounted")
+	}
+	for _, f := range []string{dir, image} {
+		if _, err := os.Stat(f); !os.IsNotExist(err) {
+			t.Errorf("%s left: %v", f, err)
+		}
+	}
+	busy.Close()
+	waitFor(t, 5*time.Second, "the stale loop device detached", func() bool { return len(loopsFor(image)) == 0 })
+}
+
+func TestUnescapeMount(t *testing.T) {
+	for in, want := range map[string]string{
+		`/a/b`:            "/a/b",
+		`/a\040b`:         "/a b",
+		`/a\011\012\134x`: "/a\t\n\\x",
+		`/a\04`:           `/a\04`,
+		`/a\999`:          `/a\999`,
+	} {
+		if got := unescapeMount(in); got != want {
+			t.Errorf("unescapeMount(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
