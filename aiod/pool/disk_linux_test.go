@@ -37,6 +37,17 @@ func loopsFor(image string) []string {
 // mounted reports whether dir is a mount point in this mount namespace.
 func mounted(dir string) bool { return slices.Contains(mountsUnder(filepath.Dir(dir)), dir) }
 
+// mountOptions are the per-mount options of the mount on dir.
+func mountOptions(dir string) []string {
+	b, _ := os.ReadFile("/proc/self/mountinfo")
+	for _, l := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(l); len(f) > 5 && unescapeMount(f[4]) == dir {
+			return strings.Split(f[5], ",")
+		}
+	}
+	return nil
+}
+
 // isExt4 reports whether image holds an ext4 superblock (magic 0xEF53
 // at byte 1080).
 func isExt4(image string) bool {
@@ -69,6 +80,12 @@ func TestDisk(t *testing.T) {
 	for _, ws := range []string{wsA, wsB} {
 		if !mounted(ws) {
 			t.Fatalf("%s is not a mount point", ws)
+		}
+		if opts := mountOptions(ws); !slices.Contains(opts, "nosuid") || !slices.Contains(opts, "nodev") {
+			t.Errorf("%s mounted %v", ws, opts)
+		}
+		if fi, err := os.Stat(ws); err != nil || fi.Mode().Perm() != 0o700 {
+			t.Errorf("%s: %v %v", ws, fi.Mode(), err)
 		}
 	}
 	out := tp.exec(a.ID, "dd if=/dev/zero of=big bs=1M count=64 2>&1; echo rc=$?; stat -c %u . ; id -u; ls -A | grep -v big")
