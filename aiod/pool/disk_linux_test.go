@@ -113,6 +113,11 @@ func TestDisk(t *testing.T) {
 	if m := tp.metrics(b.ID); m.DiskBytes < 8<<20 || m.DiskBytes > 10<<20 {
 		t.Errorf("b's disk_bytes %d", m.DiskBytes)
 	}
+	// Read from the filesystem each time, never a cached walk.
+	tp.exec(b.ID, "dd if=/dev/zero of=g bs=1M count=4 2>/dev/null")
+	if m := tp.metrics(b.ID); m.DiskBytes < 12<<20 || m.DiskBytes > 14<<20 {
+		t.Errorf("b's disk_bytes after 4 MiB more: %d", m.DiskBytes)
+	}
 
 	for _, c := range []struct {
 		id, ws, img string
