@@ -41,9 +41,11 @@ const (
 	MaxTimeout = 30 * 24 * 3600
 	// ShutdownBound is how long Close gives every sandbox to end.
 	ShutdownBound = 10 * time.Second
-	// MinDisk is the smallest --disk: below it ext4's own metadata takes
-	// a noticeable share (5% at 4 MiB, 1% at 16 MiB), and a workspace
-	// holds less than one Python wheel or npm package of some size.
+	// MinDisk is the smallest --disk. A smaller workspace holds too
+	// little to be of use (ext4 gives 16 MiB 4096 files and 14.4 MiB of
+	// data; its metadata and reserve take 10% of a small image, 3% of 1
+	// GiB), and a size given without its unit (--disk 1024) is refused
+	// rather than giving every sandbox 1 KiB.
 	MinDisk = 16 << 20
 )
 
