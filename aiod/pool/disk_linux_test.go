@@ -138,6 +138,8 @@ func TestDisk(t *testing.T) {
 		loops := loopsFor(c.img)
 		if len(loops) != 1 {
 			t.Errorf("loop devices of %s: %v", c.img, loops)
+		} else if dio, _ := os.ReadFile("/sys/block/" + loops[0] + "/loop/dio"); string(dio) != "1\n" {
+			t.Errorf("%s: direct I/O %q", loops[0], dio)
 		}
 		q := ""
 		if c.keep {
