@@ -282,6 +282,18 @@ func TestDiskStale(t *testing.T) {
 	waitFor(t, 5*time.Second, "the stale loop device detached", func() bool { return len(loopsFor(image)) == 0 })
 }
 
+// TestDiskRoom: a pool whose images could outgrow the host's free
+// space is warned about, one that fits is not.
+func TestDiskRoom(t *testing.T) {
+	dir := t.TempDir()
+	if w := diskRoom(dir, MinDisk, 1); w != "" {
+		t.Errorf("one 16 MiB image: %q", w)
+	}
+	if w := diskRoom(dir, 1<<50, 64); !strings.Contains(w, "--max 64 workspaces of --disk 1024TiB could take 65536TiB") {
+		t.Errorf("64 PiB: %q", w)
+	}
+}
+
 func TestUnescapeMount(t *testing.T) {
 	for in, want := range map[string]string{
 		`/a/b`:            "/a/b",
