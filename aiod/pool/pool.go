@@ -158,7 +158,7 @@ type Pool struct {
 // checkDisk refuses a --disk below MinDisk.
 func checkDisk(n int64) error {
 	if n < MinDisk {
-		return fmt.Errorf("disk must be at least %s per workspace, got %s", sandbox.FormatSize(MinDisk), sandbox.FormatSize(n))
+		return fmt.Errorf("must be at least %s per workspace, got %s", sandbox.FormatSize(MinDisk), sandbox.FormatSize(n))
 	}
 	return nil
 }
@@ -217,7 +217,7 @@ func New(cfg Config) (*Pool, error) {
 	var mkfs string
 	if cfg.Disk != 0 {
 		if err := checkDisk(cfg.Disk); err != nil {
-			return nil, err
+			return nil, fmt.Errorf("disk: %w", err)
 		}
 		var err error
 		if mkfs, err = diskTool(single); err != nil {
