@@ -58,9 +58,11 @@ func diskTool(single bool) (string, error) {
 	if single {
 		return "", errors.New("--disk needs aiod pool to run as root outside a user namespace (each workspace is a filesystem mounted through a loop device)")
 	}
-	if _, err := os.Stat("/dev/loop-control"); err != nil {
-		return "", fmt.Errorf("--disk needs loop devices (/dev/loop-control: %w); load the loop module", err)
+	ctl, err := os.OpenFile("/dev/loop-control", os.O_RDWR|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return "", fmt.Errorf("--disk needs loop devices (%w): load the loop module, or give a container /dev/loop-control", err)
 	}
+	ctl.Close()
 	mkfs, err := exec.LookPath("mkfs.ext4")
 	if err != nil {
 		return "", errors.New("--disk formats each workspace as ext4, but mkfs.ext4 is not on PATH: install e2fsprogs (apt-get install e2fsprogs)")
@@ -68,22 +70,22 @@ func diskTool(single bool) (string, error) {
 	return mkfs, nil
 }
 
-// diskRoom says, for the log, whether max images of size each could
-// outgrow the free space of the filesystem under dir ("" when they
-// cannot). Images are sparse, so this is a warning, not a refusal: a
+// diskRoom says, for the log, whether n images of size each (--max
+// plus --warm) could outgrow the free space of the filesystem under dir
+// ("" when they cannot). Images are sparse, so this is a warning, not a refusal: a
 // host whose disk fills makes writes in every workspace fail with I/O
 // errors, not ENOSPC in the one that wrote.
-func diskRoom(dir string, size int64, max int) string {
+func diskRoom(dir string, size int64, n int) string {
 	var st unix.Statfs_t
 	if unix.Statfs(dir, &st) != nil {
 		return ""
 	}
 	free := st.Bavail * uint64(st.Bsize)
-	if uint64(size)*uint64(max) <= free {
+	if uint64(size)*uint64(n) <= free {
 		return ""
 	}
-	return fmt.Sprintf("--max %d workspaces of --disk %s could take %s, but %s has %s free: a full host disk fails every workspace's writes",
-		max, sandbox.FormatSize(size), sandbox.FormatSize(size*int64(max)), dir, sandbox.FormatSize(int64(free)))
+	return fmt.Sprintf("%d workspaces (--max and --warm) of --disk %s could take %s, but %s has %s free: a full host disk fails every workspace's writes",
+		n, sandbox.FormatSize(size), sandbox.FormatSize(size*int64(n)), dir, sandbox.FormatSize(int64(free)))
 }
 
 // makeDisk makes image (size bytes, ext4, its root owned by owner) and

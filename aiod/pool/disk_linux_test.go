@@ -289,7 +289,7 @@ func TestDiskRoom(t *testing.T) {
 	if w := diskRoom(dir, MinDisk, 1); w != "" {
 		t.Errorf("one 16 MiB image: %q", w)
 	}
-	if w := diskRoom(dir, 1<<50, 64); !strings.Contains(w, "--max 64 workspaces of --disk 1024TiB could take 65536TiB") {
+	if w := diskRoom(dir, 1<<50, 64); !strings.Contains(w, "64 workspaces (--max and --warm) of --disk 1024TiB could take 65536TiB") {
 		t.Errorf("64 PiB: %q", w)
 	}
 }

@@ -240,7 +240,7 @@ func New(cfg Config) (*Pool, error) {
 		uids: map[int]bool{}, policy: policy, createSem: make(chan struct{}, cfg.CreateConcurrency), refill: make(chan struct{}, 1),
 		hostUIDs: hostUIDs(), single: single, mkfs: mkfs}
 	if cfg.Disk > 0 {
-		if warn := diskRoom(filepath.Join(root, "disks"), cfg.Disk, cfg.Max); warn != "" {
+		if warn := diskRoom(filepath.Join(root, "disks"), cfg.Disk, cfg.Max+cfg.Warm); warn != "" {
 			p.log.Warn(warn)
 		}
 	}
