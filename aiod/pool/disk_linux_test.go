@@ -282,6 +282,37 @@ func TestDiskStale(t *testing.T) {
 	waitFor(t, 5*time.Second, "the stale loop device detached", func() bool { return len(loopsFor(image)) == 0 })
 }
 
+// TestUnmountDiskBusy: a filesystem still in use (a file open on it) is
+// detached at once and released with its last user, its loop device
+// with it; an unmount of what is no mount is no error.
+func TestUnmountDiskBusy(t *testing.T) {
+	needDisk(t)
+	mkfs, _ := diskTool(false)
+	root := diskRoot(t)
+	dir, image := filepath.Join(root, "ws"), filepath.Join(root, "ws.img")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := makeDisk(context.Background(), mkfs, image, dir, MinDisk, DefaultUIDBase); err != nil {
+		t.Fatal(err)
+	}
+	busy, err := os.Create(filepath.Join(dir, "f"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := unmountDisk(dir); err != nil || mounted(dir) {
+		t.Fatalf("unmount of a busy disk: %v, still mounted %v", err, mounted(dir))
+	}
+	if len(loopsFor(image)) != 1 {
+		t.Errorf("the loop device went while a file was open on it")
+	}
+	busy.Close()
+	waitFor(t, 5*time.Second, "the loop device detached", func() bool { return len(loopsFor(image)) == 0 })
+	if err := unmountDisk(dir); err != nil {
+		t.Errorf("unmount of a plain directory: %v", err)
+	}
+}
+
 // TestDiskRoom: a pool whose images could outgrow the host's free
 // space is warned about, one that fits is not.
 func TestDiskRoom(t *testing.T) {
