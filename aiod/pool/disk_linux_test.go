@@ -169,6 +169,39 @@ func TestDisk(t *testing.T) {
 	}
 }
 
+// TestDiskTemplateTooBig: a template larger than --disk fails the
+// create with ENOSPC named, and leaves no mount, image or loop device.
+func TestDiskTemplateTooBig(t *testing.T) {
+	needDisk(t)
+	tpl := t.TempDir()
+	f, err := os.Create(filepath.Join(tpl, "big"))
+	if err == nil {
+		err = f.Truncate(40 << 20) // sparse here, 40 MiB of zeros once copied
+		f.Close()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	tp := startPool(t, Config{Root: diskRoot(t), Disk: MinDisk, Templates: map[string]string{"big": tpl}})
+	code, body := tp.do("POST", "/v2/sandboxes", map[string]any{"template": "big"})
+	if code != 500 || !strings.Contains(string(body), "no space left on device") {
+		t.Errorf("create: %d %s", code, body)
+	}
+	if m := mountsUnder(filepath.Join(tp.root, "live")); len(m) != 0 {
+		t.Errorf("mounts left: %v", m)
+	}
+	images, _ := filepath.Glob(filepath.Join(tp.root, "disks", "*"))
+	if len(images) != 0 {
+		t.Errorf("images left: %v", images)
+	}
+	files, _ := filepath.Glob("/sys/block/loop*/loop/backing_file")
+	for _, f := range files {
+		if b, _ := os.ReadFile(f); strings.HasPrefix(string(b), tp.root) {
+			t.Errorf("%s: %s", f, b)
+		}
+	}
+}
+
 // TestDiskNoMkfs: a pool with Disk refuses to start without mkfs.ext4,
 // naming the package that has it.
 func TestDiskNoMkfs(t *testing.T) {
