@@ -74,8 +74,9 @@ func diskTool(single bool) (string, error) {
 // diskRoom says, for the log, whether n images of size each (--max
 // plus --warm) could outgrow the free space of the filesystem under dir
 // ("" when they cannot). Images are sparse, so this is a warning, not
-// a refusal: a host whose disk fills makes writes in every workspace
-// fail with I/O errors, not ENOSPC in the one that wrote.
+// a refusal; but a host whose disk fills fails every workspace, not
+// the one that wrote: writes are accepted, then lost (tried: fsync
+// answers ENOSPC and the kernel logs "potential data loss").
 func diskRoom(dir string, size int64, n int) string {
 	var st unix.Statfs_t
 	if unix.Statfs(dir, &st) != nil {
