@@ -34,6 +34,7 @@ type box struct {
 	template, network string
 	limits            Limits
 	dir               string // the workspace on the host
+	image             string // with Config.Disk, the image file mounted on dir
 	created           time.Time
 	// claimedWarm and officeName are set by admit, under the pool's lock,
 	// before the box is handed to the create that claimed it.
@@ -86,6 +87,11 @@ func (b *box) start() (err error) {
 	if !p.single {
 		owner = p.cfg.UIDBase
 		if err := os.Lchown(b.dir, owner, owner); err != nil {
+			return fmt.Errorf("workspace: %w", err)
+		}
+	}
+	if b.image != "" { // a filesystem of its own, owned as the directory is (close undoes it)
+		if err := makeDisk(p.ctx, p.mkfs, b.image, b.dir, p.cfg.Disk, owner); err != nil {
 			return fmt.Errorf("workspace: %w", err)
 		}
 	}
@@ -397,8 +403,13 @@ func (b *box) usage() (Metrics, error) {
 }
 
 // diskBytes is the space the workspace's files take (blocks, as du),
-// cached for 5 s.
+// cached for 5 s; with a disk of its own, its filesystem's used blocks
+// (statfs, as df: cheap, so read each time).
 func (b *box) diskBytes() uint64 {
+	if b.image != "" {
+		n, _ := diskUsed(b.dir)
+		return n
+	}
 	b.mu.Lock()
 	if time.Since(b.diskAt) < 5*time.Second {
 		d := b.disk
@@ -455,6 +466,10 @@ func (b *box) close(ctx context.Context, keep bool) {
 
 // removeWorkspace deletes the workspace, or moves it under Root/kept.
 func (b *box) removeWorkspace(keep bool) {
+	if b.image != "" {
+		b.removeDisk(keep)
+		return
+	}
 	if keep {
 		kept := filepath.Join(b.p.root, "kept", b.id)
 		if err := os.Rename(b.dir, kept); err == nil {
@@ -464,5 +479,31 @@ func (b *box) removeWorkspace(keep bool) {
 	}
 	if err := os.RemoveAll(b.dir); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		b.p.log.Warn("workspace not removed", "id", b.id, "err", err)
+	}
+}
+
+// removeDisk unmounts the workspace's filesystem (its loop device then
+// detaches itself) and deletes its image, or moves it to
+// Root/kept/{id}.img. Whatever the box's start reached (no image, an
+// image not mounted, a mounted one) ends removed. A mount that cannot
+// be removed is left in place, its directory and image with it: the
+// next start of the pool removes them.
+func (b *box) removeDisk(keep bool) {
+	if err := unmountDisk(b.dir); err != nil {
+		b.p.log.Warn("workspace not removed", "id", b.id, "err", err)
+		return
+	}
+	if err := os.Remove(b.dir); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		b.p.log.Warn("workspace not removed", "id", b.id, "err", err)
+	}
+	if keep {
+		kept := filepath.Join(b.p.root, "kept", b.id+".img")
+		if err := os.Rename(b.image, kept); err == nil {
+			b.p.log.Info("workspace kept", "id", b.id, "path", kept)
+			return
+		}
+	}
+	if err := os.Remove(b.image); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		b.p.log.Warn("workspace image not removed", "id", b.id, "err", err)
 	}
 }

@@ -74,6 +74,7 @@ func flags() (*flag.FlagSet, *options, func(set map[string]bool) error) {
 	tpl := templates{}
 	fs.Var(tpl, "template", "NAME=DIR: a template whose workspaces start as a copy of DIR (repeatable)")
 	memory := fs.String("memory", sandbox.FormatSize(DefaultMemory), "each sandbox's memory by default (KiB, MiB, GiB)")
+	disk := fs.String("disk", "", "each workspace's disk space (MiB, GiB; at least 16MiB): a filesystem of its own, needs root and mkfs.ext4 (default: no bound, workspaces share --root's filesystem)")
 	fs.IntVar(&o.cfg.Pids, "pids", DefaultPids, "each sandbox's processes and threads by default")
 	fs.Float64Var(&o.cfg.CPUs, "cpus", DefaultCPUs, "each sandbox's CPU time by default, in CPUs")
 	fs.IntVar(&o.cfg.UIDBase, "uid-base", 0, "the first of the 65536 host uids the sandboxes' accounts take (default: the first range from 1900000000 up that no other pool of this host holds)")
@@ -96,6 +97,16 @@ func flags() (*flag.FlagSet, *options, func(set map[string]bool) error) {
 			return fmt.Errorf("--memory: %w", err)
 		}
 		o.cfg.Memory = n
+		if *disk != "" {
+			n, err := sandbox.ParseSize(*disk)
+			if err == nil {
+				err = checkDisk(n)
+			}
+			if err != nil {
+				return fmt.Errorf("--disk: %w", err)
+			}
+			o.cfg.Disk = n
+		}
 		if err := sandbox.CheckPids(o.cfg.Pids); err != nil {
 			return fmt.Errorf("--pids: %w", err)
 		}
@@ -185,7 +196,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	log.Info("aiod pool listening", "addr", ln.Addr().String(), "url", "http://"+ln.Addr().String(), "auth", o.cfg.Token != "",
-		"max", o.cfg.Max, "warm", o.cfg.Warm, "root", p.root, "server", redact.URL(o.cfg.Server))
+		"max", o.cfg.Max, "warm", o.cfg.Warm, "root", p.root, "disk", sandbox.FormatSize(o.cfg.Disk), "server", redact.URL(o.cfg.Server))
 	if o.cfg.Token == "" {
 		log.Warn("no token: anyone who can reach the pool's address can create sandboxes and run commands in them; set --token or $" + EnvToken)
 	}

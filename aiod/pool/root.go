@@ -17,8 +17,9 @@ import (
 
 // takeRoot locks the pool's root (Root/.lock, flock) so two pools never
 // share one, and removes the workspaces a pool killed before it could
-// clean up left under Root/live (sandboxes end with their pool). The
-// lock is held until the returned file is closed.
+// clean up left under Root/live, with their images under Root/disks
+// (sandboxes end with their pool). The lock is held until the returned
+// file is closed.
 func takeRoot(root string) (*os.File, error) {
 	f, err := os.OpenFile(filepath.Join(root, ".lock"), os.O_RDWR|os.O_CREATE|unix.O_CLOEXEC, 0o600)
 	if err != nil {
@@ -31,10 +32,17 @@ func takeRoot(root string) (*os.File, error) {
 		}
 		return nil, fmt.Errorf("root: lock: %w", err)
 	}
+	// Filesystems of workspaces with --disk are unmounted first (lazily:
+	// their loop devices detach once released), so what is removed next
+	// is their empty mount points, never their contents through a mount
+	// still in use; their images go after.
 	live := filepath.Join(root, "live")
-	entries, _ := os.ReadDir(live)
-	for _, e := range entries {
-		_ = os.RemoveAll(filepath.Join(live, e.Name()))
+	unmountStale(live)
+	for _, sub := range []string{live, filepath.Join(root, "disks")} {
+		entries, _ := os.ReadDir(sub)
+		for _, e := range entries {
+			_ = os.RemoveAll(filepath.Join(sub, e.Name()))
+		}
 	}
 	return f, nil
 }
