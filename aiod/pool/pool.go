@@ -152,6 +152,7 @@ type Pool struct {
 	ports     *portProxy
 	policy    *origin.Policy // the Host and Origin rule of the pool's routes
 	hostUIDs  map[int]bool   // uids of the host's accounts, never handed out
+	lastClaim time.Time      // when a create last took a warm sandbox (p.mu)
 	uidLock   *os.File       // holds the pool's uid range (reserveUIDs); nil for an unprivileged pool
 	single    bool           // no distinct accounts: an unprivileged pool
 	mkfs      string         // mkfs.ext4's path, with Disk
@@ -375,6 +376,7 @@ func (p *Pool) admit(s spec) (*box, error) {
 		b = p.warm[0]
 		p.warm = p.warm[1:]
 		b.claimedWarm = true
+		p.lastClaim = time.Now()
 		b.created = time.Now() // its life as this create's sandbox starts now
 		p.wakeRefill()
 	} else {
@@ -664,6 +666,9 @@ func (p *Pool) reap() {
 	}
 }
 
+// refillQuiet is how long after a claim the warm pool's refill waits.
+const refillQuiet = 200 * time.Millisecond
+
 // wakeRefill asks the refiller to look at the warm pool again.
 func (p *Pool) wakeRefill() {
 	select {
@@ -685,6 +690,21 @@ func (p *Pool) refillWarm() {
 		case <-p.refill:
 		}
 		for {
+			// A start takes most of a CPU for tens of milliseconds: it
+			// waits until no sandbox has been claimed for refillQuiet, so
+			// the claimer's first requests are not slowed by the refill
+			// its claim asked for.
+			p.mu.Lock()
+			wait := refillQuiet - time.Since(p.lastClaim)
+			p.mu.Unlock()
+			if wait > 0 {
+				select {
+				case <-p.ctx.Done():
+					return
+				case <-time.After(wait):
+				}
+				continue
+			}
 			p.mu.Lock()
 			need := !p.closed && len(p.warm)+p.warming < p.cfg.Warm
 			var b *box

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"sync"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -55,16 +56,42 @@ func swapMap(a, b int) []syscall.SysProcIDMap {
 	return m
 }
 
+// holder is the program that holds a new user namespace while its
+// descriptor is opened: the system's cat, which only reads its standard
+// input until it closes, where there is one (its start costs about a
+// millisecond; this binary's, tens: every package of it initialises),
+// else this binary with holdArg, which does the same.
+func holder() (path string, args []string) {
+	holderOnce.Do(func() {
+		for _, p := range []string{"/usr/bin/cat", "/bin/cat"} {
+			if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
+				holderPath = p
+				return
+			}
+		}
+	})
+	if holderPath != "" {
+		return holderPath, []string{"aiod-sandbox-userns"}
+	}
+	return Executable, []string{"aiod-sandbox-userns", InitArg, holdArg}
+}
+
+var (
+	holderOnce sync.Once
+	holderPath string
+)
+
 // newUserNS returns a descriptor of a new user namespace with the given
-// maps: a holder process (this binary with holdArg) is started in it,
-// the namespace opened, and the holder ended.
+// maps: a holder process ([holder]) is started in it, the namespace
+// opened, and the holder ended.
 func newUserNS(uids, gids []syscall.SysProcIDMap) (*os.File, error) {
 	keepR, keepW, err := os.Pipe()
 	if err != nil {
 		return nil, err
 	}
 	defer keepW.Close()
-	cmd := &exec.Cmd{Path: Executable, Args: []string{"aiod-sandbox-userns", InitArg, holdArg}, Env: []string{}, Dir: "/",
+	path, args := holder()
+	cmd := &exec.Cmd{Path: path, Args: args, Env: []string{}, Dir: "/",
 		Stdin: keepR, SysProcAttr: &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWUSER, UidMappings: uids, GidMappings: gids}}
 	err = cmd.Start()
 	keepR.Close()
