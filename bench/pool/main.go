@@ -1,23 +1,23 @@
 // Command pool measures aiod pool against the targets of issue 29, with
 // the kernel floor measured in the same run:
 //
-//	go run ./bench/pool [-n 100] [-idle 100] [-concurrent 100]
+//		go run ./bench/pool [-n 100] [-idle 100] [-concurrent 100]
 //
-//   - floor: the kernel's own cost of a sandbox's start, in this process:
-//     a cgroup made, /bin/true cloned into fresh mount, PID, IPC, UTS and
-//     network namespaces and placed in it, waited for, the cgroup removed
-//     (floor.go);
-//   - create → first echo, p50 and p99: POST /v2/sandboxes then POST
-//     /sandboxes/{id}/v1/shell/exec `echo hi`, from the warm pool (the
-//     pool refilled before each) and cold (a request the warm sandboxes
-//     do not fit), each sandbox deleted after;
-//   - pause and resume of one sandbox, p50 each;
-//   - the port proxy: GET of a small file from python3's http.server in a
-//     sandbox with the host's network, through /sandboxes/{id}/ports/N/
-//     and directly at 127.0.0.1:N, interleaved;
-//   - idle memory: -idle sandboxes created and left idle, then the PSS of
-//     the pool and every process below it, divided by the sandboxes;
-//   - -concurrent creates at once: failures and p99.
+//	  - floor: the kernel's own cost of a sandbox's start, in this process:
+//	    a cgroup made, /bin/true cloned into fresh mount, PID, IPC, UTS and
+//	    network namespaces and placed in it, waited for, the cgroup removed
+//	    (floor.go);
+//	  - create → first echo, p50 and p99: POST /v2/sandboxes then POST
+//	    /sandboxes/{id}/v1/shell/exec `echo hi`, from the warm pool (the
+//	    pool refilled before each) and cold (a request the warm sandboxes
+//	    do not fit), each sandbox deleted after;
+//	  - pause and resume of one sandbox, p50 each;
+//	  - the port proxy: GET of a small file from python3's http.server in a
+//	    sandbox with the host's network, through /sandboxes/{id}/ports/N/
+//	    and directly at 127.0.0.1:N, interleaved;
+//	  - idle memory: -idle sandboxes created and left idle, then the PSS of
+//	    the pool and every process below it, divided by the sandboxes;
+//	  - -concurrent creates at once: failures and p99.
 //
 // It needs root (the pool does). It prints markdown for bench/RESULTS.md.
 package main

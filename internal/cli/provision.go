@@ -251,4 +251,6 @@ func (p clientConsolePool) Resume(ctx context.Context, id string) error {
 	return err
 }
 
-func (p clientConsolePool) Delete(ctx context.Context, id string) error { return p.c.Delete(ctx, id, false) }
+func (p clientConsolePool) Delete(ctx context.Context, id string) error {
+	return p.c.Delete(ctx, id, false)
+}
