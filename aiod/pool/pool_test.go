@@ -16,6 +16,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
 	"github.com/a2c-smcp/a2c-go/aiod/internal/sandbox"
 )
 
@@ -709,5 +712,36 @@ func TestIdleTimeout(t *testing.T) {
 	}
 	if st := tp.state(s.ID); st != Running {
 		t.Errorf("state while used: %s", st)
+	}
+}
+
+// TestPrometheus: the pool's /metrics has its counters and a series per
+// sandbox, labelled by id and office, and reading it resumes nothing.
+func TestPrometheus(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	tp := startPool(t, Config{Registerer: reg, Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{})})
+	s := tp.create(nil)
+	tp.exec(s.ID, "true")
+	if code, _ := tp.do("POST", "/v2/sandboxes/"+s.ID+"/pause", nil); code != 200 {
+		t.Fatal("pause")
+	}
+	code, body := tp.do("GET", "/metrics", nil)
+	text := string(body)
+	for _, want := range []string{
+		`aiod_pool_creates_total{source="cold"} 1`,
+		`aiod_pool_sandboxes{state="paused"} 1`,
+		`aiod_pool_sandbox_memory_limit_bytes{id="` + s.ID + `",office=""} 1.073741824e+09`,
+		`aiod_pool_sandbox_pids{id="` + s.ID + `",office=""}`,
+		`aiod_pool_sandbox_cpu_seconds_total{id="` + s.ID + `",office=""}`,
+	} {
+		if code != 200 || !strings.Contains(text, want) {
+			t.Errorf("/metrics lacks %s (%d)", want, code)
+		}
+	}
+	if st := tp.state(s.ID); st != Paused {
+		t.Errorf("a scrape resumed the sandbox: %s", st)
+	}
+	if code, _ := tp.do("GET", "/metrics", nil, "X-API-Key", ""); code != 401 {
+		t.Errorf("/metrics without the token: %d", code)
 	}
 }
