@@ -1,3 +1,5 @@
+//go:build linux
+
 // Command pool measures aiod pool against the targets of issue 29, with
 // the kernel floor measured in the same run:
 //
