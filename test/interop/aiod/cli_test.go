@@ -214,7 +214,7 @@ func TestAiodUsageErrors(t *testing.T) {
 		{nil, []string{"--office", "o1"}, "aiod: --office needs --server URL"},
 		{nil, []string{"--server", "http://127.0.0.1:8000"}, "aiod: --server needs --office"},
 		{nil, []string{"--office", "o1", "--server", "http://127.0.0.1:8000", "--approve", "ask"}, `aiod: --approve must be all or none, got "ask"`},
-		{nil, []string{"launch"}, `aiod: unknown command "launch" (commands: start, version, doctor, print-openapi, computer-use; see aiod --help)`},
+		{nil, []string{"launch"}, `aiod: unknown command "launch" (commands: start, version, doctor, print-openapi, computer-use, pool; see aiod --help)`},
 		{nil, []string{"print-openapi", "v3"}, `aiod: print-openapi: unknown document "v3" (want v1 or v2)`},
 		{[]string{"AIO_API_SURFACE=v1"}, nil, `aiod: AIO_API_SURFACE must be full or v2, got "v1"`},
 		{[]string{"EXTRA_MCP_SERVERS=[]"}, nil, `aiod: EXTRA_MCP_SERVERS must be a JSON object such as`},
