@@ -40,12 +40,12 @@ func (p *Pool) Handler() http.Handler {
 	}
 	mux.HandleFunc("POST /v2/sandboxes", p.auth(p.create))
 	mux.HandleFunc("GET /v2/sandboxes", p.auth(p.list))
-	mux.HandleFunc("GET /v2/sandboxes/{id}", p.auth(p.get))
+	mux.HandleFunc("GET /v2/sandboxes/{id}", p.auth(p.byID(p.get)))
 	mux.HandleFunc("DELETE /v2/sandboxes/{id}", p.auth(p.delete))
-	mux.HandleFunc("POST /v2/sandboxes/{id}/pause", p.auth(p.pause))
-	mux.HandleFunc("POST /v2/sandboxes/{id}/resume", p.auth(p.resume))
-	mux.HandleFunc("POST /v2/sandboxes/{id}/timeout", p.auth(p.timeout))
-	mux.HandleFunc("GET /v2/sandboxes/{id}/metrics", p.auth(p.metricsRoute))
+	mux.HandleFunc("POST /v2/sandboxes/{id}/pause", p.auth(p.byID(p.pause)))
+	mux.HandleFunc("POST /v2/sandboxes/{id}/resume", p.auth(p.byID(p.resume)))
+	mux.HandleFunc("POST /v2/sandboxes/{id}/timeout", p.auth(p.byID(p.timeout)))
+	mux.HandleFunc("GET /v2/sandboxes/{id}/metrics", p.auth(p.byID(p.metricsRoute)))
 	mux.HandleFunc("/v2/sandboxes", methodNotAllowed("GET, POST"))
 	mux.HandleFunc("/v2/sandboxes/{id}", methodNotAllowed("GET, DELETE"))
 	mux.HandleFunc("/v2/sandboxes/{id}/{action}", p.auth(func(w http.ResponseWriter, r *http.Request) {
@@ -167,42 +167,43 @@ func requestBase(r *http.Request) string {
 	return scheme + "://" + r.Host
 }
 
-// readJSON decodes r's body into v, strictly: an empty body is {}; a
-// body not declared JSON is 415; unknown fields, trailing data and a
-// body over maxBody are 400/413. It answers the error itself and
-// reports false.
+// readJSON decodes r's body into v (decodeJSON), answering a refusal
+// itself; it reports whether v holds the body.
 func readJSON(w http.ResponseWriter, r *http.Request, v any) bool {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
-	if err != nil {
-		var mb *http.MaxBytesError
-		if errors.As(err, &mb) {
-			writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("the body is larger than %d bytes", maxBody))
-		} else {
-			writeError(w, http.StatusBadRequest, "the body could not be read")
-		}
+	if err := decodeJSON(r, v); err != nil {
+		var e *Error
+		errors.As(err, &e)
+		writeError(w, e.Status, e.Message)
 		return false
+	}
+	return true
+}
+
+// decodeJSON decodes r's body into v, strictly: an empty body is {}; a
+// body not declared JSON is 415; unknown fields, trailing data and a
+// body over maxBody are 400/413. Its errors are *Error.
+func decodeJSON(r *http.Request, v any) error {
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
+	if err != nil {
+		return &Error{Status: http.StatusBadRequest, Message: "the body could not be read"}
+	}
+	if len(body) > maxBody {
+		return &Error{Status: http.StatusRequestEntityTooLarge, Message: fmt.Sprintf("the body is larger than %d bytes", maxBody)}
 	}
 	if len(bytes.TrimSpace(body)) == 0 {
 		body = []byte("{}")
 	} else if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
-		writeError(w, http.StatusUnsupportedMediaType, "Expected request with `Content-Type: application/json`")
-		return false
+		return &Error{Status: http.StatusUnsupportedMediaType, Message: "Expected request with `Content-Type: application/json`"}
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		writeError(w, http.StatusBadRequest, decodeMessage(err))
-		return false
-	}
-	if dec.More() {
-		writeError(w, http.StatusBadRequest, "the body holds more than one JSON value")
-		return false
+		return &Error{Status: http.StatusBadRequest, Message: decodeMessage(err)}
 	}
 	if _, err := dec.Token(); err != io.EOF {
-		writeError(w, http.StatusBadRequest, "the body holds more than one JSON value")
-		return false
+		return &Error{Status: http.StatusBadRequest, Message: "the body holds more than one JSON value"}
 	}
-	return true
+	return nil
 }
 
 // decodeMessage words a decoding error, naming the field.
@@ -569,18 +570,28 @@ func pathID(w http.ResponseWriter, r *http.Request) (string, bool) {
 	return id, true
 }
 
-func (p *Pool) get(w http.ResponseWriter, r *http.Request) {
-	id, ok := pathID(w, r)
-	if !ok {
-		return
+// byID is a route of one sandbox: the {id} checked first (404 when it
+// cannot be one), then op's answer, 200 with its value, or its error.
+func (p *Pool) byID(op func(r *http.Request, id string) (any, error)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		id, ok := pathID(w, r)
+		if !ok {
+			return
+		}
+		v, err := op(r, id)
+		if err != nil {
+			p.fail(w, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, v)
 	}
-	s, err := p.Get(id, requestBase(r))
-	if err != nil {
-		p.fail(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, s)
 }
+
+func (p *Pool) get(r *http.Request, id string) (any, error) { return p.Get(id, requestBase(r)) }
+
+func (p *Pool) pause(r *http.Request, id string) (any, error) { return p.Pause(id, requestBase(r)) }
+
+func (p *Pool) metricsRoute(_ *http.Request, id string) (any, error) { return p.Metrics(id) }
 
 func (p *Pool) delete(w http.ResponseWriter, r *http.Request) {
 	id, ok := pathID(w, r)
@@ -603,87 +614,45 @@ func (p *Pool) delete(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
-func (p *Pool) pause(w http.ResponseWriter, r *http.Request) {
-	id, ok := pathID(w, r)
-	if !ok {
-		return
-	}
-	s, err := p.Pause(id, requestBase(r))
-	if err != nil {
-		p.fail(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, s)
-}
-
 // timeoutBody is the body of resume (optional) and timeout.
 type timeoutBody struct {
 	TimeoutS json.RawMessage `json:"timeout_s"`
 }
 
-func (p *Pool) resume(w http.ResponseWriter, r *http.Request) {
-	id, ok := pathID(w, r)
-	if !ok {
-		return
-	}
+// timeoutArg reads timeout_s from r's body: nil when absent (an error
+// when required), else the checked number of seconds.
+func timeoutArg(r *http.Request, required bool) (*int, error) {
 	var body timeoutBody
-	if !readJSON(w, r, &body) {
-		return
-	}
-	var t *int
-	if present(body.TimeoutS) {
-		n, err := seconds("timeout_s", body.TimeoutS)
-		if err != nil {
-			p.fail(w, err)
-			return
-		}
-		t = &n
-	}
-	s, err := p.Resume(id, t, requestBase(r))
-	if err != nil {
-		p.fail(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, s)
-}
-
-func (p *Pool) timeout(w http.ResponseWriter, r *http.Request) {
-	id, ok := pathID(w, r)
-	if !ok {
-		return
-	}
-	var body timeoutBody
-	if !readJSON(w, r, &body) {
-		return
+	if err := decodeJSON(r, &body); err != nil {
+		return nil, err
 	}
 	if !present(body.TimeoutS) {
-		writeError(w, http.StatusBadRequest, "missing field `timeout_s`")
-		return
+		if required {
+			return nil, &Error{Status: http.StatusBadRequest, Message: "missing field `timeout_s`"}
+		}
+		return nil, nil
 	}
 	n, err := seconds("timeout_s", body.TimeoutS)
 	if err != nil {
-		p.fail(w, err)
-		return
+		return nil, err
 	}
-	s, err := p.SetTimeout(id, n, requestBase(r))
-	if err != nil {
-		p.fail(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, s)
+	return &n, nil
 }
 
-func (p *Pool) metricsRoute(w http.ResponseWriter, r *http.Request) {
-	id, ok := pathID(w, r)
-	if !ok {
-		return
-	}
-	m, err := p.Metrics(id)
+func (p *Pool) resume(r *http.Request, id string) (any, error) {
+	t, err := timeoutArg(r, false)
 	if err != nil {
-		p.fail(w, err)
-		return
+		return nil, err
 	}
-	writeJSON(w, http.StatusOK, m)
+	return p.Resume(id, t, requestBase(r))
+}
+
+func (p *Pool) timeout(r *http.Request, id string) (any, error) {
+	t, err := timeoutArg(r, true)
+	if err != nil {
+		return nil, err
+	}
+	return p.SetTimeout(id, *t, requestBase(r))
 }
 
 // sandboxAPI serves /sandboxes/{id}/...: the port proxy for

@@ -44,6 +44,7 @@ import (
 
 	"github.com/a2c-smcp/a2c-go/bench/internal/lat"
 	"github.com/a2c-smcp/a2c-go/bench/internal/procs"
+	"github.com/a2c-smcp/a2c-go/internal/proctree"
 )
 
 const token = "bench-pool-token"
@@ -284,7 +285,7 @@ func measureIdle(base string, pid, count int) (perBox, pool float64) {
 	}
 	time.Sleep(12 * time.Second) // past the pool's idle trim (10 s)
 	total := pss(pid)
-	for _, d := range descendants(pid) {
+	for _, d := range proctree.Descendants(pid) {
 		total += pss(d)
 	}
 	pool = pss(pid)
@@ -307,37 +308,6 @@ func pss(pid int) float64 {
 		}
 	}
 	return 0
-}
-
-// descendants are the processes below pid.
-func descendants(pid int) []int {
-	parent := map[int]int{}
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		n, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil {
-			continue
-		}
-		s := string(stat)
-		f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
-		if len(f) > 1 {
-			parent[n], _ = strconv.Atoi(f[1])
-		}
-	}
-	var out []int
-	for n := range parent {
-		for a := parent[n]; a > 1; a = parent[a] {
-			if a == pid {
-				out = append(out, n)
-				break
-			}
-		}
-	}
-	return out
 }
 
 // measureConcurrent sends count creates at once and returns the failures

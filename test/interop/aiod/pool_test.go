@@ -2,6 +2,7 @@ package aiod
 
 import (
 	"github.com/a2c-smcp/a2c-go/agent"
+	"github.com/a2c-smcp/a2c-go/internal/proctree"
 	"github.com/a2c-smcp/a2c-go/smcp"
 	"github.com/a2c-smcp/a2c-go/test/interop/internal/harness"
 
@@ -15,7 +16,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -74,39 +74,6 @@ func (p *poolProc) sandbox(s map[string]any) *aio {
 type quietTB struct{ testing.TB }
 
 func (quietTB) Errorf(string, ...any) {}
-
-// descendants are the live processes below pid (children, theirs, ...).
-func descendants(pid int) []int {
-	parent := map[int]int{}
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		n, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil {
-			continue
-		}
-		s := string(stat)
-		rest := s[strings.LastIndexByte(s, ')')+2:]
-		f := strings.Fields(rest)
-		if len(f) > 1 && f[0] != "Z" {
-			ppid, _ := strconv.Atoi(f[1])
-			parent[n] = ppid
-		}
-	}
-	var out []int
-	for n := range parent {
-		for a := parent[n]; a > 1; a = parent[a] {
-			if a == pid {
-				out = append(out, n)
-				break
-			}
-		}
-	}
-	return out
-}
 
 // alive reports which of pids still run (zombies count as gone).
 func alive(pids []int) []int {
@@ -196,7 +163,7 @@ func TestPoolStops(t *testing.T) {
 				}
 			}
 			pid := p.Cmd().Process.Pid
-			kids := descendants(pid)
+			kids := proctree.Descendants(pid)
 			if len(kids) < 5 { // two inits and their sleeps, the warm init
 				t.Fatalf("the pool runs %d processes, want at least 5", len(kids))
 			}
