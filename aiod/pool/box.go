@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -76,6 +77,20 @@ type box struct {
 // built, before the box takes it: where a delete may race the start.
 var afterStartHook func(*box)
 
+// warnings passes on a handler's records of level Warn and above: what
+// the sandbox package tells at Info of one sandbox's start (its
+// idmapped workspace, say) is the same for every sandbox of a pool, and
+// would fill its log.
+type warnings struct{ slog.Handler }
+
+func (w warnings) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= slog.LevelWarn && w.Handler.Enabled(ctx, l)
+}
+
+func (w warnings) WithAttrs(a []slog.Attr) slog.Handler { return warnings{w.Handler.WithAttrs(a)} }
+
+func (w warnings) WithGroup(name string) slog.Handler { return warnings{w.Handler.WithGroup(name)} }
+
 // start builds the box's workspace, sandbox and daemon. It runs before
 // the box is reachable by anyone but its creator.
 func (b *box) start() (err error) {
@@ -101,7 +116,7 @@ func (b *box) start() (err error) {
 		}
 	}
 	t0 := time.Now()
-	sb, err := sandbox.New(b.sandboxConfig(), p.log.With("sandbox", b.id))
+	sb, err := sandbox.New(b.sandboxConfig(), slog.New(warnings{p.log.Handler()}).With("sandbox", b.id))
 	if err != nil {
 		return err
 	}
