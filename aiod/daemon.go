@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"os"
 	"runtime"
-	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -28,6 +27,7 @@ import (
 	"github.com/a2c-smcp/a2c-go/aiod/computer"
 	"github.com/a2c-smcp/a2c-go/aiod/files"
 	"github.com/a2c-smcp/a2c-go/aiod/internal/api"
+	"github.com/a2c-smcp/a2c-go/aiod/internal/janitor"
 	"github.com/a2c-smcp/a2c-go/aiod/internal/sandbox"
 	"github.com/a2c-smcp/a2c-go/aiod/mcp"
 	"github.com/a2c-smcp/a2c-go/aiod/pty"
@@ -548,22 +548,17 @@ func requestID(next http.Handler) http.Handler {
 }
 
 // trimWhenIdle hands the heap the last burst of requests left behind back
-// to the kernel once no request has arrived for quiet: a sandbox daemon
-// idles most of its life, and its resident size is what the sandbox pays.
+// to the kernel once no request has arrived for quiet (janitor.Trimmer).
 func (d *Daemon) trimWhenIdle(ctx context.Context, quiet time.Duration) {
+	trim := janitor.Trimmer(quiet, d.lastRequest.Load)
 	t := time.NewTicker(quiet)
 	defer t.Stop()
-	var trimmed int64
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
-		}
-		last := d.lastRequest.Load()
-		if last != trimmed && time.Since(time.Unix(0, last)) >= quiet {
-			debug.FreeOSMemory()
-			trimmed = last
+		case now := <-t.C:
+			trim(now)
 		}
 	}
 }

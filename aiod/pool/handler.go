@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"mime"
 	"net/http"
 	"regexp"
 	"strconv"
@@ -75,6 +74,7 @@ func (p *Pool) Handler() http.Handler {
 		writeError(w, status, msg)
 	})
 	return api.BodyProgress(aiod.DefaultBodyIdle, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p.lastUse.Store(time.Now().UnixNano())
 		switch {
 		case p.ports.ServeHost(w, r):
 		case strings.HasPrefix(r.URL.Path, "/sandboxes/"):
@@ -192,8 +192,8 @@ func decodeJSON(r *http.Request, v any) error {
 	}
 	if len(bytes.TrimSpace(body)) == 0 {
 		body = []byte("{}")
-	} else if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
-		return &Error{Status: http.StatusUnsupportedMediaType, Message: "Expected request with `Content-Type: application/json`"}
+	} else if !api.JSONType(r.Header.Get("Content-Type")) {
+		return &Error{Status: http.StatusUnsupportedMediaType, Message: api.MediaTypeMessage}
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()

@@ -11,15 +11,16 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/a2c-smcp/a2c-go/aiod"
+	"github.com/a2c-smcp/a2c-go/aiod/internal/janitor"
 	"github.com/a2c-smcp/a2c-go/aiod/internal/sandbox"
 	"github.com/a2c-smcp/a2c-go/internal/origin"
 )
@@ -152,6 +153,7 @@ type Pool struct {
 	ports     *portProxy
 	policy    *origin.Policy // the Host and Origin rule of the pool's routes
 	hostUIDs  map[int]bool   // uids of the host's accounts, never handed out
+	lastUse   atomic.Int64   // the latest request or create (Unix ns), for the idle trim
 	lastClaim time.Time      // when a create last took a warm sandbox (p.mu)
 	uidLock   *os.File       // holds the pool's uid range (reserveUIDs); nil for an unprivileged pool
 	single    bool           // no distinct accounts: an unprivileged pool
@@ -308,6 +310,7 @@ func poolRoot(root string) (string, error) {
 // (for api_url; empty: the listen address). Errors are *Error: 400 for
 // bad input (naming the field), 429 at Max, 503 when closed.
 func (p *Pool) Create(ctx context.Context, req CreateRequest, base string) (Sandbox, error) {
+	p.lastUse.Store(time.Now().UnixNano())
 	spec, err := p.check(req)
 	if err != nil {
 		return Sandbox{}, err
@@ -629,7 +632,9 @@ func (p *Pool) baseURL(base string) string {
 func (p *Pool) reap() {
 	t := time.NewTicker(250 * time.Millisecond)
 	defer t.Stop()
-	lastTrim := time.Now()
+	// A pool idles most of its life: the memory a burst of creates or
+	// requests left behind goes back to the kernel once it is quiet.
+	trim := janitor.Trimmer(5*time.Second, p.lastUse.Load)
 	for {
 		select {
 		case <-p.ctx.Done():
@@ -657,12 +662,7 @@ func (p *Pool) reap() {
 				}
 			}
 		}
-		// A pool idles most of its life: hand back the memory a burst of
-		// creates or requests left behind, at most every 10 s.
-		if now.Sub(lastTrim) > 10*time.Second {
-			debug.FreeOSMemory()
-			lastTrim = now
-		}
+		trim(now)
 	}
 }
 

@@ -283,7 +283,7 @@ func measureIdle(base string, pid, count int) (perBox, pool float64) {
 		check(call("POST", base+"/v2/sandboxes", nil, 201, &sb))
 		ids = append(ids, sb.ID)
 	}
-	time.Sleep(12 * time.Second) // past the pool's idle trim (10 s)
+	time.Sleep(12 * time.Second) // past the pool's idle trim (5 s after the last request)
 	total := pss(pid)
 	for _, d := range proctree.Descendants(pid) {
 		total += pss(d)

@@ -133,10 +133,12 @@ func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	return b, nil
 }
 
-// mediaTypeError is the 415 of a JSON route, in axum's words.
-func mediaTypeError() *Error {
-	return NewError(ErrMediaType, "Expected request with `Content-Type: application/json`")
-}
+// MediaTypeMessage is the 415 of a JSON route whose body is not
+// declared JSON, in axum's words (the pool's routes say the same).
+const MediaTypeMessage = "Expected request with `Content-Type: application/json`"
+
+// mediaTypeError is the 415 of a JSON route.
+func mediaTypeError() *Error { return NewError(ErrMediaType, MediaTypeMessage) }
 
 // JSONType reports whether a Content-Type declares JSON as axum's Json
 // extractor takes it: application/json or application/*+json, with any

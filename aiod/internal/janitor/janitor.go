@@ -2,6 +2,7 @@ package janitor
 
 import (
 	"context"
+	"runtime/debug"
 	"sync"
 	"time"
 )
@@ -47,5 +48,20 @@ func (j *Janitor) Stop(ctx context.Context) error {
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
+	}
+}
+
+// Trimmer returns a tick (for [Every]) that hands the heap back to the
+// kernel (debug.FreeOSMemory) once after each burst of activity: when
+// last (the latest activity, Unix ns) is at least quiet old and newer
+// than the latest trim. A daemon idles most of its life, and its
+// resident size is what it costs; an idle one is never collected again.
+func Trimmer(quiet time.Duration, last func() int64) func(now time.Time) {
+	var trimmed int64
+	return func(now time.Time) {
+		if l := last(); l != trimmed && now.Sub(time.Unix(0, l)) >= quiet {
+			debug.FreeOSMemory()
+			trimmed = l
+		}
 	}
 }
