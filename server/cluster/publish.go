@@ -10,6 +10,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // This file is the node's own publishing connection to a single Redis
@@ -681,4 +683,67 @@ func (n *Node) Send(node string, f *Frame, until time.Time, onErr func()) {
 		ch = nodeChannel(node)
 	}
 	n.pub.publish(appendPublish(make([]byte, 0, 96+len(ch)+len(f.Payload)), ch, f), until, onErr)
+}
+
+// Publish sends one frame to a node's channel: one PUBLISH (SPUBLISH on a
+// Redis Cluster), nothing else. It reports ErrUnavailable when Redis
+// fails; a frame to a node that is gone is accepted by Redis and lost, so
+// the caller's deadline (or the node's sweep) ends the call.
+func (n *Node) Publish(ctx context.Context, node string, f *Frame) error {
+	c, cancel := n.op(ctx)
+	defer cancel()
+	b := AppendFrame(make([]byte, 0, 64+len(f.Payload)), f)
+	var err error
+	if n.cluster {
+		err = n.rdb.SPublish(c, nodeChannel(node), b).Err()
+	} else {
+		err = n.rdb.Publish(c, nodeChannel(node), b).Err()
+	}
+	if err != nil {
+		return fmt.Errorf("%w: publish: %w", ErrUnavailable, err)
+	}
+	return nil
+}
+
+// PublishBatch sends several frames to one node's channel in one
+// pipelined round trip, in order: one PUBLISH (SPUBLISH) each, nothing
+// else. The server's sender per destination node uses it, so frames that
+// queue up under load share a round trip and keep their order. With node
+// "", each frame goes to its office's channel instead (see
+// [Node.PublishOffice]).
+func (n *Node) PublishBatch(ctx context.Context, node string, fs []*Frame) error {
+	if len(fs) == 1 && node != "" {
+		return n.Publish(ctx, node, fs[0])
+	}
+	c, cancel := n.op(ctx)
+	defer cancel()
+	_, err := n.rdb.Pipelined(c, func(p redis.Pipeliner) error {
+		for _, f := range fs {
+			ch := nodeChannel(node)
+			if node == "" {
+				ch = officeChannel(f.Office)
+			}
+			b := AppendFrame(make([]byte, 0, 64+len(f.Payload)), f)
+			if n.cluster {
+				p.SPublish(c, ch, b)
+			} else {
+				p.Publish(c, ch, b)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("%w: publish: %w", ErrUnavailable, err)
+	}
+	return nil
+}
+
+// PublishOffice sends a [KindBroadcast] frame on its office's channel,
+// which every node that follows the office receives, the sender's
+// included (it ignores its own). A node follows an office before its
+// first member's join script runs, so a broadcast reaches a member whose
+// join was answered even if the sending node has not seen that join yet;
+// a frame to each node of the sender's copy could miss it.
+func (n *Node) PublishOffice(ctx context.Context, f *Frame) error {
+	return n.PublishBatch(ctx, "", []*Frame{f})
 }

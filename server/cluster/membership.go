@@ -1,0 +1,338 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/a2c-smcp/a2c-go/smcp"
+)
+
+// view is this node's copy of an office's membership, current as of
+// version. Events received before the first snapshot wait in pending.
+type view struct {
+	office  string
+	loaded  bool
+	version int64
+	members map[string]Member
+	pending []Event
+	// pins counts the joins in progress that need the view: it is not
+	// dropped while one runs, even if the node holds nobody there yet.
+	pins int
+}
+
+// Refresh reloads the node's copy of an office it follows from Redis
+// (one script), reporting what changed as events. The server calls it
+// before it answers from the copy where a change made on another node a
+// moment ago must be seen: a request whose Computer is not in the copy,
+// and server:list_room. It does nothing while the node settles.
+func (n *Node) Refresh(ctx context.Context, office string) error {
+	if n.settling() {
+		return nil
+	}
+	n.mu.Lock()
+	_, ok := n.views[officeChannel(office)]
+	n.mu.Unlock()
+	if !ok {
+		return nil
+	}
+	return n.load(ctx, office, false)
+}
+
+// Office returns the members of any office, from the node's copy when it
+// follows the office, else read from Redis (one script). It is for
+// inspection (the server's office listing), not for routing.
+func (n *Node) Office(ctx context.Context, office string) ([]Member, error) {
+	n.mu.Lock()
+	v := n.views[officeChannel(office)]
+	if v != nil && v.loaded {
+		out := make([]Member, 0, len(v.members))
+		for _, m := range v.members {
+			out = append(out, m)
+		}
+		n.mu.Unlock()
+		return out, nil
+	}
+	n.mu.Unlock()
+	c, cancel := n.op(ctx)
+	defer cancel()
+	res, err := snapshotScript.Run(c, n.rdb, officeKeys(office)).Slice()
+	if err != nil {
+		return nil, n.fail("snapshot", err)
+	}
+	var out []Member
+	for i := 1; i+1 < len(res); i += 2 {
+		sid, _ := res[i].(string)
+		rec, _ := res[i+1].(string)
+		if m, err := parseMember(sid, rec); err == nil {
+			out = append(out, m)
+		}
+	}
+	return out, nil
+}
+
+// Lookup finds a member of a followed office by role and name in the
+// node's copy, with no Redis command: this is how a request is routed.
+func (n *Node) Lookup(office string, role smcp.Role, name string) (Member, bool) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if v := n.views[officeChannel(office)]; v != nil {
+		for _, m := range v.members {
+			if m.Role == role && m.Name == name {
+				return m, true
+			}
+		}
+	}
+	return Member{}, false
+}
+
+// Members returns the members of a followed office (every node's), in no
+// order, from the node's copy.
+func (n *Node) Members(office string) []Member {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	v := n.views[officeChannel(office)]
+	if v == nil {
+		return nil
+	}
+	out := make([]Member, 0, len(v.members))
+	for _, m := range v.members {
+		out = append(out, m)
+	}
+	return out
+}
+
+// Nodes returns the ids of the nodes other than this one that hold a
+// member of office: where a broadcast goes, one frame each.
+func (n *Node) Nodes(office string) []string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	v := n.views[officeChannel(office)]
+	if v == nil {
+		return nil
+	}
+	seen := map[string]bool{n.id: true}
+	var out []string
+	for _, m := range v.members {
+		if !seen[m.Node] {
+			seen[m.Node] = true
+			out = append(out, m.Node)
+		}
+	}
+	return out
+}
+
+// follow makes sure the node receives office's events before it changes
+// the office, so that no event after its snapshot is missed, and pins the
+// view until the caller's unpin.
+func (n *Node) follow(ctx context.Context, office string) error {
+	ch := officeChannel(office)
+	n.subMu.Lock()
+	defer n.subMu.Unlock()
+	n.mu.Lock()
+	v, ok := n.views[ch]
+	if !ok {
+		v = &view{office: office, members: make(map[string]Member)}
+		n.views[ch] = v
+	}
+	v.pins++
+	n.mu.Unlock()
+	if ok {
+		return nil
+	}
+	if err := n.subscribe(ctx, ch); err != nil {
+		// Not followed after all: the caller will not unpin.
+		n.mu.Lock()
+		if v.pins--; v.pins == 0 && len(n.local[office]) == 0 {
+			delete(n.views, ch)
+		}
+		n.mu.Unlock()
+		return err
+	}
+	return nil
+}
+
+// unpin ends a join's hold on the office's view.
+func (n *Node) unpin(office string) {
+	n.mu.Lock()
+	if v := n.views[officeChannel(office)]; v != nil {
+		v.pins--
+	}
+	n.mu.Unlock()
+	// A join that took no seat leaves no record: the office may leave
+	// the index again (a failed one set needSync, which prevents it).
+	n.unfollowIfIdle(office, true)
+}
+
+// unfollowIfIdle stops following an office where the node holds nobody
+// and no join is in progress.
+//
+// With prune (the caller removed its member's record), the office also
+// leaves the node's index, so the index, and a sweep after this node's
+// death, stays the size of the offices it holds. That is safe under
+// subMu: a join of this node into the office pins the view (under subMu)
+// before it adds the office to the index, so it comes after. Not while
+// a re-assert is due: the index is how it finds records left behind.
+func (n *Node) unfollowIfIdle(office string, prune bool) {
+	ch := officeChannel(office)
+	n.subMu.Lock()
+	defer n.subMu.Unlock()
+	n.mu.Lock()
+	v, ok := n.views[ch]
+	idle := ok && len(n.local[office]) == 0 && v.pins == 0
+	if idle {
+		delete(n.views, ch)
+	}
+	n.mu.Unlock()
+	if idle {
+		n.unsubscribe(ch)
+		if prune && !n.needSync.Load() {
+			c, cancel := n.op(n.ctx)
+			_ = n.rdb.SRem(c, nodeIndex(n.id), office).Err()
+			cancel()
+		}
+	}
+}
+
+// load reads an office's snapshot and makes it the node's copy, then
+// applies the events that arrived meanwhile with a later version. The
+// differences from the former copy are reported as events (version 0),
+// so a member that vanished during an outage ends its pending calls. A
+// snapshot older than the copy (events applied while it was read) is
+// dropped, unless force says the versions may have started again (Redis
+// lost its state: the re-assert and the end of settling).
+func (n *Node) load(ctx context.Context, office string, force bool) error {
+	c, cancel := n.op(ctx)
+	defer cancel()
+	res, err := snapshotScript.Run(c, n.rdb, officeKeys(office)).Slice()
+	if err != nil {
+		return n.fail("snapshot", err)
+	}
+	if len(res) == 0 || len(res)%2 == 0 {
+		return fmt.Errorf("%w: snapshot: %d values", errMember, len(res))
+	}
+	ver, _ := res[0].(int64)
+	fresh := make(map[string]Member, len(res)/2)
+	for i := 1; i+1 < len(res); i += 2 {
+		sid, _ := res[i].(string)
+		rec, _ := res[i+1].(string)
+		m, err := parseMember(sid, rec)
+		if err != nil {
+			n.log.Warn("member record skipped", "office", office, "err", err)
+			continue
+		}
+		fresh[sid] = m
+	}
+	var out []Event
+	n.mu.Lock()
+	v := n.views[officeChannel(office)]
+	if v == nil {
+		n.mu.Unlock()
+		return nil
+	}
+	if v.loaded && !force && ver < v.version {
+		n.mu.Unlock()
+		return nil
+	}
+	for sid, m := range v.members {
+		if _, ok := fresh[sid]; !ok {
+			out = append(out, Event{Office: office, Member: m})
+		}
+	}
+	for sid, m := range fresh {
+		if old, ok := v.members[sid]; !ok || old != m {
+			out = append(out, Event{Office: office, Enter: true, Member: m})
+		}
+	}
+	v.members, v.version, v.loaded = fresh, ver, true
+	pending := v.pending
+	v.pending = nil
+	for _, ev := range pending {
+		out = append(out, n.applyLocked(v, ev)...)
+	}
+	n.mu.Unlock()
+	n.emit(out)
+	return nil
+}
+
+// onEvent applies one message of an office channel to the node's copy.
+// While the node settles, events are not applied (their versions start
+// again after a restart) and the reload at the end catches up.
+func (n *Node) onEvent(ch, payload string) {
+	if n.settling() {
+		n.needReload.Store(true)
+		return
+	}
+	n.mu.Lock()
+	v := n.views[ch]
+	if v == nil {
+		n.mu.Unlock()
+		return
+	}
+	ev, err := parseEvent(v.office, payload)
+	if err != nil {
+		n.mu.Unlock()
+		n.log.Warn("event dropped", "office", v.office, "err", err)
+		return
+	}
+	if !v.loaded {
+		v.pending = append(v.pending, ev)
+		n.mu.Unlock()
+		return
+	}
+	if ev.Version > v.version+1 {
+		// A gap: an event was missed. Reload the office.
+		office := v.office
+		n.mu.Unlock()
+		if err := n.load(n.ctx, office, false); err != nil {
+			n.needSync.Store(true)
+		}
+		return
+	}
+	out := n.applyLocked(v, ev)
+	n.mu.Unlock()
+	n.emit(out)
+}
+
+func (n *Node) applyLocked(v *view, ev Event) []Event {
+	if ev.Version <= v.version {
+		return nil
+	}
+	v.version = ev.Version
+	if ev.Enter {
+		v.members[ev.Member.SID] = ev.Member
+	} else {
+		delete(v.members, ev.Member.SID)
+	}
+	return []Event{ev}
+}
+
+func (n *Node) emit(evs []Event) {
+	if n.h.Event == nil {
+		return
+	}
+	for _, ev := range evs {
+		n.h.Event(ev)
+	}
+}
+
+// CensusKey is a group of [Node.Census]: the node holding the members and
+// their role.
+type CensusKey struct {
+	Node string
+	Role smcp.Role
+}
+
+// Census counts the members of the offices this node follows, by the node
+// that holds each and role, from the node's copy: what the server's
+// metrics show of where the cluster's members sit.
+func (n *Node) Census() map[CensusKey]int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	out := make(map[CensusKey]int)
+	for _, v := range n.views {
+		for _, m := range v.members {
+			out[CensusKey{m.Node, m.Role}]++
+		}
+	}
+	return out
+}
