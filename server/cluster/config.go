@@ -40,6 +40,12 @@ type Config struct {
 	Observe func(cmd string, d time.Duration, err error)
 	// Logger receives the node's logs. Default: discard.
 	Logger *slog.Logger
+
+	// hook, set by this package's tests only, is called at the points of
+	// the node's work where a race with another node can be staged
+	// ("step": the keeper's round; "judged": a sweep found node dead;
+	// "swept": it swept its offices and is about to forget it).
+	hook func(point, node string)
 }
 
 func (c *Config) fill() error {
@@ -66,11 +72,19 @@ func (c *Config) fill() error {
 	if c.OpTimeout <= 0 {
 		c.OpTimeout = time.Second
 	}
+	if c.LeaseTTL-c.Heartbeat <= c.leaseMargin() {
+		return fmt.Errorf("cluster: the lease %v must outlast the command timeout %v plus one and a half heartbeats %v", c.LeaseTTL, c.OpTimeout, c.Heartbeat)
+	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
 	return nil
 }
+
+// leaseMargin is how long the lease must still live for a join to seat a
+// member (see Node.seat): the join's command deadline, plus half a
+// heartbeat for the clocks of this process and Redis to disagree.
+func (c Config) leaseMargin() time.Duration { return c.OpTimeout + c.Heartbeat/2 }
 
 // RemovalBound is the longest time from a node's death (kill -9) to the
 // publication of its members' departures: the lease must expire (at most

@@ -81,17 +81,21 @@ func TestParseEvent(t *testing.T) {
 		want Event
 		ok   bool
 	}{
-		{"+3|sid1|computer|n1|0.4.0|my|name", Event{Office: "o", Enter: true, Version: 3, Member: Member{SID: "sid1", Role: "computer", Name: "my|name", Node: "n1", Version: "0.4.0"}}, true},
-		{"-12|s|agent|n||A", Event{Office: "o", Version: 12, Member: Member{SID: "s", Role: "agent", Name: "A", Node: "n"}}, true},
-		{"*1|s|agent|n||A", Event{}, false},
-		{"+0|s|agent|n||A", Event{}, false},
-		{"+x|s|agent|n||A", Event{}, false},
-		{"+1|s|boss|n||A", Event{}, false},
-		{"+1|s|agent|n||", Event{}, false},
-		{"+1|s s|agent|n||A", Event{}, false},
-		{"+1|s|agent|n{x}||A", Event{}, false},
+		{"+3|sid1|computer|n1|7|0.4.0|my|name", Event{Office: "o", Enter: true, Version: 3, Member: Member{SID: "sid1", Role: "computer", Name: "my|name", Node: "n1", Version: "0.4.0", Epoch: 7}}, true},
+		{"-12|s|agent|n|1||A", Event{Office: "o", Version: 12, Member: Member{SID: "s", Role: "agent", Name: "A", Node: "n", Epoch: 1}}, true},
+		{"!12|s|agent|n|0||A", Event{Office: "o", Version: 12, Swept: true, Member: Member{SID: "s", Role: "agent", Name: "A", Node: "n"}}, true},
+		{"*1|s|agent|n|1||A", Event{}, false},
+		{"+0|s|agent|n|1||A", Event{}, false},
+		{"+x|s|agent|n|1||A", Event{}, false},
+		{"+1|s|boss|n|1||A", Event{}, false},
+		{"+1|s|agent|n|1||", Event{}, false},
+		{"+1|s s|agent|n|1||A", Event{}, false},
+		{"+1|s|agent|n{x}|1||A", Event{}, false},
+		{"+1|s|agent|n|-1||A", Event{}, false},
+		{"+1|s|agent|n|x||A", Event{}, false},
+		{"+1|s|agent|n||A", Event{}, false},
 		{"+1|s|agent", Event{}, false},
-		{"+1|s|agent|n|A", Event{}, false},
+		{"+1|s|agent|n|1|A", Event{}, false},
 		{"", Event{}, false},
 	}
 	for _, tt := range tests {
@@ -105,8 +109,8 @@ func TestParseEvent(t *testing.T) {
 // FuzzParseEvent: membership events come from Redis too. A parsed event
 // re-encodes (as the scripts build it) to one that parses the same.
 func FuzzParseEvent(f *testing.F) {
-	f.Add("+3|sid1|computer|n1|0.4.0|name")
-	f.Add("-1|s|agent|n||A")
+	f.Add("+3|sid1|computer|n1|2|0.4.0|name")
+	f.Add("-1|s|agent|n|1||A")
 	f.Fuzz(func(t *testing.T, s string) {
 		ev, err := parseEvent("o", s)
 		if err != nil {
@@ -115,6 +119,8 @@ func FuzzParseEvent(f *testing.F) {
 		sign := "-"
 		if ev.Enter {
 			sign = "+"
+		} else if ev.Swept {
+			sign = "!"
 		}
 		again, err := parseEvent("o", sign+itoa(ev.Version)+"|"+ev.Member.SID+"|"+encodeMember(ev.Member))
 		if err != nil || again != ev {

@@ -12,81 +12,14 @@ import (
 	"github.com/a2c-smcp/a2c-go/smcp"
 )
 
-// heartbeat renews the lease every cfg.Heartbeat. A renewal that finds
-// no lease (it expired during an outage, or Redis restarted empty)
-// registers the node again; after any failure, the first success
-// re-asserts the node's members and reloads the offices it follows.
-func (n *Node) heartbeat() {
-	defer n.wg.Done()
-	t := time.NewTicker(n.cfg.Heartbeat)
-	defer t.Stop()
-	for {
-		select {
-		case <-n.ctx.Done():
-			return
-		case <-t.C:
-		}
-		n.pingShared(n.ctx)
-		c, cancel := n.op(n.ctx)
-		ok, err := n.rdb.SetXX(c, leaseKey(n.id), n.id, n.cfg.LeaseTTL).Result()
-		cancel()
-		if err != nil {
-			if n.ctx.Err() == nil && n.healthy.Swap(false) {
-				n.log.Warn("Redis unreachable: joins refused until it returns", "err", err)
-			}
-			n.needSync.Store(true)
-			continue
-		}
-		if !ok {
-			// Redis restarted empty, or this node was cut off for longer
-			// than its lease. The other nodes are re-asserting their
-			// members too: settle for a lease's time before taking joins,
-			// trusting snapshots or sweeping anyone.
-			n.log.Warn("lease lost: registering again; joins wait until the cluster has settled", "settle", n.cfg.LeaseTTL.String())
-			until := time.Now().Add(n.cfg.LeaseTTL).UnixNano()
-			n.settleUntil.Store(until)
-			n.sweepAfter.Store(max(n.sweepAfter.Load(), until))
-			if err := n.register(n.ctx); err != nil {
-				n.healthy.Store(false)
-				continue
-			}
-			n.needSync.Store(true)
-		}
-		if n.needSync.Load() {
-			if err := n.resync(n.ctx); err != nil {
-				n.log.Warn("re-assert failed; retrying", "err", err)
-				continue
-			}
-		}
-		if !n.healthy.Load() {
-			// Other nodes' leases may have run low while Redis was away:
-			// give them two heartbeats to renew before judging them (set
-			// before healthy, which the sweeper reads first).
-			n.sweepAfter.Store(max(n.sweepAfter.Load(), time.Now().Add(2*n.cfg.Heartbeat+n.cfg.OpTimeout).UnixNano()))
-			n.healthy.Store(true)
-			n.log.Info("Redis back: cluster state restored")
-		}
-		if !n.settling() && n.needReload.Swap(false) {
-			if err := n.reloadAll(n.ctx); err != nil {
-				n.needReload.Store(true)
-				n.log.Warn("reload after settling failed; retrying", "err", err)
-			}
-		}
-	}
-}
-
-// resync re-asserts every member this node holds (the join script again:
-// already seated is a no-op; a seat taken meanwhile evicts the member
-// here), removes the records of this node that it no longer holds, and
-// reloads every office it follows.
-func (n *Node) resync(ctx context.Context) error {
-	n.needSync.Store(false)
-	fail := func(err error) error {
-		n.needSync.Store(true)
-		return err
-	}
+// reassert is the keeper's repair (see state.go): it subscribes again,
+// re-seats every member this node holds under the epoch of st (already
+// seated is a no-op; a seat taken meanwhile evicts the member here),
+// removes the records of this node's that it no longer holds, and reloads
+// every office it follows (later, from the loader, while settling).
+func (n *Node) reassert(ctx context.Context, st state) error {
 	if err := n.resubscribe(ctx); err != nil {
-		return fail(err)
+		return err
 	}
 	n.mu.Lock()
 	held := make(map[string][]Member, len(n.local))
@@ -101,26 +34,26 @@ func (n *Node) resync(ctx context.Context) error {
 	idx, err := n.rdb.SMembers(c, nodeIndex(n.id)).Result()
 	cancel()
 	if err != nil {
-		return fail(err)
+		return fmt.Errorf("%w: index: %w", ErrUnavailable, err)
 	}
 	for _, office := range idx {
 		if _, ok := held[office]; !ok {
 			if _, err := n.sweepOfficeExcept(ctx, n.id, office, nil); err != nil {
-				return fail(err)
+				return err
 			}
 			c, cancel := n.op(ctx)
 			_ = n.rdb.SRem(c, nodeIndex(n.id), office).Err()
 			cancel()
 		}
 	}
-	settling := n.settling()
 	for office, ms := range held {
 		keep := make(map[string]bool, len(ms))
 		for _, m := range ms {
 			keep[m.SID] = true
-			code, _, err := n.seat(ctx, office, m)
+			m.Epoch = st.epoch
+			code, _, err := n.seat(ctx, office, m, st.epoch)
 			if err != nil {
-				return fail(err)
+				return err
 			}
 			if code >= 2 {
 				n.evict(office, m)
@@ -132,6 +65,9 @@ func (n *Node) resync(ctx context.Context) error {
 			// stay held by nobody until the next re-assert.
 			n.mu.Lock()
 			_, still := n.local[office][m.SID]
+			if still {
+				n.local[office][m.SID] = m
+			}
 			n.mu.Unlock()
 			if !still {
 				delete(keep, m.SID)
@@ -139,39 +75,17 @@ func (n *Node) resync(ctx context.Context) error {
 				err := leaveScript.Run(c, n.rdb, officeKeys(office), m.SID, n.id, officeChannel(office), n.pubCmd).Err()
 				cancel()
 				if err != nil && !errors.Is(err, redis.Nil) {
-					return fail(err)
+					return fmt.Errorf("%w: leave: %w", ErrUnavailable, err)
 				}
 			}
 		}
 		if _, err := n.sweepOfficeExcept(ctx, n.id, office, keep); err != nil {
-			return fail(err)
-		}
-		if settling {
-			// Other nodes may not have re-asserted yet: a snapshot now
-			// would show their members as gone. Reload once settled.
-			n.needReload.Store(true)
-			continue
-		}
-		if err := n.load(ctx, office, true); err != nil {
-			return fail(err)
-		}
-	}
-	return nil
-}
-
-// reloadAll reloads every office the node follows: the end of settling.
-func (n *Node) reloadAll(ctx context.Context) error {
-	n.mu.Lock()
-	offices := make([]string, 0, len(n.views))
-	for _, v := range n.views {
-		offices = append(offices, v.office)
-	}
-	n.mu.Unlock()
-	for _, office := range offices {
-		if err := n.load(ctx, office, true); err != nil {
 			return err
 		}
 	}
+	// Every followed office, not only those held: a join in progress
+	// follows one too. While settling the loader holds them back.
+	n.reloadAll(true)
 	return nil
 }
 
@@ -227,9 +141,9 @@ func (n *Node) sweeper() {
 			return
 		case <-t.C:
 		}
-		if !n.healthy.Load() || time.Now().UnixNano() < n.sweepAfter.Load() {
-			// Cut off, or just back: this node is in no position to call
-			// another dead (see sweep).
+		if st := n.state(); st.phase != phaseLive || time.Now().Before(st.sweepAfter) {
+			// Cut off, settling or just back: this node is in no
+			// position to call another dead (see sweep).
 			continue
 		}
 		if err := n.sweep(n.ctx); err != nil && n.ctx.Err() == nil {
@@ -247,19 +161,22 @@ func (n *Node) sweep(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := judgeScript.Load(c, n.rdb).Err(); err != nil {
+		return err
+	}
 	var others []string
-	var checks []*redis.IntCmd
-	var own *redis.IntCmd
+	var judged []*redis.Cmd
+	var own *redis.Cmd
 	_, err = n.rdb.Pipelined(c, func(p redis.Pipeliner) error {
-		// This node's own lease is read with the others': if it has
+		// This node's own lease is judged with the others': if it has
 		// expired too, Redis was away (or paused) for longer than a
 		// lease and every lease ran out, the live nodes' with the dead
 		// ones'. Nobody is judged until the heartbeats have renewed them.
-		own = p.Exists(c, leaseKey(n.id))
+		own = judgeScript.EvalSha(c, p, nodeKeys(n.id)[:2])
 		for _, id := range ids {
-			if id != n.id {
+			if id != n.id && validID(id) {
 				others = append(others, id)
-				checks = append(checks, p.Exists(c, leaseKey(id)))
+				judged = append(judged, judgeScript.EvalSha(c, p, nodeKeys(id)[:2]))
 			}
 		}
 		return nil
@@ -267,64 +184,68 @@ func (n *Node) sweep(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if own.Val() == 0 {
-		n.needSync.Store(true)
+	if v, _ := own.Int64(); v != -1 {
+		n.report(troubleLease)
 		return nil
 	}
 	for i, id := range others {
-		if checks[i].Val() > 0 {
+		bound, err := judged[i].Int64()
+		if err != nil || bound < 0 {
 			continue
 		}
-		if err := n.sweepNode(ctx, id); err != nil {
+		if err := n.sweepNode(ctx, id, bound); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// sweepNode removes every member of a dead node, office by office, then
-// forgets the node. If the node comes back meanwhile its own re-assert
-// seats its members again.
-func (n *Node) sweepNode(ctx context.Context, dead string) error {
+// sweepNode removes every member a dead node seated under an epoch up to
+// bound (the last one its judgement found), office by office, then
+// forgets the node if it is still dead and has not registered again. A
+// node that comes back meanwhile takes a new epoch and re-seats its
+// members under it, so the sweep leaves them alone.
+func (n *Node) sweepNode(ctx context.Context, dead string, bound int64) error {
+	n.at("judged", dead)
 	c, cancel := n.op(ctx)
 	offices, err := n.rdb.SMembers(c, nodeIndex(dead)).Result()
 	cancel()
 	if err != nil {
 		return err
 	}
+	count := len(offices)
 	for len(offices) > 0 {
 		k := min(len(offices), sweepBatch)
-		if err := n.sweepOffices(ctx, dead, offices[:k]); err != nil {
+		if err := n.sweepOffices(ctx, dead, offices[:k], bound); err != nil {
 			return err
 		}
 		offices = offices[k:]
 	}
+	n.at("swept", dead)
 	c, cancel = n.op(ctx)
 	defer cancel()
-	_, err = n.rdb.Pipelined(c, func(p redis.Pipeliner) error {
-		p.Del(c, nodeIndex(dead))
-		p.SRem(c, nodesKey, dead)
-		return nil
-	})
-	if err != nil && !errors.Is(err, redis.Nil) {
+	gone, err := forgetScript.Run(c, n.rdb, nodeKeys(dead), bound, forgottenTTL).Int()
+	if err != nil {
 		return err
 	}
-	if dead == n.id {
-		n.log.Debug("a previous process's records swept", "offices", len(offices))
-	} else {
-		n.log.Info("dead node swept", "dead", dead, "offices", len(offices))
+	if gone == 1 {
+		if err := n.rdb.SRem(c, nodesKey, dead).Err(); err != nil {
+			return err
+		}
 	}
+	n.log.Info("dead node swept", "dead", dead, "epoch", bound, "offices", count, "forgotten", gone == 1)
 	return nil
 }
 
 // sweepBatch is how many offices one pipelined round trip sweeps.
 const sweepBatch = 256
 
-// sweepOffices removes node's members from each of offices: the sweep
-// script once per office, pipelined, so a dead node that held tens of
-// thousands of offices is swept in a few round trips rather than one per
-// office (its index is pruned as its offices empty, see Node.Leave).
-func (n *Node) sweepOffices(ctx context.Context, node string, offices []string) error {
+// sweepOffices removes node's members of epochs up to bound from each of
+// offices: the sweep script once per office, pipelined, so a dead node
+// that held tens of thousands of offices is swept in a few round trips
+// rather than one per office (its index is pruned as its offices empty,
+// see Node.Leave).
+func (n *Node) sweepOffices(ctx context.Context, node string, offices []string, bound int64) error {
 	c, cancel := n.op(ctx)
 	defer cancel()
 	if err := sweepScript.Load(c, n.rdb).Err(); err != nil {
@@ -333,7 +254,7 @@ func (n *Node) sweepOffices(ctx context.Context, node string, offices []string) 
 	cmds := make([]*redis.Cmd, len(offices))
 	_, err := n.rdb.Pipelined(c, func(p redis.Pipeliner) error {
 		for i, office := range offices {
-			cmds[i] = sweepScript.EvalSha(c, p, officeKeys(office), node, officeChannel(office), n.pubCmd)
+			cmds[i] = sweepScript.EvalSha(c, p, officeKeys(office), node, officeChannel(office), n.pubCmd, bound)
 		}
 		return nil
 	})
@@ -343,7 +264,7 @@ func (n *Node) sweepOffices(ctx context.Context, node string, offices []string) 
 			// (a restart): one office at a time, with the script sent
 			// again as needed.
 			for _, office := range offices {
-				if _, err := n.sweepOffice(ctx, node, office); err != nil {
+				if _, err := n.sweepOffice(ctx, node, office, bound); err != nil {
 					return err
 				}
 			}
@@ -368,48 +289,50 @@ func (n *Node) sweepOffices(ctx context.Context, node string, offices []string) 
 	return nil
 }
 
-// sweepOffice removes from office every member held by node.
-func (n *Node) sweepOffice(ctx context.Context, node, office string) ([]Member, error) {
-	return n.sweepOfficeExcept(ctx, node, office, nil)
+// sweepOffice removes from office every member held by node under an
+// epoch up to bound.
+func (n *Node) sweepOffice(ctx context.Context, node, office string, bound int64) ([]Member, error) {
+	c, cancel := n.op(ctx)
+	defer cancel()
+	res, err := sweepScript.Run(c, n.rdb, officeKeys(office), node, officeChannel(office), n.pubCmd, bound).Slice()
+	if err != nil {
+		return nil, n.fail("sweep", err)
+	}
+	var removed []Member
+	for i := 0; i+1 < len(res); i += 2 {
+		sid, _ := res[i].(string)
+		rec, _ := res[i+1].(string)
+		if m, err := parseMember(sid, rec); err == nil {
+			removed = append(removed, m)
+			if m.Role == smcp.RoleComputer {
+				_ = n.rdb.SRem(c, nameKey(m.Name), office).Err()
+			}
+		}
+	}
+	return removed, nil
 }
 
-// sweepOfficeExcept removes node's members of office, except the sids in
-// keep (when keep is not nil, one leave script per extra member runs
-// instead of the sweep script).
+// sweepOfficeExcept removes this node's own records of office, except the
+// sids in keep: one leave script per record, so a record the node's
+// current epoch wrote is removed as surely as an older one.
 func (n *Node) sweepOfficeExcept(ctx context.Context, node, office string, keep map[string]bool) ([]Member, error) {
 	c, cancel := n.op(ctx)
 	defer cancel()
-	var removed []Member
-	if keep == nil {
-		res, err := sweepScript.Run(c, n.rdb, officeKeys(office), node, officeChannel(office), n.pubCmd).Slice()
-		if err != nil {
-			return nil, n.fail("sweep", err)
-		}
-		for i := 0; i+1 < len(res); i += 2 {
-			sid, _ := res[i].(string)
-			rec, _ := res[i+1].(string)
-			if m, err := parseMember(sid, rec); err == nil {
-				removed = append(removed, m)
-			}
-		}
-	} else {
-		all, err := n.rdb.HGetAll(c, officeKeys(office)[0]).Result()
-		if err != nil {
-			return nil, n.fail("members", err)
-		}
-		for sid, rec := range all {
-			m, err := parseMember(sid, rec)
-			if err != nil || m.Node != node || keep[sid] {
-				continue
-			}
-			if err := leaveScript.Run(c, n.rdb, officeKeys(office), sid, node, officeChannel(office), n.pubCmd).Err(); err != nil && !errors.Is(err, redis.Nil) {
-				return nil, n.fail("leave", err)
-			}
-			removed = append(removed, m)
-		}
+	all, err := n.rdb.HGetAll(c, officeKeys(office)[0]).Result()
+	if err != nil {
+		return nil, n.fail("members", err)
 	}
-	for _, m := range removed {
-		if m.Role == "computer" {
+	var removed []Member
+	for sid, rec := range all {
+		m, err := parseMember(sid, rec)
+		if err != nil || m.Node != node || keep[sid] {
+			continue
+		}
+		if err := leaveScript.Run(c, n.rdb, officeKeys(office), sid, node, officeChannel(office), n.pubCmd).Err(); err != nil && !errors.Is(err, redis.Nil) {
+			return nil, n.fail("leave", err)
+		}
+		removed = append(removed, m)
+		if m.Role == smcp.RoleComputer {
 			_ = n.rdb.SRem(c, nameKey(m.Name), office).Err()
 		}
 	}

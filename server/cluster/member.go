@@ -19,6 +19,18 @@ type Member struct {
 	// Version is the a2c_version the connection presented (server:list_room
 	// reports it).
 	Version string
+	// Epoch is the registration of Node under which the member was
+	// seated (see [Node.Epoch]): a sweep of a dead node removes the
+	// members of the epochs it found dead, never one re-seated later by
+	// the node that came back.
+	Epoch int64
+}
+
+// sameSeat reports whether a and b are the same member in the same seat,
+// whatever the epochs they were seated under.
+func sameSeat(a, b Member) bool {
+	a.Epoch, b.Epoch = 0, 0
+	return a == b
 }
 
 // Event is one change of an office's membership, published by the join,
@@ -44,10 +56,10 @@ type Event struct {
 var errMember = errors.New("cluster: malformed member record")
 
 // encodeMember is the value of a member in the office hash:
-// "role|node|version|name". Role, node and version hold no '|' (checked
-// at the edge); the name comes last, so it may.
+// "role|node|epoch|version|name". Role, node, epoch and version hold no
+// '|' (checked at the edge); the name comes last, so it may.
 func encodeMember(m Member) string {
-	return string(m.Role) + "|" + m.Node + "|" + m.Version + "|" + m.Name
+	return string(m.Role) + "|" + m.Node + "|" + strconv.FormatInt(m.Epoch, 10) + "|" + m.Version + "|" + m.Name
 }
 
 // validVersion reports whether an a2c_version may be stored: at most 64
@@ -65,15 +77,23 @@ func parseMember(sid, v string) (Member, error) {
 	if !ok {
 		return Member{}, fmt.Errorf("%w: %q", errMember, v)
 	}
+	ep, rest, ok := strings.Cut(rest, "|")
+	if !ok {
+		return Member{}, fmt.Errorf("%w: %q", errMember, v)
+	}
+	epoch, err := strconv.ParseInt(ep, 10, 64)
+	if err != nil || epoch < 0 {
+		return Member{}, fmt.Errorf("%w: %q", errMember, v)
+	}
 	version, name, ok := strings.Cut(rest, "|")
 	if !ok || !smcp.Role(role).Valid() || !validID(node) || !validVersion(version) || name == "" || len(name) > MaxField || !validID(sid) {
 		return Member{}, fmt.Errorf("%w: %q", errMember, v)
 	}
-	return Member{SID: sid, Role: smcp.Role(role), Name: name, Node: node, Version: version}, nil
+	return Member{SID: sid, Role: smcp.Role(role), Name: name, Node: node, Version: version, Epoch: epoch}, nil
 }
 
 // parseEvent parses a message of an office's event channel:
-// "+seq|sid|role|node|a2c_version|name" for an arrival, '-' for a
+// "+seq|sid|role|node|epoch|a2c_version|name" for an arrival, '-' for a
 // departure, '!' for a departure by a sweep (the scripts build it).
 func parseEvent(office, msg string) (Event, error) {
 	if len(msg) < 2 || (msg[0] != '+' && msg[0] != '-' && msg[0] != '!') {

@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/a2c-smcp/a2c-go/smcp"
 )
@@ -159,7 +160,8 @@ func (n *Node) unpin(office string) {
 	}
 	n.mu.Unlock()
 	// A join that took no seat leaves no record: the office may leave
-	// the index again (a failed one set needSync, which prevents it).
+	// the index again (a failed one reported a trouble, which prevents
+	// it).
 	n.unfollowIfIdle(office, true)
 }
 
@@ -185,7 +187,7 @@ func (n *Node) unfollowIfIdle(office string, prune bool) {
 	n.mu.Unlock()
 	if idle {
 		n.unsubscribe(ch)
-		if prune && !n.needSync.Load() {
+		if prune && !n.repairDue() {
 			c, cancel := n.op(n.ctx)
 			_ = n.rdb.SRem(c, nodeIndex(n.id), office).Err()
 			cancel()
@@ -239,7 +241,7 @@ func (n *Node) load(ctx context.Context, office string, force bool) error {
 		}
 	}
 	for sid, m := range fresh {
-		if old, ok := v.members[sid]; !ok || old != m {
+		if old, ok := v.members[sid]; !ok || !sameSeat(old, m) {
 			out = append(out, Event{Office: office, Enter: true, Member: m})
 		}
 	}
@@ -256,10 +258,11 @@ func (n *Node) load(ctx context.Context, office string, force bool) error {
 
 // onEvent applies one message of an office channel to the node's copy.
 // While the node settles, events are not applied (their versions start
-// again after a restart) and the reload at the end catches up.
+// again after a restart) and the reload at the end catches up. It runs on
+// a receiver, which carries every frame too: it never waits on Redis (a
+// gap is reloaded by the loader).
 func (n *Node) onEvent(ch, payload string) {
 	if n.settling() {
-		n.needReload.Store(true)
 		return
 	}
 	n.mu.Lock()
@@ -280,12 +283,11 @@ func (n *Node) onEvent(ch, payload string) {
 		return
 	}
 	if ev.Version > v.version+1 {
-		// A gap: an event was missed. Reload the office.
+		// A gap: an event was missed. Reload the office (off this
+		// path); the events until then are gaps too, and dropped.
 		office := v.office
 		n.mu.Unlock()
-		if err := n.load(n.ctx, office, false); err != nil {
-			n.needSync.Store(true)
-		}
+		n.scheduleReload(office, false)
 		return
 	}
 	out := n.applyLocked(v, ev)
@@ -335,4 +337,83 @@ func (n *Node) Census() map[CensusKey]int {
 		}
 	}
 	return out
+}
+
+// scheduleReload asks the loader to read office's copy again; force as
+// in load (an earlier request's force is kept).
+func (n *Node) scheduleReload(office string, force bool) {
+	n.reloadMu.Lock()
+	n.reloads[office] = n.reloads[office] || force
+	n.reloadMu.Unlock()
+	n.wakeLoader()
+}
+
+// reloadAll asks the loader to read every followed office again.
+func (n *Node) reloadAll(force bool) {
+	n.mu.Lock()
+	offices := make([]string, 0, len(n.views))
+	for _, v := range n.views {
+		offices = append(offices, v.office)
+	}
+	n.mu.Unlock()
+	n.reloadMu.Lock()
+	for _, o := range offices {
+		n.reloads[o] = n.reloads[o] || force
+	}
+	n.reloadMu.Unlock()
+	n.wakeLoader()
+}
+
+func (n *Node) wakeLoader() {
+	select {
+	case n.loaderWake <- struct{}{}:
+	default:
+	}
+}
+
+// loader reloads the offices asked for, one snapshot each, while the node
+// is live: cut off or settling, the requests wait (the keeper wakes it
+// when the node is live again). A failed load is asked for again and
+// reported to the keeper. It is the one goroutine that waits on Redis for
+// the copies, so the receivers never do.
+func (n *Node) loader() {
+	defer n.wg.Done()
+	for {
+		select {
+		case <-n.ctx.Done():
+			return
+		case <-n.loaderWake:
+		}
+		if n.state().phase != phaseLive {
+			continue
+		}
+		n.reloadMu.Lock()
+		batch := n.reloads
+		n.reloads = make(map[string]bool)
+		n.reloadMu.Unlock()
+		failed := false
+		for office, force := range batch {
+			if n.ctx.Err() != nil {
+				return
+			}
+			if err := n.load(n.ctx, office, force); err != nil {
+				failed = true
+				n.reloadMu.Lock()
+				n.reloads[office] = n.reloads[office] || force
+				n.reloadMu.Unlock()
+				n.log.Debug("reload failed; retrying", "office", office, "err", err)
+			}
+		}
+		if failed {
+			// The failure was reported to the keeper: retry after a
+			// pause, by which time the node is cut off (and the loader
+			// waits for its return) or the trouble has passed.
+			select {
+			case <-n.ctx.Done():
+				return
+			case <-time.After(n.cfg.Heartbeat):
+			}
+			n.wakeLoader()
+		}
+	}
 }

@@ -55,26 +55,23 @@ type Node struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
-	healthy atomic.Bool
-	// needSync is set when events may have been missed (an outage, a lost
-	// lease): the next healthy heartbeat re-asserts and reloads.
-	needSync atomic.Bool
-	// settleUntil (unix nanoseconds) ends the settling that follows a
-	// loss of this node's lease (Redis restarted empty, or an outage
-	// longer than the lease): until then the other nodes may not have
-	// re-asserted their members, so joins are refused, office events are
-	// ignored and reloads wait (a snapshot would report their members as
-	// gone), and nobody is swept. needReload asks for the reload of every
-	// followed office once it ends.
-	settleUntil atomic.Int64
-	needReload  atomic.Bool
+	// st is the node's standing with Redis, published by the keeper
+	// (see state.go); troubles and kick are how other goroutines tell the
+	// keeper what they ran into.
+	st       atomic.Pointer[state]
+	troubles atomic.Uint32
+	kick     chan struct{}
 	// lastHeard (unix nanoseconds) is when the shared subscription last
 	// received anything (see pingShared).
 	lastHeard atomic.Int64
-	// sweepAfter (unix nanoseconds) holds the sweeper back after any
-	// outage: a live node needs a heartbeat or two to renew a lease that
-	// ran low (or out) while Redis was away.
-	sweepAfter atomic.Int64
+
+	// reloads are the followed offices whose copy must be read again
+	// (a version gap, a re-subscription, the end of settling), done by
+	// the loader goroutine off the receivers' path; the value is the
+	// load's force. loaderWake wakes it.
+	reloadMu   sync.Mutex
+	reloads    map[string]bool
+	loaderWake chan struct{}
 
 	// subMu orders the subscriptions to office channels with the views
 	// they feed, so an unsubscribe never overtakes a newer subscribe.
@@ -105,7 +102,8 @@ func Start(ctx context.Context, cfg Config, h Handler) (*Node, error) {
 	opts.ClientName = "a2c-" + cfg.NodeID
 	n := &Node{cfg: cfg, id: cfg.NodeID, rdb: redis.NewUniversalClient(opts), cluster: cluster, pubCmd: "PUBLISH", h: h,
 		log:   cfg.Logger.With("node", cfg.NodeID),
-		local: make(map[string]map[string]Member), views: make(map[string]*view), subs: make(map[string]*redis.PubSub)}
+		local: make(map[string]map[string]Member), views: make(map[string]*view), subs: make(map[string]*redis.PubSub),
+		kick: make(chan struct{}, 1), reloads: make(map[string]bool), loaderWake: make(chan struct{}, 1)}
 	if cluster {
 		n.pubCmd = "SPUBLISH"
 	}
@@ -139,10 +137,10 @@ func Start(ctx context.Context, cfg Config, h Handler) (*Node, error) {
 		n.Close()
 		return nil, err
 	}
-	n.healthy.Store(true)
-	n.wg.Add(2)
-	go n.heartbeat()
+	n.wg.Add(3)
+	go n.keeper()
 	go n.sweeper()
+	go n.loader()
 	return n, nil
 }
 
@@ -160,8 +158,15 @@ func (r redisLog) Printf(_ context.Context, format string, v ...any) {
 // ID is the node's id.
 func (n *Node) ID() string { return n.id }
 
-// Healthy reports whether the last exchange with Redis succeeded.
-func (n *Node) Healthy() bool { return n.healthy.Load() }
+// Healthy reports whether the node stands well with Redis: its lease is
+// held and no command has failed since the keeper's last successful
+// round (it is also true while the node settles).
+func (n *Node) Healthy() bool { return n.state().phase != phaseCut }
+
+// Epoch is the node's current registration: it goes up each time the
+// node takes its lease again (at start, and after losing it), and every
+// member the node seats carries it (see [Member].Epoch).
+func (n *Node) Epoch() int64 { return n.state().epoch }
 
 // Close stops the heartbeat, the sweeper and the receivers and closes the
 // connections. It does not remove the node's members: a node that stops
@@ -201,6 +206,7 @@ func (n *Node) retire() {
 	_, _ = n.rdb.Pipelined(c, func(p redis.Pipeliner) error {
 		p.SRem(c, nodesKey, n.id)
 		p.Del(c, nodeIndex(n.id), leaseKey(n.id))
+		p.PExpire(c, epochKey(n.id), 24*time.Hour)
 		return nil
 	})
 }
@@ -214,18 +220,18 @@ func (n *Node) op(ctx context.Context) (context.Context, context.CancelFunc) {
 // moment ago) or held by a live process started with the same id: the
 // claim waits up to LeaseTTL plus two heartbeats for the lease to expire
 // and fails if it is still renewed, so two processes never share an id.
-// A previous process's leftovers (members, index) are then swept, as
-// another node's sweeper would, before the node takes any seat.
+// A previous process's leftovers (members of the earlier epochs, index)
+// are then swept, as another node's sweeper would, before the node takes
+// any seat.
 func (n *Node) claim(ctx context.Context) error {
 	deadline := time.Now().Add(n.cfg.LeaseTTL + 2*n.cfg.Heartbeat)
+	var epoch int64
 	for {
-		c, cancel := n.op(ctx)
-		ok, err := n.rdb.SetNX(c, leaseKey(n.id), n.id, n.cfg.LeaseTTL).Result()
-		cancel()
-		if err != nil {
-			return fmt.Errorf("%w: register: %w", ErrUnavailable, err)
+		var err error
+		if epoch, err = n.register(ctx, true); err != nil {
+			return err
 		}
-		if ok {
+		if epoch > 0 {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -237,41 +243,74 @@ func (n *Node) claim(ctx context.Context) error {
 		case <-time.After(n.cfg.Heartbeat / 2):
 		}
 	}
-	if err := n.sweepNode(ctx, n.id); err != nil {
-		return fmt.Errorf("%w: sweeping a previous process's members: %w", ErrUnavailable, err)
-	}
-	return n.register(ctx)
-}
-
-func (n *Node) register(ctx context.Context) error {
+	n.publishState(state{phase: phaseLive, epoch: epoch})
 	c, cancel := n.op(ctx)
-	defer cancel()
-	_, err := n.rdb.Pipelined(c, func(p redis.Pipeliner) error {
-		p.SAdd(c, nodesKey, n.id)
-		p.Set(c, leaseKey(n.id), n.id, n.cfg.LeaseTTL)
-		return nil
-	})
+	offices, err := n.rdb.SMembers(c, nodeIndex(n.id)).Result()
+	cancel()
+	if err == nil && len(offices) > 0 {
+		err = n.sweepOffices(ctx, n.id, offices, epoch-1)
+	}
+	if err == nil {
+		c, cancel := n.op(ctx)
+		err = n.rdb.Del(c, nodeIndex(n.id)).Err()
+		cancel()
+		if len(offices) > 0 {
+			n.log.Debug("a previous process's records swept", "offices", len(offices))
+		}
+	}
 	if err != nil {
-		return fmt.Errorf("%w: register: %w", ErrUnavailable, err)
+		return fmt.Errorf("%w: sweeping a previous process's members: %w", ErrUnavailable, err)
 	}
 	return nil
 }
 
-// fail records a Redis failure and wraps it.
+// register takes the node's lease under a new epoch, returned, and
+// registers the node. With nx it does so only if no lease exists, and
+// returns 0 otherwise.
+func (n *Node) register(ctx context.Context, nx bool) (int64, error) {
+	c, cancel := n.op(ctx)
+	defer cancel()
+	mode := ""
+	if nx {
+		mode = "nx"
+	}
+	epoch, err := registerScript.Run(c, n.rdb, nodeKeys(n.id)[:2], n.cfg.LeaseTTL.Milliseconds(), mode).Int64()
+	if err == nil && epoch > 0 {
+		err = n.rdb.SAdd(c, nodesKey, n.id).Err()
+	}
+	if err != nil {
+		return 0, fmt.Errorf("%w: register: %w", ErrUnavailable, err)
+	}
+	return epoch, nil
+}
+
+// at calls the test hook, if any.
+func (n *Node) at(point, node string) {
+	if n.cfg.hook != nil {
+		n.cfg.hook(point, node)
+	}
+}
+
+// fail reports a Redis failure to the keeper (its effect on Redis is
+// unknown: the keeper re-asserts) and wraps it.
 func (n *Node) fail(what string, err error) error {
 	if n.ctx.Err() == nil {
-		n.healthy.Store(false)
-		n.needSync.Store(true)
+		n.report(troubleFailed)
 	}
 	return fmt.Errorf("%w: %s: %w", ErrUnavailable, what, err)
 }
 
 // settling reports whether the node is settling after it lost its lease.
-func (n *Node) settling() bool { return time.Now().UnixNano() < n.settleUntil.Load() }
+func (n *Node) settling() bool { return n.state().phase == phaseSettling }
 
-func (n *Node) alive(ctx context.Context, node string) bool {
+// judge tells whether node is dead: -1 while its lease lives (or in
+// doubt), else the last epoch to sweep.
+func (n *Node) judge(ctx context.Context, node string) int64 {
 	c, cancel := n.op(ctx)
 	defer cancel()
-	k, err := n.rdb.Exists(c, leaseKey(node)).Result()
-	return err != nil || k > 0 // in doubt, alive
+	v, err := judgeScript.Run(c, n.rdb, nodeKeys(node)[:2]).Int64()
+	if err != nil {
+		return -1 // in doubt, alive
+	}
+	return v
 }

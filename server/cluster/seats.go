@@ -33,23 +33,26 @@ func (n *Node) Join(ctx context.Context, c Conn, cur, req Seat) (Decision, error
 	if !validID(sid) || !validVersion(c.Version) || req.Name == "" || len(req.Name) > MaxField {
 		return Decision{}, fmt.Errorf("cluster: invalid member %q %q %q", sid, c.Version, req.Name)
 	}
-	if !n.healthy.Load() {
+	st := n.state()
+	switch st.phase {
+	case phaseCut:
 		return Decision{}, fmt.Errorf("%w: not connected", ErrUnavailable)
-	}
-	if n.settling() {
+	case phaseSettling:
 		return Decision{}, fmt.Errorf("%w: settling after Redis lost the cluster state", ErrUnavailable)
 	}
-	m := Member{SID: sid, Role: req.Role, Name: req.Name, Node: n.id, Version: c.Version}
+	m := Member{SID: sid, Role: req.Role, Name: req.Name, Node: n.id, Version: c.Version, Epoch: st.epoch}
 	if err := n.follow(ctx, req.Office); err != nil {
 		return Decision{}, err
 	}
 	defer n.unpin(req.Office)
-	code, holder, err := n.seat(ctx, req.Office, m)
-	if err == nil && code >= 2 && code <= 3 && holder != "" && holder != n.id && !n.alive(ctx, holder) {
-		// The seat's holder is on a dead node not swept yet: sweep this
-		// office for it now, then try once more.
-		if _, err = n.sweepOffice(ctx, holder, req.Office); err == nil {
-			code, _, err = n.seat(ctx, req.Office, m)
+	code, holder, err := n.seat(ctx, req.Office, m, st.epoch)
+	if err == nil && code >= 2 && code <= 3 && holder != "" && holder != n.id {
+		if bound := n.judge(ctx, holder); bound >= 0 {
+			// The seat's holder is on a dead node not swept yet: sweep
+			// this office for it now, then try once more.
+			if _, err = n.sweepOffice(ctx, holder, req.Office, bound); err == nil {
+				code, _, err = n.seat(ctx, req.Office, m, st.epoch)
+			}
 		}
 	}
 	if err != nil {
@@ -72,7 +75,7 @@ func (n *Node) Join(ctx context.Context, c Conn, cur, req Seat) (Decision, error
 			}
 		}
 		if err := n.load(ctx, req.Office, false); err != nil {
-			n.needSync.Store(true)
+			n.scheduleReload(req.Office, false)
 		}
 		return d, nil
 	case 2:
@@ -85,30 +88,34 @@ func (n *Node) Join(ctx context.Context, c Conn, cur, req Seat) (Decision, error
 	return d, nil
 }
 
-// seat runs the join script. The office is added to the node's index
-// first, so the index always covers the node's seats and a sweep after a
-// crash between the two finds every one.
-func (n *Node) seat(ctx context.Context, office string, m Member) (code int64, holder string, err error) {
+// seat runs the join script for m under the node's epoch. The office is
+// added to the node's index first, in one script that also checks the
+// lease: it must still hold epoch and live longer than the command
+// deadline shared by both steps, with a margin (Config.leaseMargin), so the join runs while
+// the lease lives and no sweeper can have judged this epoch dead and read
+// the index before it. The index thus covers every seat the node holds,
+// whatever the moment of a crash or a pause.
+func (n *Node) seat(ctx context.Context, office string, m Member, epoch int64) (code int64, holder string, err error) {
 	c, cancel := n.op(ctx)
 	defer cancel()
-	// The lease is read with the index update: if it is gone, Redis lost
-	// the cluster state (restarted empty) and this node has not noticed
-	// yet; a seat taken now could be another node's live member's, not
-	// re-asserted yet. The heartbeat registers again and settles first.
-	var lease *redis.IntCmd
-	_, err = n.rdb.Pipelined(c, func(p redis.Pipeliner) error {
-		lease = p.Exists(c, leaseKey(n.id))
-		p.SAdd(c, nodeIndex(n.id), office)
-		return nil
-	})
+	left := n.cfg.leaseMargin().Milliseconds()
+	ok, err := indexScript.Run(c, n.rdb, nodeKeys(n.id), epoch, office, left).Int()
 	if err != nil {
 		return 0, "", n.fail("index", err)
 	}
-	if lease.Val() == 0 {
-		n.needSync.Store(true)
+	switch ok {
+	case -1:
+		// Redis lost the cluster state (restarted empty), or this node
+		// was cut off for longer than its lease: a seat taken now could
+		// be another node's live member's, not re-asserted yet. The
+		// keeper registers again and settles first.
+		n.report(troubleLease)
 		return 0, "", fmt.Errorf("%w: this node's lease is gone", ErrUnavailable)
+	case -2:
+		n.report(troubleLease)
+		return 0, "", fmt.Errorf("%w: this node's lease runs out (heartbeat late)", ErrUnavailable)
 	}
-	res, err := joinScript.Run(c, n.rdb, officeKeys(office), m.SID, string(m.Role), m.Name, m.Node, officeChannel(office), n.pubCmd, m.Version).Slice()
+	res, err := joinScript.Run(c, n.rdb, officeKeys(office), m.SID, string(m.Role), m.Name, m.Node, officeChannel(office), n.pubCmd, m.Version, epoch).Slice()
 	if err != nil {
 		return 0, "", n.fail("join", err)
 	}
@@ -148,7 +155,6 @@ func (n *Node) Leave(ctx context.Context, office, sid string) error {
 		return nil
 	}
 	if err != nil {
-		n.needSync.Store(true)
 		return n.fail("leave", err)
 	}
 	left = true

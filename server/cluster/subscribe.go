@@ -93,6 +93,11 @@ func (n *Node) receiveShared(ps *redis.PubSub) {
 	defer rd.stop()
 	rd.renew(n.ctx)
 	failed := 0
+	// broken: the connection failed; the first message read after it
+	// comes from the new connection, once go-redis has subscribed again
+	// there (it does so before any read): what was published in between
+	// is lost, so the keeper is told to reload every followed office.
+	broken := false
 	for {
 		if time.Until(rd.at) < sharedSilence/2 {
 			rd.renew(n.ctx)
@@ -112,10 +117,16 @@ func (n *Node) receiveShared(ps *redis.PubSub) {
 				case <-time.After(100 * time.Millisecond):
 				}
 			}
+			broken = true
 			rd.renew(n.ctx)
 			continue
 		}
 		failed = 0
+		if broken {
+			broken = false
+			n.log.Info("subscription re-made: reloading every office followed")
+			n.report(troubleResubscribed)
+		}
 		n.lastHeard.Store(time.Now().UnixNano())
 		if m, ok := msg.(*redis.Message); ok {
 			n.dispatch(mine, m)
@@ -161,12 +172,28 @@ func (n *Node) pingShared(ctx context.Context) {
 // middle of a message (a read cut by a deadline and then resumed would
 // lose its place in the stream and could parse payload bytes as a
 // message), health-checks a silent connection and reconnects and
-// resubscribes by itself.
+// resubscribes by itself. The confirmations of its subscriptions are
+// read too: after the first, each one means the connection broke and was
+// made again, so the events published in between are lost and the
+// keeper is told to reload.
 func (n *Node) receive(ps *redis.PubSub) {
 	defer n.wg.Done()
 	mine := nodeChannel(n.id)
-	for msg := range ps.Channel(redis.WithChannelSize(1024)) {
-		n.dispatch(mine, msg)
+	first := true
+	for msg := range ps.ChannelWithSubscriptions(redis.WithChannelSize(1024)) {
+		switch m := msg.(type) {
+		case *redis.Message:
+			n.dispatch(mine, m)
+		case *redis.Subscription:
+			if m.Kind != "ssubscribe" && m.Kind != "subscribe" {
+				continue
+			}
+			if !first {
+				n.log.Info("subscription re-made: reloading", "channel", m.Channel)
+				n.report(troubleResubscribed)
+			}
+			first = false
+		}
 	}
 }
 
