@@ -8,18 +8,36 @@
 //
 // Each node has an id (Config.NodeID, random by default) and, while it
 // lives, a lease: the key a2c:{N}:lease, written with a TTL of
-// Config.LeaseTTL (5 s) and renewed every Config.Heartbeat (1 s) with
-// SET XX PX. The registry set a2c:nodes lists the node ids. A node is dead
-// when its lease has expired. Every node runs a sweeper that every
-// Config.SweepEvery (1 s) reads the registry and checks each lease (one
-// pipelined EXISTS each); for a dead node it runs the sweep script on each
-// office of the dead node's index, then deletes the index and the
-// registration. So a node killed with kill -9 has all its members removed,
-// and a departure published for each, within Config.RemovalBound: LeaseTTL
-// + SweepEvery + 2 × OpTimeout = 8 s with the defaults (the promise to
+// Config.LeaseTTL (5 s) and renewed every Config.Heartbeat (1 s). The
+// lease holds the node's epoch: a counter (a2c:{N}:ep) that goes up each
+// time the node registers (at start, and whenever it finds its lease
+// gone), and every member record the node writes carries the epoch it was
+// seated under. The registry set a2c:nodes lists the node ids; each
+// renewal adds the node again, so a node that a sweeper forgot during a
+// pause is found again by the next sweep. A node is dead when its lease
+// has expired. Every node runs a sweeper that every Config.SweepEvery
+// (1 s) reads the registry and judges each node in one script that reads,
+// atomically, whether the lease lives and the node's last epoch. For a
+// dead node it runs the sweep script on each office of the dead node's
+// index, removing that node's members of the judged epoch and below, then
+// forgets the node (deletes its index) in one script that does so only
+// if the lease is still absent and the epoch unchanged. A node that
+// comes back from a pause during the sweep registers under the next
+// epoch and re-seats its members under it: the sweep removes none of
+// them, and its index is kept, so when it dies later it is swept too.
+// So a node killed with kill -9 has all its members removed, and a
+// departure published for each, within Config.RemovalBound: LeaseTTL +
+// SweepEvery + 2 × OpTimeout = 8 s with the defaults (the promise to
 // users is ≤ 15 s). The sweep script only removes members that are still
 // there, so several sweepers racing on one dead node publish each
 // departure once.
+//
+// The node's standing with Redis (live, cut off, settling after a lost
+// lease) is one state machine owned by one goroutine, the keeper (see
+// state.go): it renews the lease, and the other goroutines only report
+// what they ran into (a failed command, a lost lease, a re-made
+// subscription); one transition, the re-assert, repairs whatever may have
+// diverged.
 //
 // # What is stored where
 //
@@ -27,19 +45,23 @@
 // when O holds a brace or starts with '~'), so on a Redis Cluster they
 // share one slot and one script may touch them all:
 //
-//	a2c:{O}:m      hash sid -> "role|node|a2c_version|name": the members
+//	a2c:{O}:m      hash sid -> "role|node|epoch|a2c_version|name": the members
 //	a2c:{O}:s      hash seat -> sid: "a" the Agent seat, "c:<name>" a Computer name
 //	a2c:{O}:v      the office's version, +1 per change
 //	a2c:{O}:ev     channel: the office's membership events and broadcasts
 //	a2c:{N}:idx    set: the offices where node N holds members
-//	a2c:{N}:lease  node N's lease
+//	a2c:{N}:lease  node N's lease: its current epoch, with a TTL
+//	a2c:{N}:ep     counter: node N's last epoch
 //	a2c:{N}:ch     channel: frames for node N
 //	a2c:nodes      set: registered node ids
 //	a2c:cn:{name}  set: the offices holding a Computer of that name
 //
-// A node adds an office to its index before it takes a seat there, so
-// whatever the moment of a crash the index covers every seat the node
-// holds and the sweep finds them all; it removes the office when its last
+// A node adds an office to its index before it takes a seat there, in a
+// script that does so only while the lease holds the node's epoch and
+// lives longer than the join's command deadline: the join script that
+// follows thus runs before a sweeper can judge the node dead, so whatever
+// the moment of a crash or a pause the index covers every seat the node
+// holds and the sweep finds them all. It removes the office when its last
 // member there has left (in Redis) and no join of its is under way, so the
 // index, and the sweep of a dead node (pipelined, 256 offices per round
 // trip), stays the size of what the node holds. The name index only tells "not in
@@ -79,9 +101,12 @@
 // (one script: the version and every member). Each event carries the
 // office's version after the change; the copy applies an event whose
 // version is the next one, ignores older ones, and reloads the snapshot on
-// a gap (a lost message). Changes found by a reload are reported as
-// events too, so the server learns of a member that vanished while it was
-// not listening. Requests are routed, list_room answered and broadcast
+// a gap (a lost message). A subscription whose connection broke and was
+// made again may have missed events with no later one to show the gap:
+// every office it carries is reloaded. Reloads run on a loader goroutine
+// of their own, never on the goroutine that receives frames. Changes
+// found by a reload are reported as events too, so the server learns of
+// a member that vanished while it was not listening. Requests are routed, list_room answered and broadcast
 // destinations chosen from this copy ([Node.Lookup], [Node.Members],
 // [Node.Nodes]) with no Redis command. The node stops following an office
 // when it holds nobody there. The copy may lag a change made on another
@@ -148,30 +173,41 @@
 // A node dies: see liveness above. Its clients reconnect through the load
 // balancer to another node and join again.
 //
-// Redis unreachable: each node keeps relaying between the members it
-// holds and routing by its copy; frames to other nodes fail and those
-// calls end in the usual answers. A join is refused with
-// [RefuseUnavailable] instead of guessing at the office rules ([Node.Join]
-// returns [ErrUnavailable]); a leave is applied locally at once. When the
-// heartbeat succeeds again, the node re-asserts: it subscribes again, runs
-// the join script for every member it holds (a no-op for those still
-// seated), removes its records for members it no longer holds, and
-// reloads every office it follows. If another client took a seat in the
-// meantime (because this node's lease expired and it was swept), the
-// member here is evicted ([Handler].Evicted): the server drops its
-// membership, as if it had left.
+// Redis unreachable (a command fails, or the lease cannot be renewed):
+// the node is cut off. It keeps relaying between the members it holds
+// and routing by its copy; frames to other nodes fail and those calls end
+// in the usual answers. A join is refused with [RefuseUnavailable]
+// instead of guessing at the office rules ([Node.Join] returns
+// [ErrUnavailable]); a leave is applied locally at once. When the lease
+// is renewed again, the node re-asserts: it runs the join script for
+// every member it holds under its epoch (a no-op for those still seated),
+// removes its records for members it no longer holds, and reloads every
+// office it follows. If another client took a seat in the meantime
+// (because this node's lease expired and it was swept), the member here
+// is evicted ([Handler].Evicted): the server drops its membership, as if
+// it had left.
 //
-// Redis restarted empty: the heartbeat finds no lease (SET XX fails),
-// registers the node again and re-asserts as above, so the cluster-wide
+// Lease lost (Redis restarted empty, or the node was cut off or paused
+// for longer than its lease and may have been swept): the node registers
+// again under a new epoch and re-asserts as above, so the cluster-wide
 // state is rebuilt by the nodes themselves within a heartbeat or two. The
-// other nodes may re-assert a little later, so a node that finds its lease
-// gone (also after an outage longer than the lease) settles for LeaseTTL:
-// it refuses joins (a newcomer could take the seat of a live member not
-// re-asserted yet), ignores office events and defers its reloads (a
-// snapshot would show those members as gone), and sweeps nobody; then it
-// reloads every office it follows. A join also reads its node's lease
-// first, so a join that arrives before the heartbeat has noticed a restart
-// is refused too. A sweeper judges nobody while cut off from Redis, for
-// two heartbeats after it is back, or when its own lease ran out as well
+// other nodes may re-assert a little later, so the node settles for
+// LeaseTTL: it refuses joins (a newcomer could take the seat of a live
+// member not re-asserted yet), ignores office events and defers its
+// reloads (a snapshot would show those members as gone), and sweeps
+// nobody; then it reloads every office it follows. A join takes its seat
+// only under a live lease of the node's epoch (the index script), so a
+// join that arrives before the keeper has noticed a lost lease is refused
+// too. A sweeper judges nobody while cut off from Redis, for two
+// heartbeats after it is back, or when its own lease ran out as well
 // (every lease expired during the outage, live nodes' included).
+//
+// A subscription re-made after its connection broke: the offices it
+// carries are reloaded (see the membership copy). Frames published on the
+// node channel while it was down are lost: those calls end at their
+// deadline, as with a frame lost with a dying node.
+//
+// Upgrading from a release whose member records had no epoch
+// ("role|node|a2c_version|name"): stop every node, then start the new
+// release; the two formats do not mix in one cluster.
 package cluster
