@@ -161,26 +161,37 @@ func (n *Node) sweep(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := judgeScript.Load(c, n.rdb).Err(); err != nil {
-		return err
-	}
 	var others []string
+	for _, id := range ids {
+		if id != n.id && validID(id) {
+			others = append(others, id)
+		}
+	}
+	// The judge script is sent by its hash; Redis knows it from the last
+	// round (a load each round would be one more round trip a second). A
+	// Redis that lost its scripts (a restart) is sent it once more.
 	var judged []*redis.Cmd
 	var own *redis.Cmd
-	_, err = n.rdb.Pipelined(c, func(p redis.Pipeliner) error {
-		// This node's own lease is judged with the others': if it has
-		// expired too, Redis was away (or paused) for longer than a
-		// lease and every lease ran out, the live nodes' with the dead
-		// ones'. Nobody is judged until the heartbeats have renewed them.
-		own = judgeScript.EvalSha(c, p, nodeKeys(n.id)[:2])
-		for _, id := range ids {
-			if id != n.id && validID(id) {
-				others = append(others, id)
+	for try := 0; ; try++ {
+		judged = judged[:0]
+		_, err = n.rdb.Pipelined(c, func(p redis.Pipeliner) error {
+			// This node's own lease is judged with the others': if it has
+			// expired too, Redis was away (or paused) for longer than a
+			// lease and every lease ran out, the live nodes' with the dead
+			// ones'. Nobody is judged until the heartbeats have renewed them.
+			own = judgeScript.EvalSha(c, p, nodeKeys(n.id)[:2])
+			for _, id := range others {
 				judged = append(judged, judgeScript.EvalSha(c, p, nodeKeys(id)[:2]))
 			}
+			return nil
+		})
+		if err == nil || try > 0 || !redis.HasErrorPrefix(err, "NOSCRIPT") {
+			break
 		}
-		return nil
-	})
+		if err := judgeScript.Load(c, n.rdb).Err(); err != nil {
+			return err
+		}
+	}
 	if err != nil {
 		return err
 	}

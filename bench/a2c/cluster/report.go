@@ -156,28 +156,32 @@ func (r report) print(w io.Writer) {
 			ratio(float64(s.cpuPerCall(serversOf(pathSame)...)), float64(o.cpuPerCall(serversOf(pathSolo)...))))
 	}
 	fmt.Fprintln(w)
-	if lv := r.levels(); len(lv) > 0 {
-		n := lv[0]
-		if c, s := r.find(pathCross, n), r.find(pathSame, n); c != nil && s != nil {
-			added := c.pct(50) - s.pct(50)
-			fmt.Fprintf(w, "- p50 added by the cluster at N=%d: %s (target ≤ 300 µs): %s\n", n, us(added), verdict(added <= 300*time.Microsecond))
-			if f := r.find(pathFloor, n); f != nil {
-				fmt.Fprintf(w, "- the Redis floor at N=1 (the two Redis hops alone, no server): p50 %s, CPU %s per round trip in its two processes and %s in Redis; the nodes' own share of the added p50: %s\n",
-					us(f.pct(50)), us1(f.cpuPerCall(serversOf(pathFloor)...)), us1(f.cpuPerCall("redis")), us(added-f.pct(50)))
-			}
-		}
+	// The targets (issue 30): at N=1 the p50 the cluster adds, net of the
+	// Redis floor measured in the same run, is at most the floor itself;
+	// at N=100 a cross-node call costs the servers at most twice the CPU
+	// of a same-node call. Other levels are reported, with no target.
+	if c, s, f := r.find(pathCross, 1), r.find(pathSame, 1), r.find(pathFloor, 1); c != nil && s != nil && f != nil {
+		added, floor := c.pct(50)-s.pct(50), f.pct(50)
+		fmt.Fprintf(w, "- the Redis floor at N=1 (the two Redis hops alone, no server): p50 %s, CPU %s per round trip in its two processes and %s in Redis\n",
+			us(floor), us1(f.cpuPerCall(serversOf(pathFloor)...)), us1(f.cpuPerCall("redis")))
+		fmt.Fprintf(w, "- p50 added by the cluster at N=1: %s, net of the floor %s = %s of the floor (target ≤ 1×): %s\n",
+			us(added), us(added-floor), ratio(float64(added-floor), float64(floor)), verdict(added-floor <= floor))
 	}
 	for _, n := range r.levels() {
 		if c, s := r.find(pathCross, n), r.find(pathSame, n); c != nil && s != nil {
 			cc, sc := c.cpuPerCall(serversOf(pathCross)...), s.cpuPerCall(serversOf(pathSame)...)
-			fmt.Fprintf(w, "- N=%d: server CPU per cross-node call %s vs %s same-node, %s (target ≤ 2×): %s\n", n, us1(cc), us1(sc),
-				ratio(float64(cc), float64(sc)), verdict(sc > 0 && float64(cc) <= 2*float64(sc)))
+			goal := "no target"
+			if n == 100 {
+				goal = "target ≤ 2×: " + verdict(sc > 0 && float64(cc) <= 2*float64(sc))
+			}
+			fmt.Fprintf(w, "- N=%d: server CPU per cross-node call %s vs %s same-node, %s (%s)\n", n, us1(cc), us1(sc),
+				ratio(float64(cc), float64(sc)), goal)
 		}
 	}
 
 	fmt.Fprintln(w)
 	fmt.Fprintf(w, "#### Redis commands per call (Redis's INFO commandstats, delta over the measured windows; the benchmark's own INFO left out)\n\n")
-	fmt.Fprintf(w, "Idle window before the load (%.1f s, the length of one path's windows at one level, no client): %s; Redis CPU %d ticks, node1 %d, node2 %d. These are the nodes' heartbeats (SET XX), sweeps (SMEMBERS, EXISTS) and the Redis client's subscription health checks (PING, sent only when a subscription is silent).\n\n",
+	fmt.Fprintf(w, "Idle window before the load (%.1f s, the length of one path's windows at one level, no client): %s; Redis CPU %d ticks, node1 %d, node2 %d. These are the nodes' heartbeats (the renew script: EVALSHA, and the GET and PEXPIRE it runs; SADD), sweeps (SMEMBERS, the judge script: EVALSHA and its EXISTS) and the subscriptions' health checks (PING, sent only when a subscription is silent); Redis counts the commands a script runs as well.\n\n",
 		idleSec, cmdList(r.idle.cmds), r.idle.ticks["redis"], r.idle.ticks["node1"], r.idle.ticks["node2"])
 	fmt.Fprintln(w, "| N | path | calls | PUBLISH per call | other commands in the windows | other commands per call, net of the idle window | Redis command time per call |")
 	fmt.Fprintln(w, "|---:|---|---:|---:|---|---:|---:|")
