@@ -279,3 +279,55 @@ func record2(ctx context.Context, c redis.UniversalClient, office, sid string) (
 	v, err := c.HGet(ctx, officeKeys(office)[0], sid).Result()
 	return v, err == nil
 }
+
+// TestSeatNeedsLiveLease: a join takes its seat only while the node's
+// lease holds the node's epoch and lives longer than the join's command
+// deadline (the lease check and the index update are one script, and
+// the join script follows within that deadline). Before, the lease was
+// read in one command and the seat taken in another: a node paused
+// between the two seated a member after a sweeper had read its index,
+// where no sweep would ever find it.
+func TestSeatNeedsLiveLease(t *testing.T) {
+	r := redistest.Start(t)
+	cfg := fastConfig(r.URL(), "na")
+	// The keeper must not renew the lease while the test holds it low.
+	hold := newGate("step", "na")
+	var armed sync.WaitGroup
+	armed.Add(1)
+	cfg.hook = func(p, n string) { armed.Wait(); hold.hold(p, n) }
+	a := startNode(t, cfg)
+	epoch := strconv.FormatInt(a.state().epoch, 10)
+	armed.Done()
+	hold.waitReached(t, 2*time.Second)
+	defer close(hold.open)
+	cases := []struct {
+		name string
+		set  []string // the command that puts the lease in the case's state
+	}{
+		{"lease about to expire", []string{"SET", leaseKey("na"), epoch, "PX", strconv.FormatInt(cfg.leaseMargin().Milliseconds()/2, 10)}},
+		{"lease of another epoch", []string{"SET", leaseKey("na"), "999", "PX", "60000"}},
+		{"lease gone", []string{"DEL", leaseKey("na")}},
+	}
+	for i, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := r.Do(tc.set...); err != nil {
+				t.Fatal(err)
+			}
+			office := "o" + strconv.Itoa(i)
+			_, err := a.Join(context.Background(), Conn{SID: "s" + strconv.Itoa(i), Version: "0.4.0"}, Seat{}, computer(office, "pc"))
+			if err == nil {
+				t.Fatal("joined without a live lease")
+			}
+			if _, ok := record(t, r, office, "s"+strconv.Itoa(i)); ok {
+				t.Fatal("a member was seated without a live lease")
+			}
+			if isMember(t, r, nodeIndex("na"), office) {
+				t.Fatal("the office entered the index without a live lease")
+			}
+			// Put the lease back for the next case.
+			if _, err := r.Do("SET", leaseKey("na"), epoch, "PX", "60000"); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
