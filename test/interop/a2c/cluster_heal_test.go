@@ -312,8 +312,13 @@ func hlLeftNames(c *computer, skip int) []string {
 //     Agent elsewhere is told notify:leave_office);
 //   - 2.5 s, well inside the lease (5 s, renewed every second): nobody
 //     sweeps X and nobody is told anything;
-//   - until just before, then just after, its lease's expiry (read with
-//     PTTL before the pause): a sweep may or may not race the resume.
+//   - until 400 ms before its lease's expiry (read with PTTL before the
+//     pause): nobody should sweep it, unless its heartbeat was late;
+//   - twice past the lease's expiry, with the two other nodes (the
+//     sweepers) paused too from just before it and resumed together with
+//     X (at once, then 2 ms ahead): a sweeper judges X dead under its old
+//     epoch while X registers under the next and re-seats its members,
+//     and the sweep must remove none of the re-seated records.
 //
 // After each SIGCONT, X must re-register and re-seat its members with the
 // same sids: Redis holds exactly the original seats, every node's copy
@@ -445,14 +450,43 @@ func TestClusterHealPausedNode(t *testing.T) {
 		t.Errorf("a1 was told notify:leave_office for c1x (X paused 2.5 s, within its lease) at %v", got)
 	}
 
-	// 3, 4. Paused until just before, then just after, the lease's expiry.
-	for _, off := range []time.Duration{-400 * time.Millisecond, 300 * time.Millisecond} {
+	// 3. Paused until just before the lease's expiry: a sweep races the
+	// resume only if the heartbeat was late.
+	sweeps = hlSwept(others, idX)
+	d := pttl() - 400*time.Millisecond
+	hlSignal(x, syscall.SIGSTOP)
+	time.Sleep(d)
+	hlSignal(x, syscall.SIGCONT)
+	what := fmt.Sprintf("after a pause of %s (400 ms before the lease's expiry)", d.Round(time.Millisecond))
+	healed(what, time.Now())
+	t.Logf("%s: %d sweep of X logged", what, hlSwept(others, idX)-sweeps)
+
+	// 4, 5. Paused past the lease's expiry with the sweepers paused too
+	// from just before it: all three run again together, so a sweeper
+	// judges X dead (under its old epoch) while X registers again and
+	// re-seats its members under the next one. The sweep must leave the
+	// re-seated records alone.
+	for _, lag := range []time.Duration{0, 2 * time.Millisecond} {
 		sweeps = hlSwept(others, idX)
-		d := pttl() + off
+		d := pttl()
 		hlSignal(x, syscall.SIGSTOP)
-		time.Sleep(d)
+		stopped := time.Now()
+		time.Sleep(d - 300*time.Millisecond)
+		for _, o := range others {
+			hlSignal(o, syscall.SIGSTOP)
+		}
+		eventually(t, 3*time.Second, "X's lease expired", func() (bool, string) {
+			ttl := redis.Command(t, "PTTL", "a2c:{"+idX+"}:lease")
+			return ttl == "-2", "PTTL " + ttl
+		})
+		for _, o := range others {
+			hlSignal(o, syscall.SIGCONT)
+		}
+		if lag > 0 {
+			time.Sleep(lag)
+		}
 		hlSignal(x, syscall.SIGCONT)
-		what := fmt.Sprintf("after a pause of %s (lease expiry %+v)", d.Round(time.Millisecond), off)
+		what := fmt.Sprintf("after a pause of %s, the sweepers resumed %s before X", time.Since(stopped).Round(time.Millisecond), lag)
 		healed(what, time.Now())
 		t.Logf("%s: %d sweep of X logged", what, hlSwept(others, idX)-sweeps)
 	}
@@ -834,6 +868,11 @@ func TestClusterHealSlowSubscriber(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	dropped := time.Since(stopped)
+	for _, line := range strings.Split(redis.Logs(), "\n") {
+		if strings.Contains(line, hlOverLimit) && !strings.Contains(line, " name=a2c-"+ids[1]+" ") {
+			t.Errorf("Redis dropped another client than the paused node's subscription: %s", line)
+		}
+	}
 	// The subscription is gone: this event never reaches the paused node.
 	if err := late.flip(); err != nil {
 		t.Fatal(err)
