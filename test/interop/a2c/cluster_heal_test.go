@@ -316,9 +316,14 @@ func hlLeftNames(c *computer, skip int) []string {
 //     pause): nobody should sweep it, unless its heartbeat was late;
 //   - twice past the lease's expiry, with the two other nodes (the
 //     sweepers) paused too from just before it and resumed together with
-//     X (at once, then 2 ms ahead): a sweeper judges X dead under its old
-//     epoch while X registers under the next and re-seats its members,
-//     and the sweep must remove none of the re-seated records.
+//     X (at once, then 2 ms ahead): a sweeper may judge X dead under its
+//     old epoch while X registers under the next and re-seats its
+//     members, and whatever the order the cluster must heal. The window
+//     is a few round trips wide, so this stages the race only sometimes
+//     (a sweep is logged in about half the runs, mostly ahead of the
+//     re-seat): a sweep that ignored the epoch bound passed it in two
+//     runs. server/cluster's TestReseatedNotSwept holds that race with a
+//     hook; here it is a soak.
 //
 // After each SIGCONT, X must re-register and re-seat its members with the
 // same sids: Redis holds exactly the original seats, every node's copy
@@ -464,8 +469,7 @@ func TestClusterHealPausedNode(t *testing.T) {
 	// 4, 5. Paused past the lease's expiry with the sweepers paused too
 	// from just before it: all three run again together, so a sweeper
 	// judges X dead (under its old epoch) while X registers again and
-	// re-seats its members under the next one. The sweep must leave the
-	// re-seated records alone.
+	// re-seats its members under the next one (sometimes: see above).
 	for _, lag := range []time.Duration{0, 2 * time.Millisecond} {
 		sweeps = hlSwept(others, idX)
 		d := pttl()
