@@ -100,6 +100,9 @@ func (r *respReader) next() ([]respValue, error) {
 			if errors.Is(err, bufio.ErrBufferFull) {
 				return nil, fmt.Errorf("%w: line longer than %d bytes", errProtocol, respBufSize)
 			}
+			if err == io.EOF && (len(line) > 0 || len(r.vals) > 0) {
+				err = io.ErrUnexpectedEOF // the stream ends within a reply
+			}
 			return nil, err
 		}
 		if len(line) < 3 || line[len(line)-2] != '\r' {
