@@ -228,7 +228,9 @@ func newSubscriber(cfg subscriberConfig) *subscriber {
 // returns an error wrapping [ErrUnavailable], and the channels stay
 // wanted: they are subscribed when Redis is back, and then named to
 // Resumed, as their messages until then are lost. A channel Redis refuses
-// (an ACL, say) is dropped, and its error returned. A channel that
+// (an ACL, say) is dropped, and its error returned; Redis refuses a whole
+// command, so the channels sent with it (of the same call, or of calls at
+// the same moment) are dropped too, each Subscribe getting the error. A channel that
 // Unsubscribe removes while Subscribe waits counts as done.
 func (s *subscriber) Subscribe(ctx context.Context, chs ...string) error {
 	s.mu.Lock()
@@ -790,9 +792,12 @@ func (s *subscriber) read(c *subConn, rd *respReader) error {
 		}
 		switch top := vals[0]; top.kind {
 		case '*', '>':
-			if len(vals) == 4 && top.n == 3 && isRESPString(vals[1]) && isRESPString(vals[2]) && isRESPString(vals[3]) {
+			if len(vals) == 4 && top.n == 3 && isRESPString(vals[1]) && isRESPString(vals[2]) {
 				kind := rd.text(vals[1])
 				if string(kind) == "message" || string(kind) == "smessage" {
+					if !isRESPString(vals[3]) {
+						return fmt.Errorf("%w: message without a payload", errProtocol)
+					}
 					if name, ok := c.names[string(rd.text(vals[2]))]; ok {
 						s.cfg.Deliver(name, rd.text(vals[3]))
 					}
