@@ -277,6 +277,7 @@ func startProxy(t *testing.T, to string) *proxy {
 		}
 	}()
 	t.Cleanup(func() {
+		p.paused.Store(false)
 		l.Close()
 		p.mu.Lock()
 		for _, c := range p.conns {
@@ -341,6 +342,39 @@ func TestSubscriberSilent(t *testing.T) {
 	p.paused.Store(false)
 	redistest.WaitFor(t, 5*time.Second, "Resumed", func() bool { return k.resumedAll("a") })
 	redistest.WaitFor(t, 2*time.Second, "delivery", func() bool { publish(t, r, "a", "x"); return k.has("a", "x") })
+}
+
+// Close waits for a Deliver under way: nothing of the subscriber runs
+// after Close returns.
+func TestSubscriberCloseWaits(t *testing.T) {
+	r := redistest.Start(t)
+	noLeaks(t)
+	in, release := make(chan struct{}), make(chan struct{})
+	var after atomic.Bool
+	s := newSubscriber(subscriberConfig{Addrs: []string{addrOf(r)}, OpTimeout: 2 * time.Second,
+		Deliver: func(string, []byte) {
+			close(in)
+			<-release
+			time.Sleep(20 * time.Millisecond)
+			after.Store(true)
+		}})
+	if err := s.Subscribe(context.Background(), "a"); err != nil {
+		t.Fatal(err)
+	}
+	publish(t, r, "a", "1")
+	<-in
+	closed := make(chan struct{})
+	go func() { _ = s.Close(); close(closed) }()
+	select {
+	case <-closed:
+		t.Fatal("Close returned during a Deliver")
+	case <-time.After(100 * time.Millisecond):
+	}
+	close(release)
+	<-closed
+	if !after.Load() {
+		t.Fatal("Close returned before Deliver did")
+	}
 }
 
 // Close returns at once while the subscriber waits on a Redis that
