@@ -429,53 +429,10 @@ func (p *publisher) connect() bool {
 }
 
 func (p *publisher) dial() (*pubConn, error) {
-	ctx, cancel := context.WithTimeout(p.ctx, p.timeout)
-	defer cancel()
-	d := net.Dialer{KeepAlive: 15 * time.Second}
-	nc, err := d.DialContext(ctx, "tcp", p.addr)
+	nc, err := dialRedis(p.ctx, p.addr, nil, p.auth, p.name, p.timeout)
 	if err != nil {
 		return nil, err
 	}
-	var setup []byte
-	replies := 1
-	if p.auth != nil {
-		setup = appendCommand(setup, append([]string{"AUTH"}, p.auth...)...)
-		replies++
-	}
-	setup = appendCommand(setup, "CLIENT", "SETNAME", p.name)
-	_ = nc.SetDeadline(time.Now().Add(p.timeout))
-	if _, err := nc.Write(setup); err != nil {
-		nc.Close()
-		return nil, err
-	}
-	buf := make([]byte, 0, 512)
-	tmp := make([]byte, 512)
-	for replies > 0 {
-		i := bytes.IndexByte(buf, '\n')
-		if i < 0 {
-			k, err := nc.Read(tmp)
-			if err != nil {
-				nc.Close()
-				return nil, err
-			}
-			if buf = append(buf, tmp[:k]...); len(buf) > pubMaxReply {
-				nc.Close()
-				return nil, fmt.Errorf("%w: connection setup: reply too long", errReply)
-			}
-			continue
-		}
-		if buf[0] == '-' {
-			nc.Close()
-			return nil, fmt.Errorf("%w: connection setup: %s", errReply, bytes.TrimSpace(buf[1:i]))
-		}
-		buf = buf[i+1:]
-		replies--
-	}
-	if len(buf) > 0 {
-		nc.Close()
-		return nil, fmt.Errorf("%w: connection setup: unexpected data", errReply)
-	}
-	_ = nc.SetDeadline(time.Time{})
 	c := &pubConn{c: nc, born: time.Now()}
 	if sc, ok := nc.(syscall.Conn); ok && directWrites {
 		c.raw, _ = sc.SyscallConn()
