@@ -226,7 +226,7 @@ func TestLostEventReloaded(t *testing.T) {
 			}
 			var id string
 			for line := range strings.SplitSeq(list, "\n") {
-				if strings.Contains(line, " name=a2c-la ") && (strings.Contains(line, "sub=1") || strings.Contains(line, "ssub=1") || strings.Contains(line, " cmd=subscribe") || strings.Contains(line, " cmd=ssubscribe")) {
+				if strings.Contains(line, " name=a2c-la-sub ") && (strings.Contains(line, "sub=1") || strings.Contains(line, "ssub=1") || strings.Contains(line, " cmd=subscribe") || strings.Contains(line, " cmd=ssubscribe")) {
 					for f := range strings.FieldsSeq(line) {
 						if v, ok := strings.CutPrefix(f, "id="); ok {
 							id = v

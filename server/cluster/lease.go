@@ -12,15 +12,14 @@ import (
 	"github.com/a2c-smcp/a2c-go/smcp"
 )
 
-// reassert is the keeper's repair (see state.go): it subscribes again,
-// re-seats every member this node holds under the epoch of st (already
-// seated is a no-op; a seat taken meanwhile evicts the member here),
-// removes the records of this node's that it no longer holds, and reloads
-// every office it follows (later, from the loader, while settling).
+// reassert is the keeper's repair (see state.go): it re-seats every
+// member this node holds under the epoch of st (already seated is a
+// no-op; a seat taken meanwhile evicts the member here), removes the
+// records of this node's that it no longer holds, and reloads every
+// office it follows (later, from the loader, while settling). The
+// subscriptions need no repair: the subscriber makes a broken connection
+// again by itself and names what it lost (Node.resumed).
 func (n *Node) reassert(ctx context.Context, st state) error {
-	if err := n.resubscribe(ctx); err != nil {
-		return err
-	}
 	n.mu.Lock()
 	held := make(map[string][]Member, len(n.local))
 	for office, ms := range n.local {
@@ -86,31 +85,6 @@ func (n *Node) reassert(ctx context.Context, st state) error {
 	// Every followed office, not only those held: a join in progress
 	// follows one too. While settling the loader holds them back.
 	n.reloadAll(true)
-	return nil
-}
-
-// resubscribe subscribes again to the node's channel and every followed
-// office's. The client library resubscribes by itself after a reconnect,
-// but only when its connection notices the loss; subscribing again
-// (harmless when still subscribed) forces a fresh connection now.
-func (n *Node) resubscribe(ctx context.Context) error {
-	n.subMu.Lock()
-	defer n.subMu.Unlock()
-	n.mu.Lock()
-	chs := []string{nodeChannel(n.id)}
-	for ch := range n.views {
-		chs = append(chs, ch)
-	}
-	n.mu.Unlock()
-	if n.cluster {
-		// Each sharded subscription reconnects on its own connection.
-		return nil
-	}
-	c, cancel := n.op(ctx)
-	defer cancel()
-	if err := n.shared.Subscribe(c, chs...); err != nil {
-		return fmt.Errorf("%w: resubscribe: %w", ErrUnavailable, err)
-	}
 	return nil
 }
 

@@ -141,12 +141,18 @@ func (n *Node) follow(ctx context.Context, office string) error {
 		return nil
 	}
 	if err := n.subscribe(ctx, ch); err != nil {
-		// Not followed after all: the caller will not unpin.
+		// Not followed after all: the caller will not unpin, and the
+		// subscriber must not subscribe the channel when Redis returns.
 		n.mu.Lock()
+		drop := false
 		if v.pins--; v.pins == 0 && len(n.local[office]) == 0 {
 			delete(n.views, ch)
+			drop = true
 		}
 		n.mu.Unlock()
+		if drop {
+			n.unsubscribe(ch)
+		}
 		return err
 	}
 	return nil

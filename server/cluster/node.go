@@ -61,9 +61,6 @@ type Node struct {
 	st       atomic.Pointer[state]
 	troubles atomic.Uint32
 	kick     chan struct{}
-	// lastHeard (unix nanoseconds) is when the shared subscription last
-	// received anything (see pingShared).
-	lastHeard atomic.Int64
 
 	// reloads are the followed offices whose copy must be read again
 	// (a version gap, a re-subscription, the end of settling), done by
@@ -79,8 +76,11 @@ type Node struct {
 	mu     sync.Mutex
 	local  map[string]map[string]Member // office -> sid -> member held here
 	views  map[string]*view             // event channel -> followed office
-	subs   map[string]*redis.PubSub     // cluster mode: channel -> its own subscription
-	shared *redis.PubSub                // single Redis: every channel on one connection
+
+	// sub receives the node channel (mine) and the followed offices'
+	// channels (see subscribe.go).
+	sub  *subscriber
+	mine string
 
 	// pub publishes frames on a single Redis without TLS (see publish.go);
 	// nil on a Redis Cluster or with TLS, where go-redis publishes them.
@@ -102,7 +102,7 @@ func Start(ctx context.Context, cfg Config, h Handler) (*Node, error) {
 	opts.ClientName = "a2c-" + cfg.NodeID
 	n := &Node{cfg: cfg, id: cfg.NodeID, rdb: redis.NewUniversalClient(opts), cluster: cluster, pubCmd: "PUBLISH", h: h,
 		log:   cfg.Logger.With("node", cfg.NodeID),
-		local: make(map[string]map[string]Member), views: make(map[string]*view), subs: make(map[string]*redis.PubSub),
+		local: make(map[string]map[string]Member), views: make(map[string]*view), mine: nodeChannel(cfg.NodeID),
 		kick: make(chan struct{}, 1), reloads: make(map[string]bool), loaderWake: make(chan struct{}, 1)}
 	if cluster {
 		n.pubCmd = "SPUBLISH"
@@ -118,21 +118,15 @@ func Start(ctx context.Context, cfg Config, h Handler) (*Node, error) {
 		return nil, err
 	}
 	if !cluster && opts.TLSConfig == nil && len(opts.Addrs) == 1 {
-		var auth []string
-		switch {
-		case opts.Username != "":
-			auth = []string{opts.Username, opts.Password}
-		case opts.Password != "":
-			auth = []string{opts.Password}
-		}
-		n.pub = newPublisher(n, opts.Addrs[0], auth)
+		n.pub = newPublisher(n, opts.Addrs[0], authArgs(opts.Username, opts.Password))
 		n.pub.start()
 	}
-	if !cluster {
-		n.shared = n.rdb.Subscribe(n.ctx)
-		n.wg.Add(1)
-		go n.receiveShared(n.shared)
-	}
+	n.sub = newSubscriber(subscriberConfig{
+		Addrs: opts.Addrs, Cluster: cluster,
+		Username: opts.Username, Password: opts.Password, TLS: opts.TLSConfig,
+		OpTimeout: cfg.OpTimeout, Deliver: n.deliver, Resumed: n.resumed,
+		Logger: n.log, ClientName: "a2c-" + cfg.NodeID + "-sub",
+	})
 	if err := n.subscribe(ctx, nodeChannel(n.id)); err != nil {
 		n.Close()
 		return nil, err
@@ -178,14 +172,7 @@ func (n *Node) Close() {
 	if n.pub != nil {
 		n.pub.close()
 	}
-	n.mu.Lock()
-	if n.shared != nil {
-		_ = n.shared.Close()
-	}
-	for _, ps := range n.subs {
-		_ = ps.Close()
-	}
-	n.mu.Unlock()
+	_ = n.sub.Close()
 	n.wg.Wait()
 	_ = n.rdb.Close()
 }

@@ -25,9 +25,11 @@ import (
 // seated is a no-op; a seat taken meanwhile evicts the member here),
 // removes the records of this node's that it no longer holds, and reloads
 // every office it follows. It runs whenever the keeper learns that the
-// node's records or copies may be wrong: the lease was lost, a command
-// failed (its effect unknown), or a subscription was re-made (events may
-// have been missed while it was down: those offices are reloaded).
+// node's records or copies may be wrong: the lease was lost, or a command
+// failed (its effect unknown). A subscription made again after its
+// connection broke leaves the records alone but may have missed events:
+// the subscriber names its channels (Node.resumed) and the loader reloads
+// the offices they carry, which is the re-assert's last step alone.
 
 // phase is where the node stands with Redis.
 type phase uint8
@@ -85,9 +87,6 @@ const (
 	troubleFailed uint32 = 1 << iota
 	// troubleLease: this node's lease was found gone or another epoch's.
 	troubleLease
-	// troubleResubscribed: a subscription was re-made after its
-	// connection broke: events published meanwhile may be lost.
-	troubleResubscribed
 )
 
 // state returns the keeper's last published state.
@@ -153,7 +152,6 @@ func (n *Node) step() {
 		}
 		n.publishState(st)
 	}
-	n.pingShared(ctx)
 	renewed, err := n.renew(ctx, st.epoch)
 	if err != nil {
 		st.stale = true
@@ -190,11 +188,6 @@ func (n *Node) step() {
 			return
 		}
 		st.stale = false
-	}
-	if troubles&troubleResubscribed != 0 {
-		// After the re-subscription is in effect: what was published
-		// while it was down is read back from the snapshots.
-		n.reloadAll(false)
 	}
 	now := time.Now()
 	switch {

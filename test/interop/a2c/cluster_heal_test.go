@@ -761,7 +761,7 @@ func TestClusterHealPubsubKill(t *testing.T) {
 	took := hlAwaitSame(t, redis, nodes, offices, wantOf(), 10*time.Second)
 	t.Logf("every node's copy of every office equal to Redis %s after the traffic stopped", took.Round(time.Millisecond))
 	for i, n := range nodes {
-		if hlCount(n.Logs(), "subscription re-made") == 0 {
+		if hlCount(n.Logs(), "subscription made again") == 0 {
 			t.Errorf("%s never logged that its subscription was re-made", ids[i])
 		}
 	}
@@ -873,7 +873,7 @@ func TestClusterHealSlowSubscriber(t *testing.T) {
 	}
 	dropped := time.Since(stopped)
 	for _, line := range strings.Split(redis.Logs(), "\n") {
-		if strings.Contains(line, hlOverLimit) && !strings.Contains(line, " name=a2c-"+ids[1]+" ") {
+		if strings.Contains(line, hlOverLimit) && !strings.Contains(line, " name=a2c-"+ids[1]+"-sub ") {
 			t.Errorf("Redis dropped another client than the paused node's subscription: %s", line)
 		}
 	}
@@ -894,7 +894,7 @@ func TestClusterHealSlowSubscriber(t *testing.T) {
 	took := hlAwaitSame(t, redis, nodes, offices, want(), 10*time.Second)
 	t.Logf("every node's copy equal to Redis %s after SIGCONT", took.Round(time.Millisecond))
 	eventually(t, 5*time.Second, "the slow node's log of its subscription re-made", func() (bool, string) {
-		return hlCount(slow.Logs(), "subscription re-made") > 0, clTail(slow.Logs(), 10)
+		return hlCount(slow.Logs(), "subscription made again") > 0, clTail(slow.Logs(), 10)
 	})
 	callsOK("after")
 	if n := hlSwept([]*harness.Proc{nodes[0], nodes[2]}, ids[1]); n != 0 {

@@ -724,12 +724,17 @@ func ldDelta(before, after map[string]int64) map[string]int64 {
 }
 
 // ldBackgroundPerTick is what one node sends Redis every second whatever
-// the load: the heartbeat's SET XX of its lease, and the sweeper's
-// SMEMBERS of the registry plus one EXISTS per node's lease, its own
-// included (see server/cluster/lease.go); PING is the health check of a
-// subscription connection that heard nothing for a while.
+// the load (see server/cluster/state.go and lease.go): the keeper's
+// renewal of its lease (the renew script, EVALSHA, and the GET and
+// PEXPIRE it runs: Redis counts a script's commands too) and the SADD
+// that keeps its registration; the sweeper's SMEMBERS of the registry
+// and one judge script per node, its own included (EVALSHA and its
+// EXISTS). A script Redis does not know yet is sent once more (EVAL, or
+// SCRIPT LOAD then EVALSHA); PING is the health check of a subscription
+// connection that heard nothing for a while.
 func ldBackgroundPerTick(nodes int) map[string]int64 {
-	return map[string]int64{"set": 1, "smembers": 1, "exists": int64(nodes), "ping": 1}
+	return map[string]int64{"evalsha": 1 + int64(nodes), "get": 1, "pexpire": 1, "sadd": 1,
+		"smembers": 1, "exists": int64(nodes), "eval": 1, "script|load": 1, "ping": 1}
 }
 
 // ldConnSetup are the commands the client library sends on a new
