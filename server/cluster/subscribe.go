@@ -200,9 +200,13 @@ func (n *Node) receive(ps *redis.PubSub) {
 // dispatch hands one message of a subscription to the handler.
 func (n *Node) dispatch(mine string, msg *redis.Message) {
 	if msg.Channel == mine {
-		f, err := DecodeFrame([]byte(msg.Payload))
+		payload, ok := n.open(msg.Channel, []byte(msg.Payload))
+		if !ok {
+			return
+		}
+		f, err := DecodeFrame(payload)
 		if err != nil {
-			n.log.Warn("frame dropped", "err", err)
+			n.dropFrame(msg.Channel)
 			return
 		}
 		if n.h.Frame != nil {
@@ -210,7 +214,7 @@ func (n *Node) dispatch(mine string, msg *redis.Message) {
 		}
 		return
 	}
-	if len(msg.Payload) > 0 && msg.Payload[0] == frameVersion {
+	if len(msg.Payload) > 0 && isFrame(msg.Payload[0]) {
 		n.onOfficeFrame(msg.Channel, msg.Payload)
 		return
 	}
@@ -221,13 +225,14 @@ func (n *Node) dispatch(mine string, msg *redis.Message) {
 // (see PublishOffice): only a KindBroadcast of that very office, and not
 // this node's own.
 func (n *Node) onOfficeFrame(ch, payload string) {
-	f, err := DecodeFrame([]byte(payload))
+	b, ok := n.open(ch, []byte(payload))
+	if !ok {
+		return
+	}
+	f, err := DecodeFrame(b)
 	if err != nil || f.Kind != KindBroadcast || f.From == n.id || officeChannel(f.Office) != ch {
-		if err == nil {
-			err = fmt.Errorf("%w: not a broadcast of this office", ErrFrame)
-		}
 		if f.From != n.id {
-			n.log.Warn("office frame dropped", "channel", ch, "err", err)
+			n.dropFrame(ch)
 		}
 		return
 	}
