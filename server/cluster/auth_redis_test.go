@@ -216,10 +216,60 @@ func TestBacklogBound(t *testing.T) {
 // command.
 func TestACLUser(t *testing.T) {
 	r := redistest.Start(t)
-	if _, err := r.Do("ACL", "SETUSER", "a2c", "on", ">pw-for-tests", "resetkeys", "~a2c:*", "resetchannels", "&a2c:*", "+@all", "-@dangerous"); err != nil {
+	if _, err := r.Do(aclUser...); err != nil {
 		t.Fatal(err)
 	}
 	url := strings.Replace(r.URL(), "redis://", "redis://a2c:pw-for-tests@", 1)
+	twoNodesAs(t, url)
+	o, _ := redis.ParseURL(url)
+	c := redis.NewClient(o)
+	defer c.Close()
+	ctx := context.Background()
+	if err := c.Publish(ctx, "elsewhere", "x").Err(); err == nil {
+		t.Fatal("the a2c user may publish outside a2c:*")
+	}
+	if err := c.Set(ctx, "other", "x", 0).Err(); err == nil {
+		t.Fatal("the a2c user may write outside a2c:*")
+	}
+	if err := c.Do(ctx, "FLUSHALL").Err(); err == nil {
+		t.Fatal("the a2c user may FLUSHALL")
+	}
+}
+
+// aclUser is the ACL of docs/cluster.md, with +cluster|slots for a Redis
+// Cluster, password pw-for-tests.
+var aclUser = []string{"ACL", "SETUSER", "a2c", "on", ">pw-for-tests", "resetkeys", "~a2c:*", "resetchannels", "&a2c:*", "+@all", "-@dangerous", "+cluster|slots"}
+
+// TestACLUserRedisCluster is TestACLUser on a Redis Cluster (every master
+// has the user): shard channels, slots and the cluster client's own
+// commands within the ACL.
+func TestACLUserRedisCluster(t *testing.T) {
+	seeds := redistest.StartCluster(t)
+	var urls []string
+	for u := range strings.SplitSeq(seeds, ",") {
+		o, err := redis.ParseURL(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := redis.NewClient(o)
+		args := make([]any, len(aclUser))
+		for i, a := range aclUser {
+			args[i] = a
+		}
+		err = c.Do(context.Background(), args...).Err()
+		_ = c.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		urls = append(urls, strings.Replace(u, "redis://", "redis://a2c:pw-for-tests@", 1))
+	}
+	twoNodesAs(t, strings.Join(urls, ","))
+}
+
+// twoNodesAs runs two nodes on url: joins, membership events, a request
+// frame and an office broadcast, with no refusal.
+func twoNodesAs(t *testing.T, url string) {
+	t.Helper()
 	a := startNode(t, fastConfig(url, "aa"))
 	b := startNode(t, fastConfig(url, "ab"))
 	ctx := context.Background()
@@ -249,17 +299,5 @@ func TestACLUser(t *testing.T) {
 	}
 	if a.Refused() != (Refusals{}) || b.Refused() != (Refusals{}) || !a.Healthy() || !b.Healthy() {
 		t.Fatalf("refused %+v %+v, healthy %v %v", a.Refused(), b.Refused(), a.Healthy(), b.Healthy())
-	}
-	o, _ := redis.ParseURL(url)
-	c := redis.NewClient(o)
-	defer c.Close()
-	if err := c.Publish(ctx, "elsewhere", "x").Err(); err == nil {
-		t.Fatal("the a2c user may publish outside a2c:*")
-	}
-	if err := c.Set(ctx, "other", "x", 0).Err(); err == nil {
-		t.Fatal("the a2c user may write outside a2c:*")
-	}
-	if err := c.Do(ctx, "FLUSHALL").Err(); err == nil {
-		t.Fatal("the a2c user may FLUSHALL")
 	}
 }
