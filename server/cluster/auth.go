@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/binary"
-	"encoding/hex"
 	"hash"
 	"iter"
 	"log/slog"
@@ -365,9 +364,6 @@ func (s *sealer) refused() Refusals {
 	}
 	return Refusals{MAC: c[refusedMAC], Stale: c[refusedStale], Replay: c[refusedReplay], Unsealed: c[refusedUnsealed], Malformed: c[refusedMalformed]}
 }
-
-// bootID is the sealer's boot id in hex, for the logs.
-func (s *sealer) bootID() string { return hex.EncodeToString(s.boot[:]) }
 
 // open is the receivers' entry: see sealer.open. A frame that fails
 // DecodeFrame afterwards is counted with dropFrame.
