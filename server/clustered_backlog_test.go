@@ -85,3 +85,35 @@ func hasReqID(raw, id string) bool {
 	var req smcp.ToolCallReq
 	return smcp.DecodeRequest([]byte(raw), &req) == nil && req.ReqID == id
 }
+
+// TestClusterSendersBacklog: on a Redis Cluster frames leave through the
+// senders (one per destination node), which count them against the same
+// backlog: calls and broadcasts work, and once they are published the
+// backlog is empty again on both nodes (every Reserve was released).
+func TestClusterSendersBacklog(t *testing.T) {
+	url := redistest.StartCluster(t)
+	sa, urlA := newTestServer(t, Config{Cluster: cluster.Config{URL: url, NodeID: "na"}})
+	sb, urlB := newTestServer(t, Config{Cluster: cluster.Config{URL: url, NodeID: "nb"}})
+	if sa.hub.node.Pipelined() {
+		t.Fatal("a Redis Cluster should use the senders")
+	}
+	a := connect(t, urlA, nil)
+	if got := a.join(smcp.RoleAgent, "a", "R"); got != "true,null" {
+		t.Fatal(got)
+	}
+	c := connect(t, urlB, func(*sio.Event) any {
+		return map[string]any{"content": []any{map[string]any{"type": "text", "text": "ok"}}}
+	})
+	if got := c.join(smcp.RoleComputer, "c", "R"); got != "true,null" {
+		t.Fatal(got)
+	}
+	for range 20 {
+		if got := <-rvToolCall(a, "a", "c", 10*time.Second); got != `{"content":[{"text":"ok","type":"text"}]}` {
+			t.Fatalf("call: %s", got)
+		}
+	}
+	eventually(t, "both backlogs empty", func() bool { return sa.hub.node.Backlog() == 0 && sb.hub.node.Backlog() == 0 })
+	if r := sb.hub.node.Refused(); r != (cluster.Refusals{}) {
+		t.Fatalf("refused %+v", r)
+	}
+}
