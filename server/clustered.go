@@ -9,6 +9,7 @@ import (
 	"math"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/a2c-smcp/a2c-go/internal/sio"
@@ -63,11 +64,40 @@ type hub struct {
 	// lookups bounds the name-index reads of unroutable requests.
 	lookups semaphore
 
+	// serving counts the requests from other nodes being served here
+	// (waiting for a join, or for the Computer's answer); past
+	// maxServing a request is answered "Server busy" at once.
+	serving atomic.Int64
+
 	mu      sync.Mutex
 	senders map[string]*sender // destination node id -> its sender
 	closed  bool
 	wg      sync.WaitGroup
 }
+
+// maxServing bounds the requests from other nodes served at once: each
+// holds its frame and a pending request on a Computer's socket.
+const maxServing = 65536
+
+// maxSenders bounds the sender goroutines (one per destination node, on
+// a Redis Cluster or with TLS): a destination is the From of a frame
+// this node answers, so without a bound frames naming ever new nodes
+// would start ever more goroutines.
+const maxSenders = 4096
+
+// errTooManySenders fails a frame to one more destination node past
+// maxSenders.
+var errTooManySenders = fmt.Errorf("%w: too many destination nodes", cluster.ErrUnavailable)
+
+// The answers a call gets when this hub cannot take it (typed, no Go
+// error text: see refuse).
+var (
+	// backlogFull answers a request to a Computer on another node when
+	// the frames waiting for Redis already fill Config.Cluster.MaxBacklog.
+	backlogFull = smcp.NewError(smcp.CodeInternal, "Cluster backlog full: the hub's Redis is not keeping up; try again later")
+	// serverBusy answers a request from another node past maxServing.
+	serverBusy = smcp.NewError(smcp.CodeInternal, "Server busy: too many calls from other nodes; try again later")
+)
 
 // startHub starts the cluster node; s is fully built except for s.hub.
 func (s *Server) startHub(cfg cluster.Config) error {
@@ -149,24 +179,39 @@ func (h *hub) close() {
 // requests go, since a request published twice could run a tool twice.
 // Answers and broadcasts, which are harmless twice, are retried until
 // retryUntil while Redis is away, so an answer this node holds reaches
-// the Agent's node if Redis returns before the call's deadline.
-func (s *Server) send(node string, f *cluster.Frame, retryUntil time.Time, onErr func()) {
+// the Agent's node if Redis returns before the call's deadline. Every
+// queued frame counts against the node's backlog (cluster.Config's
+// MaxBacklog, the one bound of every queue of frames): past it the frame
+// fails at once with cluster.ErrBacklogFull.
+func (s *Server) send(node string, f *cluster.Frame, retryUntil time.Time, onErr func(error)) {
 	h := s.hub
 	if h.node.Pipelined() {
 		s.sendPipelined(node, f, retryUntil, onErr)
 		return
 	}
+	cost := cluster.FrameCost(f)
+	err := h.node.Reserve(cost)
 	h.mu.Lock()
 	sd := h.senders[node]
-	if h.closed || (retryUntil.IsZero() && !h.node.Healthy()) || (sd != nil && len(sd.q) >= maxQueued) {
-		// Closing, a request while cut off from Redis (it would wait for
-		// a command timeout only to fail), or a backlog Redis is not
-		// draining: the frame fails now, and its call ends with the
-		// usual answer.
+	switch {
+	case err != nil:
+	case h.closed, retryUntil.IsZero() && !h.node.Healthy():
+		// Closing, or a request while cut off from Redis (it would wait
+		// for a command timeout only to fail).
+		err = cluster.ErrUnavailable
+	case sd == nil && len(h.senders) >= maxSenders:
+		err = errTooManySenders
+	}
+	if err != nil {
+		// The frame fails now, and its call ends with the usual answer
+		// (or the backlog's).
 		h.mu.Unlock()
+		if !errors.Is(err, cluster.ErrBacklogFull) {
+			h.node.Release(cost)
+		}
 		s.metrics.frameDropped()
 		if onErr != nil {
-			onErr()
+			onErr(err)
 		}
 		return
 	}
@@ -176,7 +221,7 @@ func (s *Server) send(node string, f *cluster.Frame, retryUntil time.Time, onErr
 		h.wg.Add(1)
 		go sd.run()
 	}
-	sd.q = append(sd.q, outFrame{f, retryUntil, onErr})
+	sd.q = append(sd.q, outFrame{f, retryUntil, onErr, cost})
 	h.mu.Unlock()
 	select {
 	case sd.wake <- struct{}{}:
@@ -188,19 +233,19 @@ func (s *Server) send(node string, f *cluster.Frame, retryUntil time.Time, onErr
 // sendPipelined is send on a single Redis: the node writes the frame on
 // its publishing connection from this goroutine, without waiting (see
 // cluster.Node.Send), so a frame costs no hand-off to a sender.
-func (s *Server) sendPipelined(node string, f *cluster.Frame, retryUntil time.Time, onErr func()) {
+func (s *Server) sendPipelined(node string, f *cluster.Frame, retryUntil time.Time, onErr func(error)) {
 	h := s.hub
-	fail := func() {
+	fail := func(err error) {
 		s.metrics.frameDropped()
 		if onErr != nil {
-			onErr()
+			onErr(err)
 		}
 	}
 	h.mu.Lock()
 	closed := h.closed
 	h.mu.Unlock()
 	if closed || (retryUntil.IsZero() && !h.node.Healthy()) {
-		fail()
+		fail(cluster.ErrUnavailable)
 		return
 	}
 	s.metrics.frameOut(f.Kind)
@@ -210,7 +255,8 @@ func (s *Server) sendPipelined(node string, f *cluster.Frame, retryUntil time.Ti
 type outFrame struct {
 	f     *cluster.Frame
 	until time.Time // retried until then; zero: sent at most once
-	onErr func()
+	onErr func(error)
+	cost  int64 // reserved against the node's backlog
 }
 
 // sender publishes the frames for one node, in the order they were
@@ -228,10 +274,6 @@ type sender struct {
 }
 
 const senderIdle = time.Minute
-
-// maxQueued bounds the frames waiting for one node: past it, Redis is
-// not keeping up and new frames fail at once instead of piling up.
-const maxQueued = 16384
 
 func (sd *sender) stop() { close(sd.quit) }
 
@@ -261,6 +303,10 @@ func (sd *sender) run() {
 					sd.fail()
 					return
 				}
+				continue
+			}
+			for _, o := range q {
+				h.node.Release(o.cost)
 			}
 			continue
 		}
@@ -305,9 +351,10 @@ func (sd *sender) retry(q []outFrame, err error) bool {
 			continue
 		}
 		failed++
+		sd.s.hub.node.Release(o.cost)
 		sd.s.metrics.frameDropped()
 		if o.onErr != nil {
-			o.onErr()
+			o.onErr(err)
 		}
 	}
 	if failed > 0 {
@@ -336,8 +383,9 @@ func (sd *sender) fail() {
 	sd.q = nil
 	h.mu.Unlock()
 	for _, o := range q {
+		h.node.Release(o.cost)
 		if o.onErr != nil {
-			o.onErr()
+			o.onErr(cluster.ErrUnavailable)
 		}
 	}
 }
@@ -593,6 +641,8 @@ func (s *Server) relayRemote(e *sio.Event, office string, target cluster.Member,
 			}
 		case errors.Is(err, cluster.ErrTimeout):
 			outcome = outcomeTimeout
+		case errors.Is(err, cluster.ErrBacklogFull):
+			outcome, ans = outcomeRefused, jsonMessage(backlogFull)
 		default:
 			outcome = outcomeGone
 		}
@@ -610,7 +660,12 @@ func (s *Server) relayRemote(e *sio.Event, office string, target cluster.Member,
 		Payload:   appendMessage(nil, e.Message),
 	}
 	obs.sent()
-	s.send(target.Node, f, time.Time{}, func() { h.calls.Abort(id, cluster.ErrGone) })
+	s.send(target.Node, f, time.Time{}, func(err error) {
+		if !errors.Is(err, cluster.ErrBacklogFull) {
+			err = cluster.ErrGone // Redis failed: the usual "disconnected"
+		}
+		h.calls.Abort(id, err)
+	})
 }
 
 // broadcastRemote sends an office event to the members of the office on
@@ -675,6 +730,11 @@ func (s *Server) onFrame(f cluster.Frame) {
 	case cluster.KindAnswer, cluster.KindGone:
 		s.hub.calls.Answer(f)
 	case cluster.KindRequest:
+		if s.hub.serving.Add(1) > maxServing {
+			s.hub.serving.Add(-1)
+			s.answerRemote(f, jsonMessage(serverBusy))
+			return
+		}
 		s.serveRemote(f, true)
 	case cluster.KindBroadcast:
 		if !broadcastEvents[f.Event] {
@@ -709,6 +769,9 @@ func (s *Server) onFrame(f cluster.Frame) {
 // been told of it already. With canWait set, such a request waits on the
 // member's queue, behind its join, and is served (or answered "gone")
 // once the join has ended.
+//
+// Each request counts in hub.serving (taken by onFrame) until it is
+// answered or dropped: every path of serveRemote ends in served.
 func (s *Server) serveRemote(f cluster.Frame, canWait bool) {
 	// The Agent's node waits at most TimeoutMS from about now: an answer
 	// is worth retrying until then.
@@ -718,30 +781,42 @@ func (s *Server) serveRemote(f cluster.Frame, canWait bool) {
 		s.send(f.From, &cluster.Frame{Kind: kind, From: s.hub.node.ID(), To: f.To, Office: f.Office, Event: f.Event, Call: f.Call, Payload: payload}, until, nil)
 	}
 	if !s.profile.IsClientEvent(f.Event) || f.TimeoutMS == 0 {
+		s.hub.served()
 		reply(cluster.KindGone, nil)
 		return
 	}
 	msg, err := decodeMessage(f.Payload)
 	if err != nil {
+		s.hub.served()
 		reply(cluster.KindGone, nil)
 		return
 	}
 	target, draining, pending := s.remoteTarget(f)
-	if target == nil && canWait && !draining && pending != nil {
-		if pending.ops.busy() && pending.ops.tryDo(func() { s.serveRemote(f, false) }) {
-			return
+	if target == nil && canWait && !draining && pending != nil && pending.ops.busy() {
+		// Waiting, the frame counts against the node's backlog like any
+		// other frame held here.
+		cost := cluster.FrameCost(&f)
+		if s.hub.node.Reserve(cost) == nil {
+			if pending.ops.tryDo(func() { s.hub.node.Release(cost); s.serveRemote(f, false) }) {
+				return
+			}
+			s.hub.node.Release(cost)
 		}
+	}
+	if target == nil && canWait && !draining && pending != nil {
 		// The join may have ended since the look: it seats the member
 		// before its operation ends, so a second look finds it.
 		target, draining, _ = s.remoteTarget(f)
 	}
 	if target == nil || draining {
+		s.hub.served()
 		reply(cluster.KindGone, nil)
 		return
 	}
 	s.inFlight.Add(1)
 	target.sock.Request(f.Event, msg, wait+remoteSlack, func(ans sio.Message, err error) {
 		defer s.inFlight.Add(-1)
+		defer s.hub.served()
 		switch {
 		case err == nil:
 			reply(cluster.KindAnswer, appendMessage(nil, ans))
@@ -750,6 +825,17 @@ func (s *Server) serveRemote(f cluster.Frame, canWait bool) {
 			reply(cluster.KindGone, nil)
 		}
 	})
+}
+
+// served ends one request from another node (see hub.serving).
+func (h *hub) served() { h.serving.Add(-1) }
+
+// answerRemote answers a request from another node with the server's own
+// answer ans (an ErrorPayload), as the Computer's answer would go.
+func (s *Server) answerRemote(f cluster.Frame, ans sio.Message) {
+	wait := time.Duration(min(f.TimeoutMS, uint64(maxRemoteWait/time.Millisecond))) * time.Millisecond
+	s.send(f.From, &cluster.Frame{Kind: cluster.KindAnswer, From: s.hub.node.ID(), To: f.To, Office: f.Office, Event: f.Event, Call: f.Call,
+		Payload: appendMessage(nil, ans)}, time.Now().Add(wait), nil)
 }
 
 // remoteTarget looks up the Computer a request frame names, in the

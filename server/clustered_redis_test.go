@@ -61,7 +61,7 @@ func TestClusterCallIDReuseAfterRestart(t *testing.T) {
 	}
 
 	// First process of node "na".
-	sa, err := New(Config{Cluster: cluster.Config{URL: url, NodeID: "na"}})
+	sa, err := New(withClusterKey(Config{Cluster: cluster.Config{URL: url, NodeID: "na"}}))
 	if err != nil {
 		t.Fatal(err)
 	}

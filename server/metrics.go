@@ -167,7 +167,7 @@ func (m *metrics) clustered(id string, s *Server) {
 		}, []string{"command"}),
 	}
 	c.dropped = prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "a2c_cluster_frames_failed_total", Help: "Frames to other nodes that could not be sent (Redis unavailable, or a backlog past 16384 for one node); each ended its call with the usual answer.",
+		Name: "a2c_cluster_frames_failed_total", Help: "Frames to other nodes that could not be sent (Redis unavailable, or the node's backlog of frames full); each ended its call with the usual answer (or the backlog's 500).",
 	})
 	for k := 1; k < len(frameKinds); k++ {
 		c.framesOut[k] = c.frames.WithLabelValues("out", frameKinds[k])
@@ -180,7 +180,9 @@ func (m *metrics) clustered(id string, s *Server) {
 	info.Set(1)
 	m.reg.MustRegister(c.frames, c.redis, c.redisErrs, c.dropped, info, clusterMembers{s: s, desc: prometheus.NewDesc("a2c_cluster_members",
 		"Members of the offices where this node holds members, by the node that holds each one and role (this node's view of the cluster).",
-		[]string{"node", "role"}, nil)})
+		[]string{"node", "role"}, nil)}, clusterRefused{s: s, desc: prometheus.NewDesc("a2c_cluster_frames_refused_total",
+		"Frames from Redis this node refused, by reason: mac (changed, forged, sealed with another key or for another channel), stale (sealed more than 30 s from this node's clock), replay (seen before), unsealed (no seal while a cluster key is set), malformed.",
+		[]string{"reason"}, nil)})
 	m.cluster.Store(c)
 }
 
@@ -244,5 +246,25 @@ func (c clusterMembers) Collect(ch chan<- prometheus.Metric) {
 	}
 	for k, n := range h.node.Census() {
 		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(n), k.Node, string(k.Role))
+	}
+}
+
+// clusterRefused reads, at scrape time, the node's counts of refused
+// frames (cluster.Node.Refused): a frame that fails its seal is an attack
+// or a misconfigured node, worth an alert.
+type clusterRefused struct {
+	s    *Server
+	desc *prometheus.Desc
+}
+
+func (c clusterRefused) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+
+func (c clusterRefused) Collect(ch chan<- prometheus.Metric) {
+	h := c.s.hub
+	if h == nil {
+		return
+	}
+	for reason, n := range h.node.Refused().All() {
+		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.CounterValue, float64(n), reason)
 	}
 }

@@ -57,7 +57,7 @@ func (p *peer) got(name string) []string {
 
 func newTestServer(t testing.TB, cfg Config) (*Server, string) {
 	t.Helper()
-	s, err := New(cfg)
+	s, err := New(withClusterKey(cfg))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,6 +69,19 @@ func newTestServer(t testing.TB, cfg Config) (*Server, string) {
 		ts.Close()
 	})
 	return s, ts.URL
+}
+
+// testClusterKey is the cluster key of the tests' clustered servers, so
+// the suite runs with sealed frames.
+var testClusterKey = []byte("server tests' cluster key, 32 B.")
+
+// withClusterKey gives a clustered cfg testClusterKey unless it has a key
+// or opted out with an empty (not nil) one.
+func withClusterKey(cfg Config) Config {
+	if cfg.Cluster.URL != "" && cfg.Cluster.Key == nil {
+		cfg.Cluster.Key = testClusterKey
+	}
+	return cfg
 }
 
 func connect(t testing.TB, url string, answer func(*sio.Event) any) *peer {

@@ -37,6 +37,9 @@ func TestBadCommandLines(t *testing.T) {
 		{[]string{"server", "--listen", "127.0.0.1:0", "--body-idle-timeout", "0s"}, "a2c server: --body-idle-timeout must be greater than zero, got 0s"},
 		{[]string{"server", "--listen", "127.0.0.1:0", "--shutdown-timeout", "-1s"}, "a2c server: --shutdown-timeout must be zero or more, got -1s"},
 		{[]string{"server", "--listen", "127.0.0.1:0", "--path", "no-slash"}, `a2c server: path "no-slash" must be a URL path starting with / (no query, fragment or spaces)`},
+		// A cluster key means something only in a cluster, and is long.
+		{[]string{"server", "--listen", "127.0.0.1:0", "--cluster-key", "0123456789abcdef"}, "a2c server: --cluster-key, --cluster-key-file and $A2C_CLUSTER_KEY need --redis"},
+		{[]string{"server", "--listen", "127.0.0.1:0", "--redis", "redis://127.0.0.1:1", "--cluster-key", "short"}, "a2c server: joining the cluster: cluster: the cluster key has 5 bytes; it needs at least 16 (32 random bytes are best)"},
 		{[]string{"computer", "--upload-max-bytes", "0"}, "a2c computer: --upload-max-bytes must be greater than zero, got 0"},
 		{[]string{"computer", "--upload-max-concurrent", "-2"}, "a2c computer: --upload-max-concurrent must be greater than zero, got -2"},
 		{[]string{"computer", "--upload-idle-timeout", "0s"}, "a2c computer: --upload-idle-timeout must be greater than zero, got 0s"},

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -37,6 +38,8 @@ func runServer(ctx context.Context, e *env, args []string) error {
 	wsMode := fs.String("websocket-mode", "loop", "how WebSockets are served: loop (one epoll event loop, Linux) or goroutine (a reader goroutine each)")
 	redisURL := fs.String("redis", "", "join a cluster of servers through this Redis: redis://HOST:PORT[/DB], rediss://..., or several addresses, comma-separated, of a Redis Cluster (default $A2C_REDIS_URL)")
 	nodeID := fs.String("node-id", "", "this server's name in the cluster: letters, digits, '-', '_', '.' (default $A2C_NODE_ID, else random)")
+	clusterKey := fs.String("cluster-key", "", "with --redis, the key every node of the cluster shares (at least 16 bytes; 32 random ones are best): frames between nodes are sealed with it, and forged or replayed ones refused (default $A2C_CLUSTER_KEY)")
+	clusterKeyFile := fs.String("cluster-key-file", "", "with --redis, read the cluster key from this file (a trailing newline is not part of it)")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	cpuProfile := fs.String("cpu-profile", "", "write a Go CPU profile to this file until shutdown (for benchmarks)")
 	withConsole := fs.Bool("console", false, "serve the web console at / (offices, tools, live calls, traces); it asks for the token when one is set")
@@ -99,6 +102,16 @@ func runServer(ctx context.Context, e *env, args []string) error {
 	if *nodeID != "" && *redisURL == "" {
 		return usageError{"--node-id needs --redis"}
 	}
+	key, err := readClusterKey(*clusterKey, *clusterKeyFile)
+	if err != nil {
+		return err
+	}
+	if key != nil && *redisURL == "" {
+		return usageError{"--cluster-key, --cluster-key-file and $A2C_CLUSTER_KEY need --redis"}
+	}
+	if key == nil && *redisURL != "" {
+		log.Warn("cluster without a key: frames between nodes are not authenticated, so whoever may PUBLISH on this Redis can make a node relay a request of their choosing; set --cluster-key-file or $A2C_CLUSTER_KEY on every node")
+	}
 	if len(boxes) > 0 && !*withConsole {
 		return usageError{"--sandbox needs --console"}
 	}
@@ -141,7 +154,7 @@ func runServer(ctx context.Context, e *env, args []string) error {
 		MaxRequest:       *maxRequest,
 		GoroutinePerConn: *wsMode == "goroutine",
 		BodyIdleTimeout:  *bodyIdle,
-		Cluster:          cluster.Config{URL: *redisURL, NodeID: *nodeID},
+		Cluster:          cluster.Config{URL: *redisURL, NodeID: *nodeID, Key: key},
 		Logger:           log,
 		Origins:          origins,
 	}
@@ -254,6 +267,29 @@ func cpuProfileTo(path string) (stop func(), err error) {
 		return nil, fmt.Errorf("cpu profile: %w", err)
 	}
 	return func() { pprof.StopCPUProfile(); f.Close() }, nil
+}
+
+// readClusterKey is the cluster key: --cluster-key, else the file of
+// --cluster-key-file (less a trailing newline), else $A2C_CLUSTER_KEY;
+// nil if none is given. The key is never logged.
+func readClusterKey(flagKey, file string) ([]byte, error) {
+	switch {
+	case flagKey != "":
+		return []byte(flagKey), nil
+	case file != "":
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return nil, fmt.Errorf("read cluster key file: %w", err)
+		}
+		b = bytes.TrimRight(b, "\r\n")
+		if len(b) == 0 {
+			return nil, fmt.Errorf("cluster key file %s is empty", file)
+		}
+		return b, nil
+	case os.Getenv("A2C_CLUSTER_KEY") != "":
+		return []byte(os.Getenv("A2C_CLUSTER_KEY")), nil
+	}
+	return nil, nil
 }
 
 // sandboxFlags is --sandbox NAME=URL, repeatable: the aiod daemons the

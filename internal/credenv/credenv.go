@@ -9,7 +9,8 @@ import (
 // names are the credential variables: A2C_TOKEN (hub token of a2c server,
 // computer, agent, up and aiod --office), AIO_API_KEY and SANDBOX_API_KEY
 // (aiod's key, and the console's key for its sandboxes), A2C_REDIS_URL (a
-// cluster's Redis URL, which may hold a password), EXTRA_MCP_SERVERS
+// cluster's Redis URL, which may hold a password), A2C_CLUSTER_KEY (the
+// key that seals the frames between a cluster's nodes), EXTRA_MCP_SERVERS
 // (aiod's upstream MCP servers, whose URLs may too) and the OTLP headers
 // the tracing exporter sends (an Authorization header, often).
 var names = []string{
@@ -17,6 +18,7 @@ var names = []string{
 	"AIO_API_KEY",
 	"SANDBOX_API_KEY",
 	"A2C_REDIS_URL",
+	"A2C_CLUSTER_KEY",
 	"EXTRA_MCP_SERVERS",
 	"OTEL_EXPORTER_OTLP_HEADERS",
 	"OTEL_EXPORTER_OTLP_TRACES_HEADERS",

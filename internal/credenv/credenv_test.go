@@ -6,7 +6,7 @@ import (
 )
 
 func TestStrip(t *testing.T) {
-	in := []string{"PATH=/bin", "A2C_TOKEN=t", "AIO_API_KEY=k", "SANDBOX_API_KEY=k", "A2C_REDIS_URL=redis://:pw@h",
+	in := []string{"PATH=/bin", "A2C_TOKEN=t", "AIO_API_KEY=k", "SANDBOX_API_KEY=k", "A2C_REDIS_URL=redis://:pw@h", "A2C_CLUSTER_KEY=k",
 		"EXTRA_MCP_SERVERS={}", "OTEL_EXPORTER_OTLP_HEADERS=Authorization=x", "OTEL_EXPORTER_OTLP_TRACES_HEADERS=a=b",
 		"A2C_TOKENS=kept", "DISPLAY=:1", "HOME=/root", "NOEQUALS"}
 	keep := slices.Clone(in)

@@ -40,6 +40,21 @@ type Config struct {
 	Observe func(cmd string, d time.Duration, err error)
 	// Logger receives the node's logs. Default: discard.
 	Logger *slog.Logger
+	// Key is the cluster key every node of the cluster shares: each frame
+	// a node publishes is sealed with it (an HMAC bound to the channel,
+	// with the sender's clock and a sequence number), and a frame whose
+	// seal does not hold, is more than 30 s old or is seen a second time
+	// is refused (see the package documentation). At least [MinKeySize]
+	// bytes; use 32 random ones. nil or empty: frames are neither sealed
+	// nor checked, and anyone who may PUBLISH on the Redis can make a node
+	// relay a request of their choosing.
+	Key []byte
+	// MaxBacklog bounds the bytes of frames waiting to be published to
+	// other nodes (Redis unreachable or not keeping up), counted by
+	// [FrameCost], across every queue of the node and of the server
+	// around it ([Node.Reserve]). A frame that would pass it fails at once
+	// with [ErrBacklogFull]. Default 64 MiB.
+	MaxBacklog int64
 
 	// hook, set by this package's tests only, is called at the points of
 	// the node's work where a race with another node can be staged
@@ -78,8 +93,17 @@ func (c *Config) fill() error {
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
+	if len(c.Key) > 0 && len(c.Key) < MinKeySize {
+		return fmt.Errorf("cluster: the cluster key has %d bytes; it needs at least %d (32 random bytes are best)", len(c.Key), MinKeySize)
+	}
+	if c.MaxBacklog <= 0 {
+		c.MaxBacklog = DefaultMaxBacklog
+	}
 	return nil
 }
+
+// DefaultMaxBacklog is [Config].MaxBacklog's default: 64 MiB.
+const DefaultMaxBacklog = 64 << 20
 
 // leaseMargin is how long the lease must still live for a join to seat a
 // member (see Node.seat): the join's command deadline, plus half a

@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Kind says what a [Frame] carries.
@@ -31,8 +33,11 @@ const (
 	kindEnd  Kind = 5
 )
 
-// frameVersion is the first byte of every frame. A node drops a frame of
-// another version (a rolling upgrade runs one frame version at a time).
+// frameVersion is the first byte of every unsealed frame. A node drops a
+// frame of another version (a rolling upgrade runs one frame version at a
+// time). On the wire between nodes with a key, frames are sealed (version
+// 0xA2, see auth.go); DecodeFrame reads the frame once its seal is
+// checked and removed.
 const frameVersion = 0xA1
 
 // MaxField bounds each string field of a frame (node id, sid, office,
@@ -49,7 +54,9 @@ const MaxField = 1024
 //	0xA1 kind from to office event call timeout_ms payload...
 //
 // The payload is the rest of the message, with no length prefix, so a
-// frame costs its payload plus a few dozen bytes.
+// frame costs its payload plus a few dozen bytes. Between nodes that
+// share a key ([Config].Key) the frame travels sealed: version 0xA2 and
+// a 40-byte trailer after the payload (see the package documentation).
 type Frame struct {
 	Kind Kind
 	// From is the sending node's id: where an answer goes back.
@@ -87,9 +94,14 @@ func AppendFrame(b []byte, f *Frame) []byte {
 	return append(b, f.Payload...)
 }
 
-// DecodeFrame parses one frame. The Payload aliases b. It checks the
-// version, the kind, every length and that each string field is within
-// [MaxField]; it never panics on any input.
+// DecodeFrame parses one unsealed frame. The Payload aliases b. It checks
+// the version, the kind, every length, that each string field is within
+// [MaxField], and the fields themselves, so that a hostile frame can name
+// nothing this node would keep state for: From must be a node id (1 to
+// 128 letters, digits, '-', '_', '.'); To must be a sid of that form (or
+// empty for a broadcast, which then skips nobody); Office and Event must
+// be present on a request and a broadcast; every string must be valid
+// UTF-8 without control characters. It never panics on any input.
 func DecodeFrame(b []byte) (Frame, error) {
 	var f Frame
 	if len(b) < 2 || b[0] != frameVersion {
@@ -110,6 +122,9 @@ func DecodeFrame(b []byte) (Frame, error) {
 		b = b[k+int(n):]
 	}
 	f.From, f.To, f.Office, f.Event = fields[0], fields[1], fields[2], fields[3]
+	if err := f.check(); err != nil {
+		return Frame{}, err
+	}
 	var k int
 	if f.Call, k = binary.Uvarint(b); k <= 0 {
 		return Frame{}, fmt.Errorf("%w: call id", ErrFrame)
@@ -120,4 +135,60 @@ func DecodeFrame(b []byte) (Frame, error) {
 	}
 	f.Payload = b[k:]
 	return f, nil
+}
+
+// check validates the string fields of a decoded frame (see DecodeFrame).
+func (f *Frame) check() error {
+	switch {
+	case !validID(f.From):
+		return fmt.Errorf("%w: from: not a node id", ErrFrame)
+	case f.To == "" && f.Kind != KindBroadcast, f.To != "" && !validID(f.To):
+		return fmt.Errorf("%w: to: not a sid", ErrFrame)
+	case (f.Kind == KindRequest || f.Kind == KindBroadcast) && (f.Office == "" || f.Event == ""):
+		return fmt.Errorf("%w: no office or event", ErrFrame)
+	case !printable(f.Office):
+		return fmt.Errorf("%w: office: not printable text", ErrFrame)
+	case !printable(f.Event):
+		return fmt.Errorf("%w: event: not printable text", ErrFrame)
+	}
+	return nil
+}
+
+// printable reports whether s is valid UTF-8 without control characters
+// (Unicode category Cc), the rule smcp applies to names and offices.
+func printable(s string) bool {
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c >= utf8.RuneSelf:
+			return printableUTF8(s)
+		case c < 0x20 || c == 0x7f:
+			return false
+		}
+	}
+	return true
+}
+
+func printableUTF8(s string) bool {
+	if !utf8.ValidString(s) {
+		return false
+	}
+	for _, r := range s {
+		if unicode.IsControl(r) {
+			return false
+		}
+	}
+	return true
+}
+
+// frameOverhead is what [FrameCost] adds to a frame's own bytes for the
+// memory that holds it while it waits: its queue entry, its Frame, the
+// Redis command around it and the seal.
+const frameOverhead = 256
+
+// FrameCost is what f counts against the node's backlog
+// ([Config].MaxBacklog) while it waits to be published: its payload and
+// string fields plus a fixed frameOverhead. Every queue of frames to
+// other nodes, the node's own and the server's, counts frames this way.
+func FrameCost(f *Frame) int64 {
+	return int64(frameOverhead + len(f.Payload) + len(f.From) + len(f.To) + len(f.Office) + len(f.Event))
 }

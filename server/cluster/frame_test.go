@@ -13,7 +13,8 @@ func TestFrameRoundTrip(t *testing.T) {
 		{Kind: KindRequest, From: "n1", To: "sid", Office: "o", Event: "client:tool_call", Call: 1, TimeoutMS: 35000, Payload: []byte(`[{"a":1}]`)},
 		{Kind: KindAnswer, From: "n2", To: "sid", Office: "o", Call: 1<<64 - 1, Payload: []byte{}},
 		{Kind: KindBroadcast, From: "n2", Office: "o{x}", Event: "notify:update_config"},
-		{Kind: KindGone, From: "n", To: strings.Repeat("s", MaxField), Call: 7},
+		{Kind: KindGone, From: "n", To: strings.Repeat("s", 128), Call: 7},
+		{Kind: KindBroadcast, From: "n.1_x-y", To: "sid", Office: "Büro 7 · ü", Event: "notify:update_tool_list"},
 	}
 	for _, f := range frames {
 		b := AppendFrame(nil, &f)
@@ -36,15 +37,32 @@ func TestFrameRoundTrip(t *testing.T) {
 func TestFrameRejects(t *testing.T) {
 	good := AppendFrame(nil, &Frame{Kind: KindRequest, From: "n", To: "s", Office: "o", Event: "e", Call: 1})
 	long := AppendFrame(nil, &Frame{Kind: KindRequest, From: strings.Repeat("n", MaxField+1)})
+	field := func(f Frame) []byte { return AppendFrame(nil, &f) }
+	req := Frame{Kind: KindRequest, From: "n", To: "s", Office: "o", Event: "e", Call: 1}
+	with := func(change func(*Frame)) []byte { f := req; change(&f); return field(f) }
 	bad := map[string][]byte{
-		"empty":     nil,
-		"version":   append([]byte{0xA2}, good[1:]...),
-		"kind 0":    append([]byte{frameVersion, 0}, good[2:]...),
-		"kind 9":    append([]byte{frameVersion, 9}, good[2:]...),
-		"truncated": good[:5],
-		"no call":   good[:len(good)-2],
-		"too long":  long,
-		"huge len":  {frameVersion, 1, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01},
+		"from empty":          with(func(f *Frame) { f.From = "" }),
+		"from not an id":      with(func(f *Frame) { f.From = "n{x}" }),
+		"from too long":       with(func(f *Frame) { f.From = strings.Repeat("n", 129) }),
+		"to empty (request)":  with(func(f *Frame) { f.To = "" }),
+		"to not a sid":        with(func(f *Frame) { f.To = "s|x" }),
+		"answer to nobody":    with(func(f *Frame) { f.Kind, f.To = KindAnswer, "" }),
+		"office empty":        with(func(f *Frame) { f.Office = "" }),
+		"event empty":         with(func(f *Frame) { f.Event = "" }),
+		"broadcast no office": with(func(f *Frame) { f.Kind, f.Office = KindBroadcast, "" }),
+		"office control":      with(func(f *Frame) { f.Office = "o\n" }),
+		"office DEL":          with(func(f *Frame) { f.Office = "o\x7f" }),
+		"office C1 control":   with(func(f *Frame) { f.Office = "o\u0085" }),
+		"office not UTF-8":    with(func(f *Frame) { f.Office = "o\xff" }),
+		"event control":       with(func(f *Frame) { f.Event = "client:\x00tool_call" }),
+		"empty":               nil,
+		"version":             append([]byte{0xA2}, good[1:]...),
+		"kind 0":              append([]byte{frameVersion, 0}, good[2:]...),
+		"kind 9":              append([]byte{frameVersion, 9}, good[2:]...),
+		"truncated":           good[:5],
+		"no call":             good[:len(good)-2],
+		"too long":            long,
+		"huge len":            {frameVersion, 1, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01},
 	}
 	for name, b := range bad {
 		if _, err := DecodeFrame(b); err == nil {
@@ -54,15 +72,20 @@ func TestFrameRejects(t *testing.T) {
 }
 
 // FuzzDecodeFrame: frames come from Redis, which is not trusted blindly.
-// A frame that decodes re-encodes to one that decodes to the same frame.
+// A frame that decodes names only valid ids and printable text, and
+// re-encodes to one that decodes to the same frame.
 func FuzzDecodeFrame(f *testing.F) {
 	f.Add(AppendFrame(nil, &Frame{Kind: KindRequest, From: "n1", To: "sid", Office: "o", Event: "client:tool_call", Call: 3, TimeoutMS: 1000, Payload: []byte("[1]")}))
+	f.Add(AppendFrame(nil, &Frame{Kind: KindBroadcast, From: "n1", Office: "Büro", Event: "notify:update_config"}))
 	f.Add([]byte{frameVersion, 2, 0, 0, 0, 0, 0, 0})
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		fr, err := DecodeFrame(b)
 		if err != nil {
 			return
+		}
+		if !validID(fr.From) || (fr.To != "" && !validID(fr.To)) || !printable(fr.Office) || !printable(fr.Event) {
+			t.Fatalf("accepted fields %q %q %q %q", fr.From, fr.To, fr.Office, fr.Event)
 		}
 		again, err := DecodeFrame(AppendFrame(nil, &fr))
 		if err != nil {

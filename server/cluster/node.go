@@ -72,10 +72,10 @@ type Node struct {
 
 	// subMu orders the subscriptions to office channels with the views
 	// they feed, so an unsubscribe never overtakes a newer subscribe.
-	subMu  sync.Mutex
-	mu     sync.Mutex
-	local  map[string]map[string]Member // office -> sid -> member held here
-	views  map[string]*view             // event channel -> followed office
+	subMu sync.Mutex
+	mu    sync.Mutex
+	local map[string]map[string]Member // office -> sid -> member held here
+	views map[string]*view             // event channel -> followed office
 
 	// sub receives the node channel (mine) and the followed offices'
 	// channels (see subscribe.go).
@@ -85,6 +85,11 @@ type Node struct {
 	// pub publishes frames on a single Redis without TLS (see publish.go);
 	// nil on a Redis Cluster or with TLS, where go-redis publishes them.
 	pub *publisher
+	// seal seals the frames sent and checks those received (auth.go).
+	seal *sealer
+	// backlog counts the bytes of frames waiting to be published, the
+	// server's queues' included (see Reserve).
+	backlog backlog
 }
 
 // Start connects to Redis, registers the node (lease and registry),
@@ -104,6 +109,8 @@ func Start(ctx context.Context, cfg Config, h Handler) (*Node, error) {
 		log:   cfg.Logger.With("node", cfg.NodeID),
 		local: make(map[string]map[string]Member), views: make(map[string]*view), mine: nodeChannel(cfg.NodeID),
 		kick: make(chan struct{}, 1), reloads: make(map[string]bool), loaderWake: make(chan struct{}, 1)}
+	n.seal = newSealer(cfg.Key, n.log)
+	n.backlog.max = cfg.MaxBacklog
 	if cluster {
 		n.pubCmd = "SPUBLISH"
 	}

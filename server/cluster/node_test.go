@@ -36,12 +36,31 @@ func (tn *testNode) eventsOf(office string) []Event {
 	return out
 }
 
+// fastConfig is a node's Config for tests: short lease and timeouts, and
+// testKey (opt out with unsealed).
 func fastConfig(url, id string) Config {
-	return Config{URL: url, NodeID: id, LeaseTTL: time.Second, Heartbeat: 100 * time.Millisecond, SweepEvery: 100 * time.Millisecond, OpTimeout: 500 * time.Millisecond}
+	return Config{URL: url, NodeID: id, LeaseTTL: time.Second, Heartbeat: 100 * time.Millisecond, SweepEvery: 100 * time.Millisecond, OpTimeout: 500 * time.Millisecond,
+		Key: testKey}
 }
 
+// testKey is the cluster key startNode gives a node whose Config has
+// none, so the package's tests run with sealed frames; see unsealed.
+var testKey = []byte("test cluster key, 32 bytes long.")
+
+// unsealed opts a Config out of startNode's default key: the node runs
+// without one (Key empty but not nil).
+func unsealed(cfg Config) Config {
+	cfg.Key = []byte{}
+	return cfg
+}
+
+// startNode starts a node for a test, with testKey unless cfg has a key
+// or opted out (unsealed).
 func startNode(t *testing.T, cfg Config) *testNode {
 	t.Helper()
+	if cfg.Key == nil {
+		cfg.Key = testKey
+	}
 	tn := &testNode{frames: make(chan Frame, 1024)}
 	h := Handler{
 		Frame:   func(f Frame) { tn.frames <- f },

@@ -8,6 +8,7 @@ import (
 	"net"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -43,10 +44,12 @@ import (
 //   - Ownership: the publisher's goroutine (reconnecting, flushing,
 //     expiring) and each connection's reader end in close, which fails
 //     whatever is still queued or unanswered.
-
-// pubBacklog bounds the frames waiting to be written (Redis unreachable,
-// or not keeping up): past it a frame fails at once.
-const pubBacklog = 16384
+//   - Bounded: a frame counts against the node's backlog (Config.MaxBacklog,
+//     in bytes, see Reserve) from Send until its reply or its failure;
+//     past the bound it fails at once with ErrBacklogFull.
+//   - Sealed: a frame is sealed when Send builds its command; one written
+//     again after a broken connection, or late from the backlog, is
+//     sealed again first (auth.go's resealAfter).
 
 // pubRetryBackoff is the pause between connection attempts while Redis is
 // unreachable (and before a retry after a connection broke young).
@@ -59,10 +62,53 @@ const pubMaxReply = 64 << 10
 // errPubClosed fails what is queued when the node closes.
 var errPubClosed = errors.New("cluster: node closed")
 
-// errPubFull fails a frame when pubBacklog frames already wait (Redis not
-// keeping up): counted in the metrics (failed publishes), not logged one
-// by one.
-var errPubFull = fmt.Errorf("%w: too many frames waiting", ErrUnavailable)
+// ErrBacklogFull fails a frame (its onErr is given it) when the frames
+// already waiting to be published to other nodes hold [Config].MaxBacklog
+// bytes: Redis is unreachable or not keeping up. It wraps
+// [ErrUnavailable]. Counted in the server's metrics (failed frames), not
+// logged one by one.
+var ErrBacklogFull = fmt.Errorf("%w: backlog of frames to other nodes full", ErrUnavailable)
+
+// backlog counts the bytes of the frames a node holds for publishing,
+// against Config.MaxBacklog: the one rule every queue of frames follows.
+type backlog struct {
+	max  int64
+	used atomic.Int64
+}
+
+// take counts cost against the bound and reports whether it fit.
+func (b *backlog) take(cost int64) bool {
+	for {
+		u := b.used.Load()
+		if u+cost > b.max {
+			return false
+		}
+		if b.used.CompareAndSwap(u, u+cost) {
+			return true
+		}
+	}
+}
+
+func (b *backlog) give(cost int64) { b.used.Add(-cost) }
+
+// Reserve counts a frame of cost bytes ([FrameCost]) against the node's
+// backlog ([Config].MaxBacklog) for a queue of frames outside the node
+// (the server's senders): [ErrBacklogFull] if it does not fit. Each
+// successful Reserve is matched by one Release of the same cost when the
+// frame is published or fails. [Node.Send] counts its frames itself.
+func (n *Node) Reserve(cost int64) error {
+	if !n.backlog.take(cost) {
+		return ErrBacklogFull
+	}
+	return nil
+}
+
+// Release gives back what [Node.Reserve] counted.
+func (n *Node) Release(cost int64) { n.backlog.give(cost) }
+
+// Backlog reports the bytes of frames waiting to be published to other
+// nodes, as [Node.Reserve] and [Node.Send] count them.
+func (n *Node) Backlog() int64 { return n.backlog.used.Load() }
 
 // errReply wraps an error reply from Redis to a PUBLISH.
 var errReply = errors.New("cluster: Redis error reply")
@@ -70,12 +116,18 @@ var errReply = errors.New("cluster: Redis error reply")
 // pubItem is one PUBLISH command.
 type pubItem struct {
 	cmd []byte
+	// ch is the channel, and frame where the frame starts in cmd: a
+	// retried frame is sealed again there.
+	ch    string
+	frame int
+	// cost is what the frame counts against the node's backlog.
+	cost int64
 	// until is when a failed frame stops being retried; zero: at most once.
 	until time.Time
 	// writeBy is when a frame still waiting to be written fails (a
 	// request while the connection is down).
 	writeBy time.Time
-	onErr   func()
+	onErr   func(error)
 	sent    time.Time // when it was written
 }
 
@@ -135,9 +187,10 @@ func (p *publisher) start() {
 	go p.run()
 }
 
-// appendPublish appends the RESP encoding of PUBLISH ch <frame f>.
-func appendPublish(b []byte, ch string, f *Frame) []byte {
-	frame := AppendFrame(make([]byte, 0, 64+len(f.Payload)), f)
+// appendPublish appends the RESP encoding of PUBLISH ch <frame f>, f
+// sealed by s for ch, and returns where the frame starts.
+func appendPublish(b []byte, ch string, f *Frame, s *sealer) ([]byte, int) {
+	frame := s.seal(AppendFrame(make([]byte, 0, 64+sealSize+len(f.Payload)), f), 0, ch)
 	b = append(b, "*3\r\n$7\r\nPUBLISH\r\n$"...)
 	b = strconv.AppendInt(b, int64(len(ch)), 10)
 	b = append(b, "\r\n"...)
@@ -145,8 +198,9 @@ func appendPublish(b []byte, ch string, f *Frame) []byte {
 	b = append(b, "\r\n$"...)
 	b = strconv.AppendInt(b, int64(len(frame)), 10)
 	b = append(b, "\r\n"...)
+	at := len(b)
 	b = append(b, frame...)
-	return append(b, "\r\n"...)
+	return append(b, "\r\n"...), at
 }
 
 // appendCommand appends the RESP encoding of a command.
@@ -164,23 +218,21 @@ func appendCommand(b []byte, args ...string) []byte {
 	return b
 }
 
-// publish queues one command and writes it at once when it can. onErr
-// (not nil) runs if the frame fails for good; it may run on the caller's
-// goroutine before publish returns.
-func (p *publisher) publish(cmd []byte, until time.Time, onErr func()) {
-	it := &pubItem{cmd: cmd, until: until, onErr: onErr}
-	p.mu.Lock()
-	waiting := len(p.backlog)
-	if p.conn != nil {
-		waiting += len(p.conn.pending())
+// publish queues one command (the frame cmd[frame:len(cmd)-2] for
+// channel ch, of backlog cost cost) and writes it at once when it can.
+// onErr (not nil) runs if the frame fails for good; it may run on the
+// caller's goroutine before publish returns.
+func (p *publisher) publish(cmd []byte, ch string, frame int, cost int64, until time.Time, onErr func(error)) {
+	it := &pubItem{cmd: cmd, ch: ch, frame: frame, until: until, onErr: onErr}
+	if !p.n.backlog.take(cost) {
+		p.fail([]*pubItem{it}, ErrBacklogFull)
+		return
 	}
-	if p.closed || waiting >= pubBacklog {
-		err := errPubClosed
-		if !p.closed {
-			err = errPubFull
-		}
+	it.cost = cost
+	p.mu.Lock()
+	if p.closed {
 		p.mu.Unlock()
-		p.fail([]*pubItem{it}, err)
+		p.fail([]*pubItem{it}, errPubClosed)
 		return
 	}
 	c := p.conn
@@ -270,18 +322,20 @@ func (p *publisher) breakLocked(c *pubConn, err error) []*pubItem {
 	return failed
 }
 
-// fail runs the onErr of frames that failed for good, off every lock.
+// fail runs the onErr of frames that failed for good, off every lock,
+// and gives back what they counted against the backlog.
 func (p *publisher) fail(items []*pubItem, err error) {
 	if len(items) == 0 {
 		return
 	}
-	if !errors.Is(err, errPubClosed) && !errors.Is(err, errPubFull) {
+	if !errors.Is(err, errPubClosed) && !errors.Is(err, ErrBacklogFull) {
 		p.n.log.Warn("frames to other nodes failed: Redis unavailable", "frames", len(items), "err", err)
 	}
 	for _, it := range items {
+		p.n.backlog.give(it.cost)
 		p.observe("publish", 0, err)
 		if it.onErr != nil {
-			it.onErr()
+			it.onErr(err)
 		}
 	}
 }
@@ -372,6 +426,10 @@ func (p *publisher) flush() bool {
 	c.out = nil
 	now := time.Now()
 	for _, it := range p.backlog {
+		// Written late or again: a seal older than resealAfter is
+		// renewed, so the receiver takes it for a new frame (a retry is
+		// not a replay) within its clock window.
+		p.n.seal.reseal(it.cmd[it.frame:len(it.cmd)-2], it.ch)
 		buf = append(buf, it.cmd...)
 		it.sent = now
 		if it.until.IsZero() {
@@ -546,6 +604,7 @@ func (p *publisher) settle(c *pubConn, ok int, done []*pubItem) ([]*pubItem, err
 	err := p.writeOutLocked(c)
 	p.mu.Unlock()
 	for i, it := range done {
+		p.n.backlog.give(it.cost)
 		p.observe("publish", now.Sub(it.sent), nil)
 		done[i] = nil
 	}
@@ -626,35 +685,45 @@ func (p *publisher) close() {
 // with [Node.PublishBatch] instead.
 func (n *Node) Pipelined() bool { return n.pub != nil }
 
-// Send publishes f on node's channel (on its office's channel when node
-// is "", see [Node.PublishOffice]), in the order of Send calls, and never
-// blocks on the network. A zero until sends it at most once: if it may not
-// have been published (Redis unreachable, an error reply, no reply in
-// time), onErr runs. With until set it is sent again while Redis is away,
-// until then, and onErr runs only if that fails too. onErr must not be
-// nil; it may run before Send returns, and never under a lock of the
-// node. Only for a node that is [Node.Pipelined].
-func (n *Node) Send(node string, f *Frame, until time.Time, onErr func()) {
+// Send publishes f, sealed, on node's channel (on its office's channel
+// when node is "", see [Node.PublishOffice]), in the order of Send calls,
+// and never blocks on the network. A zero until sends it at most once: if
+// it may not have been published (Redis unreachable, an error reply, no
+// reply in time), onErr runs. With until set it is sent again while Redis
+// is away, until then, and onErr runs only if that fails too. A frame
+// that does not fit in the node's backlog ([Config].MaxBacklog) fails at
+// once with [ErrBacklogFull]; other failures wrap [ErrUnavailable].
+// onErr must not be nil; it may run before Send returns, and never under
+// a lock of the node. Only for a node that is [Node.Pipelined].
+func (n *Node) Send(node string, f *Frame, until time.Time, onErr func(error)) {
 	ch := officeChannel(f.Office)
 	if node != "" {
 		ch = nodeChannel(node)
 	}
-	n.pub.publish(appendPublish(make([]byte, 0, 96+len(ch)+len(f.Payload)), ch, f), until, onErr)
+	cmd, at := appendPublish(make([]byte, 0, 96+sealSize+len(ch)+len(f.Payload)), ch, f, n.seal)
+	n.pub.publish(cmd, ch, at, FrameCost(f), until, onErr)
 }
 
-// Publish sends one frame to a node's channel: one PUBLISH (SPUBLISH on a
-// Redis Cluster), nothing else. It reports ErrUnavailable when Redis
+// appendFrame appends f sealed for channel ch (unsealed without a key).
+func (n *Node) appendFrame(b []byte, ch string, f *Frame) []byte {
+	at := len(b)
+	return n.seal.seal(AppendFrame(b, f), at, ch)
+}
+
+// Publish sends one frame, sealed, to a node's channel: one PUBLISH
+// (SPUBLISH on a Redis Cluster), nothing else. It reports ErrUnavailable when Redis
 // fails; a frame to a node that is gone is accepted by Redis and lost, so
 // the caller's deadline (or the node's sweep) ends the call.
 func (n *Node) Publish(ctx context.Context, node string, f *Frame) error {
 	c, cancel := n.op(ctx)
 	defer cancel()
-	b := AppendFrame(make([]byte, 0, 64+len(f.Payload)), f)
+	ch := nodeChannel(node)
+	b := n.appendFrame(make([]byte, 0, 64+sealSize+len(f.Payload)), ch, f)
 	var err error
 	if n.cluster {
-		err = n.rdb.SPublish(c, nodeChannel(node), b).Err()
+		err = n.rdb.SPublish(c, ch, b).Err()
 	} else {
-		err = n.rdb.Publish(c, nodeChannel(node), b).Err()
+		err = n.rdb.Publish(c, ch, b).Err()
 	}
 	if err != nil {
 		return fmt.Errorf("%w: publish: %w", ErrUnavailable, err)
@@ -662,9 +731,9 @@ func (n *Node) Publish(ctx context.Context, node string, f *Frame) error {
 	return nil
 }
 
-// PublishBatch sends several frames to one node's channel in one
-// pipelined round trip, in order: one PUBLISH (SPUBLISH) each, nothing
-// else. The server's sender per destination node uses it, so frames that
+// PublishBatch sends several frames, each sealed, to one node's channel
+// in one pipelined round trip, in order: one PUBLISH (SPUBLISH) each,
+// nothing else. A batch sent again after a failure is sealed again. The server's sender per destination node uses it, so frames that
 // queue up under load share a round trip and keep their order. With node
 // "", each frame goes to its office's channel instead (see
 // [Node.PublishOffice]).
@@ -680,7 +749,7 @@ func (n *Node) PublishBatch(ctx context.Context, node string, fs []*Frame) error
 			if node == "" {
 				ch = officeChannel(f.Office)
 			}
-			b := AppendFrame(make([]byte, 0, 64+len(f.Payload)), f)
+			b := n.appendFrame(make([]byte, 0, 64+sealSize+len(f.Payload)), ch, f)
 			if n.cluster {
 				p.SPublish(c, ch, b)
 			} else {

@@ -18,7 +18,7 @@ func TestSendRegressionStaleWriteDeadline(t *testing.T) {
 	a := startNode(t, fastConfig(r.URL(), "ra"))
 	r.Stop()
 	var ansFailed, reqFailed pubCounter
-	a.Send("nobody", &Frame{Kind: KindAnswer, From: "ra", Office: "o", Event: "e", Call: 2}, time.Now().Add(20*time.Second), ansFailed.fail)
+	a.Send("nobody", &Frame{Kind: KindAnswer, From: "ra", To: "s", Office: "o", Event: "e", Call: 2}, time.Now().Add(20*time.Second), ansFailed.fail)
 	r.Restart()
 	redistest.WaitFor(t, 5*time.Second, "the answer published", func() bool { return r.CommandStats()["publish"] >= 1 })
 	time.Sleep(700 * time.Millisecond) // > OpTimeout (500ms)
@@ -102,7 +102,7 @@ func TestSendRegressionCloseRace(t *testing.T) {
 					if i%2 == 0 {
 						until = time.Now().Add(time.Second)
 					}
-					a.Send("nobody", &Frame{Kind: KindAnswer, From: "cr", Office: "o", Event: "e", Call: uint64(idx), Payload: make([]byte, 2000)}, until, func() { counts[idx].add() })
+					a.Send("nobody", &Frame{Kind: KindAnswer, From: "cr", To: "s", Office: "o", Event: "e", Call: uint64(idx), Payload: make([]byte, 2000)}, until, func(error) { counts[idx].add() })
 				}
 			})
 		}
@@ -132,7 +132,7 @@ func TestSendRegressionBreakCycle(t *testing.T) {
 	b := startNode(t, fastConfig(r.URL(), "cz"))
 	r.Stop()
 	var ans, req pubCounter
-	a.Send("cz", &Frame{Kind: KindAnswer, From: "cy", Office: "o", Event: "a", Call: 1}, time.Now().Add(20*time.Second), ans.fail)
+	a.Send("cz", &Frame{Kind: KindAnswer, From: "cy", To: "s", Office: "o", Event: "a", Call: 1}, time.Now().Add(20*time.Second), ans.fail)
 	r.Restart()
 	redistest.WaitFor(t, 5*time.Second, "published", func() bool { return r.CommandStats()["publish"] >= 1 })
 	// The publisher's connection, by the name it gives itself: Redis
@@ -152,7 +152,7 @@ func TestSendRegressionBreakCycle(t *testing.T) {
 	}
 	sentReq := 0
 	for i := range 100 { // 5 s of traffic: an answer and a request every 50 ms
-		a.Send("cz", &Frame{Kind: KindAnswer, From: "cy", Office: "o", Event: "a", Call: uint64(100 + i)}, time.Now().Add(20*time.Second), ans.fail)
+		a.Send("cz", &Frame{Kind: KindAnswer, From: "cy", To: "s", Office: "o", Event: "a", Call: uint64(100 + i)}, time.Now().Add(20*time.Second), ans.fail)
 		a.Send("cz", &Frame{Kind: KindRequest, From: "cy", To: "s", Office: "o", Event: "r", Call: uint64(1000 + i), TimeoutMS: 1000}, time.Time{}, req.fail)
 		sentReq++
 		time.Sleep(50 * time.Millisecond)

@@ -15,7 +15,7 @@ import (
 // pubCounter counts the onErr calls of frames sent in a test.
 type pubCounter struct{ n atomic.Int64 }
 
-func (c *pubCounter) fail() { c.n.Add(1) }
+func (c *pubCounter) fail(error) { c.n.Add(1) }
 
 // TestSendOrderPipelined: frames sent from several goroutines at once are
 // published exactly once each (Redis's own count), none fails, and each
@@ -73,7 +73,7 @@ func TestSendRequestAtMostOnce(t *testing.T) {
 	r.Stop()
 	var reqFailed, ansFailed pubCounter
 	a.Send("nobody", &Frame{Kind: KindRequest, From: "qa", To: "s", Office: "o", Event: "e", Call: 1, TimeoutMS: 1000}, time.Time{}, reqFailed.fail)
-	a.Send("nobody", &Frame{Kind: KindAnswer, From: "qa", Office: "o", Event: "e", Call: 2}, time.Now().Add(20*time.Second), ansFailed.fail)
+	a.Send("nobody", &Frame{Kind: KindAnswer, From: "qa", To: "s", Office: "o", Event: "e", Call: 2}, time.Now().Add(20*time.Second), ansFailed.fail)
 	redistest.WaitFor(t, 3*time.Second, "the request failed", func() bool { return reqFailed.n.Load() == 1 })
 	r.Restart()
 	redistest.WaitFor(t, 5*time.Second, "the answer published", func() bool { return r.CommandStats()["publish"] >= 1 })
@@ -93,7 +93,7 @@ func TestSendRedisStalled(t *testing.T) {
 	r := redistest.Start(t)
 	a := startNode(t, fastConfig(r.URL(), "sa"))
 	b := startNode(t, fastConfig(r.URL(), "sb"))
-	a.Send("sb", &Frame{Kind: KindBroadcast, From: "sa", Office: "o", Event: "warm"}, time.Now().Add(time.Second), func() {})
+	a.Send("sb", &Frame{Kind: KindBroadcast, From: "sa", Office: "o", Event: "warm"}, time.Now().Add(time.Second), func(error) {})
 	recv(t, b.frames)
 	pid := redisPID(t, r)
 	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
@@ -110,7 +110,7 @@ func TestSendRedisStalled(t *testing.T) {
 	var reqFailed, ansFailed pubCounter
 	start := time.Now()
 	a.Send("sb", &Frame{Kind: KindRequest, From: "sa", To: "s", Office: "o", Event: "req", Call: 1, TimeoutMS: 1000}, time.Time{}, reqFailed.fail)
-	a.Send("sb", &Frame{Kind: KindAnswer, From: "sa", Office: "o", Event: "ans", Call: 2}, time.Now().Add(20*time.Second), ansFailed.fail)
+	a.Send("sb", &Frame{Kind: KindAnswer, From: "sa", To: "s", Office: "o", Event: "ans", Call: 2}, time.Now().Add(20*time.Second), ansFailed.fail)
 	redistest.WaitFor(t, 3*time.Second, "the request failed", func() bool { return reqFailed.n.Load() == 1 })
 	if d := time.Since(start); d < 400*time.Millisecond {
 		t.Fatalf("request failed after %v, before its reply was overdue", d)
@@ -152,7 +152,7 @@ func TestSendClose(t *testing.T) {
 	var failed pubCounter
 	const n = 50
 	for i := range n {
-		a.Send("nobody", &Frame{Kind: KindAnswer, From: "ca", Office: "o", Event: "e", Call: uint64(i)}, time.Now().Add(time.Minute), failed.fail)
+		a.Send("nobody", &Frame{Kind: KindAnswer, From: "ca", To: "s", Office: "o", Event: "e", Call: uint64(i)}, time.Now().Add(time.Minute), failed.fail)
 	}
 	done := make(chan struct{})
 	go func() { a.Close(); close(done) }()
@@ -172,11 +172,26 @@ func TestSendClose(t *testing.T) {
 
 // TestAppendPublish: the command is the RESP array PUBLISH channel frame.
 func TestAppendPublish(t *testing.T) {
-	f := &Frame{Kind: KindAnswer, From: "n", Office: "o", Event: "e", Call: 7, Payload: []byte("xy")}
+	f := &Frame{Kind: KindAnswer, From: "n", To: "s", Office: "o", Event: "e", Call: 7, Payload: []byte("xy")}
 	frame := AppendFrame(nil, f)
 	want := "*3\r\n$7\r\nPUBLISH\r\n$10\r\na2c:{n}:ch\r\n$" + strconv.Itoa(len(frame)) + "\r\n" + string(frame) + "\r\n"
-	if got := string(appendPublish(nil, "a2c:{n}:ch", f)); got != want {
+	got, at := appendPublish(nil, "a2c:{n}:ch", f, newSealer(nil, nil))
+	if string(got) != want || string(got[at:len(got)-2]) != string(frame) {
+		t.Fatalf("got %q (frame at %d), want %q", got, at, want)
+	}
+	// Sealed: the same command around the sealed frame.
+	s := newSealer(testKey, nil)
+	got, at = appendPublish(nil, "a2c:{n}:ch", f, s)
+	sealed := got[at : len(got)-2]
+	if len(sealed) != len(frame)+sealSize || sealed[0] != sealedVersion {
+		t.Fatalf("sealed frame %q", sealed)
+	}
+	want = "*3\r\n$7\r\nPUBLISH\r\n$10\r\na2c:{n}:ch\r\n$" + strconv.Itoa(len(sealed)) + "\r\n" + string(sealed) + "\r\n"
+	if string(got) != want {
 		t.Fatalf("got %q, want %q", got, want)
+	}
+	if b, ok := newSealerLike(s).open("a2c:{n}:ch", append([]byte(nil), sealed...)); !ok || string(b) != string(frame) {
+		t.Fatalf("sealed frame does not open: %q %v", b, ok)
 	}
 }
 

@@ -30,15 +30,19 @@ func (n *Node) subscribe(ctx context.Context, ch string) error {
 func (n *Node) unsubscribe(ch string) { n.sub.Unsubscribe(ch) }
 
 // deliver hands one message of a subscription to its reader: a frame for
-// this node to the handler, an office's event to the copy, an office's
+// this node to the handler (once its seal holds, see auth.go), an office's event to the copy, an office's
 // broadcast frame to the handler. payload aliases the subscriber's read
 // buffer, so what outlives the call is copied: a frame's payload (the
 // handler may queue it) and an event's text.
 func (n *Node) deliver(ch string, payload []byte) {
 	if ch == n.mine {
-		f, err := DecodeFrame(payload)
+		body, ok := n.open(ch, payload)
+		if !ok {
+			return
+		}
+		f, err := DecodeFrame(body)
 		if err != nil {
-			n.log.Warn("frame dropped", "err", err)
+			n.dropFrame(ch)
 			return
 		}
 		f.Payload = bytes.Clone(f.Payload) // its strings are copies already
@@ -47,7 +51,7 @@ func (n *Node) deliver(ch string, payload []byte) {
 		}
 		return
 	}
-	if len(payload) > 0 && payload[0] == frameVersion {
+	if len(payload) > 0 && isFrame(payload[0]) {
 		n.onOfficeFrame(ch, payload)
 		return
 	}
@@ -79,13 +83,14 @@ func (n *Node) resumed(chs []string) {
 // (see PublishOffice): only a KindBroadcast of that very office, and not
 // this node's own.
 func (n *Node) onOfficeFrame(ch string, payload []byte) {
-	f, err := DecodeFrame(payload)
+	body, ok := n.open(ch, payload)
+	if !ok {
+		return
+	}
+	f, err := DecodeFrame(body)
 	if err != nil || f.Kind != KindBroadcast || f.From == n.id || officeChannel(f.Office) != ch {
-		if err == nil {
-			err = fmt.Errorf("%w: not a broadcast of this office", ErrFrame)
-		}
 		if f.From != n.id {
-			n.log.Warn("office frame dropped", "channel", ch, "err", err)
+			n.dropFrame(ch)
 		}
 		return
 	}
