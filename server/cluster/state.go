@@ -172,7 +172,7 @@ func (n *Node) step() {
 			return
 		}
 		now := time.Now()
-		n.log.Warn("lease lost: registered again; joins wait until the cluster has settled",
+		n.log.Warn("lease lost: registering again; joins wait until the cluster has settled",
 			"epoch", epoch, "settle", n.cfg.LeaseTTL.String())
 		st.epoch, st.phase, st.stale = epoch, phaseSettling, true
 		st.settleEnd = now.Add(n.cfg.LeaseTTL)
@@ -202,6 +202,7 @@ func (n *Node) step() {
 		// The snapshots can be trusted again: the other nodes have
 		// re-asserted. Versions may have started again (force).
 		n.reloadAll(true)
+		n.log.Info("Redis back: the cluster has settled; joins accepted again")
 	}
 }
 

@@ -674,6 +674,8 @@ func (s *subscriber) keep(c *subConn) {
 	lr := &liveReader{s: s, c: c}
 	rd := newRESPReader(lr, respPubSubElems)
 	backoff := time.Duration(0)
+	// lastQuick is when a link that worked was last made again at once.
+	var lastQuick time.Time
 	for {
 		if backoff > 0 {
 			t := time.NewTimer(backoff)
@@ -718,16 +720,25 @@ func (s *subscriber) keep(c *subConn) {
 		rd.reset(lr)
 		clear(c.names)
 		err = s.read(c, rd)
-		lost := s.broken(c, nc)
+		lost, worked := s.broken(c, nc)
 		if s.ctx.Err() != nil {
 			return
 		}
 		if lost > 0 {
 			s.log.Warn("subscriber: connection broke; subscribing again", "addr", c.addr, "channels", lost, "err", err)
 		}
-		if time.Since(born) >= subBackoffMax {
-			backoff = 0 // a connection that lived: redial at once
-		} else {
+		// While the link is down, frames for this node are lost: a link
+		// that worked (it lived, or Redis confirmed a subscription on it:
+		// an operator's CLIENT KILL, an output buffer limit) is made again
+		// at once, but not twice within subBackoffMax, so a Redis that
+		// drops every link at once is not dialled in a loop. One that
+		// failed young waits a backoff that doubles each time.
+		switch now := time.Now(); {
+		case now.Sub(born) >= subBackoffMax, worked && now.Sub(lastQuick) >= subBackoffMax:
+			backoff, lastQuick = 0, now
+		case worked:
+			backoff = subBackoffMin
+		default:
 			backoff = min(max(2*backoff, subBackoffMin), subBackoffMax)
 		}
 	}
@@ -757,8 +768,8 @@ func (s *subscriber) connected(c *subConn, nc net.Conn) bool {
 
 // broken ends link nc of c: every channel confirmed on it is lost, and
 // every channel of c is idle until the next link. It returns how many
-// channels c carries.
-func (s *subscriber) broken(c *subConn, nc net.Conn) int {
+// channels c carries, and whether any was confirmed on the link.
+func (s *subscriber) broken(c *subConn, nc net.Conn) (int, bool) {
 	_ = nc.Close()
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -766,13 +777,15 @@ func (s *subscriber) broken(c *subConn, nc net.Conn) int {
 		c.nc = nil
 	}
 	c.cmds, c.resumed = c.cmds[:0], nil
+	worked := false
 	for _, w := range c.wants {
 		if w.state == wantConfirmed {
+			worked = true
 			s.setLostLocked(w)
 		}
 		w.state = wantIdle
 	}
-	return len(c.wants)
+	return len(c.wants), worked
 }
 
 // read is the read loop of one link: it reads until an error (a broken

@@ -728,6 +728,12 @@ func TestClusterHealPubsubKill(t *testing.T) {
 	start := time.Now()
 	for i := range rounds {
 		v, a, c := i%3, (i+1)%3, (i+2)%3
+		// Each node has subscribed again since the last round (a link
+		// killed young is made again after a short backoff).
+		eventually(t, 5*time.Second, "every node subscribed again", func() (bool, string) {
+			list := redis.Command(t, "CLIENT", "LIST", "TYPE", "pubsub")
+			return strings.Count(list, " name=a2c-") >= len(nodes), list
+		})
 		hlSignal(nodes[v], syscall.SIGSTOP)
 		out := redis.Command(t, "CLIENT", "KILL", "TYPE", "pubsub")
 		n, err := strconv.Atoi(out)
