@@ -109,9 +109,6 @@ func runServer(ctx context.Context, e *env, args []string) error {
 	if key != nil && *redisURL == "" {
 		return usageError{"--cluster-key, --cluster-key-file and $A2C_CLUSTER_KEY need --redis"}
 	}
-	if key == nil && *redisURL != "" {
-		log.Warn("cluster without a key: frames between nodes are not authenticated, so whoever may PUBLISH on this Redis can make a node relay a request of their choosing; set --cluster-key-file or $A2C_CLUSTER_KEY on every node")
-	}
 	if len(boxes) > 0 && !*withConsole {
 		return usageError{"--sandbox needs --console"}
 	}
@@ -215,6 +212,10 @@ func runServer(ctx context.Context, e *env, args []string) error {
 	// The first line says where the server listens, whatever the level.
 	log.Log(ctx, max(slog.LevelInfo, level), "a2c server listening", "addr", ln.Addr().String(), "url", "http://"+ln.Addr().String(),
 		"path", cfg.Path, "protocol", cfg.Version, "auth", secret != "", "node", srv.NodeID())
+	if key == nil && *redisURL != "" {
+		log.Warn("cluster without a key: frames between nodes are not authenticated, so whoever may PUBLISH on this Redis can make a node relay a request of their choosing; set --cluster-key-file or $A2C_CLUSTER_KEY on every node",
+			"node", srv.NodeID())
+	}
 	if *withConsole {
 		log.Log(ctx, max(slog.LevelInfo, level), "a2c console serving", "console", "http://"+localURL(ln.Addr().String())+"/", "sandboxes", len(boxes))
 	}

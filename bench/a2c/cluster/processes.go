@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -31,10 +32,21 @@ var serverEnv []string
 
 // startServer starts `a2c server` on a free loopback port with the extra
 // flags, and registers its stop.
+// benchClusterKey is the nodes' cluster key.
+const benchClusterKey = "bench-cluster-key-0123456789abcdef"
+
 func startServer(bin, name string, flags ...string) *proc {
 	args := append([]string{"server", "--listen", "127.0.0.1:0", "--log-level", "warn"}, flags...)
 	cmd := exec.Command(bin, args...)
 	cmd.Env = serverEnv
+	if slices.Contains(flags, "--redis") {
+		// The nodes seal their frames, as a production cluster does.
+		env := serverEnv
+		if env == nil {
+			env = os.Environ()
+		}
+		cmd.Env = append(slices.Clip(env), "A2C_CLUSTER_KEY="+benchClusterKey)
+	}
 	orphanKill(cmd)
 	url, err := procs.Start(cmd)
 	check(err)

@@ -920,7 +920,7 @@ func TestClusterNodeIDReuse(t *testing.T) {
 	other := harness.Hub(t, 1, redis.URL())[0]
 	bin := harness.Bin(t, "a2c")
 	serverArgs := []string{"server", "--listen", "127.0.0.1:0", "--redis", redis.URL(), "--node-id", "nodeX"}
-	old := harness.Run(t, exec.Command(bin, serverArgs...), true)
+	old := harness.Run(t, harness.Keyed(exec.Command(bin, serverArgs...)), true)
 	office := "fl-" + agent.NewReqID()
 	dialComputer(t, old.URL, office, "pc", flEchoComputer)
 	var notes flNotes
@@ -939,7 +939,7 @@ func TestClusterNodeIDReuse(t *testing.T) {
 	}
 	outcomes := make(chan outcome, 2)
 	for range 2 {
-		p := harness.Run(t, exec.Command(bin, serverArgs...), false)
+		p := harness.Run(t, harness.Keyed(exec.Command(bin, serverArgs...)), false)
 		go func() {
 			for {
 				if m := flAddrRE.FindStringSubmatch(p.Logs()); m != nil {

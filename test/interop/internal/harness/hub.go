@@ -2,6 +2,7 @@ package harness
 
 import (
 	"fmt"
+	"os"
 	"os/exec"
 	"testing"
 )
@@ -16,7 +17,22 @@ func Hub(t testing.TB, n int, redisURL string, flags ...string) []*Proc {
 	nodes := make([]*Proc, n)
 	for i := range nodes {
 		args := append([]string{"server", "--listen", "127.0.0.1:0", "--redis", redisURL, "--node-id", fmt.Sprintf("node%d", i+1)}, flags...)
-		nodes[i] = Run(t, exec.Command(Bin(t, "a2c"), args...), true)
+		nodes[i] = Run(t, Keyed(exec.Command(Bin(t, "a2c"), args...)), true)
 	}
 	return nodes
+}
+
+// ClusterKey is the cluster key of the nodes the tests start: every node
+// of one test's cluster must share it, as in production, so the frames
+// between them are sealed and checked.
+const ClusterKey = "interop-cluster-key-of-the-tests"
+
+// Keyed gives cmd, an `a2c server --redis ...`, the tests' cluster key
+// through the environment (never on the command line, as a user would).
+func Keyed(cmd *exec.Cmd) *exec.Cmd {
+	if cmd.Env == nil {
+		cmd.Env = os.Environ()
+	}
+	cmd.Env = append(cmd.Env, "A2C_CLUSTER_KEY="+ClusterKey)
+	return cmd
 }
