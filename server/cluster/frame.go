@@ -94,6 +94,25 @@ func AppendFrame(b []byte, f *Frame) []byte {
 	return append(b, f.Payload...)
 }
 
+// frameLen is the length of f's encoding by AppendFrame.
+func frameLen(f *Frame) int {
+	n := 2 + uvarintLen(f.Call) + uvarintLen(f.TimeoutMS) + len(f.Payload)
+	for _, s := range [...]string{f.From, f.To, f.Office, f.Event} {
+		n += uvarintLen(uint64(len(s))) + len(s)
+	}
+	return n
+}
+
+// uvarintLen is the length of x's uvarint encoding.
+func uvarintLen(x uint64) int {
+	n := 1
+	for x >= 0x80 {
+		x >>= 7
+		n++
+	}
+	return n
+}
+
 // DecodeFrame parses one unsealed frame. The Payload aliases b. It checks
 // the version, the kind, every length, that each string field is within
 // [MaxField], and the fields themselves, so that a hostile frame can name

@@ -176,3 +176,20 @@ func TestTags(t *testing.T) {
 		}
 	}
 }
+
+// TestFrameLen: the length computed before encoding (appendPublish
+// writes it ahead of the frame) is the length AppendFrame writes, at
+// every varint boundary.
+func TestFrameLen(t *testing.T) {
+	long := strings.Repeat("x", 200)
+	for _, f := range []*Frame{
+		{Kind: KindRequest},
+		{Kind: KindAnswer, From: "n", To: "s", Office: "o", Event: "e", Call: 127, TimeoutMS: 128, Payload: []byte("xy")},
+		{Kind: KindBroadcast, From: long, To: long[:127], Office: long[:128], Event: "e", Call: 1 << 63, TimeoutMS: 1<<14 - 1},
+		{Kind: KindGone, Call: 1<<64 - 1, TimeoutMS: 1 << 14, Payload: make([]byte, 1<<16)},
+	} {
+		if got, want := frameLen(f), len(AppendFrame(nil, f)); got != want {
+			t.Errorf("frameLen(%+v) = %d, want %d", f.Call, got, want)
+		}
+	}
+}

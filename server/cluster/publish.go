@@ -188,18 +188,22 @@ func (p *publisher) start() {
 }
 
 // appendPublish appends the RESP encoding of PUBLISH ch <frame f>, f
-// sealed by s for ch, and returns where the frame starts.
+// sealed by s for ch, and returns where the frame starts. The frame is
+// encoded and sealed in place, in b: its length is known beforehand.
 func appendPublish(b []byte, ch string, f *Frame, s *sealer) ([]byte, int) {
-	frame := s.seal(AppendFrame(make([]byte, 0, 64+sealSize+len(f.Payload)), f), 0, ch)
+	size := frameLen(f)
+	if s.key {
+		size += sealSize
+	}
 	b = append(b, "*3\r\n$7\r\nPUBLISH\r\n$"...)
 	b = strconv.AppendInt(b, int64(len(ch)), 10)
 	b = append(b, "\r\n"...)
 	b = append(b, ch...)
 	b = append(b, "\r\n$"...)
-	b = strconv.AppendInt(b, int64(len(frame)), 10)
+	b = strconv.AppendInt(b, int64(size), 10)
 	b = append(b, "\r\n"...)
 	at := len(b)
-	b = append(b, frame...)
+	b = s.seal(AppendFrame(b, f), at, ch)
 	return append(b, "\r\n"...), at
 }
 
@@ -700,7 +704,7 @@ func (n *Node) Send(node string, f *Frame, until time.Time, onErr func(error)) {
 	if node != "" {
 		ch = nodeChannel(node)
 	}
-	cmd, at := appendPublish(make([]byte, 0, 96+sealSize+len(ch)+len(f.Payload)), ch, f, n.seal)
+	cmd, at := appendPublish(make([]byte, 0, 48+len(ch)+frameLen(f)+sealSize), ch, f, n.seal)
 	n.pub.publish(cmd, ch, at, FrameCost(f), until, onErr)
 }
 
