@@ -635,7 +635,7 @@ func (s *Server) relayRemote(e *sio.Event, office string, target cluster.Member,
 		var ans sio.Message
 		switch {
 		case err == nil:
-			if ans, err = decodeMessage(payload); err != nil {
+			if ans, err = decodeMessage(payload, h.node.Authenticated()); err != nil {
 				s.log.Warn("malformed answer from another node", "node", target.Node, "err", err)
 				outcome = outcomeGone
 			}
@@ -740,7 +740,7 @@ func (s *Server) onFrame(f cluster.Frame) {
 		if !broadcastEvents[f.Event] {
 			return
 		}
-		msg, err := decodeMessage(f.Payload)
+		msg, err := decodeMessage(f.Payload, s.hub.node.Authenticated())
 		if err != nil {
 			return
 		}
@@ -785,7 +785,7 @@ func (s *Server) serveRemote(f cluster.Frame, canWait bool) {
 		reply(cluster.KindGone, nil)
 		return
 	}
-	msg, err := decodeMessage(f.Payload)
+	msg, err := decodeMessage(f.Payload, s.hub.node.Authenticated())
 	if err != nil {
 		s.hub.served()
 		reply(cluster.KindGone, nil)
@@ -1019,9 +1019,13 @@ func appendMessage(b []byte, m sio.Message) []byte {
 }
 
 // decodeMessage parses what appendMessage wrote. It never trusts its
-// input: every count and length is checked against what remains, an
-// argument must be valid JSON, and nothing may follow the last part.
-func decodeMessage(b []byte) (sio.Message, error) {
+// input: every count and length is checked against what remains, and
+// nothing may follow the last part. Unless sealed (the frame came from a
+// node holding the cluster key, which took each argument from a client
+// message its Socket.IO decoder had parsed as JSON), every argument must
+// be valid JSON: a node without a key takes frames from whoever may
+// PUBLISH on its Redis.
+func decodeMessage(b []byte, sealed bool) (sio.Message, error) {
 	var m sio.Message
 	parts := func(isJSON bool) ([][]byte, error) {
 		k, n := binary.Uvarint(b)
@@ -1036,7 +1040,7 @@ func decodeMessage(b []byte) (sio.Message, error) {
 				return nil, errMessageFormat
 			}
 			p := b[n : n+int(l) : n+int(l)]
-			if isJSON && !json.Valid(p) {
+			if isJSON && !sealed && !json.Valid(p) {
 				return nil, fmt.Errorf("%w: an argument is not JSON", errMessageFormat)
 			}
 			out = append(out, p)

@@ -26,7 +26,7 @@ func TestMessageRoundTrip(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b := appendMessage(nil, tc.m)
-			got, err := decodeMessage(b)
+			got, err := decodeMessage(b, false)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -65,8 +65,13 @@ func TestMessageMalformed(t *testing.T) {
 		{"overlong varint", []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if m, err := decodeMessage(tc.b); err == nil {
+			if m, err := decodeMessage(tc.b, false); err == nil {
 				t.Fatalf("accepted %q as %+v", tc.b, m)
+			}
+			// A sealed frame skips the JSON check only: every framing
+			// error is still refused.
+			if m, err := decodeMessage(tc.b, true); err == nil && tc.name != "argument not JSON" {
+				t.Fatalf("sealed: accepted %q as %+v", tc.b, m)
 			}
 		})
 	}
@@ -80,11 +85,11 @@ func FuzzDecodeMessage(f *testing.F) {
 	f.Add(appendMessage(nil, sio.Message{}))
 	f.Add([]byte{1, 0xff, 0xff, 0xff, 0xff, 0x0f})
 	f.Fuzz(func(t *testing.T, b []byte) {
-		m, err := decodeMessage(b)
+		m, err := decodeMessage(b, false)
 		if err != nil {
 			return
 		}
-		again, err := decodeMessage(appendMessage(nil, m))
+		again, err := decodeMessage(appendMessage(nil, m), false)
 		if err != nil {
 			t.Fatalf("re-encoding of a decoded message does not decode: %v", err)
 		}

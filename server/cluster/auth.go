@@ -139,6 +139,12 @@ func (r Refusals) All() iter.Seq2[string, uint64] {
 // Refused returns how many frames the node has refused, by reason.
 func (n *Node) Refused() Refusals { return n.seal.refused() }
 
+// Authenticated reports whether the node has a cluster key: every frame
+// it accepts was then sealed by a node holding the key, which built the
+// frame from what its own client sent and its own checks passed. The
+// server re-checks less of such a frame (see server/clustered.go).
+func (n *Node) Authenticated() bool { return n.seal.key }
+
 // sealer seals the frames a node sends and opens the ones it receives. A
 // nil key seals nothing and opens only unsealed frames. Safe for
 // concurrent use.
