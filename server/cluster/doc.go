@@ -155,9 +155,24 @@
 // On a Redis Cluster the node channel is a shard channel (SPUBLISH,
 // SSUBSCRIBE) whose hash tag is the node id, and office events are
 // published with SPUBLISH on the office's shard channel by the scripts
-// (the channel shares the office's slot); each shard channel has its own
-// subscription connection, as a shard channel is served by its slot's
-// master.
+// (the channel shares the office's slot).
+//
+// # Subscriptions
+//
+// The node receives its channel and its offices' channels through its
+// own subscription client (subscriber.go, with its own RESP reader,
+// resp.go, which bounds every length it reads from Redis): one
+// connection to a single Redis; on a Redis Cluster one connection per
+// master that owns the slot of a followed channel, carrying all of them
+// (a shard channel is served by its slot's master), so a node holds at
+// most as many subscription connections as there are masters. A message
+// is handed to the node on the connection's reader goroutine with no
+// allocation. A silent connection is pinged after 2 s and given up after
+// 10 s; a broken one is made again and its channels subscribed again,
+// after which the node reloads the offices they carry (their events in
+// between are lost). A slot that moves to another master (Redis sends
+// sunsubscribe, or answers -MOVED) is subscribed on its new master and
+// reloaded the same way.
 //
 // # Frames
 //
