@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -79,15 +78,10 @@ func runServer(ctx context.Context, e *env, args []string) error {
 	secret := *token
 	if *tokenFile != "" {
 		if secret != "" {
-			return usageError{"--token and --token-file are exclusive"}
+			return errSecretBoth("token")
 		}
-		b, err := os.ReadFile(*tokenFile)
-		if err != nil {
-			return fmt.Errorf("read token file: %w", err)
-		}
-		secret = strings.TrimSpace(string(b))
-		if secret == "" {
-			return fmt.Errorf("token file %s is empty", *tokenFile)
+		if secret, err = readSecretFile(*tokenFile, "token"); err != nil {
+			return err
 		}
 	}
 	if secret == "" {
@@ -120,12 +114,8 @@ func runServer(ctx context.Context, e *env, args []string) error {
 		boxToken = os.Getenv("SANDBOX_API_KEY")
 	}
 	if *boxTokenFile != "" {
-		b, err := os.ReadFile(*boxTokenFile)
-		if err != nil {
-			return fmt.Errorf("read sandbox token file: %w", err)
-		}
-		if boxToken = strings.TrimSpace(string(b)); boxToken == "" {
-			return fmt.Errorf("sandbox token file %s is empty", *boxTokenFile)
+		if boxToken, err = readSecretFile(*boxTokenFile, "sandbox token"); err != nil {
+			return err
 		}
 	}
 	for i := range boxes {
@@ -274,21 +264,25 @@ func cpuProfileTo(path string) (stop func(), err error) {
 // --cluster-key-file (less a trailing newline), else $A2C_CLUSTER_KEY;
 // nil if none is given. The key is never logged.
 func readClusterKey(flagKey, file string) ([]byte, error) {
+	// Surrounding white space is no part of a key, wherever it comes
+	// from: the same key in a file (with its newline) and in the
+	// environment must seal alike.
 	switch {
+	case flagKey != "" && file != "":
+		return nil, errSecretBoth("cluster-key")
 	case flagKey != "":
-		return []byte(flagKey), nil
+		if k := strings.TrimSpace(flagKey); k != "" {
+			return []byte(k), nil
+		}
+		return nil, errors.New("--cluster-key is blank")
 	case file != "":
-		b, err := os.ReadFile(file)
-		if err != nil {
-			return nil, fmt.Errorf("read cluster key file: %w", err)
-		}
-		b = bytes.TrimRight(b, "\r\n")
-		if len(b) == 0 {
-			return nil, fmt.Errorf("cluster key file %s is empty", file)
-		}
-		return b, nil
+		k, err := readSecretFile(file, "cluster key")
+		return []byte(k), err
 	case os.Getenv("A2C_CLUSTER_KEY") != "":
-		return []byte(os.Getenv("A2C_CLUSTER_KEY")), nil
+		if k := strings.TrimSpace(os.Getenv("A2C_CLUSTER_KEY")); k != "" {
+			return []byte(k), nil
+		}
+		return nil, errors.New("$A2C_CLUSTER_KEY is blank")
 	}
 	return nil, nil
 }

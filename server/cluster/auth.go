@@ -38,11 +38,18 @@ import (
 //  2. the clock: a frame sealed more than clockWindow (30 s) before or
 //     after the receiver's clock is refused ("stale"), so a captured frame
 //     is worthless half a minute later whatever else happens;
-//  3. the sequence: per boot id, a sliding window of replayWindow (4096)
-//     sequence numbers records which were seen; a number seen before, or
-//     older than the window, is refused ("replay"). State is bounded: at
-//     most maxBoots senders are tracked (only frames whose MAC holds
-//     create one), the one heard from least recently is forgotten first.
+//  3. the sequence: per boot id and channel, a sliding window of
+//     replayWindow (4096) sequence numbers records which were seen; a
+//     number seen before, or older than the window, is refused ("replay").
+//     A sender numbers its frames with one counter for every channel, and
+//     frames of two channels may arrive out of order (on a Redis Cluster
+//     they come on two connections from two shards): one window per
+//     channel keeps a late frame of one channel from being judged by the
+//     numbers another channel brought. The MAC binds the channel, so a
+//     frame's number is only ever checked in its own channel's window.
+//     State is bounded: at most maxWindows (sender, channel) windows are
+//     kept (only frames whose MAC holds create one), the one used least
+//     recently is forgotten first.
 //
 // A frame of version 0xA1 (unsealed) is refused ("unsealed") when a key is
 // set, and is the only kind accepted without one; anything else that is
@@ -79,8 +86,9 @@ const (
 	// one sender may arrive out of order (several subscriptions on a
 	// Redis Cluster, a retried batch), never by this much.
 	replayWindow = 4096
-	// maxBoots bounds the senders (boot ids) whose windows are kept.
-	maxBoots = 1024
+	// maxWindows bounds the (sender boot id, channel) windows kept:
+	// about 600 bytes each.
+	maxWindows = 8192
 	// refusalLogEvery spaces the Warn lines of one refusal reason.
 	refusalLogEvery = 10 * time.Second
 	// resealAfter: a frame written again (a retry after a broken
@@ -157,7 +165,7 @@ type sealer struct {
 	log  *slog.Logger
 
 	mu      sync.Mutex
-	windows map[[8]byte]*window
+	windows map[windowKey]*window
 	tick    uint64 // orders the windows by last use, for eviction
 
 	counts  [refusalEnd]atomic.Uint64
@@ -173,7 +181,7 @@ type macState struct {
 }
 
 func newSealer(key []byte, log *slog.Logger) *sealer {
-	s := &sealer{key: len(key) > 0, now: time.Now, log: log, windows: make(map[[8]byte]*window)}
+	s := &sealer{key: len(key) > 0, now: time.Now, log: log, windows: make(map[windowKey]*window)}
 	_, _ = rand.Read(s.boot[:])
 	if s.key {
 		k := append([]byte(nil), key...)
@@ -262,7 +270,7 @@ func (s *sealer) open(ch string, msg []byte) ([]byte, bool) {
 	if d := s.now().Sub(at); d > clockWindow || d < -clockWindow {
 		return nil, s.refuse(refusedStale, ch)
 	}
-	if !s.fresh([8]byte(t[:8]), binary.BigEndian.Uint64(t[8:16])) {
+	if !s.fresh(windowKey{[8]byte(t[:8]), ch}, binary.BigEndian.Uint64(t[8:16])) {
 		return nil, s.refuse(refusedReplay, ch)
 	}
 	msg = msg[:body]
@@ -279,31 +287,38 @@ type window struct {
 	used uint64 // sealer.tick at its last use
 }
 
-// fresh records seq from sender boot and reports whether it was new.
-func (s *sealer) fresh(boot [8]byte, seq uint64) bool {
+// windowKey names a replay window: a sender's boot id and the channel.
+type windowKey struct {
+	boot [8]byte
+	ch   string
+}
+
+// fresh records seq in window k and reports whether it was new.
+func (s *sealer) fresh(k windowKey, seq uint64) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.tick++
-	w := s.windows[boot]
+	w := s.windows[k]
 	if w == nil {
-		if len(s.windows) >= maxBoots {
+		if len(s.windows) >= maxWindows {
 			s.evictLocked()
 		}
 		w = &window{top: seq}
 		w.set(seq)
 		w.used = s.tick
-		s.windows[boot] = w
+		s.windows[k] = w
 		return true
 	}
 	w.used = s.tick
 	return w.accept(seq)
 }
 
-// evictLocked forgets the sender heard from least recently. A sender
-// forgotten and heard again starts a new window: what it sent up to 30 s
-// ago could be replayed once, which takes more than maxBoots live senders.
+// evictLocked forgets the window used least recently. A window forgotten
+// and used again starts anew: what its sender published on its channel
+// up to 30 s ago could be replayed once, which takes more than maxWindows
+// live (sender, channel) pairs.
 func (s *sealer) evictLocked() {
-	var oldest [8]byte
+	var oldest windowKey
 	first := true
 	var used uint64
 	for b, w := range s.windows {

@@ -195,18 +195,18 @@ func TestWindow(t *testing.T) {
 	}
 }
 
-// TestBootsBounded: the replay state keeps at most maxBoots senders.
+// TestBootsBounded: the replay state keeps at most maxWindows windows.
 func TestBootsBounded(t *testing.T) {
 	const ch = "a2c:{nb}:ch"
 	r := newSealer(testKey, slog.New(slog.DiscardHandler))
-	for range maxBoots + 50 {
+	for range maxWindows + 50 {
 		snd := newSealer(testKey, slog.New(slog.DiscardHandler))
 		if _, ok := r.open(ch, sealFor(snd, ch, testFrame())); !ok {
 			t.Fatal("refused")
 		}
 	}
-	if n := len(r.windows); n != maxBoots {
-		t.Fatalf("%d senders tracked, want %d", n, maxBoots)
+	if n := len(r.windows); n != maxWindows {
+		t.Fatalf("%d windows kept, want %d", n, maxWindows)
 	}
 }
 

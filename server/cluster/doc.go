@@ -99,11 +99,14 @@
 // A node follows every office where it holds a member: it subscribes to
 // the office channel first, changes the office, then reads a snapshot
 // (one script: the version and every member). Each event carries the
-// office's version after the change; the copy applies an event whose
-// version is the next one, ignores older ones, and reloads the snapshot on
-// a gap (a lost message). A subscription whose connection broke and was
-// made again may have missed events with no later one to show the gap:
-// every office it carries is reloaded. Reloads run on a loader goroutine
+// office's version after the change. The copy changes only by
+// snapshots: an event whose version the copy has not reached is a hint,
+// and the office is reloaded (a burst of events is one reload); older
+// ones are ignored. The events come from scripts inside Redis and carry
+// no seal, so a forged one must not change anything by itself. A
+// subscription whose connection broke and was made again may have missed
+// events with no later one to show it: every office it carries is
+// reloaded. Reloads run on a loader goroutine
 // of their own, never on the goroutine that receives frames. Changes
 // found by a reload are reported as events too, so the server learns of
 // a member that vanished while it was not listening. Requests are routed, list_room answered and broadcast
@@ -201,9 +204,11 @@
 // receiver checks the seal before it parses anything, and drops the frame
 // unless the MAC matches (compared in constant time), the time is within
 // 30 s of its own clock either way, and the sequence number is new for
-// that boot id: a sliding window of 4096 numbers per sender, a number
-// seen or older than the window is refused; at most 1024 senders are
-// tracked, the one heard from least recently forgotten first. Binding the
+// that boot id on that channel: a sliding window of 4096 numbers per
+// sender and channel (a sender numbers all its frames with one counter,
+// and two channels may deliver out of order), a number seen or older
+// than the window is refused; at most 8192 windows are kept, the one
+// used least recently forgotten first. Binding the
 // channel stops a frame sealed for one node (or office) from being
 // replayed on another's. A frame written again by the publisher (a retry
 // after a broken connection, or one that waited more than a second in
@@ -222,11 +227,18 @@
 // replayed or redirected frame is refused, and a captured frame is
 // worthless 30 s later). What the key does not cover: office events and
 // the stored membership are written by Lua scripts inside Redis, which
-// cannot hold the key, so a client with write access to the a2c:* keys
-// can still fake or erase memberships (enter and leave notifications,
-// routing to a sid the target node then refuses to serve); a receiver
-// that restarted less than 30 s ago has no replay window for its senders
-// yet. The second wall is Redis itself: a user of its own for the nodes
+// cannot hold the key. A node therefore takes an office event only as a
+// hint to read the office's keys again (see the membership copy): a
+// forged event costs a reload and changes nothing. A client with write
+// access to the a2c:* keys can still fake or erase memberships (enter and
+// leave notifications, routing to a sid the target node then refuses to
+// serve). The key gives integrity, not confidentiality or availability:
+// whoever may SUBSCRIBE reads the frames (tool arguments and results),
+// and whoever may PUBLISH can make Redis drop a node's subscription (a
+// message over its client-output-buffer-limit pubsub), losing the frames
+// meanwhile. A receiver that restarted less than 30 s ago has no replay
+// window for its senders yet. A Redis Cluster node's -MOVED and CLUSTER
+// SLOTS answers are followed with the same credentials. The second wall is Redis itself: a user of its own for the nodes
 // (ACL SETUSER a2c on >PASSWORD resetkeys ~a2c:* resetchannels &a2c:*
 // +@all -@dangerous, plus +cluster|slots on a Redis Cluster), TLS
 // (rediss://), and no other client that may write a2c:*.

@@ -45,9 +45,9 @@ type Event struct {
 	// not one: the Computer's connection may still answer what it was
 	// asked, as on one server.
 	Swept bool
-	// Version is the office's version after the change: each change adds
-	// one, so a node that sees a gap knows it missed an event and reloads
-	// the office.
+	// Version is the office's version after the change, as the office
+	// event announced it (each change adds one); 0 for the changes a
+	// node reports to its handler, which it finds by comparing snapshots.
 	Version int64
 	Member  Member
 }

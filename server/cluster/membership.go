@@ -9,13 +9,24 @@ import (
 )
 
 // view is this node's copy of an office's membership, current as of
-// version. Events received before the first snapshot wait in pending.
+// version. The copy changes only from snapshots of the office's keys
+// (load): an office event is a hint that the office changed, never
+// applied as it is. Office events are published by scripts inside Redis
+// and cannot carry the cluster key's seal, so anyone who may PUBLISH on
+// the office channel could forge one; a forged hint costs one reload and
+// changes nothing.
 type view struct {
 	office  string
 	loaded  bool
 	version int64
 	members map[string]Member
-	pending []Event
+	// hinted is the highest version an event announced since the last
+	// load; a load that does not reach it is followed by one more.
+	hinted int64
+	// swept are the sids that events announced as swept (their node
+	// died) since the last load: a departure a load then finds is
+	// reported as a sweep, which ends the calls waiting on the member.
+	swept map[string]bool
 	// pins counts the joins in progress that need the view: it is not
 	// dropped while one runs, even if the node holds nobody there yet.
 	pins int
@@ -201,13 +212,14 @@ func (n *Node) unfollowIfIdle(office string, prune bool) {
 	}
 }
 
-// load reads an office's snapshot and makes it the node's copy, then
-// applies the events that arrived meanwhile with a later version. The
+// load reads an office's snapshot and makes it the node's copy. The
 // differences from the former copy are reported as events (version 0),
 // so a member that vanished during an outage ends its pending calls. A
-// snapshot older than the copy (events applied while it was read) is
+// snapshot older than the copy (a concurrent load read it first) is
 // dropped, unless force says the versions may have started again (Redis
-// lost its state: the re-assert and the end of settling).
+// lost its state: the re-assert and the end of settling). If an event
+// announced a version the snapshot does not reach (the change came while
+// it was read, or the event was forged), the office is loaded once more.
 func (n *Node) load(ctx context.Context, office string, force bool) error {
 	c, cancel := n.op(ctx)
 	defer cancel()
@@ -243,7 +255,7 @@ func (n *Node) load(ctx context.Context, office string, force bool) error {
 	}
 	for sid, m := range v.members {
 		if _, ok := fresh[sid]; !ok {
-			out = append(out, Event{Office: office, Member: m})
+			out = append(out, Event{Office: office, Member: m, Swept: v.swept[sid]})
 		}
 	}
 	for sid, m := range fresh {
@@ -252,21 +264,22 @@ func (n *Node) load(ctx context.Context, office string, force bool) error {
 		}
 	}
 	v.members, v.version, v.loaded = fresh, ver, true
-	pending := v.pending
-	v.pending = nil
-	for _, ev := range pending {
-		out = append(out, n.applyLocked(v, ev)...)
-	}
+	again := v.hinted > ver
+	v.hinted, v.swept = 0, nil
 	n.mu.Unlock()
+	if again {
+		n.scheduleReload(office, false)
+	}
 	n.emit(out)
 	return nil
 }
 
-// onEvent applies one message of an office channel to the node's copy.
-// While the node settles, events are not applied (their versions start
-// again after a restart) and the reload at the end catches up. It runs on
-// a receiver, which carries every frame too: it never waits on Redis (a
-// gap is reloaded by the loader).
+// onEvent takes one message of an office channel as a hint: if it
+// announces a version the copy has not reached, the loader reloads the
+// office (coalesced: a burst of events is one snapshot). While the node
+// settles, events are ignored (their versions start again after a
+// restart) and the reload at the end catches up. It runs on a receiver,
+// which carries every frame too: it never waits on Redis.
 func (n *Node) onEvent(ch, payload string) {
 	if n.settling() {
 		return
@@ -283,36 +296,31 @@ func (n *Node) onEvent(ch, payload string) {
 		n.log.Warn("event dropped", "office", v.office, "err", err)
 		return
 	}
-	if !v.loaded {
-		v.pending = append(v.pending, ev)
+	if v.loaded && ev.Version <= v.version {
 		n.mu.Unlock()
 		return
 	}
-	if ev.Version > v.version+1 {
-		// A gap: an event was missed. Reload the office (off this
-		// path); the events until then are gaps too, and dropped.
-		office := v.office
-		n.mu.Unlock()
-		n.scheduleReload(office, false)
-		return
+	v.hinted = max(v.hinted, ev.Version)
+	if ev.Swept {
+		if v.swept == nil {
+			v.swept = make(map[string]bool)
+		}
+		if len(v.swept) < maxSweptHints {
+			v.swept[ev.Member.SID] = true
+		}
 	}
-	out := n.applyLocked(v, ev)
+	office, loaded := v.office, v.loaded
 	n.mu.Unlock()
-	n.emit(out)
+	if loaded {
+		// Not loaded yet: the first load is under way, and one more
+		// follows it if it does not reach this version.
+		n.scheduleReload(office, false)
+	}
 }
 
-func (n *Node) applyLocked(v *view, ev Event) []Event {
-	if ev.Version <= v.version {
-		return nil
-	}
-	v.version = ev.Version
-	if ev.Enter {
-		v.members[ev.Member.SID] = ev.Member
-	} else {
-		delete(v.members, ev.Member.SID)
-	}
-	return []Event{ev}
-}
+// maxSweptHints bounds the swept hints an office keeps between two
+// loads: events come from Redis and are not trusted to be few.
+const maxSweptHints = 1024
 
 func (n *Node) emit(evs []Event) {
 	if n.h.Event == nil {

@@ -635,9 +635,14 @@ func TestSubscriberCluster(t *testing.T) {
 	}
 	s.Unsubscribe(chs[:30]...)
 	redistest.WaitFor(t, 2*time.Second, "unsubscribed", func() bool {
-		n, _ := rc.SPublish(ctx, chs[0], "late").Result()
-		return n == 0
+		// Asked without publishing: a probe message published before the
+		// unsubscribe took effect would be delivered and counted below.
+		n, err := rc.PubSubShardNumSub(ctx, chs[0]).Result()
+		return err == nil && n[chs[0]] == 0
 	})
+	if n, _ := rc.SPublish(ctx, chs[0], "late").Result(); n != 0 {
+		t.Fatalf("SPUBLISH after unsubscribe reached %d subscribers", n)
+	}
 	rc.SPublish(ctx, chs[40], "after")
 	redistest.WaitFor(t, 2*time.Second, "delivery after unsubscribe", func() bool { return k.has(chs[40], "after") })
 	if k.count(chs[0]) != 1 || len(k.resumes()) != 0 {
