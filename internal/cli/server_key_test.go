@@ -9,9 +9,10 @@ import (
 	"time"
 )
 
-// TestReadClusterKey: --cluster-key beats --cluster-key-file beats
-// $A2C_CLUSTER_KEY; a file's trailing newline is not part of the key; an
-// empty or missing file is an error that does not show the key.
+// TestReadClusterKey: --cluster-key or --cluster-key-file (not both)
+// beats $A2C_CLUSTER_KEY; white space around the key is not part of it;
+// an empty or missing file, or a blank key, is an error that does not
+// show the key.
 func TestReadClusterKey(t *testing.T) {
 	dir := t.TempDir()
 	file := filepath.Join(dir, "key")
