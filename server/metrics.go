@@ -182,7 +182,15 @@ func (m *metrics) clustered(id string, s *Server) {
 		"Members of the offices where this node holds members, by the node that holds each one and role (this node's view of the cluster).",
 		[]string{"node", "role"}, nil)}, clusterRefused{s: s, desc: prometheus.NewDesc("a2c_cluster_frames_refused_total",
 		"Frames from Redis this node refused, by reason: mac (changed, forged, sealed with another key or for another channel), stale (sealed more than 30 s from this node's clock), replay (seen before), unsealed (no seal while a cluster key is set), malformed.",
-		[]string{"reason"}, nil)})
+		[]string{"reason"}, nil)}, prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "a2c_cluster_subscription_breaks_total",
+		Help: "This node's Redis subscription connections that broke while carrying channels (dropped by Redis, killed, or a network failure); the frames and office events published until each was made again were lost (the offices are reloaded).",
+	}, func() float64 {
+		if h := s.hub; h != nil && h.node != nil {
+			return float64(h.node.SubscriptionBreaks())
+		}
+		return 0
+	}))
 	m.cluster.Store(c)
 }
 

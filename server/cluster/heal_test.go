@@ -271,6 +271,9 @@ func TestLostEventReloaded(t *testing.T) {
 			if !gone {
 				t.Fatal("la's handler never heard that pc1 left")
 			}
+			if n := a.SubscriptionBreaks(); n < 1 {
+				t.Fatalf("la's subscription broke, SubscriptionBreaks = %d", n)
+			}
 		})
 	}
 }

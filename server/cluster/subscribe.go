@@ -99,3 +99,11 @@ func (n *Node) onOfficeFrame(ch string, payload []byte) {
 		n.h.Frame(f)
 	}
 }
+
+// SubscriptionBreaks counts the node's subscription connections that
+// broke while carrying channels (Redis dropped them, for one over its
+// pubsub output buffer limit or an operator's CLIENT KILL, or the
+// network failed): each lost the frames and events published until it
+// was made again. A steady rate is worth an alert: whoever may PUBLISH
+// on the Redis can cause one with a message larger than that limit.
+func (n *Node) SubscriptionBreaks() uint64 { return n.sub.breaks.Load() }

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -119,6 +120,9 @@ type subscriberConfig struct {
 // subscriber keeps subscriptions to a Redis (or a Redis Cluster): see the
 // top of this file. Its methods are safe for concurrent use.
 type subscriber struct {
+	// breaks counts the connections that broke while carrying channels
+	// (see Node.SubscriptionBreaks).
+	breaks    atomic.Uint64
 	cfg       subscriberConfig
 	log       *slog.Logger
 	auth      []string
@@ -725,6 +729,7 @@ func (s *subscriber) keep(c *subConn) {
 			return
 		}
 		if lost > 0 {
+			s.breaks.Add(1)
 			s.log.Warn("subscriber: connection broke; subscribing again", "addr", c.addr, "channels", lost, "err", err)
 		}
 		// While the link is down, frames for this node are lost: a link
