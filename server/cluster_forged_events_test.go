@@ -58,8 +58,10 @@ func officeVersion(t *testing.T, rc *redis.Client) int64 {
 }
 
 // TestAttackForgedSweptEventEndsCall: one PUBLISH of a fake "swept"
-// event for a live Computer ends the Agent's cross-node call at once with
-// "Computer disconnected" (the tool still runs on the Computer).
+// event for a live Computer must not end the Agent's cross-node call. It
+// did (at once, with "Computer disconnected", while the tool still ran)
+// when nodes applied events; now an event only makes them read the
+// office again, and the Computer is still there.
 func TestAttackForgedSweptEventEndsCall(t *testing.T) {
 	rc, a, sid, rec, ch := forgedEventSetup(t)
 	start := time.Now()
@@ -76,11 +78,13 @@ func TestAttackForgedSweptEventEndsCall(t *testing.T) {
 	}
 }
 
-// TestAttackForgedEventsFreezeCopy: PUBLISHing no-op leave events with
-// the next versions pushes the node's copy of the office ahead of Redis:
-// every real event and every snapshot (Refresh) is then taken for an old
-// one, so the copy no longer heals. A forged leave of the Computer makes
-// it "not found" for good, though it sits in the office in Redis.
+// TestAttackForgedEventsFreezeCopy: PUBLISHing a forged leave of the
+// Computer and no-op leave events with the next versions must not take
+// the Computer out of the node's copy. When nodes applied events it
+// pushed the copy's version ahead of Redis, so every real event and
+// snapshot was then taken for an old one, and the Computer stayed "not
+// in your office" for good; now the copy's version comes only from
+// snapshots.
 func TestAttackForgedEventsFreezeCopy(t *testing.T) {
 	rc, a, sid, rec, ch := forgedEventSetup(t)
 	ctx := context.Background()
@@ -109,10 +113,11 @@ func TestAttackForgedEventsFreezeCopy(t *testing.T) {
 }
 
 // TestAttackForgedSweptAgentReleasesSandbox: with --sandbox-pool, a fake
-// "swept" event for the live Agent of an office (on node A) makes node B,
-// which holds the office's sandbox Computer, start its idle timer; its
-// copy no longer lists the Agent, so when the timer runs out B releases
-// (kills) the sandbox under the Agent.
+// "swept" event for the live Agent of an office (on node A) must not make
+// node B, which holds the office's sandbox Computer, drop the Agent from
+// its copy: B would start its idle timer and, when it ran out, release
+// (kill) the sandbox under the Agent, as it did when nodes applied
+// events.
 func TestAttackForgedSweptAgentReleasesSandbox(t *testing.T) {
 	url := rvRedis(t)
 	fa, fb := newFakeProv(), newFakeProv()

@@ -6,13 +6,12 @@ import (
 )
 
 // TestAttackReplayWindowAcrossChannels: a node's sequence numbers are one
-// counter for every channel it publishes on, but a receiver keeps one
-// window per sender. Frames of one sender that reach a receiver through
-// two channels (its node channel and an office channel: on a Redis
-// Cluster, two subscription connections to two shards; with TLS, two
-// pooled publishing connections) may arrive out of order; if the sender
-// sealed more than replayWindow frames for other nodes in between, the
-// late genuine frame is refused as a replay and its call is lost.
+// counter for every channel it publishes on. Frames of one sender that
+// reach a receiver through two channels (its node channel and an office
+// channel: on a Redis Cluster, two subscription connections to two
+// shards) may arrive out of order; with one window per sender, a genuine
+// frame late by more than replayWindow seals was refused as a replay and
+// its call lost. The windows are per sender and channel now.
 func TestAttackReplayWindowAcrossChannels(t *testing.T) {
 	snd := newSealer(testKey, slog.Default())
 	rcv := newSealer(testKey, slog.Default())
