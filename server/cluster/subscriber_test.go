@@ -524,12 +524,14 @@ func TestSubscriberTLS(t *testing.T) {
 	}
 	k := &sink{}
 	s := startSubscriber(t, subscriberConfig{Addrs: []string{addr}, TLS: tlsCfg}, k)
-	s.pingAfter, s.deadAfter = 100*time.Millisecond, 600*time.Millisecond
+	// Bounds short enough to pass several times below, long enough for a
+	// PONG on a machine loaded by the whole suite under -race.
+	s.pingAfter, s.deadAfter = 150*time.Millisecond, 1500*time.Millisecond
 	if err := s.Subscribe(context.Background(), "a"); err != nil {
 		t.Fatal(err)
 	}
 	// Quiet past the silence bound: deadlines that fire on a TLS link do
-	// not break it.
+	// not break it (a ping every pingAfter keeps it live).
 	time.Sleep(2 * s.deadAfter)
 	if err := pub.Publish(context.Background(), "a", "over tls").Err(); err != nil {
 		t.Fatal(err)
@@ -539,7 +541,9 @@ func TestSubscriberTLS(t *testing.T) {
 		t.Fatalf("TLS link dropped: %v", k.resumes())
 	}
 	// A client that does not trust the certificate is refused.
-	bad := startSubscriber(t, subscriberConfig{Addrs: []string{addr}, TLS: &tls.Config{MinVersion: tls.VersionTLS12}, OpTimeout: 300 * time.Millisecond}, &sink{})
+	// The refusal comes with the handshake, well within OpTimeout (a
+	// shorter one could end a slow handshake first, with another error).
+	bad := startSubscriber(t, subscriberConfig{Addrs: []string{addr}, TLS: &tls.Config{MinVersion: tls.VersionTLS12}, OpTimeout: 2 * time.Second}, &sink{})
 	if err := bad.Subscribe(context.Background(), "a"); !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "certificate") {
 		t.Fatalf("untrusted certificate: %v", err)
 	}
