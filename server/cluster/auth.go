@@ -8,6 +8,7 @@ import (
 	"hash"
 	"iter"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -215,6 +216,21 @@ func (s *sealer) seal(b []byte, at int, ch string) []byte {
 	b = append(b, st.mac(ch, b[at:])...)
 	s.macs.Put(st)
 	return b
+}
+
+// size is the length of f as appendFrame writes it.
+func (s *sealer) size(f *Frame) int {
+	if s.key {
+		return frameLen(f) + sealSize
+	}
+	return frameLen(f)
+}
+
+// appendFrame appends f sealed for channel ch (unsealed without a key),
+// growing b once to the exact size.
+func (s *sealer) appendFrame(b []byte, ch string, f *Frame) []byte {
+	at := len(b)
+	return s.seal(AppendFrame(slices.Grow(b, s.size(f)), f), at, ch)
 }
 
 // reseal seals again, in place, the sealed frame f (its whole length,

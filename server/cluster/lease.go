@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -141,31 +140,19 @@ func (n *Node) sweep(ctx context.Context) error {
 			others = append(others, id)
 		}
 	}
-	// The judge script is sent by its hash; Redis knows it from the last
-	// round (a load each round would be one more round trip a second). A
-	// Redis that lost its scripts (a restart) is sent it once more.
 	var judged []*redis.Cmd
 	var own *redis.Cmd
-	for try := 0; ; try++ {
+	err = n.evalPipelined(c, judgeScript, func(p redis.Pipeliner) {
+		// This node's own lease is judged with the others': if it has
+		// expired too, Redis was away (or paused) for longer than a
+		// lease and every lease ran out, the live nodes' with the dead
+		// ones'. Nobody is judged until the heartbeats have renewed them.
+		own = judgeScript.EvalSha(c, p, nodeKeys(n.id)[:2])
 		judged = judged[:0]
-		_, err = n.rdb.Pipelined(c, func(p redis.Pipeliner) error {
-			// This node's own lease is judged with the others': if it has
-			// expired too, Redis was away (or paused) for longer than a
-			// lease and every lease ran out, the live nodes' with the dead
-			// ones'. Nobody is judged until the heartbeats have renewed them.
-			own = judgeScript.EvalSha(c, p, nodeKeys(n.id)[:2])
-			for _, id := range others {
-				judged = append(judged, judgeScript.EvalSha(c, p, nodeKeys(id)[:2]))
-			}
-			return nil
-		})
-		if err == nil || try > 0 || !redis.HasErrorPrefix(err, "NOSCRIPT") {
-			break
+		for _, id := range others {
+			judged = append(judged, judgeScript.EvalSha(c, p, nodeKeys(id)[:2]))
 		}
-		if err := judgeScript.Load(c, n.rdb).Err(); err != nil {
-			return err
-		}
-	}
+	})
 	if err != nil {
 		return err
 	}
@@ -233,28 +220,13 @@ const sweepBatch = 256
 func (n *Node) sweepOffices(ctx context.Context, node string, offices []string, bound int64) error {
 	c, cancel := n.op(ctx)
 	defer cancel()
-	if err := sweepScript.Load(c, n.rdb).Err(); err != nil {
-		return n.fail("sweep", err)
-	}
 	cmds := make([]*redis.Cmd, len(offices))
-	_, err := n.rdb.Pipelined(c, func(p redis.Pipeliner) error {
+	err := n.evalPipelined(c, sweepScript, func(p redis.Pipeliner) {
 		for i, office := range offices {
 			cmds[i] = sweepScript.EvalSha(c, p, officeKeys(office), node, officeChannel(office), n.pubCmd, bound)
 		}
-		return nil
 	})
-	if err != nil && !errors.Is(err, redis.Nil) {
-		if strings.HasPrefix(err.Error(), "NOSCRIPT") {
-			// Redis lost its scripts between the load and the pipeline
-			// (a restart): one office at a time, with the script sent
-			// again as needed.
-			for _, office := range offices {
-				if _, err := n.sweepOffice(ctx, node, office, bound); err != nil {
-					return err
-				}
-			}
-			return nil
-		}
+	if err != nil {
 		return n.fail("sweep", err)
 	}
 	// The name index, best effort (see ComputerElsewhere).
@@ -272,6 +244,29 @@ func (n *Node) sweepOffices(ctx context.Context, node string, offices []string, 
 		return nil
 	})
 	return nil
+}
+
+// evalPipelined runs a pipeline of one script's EvalSha commands, which
+// fill adds: the script is sent by its hash, as Redis knows it from an
+// earlier round (a SCRIPT LOAD each round would be one more round trip).
+// If Redis lost its scripts (a restart), the script is loaded and the
+// pipeline runs once more. A script's nil answer is no error.
+func (n *Node) evalPipelined(c context.Context, s *redis.Script, fill func(redis.Pipeliner)) error {
+	for try := 0; ; try++ {
+		_, err := n.rdb.Pipelined(c, func(p redis.Pipeliner) error {
+			fill(p)
+			return nil
+		})
+		switch {
+		case err == nil || errors.Is(err, redis.Nil):
+			return nil
+		case try > 0 || !redis.HasErrorPrefix(err, "NOSCRIPT"):
+			return err
+		}
+		if err := s.Load(c, n.rdb).Err(); err != nil {
+			return err
+		}
+	}
 }
 
 // sweepOffice removes from office every member held by node under an

@@ -191,20 +191,15 @@ func (p *publisher) start() {
 // sealed by s for ch, and returns where the frame starts. The frame is
 // encoded and sealed in place, in b: its length is known beforehand.
 func appendPublish(b []byte, ch string, f *Frame, s *sealer) ([]byte, int) {
-	size := frameLen(f)
-	if s.key {
-		size += sealSize
-	}
 	b = append(b, "*3\r\n$7\r\nPUBLISH\r\n$"...)
 	b = strconv.AppendInt(b, int64(len(ch)), 10)
 	b = append(b, "\r\n"...)
 	b = append(b, ch...)
 	b = append(b, "\r\n$"...)
-	b = strconv.AppendInt(b, int64(size), 10)
+	b = strconv.AppendInt(b, int64(s.size(f)), 10)
 	b = append(b, "\r\n"...)
 	at := len(b)
-	b = s.seal(AppendFrame(b, f), at, ch)
-	return append(b, "\r\n"...), at
+	return append(s.appendFrame(b, ch, f), "\r\n"...), at
 }
 
 // appendCommand appends the RESP encoding of a command.
@@ -708,12 +703,6 @@ func (n *Node) Send(node string, f *Frame, until time.Time, onErr func(error)) {
 	n.pub.publish(cmd, ch, at, FrameCost(f), until, onErr)
 }
 
-// appendFrame appends f sealed for channel ch (unsealed without a key).
-func (n *Node) appendFrame(b []byte, ch string, f *Frame) []byte {
-	at := len(b)
-	return n.seal.seal(AppendFrame(b, f), at, ch)
-}
-
 // Publish sends one frame, sealed, to a node's channel: one PUBLISH
 // (SPUBLISH on a Redis Cluster), nothing else. It reports ErrUnavailable when Redis
 // fails; a frame to a node that is gone is accepted by Redis and lost, so
@@ -722,7 +711,7 @@ func (n *Node) Publish(ctx context.Context, node string, f *Frame) error {
 	c, cancel := n.op(ctx)
 	defer cancel()
 	ch := nodeChannel(node)
-	b := n.appendFrame(make([]byte, 0, 64+sealSize+len(f.Payload)), ch, f)
+	b := n.seal.appendFrame(nil, ch, f)
 	var err error
 	if n.cluster {
 		err = n.rdb.SPublish(c, ch, b).Err()
@@ -753,7 +742,7 @@ func (n *Node) PublishBatch(ctx context.Context, node string, fs []*Frame) error
 			if node == "" {
 				ch = officeChannel(f.Office)
 			}
-			b := n.appendFrame(make([]byte, 0, 64+sealSize+len(f.Payload)), ch, f)
+			b := n.seal.appendFrame(nil, ch, f)
 			if n.cluster {
 				p.SPublish(c, ch, b)
 			} else {

@@ -91,10 +91,10 @@ func (n *Node) Join(ctx context.Context, c Conn, cur, req Seat) (Decision, error
 // seat runs the join script for m under the node's epoch. The office is
 // added to the node's index first, in one script that also checks the
 // lease: it must still hold epoch and live longer than the command
-// deadline shared by both steps, with a margin (Config.leaseMargin), so the join runs while
-// the lease lives and no sweeper can have judged this epoch dead and read
-// the index before it. The index thus covers every seat the node holds,
-// whatever the moment of a crash or a pause.
+// deadline both steps share, with a margin (Config.leaseMargin), so the
+// join runs while the lease lives and no sweeper can have judged this
+// epoch dead and read the index before it. The index thus covers every
+// seat the node holds, whatever the moment of a crash or a pause.
 func (n *Node) seat(ctx context.Context, office string, m Member, epoch int64) (code int64, holder string, err error) {
 	c, cancel := n.op(ctx)
 	defer cancel()
