@@ -107,6 +107,11 @@ func (s *Server) startHub(cfg cluster.Config) error {
 	if cfg.Observe == nil {
 		cfg.Observe = s.metrics.redisObserved
 	}
+	if cfg.Poller == nil {
+		// Frames from other nodes are read on the event loop of the
+		// WebSockets they go to (see cluster.Config.Poller).
+		cfg.Poller = loopPoller{s.io}
+	}
 	h := &hub{senders: make(map[string]*sender), ready: make(chan struct{}), lookups: make(semaphore, 64)}
 	// s.hub is set before the node starts (no connection exists yet, so
 	// nothing reads it but the node's handlers), and the handlers drop
@@ -140,6 +145,17 @@ func (s *Server) startHub(cfg cluster.Config) error {
 	close(h.ready)
 	s.metrics.clustered(node.ID(), s)
 	return nil
+}
+
+// loopPoller lends the Socket.IO server's event loop to the cluster node.
+type loopPoller struct{ io *sio.Server }
+
+func (p loopPoller) Watch(fd int, ready func() bool) (cluster.Watching, error) {
+	w, err := p.io.Watch(fd, ready)
+	if err != nil {
+		return nil, err // not a non-nil interface holding a nil *sio.Watch
+	}
+	return w, nil
 }
 
 // started reports whether the node is in place.

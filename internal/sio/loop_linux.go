@@ -71,6 +71,7 @@ type loop struct {
 
 	mu       sync.Mutex
 	peers    map[int32]*loopPeer
+	watches  map[int32]*loopWatch // descriptors of others (Server.Watch)
 	gen      uint32
 	stopping bool
 
@@ -93,7 +94,7 @@ func newLoop(o Options) (*loop, error) {
 		return nil, fmt.Errorf("sio: eventfd: %w", err)
 	}
 	l := &loop{opts: o, epfd: epfd, wakefd: wakefd, peers: make(map[int32]*loopPeer),
-		buf: make([]byte, 64<<10), events: make([]unix.EpollEvent, 256)}
+		watches: make(map[int32]*loopWatch), buf: make([]byte, 64<<10), events: make([]unix.EpollEvent, 256)}
 	ev := unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(wakefd)}
 	if err := unix.EpollCtl(epfd, unix.EPOLL_CTL_ADD, wakefd, &ev); err != nil {
 		unix.Close(epfd)
@@ -143,7 +144,15 @@ func (l *loop) dispatch(n int) bool {
 		}
 		l.mu.Lock()
 		p := l.peers[ev.Fd]
+		var w *loopWatch
+		if p == nil {
+			w = l.watches[ev.Fd]
+		}
 		l.mu.Unlock()
+		if w != nil && w.gen == uint32(ev.Pad) {
+			w.run()
+			continue
+		}
 		if p == nil || p.gen != uint32(ev.Pad) {
 			continue // an event of a descriptor since closed
 		}
@@ -163,9 +172,16 @@ func (l *loop) closeAll() {
 	for _, p := range l.peers {
 		peers = append(peers, p)
 	}
+	watches := make([]*loopWatch, 0, len(l.watches))
+	for _, w := range l.watches {
+		watches = append(watches, w)
+	}
 	l.mu.Unlock()
 	for _, p := range peers {
 		l.release(p, "server shutting down")
+	}
+	for _, w := range watches {
+		w.stop()
 	}
 	unix.Close(l.wakefd)
 }
@@ -222,6 +238,77 @@ func (l *loop) add(p *loopPeer) error {
 	}
 	l.peers[int32(p.fd)] = p
 	return nil
+}
+
+// loopWatch is a descriptor of another owner read on the loop (see
+// Server.Watch). Its mutex is held while ready runs, so stop, taking it,
+// returns only once ready is not running; after it, ready never runs
+// again, and the owner may close the descriptor.
+type loopWatch struct {
+	l     *loop
+	fd    int
+	gen   uint32
+	ready func() bool
+	w     *Watch
+
+	mu    sync.Mutex
+	ended bool
+}
+
+// watch registers fd for readiness on one of the loops.
+func (ls *loopSet) watch(fd int, ready func() bool) (*Watch, error) {
+	l := ls.loops[int(ls.next.Add(1))%len(ls.loops)]
+	lw := &loopWatch{l: l, fd: fd, ready: ready, w: &Watch{done: make(chan struct{})}}
+	lw.w.stop = lw.stop
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.stopping {
+		return nil, ErrClosed
+	}
+	if l.peers[int32(fd)] != nil || l.watches[int32(fd)] != nil {
+		return nil, fmt.Errorf("sio: descriptor %d is already on the loop", fd)
+	}
+	l.gen++
+	lw.gen = l.gen
+	ev := unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLRDHUP, Fd: int32(fd), Pad: int32(lw.gen)}
+	if err := unix.EpollCtl(l.epfd, unix.EPOLL_CTL_ADD, fd, &ev); err != nil {
+		return nil, fmt.Errorf("sio: epoll: %w", err)
+	}
+	l.watches[int32(fd)] = lw
+	return lw.w, nil
+}
+
+// run calls ready, on the loop goroutine; the watch ends when it returns
+// false.
+func (w *loopWatch) run() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.ended && !w.ready() {
+		w.endLocked()
+	}
+}
+
+// stop ends the watch from any goroutine but ready's.
+func (w *loopWatch) stop() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.ended {
+		w.endLocked()
+	}
+}
+
+// endLocked takes the descriptor off the loop (while it is still open:
+// epoll forgets a descriptor only when it is closed, or deleted) and
+// closes Done.
+func (w *loopWatch) endLocked() {
+	w.ended = true
+	w.l.mu.Lock()
+	if w.l.watches[int32(w.fd)] == w {
+		delete(w.l.watches, int32(w.fd))
+		_ = unix.EpollCtl(w.l.epfd, unix.EPOLL_CTL_DEL, w.fd, nil)
+	}
+	w.l.mu.Unlock()
+	close(w.w.done)
 }
 
 // release closes a peer's descriptor and reports the end to its

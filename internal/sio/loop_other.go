@@ -20,3 +20,5 @@ func (*loopSet) stop() {}
 func (*loopSet) accept(w http.ResponseWriter, r *http.Request, c *econn, bind func(wsPeer)) wsPeer {
 	return acceptGorilla(c.srv, w, r, c, bind)
 }
+
+func (*loopSet) watch(int, func() bool) (*Watch, error) { return nil, ErrNoLoop }

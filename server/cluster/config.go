@@ -55,6 +55,13 @@ type Config struct {
 	// around it ([Node.Reserve]). A frame that would pass it fails at once
 	// with [ErrBacklogFull]. Default 64 MiB.
 	MaxBacklog int64
+	// Poller, if set, reads the node's subscription connections (plain
+	// TCP ones: not rediss://) on an event loop the process already runs,
+	// so a frame from another node is handled on the goroutine that
+	// serves the WebSockets it goes to, with no goroutine of its own to
+	// wake: the server passes its Socket.IO event loop. nil, or a Poller
+	// that refuses: each connection has its reader goroutine.
+	Poller Poller
 
 	// hook, set by this package's tests only, is called at the points of
 	// the node's work where a race with another node can be staged
@@ -100,6 +107,27 @@ func (c *Config) fill() error {
 		c.MaxBacklog = DefaultMaxBacklog
 	}
 	return nil
+}
+
+// Poller runs readiness callbacks for descriptors on an event loop (see
+// [Config].Poller).
+type Poller interface {
+	// Watch calls ready on the loop each time the non-blocking
+	// descriptor fd is readable (level-triggered), until ready returns
+	// false or the watch is stopped. ready reads once, never blocks, and
+	// never stops its own watch. The descriptor stays the caller's, to
+	// close once Stop has returned.
+	Watch(fd int, ready func() bool) (Watching, error)
+}
+
+// Watching is a watch begun by [Poller].Watch.
+type Watching interface {
+	// Stop ends the watch; when it returns, ready is not running and
+	// never runs again. Safe to call more than once.
+	Stop()
+	// Done is closed when the watch has ended, by ready's false, by Stop,
+	// or because the loop closed.
+	Done() <-chan struct{}
 }
 
 // DefaultMaxBacklog is [Config].MaxBacklog's default: 64 MiB.

@@ -169,8 +169,14 @@
 // master that owns the slot of a followed channel, carrying all of them
 // (a shard channel is served by its slot's master), so a node holds at
 // most as many subscription connections as there are masters. A message
-// is handed to the node on the connection's reader goroutine with no
-// allocation. A silent connection is pinged after 2 s and given up after
+// is handed to the node with no allocation where it was read: with
+// [Config].Poller (the server passes its Socket.IO event loop) a plain
+// TCP connection is read on that loop, so a frame from another node is
+// read, checked and written to its WebSocket by the goroutine that
+// serves the WebSockets, with no goroutine to wake (that took a
+// cross-node call's server CPU at N=100 from 2.1-2.5× a same-node call's
+// to 1.9×, bench/RESULTS.md); otherwise (rediss://, or no loop) on the
+// connection's reader goroutine. A silent connection is pinged after 2 s and given up after
 // 10 s; a broken one is made again and its channels subscribed again,
 // after which the node reloads the offices they carry (their events in
 // between are lost). A slot that moves to another master (Redis sends

@@ -132,7 +132,7 @@ func Start(ctx context.Context, cfg Config, h Handler) (*Node, error) {
 		Addrs: opts.Addrs, Cluster: cluster,
 		Username: opts.Username, Password: opts.Password, TLS: opts.TLSConfig,
 		OpTimeout: cfg.OpTimeout, Deliver: n.deliver, Resumed: n.resumed,
-		Logger: n.log, ClientName: "a2c-" + cfg.NodeID + "-sub",
+		Logger: n.log, ClientName: "a2c-" + cfg.NodeID + "-sub", Poller: cfg.Poller,
 	})
 	if err := n.subscribe(ctx, nodeChannel(n.id)); err != nil {
 		n.Close()

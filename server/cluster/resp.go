@@ -1,7 +1,6 @@
 package cluster
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"crypto/tls"
@@ -9,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"slices"
 	"time"
 )
 
@@ -32,7 +30,7 @@ const (
 	respMaxReply = 64 << 20
 	// respMaxDepth bounds the nesting of arrays (CLUSTER SLOTS needs 3).
 	respMaxDepth = 8
-	// respBufSize is the size of the buffered reader, and so of the
+	// respBufSize is the size of the input buffer, and so bounds the
 	// longest header line (a simple string or an error reply).
 	respBufSize = 64 << 10
 	// respKeepBuf is the largest string buffer kept from one reply to the
@@ -60,56 +58,144 @@ type respValue struct {
 	off, end int
 }
 
-// respReader reads replies one at a time from a buffered connection.
+// respReader parses replies one at a time from the bytes of a
+// connection. It is a push parser: fill hands it what one read of the
+// connection gave, and parse takes from those bytes as much of the next
+// reply as they hold, keeping its place (the arrays open, the bulk string
+// being copied) until the rest arrives. next wraps the two for a
+// connection read by its own goroutine; a connection read by an event
+// loop calls fill and parse itself, on each readiness (see
+// subscriber.readPolled), without ever blocking.
 type respReader struct {
-	br       *bufio.Reader
+	rd       io.Reader // where next reads; nil for a reader fed by fill only
+	in       []byte    // bytes received, in[off:] not parsed yet; cap respBufSize
+	off      int
 	maxElems int
 	buf      []byte      // the strings of the current reply
 	vals     []respValue // the values of the current reply
+
+	// The place in the reply being parsed.
+	done  bool                // vals holds a whole reply (or nothing yet): the next byte starts a new one
+	left  [respMaxDepth]int64 // left[d]: elements still expected by the array open at depth d
+	depth int
+	elems int64 // array elements announced in the reply so far
+	bulk  int   // bytes of the bulk string being copied still to come (its CRLF included); 0: none
 }
 
 // newRESPReader reads from rd; one reply may hold at most maxElems array
-// elements in all.
+// elements in all. rd may be nil for a reader fed by fill.
 func newRESPReader(rd io.Reader, maxElems int) *respReader {
-	return &respReader{br: bufio.NewReaderSize(rd, respBufSize), maxElems: maxElems}
+	return &respReader{rd: rd, maxElems: maxElems, done: true}
 }
 
-// reset makes r read from rd, dropping what was buffered (a new
-// connection), and keeps its buffers.
-func (r *respReader) reset(rd io.Reader) { r.br.Reset(rd) }
+// reset makes r read from rd (a new connection), dropping what was
+// received and the reply begun, and keeps its buffers.
+func (r *respReader) reset(rd io.Reader) {
+	r.rd, r.in, r.off, r.bulk, r.done = rd, r.in[:0], 0, 0, true
+}
 
 // text is the bytes of a string value of the last reply; valid until the
-// next call of next.
+// next call of next or parse.
 func (r *respReader) text(v respValue) []byte { return r.buf[v.off:v.end] }
 
-// next reads one whole reply. The values and their bytes are valid until
-// the next call. Any error leaves the stream at an unknown place: the
-// caller closes the connection.
+// next reads one whole reply from rd. The values and their bytes are
+// valid until the next call. Any error leaves the stream at an unknown
+// place: the caller closes the connection.
 func (r *respReader) next() ([]respValue, error) {
-	if cap(r.buf) > respKeepBuf {
-		r.buf = nil
-	}
-	r.buf, r.vals = r.buf[:0], r.vals[:0]
-	// left[d] is how many elements the array open at depth d still
-	// expects; depth 0 is the reply itself.
-	var left [respMaxDepth]int64
-	depth, elems := 0, int64(0)
-	for {
-		line, err := r.br.ReadSlice('\n')
-		if err != nil {
-			if errors.Is(err, bufio.ErrBufferFull) {
-				return nil, fmt.Errorf("%w: line longer than %d bytes", errProtocol, respBufSize)
-			}
-			if err == io.EOF && (len(line) > 0 || len(r.vals) > 0) {
-				err = io.ErrUnexpectedEOF // the stream ends within a reply
-			}
-			return nil, err
+	for empty := 0; ; {
+		vals, err := r.parse()
+		if err != nil || vals != nil {
+			return vals, err
 		}
+		n, err := r.fill(r.rd.Read)
+		switch {
+		case n > 0:
+			empty = 0
+		case err == io.EOF && r.inReply():
+			return nil, io.ErrUnexpectedEOF // the stream ends within a reply
+		case err != nil:
+			return nil, err
+		default:
+			if empty++; empty == 100 {
+				return nil, io.ErrNoProgress
+			}
+		}
+	}
+}
+
+// inReply reports whether part of a reply was received.
+func (r *respReader) inReply() bool { return !r.done && len(r.vals) > 0 || r.off < len(r.in) }
+
+// fill calls read once with the free space of the input buffer, and keeps
+// what it gives; it returns read's results. The space is never empty:
+// what parse leaves unparsed is at most a part of one line, shorter than
+// respBufSize.
+func (r *respReader) fill(read func([]byte) (int, error)) (int, error) {
+	if r.in == nil {
+		r.in = make([]byte, 0, respBufSize)
+	}
+	if r.off > 0 {
+		r.in = r.in[:copy(r.in[:cap(r.in)], r.in[r.off:])]
+		r.off = 0
+	}
+	n, err := read(r.in[len(r.in):cap(r.in)])
+	if n > 0 {
+		r.in = r.in[:len(r.in)+n]
+	}
+	return n, err
+}
+
+// parse continues the current reply with the bytes received. It returns
+// the reply's values once it is whole (valid until the next call), nil
+// while more bytes are needed, or an error: then the stream is at an
+// unknown place and the caller closes the connection.
+func (r *respReader) parse() ([]respValue, error) {
+	if r.done {
+		if cap(r.buf) > respKeepBuf {
+			r.buf = nil
+		}
+		r.buf, r.vals = r.buf[:0], r.vals[:0]
+		r.depth, r.elems, r.done = 0, 0, false
+	}
+	for {
+		avail := r.in[r.off:]
+		if r.bulk > 0 {
+			// A bulk string's bytes are copied as they arrive: its header
+			// was bounded, and the buffer grows with what is received.
+			take := min(r.bulk, len(avail))
+			if take == 0 {
+				return nil, nil
+			}
+			r.buf = append(r.buf, avail[:take]...)
+			r.off += take
+			if r.bulk -= take; r.bulk > 0 {
+				return nil, nil
+			}
+			if r.buf[len(r.buf)-2] != '\r' || r.buf[len(r.buf)-1] != '\n' {
+				return nil, fmt.Errorf("%w: bulk string without CRLF", errProtocol)
+			}
+			r.buf = r.buf[:len(r.buf)-2]
+			r.vals[len(r.vals)-1].end = len(r.buf)
+			if r.closeValue() {
+				return r.vals, nil
+			}
+			continue
+		}
+		i := bytes.IndexByte(avail, '\n')
+		if i >= respBufSize || i < 0 && len(avail) >= respBufSize {
+			return nil, fmt.Errorf("%w: line longer than %d bytes", errProtocol, respBufSize)
+		}
+		if i < 0 {
+			return nil, nil
+		}
+		line := avail[:i+1]
+		r.off += i + 1
 		if len(line) < 3 || line[len(line)-2] != '\r' {
 			return nil, fmt.Errorf("%w: bad line", errProtocol)
 		}
 		kind, body := line[0], line[1:len(line)-2]
 		v := respValue{kind: kind}
+		var err error
 		switch kind {
 		case '+', '-':
 			if len(r.buf)+len(body) > respMaxReply {
@@ -136,11 +222,11 @@ func (r *respReader) next() ([]respValue, error) {
 			case n < 0 || n > int64(respMaxReply-len(r.buf)):
 				return nil, fmt.Errorf("%w: bulk length %d", errProtocol, n)
 			default:
+				// Its bytes come next; the value ends when they are in.
 				v.off = len(r.buf)
-				if err := r.readBulk(int(n)); err != nil {
-					return nil, err
-				}
-				v.end = len(r.buf)
+				r.vals = append(r.vals, v)
+				r.bulk = int(n) + 2
+				continue
 			}
 		case '*', '>':
 			n, err := parseRESPInt(body)
@@ -149,11 +235,11 @@ func (r *respReader) next() ([]respValue, error) {
 				return nil, err
 			case n == -1 && kind == '*':
 				v.kind = '_'
-			case n < 0 || n > int64(r.maxElems)-elems:
+			case n < 0 || n > int64(r.maxElems)-r.elems:
 				return nil, fmt.Errorf("%w: array of %d", errProtocol, n)
 			}
 			if v.kind != '_' {
-				elems += n
+				r.elems += n
 				v.n = n
 			}
 		default:
@@ -162,48 +248,32 @@ func (r *respReader) next() ([]respValue, error) {
 		r.vals = append(r.vals, v)
 		if (v.kind == '*' || v.kind == '>') && v.n > 0 {
 			// An array opens: its elements come next.
-			if depth == respMaxDepth {
+			if r.depth == respMaxDepth {
 				return nil, fmt.Errorf("%w: nested too deep", errProtocol)
 			}
-			left[depth] = v.n
-			depth++
+			r.left[r.depth] = v.n
+			r.depth++
 			continue
 		}
-		// A value is complete: it completes its array, which may complete
-		// the one around it, up to the reply.
-		for {
-			if depth == 0 {
-				return r.vals, nil
-			}
-			if left[depth-1]--; left[depth-1] > 0 {
-				break
-			}
-			depth--
+		if r.closeValue() {
+			return r.vals, nil
 		}
 	}
 }
 
-// readBulk appends a bulk string of n bytes, and checks its CRLF. The
-// buffer grows as the bytes arrive, at most doubling per step.
-func (r *respReader) readBulk(n int) error {
-	for rest := n + 2; rest > 0; {
-		step := min(rest, max(cap(r.buf)-len(r.buf), len(r.buf), 4096))
-		r.buf = slices.Grow(r.buf, step)
-		at := len(r.buf)
-		r.buf = r.buf[:at+step]
-		if _, err := io.ReadFull(r.br, r.buf[at:]); err != nil {
-			if errors.Is(err, io.EOF) {
-				err = io.ErrUnexpectedEOF
-			}
-			return err
+// closeValue ends a value: it completes its array, which may complete the
+// one around it, up to the reply. It reports whether the reply is whole.
+func (r *respReader) closeValue() bool {
+	for {
+		if r.depth == 0 {
+			r.done = true
+			return true
 		}
-		rest -= step
+		if r.left[r.depth-1]--; r.left[r.depth-1] > 0 {
+			return false
+		}
+		r.depth--
 	}
-	if r.buf[len(r.buf)-2] != '\r' || r.buf[len(r.buf)-1] != '\n' {
-		return fmt.Errorf("%w: bulk string without CRLF", errProtocol)
-	}
-	r.buf = r.buf[:len(r.buf)-2]
-	return nil
 }
 
 // parseRESPInt parses a RESP integer: an optional '-' and 1 to 18

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"slices"
@@ -20,8 +21,12 @@ import (
 // its offices), written for what go-redis's PubSub did badly here:
 //
 //   - Cost: a message is decoded into a reused buffer and handed to
-//     Deliver on the connection's reader goroutine, with no allocation
-//     and no hand-off to another goroutine.
+//     Deliver where it was read, with no allocation and no hand-off to
+//     another goroutine: on the connection's reader goroutine, or with a
+//     Poller (the server's Socket.IO event loop) on the loop itself, so
+//     that a frame is read, checked and written to the WebSocket it goes
+//     to by the one goroutine that serves the WebSockets (see
+//     readPolled).
 //   - Connections: on a Redis Cluster one connection per master that
 //     owns the slot of a followed channel, carrying every such channel
 //     (SSUBSCRIBE, one command per slot), instead of one per channel. On
@@ -35,7 +40,8 @@ import (
 //
 // Three kinds of goroutine, all started by the subscriber and ended by
 // Close: one per connection (dial, subscribe what the connection
-// carries, read until it breaks, redial with backoff), and one manager
+// carries, read until it breaks, redial with backoff; with a Poller the
+// loop reads, and this goroutine only watches the link's health), and one manager
 // that decides which connection carries which channel (on a Redis
 // Cluster: reads the slot map, follows -MOVED and the sunsubscribe a
 // master sends when a slot leaves it).
@@ -115,6 +121,18 @@ type subscriberConfig struct {
 	Resumed    func(channels []string)
 	Logger     *slog.Logger
 	ClientName string // CLIENT SETNAME on each connection; "": none
+	// Poller, if set, reads plain TCP connections on its loop (Deliver
+	// then runs there); see Config.Poller.
+	Poller Poller
+}
+
+// subLink is a subscription connection as its writers see it: a net.Conn,
+// or a descriptor read on a Poller's loop (fdLink).
+type subLink interface {
+	Write(b []byte) (int, error)
+	SetWriteDeadline(t time.Time) error
+	// Close ends the link; its reader then finds it broken.
+	Close() error
 }
 
 // subscriber keeps subscriptions to a Redis (or a Redis Cluster): see the
@@ -185,7 +203,7 @@ type subConn struct {
 	addr string
 
 	// Guarded by subscriber.mu:
-	nc          net.Conn            // nil while (re)connecting
+	nc          subLink             // nil while (re)connecting
 	wants       map[string]*subWant // the channels it carries
 	cmds        []subCmd            // written on nc, replies awaited, in order
 	lostPending int                 // wants here with lost set
@@ -452,7 +470,7 @@ func (s *subscriber) stopIdleLocked() {
 // wmu taken while subscriber.mu was held; flush writes them.
 type subWrites struct {
 	conns []*subConn
-	ncs   []net.Conn
+	ncs   []subLink
 	bufs  [][]byte
 }
 
@@ -716,15 +734,31 @@ func (s *subscriber) keep(c *subConn) {
 			continue
 		}
 		born := time.Now()
-		if !s.connected(c, nc) {
-			_ = nc.Close()
+		clear(c.names)
+		var link subLink = nc
+		fl, w := s.poll(c, nc, rd)
+		if fl != nil {
+			link = fl
+		}
+		if !s.connected(c, link) {
+			_ = link.Close()
+			if fl != nil {
+				w.Stop()
+				fl.release()
+			}
 			return
 		}
-		lr.reset(nc)
-		rd.reset(lr)
-		clear(c.names)
-		err = s.read(c, rd)
-		lost, worked := s.broken(c, nc)
+		if fl != nil {
+			err = s.readPolled(c, fl, w)
+		} else {
+			lr.reset(nc)
+			rd.reset(lr)
+			err = s.read(c, rd)
+		}
+		lost, worked := s.broken(c, link)
+		if fl != nil {
+			fl.release() // its watch has ended: readPolled stopped it
+		}
 		if s.ctx.Err() != nil {
 			return
 		}
@@ -751,7 +785,7 @@ func (s *subscriber) keep(c *subConn) {
 
 // connected makes nc the link of c and subscribes everything c carries.
 // It reports false when c was stopped meanwhile.
-func (s *subscriber) connected(c *subConn, nc net.Conn) bool {
+func (s *subscriber) connected(c *subConn, nc subLink) bool {
 	s.mu.Lock()
 	if c.stopped || s.closed {
 		s.mu.Unlock()
@@ -774,7 +808,7 @@ func (s *subscriber) connected(c *subConn, nc net.Conn) bool {
 // broken ends link nc of c: every channel confirmed on it is lost, and
 // every channel of c is idle until the next link. It returns how many
 // channels c carries, and whether any was confirmed on the link.
-func (s *subscriber) broken(c *subConn, nc net.Conn) (int, bool) {
+func (s *subscriber) broken(c *subConn, nc subLink) (int, bool) {
 	_ = nc.Close()
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -808,30 +842,139 @@ func (s *subscriber) read(c *subConn, rd *respReader) error {
 		if err != nil {
 			return err
 		}
-		switch top := vals[0]; top.kind {
-		case '*', '>':
-			if len(vals) == 4 && top.n == 3 && isRESPString(vals[1]) && isRESPString(vals[2]) {
-				kind := rd.text(vals[1])
-				if string(kind) == "message" || string(kind) == "smessage" {
-					if !isRESPString(vals[3]) {
-						return fmt.Errorf("%w: message without a payload", errProtocol)
-					}
-					if name, ok := c.names[string(rd.text(vals[2]))]; ok {
-						s.cfg.Deliver(name, rd.text(vals[3]))
-					}
-					continue
+		if err := s.handle(c, rd, vals); err != nil {
+			return err
+		}
+	}
+}
+
+// handle applies one reply read on c's link: a message goes to Deliver,
+// a confirmation or a refusal to the commands awaited. An error breaks
+// the link.
+func (s *subscriber) handle(c *subConn, rd *respReader, vals []respValue) error {
+	switch top := vals[0]; top.kind {
+	case '*', '>':
+		if len(vals) == 4 && top.n == 3 && isRESPString(vals[1]) && isRESPString(vals[2]) {
+			kind := rd.text(vals[1])
+			if string(kind) == "message" || string(kind) == "smessage" {
+				if !isRESPString(vals[3]) {
+					return fmt.Errorf("%w: message without a payload", errProtocol)
 				}
-				if err := s.control(c, string(kind), rd.text(vals[2])); err != nil {
+				if name, ok := c.names[string(rd.text(vals[2]))]; ok {
+					s.cfg.Deliver(name, rd.text(vals[3]))
+				}
+				return nil
+			}
+			return s.control(c, string(kind), rd.text(vals[2]))
+		}
+		// Anything else (["pong", ""], a pattern message) is ignored.
+	case '-':
+		return s.refused(c, string(rd.text(top)))
+	}
+	// +PONG (no channel subscribed) and the like: ignored.
+	return nil
+}
+
+// poll moves link nc onto the Poller's loop, when there is one and nc is
+// plain TCP: its descriptor is duplicated, watched, and nc closed (which
+// takes it off the Go runtime's poller; the duplicate keeps the socket).
+// From then on the loop reads the link into rd and applies what it
+// reads; fl is nil when nc stays as it is.
+func (s *subscriber) poll(c *subConn, nc net.Conn, rd *respReader) (fl *fdLink, w Watching) {
+	if s.cfg.Poller == nil || s.cfg.TLS != nil {
+		return nil, nil
+	}
+	fl, err := takeLink(nc)
+	if err != nil {
+		return nil, nil
+	}
+	rd.reset(nil)
+	fl.last.Store(time.Now().UnixNano())
+	read := fl.read
+	w, err = s.cfg.Poller.Watch(fl.fd, func() bool { return s.ready(c, fl, rd, read) })
+	if err != nil {
+		fl.release()
+		return nil, nil
+	}
+	_ = nc.Close()
+	return fl, w
+}
+
+// ready runs on the Poller's loop each time link fl is readable: one read,
+// then every whole reply it completes is applied, as read does on a
+// reader goroutine. It returns false, with the reason in fl.err, when the
+// link is broken; a reply cut by the end of the bytes waits for the rest.
+func (s *subscriber) ready(c *subConn, fl *fdLink, rd *respReader, read func([]byte) (int, error)) bool {
+	n, err := rd.fill(read)
+	switch {
+	case n > 0:
+		fl.last.Store(time.Now().UnixNano())
+	case errors.Is(err, errWouldBlock):
+		return true
+	case err == nil, errors.Is(err, io.EOF):
+		fl.err = io.EOF
+		if rd.inReply() {
+			fl.err = io.ErrUnexpectedEOF
+		}
+		return false
+	default:
+		fl.err = err
+		return false
+	}
+	for {
+		vals, err := rd.parse()
+		if err == nil && vals == nil {
+			return true
+		}
+		if err == nil {
+			err = s.handle(c, rd, vals)
+		}
+		if err != nil {
+			fl.err = err
+			return false
+		}
+	}
+}
+
+// errLoopClosed ends a polled link whose loop closed (the server is
+// shutting down); the link is made again, on a reader goroutine if no
+// loop takes it.
+var errLoopClosed = fmt.Errorf("%w: event loop closed", ErrUnavailable)
+
+// readPolled waits while the Poller's loop reads link fl (see ready), and
+// keeps the link's health as liveReader does for a reader goroutine: a
+// PING after pingAfter of silence, broken after deadAfter. It returns why
+// the link ended, with its watch stopped.
+func (s *subscriber) readPolled(c *subConn, fl *fdLink, w Watching) error {
+	t := time.NewTimer(s.pingAfter)
+	defer t.Stop()
+	for {
+		select {
+		case <-w.Done():
+			w.Stop() // returns once ready has returned: fl.err is set
+			if fl.err == nil {
+				return errLoopClosed
+			}
+			return fl.err
+		case <-s.ctx.Done():
+			w.Stop()
+			return s.ctx.Err()
+		case <-t.C:
+			silent := time.Since(time.Unix(0, fl.last.Load()))
+			if silent >= s.deadAfter {
+				w.Stop()
+				return errSilent
+			}
+			next := s.pingAfter - silent
+			if silent >= s.pingAfter {
+				if err := s.ping(c, fl); err != nil {
+					w.Stop()
 					return err
 				}
+				next = s.pingAfter
 			}
-			// Anything else (["pong", ""], a pattern message) is ignored.
-		case '-':
-			if err := s.refused(c, string(rd.text(top))); err != nil {
-				return err
-			}
+			t.Reset(min(next, s.deadAfter-silent))
 		}
-		// +PONG (no channel subscribed) and the like: ignored.
 	}
 }
 
@@ -1107,11 +1250,15 @@ func (l *liveReader) Read(p []byte) (int, error) {
 	}
 }
 
-func (l *liveReader) ping() error {
-	l.c.wmu.Lock()
-	defer l.c.wmu.Unlock()
-	_ = l.nc.SetWriteDeadline(time.Now().Add(l.s.opTimeout))
-	_, err := l.nc.Write(pingCmd)
+func (l *liveReader) ping() error { return l.s.ping(l.c, l.nc) }
+
+// ping writes a PING on link, the link of c, in turn with c's other
+// writes.
+func (s *subscriber) ping(c *subConn, link subLink) error {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	_ = link.SetWriteDeadline(time.Now().Add(s.opTimeout))
+	_, err := link.Write(pingCmd)
 	return err
 }
 

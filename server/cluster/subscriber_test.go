@@ -112,6 +112,9 @@ func startSubscriber(t *testing.T, cfg subscriberConfig, k *sink) *subscriber {
 		cfg.Logger = slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
 	cfg.ClientName = "a2c-test-sub"
+	if subOnLoop && cfg.Poller == nil {
+		cfg.Poller = newTestLoop(t)
+	}
 	s := newSubscriber(cfg)
 	t.Cleanup(func() { _ = s.Close() })
 	return s

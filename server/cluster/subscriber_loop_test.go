@@ -1,0 +1,239 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/a2c-smcp/a2c-go/internal/redistest"
+	"github.com/a2c-smcp/a2c-go/internal/sio"
+)
+
+// subOnLoop makes startSubscriber give every subscriber an event loop
+// (testLoop): set by TestSubscriberOnLoop while it runs the subscriber's
+// tests again. The package's tests do not run in parallel.
+var subOnLoop bool
+
+// testLoop is a Socket.IO server's event loop as a Poller, as the server
+// passes its own (server.loopPoller), counting the watches it starts.
+type testLoop struct {
+	io      *sio.Server
+	mu      sync.Mutex
+	watches []*sio.Watch
+}
+
+func newTestLoop(t *testing.T) *testLoop {
+	l := &testLoop{io: sio.NewServer(sio.Options{})}
+	t.Cleanup(l.io.Close)
+	return l
+}
+
+func (l *testLoop) Watch(fd int, ready func() bool) (Watching, error) {
+	w, err := l.io.Watch(fd, ready)
+	if err != nil {
+		return nil, err
+	}
+	l.mu.Lock()
+	l.watches = append(l.watches, w)
+	l.mu.Unlock()
+	return w, nil
+}
+
+// live is how many watches have not ended.
+func (l *testLoop) live() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for _, w := range l.watches {
+		select {
+		case <-w.Done():
+		default:
+			n++
+		}
+	}
+	return n
+}
+
+func (l *testLoop) started() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.watches)
+}
+
+// TestSubscriberOnLoop runs the subscriber's tests again with its links
+// read on an event loop (Config.Poller), as the server runs them: the
+// same deliveries, losses, Resumed calls, health checks and closes. A
+// rediss:// link is never polled (its bytes need TLS): the TLS test checks
+// that it still works beside a Poller.
+func TestSubscriberOnLoop(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		f    func(*testing.T)
+	}{
+		{"Single", TestSubscriberSingle},
+		{"Resumed", TestSubscriberResumed},
+		{"Outage", TestSubscriberOutage},
+		{"Silent", TestSubscriberSilent},
+		{"CloseUnreachable", TestSubscriberCloseUnreachable},
+		{"Auth", TestSubscriberAuth},
+		{"TLS", TestSubscriberTLS},
+		{"Cluster", TestSubscriberCluster},
+		{"SlotMigration", TestSubscriberSlotMigration},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			subOnLoop = true
+			defer func() { subOnLoop = false }()
+			tc.f(t)
+		})
+	}
+}
+
+// TestSubscriberPolled: with a Poller, the link is read on the loop
+// (Deliver runs on the loop's goroutine), and a message arriving in pieces, or many in one
+// read, is delivered whole and in order.
+func TestSubscriberPolled(t *testing.T) {
+	r := redistest.Start(t)
+	noLeaks(t)
+	loop := newTestLoop(t)
+	var mu sync.Mutex
+	var got []string
+	onLoop := make(chan bool, 1)
+	s := newSubscriber(subscriberConfig{Addrs: []string{addrOf(r)}, OpTimeout: 2 * time.Second, Poller: loop,
+		Deliver: func(ch string, p []byte) {
+			mu.Lock()
+			got = append(got, string(p))
+			mu.Unlock()
+			select {
+			case onLoop <- goroutineRunsLoop():
+			default:
+			}
+		}})
+	t.Cleanup(func() { _ = s.Close() })
+	if err := s.Subscribe(context.Background(), "a"); err != nil {
+		t.Fatal(err)
+	}
+	if loop.live() != 1 {
+		t.Fatalf("%d links on the loop, want 1", loop.live())
+	}
+	big := string(make([]byte, 300<<10)) // several reads of the loop
+	want := []string{"1", big, "2"}
+	for _, p := range want {
+		publish(t, r, "a", p)
+	}
+	redistest.WaitFor(t, 5*time.Second, "delivery", func() bool { mu.Lock(); defer mu.Unlock(); return len(got) == 3 })
+	mu.Lock()
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("message %d: %d bytes, want %d", i, len(got[i]), len(want[i]))
+		}
+	}
+	mu.Unlock()
+	if !<-onLoop {
+		t.Fatal("Deliver did not run on the event loop")
+	}
+}
+
+// goroutineRunsLoop reports whether the calling goroutine is an event
+// loop's (its stack holds the loop's run).
+func goroutineRunsLoop() bool {
+	buf := make([]byte, 64<<10)
+	return containsBytes(buf[:runtime.Stack(buf, false)], "sio.(*loop).run")
+}
+
+func containsBytes(b []byte, s string) bool {
+	for i := 0; i+len(s) <= len(b); i++ {
+		if string(b[i:i+len(s)]) == s {
+			return true
+		}
+	}
+	return false
+}
+
+// TestSubscriberLoopClosed: when the loop closes under a polled link
+// (the server shutting down before the node), the link is made again on
+// a reader goroutine, its channels named to Resumed, and messages flow.
+func TestSubscriberLoopClosed(t *testing.T) {
+	r := redistest.Start(t)
+	noLeaks(t)
+	loop := newTestLoop(t)
+	k := &sink{}
+	s := startSubscriber(t, subscriberConfig{Addrs: []string{addrOf(r)}, Poller: loop}, k)
+	if err := s.Subscribe(context.Background(), "a"); err != nil {
+		t.Fatal(err)
+	}
+	if loop.live() != 1 {
+		t.Fatalf("%d links on the loop, want 1", loop.live())
+	}
+	loop.io.Close()
+	redistest.WaitFor(t, 5*time.Second, "Resumed", func() bool { return k.resumedAll("a") })
+	if loop.live() != 0 || loop.started() != 1 {
+		t.Fatalf("watches: %d live of %d", loop.live(), loop.started())
+	}
+	redistest.WaitFor(t, 2*time.Second, "delivery", func() bool { publish(t, r, "a", "x"); return k.has("a", "x") })
+}
+
+// TestSubscriberPolledCloseWaits: Close waits for a Deliver under way on
+// the loop, and the link's descriptor is closed only after its watch
+// ended (Close returns with no descriptor of the subscriber left open).
+func TestSubscriberPolledCloseWaits(t *testing.T) {
+	r := redistest.Start(t)
+	noLeaks(t)
+	loop := newTestLoop(t)
+	in, release := make(chan struct{}), make(chan struct{})
+	var after atomic.Bool
+	s := newSubscriber(subscriberConfig{Addrs: []string{addrOf(r)}, OpTimeout: 2 * time.Second, Poller: loop,
+		Deliver: func(string, []byte) {
+			close(in)
+			<-release
+			time.Sleep(20 * time.Millisecond)
+			after.Store(true)
+		}})
+	if err := s.Subscribe(context.Background(), "a"); err != nil {
+		t.Fatal(err)
+	}
+	publish(t, r, "a", "1")
+	<-in
+	closed := make(chan struct{})
+	go func() { _ = s.Close(); close(closed) }()
+	select {
+	case <-closed:
+		t.Fatal("Close returned during a Deliver")
+	case <-time.After(100 * time.Millisecond):
+	}
+	close(release)
+	<-closed
+	if !after.Load() {
+		t.Fatal("Close returned before Deliver did")
+	}
+	if loop.live() != 0 {
+		t.Fatal("a watch outlived Close")
+	}
+	redistest.WaitFor(t, 2*time.Second, "Redis sees the link closed", func() bool {
+		n, err := r.Do("PUBLISH", "a", "2")
+		return err == nil && n == "0"
+	})
+}
+
+// A Poller that refuses (no loop on this system) leaves the link on a
+// reader goroutine.
+func TestSubscriberPollerRefuses(t *testing.T) {
+	r := redistest.Start(t)
+	noLeaks(t)
+	k := &sink{}
+	s := startSubscriber(t, subscriberConfig{Addrs: []string{addrOf(r)}, Poller: refusingPoller{}}, k)
+	if err := s.Subscribe(context.Background(), "a"); err != nil {
+		t.Fatal(err)
+	}
+	publish(t, r, "a", "1")
+	redistest.WaitFor(t, 2*time.Second, "delivery", func() bool { return k.has("a", "1") })
+}
+
+type refusingPoller struct{}
+
+func (refusingPoller) Watch(int, func() bool) (Watching, error) {
+	return nil, errors.New("no loop")
+}
