@@ -55,12 +55,13 @@ type Config struct {
 	// around it ([Node.Reserve]). A frame that would pass it fails at once
 	// with [ErrBacklogFull]. Default 64 MiB.
 	MaxBacklog int64
-	// Poller, if set, reads the node's subscription connections (plain
-	// TCP ones: not rediss://) on an event loop the process already runs,
-	// so a frame from another node is handled on the goroutine that
-	// serves the WebSockets it goes to, with no goroutine of its own to
-	// wake: the server passes its Socket.IO event loop. nil, or a Poller
-	// that refuses: each connection has its reader goroutine.
+	// Poller, if set, reads the node's subscription connections and its
+	// publishing connection (plain TCP ones: not rediss://) on an event
+	// loop the process already runs, so a frame from another node, and
+	// the reply to a frame published, are handled on the goroutine that
+	// serves the WebSockets, with no goroutine of their own to wake: the
+	// server passes its Socket.IO event loop. nil, or a Poller that
+	// refuses: each connection has its reader goroutine.
 	Poller Poller
 
 	// hook, set by this package's tests only, is called at the points of

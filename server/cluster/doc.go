@@ -173,10 +173,10 @@
 // [Config].Poller (the server passes its Socket.IO event loop) a plain
 // TCP connection is read on that loop, so a frame from another node is
 // read, checked and written to its WebSocket by the goroutine that
-// serves the WebSockets, with no goroutine to wake (that took a
-// cross-node call's server CPU at N=100 from 2.1-2.5× a same-node call's
-// to 1.9×, bench/RESULTS.md); otherwise (rediss://, or no loop) on the
-// connection's reader goroutine. A silent connection is pinged after 2 s and given up after
+// serves the WebSockets, with no goroutine to wake (the replies to the
+// node's PUBLISH commands are read there too; see bench/RESULTS.md for
+// what it saves); otherwise (rediss://, or no loop) on the connection's
+// reader goroutine. A silent connection is pinged after 2 s and given up after
 // 10 s; a broken one is made again and its channels subscribed again,
 // after which the node reloads the offices they carry (their events in
 // between are lost). A slot that moves to another master (Redis sends

@@ -26,5 +26,7 @@ func takeLink(net.Conn) (*fdLink, error) {
 func (*fdLink) read([]byte) (int, error)         { return 0, errWouldBlock }
 func (*fdLink) Write([]byte) (int, error)        { return 0, net.ErrClosed }
 func (*fdLink) SetWriteDeadline(time.Time) error { return nil }
+func (*fdLink) SetReadDeadline(time.Time) error  { return nil }
+func (*fdLink) writeSome([]byte) (int, error)    { return 0, net.ErrClosed }
 func (*fdLink) Close() error                     { return nil }
 func (*fdLink) release()                         {}

@@ -128,6 +128,37 @@ func (l *fdLink) Write(b []byte) (int, error) {
 	return n, nil
 }
 
+// writeSome writes what the socket takes at once, without waiting for it
+// to take more, and returns how many bytes that was (the publisher's
+// direct writes).
+func (l *fdLink) writeSome(b []byte) (int, error) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if l.released {
+		return 0, net.ErrClosed
+	}
+	n := 0
+	for n < len(b) {
+		k, err := unix.Write(l.fd, b[n:])
+		if k > 0 {
+			n += k
+		}
+		switch {
+		case err == nil, err == unix.EINTR:
+		case err == unix.EAGAIN:
+			return n, nil
+		default:
+			return n, err
+		}
+	}
+	return n, nil
+}
+
+// SetReadDeadline does nothing: the loop reads without waiting, and the
+// link's goroutine keeps its health (the subscriber's readPolled, the
+// publisher's watch).
+func (l *fdLink) SetReadDeadline(time.Time) error { return nil }
+
 // SetWriteDeadline sets the deadline of the writes that follow.
 func (l *fdLink) SetWriteDeadline(t time.Time) error {
 	l.deadline = t

@@ -61,6 +61,9 @@ func startNode(t *testing.T, cfg Config) *testNode {
 	if cfg.Key == nil {
 		cfg.Key = testKey
 	}
+	if nodeOnLoop && cfg.Poller == nil {
+		cfg.Poller = newTestLoop(t)
+	}
 	tn := &testNode{frames: make(chan Frame, 1024)}
 	h := Handler{
 		Frame:   func(f Frame) { tn.frames <- f },

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"strconv"
 	"sync"
@@ -25,8 +26,12 @@ import (
 // node were most of a cross-node call's CPU. Here the caller writes the
 // PUBLISH itself, pipelined on one connection, with a write that never
 // waits (what the socket does not take at once is finished by the
-// publisher's goroutine), and one reader goroutine consumes the replies
-// in order and settles each frame. The guarantees are those of the
+// publisher's goroutine), and the replies are consumed in order and each
+// frame settled where they are read: on the Poller's event loop (the
+// server's Socket.IO loop, as for the subscription links), with one
+// goroutine per connection that only enforces the reply deadline and
+// ends the connection; without a Poller, on the connection's reader
+// goroutine. The guarantees are those of the
 // sender it replaces:
 //
 //   - Order: frames are written in the order of [Node.Send] calls, on one
@@ -131,11 +136,32 @@ type pubItem struct {
 	sent    time.Time // when it was written
 }
 
+// pubLink is a publishing connection as the publisher uses it: a
+// net.Conn, or a descriptor read on a Poller's loop (fdLink, whose read
+// deadline is kept by watch instead).
+type pubLink interface {
+	Write(b []byte) (int, error)
+	SetWriteDeadline(t time.Time) error
+	SetReadDeadline(t time.Time) error
+	Close() error
+}
+
 // pubConn is one connection of the publisher and what was written on it.
 type pubConn struct {
-	c    net.Conn
-	raw  syscall.RawConn // nil: no direct writes (the flusher writes all)
+	c pubLink
+	// direct writes what the socket takes at once, never waiting; nil:
+	// no direct writes (the flusher writes all).
+	direct func(b []byte) (int, error)
+	// fl is the connection's descriptor when the Poller's loop reads it
+	// (w its watch); nil when a reader goroutine does.
+	fl   *fdLink
+	w    Watching
 	born time.Time
+	// The loop's read buffer (polled only): buf[r:wr] is unread; done
+	// is the loop's list of settled frames, reused.
+	buf   []byte
+	r, wr int
+	done  []*pubItem
 	// Guarded by publisher.mu:
 	out      []byte     // bytes a direct write left over, for the flusher
 	flushing bool       // the flusher is writing: no direct write now
@@ -235,7 +261,7 @@ func (p *publisher) publish(cmd []byte, ch string, frame int, cost int64, until 
 		return
 	}
 	c := p.conn
-	if c == nil || len(p.backlog) > 0 || c.raw == nil {
+	if c == nil || len(p.backlog) > 0 || c.direct == nil {
 		// The flusher writes it, after what is before it.
 		if until.IsZero() {
 			it.writeBy = time.Now().Add(p.timeout)
@@ -259,7 +285,7 @@ func (p *publisher) publish(cmd []byte, ch string, frame int, cost int64, until 
 		p.mu.Unlock()
 		return
 	}
-	n, err := writeNow(c.raw, cmd)
+	n, err := c.direct(cmd)
 	if err != nil {
 		failed := p.breakLocked(c, fmt.Errorf("%w: publish: %w", ErrUnavailable, err))
 		p.mu.Unlock()
@@ -476,12 +502,20 @@ func (p *publisher) connect() bool {
 	}
 	if p.closed {
 		_ = c.c.Close()
+		if c.fl != nil {
+			c.w.Stop()
+			c.fl.release()
+		}
 		return false
 	}
 	p.conn = c
 	p.lastErr = nil
 	p.wg.Add(1)
-	go p.read(c)
+	if c.fl != nil {
+		go p.watch(c)
+	} else {
+		go p.read(c)
+	}
 	return true
 }
 
@@ -491,8 +525,21 @@ func (p *publisher) dial() (*pubConn, error) {
 		return nil, err
 	}
 	c := &pubConn{c: nc, born: time.Now()}
+	if p.n.cfg.Poller != nil {
+		if fl, err := takeLink(nc); err == nil {
+			c.c, c.fl, c.direct, c.buf = fl, fl, fl.writeSome, make([]byte, 4096)
+			if c.w, err = p.n.cfg.Poller.Watch(fl.fd, func() bool { return p.ready(c) }); err == nil {
+				_ = nc.Close() // the duplicate keeps the socket; Go's poller lets go of it
+				return c, nil
+			}
+			fl.release()
+			c.c, c.fl, c.direct, c.buf = nc, nil, nil, nil
+		}
+	}
 	if sc, ok := nc.(syscall.Conn); ok && directWrites {
-		c.raw, _ = sc.SyscallConn()
+		if raw, err := sc.SyscallConn(); err == nil {
+			c.direct = func(b []byte) (int, error) { return writeNow(raw, b) }
+		}
 	}
 	return c, nil
 }
@@ -507,70 +554,153 @@ func (p *publisher) read(c *pubConn) {
 	var done []*pubItem
 	r, w := 0, 0
 	for {
-		ok := 0
 		var bad error
-		for bad == nil {
-			i := bytes.IndexByte(buf[r:w], '\n')
-			if i < 0 {
-				break
-			}
-			line := buf[r : r+i+1]
-			r += i + 1
-			switch {
-			case len(line) < 3 || line[len(line)-2] != '\r':
-				bad = fmt.Errorf("%w: malformed reply %q", errReply, line)
-			case line[0] == ':' || line[0] == '+':
-				ok++
-			case line[0] == '-':
-				// Redis refused this one command (an ACL, say); the
-				// stream is still in step, so only its frame fails, and
-				// it is not retried: it would be refused again.
-				if ok > 0 {
-					if done, bad = p.settle(c, ok, done); bad != nil {
-						break
-					}
-					ok = 0
-				}
-				it, err := p.refused(c)
-				switch {
-				case it == nil:
-					bad = fmt.Errorf("%w: more replies than commands", errReply)
-				default:
-					p.fail([]*pubItem{it}, fmt.Errorf("%w: %s", errReply, line[1:len(line)-2]))
-					bad = err
-				}
-			default:
-				bad = fmt.Errorf("%w: unexpected reply %q", errReply, line)
-			}
-		}
-		if ok > 0 {
-			done, bad = p.settle(c, ok, done)
-		}
+		r, done, bad = p.replies(c, buf[:w], r, done)
 		if bad != nil {
 			p.broken(c, bad)
 			return
 		}
-		if r == w {
-			r, w = 0, 0
-		} else if w == len(buf) {
-			if r == 0 {
-				if len(buf) >= pubMaxReply {
-					p.broken(c, fmt.Errorf("%w: reply too long", errReply))
-					return
-				}
-				buf = append(buf, make([]byte, len(buf))...)
-			} else {
-				w = copy(buf, buf[r:w])
-				r = 0
-			}
+		if buf, r, w, bad = compactReplies(buf, r, w); bad != nil {
+			p.broken(c, bad)
+			return
 		}
-		k, err := c.c.Read(buf[w:])
+		k, err := c.c.(net.Conn).Read(buf[w:])
 		w += k
 		if err != nil && k == 0 {
 			p.broken(c, fmt.Errorf("%w: publish: %w", ErrUnavailable, err))
 			return
 		}
 	}
+}
+
+// replies applies the whole reply lines in buf[r:] (settling their frames,
+// failing a refused one) and returns where the unread bytes start, done
+// emptied for reuse, and an error that breaks the connection.
+func (p *publisher) replies(c *pubConn, buf []byte, r int, done []*pubItem) (int, []*pubItem, error) {
+	ok := 0
+	var bad error
+	for bad == nil {
+		i := bytes.IndexByte(buf[r:], '\n')
+		if i < 0 {
+			break
+		}
+		line := buf[r : r+i+1]
+		r += i + 1
+		switch {
+		case len(line) < 3 || line[len(line)-2] != '\r':
+			bad = fmt.Errorf("%w: malformed reply %q", errReply, line)
+		case line[0] == ':' || line[0] == '+':
+			ok++
+		case line[0] == '-':
+			// Redis refused this one command (an ACL, say); the stream
+			// is still in step, so only its frame fails, and it is not
+			// retried: it would be refused again.
+			if ok > 0 {
+				if done, bad = p.settle(c, ok, done); bad != nil {
+					break
+				}
+				ok = 0
+			}
+			it, err := p.refused(c)
+			switch {
+			case it == nil:
+				bad = fmt.Errorf("%w: more replies than commands", errReply)
+			default:
+				p.fail([]*pubItem{it}, fmt.Errorf("%w: %s", errReply, line[1:len(line)-2]))
+				bad = err
+			}
+		default:
+			bad = fmt.Errorf("%w: unexpected reply %q", errReply, line)
+		}
+	}
+	if ok > 0 {
+		// The replies before a malformed one still settle their frames:
+		// Redis published them.
+		var err error
+		if done, err = p.settle(c, ok, done); bad == nil {
+			bad = err
+		}
+	}
+	return r, done, bad
+}
+
+// compactReplies makes room after the unread bytes buf[r:w] for the next
+// read: it moves them down, or doubles buf (up to pubMaxReply for one
+// line).
+func compactReplies(buf []byte, r, w int) ([]byte, int, int, error) {
+	switch {
+	case r == w:
+		return buf, 0, 0, nil
+	case w < len(buf):
+		return buf, r, w, nil
+	case r > 0:
+		return buf, 0, copy(buf, buf[r:w]), nil
+	case len(buf) >= pubMaxReply:
+		return buf, r, w, fmt.Errorf("%w: reply too long", errReply)
+	}
+	return append(buf, make([]byte, len(buf))...), r, w, nil
+}
+
+// ready runs on the Poller's loop each time polled connection c is
+// readable: one read, then the replies it completes are applied (as read
+// does on a reader goroutine). It returns false, with the reason in
+// c.fl.err, when the connection is broken; watch then ends it.
+func (p *publisher) ready(c *pubConn) bool {
+	var err error
+	if c.buf, c.r, c.wr, err = compactReplies(c.buf, c.r, c.wr); err != nil {
+		c.fl.err = err
+		return false
+	}
+	k, err := c.fl.read(c.buf[c.wr:])
+	switch {
+	case k > 0:
+		c.wr += k
+	case errors.Is(err, errWouldBlock):
+		return true
+	case err == nil:
+		c.fl.err = fmt.Errorf("%w: publish: %w", ErrUnavailable, io.EOF)
+		return false
+	default:
+		c.fl.err = fmt.Errorf("%w: publish: %w", ErrUnavailable, err)
+		return false
+	}
+	if c.r, c.done, err = p.replies(c, c.buf[:c.wr], c.r, c.done); err != nil {
+		c.fl.err = err
+		return false
+	}
+	return true
+}
+
+// watch is the goroutine of polled connection c: the loop reads it, and
+// this goroutine breaks it when no reply came within the command timeout
+// of the oldest frame awaiting one (checked every quarter of it), or
+// when the loop found it broken, and closes its descriptor once the
+// loop has let go of it.
+func (p *publisher) watch(c *pubConn) {
+	defer p.wg.Done()
+	tick := time.NewTicker(max(p.timeout/4, time.Millisecond))
+	defer tick.Stop()
+	var err error
+	for err == nil {
+		select {
+		case <-c.w.Done():
+			c.w.Stop() // returns once ready has: fl.err is set
+			if err = c.fl.err; err == nil {
+				err = fmt.Errorf("%w: publish: %w", ErrUnavailable, errLoopClosed)
+			}
+		case <-p.ctx.Done():
+			err = errPubClosed
+		case now := <-tick.C:
+			p.mu.Lock()
+			if pending := c.pending(); len(pending) > 0 && now.Sub(pending[0].sent) > p.timeout {
+				err = fmt.Errorf("%w: publish: no reply within %v", ErrUnavailable, p.timeout)
+			}
+			p.mu.Unlock()
+		}
+	}
+	c.w.Stop()
+	p.broken(c, err)
+	c.fl.release()
 }
 
 // settle marks the first ok pending frames of c as published, then
@@ -617,7 +747,11 @@ func (p *publisher) writeOutLocked(c *pubConn) error {
 	if len(c.out) == 0 || c.flushing {
 		return nil
 	}
-	n, err := writeNow(c.raw, c.out)
+	if c.direct == nil {
+		p.signal()
+		return nil
+	}
+	n, err := c.direct(c.out)
 	if err != nil {
 		return fmt.Errorf("%w: publish: %w", ErrUnavailable, err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -14,9 +15,10 @@ import (
 )
 
 // subOnLoop makes startSubscriber give every subscriber an event loop
-// (testLoop): set by TestSubscriberOnLoop while it runs the subscriber's
-// tests again. The package's tests do not run in parallel.
-var subOnLoop bool
+// (testLoop), and nodeOnLoop startNode every node: set by
+// TestSubscriberOnLoop and TestNodeOnLoop while they run the tests again.
+// The package's tests do not run in parallel.
+var subOnLoop, nodeOnLoop bool
 
 // testLoop is a Socket.IO server's event loop as a Poller, as the server
 // passes its own (server.loopPoller), counting the watches it starts.
@@ -87,6 +89,41 @@ func TestSubscriberOnLoop(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			subOnLoop = true
 			defer func() { subOnLoop = false }()
+			tc.f(t)
+		})
+	}
+}
+
+// TestNodeOnLoop runs the node's tests again with a Poller, as the server
+// runs nodes: the subscription links and the publisher's connection are
+// read on the loop; ordering, at-most-once, retries, a stalled Redis (the
+// reply deadline kept by the connection's goroutine), Close, Redis
+// restarts and the healing tests hold the same.
+func TestNodeOnLoop(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		f    func(*testing.T)
+	}{
+		{"SendOrderPipelined", TestSendOrderPipelined},
+		{"SendRequestAtMostOnce", TestSendRequestAtMostOnce},
+		{"SendRedisStalled", TestSendRedisStalled},
+		{"SendClose", TestSendClose},
+		{"SendRegressionStaleWriteDeadline", TestSendRegressionStaleWriteDeadline},
+		{"SendRegressionStaleWriteDeadlineLarge", TestSendRegressionStaleWriteDeadlineLarge},
+		{"SendRegressionErrorReply", TestSendRegressionErrorReply},
+		{"SendRegressionCloseRace", TestSendRegressionCloseRace},
+		{"SendRegressionBreakCycle", TestSendRegressionBreakCycle},
+		{"CrossNodeCall", TestCrossNodeCall},
+		{"DeadNodeSwept", TestDeadNodeSwept},
+		{"RedisRestart", TestRedisRestart},
+		{"RedisCluster", TestRedisCluster},
+		{"LostEventReloaded", TestLostEventReloaded},
+		{"ForgedFramesRefused", TestForgedFramesRefused},
+		{"BacklogBound", TestBacklogBound},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			nodeOnLoop = true
+			defer func() { nodeOnLoop = false }()
 			tc.f(t)
 		})
 	}
@@ -236,4 +273,41 @@ type refusingPoller struct{}
 
 func (refusingPoller) Watch(int, func() bool) (Watching, error) {
 	return nil, errors.New("no loop")
+}
+
+// TestNodePolled: a node given a Poller reads both its subscription link
+// and its publishing connection on the loop, and lets go of both (the
+// watches ended, the connections closed in Redis) when it closes.
+func TestNodePolled(t *testing.T) {
+	r := redistest.Start(t)
+	loop := newTestLoop(t)
+	cfg := fastConfig(r.URL(), "lp")
+	cfg.Poller = loop
+	a := startNode(t, cfg)
+	b := startNode(t, fastConfig(r.URL(), "lq"))
+	if !a.Pipelined() || loop.live() != 2 {
+		t.Fatalf("pipelined %v, %d connections on the loop, want 2", a.Pipelined(), loop.live())
+	}
+	// Both ways: a's PUBLISH replies and b's frames are read on the loop.
+	for i := range 50 {
+		b.Send("lp", &Frame{Kind: KindAnswer, From: "lq", To: "s", Office: "o", Event: "client:tool_call", Call: uint64(i)}, time.Now().Add(time.Second), nil)
+		a.Send("lq", &Frame{Kind: KindAnswer, From: "lp", To: "s", Office: "o", Event: "client:tool_call", Call: uint64(i)}, time.Now().Add(time.Second), nil)
+	}
+	for i := range 50 {
+		if f := recv(t, a.frames); f.Call != uint64(i) {
+			t.Fatalf("a got call %d, want %d", f.Call, i)
+		}
+		if f := recv(t, b.frames); f.Call != uint64(i) {
+			t.Fatalf("b got call %d, want %d", f.Call, i)
+		}
+	}
+	redistest.WaitFor(t, 2*time.Second, "a's replies settled", func() bool { return a.Backlog() == 0 })
+	a.Close()
+	if loop.live() != 0 {
+		t.Fatalf("%d watches outlived Close", loop.live())
+	}
+	redistest.WaitFor(t, 2*time.Second, "a's connections closed in Redis", func() bool {
+		list, err := r.Do("CLIENT", "LIST")
+		return err == nil && !strings.Contains(list, "name=a2c-lp-")
+	})
 }
