@@ -30,3 +30,4 @@ func (*fdLink) SetReadDeadline(time.Time) error  { return nil }
 func (*fdLink) writeSome([]byte) (int, error)    { return 0, net.ErrClosed }
 func (*fdLink) Close() error                     { return nil }
 func (*fdLink) release()                         {}
+func (*fdLink) discard()                         {}

@@ -37,8 +37,9 @@ type fdLink struct {
 	// returns false, read once the watch has ended.
 	err error
 
-	mu       sync.RWMutex
-	released bool
+	releasing atomic.Bool // release has begun (the descriptor is still open)
+	mu        sync.RWMutex
+	released  bool
 	// deadline bounds a write waiting for the socket to take bytes; set
 	// and used under subConn.wmu, which orders the writers.
 	deadline time.Time
@@ -177,12 +178,25 @@ func (l *fdLink) Close() error {
 	return nil
 }
 
-// release closes the descriptor, once the link's watch has ended.
+// discard closes a duplicate that no watch took: without a shutdown, which
+// would end the connection it shares with the original.
+func (l *fdLink) discard() {
+	l.releasing.Store(true)
+	l.released = true
+	unix.Close(l.fd)
+}
+
+// release closes the descriptor, once the link's watch has ended. Only
+// the link's owner calls it. The socket is shut down first, which ends a
+// write waiting for room at once, rather than at its deadline, before
+// release waits for it.
 func (l *fdLink) release() {
+	if l.releasing.Swap(true) {
+		return
+	}
+	_ = unix.Shutdown(l.fd, unix.SHUT_RDWR)
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if !l.released {
-		l.released = true
-		unix.Close(l.fd)
-	}
+	l.released = true
+	unix.Close(l.fd)
 }

@@ -503,8 +503,12 @@ func (p *publisher) connect() bool {
 	if p.closed {
 		_ = c.c.Close()
 		if c.fl != nil {
+			// Off p.mu: Stop waits for a ready under way, which may be
+			// settling replies under p.mu.
+			p.mu.Unlock()
 			c.w.Stop()
 			c.fl.release()
+			p.mu.Lock()
 		}
 		return false
 	}
@@ -532,7 +536,7 @@ func (p *publisher) dial() (*pubConn, error) {
 				_ = nc.Close() // the duplicate keeps the socket; Go's poller lets go of it
 				return c, nil
 			}
-			fl.release()
+			fl.discard()
 			c.c, c.fl, c.direct, c.buf = nc, nil, nil, nil
 		}
 	}

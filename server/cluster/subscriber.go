@@ -893,7 +893,7 @@ func (s *subscriber) poll(c *subConn, nc net.Conn, rd *respReader) (fl *fdLink, 
 	read := fl.read
 	w, err = s.cfg.Poller.Watch(fl.fd, func() bool { return s.ready(c, fl, rd, read) })
 	if err != nil {
-		fl.release()
+		fl.discard()
 		return nil, nil
 	}
 	_ = nc.Close()
