@@ -280,6 +280,9 @@ func (s *Server) acceptWS(w http.ResponseWriter, r *http.Request, c *econn, bind
 func (s *Server) loopSet() (*loopSet, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.closed {
+		return nil, ErrClosed // Close stops the loops it saw; none is made after
+	}
 	if s.loops == nil {
 		ls, err := newLoopSet(s.opts)
 		if err != nil {

@@ -4,6 +4,7 @@ package sio
 
 import (
 	"errors"
+	"runtime"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -156,6 +157,16 @@ func TestWatchServerClose(t *testing.T) {
 	w.Stop()
 	if _, err := s.Watch(a, func() bool { return true }); err == nil {
 		t.Fatal("a watch on a closed server")
+	}
+	// A server closed before it had a loop makes none for a watch.
+	early := NewServer(Options{})
+	early.Close()
+	base := runtime.NumGoroutine()
+	if _, err := early.Watch(a, func() bool { return true }); err == nil {
+		t.Fatal("a watch on a server closed before its first loop")
+	}
+	if n := runtime.NumGoroutine(); n > base {
+		t.Fatalf("goroutines %d -> %d: a loop started after Close", base, n)
 	}
 	perConn := NewServer(Options{GoroutinePerConn: true})
 	defer perConn.Close()

@@ -107,17 +107,21 @@ type subscriberConfig struct {
 	Username, Password string
 	TLS                *tls.Config   // nil: plain TCP
 	OpTimeout          time.Duration // dial, setup and subscribe confirmation; 0: 3 s
-	// Deliver is called for each message, on the reader goroutine of its
-	// connection (so in order per connection). payload aliases the read
-	// buffer and is valid only during the call. Deliver must not block
-	// for long (the connection's reads wait) nor call Close.
+	// Deliver is called for each message where its connection is read
+	// (so in order per connection): on the connection's reader
+	// goroutine, or with a Poller on the Poller's loop. payload aliases
+	// the read buffer and is valid only during the call. Deliver must
+	// not block (the connection's reads wait, and on a loop everything
+	// else the loop serves) nor call Close.
 	Deliver func(channel string, payload []byte)
 	// Resumed is called with channels that are subscribed again after
 	// they were lost: their connection broke (or their slot moved, or
 	// their Subscribe failed) and messages published meanwhile are lost,
-	// so the caller reloads what they carry. It runs on a goroutine of
-	// the subscriber, never under its locks, possibly concurrently for
-	// channels of different connections; it must not call Close.
+	// so the caller reloads what they carry. It runs where the
+	// confirmation was read (a goroutine of the subscriber, or the
+	// Poller's loop), never under the subscriber's locks, possibly
+	// concurrently for channels of different connections; it must not
+	// block nor call Close.
 	Resumed    func(channels []string)
 	Logger     *slog.Logger
 	ClientName string // CLIENT SETNAME on each connection; "": none

@@ -3,6 +3,8 @@ package cluster
 import (
 	"context"
 	"errors"
+	"log/slog"
+	"net"
 	"runtime"
 	"strings"
 	"sync"
@@ -310,4 +312,54 @@ func TestNodePolled(t *testing.T) {
 		list, err := r.Do("CLIENT", "LIST")
 		return err == nil && !strings.Contains(list, "name=a2c-lp-")
 	})
+}
+
+// TestPublisherClosedWhileConnecting: a publisher that closes while its
+// connection is being made lets the connection's watch go off its mutex.
+// The review's reproduction: a Redis that sends a stray reply at once
+// has the loop settle replies under publisher.mu while connect, holding
+// it, waited in Stop for the loop: the loop, and every WebSocket on it,
+// froze.
+func TestPublisherClosedWhileConnecting(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	go func() {
+		c, err := l.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		buf := make([]byte, 512)
+		_, _ = c.Read(buf)                 // CLIENT SETNAME
+		_, _ = c.Write([]byte("+OK\r\n"))  // its reply
+		time.Sleep(100 * time.Millisecond) // the connection is made
+		_, _ = c.Write([]byte(":1\r\n"))   // a reply to nothing
+		_, _ = c.Read(buf)                 // until the publisher lets go
+	}()
+	loop := newTestLoop(t)
+	n := &Node{cfg: Config{Poller: loop, OpTimeout: time.Second}, id: "pc", log: slog.New(slog.DiscardHandler)}
+	n.backlog.max = DefaultMaxBacklog
+	p := newPublisher(n, l.Addr().String(), nil)
+	p.mu.Lock()
+	p.closed = true
+	done := make(chan bool)
+	go func() { done <- p.connect() }()
+	// The stray reply reaches the loop, whose ready waits for p.mu; then
+	// connect gets it, finds the publisher closed, and must not wait for
+	// ready while holding it.
+	redistest.WaitFor(t, 2*time.Second, "the connection on the loop", func() bool { return loop.live() == 1 })
+	time.Sleep(200 * time.Millisecond) // the loop reads the stray reply
+	p.mu.Unlock()
+	select {
+	case ok := <-done:
+		if ok {
+			t.Fatal("a closed publisher connected")
+		}
+	case <-time.After(3 * time.Second):
+		t.Fatal("connect hung: Stop waited under publisher.mu for the loop, which waited for it")
+	}
+	redistest.WaitFor(t, 2*time.Second, "the watch ended", func() bool { return loop.live() == 0 })
 }
