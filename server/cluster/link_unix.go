@@ -101,32 +101,25 @@ func (l *fdLink) Write(b []byte) (int, error) {
 		return 0, net.ErrClosed
 	}
 	n := 0
-	for n < len(b) {
-		k, err := unix.Write(l.fd, b[n:])
-		if k > 0 {
-			n += k
+	for {
+		k, err := l.writeLocked(b[n:])
+		if n += k; err != nil || n == len(b) {
+			return n, err
 		}
-		switch {
-		case err == nil, err == unix.EINTR:
-		case err == unix.EAGAIN:
-			// The socket's buffer is full (Redis is not reading): wait
-			// until it takes more, or the deadline.
-			wait := time.Until(l.deadline)
-			if l.deadline.IsZero() {
-				wait = time.Minute
-			}
-			if wait <= 0 {
-				return n, os.ErrDeadlineExceeded
-			}
-			pfd := []unix.PollFd{{Fd: int32(l.fd), Events: unix.POLLOUT}}
-			if _, err := unix.Poll(pfd, int(wait.Milliseconds())+1); err != nil && err != unix.EINTR {
-				return n, err
-			}
-		default:
+		// The socket's buffer is full (Redis is not reading): wait until
+		// it takes more, or the deadline.
+		wait := time.Until(l.deadline)
+		if l.deadline.IsZero() {
+			wait = time.Minute
+		}
+		if wait <= 0 {
+			return n, os.ErrDeadlineExceeded
+		}
+		pfd := []unix.PollFd{{Fd: int32(l.fd), Events: unix.POLLOUT}}
+		if _, err := unix.Poll(pfd, int(wait.Milliseconds())+1); err != nil && err != unix.EINTR {
 			return n, err
 		}
 	}
-	return n, nil
 }
 
 // writeSome writes what the socket takes at once, without waiting for it
@@ -138,6 +131,13 @@ func (l *fdLink) writeSome(b []byte) (int, error) {
 	if l.released {
 		return 0, net.ErrClosed
 	}
+	return l.writeLocked(b)
+}
+
+// writeLocked writes b until the socket takes no more (EAGAIN, which is
+// not an error here) and returns how many bytes it took. The caller holds
+// mu (for reading) and found the link not released.
+func (l *fdLink) writeLocked(b []byte) (int, error) {
 	n := 0
 	for n < len(b) {
 		k, err := unix.Write(l.fd, b[n:])

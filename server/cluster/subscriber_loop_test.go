@@ -8,7 +8,6 @@ import (
 	"runtime"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -68,32 +67,41 @@ func (l *testLoop) started() int {
 	return len(l.watches)
 }
 
+// namedTest is a test of the package, run again by runAgain.
+type namedTest struct {
+	name string
+	f    func(*testing.T)
+}
+
+// runAgain runs tests as subtests with *flag set.
+func runAgain(t *testing.T, flag *bool, tests []namedTest) {
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			*flag = true
+			defer func() { *flag = false }()
+			tc.f(t)
+		})
+	}
+}
+
 // TestSubscriberOnLoop runs the subscriber's tests again with its links
 // read on an event loop (Config.Poller), as the server runs them: the
 // same deliveries, losses, Resumed calls, health checks and closes. A
 // rediss:// link is never polled (its bytes need TLS): the TLS test checks
 // that it still works beside a Poller.
 func TestSubscriberOnLoop(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		f    func(*testing.T)
-	}{
+	runAgain(t, &subOnLoop, []namedTest{
 		{"Single", TestSubscriberSingle},
 		{"Resumed", TestSubscriberResumed},
 		{"Outage", TestSubscriberOutage},
 		{"Silent", TestSubscriberSilent},
+		{"CloseWaits", TestSubscriberCloseWaits},
 		{"CloseUnreachable", TestSubscriberCloseUnreachable},
 		{"Auth", TestSubscriberAuth},
 		{"TLS", TestSubscriberTLS},
 		{"Cluster", TestSubscriberCluster},
 		{"SlotMigration", TestSubscriberSlotMigration},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			subOnLoop = true
-			defer func() { subOnLoop = false }()
-			tc.f(t)
-		})
-	}
+	})
 }
 
 // TestNodeOnLoop runs the node's tests again with a Poller, as the server
@@ -102,10 +110,7 @@ func TestSubscriberOnLoop(t *testing.T) {
 // reply deadline kept by the connection's goroutine), Close, Redis
 // restarts and the healing tests hold the same.
 func TestNodeOnLoop(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		f    func(*testing.T)
-	}{
+	runAgain(t, &nodeOnLoop, []namedTest{
 		{"SendOrderPipelined", TestSendOrderPipelined},
 		{"SendRequestAtMostOnce", TestSendRequestAtMostOnce},
 		{"SendRedisStalled", TestSendRedisStalled},
@@ -122,18 +127,21 @@ func TestNodeOnLoop(t *testing.T) {
 		{"LostEventReloaded", TestLostEventReloaded},
 		{"ForgedFramesRefused", TestForgedFramesRefused},
 		{"BacklogBound", TestBacklogBound},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			nodeOnLoop = true
-			defer func() { nodeOnLoop = false }()
-			tc.f(t)
-		})
+	})
+}
+
+// loopIfOn is a new testLoop while subOnLoop is set, else nil: for tests
+// that make their subscriber themselves.
+func loopIfOn(t *testing.T) Poller {
+	if !subOnLoop {
+		return nil
 	}
+	return newTestLoop(t)
 }
 
 // TestSubscriberPolled: with a Poller, the link is read on the loop
-// (Deliver runs on the loop's goroutine), and a message arriving in pieces, or many in one
-// read, is delivered whole and in order.
+// (Deliver runs on the loop's goroutine), and a message arriving in
+// pieces, or many in one read, is delivered whole and in order.
 func TestSubscriberPolled(t *testing.T) {
 	r := redistest.Start(t)
 	noLeaks(t)
@@ -213,48 +221,6 @@ func TestSubscriberLoopClosed(t *testing.T) {
 		t.Fatalf("watches: %d live of %d", loop.live(), loop.started())
 	}
 	redistest.WaitFor(t, 2*time.Second, "delivery", func() bool { publish(t, r, "a", "x"); return k.has("a", "x") })
-}
-
-// TestSubscriberPolledCloseWaits: Close waits for a Deliver under way on
-// the loop, and the link's descriptor is closed only after its watch
-// ended (Close returns with no descriptor of the subscriber left open).
-func TestSubscriberPolledCloseWaits(t *testing.T) {
-	r := redistest.Start(t)
-	noLeaks(t)
-	loop := newTestLoop(t)
-	in, release := make(chan struct{}), make(chan struct{})
-	var after atomic.Bool
-	s := newSubscriber(subscriberConfig{Addrs: []string{addrOf(r)}, OpTimeout: 2 * time.Second, Poller: loop,
-		Deliver: func(string, []byte) {
-			close(in)
-			<-release
-			time.Sleep(20 * time.Millisecond)
-			after.Store(true)
-		}})
-	if err := s.Subscribe(context.Background(), "a"); err != nil {
-		t.Fatal(err)
-	}
-	publish(t, r, "a", "1")
-	<-in
-	closed := make(chan struct{})
-	go func() { _ = s.Close(); close(closed) }()
-	select {
-	case <-closed:
-		t.Fatal("Close returned during a Deliver")
-	case <-time.After(100 * time.Millisecond):
-	}
-	close(release)
-	<-closed
-	if !after.Load() {
-		t.Fatal("Close returned before Deliver did")
-	}
-	if loop.live() != 0 {
-		t.Fatal("a watch outlived Close")
-	}
-	redistest.WaitFor(t, 2*time.Second, "Redis sees the link closed", func() bool {
-		n, err := r.Do("PUBLISH", "a", "2")
-		return err == nil && n == "0"
-	})
 }
 
 // A Poller that refuses (no loop on this system) leaves the link on a

@@ -348,13 +348,15 @@ func TestSubscriberSilent(t *testing.T) {
 }
 
 // Close waits for a Deliver under way: nothing of the subscriber runs
-// after Close returns.
+// after Close returns, and its connection is closed (on a loop: its
+// descriptor is let go only after its watch ended).
 func TestSubscriberCloseWaits(t *testing.T) {
 	r := redistest.Start(t)
 	noLeaks(t)
 	in, release := make(chan struct{}), make(chan struct{})
 	var after atomic.Bool
-	s := newSubscriber(subscriberConfig{Addrs: []string{addrOf(r)}, OpTimeout: 2 * time.Second,
+	loop := loopIfOn(t)
+	s := newSubscriber(subscriberConfig{Addrs: []string{addrOf(r)}, OpTimeout: 2 * time.Second, Poller: loop,
 		Deliver: func(string, []byte) {
 			close(in)
 			<-release
@@ -378,6 +380,13 @@ func TestSubscriberCloseWaits(t *testing.T) {
 	if !after.Load() {
 		t.Fatal("Close returned before Deliver did")
 	}
+	if loop, ok := loop.(*testLoop); ok && loop.live() != 0 {
+		t.Fatal("a watch outlived Close")
+	}
+	redistest.WaitFor(t, 2*time.Second, "Redis sees the link closed", func() bool {
+		n, err := r.Do("PUBLISH", "a", "2")
+		return err == nil && n == "0"
+	})
 }
 
 // Close returns at once while the subscriber waits on a Redis that
