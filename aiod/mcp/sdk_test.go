@@ -28,7 +28,14 @@ func session(t *testing.T, f *fixture, inMemory bool) *sdk.ClientSession {
 			t.Fatal(err)
 		}
 	}
-	cs, err := sdk.NewClient(&sdk.Implementation{Name: "test", Version: "1"}, nil).Connect(ctx, tr, nil)
+	// Over HTTP a handshake-era session (the Go SDK's client would speak
+	// 2026-07-28, see stateless); in memory the client's default, which
+	// finds no server/discover there and initializes.
+	var opts *sdk.ClientSessionOptions
+	if !inMemory {
+		opts = &sdk.ClientSessionOptions{ProtocolVersion: protocolVersions[0]}
+	}
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "test", Version: "1"}, nil).Connect(ctx, tr, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,19 +43,51 @@ func session(t *testing.T, f *fixture, inMemory bool) *sdk.ClientSession {
 	return cs
 }
 
-// TestSDKClients: the Go SDK's client over streamable HTTP (a session)
-// and in memory sees the same server: aiod's info, the ten tools, the
-// same results and the same unknown-tool error.
+// stateless is the Go SDK's client with its defaults over HTTP: it asks
+// server/discover and speaks MCP 2026-07-28, with no session.
+func stateless(t *testing.T, f *fixture) *sdk.ClientSession {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "test", Version: "1"}, nil).Connect(ctx, &sdk.StreamableClientTransport{Endpoint: f.url}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cs.Close() })
+	if v := cs.InitializeResult().ProtocolVersion; v != statelessProtocol || cs.ID() != "" {
+		t.Fatalf("negotiated %q with session %q, want %s without one", v, cs.ID(), statelessProtocol)
+	}
+	return cs
+}
+
+// sdkWays are the Go SDK client's three ways to /mcp.
+var sdkWays = []struct {
+	name string
+	open func(*testing.T, *fixture) *sdk.ClientSession
+}{
+	{"session", func(t *testing.T, f *fixture) *sdk.ClientSession { return session(t, f, false) }},
+	{"in memory", func(t *testing.T, f *fixture) *sdk.ClientSession { return session(t, f, true) }},
+	{"2026-07-28", stateless},
+}
+
+// TestSDKClients: the Go SDK's client over a streamable-HTTP session, in
+// memory and at MCP 2026-07-28 (no session) sees the same server: aiod's
+// info, the ten tools, the same results and the same unknown-tool error.
 func TestSDKClients(t *testing.T) {
 	f := newFixture(t, nil)
-	for _, inMemory := range []bool{false, true} {
-		t.Run(fmt.Sprint("in memory ", inMemory), func(t *testing.T) {
-			cs := session(t, f, inMemory)
+	for _, way := range sdkWays {
+		t.Run(way.name, func(t *testing.T) {
+			cs := way.open(t, f)
+			next := way.name == "2026-07-28"
 			init := cs.InitializeResult()
-			if init.ServerInfo.Name != "aiod" || init.ServerInfo.Version != "9.9.9" || init.Capabilities.Tools == nil || init.ProtocolVersion != protocolVersions[0] {
+			want := protocolVersions[0]
+			if next {
+				want = statelessProtocol
+			}
+			if init.ServerInfo.Name != "aiod" || init.ServerInfo.Version != "9.9.9" || init.Capabilities.Tools == nil || init.ProtocolVersion != want {
 				t.Errorf("initialize: %+v %+v", init.ServerInfo, init)
 			}
-			if !inMemory && cs.ID() == "" {
+			if way.name == "session" && cs.ID() == "" {
 				t.Error("no session id over streamable HTTP")
 			}
 			ctx := t.Context()
@@ -68,6 +107,9 @@ func TestSDKClients(t *testing.T) {
 			var je *jsonrpc.Error
 			if !errors.As(err, &je) || je.Code != codeInvalidParams || je.Message != "unknown tool: sandbox_execute" {
 				t.Fatalf("unknown tool: %v", err)
+			}
+			if next {
+				return // 2026-07-28 has no ping
 			}
 			if err := cs.Ping(ctx, nil); err != nil {
 				t.Fatal(err)
@@ -146,6 +188,27 @@ func TestCancelKillsTree(t *testing.T) {
 			ctx, cancel := context.WithCancel(t.Context())
 			go func() { <-started; cancel() }()
 			_, _ = cs.CallTool(ctx, &sdk.CallToolParams{Name: "sandbox_execute_bash", Arguments: args})
+		}},
+		{"2026-07-28 client cancels", func(t *testing.T, args map[string]any, started <-chan struct{}) {
+			cs := stateless(t, f)
+			ctx, cancel := context.WithCancel(t.Context())
+			go func() { <-started; cancel() }()
+			_, _ = cs.CallTool(ctx, &sdk.CallToolParams{Name: "sandbox_execute_bash", Arguments: args})
+		}},
+		{"2026-07-28 client goes away", func(t *testing.T, args map[string]any, started <-chan struct{}) {
+			ctx, cancel := context.WithCancel(context.Background())
+			go func() { <-started; cancel() }()
+			postCtx(t, ctx, f.url, map[string]any{"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+				"params": map[string]any{"name": "sandbox_execute_bash", "arguments": args, "_meta": nextMeta()}}, nextHeaders("tools/call", "sandbox_execute_bash")...)
+		}},
+		{"2026-07-28 notifications/cancelled", func(t *testing.T, args map[string]any, started <-chan struct{}) {
+			go func() {
+				<-started
+				post(t, f.url, map[string]any{"jsonrpc": "2.0", "method": "notifications/cancelled",
+					"params": map[string]any{"requestId": "next-1", "_meta": nextMeta()}}, nextHeaders("notifications/cancelled", "")...)
+			}()
+			post(t, f.url, map[string]any{"jsonrpc": "2.0", "id": "next-1", "method": "tools/call",
+				"params": map[string]any{"name": "sandbox_execute_bash", "arguments": args, "_meta": nextMeta()}}, nextHeaders("tools/call", "sandbox_execute_bash")...)
 		}},
 	}
 	for _, w := range ways {

@@ -51,11 +51,9 @@ const MaxSessions = 256
 const SessionIdle = 30 * time.Minute
 
 // statelessProtocol is the first MCP revision without the initialize
-// handshake (SEP-2575). /mcp speaks the handshake-era revisions only: its
-// plain path is stateless by construction and needs none of the new
-// per-request metadata, and the SDK's session handler refuses the new
-// revision anyway, so a client asking for it is answered with the newest
-// handshake-era revision and negotiates down.
+// handshake (SEP-2575). /mcp serves it on its own handler (stateless.go),
+// chosen per request; the plain path and the sessions keep the
+// handshake-era revisions.
 const statelessProtocol = "2026-07-28"
 
 // protocolVersions are the revisions /mcp negotiates, newest first: those
@@ -146,6 +144,9 @@ type Server struct {
 
 	sdk    *sdk.Server
 	stream *sdk.StreamableHTTPHandler
+	// sdkNext and streamNext serve MCP 2026-07-28 (stateless.go).
+	sdkNext    *sdk.Server
+	streamNext *sdk.StreamableHTTPHandler
 
 	// ctx ends at Close: calls in flight on the plain path and every
 	// in-memory session end with it.
@@ -193,19 +194,22 @@ func New(cfg Config) *Server {
 	}
 
 	sdkLog := slog.New(demote{cfg.Logger.Handler()})
-	s.sdk = sdk.NewServer(&sdk.Implementation{Name: "aiod", Version: cfg.Version}, &sdk.ServerOptions{
+	opts := &sdk.ServerOptions{
 		Logger:                    sdkLog,
 		Capabilities:              &sdk.ServerCapabilities{Tools: &sdk.ToolCapabilities{ListChanged: false}},
 		SupportedProtocolVersions: protocolVersions,
-	})
+	}
+	s.sdk = sdk.NewServer(&sdk.Implementation{Name: "aiod", Version: cfg.Version}, opts)
 	s.sdk.AddReceivingMiddleware(s.toolsMiddleware)
-	s.stream = sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s.sdk }, &sdk.StreamableHTTPOptions{
+	hopts := sdk.StreamableHTTPOptions{
 		Logger:              sdkLog,
 		SessionTimeout:      SessionIdle,
 		MaxRequestBodyBytes: MaxBody,
-		// Host and Origin are checked in ServeHTTP for both paths.
+		// Host and Origin are checked in ServeHTTP for every path.
 		DisableLocalhostProtection: true,
-	})
+	}
+	s.stream = sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s.sdk }, &hopts)
+	s.newNextServer(opts, hopts)
 	return s
 }
 
@@ -292,6 +296,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	switch {
 	case sid != "":
+	case newEra(r, msgs, batch):
+		s.serveNext(w, r, body, msgs)
+		return
 	case !batch && msgs[0].Invalid == nil && msgs[0].isCall() && msgs[0].Method == "initialize" && wantsSession(r):
 		if !s.admitSession() {
 			writeJSON(w, http.StatusServiceUnavailable, response{JSONRPC: "2.0", ID: msgs[0].ID, Error: &rpcError{Code: codeServerError,

@@ -34,7 +34,12 @@ var trParent = trace.NewSpanContext(trace.SpanContextConfig{
 	TraceFlags: trace.FlagsSampled,
 })
 
-var trMeta = map[string]any{"traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}
+// trMeta is a fresh _meta naming trParent for each request: the Go SDK's
+// client adds its own keys to the map it is given (the 2026-07-28
+// protocol version, say), which must not leak into the next request.
+func trMeta() map[string]any {
+	return map[string]any{"traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}
+}
 
 // trSpan returns the one ended span named name in trace tid.
 func trSpan(t *testing.T, rec *tracetest.SpanRecorder, tid trace.TraceID, name string) sdktrace.ReadOnlySpan {
@@ -75,13 +80,13 @@ func TestTraceChain(t *testing.T) {
 			switch path {
 			case "plain":
 				status, body := post(t, f.url, map[string]any{"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-					"params": map[string]any{"name": "sandbox_execute_bash", "arguments": map[string]any{"cmd": cmd}, "_meta": trMeta}})
+					"params": map[string]any{"name": "sandbox_execute_bash", "arguments": map[string]any{"cmd": cmd}, "_meta": trMeta()}})
 				if status != 200 {
 					t.Fatalf("HTTP %d %s", status, body)
 				}
 			default:
 				cs := session(t, f, path == "memory")
-				if _, err := cs.CallTool(t.Context(), &sdk.CallToolParams{Meta: trMeta, Name: "sandbox_execute_bash", Arguments: map[string]any{"cmd": cmd}}); err != nil {
+				if _, err := cs.CallTool(t.Context(), &sdk.CallToolParams{Meta: trMeta(), Name: "sandbox_execute_bash", Arguments: map[string]any{"cmd": cmd}}); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -116,7 +121,7 @@ func TestTraceCommandEnds(t *testing.T) {
 	f, rec := trFixture(t)
 	call := func(ctx context.Context, args map[string]any) {
 		_, _ = postCtx(t, ctx, f.url, map[string]any{"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-			"params": map[string]any{"name": "sandbox_execute_bash", "arguments": args, "_meta": trMeta}})
+			"params": map[string]any{"name": "sandbox_execute_bash", "arguments": args, "_meta": trMeta()}})
 	}
 	ended := func(name string) sdktrace.ReadOnlySpan {
 		t.Helper()
@@ -173,7 +178,7 @@ func TestTraceCell(t *testing.T) {
 	} {
 		rec.Reset()
 		status, body := post(t, f.url, map[string]any{"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-			"params": map[string]any{"name": "sandbox_execute_code", "arguments": map[string]any{"language": "javascript", "code": tc.code}, "_meta": trMeta}})
+			"params": map[string]any{"name": "sandbox_execute_code", "arguments": map[string]any{"language": "javascript", "code": tc.code}, "_meta": trMeta()}})
 		if status != 200 {
 			t.Fatalf("HTTP %d %s", status, body)
 		}
@@ -195,7 +200,7 @@ func TestTraceOff(t *testing.T) {
 		t.Fatal("tracer without a provider")
 	}
 	status, body := post(t, f.url, map[string]any{"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-		"params": map[string]any{"name": "sandbox_execute_bash", "arguments": map[string]any{"cmd": "echo x"}, "_meta": trMeta}})
+		"params": map[string]any{"name": "sandbox_execute_bash", "arguments": map[string]any{"cmd": "echo x"}, "_meta": trMeta()}})
 	if status != 200 {
 		t.Fatalf("HTTP %d %s", status, body)
 	}

