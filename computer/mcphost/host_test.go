@@ -7,7 +7,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -114,5 +116,85 @@ func TestStdioRestart(t *testing.T) {
 	}
 	if u.restarts == 0 {
 		t.Error("no restart counted")
+	}
+}
+
+// eraServer serves the inProcess tools over streamable HTTP speaking only
+// versions (a 2026-07-28-only server is stateless: the revision has no
+// session), and records the MCP-Protocol-Version of every POST.
+func eraServer(t *testing.T, versions []string) (url string, seen func() []string) {
+	s := mcp.NewServer(&mcp.Implementation{Name: "era", Version: "1"}, &mcp.ServerOptions{SupportedProtocolVersions: versions})
+	type in struct {
+		A int `json:"a"`
+		B int `json:"b"`
+	}
+	type out struct {
+		Sum int `json:"sum"`
+	}
+	mcp.AddTool(s, &mcp.Tool{Name: "add"}, func(_ context.Context, _ *mcp.CallToolRequest, x in) (*mcp.CallToolResult, out, error) {
+		return nil, out{x.A + x.B}, nil
+	})
+	mcp.AddTool(s, &mcp.Tool{Name: "wait"}, func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, struct{}, error) {
+		select {
+		case <-ctx.Done():
+		case <-time.After(2 * time.Second):
+		}
+		return nil, struct{}{}, ctx.Err()
+	})
+	stateless := len(versions) == 1 && versions[0] >= "2026-07-28"
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s },
+		&mcp.StreamableHTTPOptions{Stateless: stateless, PropagateRequestCancellation: true})
+	var mu sync.Mutex
+	var got []string
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if v := r.Header.Get("MCP-Protocol-Version"); r.Method == http.MethodPost && v != "" {
+			mu.Lock()
+			got = append(got, v)
+			mu.Unlock()
+		}
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(ts.Close)
+	return ts.URL, func() []string { mu.Lock(); defer mu.Unlock(); return slices.Clone(got) }
+}
+
+// TestStreamableEras: the Computer's upstream speaks to a streamable-HTTP
+// MCP server of either era: one that speaks only 2026-07-28 (no
+// handshake, no session) and one that speaks only a handshake-era
+// revision; the Go SDK's client negotiates, and tools, calls and
+// cancellation work the same.
+func TestStreamableEras(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		versions []string
+		want     string // the revision every request after the first must name
+	}{
+		{"2026-07-28 only", []string{"2026-07-28"}, "2026-07-28"},
+		{"handshake only", []string{"2025-11-25"}, "2025-11-25"},
+		{"older handshake only", []string{"2025-06-18"}, "2025-06-18"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			url, seen := eraServer(t, tc.versions)
+			u := Start(Spec{BundleID: "era", Type: "streamable", URL: url}, Options{})
+			defer u.Close()
+			waitReady(t, u)
+			if tools := u.Tools(); len(tools) != 2 {
+				t.Fatalf("tools = %d", len(tools))
+			}
+			res, err := u.CallTool(context.Background(), "add", map[string]int{"a": 2, "b": 40})
+			if err != nil || res.IsError || !strings.Contains(res.Content[0].(*mcp.TextContent).Text, "42") {
+				t.Fatalf("add = %+v, %v", res, err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+			defer cancel()
+			start := time.Now()
+			if _, err := u.CallTool(ctx, "wait", map[string]any{}); err == nil || time.Since(start) > time.Second {
+				t.Fatalf("cancelled call: %v after %v", err, time.Since(start))
+			}
+			versions := seen()
+			if len(versions) < 2 || versions[len(versions)-1] != tc.want {
+				t.Fatalf("MCP-Protocol-Version of the requests: %v, want the last ones %s", versions, tc.want)
+			}
+		})
 	}
 }
