@@ -1,0 +1,86 @@
+package aiod
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"os/exec"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// inspectorEntry is the MCP Inspector's launcher (2.12.0, pinned in
+// test/peers; it needs Node 22.19 or later, so it runs on nodeEntry).
+const inspectorEntry = "test/peers/node_modules/@modelcontextprotocol/inspector/clients/launcher/build/index.js"
+
+// TestAiodMCPInspector: the newest MCP Inspector's CLI lists aiod's ten
+// tools and calls one, through a recording proxy that shows which
+// revision it spoke.
+func TestAiodMCPInspector(t *testing.T) {
+	entry := requireNodePeer(t, inspectorEntry, "npm @modelcontextprotocol/inspector")
+	node := requireNode24(t)
+	ws := t.TempDir()
+	d := startAiod(t, nil, "--workspace", ws)
+	target, _ := url.Parse(d.URL)
+	var mu sync.Mutex
+	var versions []string
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if v := r.Header.Get("MCP-Protocol-Version"); v != "" {
+			mu.Lock()
+			versions = append(versions, v)
+			mu.Unlock()
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	defer front.Close()
+
+	inspect := func(args ...string) []byte {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, node, append([]string{entry, "--cli", front.URL + "/mcp"}, args...)...)
+		// Its catalog (~/.mcp-inspector) goes to a folder of the test.
+		cmd.Env = append(cmd.Environ(), "HOME="+t.TempDir(), "NO_COLOR=1")
+		cmd.Dir = t.TempDir()
+		cmd.WaitDelay = 5 * time.Second
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("inspector %v: %v\nstderr:\n%s\nstdout:\n%s\naiod logs:\n%s", args, err, stderr.String(), out, d.Logs())
+		}
+		return out
+	}
+
+	var list struct {
+		Tools []struct {
+			Name string `json:"name"`
+		} `json:"tools"`
+	}
+	if out := inspect("--method", "tools/list"); json.Unmarshal(out, &list) != nil || len(list.Tools) != 10 ||
+		list.Tools[0].Name != "sandbox_execute_bash" || list.Tools[9].Name != "browser_gui_execute_action" {
+		t.Fatalf("tools/list: %s", out)
+	}
+	var call struct {
+		Content []struct {
+			Type, Text string
+		} `json:"content"`
+		IsError bool `json:"isError"`
+	}
+	out := inspect("--method", "tools/call", "--tool-name", "sandbox_execute_bash", "--tool-arg", "cmd=echo inspected")
+	if json.Unmarshal(out, &call) != nil || call.IsError || len(call.Content) != 1 ||
+		call.Content[0].Text != `{"cwd":"`+ws+`","exit_code":0,"output":"inspected\n","status":"completed"}` {
+		t.Fatalf("tools/call: %s", out)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	slices.Sort(versions)
+	t.Logf("MCP-Protocol-Version of the Inspector's requests: %v", slices.Compact(versions))
+}
