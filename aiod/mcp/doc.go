@@ -32,9 +32,8 @@
 //
 // A POST without a session that speaks MCP 2026-07-28 (its
 // MCP-Protocol-Version header, its _meta, or server/discover; see
-// newEra) goes to a second SDK server behind a stateless handler
-// (stateless.go), with the same dispatcher. What follows is the
-// handshake-era routing.
+// newEra) is answered on its own stateless path (stateless.go), with
+// the same dispatcher. What follows is the handshake-era routing.
 //
 // A request carrying Mcp-Session-Id, a GET or a DELETE belongs to the
 // streamable-HTTP transport and goes to the Go SDK's handler (sessions,

@@ -51,7 +51,7 @@ const MaxSessions = 256
 const SessionIdle = 30 * time.Minute
 
 // statelessProtocol is the first MCP revision without the initialize
-// handshake (SEP-2575). /mcp serves it on its own handler (stateless.go),
+// handshake (SEP-2575). /mcp serves it on its own path (stateless.go),
 // chosen per request; the plain path and the sessions keep the
 // handshake-era revisions.
 const statelessProtocol = "2026-07-28"
@@ -144,9 +144,6 @@ type Server struct {
 
 	sdk    *sdk.Server
 	stream *sdk.StreamableHTTPHandler
-	// sdkNext and streamNext serve MCP 2026-07-28 (stateless.go).
-	sdkNext    *sdk.Server
-	streamNext *sdk.StreamableHTTPHandler
 
 	// ctx ends at Close: calls in flight on the plain path and every
 	// in-memory session end with it.
@@ -209,7 +206,6 @@ func New(cfg Config) *Server {
 		DisableLocalhostProtection: true,
 	}
 	s.stream = sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s.sdk }, &hopts)
-	s.newNextServer(opts, hopts)
 	return s
 }
 
@@ -297,7 +293,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case sid != "":
 	case newEra(r, msgs, batch):
-		s.serveNext(w, r, body, msgs)
+		s.serveNext(w, r, msgs, batch)
 		return
 	case !batch && msgs[0].Invalid == nil && msgs[0].isCall() && msgs[0].Method == "initialize" && wantsSession(r):
 		if !s.admitSession() {

@@ -201,45 +201,63 @@ func TestAiodMCPKey(t *testing.T) {
 	}
 }
 
-// TestAiodMCPGoSDKClient: the official Go SDK's client over streamable
-// HTTP (a session, SSE): the ten tools, a command, the same isError and
-// unknown-tool answers as the plain path.
+// TestAiodMCPGoSDKClient: the official Go SDK's client with its defaults
+// (server/discover, then MCP 2026-07-28: no session) and over a
+// streamable-HTTP session of a handshake-era revision (2025-11-25, SSE):
+// the ten tools, a command, the same isError and unknown-tool answers as
+// the plain path.
 func TestAiodMCPGoSDKClient(t *testing.T) {
 	d := startAiod(t, nil)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	cs, err := sdk.NewClient(&sdk.Implementation{Name: "interop", Version: "1"}, nil).Connect(ctx, &sdk.StreamableClientTransport{Endpoint: d.URL + "/mcp"}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
-	(&aio{t: t}).covered("POST", "/mcp")
-	if info := cs.InitializeResult(); info.ServerInfo.Name != "aiod" || cs.ID() == "" {
-		t.Errorf("initialize: %+v, session %q", info.ServerInfo, cs.ID())
-	}
-	tools, err := cs.ListTools(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var names []string
-	for _, tl := range tools.Tools {
-		names = append(names, tl.Name)
-	}
-	if fmt.Sprint(names) != fmt.Sprint(mcpBuiltins) {
-		t.Errorf("tools: %v", names)
-	}
-	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "sandbox_execute_bash", Arguments: map[string]any{"cmd": "echo via-sdk"}})
-	if err != nil || res.IsError || !strings.Contains(res.Content[0].(*sdk.TextContent).Text, `"output":"via-sdk\n"`) {
-		t.Errorf("call: %+v %v", res, err)
-	}
-	res, err = cs.CallTool(ctx, &sdk.CallToolParams{Name: "sandbox_execute_bash", Arguments: map[string]any{}})
-	if err != nil || !res.IsError || res.Content[0].(*sdk.TextContent).Text != "cmd is required" {
-		t.Errorf("no cmd: %+v %v", res, err)
-	}
-	_, err = cs.CallTool(ctx, &sdk.CallToolParams{Name: "nope"})
-	var je *jsonrpc.Error
-	if !errors.As(err, &je) || je.Code != -32602 || je.Message != "unknown tool: nope" {
-		t.Errorf("unknown tool: %v", err)
+	for _, tc := range []struct {
+		name    string
+		version string // asked of the client; "": its default
+		want    string // negotiated
+		session bool
+	}{
+		{"default: 2026-07-28", "", "2026-07-28", false},
+		{"session: 2025-11-25", "2025-11-25", "2025-11-25", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			var opts *sdk.ClientSessionOptions
+			if tc.version != "" {
+				opts = &sdk.ClientSessionOptions{ProtocolVersion: tc.version}
+			}
+			cs, err := sdk.NewClient(&sdk.Implementation{Name: "interop", Version: "1"}, nil).Connect(ctx, &sdk.StreamableClientTransport{Endpoint: d.URL + "/mcp"}, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cs.Close()
+			(&aio{t: t}).covered("POST", "/mcp")
+			if info := cs.InitializeResult(); info.ServerInfo.Name != "aiod" || info.ProtocolVersion != tc.want || (cs.ID() != "") != tc.session {
+				t.Errorf("initialize: %+v at %s, session %q", info.ServerInfo, info.ProtocolVersion, cs.ID())
+			}
+			tools, err := cs.ListTools(ctx, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var names []string
+			for _, tl := range tools.Tools {
+				names = append(names, tl.Name)
+			}
+			if fmt.Sprint(names) != fmt.Sprint(mcpBuiltins) {
+				t.Errorf("tools: %v", names)
+			}
+			res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "sandbox_execute_bash", Arguments: map[string]any{"cmd": "echo via-sdk"}})
+			if err != nil || res.IsError || !strings.Contains(res.Content[0].(*sdk.TextContent).Text, `"output":"via-sdk\n"`) {
+				t.Errorf("call: %+v %v", res, err)
+			}
+			res, err = cs.CallTool(ctx, &sdk.CallToolParams{Name: "sandbox_execute_bash", Arguments: map[string]any{}})
+			if err != nil || !res.IsError || res.Content[0].(*sdk.TextContent).Text != "cmd is required" {
+				t.Errorf("no cmd: %+v %v", res, err)
+			}
+			_, err = cs.CallTool(ctx, &sdk.CallToolParams{Name: "nope"})
+			var je *jsonrpc.Error
+			if !errors.As(err, &je) || je.Code != -32602 || je.Message != "unknown tool: nope" {
+				t.Errorf("unknown tool: %v", err)
+			}
+		})
 	}
 }
 
