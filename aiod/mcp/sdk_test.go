@@ -201,15 +201,6 @@ func TestCancelKillsTree(t *testing.T) {
 			postCtx(t, ctx, f.url, map[string]any{"jsonrpc": "2.0", "id": 1, "method": "tools/call",
 				"params": map[string]any{"name": "sandbox_execute_bash", "arguments": args, "_meta": nextMeta()}}, nextHeaders("tools/call", "sandbox_execute_bash")...)
 		}},
-		{"2026-07-28 notifications/cancelled", func(t *testing.T, args map[string]any, started <-chan struct{}) {
-			go func() {
-				<-started
-				post(t, f.url, map[string]any{"jsonrpc": "2.0", "method": "notifications/cancelled",
-					"params": map[string]any{"requestId": "next-1", "_meta": nextMeta()}}, nextHeaders("notifications/cancelled", "")...)
-			}()
-			post(t, f.url, map[string]any{"jsonrpc": "2.0", "id": "next-1", "method": "tools/call",
-				"params": map[string]any{"name": "sandbox_execute_bash", "arguments": args, "_meta": nextMeta()}}, nextHeaders("tools/call", "sandbox_execute_bash")...)
-		}},
 	}
 	for _, w := range ways {
 		t.Run(w.name, func(t *testing.T) {

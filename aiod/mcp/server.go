@@ -287,7 +287,14 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	msgs, batch, perr := parseBody(body)
 	if perr != nil {
-		writeJSON(w, http.StatusOK, response{JSONRPC: "2.0", ID: nullID, Error: perr})
+		// On HTTP 200 as JSON-RPC over HTTP has it, but a 2026-07-28
+		// client (its header says so) is told on 400, as the revision's
+		// other refusals of a request that cannot be read.
+		status := http.StatusOK
+		if sid == "" && isNewRevision(r.Header.Get("Mcp-Protocol-Version")) {
+			status = http.StatusBadRequest
+		}
+		writeJSON(w, status, response{JSONRPC: "2.0", ID: nullID, Error: perr})
 		return
 	}
 	switch {
@@ -451,7 +458,7 @@ func (s *Server) servePlain(w http.ResponseWriter, r *http.Request, msgs []messa
 				Message: fmt.Sprintf("Batch answer too large: the answers before this request reached %d MiB; it was not run (send it again)", s.maxBatch>>20)}})
 			continue
 		}
-		if resp, ok := s.handle(ctx, &msgs[i], listOnce); ok {
+		if resp, ok := s.handle(ctx, &msgs[i], listOnce, true); ok {
 			size += len(resp.Result)
 			if resp.Error != nil {
 				size += len(resp.Error.Message) + len(resp.Error.Data)
@@ -469,9 +476,13 @@ func (s *Server) servePlain(w http.ResponseWriter, r *http.Request, msgs []messa
 	}
 }
 
-// handle answers one message of the plain path; ok is false when there
-// is nothing to answer (a notification, a client's response).
-func (s *Server) handle(ctx context.Context, m *message, list func() json.RawMessage) (resp response, ok bool) {
+// handle answers one message of the plain path (and, for tools/list and
+// tools/call, of the 2026-07-28 path); ok is false when there is nothing
+// to answer (a notification, a client's response). A tools/call is
+// tracked under its id (see track) when tracked is set; on the 2026-07-28
+// path it is not, as its POST is the call: a call ends when its POST
+// does, and no id of another client names it.
+func (s *Server) handle(ctx context.Context, m *message, list func() json.RawMessage, tracked bool) (resp response, ok bool) {
 	resp = response{JSONRPC: "2.0", ID: m.ID}
 	switch {
 	case m.Invalid != nil:
@@ -493,25 +504,28 @@ func (s *Server) handle(ctx context.Context, m *message, list func() json.RawMes
 	case "tools/list":
 		resp.Result = list()
 	case "tools/call":
-		var p struct {
-			Name      json.RawMessage `json:"name"`
-			Arguments json.RawMessage `json:"arguments"`
-			Meta      json.RawMessage `json:"_meta"`
-		}
+		// Keys exactly as MCP names them (a struct would match "NAME"
+		// too, and the last of two spellings would win).
+		var p map[string]json.RawMessage
 		_ = json.Unmarshal(m.Params, &p) // an array or a bad name reads as no name
 		name := ""
-		if len(p.Name) > 0 && json.Unmarshal(p.Name, &name) != nil {
-			name = string(compact(p.Name))
+		if raw := p["name"]; len(raw) > 0 && json.Unmarshal(raw, &name) != nil {
+			name = string(compact(raw))
 		}
-		ctx, done := s.track(ctx, m.ID)
+		var done func()
+		if tracked {
+			ctx, done = s.track(ctx, m.ID)
+		} else {
+			ctx, done = s.untracked(ctx)
+		}
 		defer done()
-		if s.tracer != nil && len(p.Meta) > 0 {
+		if s.tracer != nil && len(p["_meta"]) > 0 {
 			var meta map[string]any
-			if json.Unmarshal(p.Meta, &meta) == nil {
+			if json.Unmarshal(p["_meta"], &meta) == nil {
 				ctx = tracing.Extract(ctx, meta)
 			}
 		}
-		resp.Result, resp.Error = s.call(ctx, name, p.Arguments)
+		resp.Result, resp.Error = s.call(ctx, name, p["arguments"])
 	default:
 		resp.Error = methodNotFound(m.Method)
 	}
@@ -559,6 +573,14 @@ func (s *Server) track(parent context.Context, id json.RawMessage) (context.Cont
 		stop()
 		cancel()
 	}
+}
+
+// untracked is the context of a call no id names: it ends with parent
+// (the HTTP request) and with Close.
+func (s *Server) untracked(parent context.Context) (context.Context, func()) {
+	ctx, cancel := context.WithCancel(parent)
+	stop := context.AfterFunc(s.ctx, cancel)
+	return ctx, func() { stop(); cancel() }
 }
 
 // cancelPlain ends the plain-path calls in flight under the requestId of

@@ -6,6 +6,8 @@ import (
 	"mime"
 	"net/http"
 	"strings"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // MCP 2026-07-28 (SEP-2575) has no initialize handshake and no session:
@@ -18,7 +20,10 @@ import (
 // _meta fields, the MCP-Protocol-Version, Mcp-Method and Mcp-Name headers,
 // no batches), server/discover, the revision's result fields (resultType;
 // ttlMs and cacheScope on a list) and its HTTP statuses for JSON-RPC
-// errors (-32601 on 404; -32602, -32020, -32021 and -32022 on 400). The
+// errors (-32601 on 404; -32602, -32020, -32021 and -32022 on 400). A
+// call is its POST: it ends when the POST does (the client went away or
+// cancelled it), and a notifications/cancelled is acknowledged without
+// effect, since an id names no call across clients here. The
 // answer is JSON (application/json), which the revision lets a server
 // send for a single answer. The Go SDK's stateless handler does the same
 // at about six times the cost of a plain call (it decodes the body four
@@ -37,11 +42,38 @@ const (
 	// says (SEP-2575). codeUnsupportedVersion: a protocol version the
 	// server does not speak.
 	codeHeaderMismatch     = -32020
+	codeMissingCapability  = -32021
 	codeUnsupportedVersion = -32022
 )
 
-// nextVersions are the revisions the stateless path speaks.
-var nextVersions = []string{statelessProtocol}
+// servedNext are the methods the 2026-07-28 path serves.
+var servedNext = map[string]bool{"server/discover": true, "tools/list": true, "tools/call": true}
+
+// nextVersions are the revisions the stateless path speaks, and
+// allVersions every revision /mcp speaks (server/discover lists them, a
+// client of an earlier one then initializes on the other paths).
+var (
+	nextVersions = []string{statelessProtocol}
+	allVersions  = append([]string{statelessProtocol}, protocolVersions...)
+)
+
+// isNewRevision reports whether v names the 2026-07-28 revision or a later
+// one: a date, not before it ("latest", or any other word, is not).
+func isNewRevision(v string) bool {
+	if len(v) != len("2006-01-02") || v < statelessProtocol {
+		return false
+	}
+	for i, c := range []byte(v) {
+		if i == 4 || i == 7 {
+			if c != '-' {
+				return false
+			}
+		} else if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
+}
 
 // newEra reports whether a POST without a session speaks 2026-07-28 or
 // later: its MCP-Protocol-Version header names such a revision, or its one
@@ -50,18 +82,25 @@ var nextVersions = []string{statelessProtocol}
 // POST keeps the handshake-era plain path, so the clients of the earlier
 // revisions see no change.
 func newEra(r *http.Request, msgs []message, batch bool) bool {
-	if v := r.Header.Get("Mcp-Protocol-Version"); v != "" && v >= statelessProtocol {
+	if isNewRevision(r.Header.Get("Mcp-Protocol-Version")) {
 		return true
 	}
-	if batch || msgs[0].Invalid != nil {
-		return false
+	for i := range msgs {
+		m := &msgs[i]
+		if m.Invalid != nil {
+			continue
+		}
+		if !batch && (m.Method == "server/discover" || m.Method == "subscriptions/listen") {
+			return true
+		}
+		// A batch that holds one is refused there (the revision has
+		// none), not run on the plain path.
+		var v string
+		if raw, ok := metaOf(m.Params)[metaProtocolVersion]; ok && json.Unmarshal(raw, &v) == nil && isNewRevision(v) {
+			return true
+		}
 	}
-	switch msgs[0].Method {
-	case "server/discover", "subscriptions/listen":
-		return true
-	}
-	_, ok := metaOf(msgs[0].Params)[metaProtocolVersion]
-	return ok
+	return false
 }
 
 // metaOf is the _meta object of params, or nil.
@@ -108,20 +147,27 @@ func (s *Server) serveNext(w http.ResponseWriter, r *http.Request, msgs []messag
 		w.WriteHeader(http.StatusAccepted) // no server request awaits an answer
 		return
 	}
-	var p nextParams
+	// Keys exactly as MCP names them: a struct would match "_META" or
+	// "NAME" too.
+	var p map[string]json.RawMessage
 	_ = json.Unmarshal(m.Params, &p) // not an object: no fields, refused below
-	if code, msg := checkHeaders(r, m, &p); code != 0 {
+	if code, msg := checkHeaders(r, m, p); code != 0 {
 		fail(http.StatusBadRequest, m.ID, code, msg, nil)
 		return
 	}
 	if !m.isCall() {
-		if m.Method == "notifications/cancelled" {
-			s.cancelPlain(m.Params)
-		}
+		// notifications/cancelled included: a call ends with its POST.
 		w.WriteHeader(http.StatusAccepted)
 		return
 	}
-	if status, code, msg, data := checkMeta(r, &p); code != 0 {
+	if !servedNext[m.Method] {
+		// initialize and ping are gone from the revision; a tools-only
+		// server has no prompts, resources, logging, completions nor
+		// subscriptions/listen.
+		fail(http.StatusNotFound, m.ID, codeMethodNotFound, methodNotFound(m.Method).Message, nil)
+		return
+	}
+	if status, code, msg, data := checkMeta(r, p); code != 0 {
 		fail(status, m.ID, code, msg, data)
 		return
 	}
@@ -135,23 +181,19 @@ func (s *Server) serveNext(w http.ResponseWriter, r *http.Request, msgs []messag
 		resp = response{JSONRPC: "2.0", ID: m.ID, Result: marshal(discoverResult{
 			ResultType: "complete",
 			Meta:       map[string]any{"io.modelcontextprotocol/serverInfo": map[string]any{"name": "aiod", "version": s.cfg.Version}},
-			CacheScope: "public", SupportedVersions: nextVersions,
+			CacheScope: "public", SupportedVersions: allVersions,
 			Capabilities: map[string]any{"tools": map[string]any{}},
 		})}
-	case "tools/list", "tools/call":
-		resp, _ = s.handle(ctx, m, func() json.RawMessage { return s.listJSON(ctx) })
+	default: // tools/list, tools/call
+		resp, _ = s.handle(ctx, m, func() json.RawMessage { return s.listJSON(ctx) }, false)
 		if resp.Error == nil && m.Method == "tools/list" {
 			// The list is the same for every client, and may change when
 			// an upstream does: public, and not to be kept.
 			resp.Result = withFields(resp.Result, `"resultType":"complete","ttlMs":0,"cacheScope":"public"`)
-		} else if resp.Error == nil {
+		} else if resp.Error == nil && !hasTopKey(resp.Result, "resultType") {
+			// An upstream's result may carry its own.
 			resp.Result = withFields(resp.Result, `"resultType":"complete"`)
 		}
-	default:
-		// initialize and ping are gone from the revision; a tools-only
-		// server has no prompts, resources, logging, completions nor
-		// subscriptions/listen.
-		resp = response{JSONRPC: "2.0", ID: m.ID, Error: methodNotFound(m.Method)}
 	}
 	writeJSON(w, nextStatus(resp.Error), resp)
 }
@@ -181,43 +223,36 @@ func nextStatus(e *rpcError) int {
 		return http.StatusOK
 	case e.Code == codeMethodNotFound:
 		return http.StatusNotFound
-	case e.Code == codeInvalidParams, e.Code == codeHeaderMismatch, e.Code == codeUnsupportedVersion:
+	case e.Code == codeInvalidParams, e.Code == codeHeaderMismatch, e.Code == codeMissingCapability, e.Code == codeUnsupportedVersion:
 		return http.StatusBadRequest
 	}
 	return http.StatusOK
 }
 
-// accepts reports whether the Accept header lists JSON (application/json,
-// application/* or */*) and an event stream.
+// accepts reports whether the Accept header lists JSON (application/json
+// or application/*) and an event stream (text/event-stream or text/*);
+// */* is both.
 func accepts(r *http.Request) (jsonOK, streamOK bool) {
 	for _, v := range r.Header.Values("Accept") {
 		for part := range strings.SplitSeq(v, ",") {
-			mt, _, err := mime.ParseMediaType(strings.TrimSpace(part))
-			if err != nil {
-				continue
-			}
-			switch mt {
-			case "text/event-stream":
-				streamOK = true
-			case "application/json", "application/*", "*/*":
+			base, _, _ := strings.Cut(part, ";")
+			switch strings.ToLower(strings.TrimSpace(base)) {
+			case "application/json", "application/*":
 				jsonOK = true
+			case "text/event-stream", "text/*":
+				streamOK = true
+			case "*/*":
+				jsonOK, streamOK = true, true
 			}
 		}
 	}
 	return jsonOK, streamOK
 }
 
-// nextParams is what serveNext reads of a request's params, once.
-type nextParams struct {
-	Name json.RawMessage `json:"name"`
-	URI  json.RawMessage `json:"uri"`
-	Meta json.RawMessage `json:"_meta"`
-}
-
 // checkHeaders holds the Mcp-Method header (every message) and the
 // Mcp-Name header (tools/call and prompts/get: the name; resources/read:
 // the uri) to the body: -32020 when one is missing or differs.
-func checkHeaders(r *http.Request, m *message, p *nextParams) (int, string) {
+func checkHeaders(r *http.Request, m *message, p map[string]json.RawMessage) (int, string) {
 	hm := r.Header.Get("Mcp-Method")
 	switch {
 	case hm == "":
@@ -228,9 +263,9 @@ func checkHeaders(r *http.Request, m *message, p *nextParams) (int, string) {
 	var field json.RawMessage
 	switch m.Method {
 	case "tools/call", "prompts/get":
-		field = p.Name
+		field = p["name"]
 	case "resources/read":
-		field = p.URI
+		field = p["uri"]
 	default:
 		return 0, ""
 	}
@@ -251,11 +286,9 @@ func checkHeaders(r *http.Request, m *message, p *nextParams) (int, string) {
 // /mcp speaks), the client's capabilities (an object), its identity (an
 // object, when given). It returns the HTTP status, the JSON-RPC code, the
 // message and the error's data of a refusal; code 0 when all hold.
-func checkMeta(r *http.Request, p *nextParams) (status, code int, msg string, data any) {
-	// A map, not a struct: encoding/json matches struct fields without
-	// regard to case, and these keys are exact.
+func checkMeta(r *http.Request, p map[string]json.RawMessage) (status, code int, msg string, data any) {
 	var meta map[string]json.RawMessage
-	_ = json.Unmarshal(p.Meta, &meta)
+	_ = json.Unmarshal(p["_meta"], &meta)
 	var version string
 	if raw, ok := meta[metaProtocolVersion]; ok {
 		_ = json.Unmarshal(raw, &version)
@@ -270,13 +303,41 @@ func checkMeta(r *http.Request, p *nextParams) (status, code int, msg string, da
 		return http.StatusBadRequest, codeHeaderMismatch, fmt.Sprintf("MCP-Protocol-Version header %q does not match request %s %q", hv, metaProtocolVersion, version), nil
 	case version != statelessProtocol:
 		return http.StatusBadRequest, codeUnsupportedVersion, "unsupported protocol version", unsupportedVersion{Supported: nextVersions, Requested: version}
-	case !isObject(meta[metaClientCapabilities]):
+	case !decodes[clientCapabilities](meta[metaClientCapabilities]):
 		return http.StatusBadRequest, codeInvalidParams, fmt.Sprintf("missing or invalid _meta field %q", metaClientCapabilities), nil
 	}
-	if raw, ok := meta[metaClientInfo]; ok && !isObject(raw) {
+	if raw, ok := meta[metaClientInfo]; ok && !decodes[sdk.Implementation](raw) {
 		return http.StatusBadRequest, codeInvalidParams, fmt.Sprintf("invalid _meta field %q", metaClientInfo), nil
 	}
 	return 0, 0, "", nil
+}
+
+// clientCapabilities is the shape of a 2026-07-28 client's capabilities,
+// as the Go SDK reads them (roots as an object of its own).
+type clientCapabilities struct {
+	sdk.ClientCapabilities
+	Roots *struct {
+		ListChanged bool `json:"listChanged,omitempty"`
+	} `json:"roots,omitempty"`
+}
+
+// decodes reports whether raw is a JSON object that decodes as a T: the
+// fields it has are of the types T gives them.
+func decodes[T any](raw json.RawMessage) bool {
+	var v T
+	return isObject(raw) && json.Unmarshal(raw, &v) == nil
+}
+
+// hasTopKey reports whether the JSON object obj has key at its top level.
+// Only an object that holds the key's text anywhere is decoded.
+func hasTopKey(obj json.RawMessage, key string) bool {
+	if !strings.Contains(string(obj), `"`+key+`"`) {
+		return false
+	}
+	var m map[string]json.RawMessage
+	_ = json.Unmarshal(obj, &m)
+	_, ok := m[key]
+	return ok
 }
 
 // withFields adds fields (a run of "name":value pairs) at the start of
