@@ -10,11 +10,12 @@ import (
 	"testing"
 )
 
-// FuzzNext holds the 2026-07-28 path to its contract on any body and any
-// MCP headers: it never panics; the answer is 202 with no body, or one
-// JSON-RPC response on the status the revision gives its code (an error
-// of -32601 on 404; -32602, -32020 and -32022 on 400; a result on 200);
-// and no tool runs unless every check held.
+// FuzzNext holds /mcp to its contract for any body and any MCP headers,
+// through its router (ServeHTTP), so the 2026-07-28 path and the plain
+// path beside it are both reached: it never panics; the answer is 202
+// with no body, or JSON-RPC (one response, or a batch's array); a
+// 2026-07-28 answer is on the status the revision gives its code; and a
+// tool runs at 2026-07-28 only for a tools/call whose headers name it.
 func FuzzNext(f *testing.F) {
 	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
 	for _, c := range []struct{ body, method, name, version string }{
@@ -35,9 +36,6 @@ func FuzzNext(f *testing.F) {
 	})
 	f.Fuzz(func(t *testing.T, body []byte, method, name, version string) {
 		msgs, batch, perr := parseBody(body)
-		if perr != nil {
-			return // answered -32700 before routing, as on every path
-		}
 		r := httptest.NewRequest(http.MethodPost, "http://127.0.0.1/mcp", strings.NewReader(string(body)))
 		r.Header.Set("Content-Type", "application/json")
 		r.Header.Set("Accept", "application/json, text/event-stream")
@@ -48,13 +46,20 @@ func FuzzNext(f *testing.F) {
 		}
 		w := httptest.NewRecorder()
 		before := ran.Load()
-		fz.serveNext(w, r, msgs, batch)
+		fz.ServeHTTP(w, r)
 		called := ran.Load() != before
+		next := perr == nil && newEra(r, msgs, batch)
 		if w.Code == http.StatusAccepted {
 			if w.Body.Len() != 0 {
 				t.Fatalf("202 with a body: %s", w.Body)
 			}
 			return
+		}
+		if !json.Valid(w.Body.Bytes()) {
+			t.Fatalf("%d %q: not JSON", w.Code, w.Body)
+		}
+		if !next {
+			return // the plain path, held by FuzzRPC and its tests
 		}
 		var resp struct {
 			ID     json.RawMessage `json:"id"`
@@ -80,7 +85,7 @@ func FuzzNext(f *testing.F) {
 		}
 		// A tool ran only for a tools/call that passed every check: its
 		// answer is a result, or the dispatcher's own error.
-		if called && (msgs[0].Method != "tools/call" || method != "tools/call" || version != statelessProtocol) {
+		if next && called && (batch || msgs[0].Method != "tools/call" || method != "tools/call" || version != statelessProtocol) {
 			t.Fatalf("a tool ran for %s with Mcp-Method %q, version %q: %s", msgs[0].Method, method, version, w.Body)
 		}
 	})
