@@ -73,6 +73,21 @@ type message struct {
 	Invalid *rpcError
 	// Response marks an object with result or error and no method.
 	Response bool
+	// fields is Params read into its members, by paramFields, once.
+	fields map[string]json.RawMessage
+}
+
+// paramFields is the message's params as its members, keys exact (a
+// struct would match "NAME" for "name"); empty when params is not an
+// object. It reads them once for every reader of the message.
+func (m *message) paramFields() map[string]json.RawMessage {
+	if m.fields == nil {
+		_ = json.Unmarshal(m.Params, &m.fields)
+		if m.fields == nil {
+			m.fields = map[string]json.RawMessage{}
+		}
+	}
+	return m.fields
 }
 
 // isCall reports whether the message expects an answer.

@@ -504,10 +504,7 @@ func (s *Server) handle(ctx context.Context, m *message, list func() json.RawMes
 	case "tools/list":
 		resp.Result = list()
 	case "tools/call":
-		// Keys exactly as MCP names them (a struct would match "NAME"
-		// too, and the last of two spellings would win).
-		var p map[string]json.RawMessage
-		_ = json.Unmarshal(m.Params, &p) // an array or a bad name reads as no name
+		p := m.paramFields() // an array or a bad name reads as no name
 		name := ""
 		if raw := p["name"]; len(raw) > 0 && json.Unmarshal(raw, &name) != nil {
 			name = string(compact(raw))

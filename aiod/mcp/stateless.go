@@ -147,10 +147,7 @@ func (s *Server) serveNext(w http.ResponseWriter, r *http.Request, msgs []messag
 		w.WriteHeader(http.StatusAccepted) // no server request awaits an answer
 		return
 	}
-	// Keys exactly as MCP names them: a struct would match "_META" or
-	// "NAME" too.
-	var p map[string]json.RawMessage
-	_ = json.Unmarshal(m.Params, &p) // not an object: no fields, refused below
+	p := m.paramFields() // not an object: no fields, refused below
 	if code, msg := checkHeaders(r, m, p); code != 0 {
 		fail(http.StatusBadRequest, m.ID, code, msg, nil)
 		return

@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"io"
 	"net/http"
+	"strings"
 	"testing"
 )
 
 // BenchmarkEras is one tools/call of sandbox_get_context (no process:
-// the protocol's own cost) on the handshake-era plain path and at MCP
-// 2026-07-28, over loopback HTTP.
+// the protocol's own cost) on the handshake-era plain path, on it with as
+// many bytes as a 2026-07-28 call carries, and at MCP 2026-07-28, over
+// loopback HTTP (the client's cost included).
 func BenchmarkEras(b *testing.B) {
 	f := newFixture(&testing.T{}, nil)
 	client := &http.Client{}
@@ -33,6 +35,17 @@ func BenchmarkEras(b *testing.B) {
 			}
 		}
 	}
+	// The plain path given as many bytes as a 2026-07-28 call: its _meta
+	// under keys of the same length that name no revision, and four
+	// headers of the same sizes that mean nothing. What the 2026-07-28
+	// call costs beyond this is its checks.
+	sameBytes := []byte(strings.NewReplacer("io.modelcontextprotocol/", "io.modelcontextprotoco1/").Replace(string(next)))
+	var pad []string
+	for i := 0; i+1 < len(nextHeaders("tools/call", "sandbox_get_context")); i += 2 {
+		h := nextHeaders("tools/call", "sandbox_get_context")
+		pad = append(pad, "X-"+h[i][2:], h[i+1])
+	}
 	b.Run("plain", func(b *testing.B) { run(b, plain) })
+	b.Run("plain, as many bytes", func(b *testing.B) { run(b, sameBytes, pad...) })
 	b.Run("2026-07-28", func(b *testing.B) { run(b, next, nextHeaders("tools/call", "sandbox_get_context")...) })
 }
