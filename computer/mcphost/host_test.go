@@ -46,9 +46,9 @@ func waitReady(t *testing.T, u *Upstream) {
 	t.Fatalf("upstream not ready: %s %v", st, err)
 }
 
-// inProcess serves a small Go MCP server over streamable HTTP.
-func inProcess(t *testing.T) string {
-	s := mcp.NewServer(&mcp.Implementation{Name: "t", Version: "1"}, nil)
+// addTools gives s the two tools of the tests: add, and wait (until
+// cancelled, at most 2 s).
+func addTools(s *mcp.Server) {
 	type in struct {
 		A int `json:"a"`
 		B int `json:"b"`
@@ -66,6 +66,12 @@ func inProcess(t *testing.T) string {
 		}
 		return nil, struct{}{}, ctx.Err()
 	})
+}
+
+// inProcess serves a small Go MCP server over streamable HTTP.
+func inProcess(t *testing.T) string {
+	s := mcp.NewServer(&mcp.Implementation{Name: "t", Version: "1"}, nil)
+	addTools(s)
 	ts := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil))
 	t.Cleanup(ts.Close)
 	return ts.URL
@@ -124,23 +130,7 @@ func TestStdioRestart(t *testing.T) {
 // session), and records the MCP-Protocol-Version of every POST.
 func eraServer(t *testing.T, versions []string) (url string, seen func() []string) {
 	s := mcp.NewServer(&mcp.Implementation{Name: "era", Version: "1"}, &mcp.ServerOptions{SupportedProtocolVersions: versions})
-	type in struct {
-		A int `json:"a"`
-		B int `json:"b"`
-	}
-	type out struct {
-		Sum int `json:"sum"`
-	}
-	mcp.AddTool(s, &mcp.Tool{Name: "add"}, func(_ context.Context, _ *mcp.CallToolRequest, x in) (*mcp.CallToolResult, out, error) {
-		return nil, out{x.A + x.B}, nil
-	})
-	mcp.AddTool(s, &mcp.Tool{Name: "wait"}, func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, struct{}, error) {
-		select {
-		case <-ctx.Done():
-		case <-time.After(2 * time.Second):
-		}
-		return nil, struct{}{}, ctx.Err()
-	})
+	addTools(s)
 	stateless := len(versions) == 1 && versions[0] >= "2026-07-28"
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s },
 		&mcp.StreamableHTTPOptions{Stateless: stateless, PropagateRequestCancellation: true})
