@@ -120,19 +120,8 @@ func TestAttackForgedEventsFreezeCopy(t *testing.T) {
 // events.
 func TestAttackForgedSweptAgentReleasesSandbox(t *testing.T) {
 	url := rvRedis(t)
-	fa, fb := newFakeProv(), newFakeProv()
-	_, urlA := newTestServer(t, Config{Cluster: cluster.Config{URL: url, NodeID: "na"}, Provisioner: fa, ProvisionWait: time.Minute, OfficeIdle: time.Hour})
-	_, urlB := newTestServer(t, Config{Cluster: cluster.Config{URL: url, NodeID: "nb"}, Provisioner: fb, ProvisionWait: time.Minute, OfficeIdle: 200 * time.Millisecond})
-	a := connect(t, urlA, nil)
-	ans := a.joinAsync(smcp.RoleAgent, "a", "o1")
-	recv(t, "Ensure on node A", fa.called)
-	c := connect(t, urlB, echo)
-	if got := c.join(smcp.RoleComputer, "sandbox", "o1"); got != "true,null" {
-		t.Fatal(got)
-	}
-	if got := recv(t, "the join's answer", ans); got.ack != "true,null" {
-		t.Fatal(got.ack)
-	}
+	p := newProvisionedPair(t, url, 200*time.Millisecond)
+	a, fb := p.agent, p.fb
 	o, _ := redis.ParseURL(url)
 	rc := redis.NewClient(o)
 	t.Cleanup(func() { _ = rc.Close() })

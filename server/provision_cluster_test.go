@@ -15,21 +15,43 @@ import (
 // the office on B, A's idle timer releases nothing (the cluster's view
 // of the office has an Agent); once that one has left B too, B releases
 // the office, and so would A.
-func TestProvisionCluster(t *testing.T) {
-	url := rvRedis(t)
-	fa, fb := newFakeProv(), newFakeProv()
-	sa, urlA := newTestServer(t, Config{Cluster: cluster.Config{URL: url, NodeID: "na"}, Provisioner: fa, ProvisionWait: time.Minute, OfficeIdle: time.Hour})
-	_, urlB := newTestServer(t, Config{Cluster: cluster.Config{URL: url, NodeID: "nb"}, Provisioner: fb, ProvisionWait: time.Minute, OfficeIdle: 50 * time.Millisecond})
+// provisionedPair is two nodes of a cluster on url with provisioners
+// (node B's office idle after idleB), and office o1 as an Agent's join on
+// node A makes it: the join waits for the sandbox's Computer, which joins
+// on node B, and then succeeds.
+type provisionedPair struct {
+	sa     *Server
+	fa, fb *fakeProv
+	urlB   string
+	agent  *peer      // the Agent, on node A
+	sbox   *peer      // the sandbox's Computer, on node B
+	joined joinAnswer // the Agent's join answer
+}
 
-	a := connect(t, urlA, nil)
-	ans := a.joinAsync(smcp.RoleAgent, "a", "o1")
-	recv(t, "Ensure on node A", fa.called)
-	c := connect(t, urlB, echo)
-	if got := c.join(smcp.RoleComputer, "sandbox", "o1"); got != "true,null" {
+func newProvisionedPair(t *testing.T, url string, idleB time.Duration) *provisionedPair {
+	t.Helper()
+	p := &provisionedPair{fa: newFakeProv(), fb: newFakeProv()}
+	var urlA string
+	p.sa, urlA = newTestServer(t, Config{Cluster: cluster.Config{URL: url, NodeID: "na"}, Provisioner: p.fa, ProvisionWait: time.Minute, OfficeIdle: time.Hour})
+	_, p.urlB = newTestServer(t, Config{Cluster: cluster.Config{URL: url, NodeID: "nb"}, Provisioner: p.fb, ProvisionWait: time.Minute, OfficeIdle: idleB})
+	p.agent = connect(t, urlA, nil)
+	ans := p.agent.joinAsync(smcp.RoleAgent, "a", "o1")
+	recv(t, "Ensure on node A", p.fa.called)
+	p.sbox = connect(t, p.urlB, echo)
+	if got := p.sbox.join(smcp.RoleComputer, "sandbox", "o1"); got != "true,null" {
 		t.Fatal(got)
 	}
-	got := recv(t, "the join's answer", ans)
-	if got.ack != "true,null" || !strings.Contains(got.entered, `"computer":"sandbox"`) {
+	if p.joined = recv(t, "the join's answer", ans); p.joined.ack != "true,null" {
+		t.Fatal(p.joined.ack)
+	}
+	return p
+}
+
+func TestProvisionCluster(t *testing.T) {
+	url := rvRedis(t)
+	p := newProvisionedPair(t, url, 50*time.Millisecond)
+	sa, fa, fb, urlB, a := p.sa, p.fa, p.fb, p.urlB, p.agent
+	if got := p.joined; !strings.Contains(got.entered, `"computer":"sandbox"`) {
 		t.Fatalf("join answered %q with notifications %q", got.ack, got.entered)
 	}
 

@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"mime"
@@ -94,24 +95,19 @@ func newEra(r *http.Request, msgs []message, batch bool) bool {
 			return true
 		}
 		// A batch that holds one is refused there (the revision has
-		// none), not run on the plain path.
+		// none), not run on the plain path. A plain request whose params
+		// do not hold the key's text is not decoded here; one that does
+		// is decoded once for every reader (paramFields).
+		if !bytes.Contains(m.Params, []byte(metaProtocolVersion)) {
+			continue
+		}
+		var meta map[string]json.RawMessage
 		var v string
-		if raw, ok := metaOf(m.Params)[metaProtocolVersion]; ok && json.Unmarshal(raw, &v) == nil && isNewRevision(v) {
+		if json.Unmarshal(m.paramFields()["_meta"], &meta) == nil && json.Unmarshal(meta[metaProtocolVersion], &v) == nil && isNewRevision(v) {
 			return true
 		}
 	}
 	return false
-}
-
-// metaOf is the _meta object of params, or nil.
-func metaOf(params json.RawMessage) map[string]json.RawMessage {
-	var p struct {
-		Meta map[string]json.RawMessage `json:"_meta"`
-	}
-	if len(params) == 0 || json.Unmarshal(params, &p) != nil {
-		return nil
-	}
-	return p.Meta
 }
 
 // serveNext answers a 2026-07-28 POST, its body already parsed into msgs.

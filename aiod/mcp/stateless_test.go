@@ -24,17 +24,6 @@ func nextHeaders(method, name string) []string {
 	return h
 }
 
-// sseData is the JSON of an answer that came as one SSE event, or the
-// body itself when it is plain JSON.
-func sseData(body string) string {
-	for line := range strings.SplitSeq(body, "\n") {
-		if d, ok := strings.CutPrefix(line, "data: "); ok {
-			return d
-		}
-	}
-	return body
-}
-
 // TestNextWire holds /mcp's answers to MCP 2026-07-28 requests to their
 // exact shape: server/discover, the list and call results with the
 // revision's fields, and the refusals the revision specifies with their
@@ -131,7 +120,7 @@ func TestNextWire(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			status, body := post(t, f.url, tc.body, tc.hdr...)
-			got := sseData(body)
+			got := body
 			ok := got == tc.want
 			if prefix, cut := strings.CutSuffix(tc.want, "..."); cut {
 				ok = strings.HasPrefix(got, prefix) && json.Valid([]byte(got))

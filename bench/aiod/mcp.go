@@ -120,13 +120,6 @@ func mcpCallNext(base string, id int64, tool string, args map[string]any) (strin
 	if err != nil {
 		return "", err
 	}
-	// One answer: JSON, or one SSE event whose data line is it.
-	for line := range strings.SplitSeq(string(body), "\n") {
-		if d, ok := strings.CutPrefix(line, "data: "); ok {
-			body = []byte(d)
-			break
-		}
-	}
 	var r struct {
 		Result struct {
 			Content []struct {

@@ -77,11 +77,10 @@ func inProcess(t *testing.T) string {
 	return ts.URL
 }
 
-func TestStreamable(t *testing.T) {
-	url := inProcess(t)
-	var changes atomic.Int32
-	u := Start(Spec{BundleID: "t", Type: "streamable", URL: url}, Options{OnChange: func() { changes.Add(1) }})
-	defer u.Close()
+// useTools waits for u, then lists the tools of addTools, calls add, and
+// cancels a call of wait: it ends in error within a second.
+func useTools(t *testing.T, u *Upstream) {
+	t.Helper()
 	waitReady(t, u)
 	if tools := u.Tools(); len(tools) != 2 {
 		t.Fatalf("tools = %d", len(tools))
@@ -92,9 +91,18 @@ func TestStreamable(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
-	if _, err := u.CallTool(ctx, "wait", map[string]any{}); err == nil {
-		t.Fatal("cancelled call returned no error")
+	start := time.Now()
+	if _, err := u.CallTool(ctx, "wait", map[string]any{}); err == nil || time.Since(start) > time.Second {
+		t.Fatalf("cancelled call: %v after %v", err, time.Since(start))
 	}
+}
+
+func TestStreamable(t *testing.T) {
+	url := inProcess(t)
+	var changes atomic.Int32
+	u := Start(Spec{BundleID: "t", Type: "streamable", URL: url}, Options{OnChange: func() { changes.Add(1) }})
+	defer u.Close()
+	useTools(t, u)
 	if changes.Load() == 0 {
 		t.Error("no change reported")
 	}
@@ -167,20 +175,7 @@ func TestStreamableEras(t *testing.T) {
 			url, seen := eraServer(t, tc.versions)
 			u := Start(Spec{BundleID: "era", Type: "streamable", URL: url}, Options{})
 			defer u.Close()
-			waitReady(t, u)
-			if tools := u.Tools(); len(tools) != 2 {
-				t.Fatalf("tools = %d", len(tools))
-			}
-			res, err := u.CallTool(context.Background(), "add", map[string]int{"a": 2, "b": 40})
-			if err != nil || res.IsError || !strings.Contains(res.Content[0].(*mcp.TextContent).Text, "42") {
-				t.Fatalf("add = %+v, %v", res, err)
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
-			defer cancel()
-			start := time.Now()
-			if _, err := u.CallTool(ctx, "wait", map[string]any{}); err == nil || time.Since(start) > time.Second {
-				t.Fatalf("cancelled call: %v after %v", err, time.Since(start))
-			}
+			useTools(t, u)
 			versions := seen()
 			if len(versions) < 2 || versions[len(versions)-1] != tc.want {
 				t.Fatalf("MCP-Protocol-Version of the requests: %v, want the last ones %s", versions, tc.want)
