@@ -26,14 +26,19 @@ import (
 )
 
 // Approval is the policy for tools whose merged ToolMeta does not set
-// auto_apply: run them ("all"), refuse them ("none"), or ask Confirm.
+// auto_apply: run them ("all"), refuse them ("none"), ask Confirm
+// ("ask"), or leave the confirmation to the Agent ("agent": a call runs
+// only when it carries confirmed, which the MCP gateway sets once its
+// client's user accepted the call; without it the call is refused with
+// 4005, which tells the Agent to ask).
 type Approval string
 
 // Approval policies.
 const (
-	ApproveAll  Approval = "all"
-	ApproveNone Approval = "none"
-	ApproveAsk  Approval = "ask"
+	ApproveAll   Approval = "all"
+	ApproveNone  Approval = "none"
+	ApproveAsk   Approval = "ask"
+	ApproveAgent Approval = "agent"
 )
 
 // Options configure a [Computer].

@@ -373,6 +373,8 @@ func (c *Computer) approved(ctx context.Context, r route, req smcp.ToolCallReq) 
 	switch c.opts.Approval {
 	case ApproveAll:
 		return true
+	case ApproveAgent:
+		return req.Confirmed
 	case ApproveAsk:
 		if c.opts.Confirm == nil {
 			return false

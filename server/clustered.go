@@ -548,7 +548,7 @@ func (s *Server) joinCluster(m *member, e *sio.Event, req smcp.EnterOfficeReq) {
 	}
 	s.seatLocked(m, req)
 	s.ackJoin(m, e, req.OfficeID)
-	broadcastLocked(m.office, m, smcp.NotifyEnterOffice, notification(m.office, m))
+	s.broadcastLocked(m.office, m, smcp.NotifyEnterOffice, notification(m.office, m))
 	s.enteredLocked(m)
 	s.mu.Unlock()
 }
@@ -701,7 +701,7 @@ func (s *Server) broadcastRemote(office string, from *member, name string, v any
 	if s.hub == nil {
 		return
 	}
-	f := &cluster.Frame{Kind: cluster.KindBroadcast, From: s.hub.node.ID(), To: from.sock.ID(), Office: office, Event: name}
+	f := &cluster.Frame{Kind: cluster.KindBroadcast, From: s.hub.node.ID(), To: from.sid(), Office: office, Event: name}
 	until := time.Now().Add(broadcastRetry)
 	if name != smcp.NotifyCancelToolCall {
 		f.Payload = appendMessage(nil, jsonMessage(v))
@@ -760,6 +760,7 @@ func (s *Server) onFrame(f cluster.Frame) {
 		if err != nil {
 			return
 		}
+		s.officeEvent(f.Office, f.Event)
 		s.mu.RLock()
 		if o := s.offices[f.Office]; o != nil {
 			o.each(func(x *member) {
@@ -900,7 +901,7 @@ func (s *Server) onClusterEvent(ev cluster.Event) {
 	}
 	s.mu.RLock()
 	if o := s.offices[ev.Office]; o != nil {
-		broadcastLocked(o, nil, name, n)
+		s.broadcastLocked(o, nil, name, n)
 	}
 	s.mu.RUnlock()
 	if s.prov != nil {

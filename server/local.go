@@ -29,28 +29,54 @@ import (
 // no member of any office: no one is told of it, and it takes no seat
 // (an office with an Agent still accepts its requests).
 
-// ErrLocalRequest is wrapped by the errors of [Server.LocalRequest] that
-// are not the relay's own answers (a bad argument, a payload that does
-// not encode).
+// ErrLocalRequest is wrapped by the errors of [Server.LocalRequest] and
+// [Server.Request] that are not the relay's own answers (a bad argument, a
+// payload that does not encode).
 var ErrLocalRequest = errors.New("server: local request")
 
-// LocalRequest sends a client:* request (event, with payload: the
-// request's JSON object, agent and req_id filled in when missing; agent
-// is always [ConsoleAgent]) to a Computer of office through the relay, as
-// an Agent of that office would, and returns the answer. A flat
-// ErrorPayload answer (the relay's refusal, or a Computer's error) is
-// returned as a *smcp.Error as well as the raw answer. It waits for the
-// answer, the relay's deadline, or ctx; when ctx ends first the request
-// still runs to its end in the relay.
+// Caller is who makes a request through [Server.Request]: an Agent of
+// the office that has no Socket.IO connection (the console, the MCP
+// gateway). It takes no seat, so an office with an Agent still accepts
+// its requests, and no member is told of it.
+type Caller struct {
+	// Agent is the Agent name the request carries (its agent field) and
+	// the call log and spans show.
+	Agent string
+	// Console marks the console's own requests in the call log and in
+	// their spans.
+	Console bool
+}
+
+// consoleCaller is the console's [Caller].
+var consoleCaller = Caller{Agent: ConsoleAgent, Console: true}
+
+// LocalRequest is [Server.Request] made by the console: agent is always
+// [ConsoleAgent], and the call is marked as the console's.
 func (s *Server) LocalRequest(ctx context.Context, officeID, event string, payload any) (json.RawMessage, error) {
+	return s.Request(ctx, officeID, consoleCaller, event, payload)
+}
+
+// Request sends a client:* request (event, with payload: the request's
+// JSON object; agent is set to who.Agent and req_id filled in when
+// missing) to a Computer of office through the relay, as an Agent of that
+// office would, and returns the answer. A flat ErrorPayload answer (the
+// relay's refusal, or a Computer's error) is returned as a *smcp.Error as
+// well as the raw answer. It waits for the answer, the relay's deadline,
+// or ctx; when ctx ends first the request still runs to its end in the
+// relay (a tool call is stopped with [Server.Cancel]). A tool call's root
+// span is a child of the span ctx carries, if any.
+func (s *Server) Request(ctx context.Context, officeID string, who Caller, event string, payload any) (json.RawMessage, error) {
 	office := officeID
 	if office == "" || len(office) > MaxOfficeID {
 		return nil, fmt.Errorf("%w: invalid office id", ErrLocalRequest)
 	}
+	if who.Agent == "" {
+		return nil, fmt.Errorf("%w: no Agent name", ErrLocalRequest)
+	}
 	if !s.profile.IsClientEvent(event) {
 		return nil, fmt.Errorf("%w: %q is not a client request", ErrLocalRequest, event)
 	}
-	raw, err := localPayload(payload)
+	raw, err := localPayload(payload, who.Agent)
 	if err != nil {
 		return nil, err
 	}
@@ -65,9 +91,9 @@ func (s *Server) LocalRequest(ctx context.Context, officeID, event string, paylo
 		}
 		return nil, smcp.NewError(smcp.CodeBadRequest, "invalid payload")
 	}
-	// The console is the Agent of its own tool calls: their trace starts
+	// The caller is the Agent of its own tool calls: their trace starts
 	// with its root span, as one made with the Agent SDK does.
-	span := s.consoleSpan(req, office)
+	span := s.callerSpan(ctx, req, office, who)
 	answer := make(chan sio.Message, 1)
 	e := sio.NewLocalEvent(event, sio.Message{Args: []json.RawMessage{raw}}, func(m sio.Message) {
 		select { // once; never blocks whoever answers
@@ -75,7 +101,7 @@ func (s *Server) LocalRequest(ctx context.Context, officeID, event string, paylo
 		default:
 		}
 	})
-	m := &member{console: true, role: smcp.RoleAgent, name: ConsoleAgent}
+	m := &member{console: who.Console, role: smcp.RoleAgent, name: who.Agent}
 	s.mu.RLock()
 	o := s.offices[office]
 	held := o != nil && o.computers[req.Target()] != nil
@@ -100,9 +126,47 @@ func (s *Server) LocalRequest(ctx context.Context, officeID, event string, paylo
 	return span.wait(ctx, answer)
 }
 
-// localPayload encodes payload as a request object with the console's
-// agent name and a req_id.
-func localPayload(payload any) (json.RawMessage, error) {
+// Cancel asks the Computer of office to stop the tool call reqID that who
+// made with [Server.Request], as an Agent's server:tool_call_cancel
+// does: the Computer gets notify:tool_call_cancel (on whichever node of
+// a cluster holds it). A cancel that names no running call is ignored
+// by the Computer.
+func (s *Server) Cancel(ctx context.Context, officeID string, who Caller, computer, reqID string) {
+	if officeID == "" || len(officeID) > MaxOfficeID || who.Agent == "" || reqID == "" {
+		return
+	}
+	n := smcp.AgentCallData{Agent: who.Agent, ReqID: reqID}
+	s.mu.RLock()
+	var c *member
+	if o := s.offices[officeID]; o != nil {
+		c = o.computers[computer]
+	}
+	if c != nil {
+		_ = c.sock.Emit(smcp.NotifyCancelToolCall, jsonMessage(n))
+	}
+	s.mu.RUnlock()
+	if c != nil || s.hub == nil {
+		return
+	}
+	target, ok := s.hub.node.Lookup(officeID, smcp.RoleComputer, computer)
+	if !ok {
+		var err error
+		if target, ok, err = s.findRemote(ctx, officeID, computer); err != nil || !ok {
+			return
+		}
+	}
+	f := &cluster.Frame{Kind: cluster.KindBroadcast, From: s.hub.node.ID(), To: localSID, Office: officeID, Event: smcp.NotifyCancelToolCall,
+		Payload: appendMessage(nil, jsonMessage(n))}
+	s.send(target.Node, f, time.Now().Add(broadcastRetry), nil)
+}
+
+// localSID is the sid a socketless member (the console's, the gateway's)
+// goes by in logs and in the frames it sends.
+const localSID = "console"
+
+// localPayload encodes payload as a request object with the Agent name
+// agent and a req_id.
+func localPayload(payload any, agent string) (json.RawMessage, error) {
 	b, err := json.Marshal(payload)
 	if err != nil {
 		return nil, fmt.Errorf("%w: encoding the payload: %w", ErrLocalRequest, err)
@@ -111,7 +175,7 @@ func localPayload(payload any) (json.RawMessage, error) {
 	if err := json.Unmarshal(b, &obj); err != nil || obj == nil {
 		return nil, fmt.Errorf("%w: the payload is not a JSON object", ErrLocalRequest)
 	}
-	obj["agent"], _ = json.Marshal(ConsoleAgent)
+	obj["agent"], _ = json.Marshal(agent)
 	var id string
 	if json.Unmarshal(obj["req_id"], &id) != nil || id == "" {
 		obj["req_id"], _ = json.Marshal(NewReqID())

@@ -45,7 +45,7 @@ const MaxOfficeID = cluster.MaxField
 // from it). It asks for the same credential as a Socket.IO connection. It
 // is not part of the protocol: server:list_room keeps its exact shape.
 func (s *Server) officeInfo(w http.ResponseWriter, r *http.Request) {
-	if !s.authorized(r) {
+	if !s.Authorized(r) {
 		writeJSONError(w, http.StatusUnauthorized, smcp.NewError(smcp.CodeUnauthorized, "Authentication failed"))
 		return
 	}

@@ -141,6 +141,10 @@ type Server struct {
 	// prov provisions the offices' sandboxes; nil without
 	// Config.Provisioner.
 	prov *provisioner
+
+	// watchers are the [Server.WatchOffice] callbacks by office id.
+	wmu      sync.Mutex
+	watchers map[string]map[*officeWatch]struct{}
 }
 
 // member is one connected client. Its office fields are guarded by
@@ -174,7 +178,7 @@ type office struct {
 // local.go) has no socket and logs as "console".
 func (m *member) sid() string {
 	if m.sock == nil {
-		return "console"
+		return localSID
 	}
 	return m.sock.ID()
 }
@@ -239,6 +243,8 @@ func New(cfg Config) (*Server, error) {
 		offices: make(map[string]*office),
 		names:   make(map[string]int),
 		conns:   make(map[string]*member),
+
+		watchers: make(map[string]map[*officeWatch]struct{}),
 	}
 	s.io = sio.NewServer(sio.Options{
 		PingInterval:     cfg.PingInterval,
@@ -292,10 +298,53 @@ func (s *Server) Handle(pattern string, h http.Handler) { s.mux.Handle(pattern, 
 var hubCORS = origin.Allow{Methods: "GET, POST, PUT, DELETE"}
 
 // refuseRequest answers a request the Host and Origin rule refused (421 or
-// 403) with the flat ErrorPayload, its code the HTTP status.
+// 403) with the flat ErrorPayload, its code the HTTP status; on the MCP
+// gateway's routes (see [Server.HandleMCP]) with a JSON-RPC error
+// (-32000, id null) on the same status, as an MCP client reads it.
 func (s *Server) refuseRequest(w http.ResponseWriter, r *http.Request, status int, msg string) {
 	s.log.Warn("request refused", "remote", r.RemoteAddr, "status", status, "reason", msg)
+	if s.mcpRoute(r) {
+		body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": nil, "error": map[string]any{"code": -32000, "message": msg}})
+		writeJSON(w, status, body)
+		return
+	}
 	writeJSONError(w, status, smcp.NewError(status, msg))
+}
+
+// MCP gateway routes: "/mcp" serves the gateway's default office, and
+// "/offices/{office}/mcp" any office.
+const (
+	mcpDefaultRoute = "/mcp"
+	mcpOfficeRoute  = "/offices/{office}/mcp"
+)
+
+// HandleMCP mounts the MCP gateway h at /mcp and /offices/{office}/mcp,
+// every method, under the hub's Host and Origin rule and its bound on
+// stalled bodies (a refusal there is a JSON-RPC error). h finds the
+// office with [MCPOffice].
+func (s *Server) HandleMCP(h http.Handler) {
+	s.mux.Handle(mcpDefaultRoute, h)
+	s.mux.Handle(mcpOfficeRoute, h)
+}
+
+// MCPOffice is the office a request on a [Server.HandleMCP] route names;
+// named is false on /mcp, which names none (the gateway's default office).
+func MCPOffice(r *http.Request) (office string, named bool) {
+	if r.Pattern == mcpOfficeRoute {
+		return r.PathValue("office"), true
+	}
+	return "", false
+}
+
+// mcpRoute reports whether r is for a gateway route (before routing:
+// the Host and Origin rule runs first).
+func (s *Server) mcpRoute(r *http.Request) bool {
+	p := r.URL.EscapedPath()
+	if p == mcpDefaultRoute {
+		return true
+	}
+	rest, ok := strings.CutPrefix(p, "/offices/")
+	return ok && strings.HasSuffix(rest, "/mcp") && strings.Count(rest, "/") == 1
 }
 
 // Origins is the Host and Origin rule the server applies, for what is
@@ -559,11 +608,12 @@ func ackTuple(e *sio.Event, ok bool, msg string) {
 // broadcastLocked sends an event to every member of o except skip. Sends
 // only queue, so holding s.mu keeps each member's notifications in the
 // order the office changed.
-func broadcastLocked(o *office, skip *member, name string, v any) {
+func (s *Server) broadcastLocked(o *office, skip *member, name string, v any) {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return
 	}
+	s.officeEvent(o.id, name)
 	msg := sio.Message{Args: []json.RawMessage{b}}
 	o.each(func(m *member) {
 		if m != skip {
@@ -625,7 +675,7 @@ func (s *Server) join(m *member, e *sio.Event) {
 	}
 	s.seatLocked(m, req)
 	s.ackJoin(m, e, req.OfficeID)
-	broadcastLocked(m.office, m, smcp.NotifyEnterOffice, notification(m.office, m))
+	s.broadcastLocked(m.office, m, smcp.NotifyEnterOffice, notification(m.office, m))
 	s.enteredLocked(m)
 }
 
@@ -666,7 +716,7 @@ func (s *Server) seatLocked(m *member, req smcp.EnterOfficeReq) {
 }
 
 // enteredLocked follows the announcement of m's arrival in its office
-// (after broadcastLocked): a Computer wakes the joins waiting for it
+// (after s.broadcastLocked): a Computer wakes the joins waiting for it
 // (provision.go), whose answers so reach the Agent after the Computer's
 // notify:enter_office.
 func (s *Server) enteredLocked(m *member) {
@@ -715,7 +765,7 @@ func (s *Server) leaveLocalLocked(m *member) {
 	if o == nil {
 		return
 	}
-	broadcastLocked(o, m, smcp.NotifyLeaveOffice, notification(o, m))
+	s.broadcastLocked(o, m, smcp.NotifyLeaveOffice, notification(o, m))
 	if o.agent == m {
 		o.agent = nil
 		if s.prov != nil {
@@ -794,7 +844,7 @@ func (s *Server) cancel(m *member, e *sio.Event) {
 	if m.office == nil || m.role != smcp.RoleAgent {
 		return
 	}
-	broadcastLocked(m.office, m, smcp.NotifyCancelToolCall, req)
+	s.broadcastLocked(m.office, m, smcp.NotifyCancelToolCall, req)
 	s.broadcastRemote(m.office.id, m, smcp.NotifyCancelToolCall, req)
 }
 
@@ -811,7 +861,7 @@ func (s *Server) update(m *member, e *sio.Event, notify string) {
 	if m.office == nil || m.role != smcp.RoleComputer {
 		return
 	}
-	broadcastLocked(m.office, m, notify, smcp.ComputerRef{Computer: m.name})
+	s.broadcastLocked(m.office, m, notify, smcp.ComputerRef{Computer: m.name})
 	s.broadcastRemote(m.office.id, m, notify, smcp.ComputerRef{Computer: m.name})
 }
 

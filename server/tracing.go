@@ -132,9 +132,11 @@ func (s *Server) traceRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("POST /v1/traces", func(w http.ResponseWriter, r *http.Request) { s.otlpTraces(w, r, slots) })
 }
 
-// authorized checks an HTTP request of the trace API for the credential a
-// connection needs, as GET /api/offices/{office} does.
-func (s *Server) authorized(r *http.Request) bool {
+// Authorized reports whether an HTTP request carries the credential a
+// Socket.IO connection needs ([Config.Auth], given the request's headers
+// and query): the hub's HTTP API (offices, traces) and the MCP gateway
+// ask for it. A refusal counts in the rejected handshakes.
+func (s *Server) Authorized(r *http.Request) bool {
 	if s.cfg.Auth == nil {
 		return true
 	}
@@ -150,7 +152,7 @@ func (s *Server) authorized(r *http.Request) bool {
 // traceInfo serves GET /api/traces/{trace_id}: 400 for an id that is not
 // 32 hex digits (or all zero), 404 for a trace the Recorder does not hold.
 func (s *Server) traceInfo(w http.ResponseWriter, r *http.Request) {
-	if !s.authorized(r) {
+	if !s.Authorized(r) {
 		writeJSONError(w, http.StatusUnauthorized, smcp.NewError(smcp.CodeUnauthorized, "Authentication failed"))
 		return
 	}
@@ -182,7 +184,7 @@ func (s *Server) traceInfo(w http.ResponseWriter, r *http.Request) {
 // with Retry-After: 1 while maxOTLPDecodes other requests are being read
 // or decoded (slots holds theirs).
 func (s *Server) otlpTraces(w http.ResponseWriter, r *http.Request, slots chan struct{}) {
-	if !s.authorized(r) {
+	if !s.Authorized(r) {
 		writeOTLPError(w, http.StatusUnauthorized, "Authentication failed")
 		return
 	}
@@ -286,18 +288,20 @@ func rpcCode(httpStatus int) int32 {
 // server does not trace, or the request is no tool call).
 type consoleCall struct{ span trace.Span }
 
-// consoleSpan starts the Agent's span (tracing.HopAgent) of a tool call
-// the console makes, so its trace has a root as an SDK Agent's has.
-func (s *Server) consoleSpan(req smcp.ClientRequest, office string) *consoleCall {
+// callerSpan starts the Agent's span (tracing.HopAgent) of a tool call
+// a [Caller] makes, so its trace has a root as an SDK Agent's has: a
+// child of the span ctx carries (the MCP client's, for the gateway), if
+// any.
+func (s *Server) callerSpan(ctx context.Context, req smcp.ClientRequest, office string, who Caller) *consoleCall {
 	tc, ok := req.(*smcp.ToolCallReq)
 	if !ok || s.tracer == nil {
 		return nil
 	}
-	_, span := tracing.Start(context.Background(), s.tracer, tracing.HopAgent, tc.Agent, tc.ReqID, tracing.SpanAgentCall,
+	_, span := tracing.Start(ctx, s.tracer, tracing.HopAgent, tc.Agent, tc.ReqID, tracing.SpanAgentCall,
 		trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(
 			tracing.AttrReqID.String(tc.ReqID), tracing.AttrAgent.String(tc.Agent),
 			tracing.AttrComputer.String(tc.Computer), tracing.AttrTool.String(tc.ToolName),
-			tracing.AttrOffice.String(office), tracing.AttrConsole.Bool(true)))
+			tracing.AttrOffice.String(office), tracing.AttrConsole.Bool(who.Console)))
 	return &consoleCall{span: span}
 }
 

@@ -65,6 +65,13 @@ type ToolCallReq struct {
 	Params json.RawMessage `json:"params,omitempty"`
 	// Timeout is the call's budget in whole seconds, 1..[MaxTimeout].
 	Timeout int `json:"timeout"`
+	// Confirmed says that the Agent's side has had the call confirmed by
+	// a person (an extension of this implementation; absent: false). A
+	// Computer that delegates confirmation to the Agent (approval policy
+	// "agent") runs a tool without auto_apply only when it is set; no
+	// other policy reads it. The MCP gateway sets it only after its MCP
+	// client's user accepted the call.
+	Confirmed bool `json:"confirmed,omitempty"`
 }
 
 // GetToolsReq is the payload of [EventGetTools].

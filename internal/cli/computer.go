@@ -39,7 +39,7 @@ func runComputer(ctx context.Context, e *env, args []string) error {
 	cfgPath := fs.String("config", "", "MCP server configuration file (JSON or YAML)")
 	token := fs.String("token", "", "credential to present (default $A2C_TOKEN)")
 	authField := fs.String("auth-field", "x-api-key", "auth field and header that carry the token")
-	approve := fs.String("approve", "all", "tools without auto_apply: all (run), none (refuse), ask (prompt on the terminal)")
+	approve := fs.String("approve", "all", "tools without auto_apply: all (run), none (refuse), ask (prompt on the terminal), agent (run when the Agent confirmed the call, as the MCP gateway does after asking its client)")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	admin := fs.String("admin", "", "serve the local management plane (status, history) on this loopback HOST:PORT")
 	version := addVersionFlag(fs)
@@ -60,8 +60,8 @@ func runComputer(ctx context.Context, e *env, args []string) error {
 		return usageError{"bad --log-level " + *logLevel}
 	}
 	policy := computer.Approval(*approve)
-	if policy != computer.ApproveAll && policy != computer.ApproveNone && policy != computer.ApproveAsk {
-		return usageError{"--approve must be all, none or ask"}
+	if policy != computer.ApproveAll && policy != computer.ApproveNone && policy != computer.ApproveAsk && policy != computer.ApproveAgent {
+		return usageError{"--approve must be all, none, ask or agent"}
 	}
 	if *name == "" {
 		h, _ := os.Hostname()

@@ -14,10 +14,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/a2c-smcp/a2c-go/aiod"
 	"github.com/a2c-smcp/a2c-go/aiod/pool"
 	"github.com/a2c-smcp/a2c-go/server"
 	"github.com/a2c-smcp/a2c-go/server/cluster"
 	"github.com/a2c-smcp/a2c-go/server/console"
+	"github.com/a2c-smcp/a2c-go/server/gateway"
 	"github.com/a2c-smcp/a2c-go/tracing"
 )
 
@@ -177,6 +179,11 @@ func runServer(ctx context.Context, e *env, args []string) error {
 	if err != nil { // a Config that cannot be (server.Config's own check)
 		return usageError{strings.TrimPrefix(err.Error(), "server: ")}
 	}
+	gw, err := gateway.New(gateway.Config{Hub: srv, Logger: log, Version: aiod.Version})
+	if err != nil {
+		return err
+	}
+	srv.HandleMCP(gw)
 	var con *console.Console
 	if *withConsole {
 		ccfg := console.Config{Server: srv, Token: secret, Logger: log, Sandboxes: boxes}
@@ -228,6 +235,8 @@ func runServer(ctx context.Context, e *env, args []string) error {
 	case <-ctx.Done():
 	}
 	log.Info("shutting down", "timeout", drain.String())
+	gw.Close() // its calls are cancelled on their Computers before the drain
+
 	sctx, cancel := context.WithTimeout(context.Background(), *drain)
 	defer cancel()
 	if err := srv.Shutdown(sctx); err != nil {

@@ -21,6 +21,7 @@ import (
 	"github.com/a2c-smcp/a2c-go/computer/config"
 	"github.com/a2c-smcp/a2c-go/server"
 	"github.com/a2c-smcp/a2c-go/server/console"
+	"github.com/a2c-smcp/a2c-go/server/gateway"
 	"github.com/a2c-smcp/a2c-go/tracing"
 )
 
@@ -205,6 +206,12 @@ func runUp(ctx context.Context, e *env, args []string) (err error) {
 		_ = d.Shutdown(context.Background())
 		return err
 	}
+	gw, err := gateway.New(gateway.Config{Hub: hub, Logger: log, Version: aiod.Version, DefaultOffice: *office})
+	if err != nil {
+		_ = d.Shutdown(context.Background())
+		return err
+	}
+	hub.HandleMCP(gw)
 	con, err := console.New(console.Config{Server: hub, Token: secret, Logger: log, Pool: offices.console(),
 		Sandboxes: []console.Sandbox{{Name: *name, URL: "http://" + localURL(boxLn.Addr().String()), Token: secret}}})
 	if err != nil {
@@ -216,6 +223,7 @@ func runUp(ctx context.Context, e *env, args []string) (err error) {
 	banner.cdpPath = d.CDPBrowserPath()
 	printUpBanner(e, banner)
 	fmt.Fprintf(e.stderr, "a2c up: console url=http://%s/\n", localURL(hubLn.Addr().String()))
+	fmt.Fprintf(e.stderr, "a2c up: mcp url=http://%s/mcp\n", localURL(hubLn.Addr().String()))
 
 	hubSrv := &http.Server{Handler: hub.Handler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 120 * time.Second, MaxHeaderBytes: 64 << 10}
 	// The console's live streams and proxied requests end as the hub's
@@ -253,8 +261,10 @@ func runUp(ctx context.Context, e *env, args []string) (err error) {
 		runErr = fmt.Errorf("sandbox Computer: %w", runErr)
 	}
 	log.Info("stopping", "hub", hubURL, "sandbox", boxURL)
-	// The Computer first (it cancels its calls and leaves the office),
-	// then the sandbox's processes, then the two HTTP servers.
+	// The gateway's calls first, then the Computer (it cancels its calls
+	// and leaves the office), then the sandbox's processes, then the two
+	// HTTP servers.
+	gw.Close()
 	stopComputer()
 	select {
 	case <-computerDone:

@@ -1,0 +1,197 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync/atomic"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/a2c-smcp/a2c-go/server"
+	"github.com/a2c-smcp/a2c-go/smcp"
+	"github.com/a2c-smcp/a2c-go/tracing"
+)
+
+// confirmKey names the gateway's one input request: the confirmation of
+// a call its Computer leaves to the Agent (see the package
+// documentation).
+const confirmKey = "a2c_confirm"
+
+// confirmState is the requestState of a confirmation round trip. The
+// gateway keeps no state between the rounds: the retry carries the
+// user's answer, and the call is sent again as the retry names it.
+const confirmState = "a2c-confirm"
+
+// callSeq numbers the gateway's calls in their req_ids (unique with the
+// random part: see newReqID).
+var callSeq atomic.Uint64
+
+// callHandler is the SDK handler of one listed tool.
+func (o *office) callHandler(e toolEntry) sdk.ToolHandler {
+	return func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+		p := req.Params
+		confirmed := false
+		if len(p.InputResponses) > 0 {
+			if !accepted(p.InputResponses[confirmKey]) {
+				return refusedResult(e.exposed), nil
+			}
+			confirmed = true
+		}
+		if meta := p.GetMeta(); len(meta) > 0 {
+			ctx = tracing.Extract(ctx, meta)
+		}
+		res, code := o.call(ctx, e, p.Arguments, confirmed)
+		if code == smcp.CodeToolRequiresConfirmation && !confirmed {
+			if caps := req.ClientCapabilities(); caps != nil && caps.Elicitation != nil {
+				return &sdk.CallToolResult{InputRequests: sdk.InputRequestMap{confirmKey: confirmRequest(e, p.Arguments)}, RequestState: confirmState}, nil
+			}
+		}
+		return res, nil
+	}
+}
+
+// accepted reports whether an answer to the confirmation is a yes: an
+// accepted form whose confirm field is true.
+func accepted(r sdk.InputResponse) bool {
+	er, ok := r.(*sdk.ElicitResult)
+	if !ok || er.Action != "accept" {
+		return false
+	}
+	v, _ := er.Content["confirm"].(bool)
+	return v
+}
+
+// confirmRequest is the elicitation that asks the user to confirm a call.
+// The arguments are shown (shortened), as a person must see what runs.
+func confirmRequest(e toolEntry, args json.RawMessage) *sdk.ElicitParams {
+	shown := string(args)
+	if len(shown) > 512 {
+		shown = shown[:512] + "…"
+	}
+	if shown == "" {
+		shown = "{}"
+	}
+	return &sdk.ElicitParams{
+		Mode:    "form",
+		Message: fmt.Sprintf("Computer %q asks you to confirm the tool call %s with the arguments %s. Run it?", e.computer, e.exposed, shown),
+		RequestedSchema: map[string]any{
+			"type": "object",
+			"properties": map[string]any{
+				"confirm": map[string]any{"type": "boolean", "title": "Run " + e.exposed, "description": "Yes runs the tool once."},
+			},
+			"required": []string{"confirm"},
+		},
+	}
+}
+
+// refusedResult is the answer to a call its user did not confirm.
+func refusedResult(tool string) *sdk.CallToolResult {
+	return &sdk.CallToolResult{
+		IsError: true,
+		Content: []sdk.Content{&sdk.TextContent{Text: fmt.Sprintf("The call of %s was not confirmed, so it was not run.", tool)}},
+		Meta:    sdk.Meta{smcp.MetaErrorCode: smcp.CodeToolRequiresConfirmation},
+	}
+}
+
+// call relays one tool call to its Computer and maps the answer (see the
+// package documentation); code is the A2C error code of a failed call
+// (0 when none). When ctx ends first (the client cancelled, or went
+// away) the Computer is told to cancel the call.
+func (o *office) call(ctx context.Context, e toolEntry, args json.RawMessage, confirmed bool) (*sdk.CallToolResult, int) {
+	reqID := newReqID()
+	payload := smcp.ToolCallReq{ReqID: reqID, Computer: e.computer, ToolName: e.exposed, Params: args,
+		Timeout: int(o.g.cfg.CallTimeout.Seconds()), Confirmed: confirmed}
+	if len(args) == 0 || string(args) == "null" {
+		payload.Params = nil
+	}
+	// A call ended by the office's end (Close, eviction) or by the client
+	// is cancelled on its Computer: its process must not outlive it.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stopOffice := context.AfterFunc(o.ctx, cancel)
+	defer stopOffice()
+	raw, err := o.g.hub.Request(ctx, o.id, o.g.caller, smcp.EventToolCall, payload)
+	if raw == nil && ctx.Err() != nil {
+		// Request stopped waiting when ctx ended, the call still runs:
+		// tell its Computer (a cancel that comes after the answer is
+		// ignored there).
+		cctx, ccancel := context.WithTimeout(context.Background(), o.g.cfg.ListTimeout)
+		o.g.hub.Cancel(cctx, o.id, o.g.caller, e.computer, reqID)
+		ccancel()
+	}
+	var pe *smcp.Error
+	switch {
+	case errors.As(err, &pe):
+		return errorResult(pe.Message, pe.Code), pe.Code
+	case err != nil && ctx.Err() != nil:
+		return errorResult("The call was cancelled.", 0), 0
+	case err != nil:
+		o.g.log.Warn("MCP gateway: a tool call could not be sent", "office", o.id, "computer", e.computer, "tool", e.exposed, "err", err)
+		return errorResult("The call could not be sent to its Computer.", smcp.CodeInternal), smcp.CodeInternal
+	}
+	return mapResult(raw)
+}
+
+// mapResult turns a Computer's CallToolResult into MCP's: content,
+// structuredContent and isError as they are, the A2C markers (its meta)
+// in _meta. An answer that is no CallToolResult is a failed call.
+func mapResult(raw json.RawMessage) (*sdk.CallToolResult, int) {
+	var r struct {
+		Content           []json.RawMessage `json:"content"`
+		StructuredContent json.RawMessage   `json:"structuredContent"`
+		IsError           bool              `json:"isError"`
+		Meta              map[string]any    `json:"meta"`
+	}
+	if err := json.Unmarshal(raw, &r); err != nil {
+		return errorResult("The Computer's answer is no tool result.", smcp.CodeToolExecutionFailed), smcp.CodeToolExecutionFailed
+	}
+	out := &sdk.CallToolResult{IsError: r.IsError, Content: []sdk.Content{}}
+	// Content goes through the SDK's own decoding, which knows every
+	// MCP content type; an item it does not know is kept as text.
+	var wire struct {
+		Content []json.RawMessage `json:"content"`
+	}
+	wire.Content = r.Content
+	b, _ := json.Marshal(wire)
+	var decoded sdk.CallToolResult
+	if json.Unmarshal(b, &decoded) == nil {
+		out.Content = decoded.Content
+	} else {
+		for _, c := range r.Content {
+			out.Content = append(out.Content, &sdk.TextContent{Text: string(c)})
+		}
+	}
+	if out.Content == nil {
+		out.Content = []sdk.Content{}
+	}
+	if sc := strings.TrimSpace(string(r.StructuredContent)); sc != "" && sc != "null" {
+		out.StructuredContent = json.RawMessage(sc)
+	}
+	code := 0
+	if len(r.Meta) > 0 {
+		out.Meta = sdk.Meta(r.Meta)
+		if f, ok := r.Meta[smcp.MetaErrorCode].(float64); ok {
+			code = int(f)
+		}
+	}
+	return out, code
+}
+
+// errorResult is a failed call's result with the A2C code in _meta
+// (none when code is 0).
+func errorResult(msg string, code int) *sdk.CallToolResult {
+	r := &sdk.CallToolResult{IsError: true, Content: []sdk.Content{&sdk.TextContent{Text: msg}}}
+	if code != 0 {
+		r.Meta = sdk.Meta{smcp.MetaErrorCode: code}
+	}
+	return r
+}
+
+// newReqID is a fresh req_id for a gateway call: random, with a sequence
+// number for the logs.
+func newReqID() string {
+	return fmt.Sprintf("mcp-%d-%s", callSeq.Add(1), strings.TrimPrefix(server.NewReqID(), "console-"))
+}
