@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/a2c-smcp/a2c-go/smcp"
@@ -87,6 +88,7 @@ func newOffice(g *Gateway, id string) *office {
 	o.handler = sdk.NewStreamableHTTPHandler(get, &opts)
 	opts.Stateless = true
 	opts.PropagateRequestCancellation = true // a 2026-07-28 call ends with its POST
+	opts.JSONResponse = true                 // one answer per POST (subscriptions/listen streams all the same)
 	o.next = sdk.NewStreamableHTTPHandler(get, &opts)
 	o.stopWatch = g.hub.WatchOffice(id, o.event)
 	go o.loop()
@@ -140,6 +142,10 @@ func (o *office) loop() {
 func (o *office) fresh(next sdk.MethodHandler) sdk.MethodHandler {
 	return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
 		switch method {
+		case "prompts/list", "prompts/get", "completion/complete":
+			// The SDK would answer them (empty) while the capabilities
+			// the gateway declares (tools, resources) say it has none.
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: fmt.Sprintf("method not found: %q", method)}
 		case "tools/list", "tools/call", "resources/list", "resources/read":
 			if o.stale.Load() || o.refreshing.Load() {
 				// A reading under way is waited for (it may hold the

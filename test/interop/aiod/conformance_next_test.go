@@ -1,16 +1,9 @@
 package aiod
 
 import (
-	"context"
-	"encoding/json"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"regexp"
-	"slices"
-	"sort"
 	"testing"
-	"time"
+
+	"github.com/a2c-smcp/a2c-go/test/interop/internal/harness"
 )
 
 // The 2026-07-28 requirement set of the conformance suite
@@ -108,92 +101,8 @@ var nextLeftOut = map[string]string{
 // TestAiodMCPConformanceNext runs the suite's 2026-07-28 requirement set
 // once against aiod's POST /mcp and holds every scenario to its list.
 func TestAiodMCPConformanceNext(t *testing.T) {
-	entry := requireNodePeer(t, conformanceNextEntry, "npm conformance-next (@modelcontextprotocol/conformance@0.2.0-alpha.12)")
-	node := requireNode24(t)
+	entry := harness.RequireNodePeer(t, harness.ConformanceNextEntry, "npm conformance-next (@modelcontextprotocol/conformance@0.2.0-alpha.12)")
+	node := harness.RequireNode24(t)
 	d := startAiod(t, nil, "--workspace", t.TempDir())
-
-	dir := t.TempDir()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, node, entry, "server", "--url", d.URL+"/mcp", "--requirements", "2026-07-28", "-o", filepath.Join(dir, "results"))
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "NO_COLOR=1")
-	cmd.WaitDelay = 5 * time.Second
-	out, _ := cmd.CombinedOutput() // it exits 1 while any scenario fails: the lists judge
-	files, _ := filepath.Glob(filepath.Join(dir, "results", "server-*", "checks.json"))
-	if len(files) == 0 {
-		t.Fatalf("the suite wrote no results:\n%s", out)
-	}
-	stamp := regexp.MustCompile(`^server-(.*)-\d{4}-\d\d-\d\dT[\d-]+Z$`)
-	ran := map[string][]confCheck{}
-	for _, f := range files {
-		m := stamp.FindStringSubmatch(filepath.Base(filepath.Dir(f)))
-		if m == nil {
-			t.Fatalf("unexpected results folder %s", filepath.Dir(f))
-		}
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var checks []confCheck
-		if err := json.Unmarshal(b, &checks); err != nil {
-			t.Fatalf("%s: %v", f, err)
-		}
-		ran[m[1]] = checks
-	}
-
-	var names []string
-	for name := range ran {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	passed, total := 0, 0
-	for _, name := range names {
-		checks := ran[name]
-		_, left := nextLeftOut[name]
-		allowed, partial := nextPartial[name]
-		pass := slices.Contains(nextPass, name)
-		switch {
-		case left:
-			continue
-		case !pass && !partial:
-			t.Errorf("%s: a scenario in none of the lists: run it (nextPass, nextPartial) or name what it needs (nextLeftOut)", name)
-			continue
-		}
-		for _, c := range checks {
-			total++
-			bad := c.Status == "FAILURE" || c.Status == "WARNING"
-			if !bad {
-				passed++
-			}
-			if _, ok := allowed[c.ID]; ok {
-				if !bad {
-					t.Errorf("%s: %s passes now: take it off nextPartial", name, c.ID)
-				}
-				continue
-			}
-			if bad {
-				t.Errorf("%s: %s (%s): %s: %s\ndetails: %s", name, c.ID, c.Name, c.Status, c.ErrorMessage, c.Details)
-			}
-		}
-	}
-	for _, name := range nextPass {
-		if _, ok := ran[name]; !ok {
-			t.Errorf("%s: listed in nextPass but the suite did not run it", name)
-		}
-	}
-	for name := range nextPartial {
-		if _, ok := ran[name]; !ok {
-			t.Errorf("%s: listed in nextPartial but the suite did not run it", name)
-		}
-	}
-	for name := range nextLeftOut {
-		if _, ok := ran[name]; !ok {
-			t.Errorf("%s: listed in nextLeftOut but the suite did not run it", name)
-		}
-	}
-	t.Logf("2026-07-28: %d scenarios run, %d held (%d checks, %d passing as expected); %d left out", len(ran), len(nextPass)+len(nextPartial), total, passed, len(nextLeftOut))
-	if t.Failed() {
-		t.Logf("suite output:\n%s\naiod logs:\n%s", out, d.Logs())
-	}
+	harness.HoldConformanceNext(t, node, entry, d.URL+"/mcp", harness.NextLists{Pass: nextPass, Partial: nextPartial, LeftOut: nextLeftOut}, d.Logs)
 }

@@ -13,18 +13,16 @@ import (
 	"sync"
 	"testing"
 	"time"
-)
 
-// inspectorEntry is the MCP Inspector's launcher (2.12.0, pinned in
-// test/peers; it needs Node 22.19 or later, so it runs on nodeEntry).
-const inspectorEntry = "test/peers/node_modules/@modelcontextprotocol/inspector/clients/launcher/build/index.js"
+	"github.com/a2c-smcp/a2c-go/test/interop/internal/harness"
+)
 
 // TestAiodMCPInspector: the newest MCP Inspector's CLI lists aiod's ten
 // tools and calls one, through a recording proxy that shows which
 // revision it spoke.
 func TestAiodMCPInspector(t *testing.T) {
-	entry := requireNodePeer(t, inspectorEntry, "npm @modelcontextprotocol/inspector")
-	node := requireNode24(t)
+	entry := harness.RequireNodePeer(t, harness.InspectorEntry, "npm @modelcontextprotocol/inspector")
+	node := harness.RequireNode24(t)
 	ws := t.TempDir()
 	d := startAiod(t, nil, "--workspace", ws)
 	target, _ := url.Parse(d.URL)

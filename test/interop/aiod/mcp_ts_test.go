@@ -79,7 +79,7 @@ type tsThrown struct {
 // transport): initialize, ping, the ten built-in tools in order, a
 // command, and requirements 49, 51 and 56-58 as that client sees them.
 func TestAiodMCPTypeScriptClient(t *testing.T) {
-	requireNodePeer(t, "test/peers/node_modules/@modelcontextprotocol/sdk/package.json", "npm @modelcontextprotocol/sdk")
+	harness.RequireNodePeer(t, "test/peers/node_modules/@modelcontextprotocol/sdk/package.json", "npm @modelcontextprotocol/sdk")
 	for _, key := range []string{"", "k3y"} {
 		name := "no key configured"
 		if key != "" {
