@@ -265,7 +265,9 @@ func TestGatewayInspector(t *testing.T) {
 			Name string `json:"name"`
 		} `json:"tools"`
 	}
-	if out := inspect("--method", "tools/list"); json.Unmarshal(out, &list) != nil || len(list.Tools) != 10 || list.Tools[0].Name != "sandbox__sandbox_execute_bash" {
+	// The gateway lists tools sorted by name (the MCP SDK's order).
+	if out := inspect("--method", "tools/list"); json.Unmarshal(out, &list) != nil || len(list.Tools) != 10 ||
+		list.Tools[0].Name != "sandbox__browser_get_info" || list.Tools[9].Name != "sandbox__sandbox_str_replace_editor" {
 		t.Fatalf("tools/list: %s", out)
 	}
 	var call struct {
