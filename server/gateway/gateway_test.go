@@ -34,7 +34,7 @@ type rig struct {
 	token string
 }
 
-func newRig(t *testing.T, token string, callTimeout time.Duration) *rig {
+func newRig(t testing.TB, token string, callTimeout time.Duration) *rig {
 	t.Helper()
 	cfg := server.Config{Calls: true}
 	if token != "" {
@@ -44,8 +44,11 @@ func newRig(t *testing.T, token string, callTimeout time.Duration) *rig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	gw, err := New(Config{Hub: hub, CallTimeout: callTimeout, ListTimeout: 3 * time.Second,
-		Logger: slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	log := slog.New(slog.DiscardHandler)
+	if testing.Verbose() {
+		log = slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	gw, err := New(Config{Hub: hub, CallTimeout: callTimeout, ListTimeout: 3 * time.Second, Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +94,7 @@ func testTools(started pids) *sdk.Server {
 
 // computer joins a Computer named name to office, serving tools as
 // bundle "t", and returns its stop (which waits for it to end).
-func (r *rig) computer(t *testing.T, office, name string, approval computer.Approval, tools *sdk.Server) (stop func()) {
+func (r *rig) computer(t testing.TB, office, name string, approval computer.Approval, tools *sdk.Server) (stop func()) {
 	t.Helper()
 	joined := make(chan struct{})
 	var once sync.Once
@@ -134,7 +137,7 @@ type era struct {
 var eras = []era{{"2025-11-25 session", "2025-11-25"}, {"2026-07-28", ""}}
 
 // client connects the Go SDK's client to an office's route.
-func (r *rig) client(t *testing.T, path string, e era, opts *sdk.ClientOptions) *sdk.ClientSession {
+func (r *rig) client(t testing.TB, path string, e era, opts *sdk.ClientOptions) *sdk.ClientSession {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

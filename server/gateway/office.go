@@ -35,6 +35,7 @@ type office struct {
 	g       *Gateway
 	id      string
 	srv     *sdk.Server
+	impl    *sdk.Implementation        // serverInfo
 	handler *sdk.StreamableHTTPHandler // handshake-era, with sessions
 	next    *sdk.StreamableHTTPHandler // 2026-07-28 (the SDK serves it stateless only)
 
@@ -47,8 +48,9 @@ type office struct {
 	loopDone   chan struct{}
 
 	refreshMu sync.Mutex
-	tools     map[string]toolEntry     // by listed name
-	resources map[string]resourceEntry // by URI
+	tools     map[string]toolEntry                 // by listed name
+	routes    atomic.Pointer[map[string]toolEntry] // a copy of tools for readers (the fast path)
+	resources map[string]resourceEntry             // by URI
 
 	mu       sync.Mutex
 	inUse    int
@@ -76,7 +78,8 @@ func newOffice(g *Gateway, id string) *office {
 	o := &office{g: g, id: id, kick: make(chan struct{}, 1), ctx: ctx, cancel: cancel, loopDone: make(chan struct{}),
 		tools: map[string]toolEntry{}, resources: map[string]resourceEntry{}, lastUsed: time.Now()}
 	o.stale.Store(true)
-	o.srv = sdk.NewServer(&sdk.Implementation{Name: "a2c-gateway", Title: "A2C-SMCP office " + id, Version: g.cfg.Version}, g.sdkOptions())
+	o.impl = &sdk.Implementation{Name: "a2c-gateway", Title: "A2C-SMCP office " + id, Version: g.cfg.Version}
+	o.srv = sdk.NewServer(o.impl, g.sdkOptions())
 	o.srv.AddReceivingMiddleware(o.fresh)
 	opts := sdk.StreamableHTTPOptions{
 		Logger:                     g.log.With("component", "mcp-gateway"),
@@ -310,6 +313,17 @@ func (o *office) syncTools(views []computerView) {
 		}
 		o.tools[name] = e
 	}
+	routes := maps.Clone(o.tools)
+	o.routes.Store(&routes)
+}
+
+// route is the listed tool name's entry, as the last refresh left it.
+func (o *office) route(name string) (toolEntry, bool) {
+	if m := o.routes.Load(); m != nil {
+		e, ok := (*m)[name]
+		return e, ok
+	}
+	return toolEntry{}, false
 }
 
 // addTool registers one tool with the SDK. The SDK panics on a schema it

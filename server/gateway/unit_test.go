@@ -1,12 +1,17 @@
 package gateway
 
 import (
+	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/a2c-smcp/a2c-go/computer"
 )
 
 func TestValidToolName(t *testing.T) {
@@ -133,6 +138,139 @@ func FuzzMapResult(f *testing.F) {
 		b, _ := json.Marshal(out)
 		if err := json.Unmarshal(b, &back); err != nil {
 			t.Fatalf("an MCP client cannot read the result %s: %v", b, err)
+		}
+	})
+}
+
+// TestFastPathSameBytes: the fast path answers a 2026-07-28 tools/call
+// with the bytes the SDK writes for it (status, Content-Type, body), for
+// results of every shape; and what it does not take, the SDK answers.
+func TestFastPathSameBytes(t *testing.T) {
+	r := newRig(t, "", 10*time.Second)
+	tools := sdk.NewServer(&sdk.Implementation{Name: "t", Version: "1"}, nil)
+	obj := json.RawMessage(`{"type":"object"}`)
+	tools.AddTool(&sdk.Tool{Name: "text", InputSchema: obj}, func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+		return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "a <b> & \"c\" \u2028 é"}}}, nil
+	})
+	tools.AddTool(&sdk.Tool{Name: "fails", InputSchema: obj}, func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+		return &sdk.CallToolResult{IsError: true, Content: []sdk.Content{&sdk.TextContent{Text: "no"}}}, nil
+	})
+	tools.AddTool(&sdk.Tool{Name: "structured", InputSchema: obj}, func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+		return &sdk.CallToolResult{Content: []sdk.Content{&sdk.ImageContent{Data: []byte("png"), MIMEType: "image/png"}}, StructuredContent: map[string]any{"k": []int{1, 2}}}, nil
+	})
+	r.computer(t, "o1", "c1", computer.ApproveAll, tools)
+	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"x","version":"1"},"traceparent":"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}`
+	post := func(name, id, extra string) (int, string, string) {
+		body := `{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":"` + name + `","arguments":{"x":1},` + meta + extra + `}}`
+		req, _ := http.NewRequest("POST", r.base+"/offices/o1/mcp", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Mcp-Protocol-Version", "2026-07-28")
+		req.Header.Set("Mcp-Method", "tools/call")
+		req.Header.Set("Mcp-Name", name)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, resp.Header.Get("Content-Type"), string(b)
+	}
+	for _, c := range []struct{ name, id, extra string }{
+		{"t__text", `7`, ""},
+		{"t__text", `"req-1:a.b_c"`, ""},
+		{"t__fails", `-3`, ""},
+		{"t__structured", `12`, ""},
+		{"t__nope", `1`, ""},                   // not listed: the SDK's -32602
+		{"t__text", `1.5`, ""},                 // not a plain id: the SDK
+		{"t__text", `"\u0041"`, ""},            // an id the SDK re-encodes
+		{"t__text", `1`, `,"requestState":""`}, // a key the fast path leaves to the SDK
+	} {
+		r.gw.slowOnly.Store(false)
+		fs, fct, fb := post(c.name, c.id, c.extra)
+		r.gw.slowOnly.Store(true)
+		ss, sct, sb := post(c.name, c.id, c.extra)
+		r.gw.slowOnly.Store(false)
+		if fs != ss || fct != sct || fb != sb {
+			t.Errorf("%s id %s:\nfast %d %s %s\nSDK  %d %s %s", c.name, c.id, fs, fct, fb, ss, sct, sb)
+		}
+	}
+}
+
+// fastReq is a request the fast path takes, changed by f.
+func fastReq(body string, f func(http.Header)) *http.Request {
+	r, _ := http.NewRequest("POST", "/mcp", strings.NewReader(body))
+	r.Header.Set("Content-Type", "application/json")
+	r.Header.Set("Accept", "application/json, text/event-stream")
+	r.Header.Set("Mcp-Protocol-Version", "2026-07-28")
+	r.Header.Set("Mcp-Method", "tools/call")
+	r.Header.Set("Mcp-Name", "b__t")
+	if f != nil {
+		f(r.Header)
+	}
+	return r
+}
+
+const fastMeta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
+
+// TestParseFast: what the fast path takes, and what it leaves to the SDK.
+func TestParseFast(t *testing.T) {
+	ok := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"b__t","arguments":{},` + fastMeta + `}}`
+	for _, c := range []struct {
+		name   string
+		body   string
+		header func(http.Header)
+		want   bool
+	}{
+		{"plain", ok, nil, true},
+		{"no arguments", `{"jsonrpc":"2.0","id":"a","method":"tools/call","params":{"name":"b__t",` + fastMeta + `}}`, nil, true},
+		{"client info", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"b__t","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"elicitation":{}},"io.modelcontextprotocol/clientInfo":{"name":"c","version":"1"}}}}`, nil, true},
+		{"other revision header", ok, func(h http.Header) { h.Set("Mcp-Protocol-Version", "2025-11-25") }, false},
+		{"method header", ok, func(h http.Header) { h.Set("Mcp-Method", "tools/list") }, false},
+		{"name header", ok, func(h http.Header) { h.Set("Mcp-Name", "b__u") }, false},
+		{"no name header", ok, func(h http.Header) { h.Del("Mcp-Name") }, false},
+		{"content type", ok, func(h http.Header) { h.Set("Content-Type", "text/plain") }, false},
+		{"accept json only", ok, func(h http.Header) { h.Set("Accept", "application/json") }, false},
+		{"accept wildcard", ok, func(h http.Header) { h.Set("Accept", "*/*") }, false},
+		{"batch", "[" + ok + "]", nil, false},
+		{"extra top key", `{"jsonrpc":"2.0","id":1,"method":"tools/call","x":1,"params":{"name":"b__t",` + fastMeta + `}}`, nil, false},
+		{"case variant key", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"NAME":"b__t",` + fastMeta + `}}`, nil, false},
+		{"null id", `{"jsonrpc":"2.0","id":null,"method":"tools/call","params":{"name":"b__t",` + fastMeta + `}}`, nil, false},
+		{"float id", `{"jsonrpc":"2.0","id":1.0,"method":"tools/call","params":{"name":"b__t",` + fastMeta + `}}`, nil, false},
+		{"escaped id", `{"jsonrpc":"2.0","id":"\u0041","method":"tools/call","params":{"name":"b__t",` + fastMeta + `}}`, nil, false},
+		{"array arguments", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"b__t","arguments":[1],` + fastMeta + `}}`, nil, false},
+		{"input responses", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"b__t","inputResponses":{},` + fastMeta + `}}`, nil, false},
+		{"no meta", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"b__t"}}`, nil, false},
+		{"meta other revision", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"b__t","_meta":{"io.modelcontextprotocol/protocolVersion":"2025-11-25","io.modelcontextprotocol/clientCapabilities":{}}}}`, nil, false},
+		{"no capabilities", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"b__t","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`, nil, false},
+		{"capability not an object", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"b__t","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"elicitation":true}}}}`, nil, false},
+		{"log level", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"b__t","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/logLevel":"info"}}}`, nil, false},
+		{"client info without version", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"b__t","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"c"}}}}`, nil, false},
+		{"jsonrpc 1", `{"jsonrpc":"1.0","id":1,"method":"tools/call","params":{"name":"b__t",` + fastMeta + `}}`, nil, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := fastReq(c.body, c.header)
+			if _, got := parseFast(r, []byte(c.body)); got != c.want {
+				t.Errorf("parseFast = %v, want %v", got, c.want)
+			}
+		})
+	}
+}
+
+// FuzzParseFast: any body is either left to the SDK or read as a request
+// whose name is the Mcp-Name header's and whose id is written back as it
+// came.
+func FuzzParseFast(f *testing.F) {
+	f.Add(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"b__t","arguments":{},` + fastMeta + `}}`)
+	f.Add(`{"jsonrpc":"2.0","id":"x","method":"tools/call","params":{"name":"b__t","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"a":{}},"io.modelcontextprotocol/clientInfo":{"name":"c","version":"1"}}}}`)
+	f.Fuzz(func(t *testing.T, body string) {
+		r := fastReq(body, nil)
+		fr, ok := parseFast(r, []byte(body))
+		if !ok {
+			return
+		}
+		if fr.name != "b__t" || !plainID(fr.id) || (len(fr.args) > 0 && fr.args[0] != '{') {
+			t.Fatalf("took %q: %+v", body, fr)
 		}
 	})
 }

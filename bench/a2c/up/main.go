@@ -11,12 +11,14 @@
 //     connect, join and list all included);
 //   - idle RSS of the a2c up process (VmRSS, and with its child
 //     processes) after ready and a few calls;
-//   - `echo hi` three ways into the same a2c up process, interleaved in
+//   - `echo hi` five ways into the same a2c up process, interleaved in
 //     blocks so every path sees the same machine: POST /v2/commands (sync)
 //     and POST /mcp (sandbox_execute_bash, plain JSON-RPC) on its sandbox
-//     API (--sandbox-listen), and the whole A2C path (Agent SDK -> a2c
-//     server -> Computer -> in-process sandbox) through its hub, with
-//     p50/p99 and the differences.
+//     API (--sandbox-listen), the whole A2C path (Agent SDK -> a2c
+//     server -> Computer -> in-process sandbox) through its hub, and the
+//     hub's MCP gateway (the Go MCP SDK's client -> /mcp on the hub ->
+//     Computer -> sandbox) in a 2025-11-25 session and at 2026-07-28,
+//     with p50/p99 and the differences.
 //
 // a2c is built from this module and runs as a separate process on
 // 127.0.0.1. It prints markdown for bench/RESULTS.md.
@@ -39,6 +41,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/a2c-smcp/a2c-go/internal/proctree"
 
@@ -110,15 +114,25 @@ func main() {
 	viaHTTP := func() error { return commandsEcho(u.sandbox) }
 	viaMCP := func() error { return mcpEcho(u.sandbox, id.Add(1)) }
 	viaA2C := func() error { return u.echo(ctx) }
-	s, err := lat.Interleave(*calls, *block, viaHTTP, viaMCP, viaA2C)
+	session := gatewayClient(ctx, u.hub, "2025-11-25")
+	defer session.Close()
+	next := gatewayClient(ctx, u.hub, "")
+	defer next.Close()
+	viaGateway := func() error { return gatewayEcho(ctx, session) }
+	viaGatewayNext := func() error { return gatewayEcho(ctx, next) }
+	s, err := lat.Interleave(*calls, *block, viaHTTP, viaMCP, viaA2C, viaGateway, viaGatewayNext)
 	check(err)
-	h, m, a := s[0], s[1], s[2]
-	fmt.Printf("### `echo hi` three ways into one a2c up process (%d calls each, interleaved in blocks of %d)\n\n", *calls, *block)
+	h, m, a, g, gn := s[0], s[1], s[2], s[3], s[4]
+	fmt.Printf("### `echo hi` five ways into one a2c up process (%d calls each, interleaved in blocks of %d)\n\n", *calls, *block)
 	fmt.Println("| path | p50 | p99 |")
 	fmt.Println("|---|---:|---:|")
 	fmt.Printf("| POST /v2/commands (sync) on the sandbox API | %s | %s |\n", lat.US(h.P50()), lat.US(h.P99()))
 	fmt.Printf("| POST /mcp sandbox_execute_bash (plain JSON) on the sandbox API | %s | %s |\n", lat.US(m.P50()), lat.US(m.P99()))
 	fmt.Printf("| Agent SDK -> a2c server -> Computer -> in-process sandbox | %s | %s |\n", lat.US(a.P50()), lat.US(a.P99()))
+	fmt.Printf("| MCP SDK client, 2025-11-25 session -> hub /mcp (gateway) -> Computer -> sandbox | %s | %s |\n", lat.US(g.P50()), lat.US(g.P99()))
+	fmt.Printf("| MCP SDK client, 2026-07-28 -> hub /mcp (gateway) -> Computer -> sandbox | %s | %s |\n", lat.US(gn.P50()), lat.US(gn.P99()))
+	fmt.Printf("\n- gateway over the Agent SDK at p50: session %s (ratio %.2fx), 2026-07-28 %s (ratio %.2fx) (target <= +300 µs)\n",
+		lat.US(g.P50()-a.P50()), float64(g.P50())/float64(a.P50()), lat.US(gn.P50()-a.P50()), float64(gn.P50())/float64(a.P50()))
 	fmt.Printf("\n- /mcp over the HTTP plane at p50: %s (target <= 300 µs), ratio %.2fx\n", lat.US(m.P50()-h.P50()), float64(m.P50())/float64(h.P50()))
 	fmt.Printf("- A2C path over the HTTP plane at p50: %s (target <= 1 ms), ratio %.2fx; at p99: %s\n",
 		lat.US(a.P50()-h.P50()), float64(a.P50())/float64(h.P50()), lat.US(a.P99()-h.P99()))
@@ -136,6 +150,7 @@ func main() {
 type up struct {
 	cmd     *exec.Cmd
 	agent   *agent.Client
+	hub     string // the hub's base URL
 	sandbox string // the sandbox API's base URL
 }
 
@@ -159,7 +174,7 @@ func startUp(ctx context.Context, bin, ws, profile string) (*up, [3]time.Duratio
 	t0 := time.Now()
 	hub, sandbox := startLogged(cmd)
 	ph[0] = time.Since(t0)
-	u := &up{cmd: cmd, sandbox: sandbox}
+	u := &up{cmd: cmd, hub: hub, sandbox: sandbox}
 	for deadline := t0.Add(30 * time.Second); ; time.Sleep(2 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			u.stop()
@@ -258,6 +273,36 @@ func echoText(what, text string) error {
 		return fmt.Errorf("%s echo hi: %s", what, text)
 	}
 	return nil
+}
+
+// gatewayClient connects the Go MCP SDK's client to the hub's gateway
+// (/mcp: office default): a session at version, or with version empty
+// the SDK's default, 2026-07-28 without a session.
+func gatewayClient(ctx context.Context, hub, version string) *mcp.ClientSession {
+	var opts *mcp.ClientSessionOptions
+	if version != "" {
+		opts = &mcp.ClientSessionOptions{ProtocolVersion: version}
+	}
+	tr := &mcp.StreamableClientTransport{Endpoint: hub + "/mcp", HTTPClient: client}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil).Connect(ctx, tr, opts)
+	check(err)
+	return cs
+}
+
+// gatewayEcho runs `echo hi` through the hub's MCP gateway.
+func gatewayEcho(ctx context.Context, cs *mcp.ClientSession) error {
+	r, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: bashTool, Arguments: map[string]any{"cmd": "echo hi"}})
+	if err != nil {
+		return err
+	}
+	if r.IsError || len(r.Content) != 1 {
+		return fmt.Errorf("gateway: %+v", r)
+	}
+	tc, ok := r.Content[0].(*mcp.TextContent)
+	if !ok {
+		return fmt.Errorf("gateway: %+v", r.Content[0])
+	}
+	return echoText("gateway", tc.Text)
 }
 
 // commandsEcho runs `echo hi` through POST /v2/commands (sync).
