@@ -148,21 +148,9 @@ func mapResult(raw json.RawMessage) (*sdk.CallToolResult, int) {
 	if err := json.Unmarshal(raw, &r); err != nil {
 		return errorResult("The Computer's answer is no tool result.", smcp.CodeToolExecutionFailed), smcp.CodeToolExecutionFailed
 	}
-	out := &sdk.CallToolResult{IsError: r.IsError, Content: []sdk.Content{}}
-	// Content goes through the SDK's own decoding, which knows every
-	// MCP content type; an item it does not know is kept as text.
-	var wire struct {
-		Content []json.RawMessage `json:"content"`
-	}
-	wire.Content = r.Content
-	b, _ := json.Marshal(wire)
-	var decoded sdk.CallToolResult
-	if json.Unmarshal(b, &decoded) == nil {
-		out.Content = decoded.Content
-	} else {
-		for _, c := range r.Content {
-			out.Content = append(out.Content, &sdk.TextContent{Text: string(c)})
-		}
+	out := &sdk.CallToolResult{IsError: r.IsError, Content: make([]sdk.Content, 0, len(r.Content))}
+	for _, c := range r.Content {
+		out.Content = append(out.Content, content(c))
 	}
 	if out.Content == nil {
 		out.Content = []sdk.Content{}
@@ -178,6 +166,52 @@ func mapResult(raw json.RawMessage) (*sdk.CallToolResult, int) {
 		}
 	}
 	return out, code
+}
+
+// wireContent is an MCP content item of a tool result as the Computer
+// sent it: the fields of the five kinds a CallToolResult holds.
+type wireContent struct {
+	Type        string                `json:"type"`
+	Text        *string               `json:"text"`
+	MIMEType    string                `json:"mimeType"`
+	Data        []byte                `json:"data"`
+	Resource    *sdk.ResourceContents `json:"resource"`
+	URI         string                `json:"uri"`
+	Name        string                `json:"name"`
+	Title       string                `json:"title"`
+	Description string                `json:"description"`
+	Size        *int64                `json:"size"`
+	Meta        sdk.Meta              `json:"_meta"`
+	Annotations *sdk.Annotations      `json:"annotations"`
+	Icons       []sdk.Icon            `json:"icons"`
+}
+
+// content reads one content item into the SDK's type of its kind (as the
+// SDK's own decoding does, without its cost: the SDK allocates a 32 KiB
+// buffer for each value it decodes). An item of no known kind, or one
+// that does not decode, is kept as text holding its JSON.
+func content(raw json.RawMessage) sdk.Content {
+	var w wireContent
+	if json.Unmarshal(raw, &w) == nil {
+		switch w.Type {
+		case "text":
+			if w.Text != nil {
+				return &sdk.TextContent{Text: *w.Text, Meta: w.Meta, Annotations: w.Annotations}
+			}
+		case "image":
+			return &sdk.ImageContent{Data: w.Data, MIMEType: w.MIMEType, Meta: w.Meta, Annotations: w.Annotations}
+		case "audio":
+			return &sdk.AudioContent{Data: w.Data, MIMEType: w.MIMEType, Meta: w.Meta, Annotations: w.Annotations}
+		case "resource_link":
+			return &sdk.ResourceLink{URI: w.URI, Name: w.Name, Title: w.Title, Description: w.Description, MIMEType: w.MIMEType,
+				Size: w.Size, Meta: w.Meta, Annotations: w.Annotations, Icons: w.Icons}
+		case "resource":
+			if w.Resource != nil {
+				return &sdk.EmbeddedResource{Resource: w.Resource, Meta: w.Meta, Annotations: w.Annotations}
+			}
+		}
+	}
+	return &sdk.TextContent{Text: string(raw)}
 }
 
 // errorResult is a failed call's result with the A2C code in _meta

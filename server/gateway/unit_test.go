@@ -72,6 +72,12 @@ func TestMapResult(t *testing.T) {
 		{"unknown content kept as text", `{"content":[{"type":"hologram","x":1}],"isError":false}`,
 			`{"content":[{"type":"text","text":"{\"type\":\"hologram\",\"x\":1}"}]}`, 0},
 		{"no content", `{"isError":false}`, `{"content":[]}`, 0},
+		{"audio, link, embedded", `{"content":[{"type":"audio","data":"aGk=","mimeType":"audio/wav"},` +
+			`{"type":"resource_link","uri":"file:///a","name":"a","size":3},` +
+			`{"type":"resource","resource":{"uri":"x://y","mimeType":"text/plain","text":"t"},"annotations":{"priority":0.5}}]}`,
+			`{"content":[{"type":"audio","mimeType":"audio/wav","data":"aGk="},{"type":"resource_link","uri":"file:///a","name":"a","size":3},` +
+				`{"type":"resource","resource":{"uri":"x://y","mimeType":"text/plain","text":"t"},"annotations":{"priority":0.5}}]}`, 0},
+		{"text without text", `{"content":[{"type":"text"}]}`, `{"content":[{"type":"text","text":"{\"type\":\"text\"}"}]}`, 0},
 		{"not a result", `[1,2]`,
 			`{"_meta":{"error_code":4003},"content":[{"type":"text","text":"The Computer's answer is no tool result."}],"isError":true}`, 4003},
 	} {

@@ -11,14 +11,15 @@
 //     connect, join and list all included);
 //   - idle RSS of the a2c up process (VmRSS, and with its child
 //     processes) after ready and a few calls;
-//   - `echo hi` five ways into the same a2c up process, interleaved in
+//   - `echo hi` six ways into the same a2c up process, interleaved in
 //     blocks so every path sees the same machine: POST /v2/commands (sync)
 //     and POST /mcp (sandbox_execute_bash, plain JSON-RPC) on its sandbox
 //     API (--sandbox-listen), the whole A2C path (Agent SDK -> a2c
 //     server -> Computer -> in-process sandbox) through its hub, and the
 //     hub's MCP gateway (the Go MCP SDK's client -> /mcp on the hub ->
 //     Computer -> sandbox) in a 2025-11-25 session and at 2026-07-28,
-//     with p50/p99 and the differences.
+//     and as a plain HTTP client at 2026-07-28, with p50/p99 and the
+//     differences.
 //
 // a2c is built from this module and runs as a separate process on
 // 127.0.0.1. It prints markdown for bench/RESULTS.md.
@@ -120,10 +121,11 @@ func main() {
 	defer next.Close()
 	viaGateway := func() error { return gatewayEcho(ctx, session) }
 	viaGatewayNext := func() error { return gatewayEcho(ctx, next) }
-	s, err := lat.Interleave(*calls, *block, viaHTTP, viaMCP, viaA2C, viaGateway, viaGatewayNext)
+	viaGatewayPlain := func() error { return plainGatewayEcho(u.hub, id.Add(1)) }
+	s, err := lat.Interleave(*calls, *block, viaHTTP, viaMCP, viaA2C, viaGateway, viaGatewayNext, viaGatewayPlain)
 	check(err)
-	h, m, a, g, gn := s[0], s[1], s[2], s[3], s[4]
-	fmt.Printf("### `echo hi` five ways into one a2c up process (%d calls each, interleaved in blocks of %d)\n\n", *calls, *block)
+	h, m, a, g, gn, gp := s[0], s[1], s[2], s[3], s[4], s[5]
+	fmt.Printf("### `echo hi` six ways into one a2c up process (%d calls each, interleaved in blocks of %d)\n\n", *calls, *block)
 	fmt.Println("| path | p50 | p99 |")
 	fmt.Println("|---|---:|---:|")
 	fmt.Printf("| POST /v2/commands (sync) on the sandbox API | %s | %s |\n", lat.US(h.P50()), lat.US(h.P99()))
@@ -131,8 +133,10 @@ func main() {
 	fmt.Printf("| Agent SDK -> a2c server -> Computer -> in-process sandbox | %s | %s |\n", lat.US(a.P50()), lat.US(a.P99()))
 	fmt.Printf("| MCP SDK client, 2025-11-25 session -> hub /mcp (gateway) -> Computer -> sandbox | %s | %s |\n", lat.US(g.P50()), lat.US(g.P99()))
 	fmt.Printf("| MCP SDK client, 2026-07-28 -> hub /mcp (gateway) -> Computer -> sandbox | %s | %s |\n", lat.US(gn.P50()), lat.US(gn.P99()))
-	fmt.Printf("\n- gateway over the Agent SDK at p50: session %s (ratio %.2fx), 2026-07-28 %s (ratio %.2fx) (target <= +300 µs)\n",
-		lat.US(g.P50()-a.P50()), float64(g.P50())/float64(a.P50()), lat.US(gn.P50()-a.P50()), float64(gn.P50())/float64(a.P50()))
+	fmt.Printf("| plain HTTP client, 2026-07-28 (one POST, one JSON answer) -> hub /mcp (gateway) -> Computer -> sandbox | %s | %s |\n", lat.US(gp.P50()), lat.US(gp.P99()))
+	fmt.Printf("\n- gateway over the Agent SDK at p50 (target <= +300 µs): plain client %s (ratio %.2fx); Go MCP SDK client at 2026-07-28 %s (%.2fx), in a 2025-11-25 session %s (%.2fx)\n",
+		lat.US(gp.P50()-a.P50()), float64(gp.P50())/float64(a.P50()),
+		lat.US(gn.P50()-a.P50()), float64(gn.P50())/float64(a.P50()), lat.US(g.P50()-a.P50()), float64(g.P50())/float64(a.P50()))
 	fmt.Printf("\n- /mcp over the HTTP plane at p50: %s (target <= 300 µs), ratio %.2fx\n", lat.US(m.P50()-h.P50()), float64(m.P50())/float64(h.P50()))
 	fmt.Printf("- A2C path over the HTTP plane at p50: %s (target <= 1 ms), ratio %.2fx; at p99: %s\n",
 		lat.US(a.P50()-h.P50()), float64(a.P50())/float64(h.P50()), lat.US(a.P99()-h.P99()))
@@ -305,6 +309,26 @@ func gatewayEcho(ctx context.Context, cs *mcp.ClientSession) error {
 	return echoText("gateway", tc.Text)
 }
 
+// plainGatewayEcho runs `echo hi` through the hub's MCP gateway as a
+// plain HTTP client of MCP 2026-07-28: one POST, one JSON answer.
+func plainGatewayEcho(hub string, id int64) error {
+	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": map[string]any{
+		"name": bashTool, "arguments": map[string]any{"cmd": "echo hi"},
+		"_meta": map[string]any{"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": map[string]any{}}}})
+	req, err := http.NewRequest("POST", hub+"/mcp", bytes.NewReader(b))
+	if err != nil {
+		return err
+	}
+	req.Header = http.Header{"Content-Type": {"application/json"}, "Accept": {"application/json, text/event-stream"},
+		"Mcp-Protocol-Version": {"2026-07-28"}, "Mcp-Method": {"tools/call"}, "Mcp-Name": {bashTool}}
+	resp, err := client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	return decodeToolAnswer("gateway (plain)", resp)
+}
+
 // commandsEcho runs `echo hi` through POST /v2/commands (sync).
 func commandsEcho(base string) error {
 	resp, err := client.Post(base+"/v2/commands", "application/json", strings.NewReader(`{"command":"echo hi"}`))
@@ -334,6 +358,12 @@ func mcpEcho(base string, id int64) error {
 		return err
 	}
 	defer resp.Body.Close()
+	return decodeToolAnswer("/mcp", resp)
+}
+
+// decodeToolAnswer reads a JSON-RPC answer to sandbox_execute_bash's
+// `echo hi`.
+func decodeToolAnswer(what string, resp *http.Response) error {
 	var r struct {
 		Result struct {
 			Content []struct {
@@ -344,9 +374,9 @@ func mcpEcho(base string, id int64) error {
 		} `json:"result"`
 	}
 	if err := json.NewDecoder(resp.Body).Decode(&r); err != nil || resp.StatusCode != 200 || r.Result.IsError || len(r.Result.Content) != 1 {
-		return fmt.Errorf("/mcp: %d %+v %v", resp.StatusCode, r, err)
+		return fmt.Errorf("%s: %d %+v %v", what, resp.StatusCode, r, err)
 	}
-	return echoText("/mcp", r.Result.Content[0].Text)
+	return echoText(what, r.Result.Content[0].Text)
 }
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.0f ms", float64(d)/float64(time.Millisecond)) }
