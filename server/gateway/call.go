@@ -127,7 +127,11 @@ func (o *office) call(ctx context.Context, e toolEntry, args json.RawMessage, co
 	case errors.As(err, &pe):
 		return errorResult(pe.Message, pe.Code), pe.Code
 	case err != nil && ctx.Err() != nil:
-		return errorResult("The call was cancelled.", 0), 0
+		// What the client gets, if it still listens: the A2C cancelled
+		// marker, as a Computer's own cancelled result has it.
+		r := errorResult("The call was cancelled.", 0)
+		r.Meta = sdk.Meta{smcp.MetaCancelled: true}
+		return r, 0
 	case err != nil:
 		o.g.log.Warn("MCP gateway: a tool call could not be sent", "office", o.id, "computer", e.computer, "tool", e.exposed, "err", err)
 		return errorResult("The call could not be sent to its Computer.", smcp.CodeInternal), smcp.CodeInternal

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
 	"mime"
@@ -43,20 +44,12 @@ type fastRequest struct {
 	meta map[string]json.RawMessage
 }
 
-// parseFast reads r (its body already read into body) as a plainly valid
-// 2026-07-28 tools/call, or reports false.
-func parseFast(r *http.Request, body []byte) (fastRequest, bool) {
+// parseCall reads body as one plainly valid tools/call: a JSON-RPC
+// object of exactly jsonrpc "2.0", a plain id (see plainID), method
+// tools/call and params, whose params hold a name, arguments (an object)
+// and _meta and nothing else, keys exact.
+func parseCall(body []byte) (fastRequest, bool) {
 	var fr fastRequest
-	h := r.Header
-	if h.Get("Mcp-Protocol-Version") != nextRevision || h.Get("Mcp-Method") != "tools/call" {
-		return fr, false
-	}
-	if mt, _, err := mime.ParseMediaType(h.Get("Content-Type")); err != nil || mt != "application/json" {
-		return fr, false
-	}
-	if !acceptsBoth(h.Values("Accept")) {
-		return fr, false
-	}
 	var top map[string]json.RawMessage
 	if json.Unmarshal(body, &top) != nil || len(top) != 4 || string(top["jsonrpc"]) != `"2.0"` || string(top["method"]) != `"tools/call"` {
 		return fr, false
@@ -73,7 +66,7 @@ func parseFast(r *http.Request, body []byte) (fastRequest, bool) {
 			return fr, false // inputResponses, requestState, task, or a key the SDK reads otherwise
 		}
 	}
-	if json.Unmarshal(params["name"], &fr.name) != nil || fr.name == "" || h.Get("Mcp-Name") != fr.name {
+	if json.Unmarshal(params["name"], &fr.name) != nil || fr.name == "" {
 		return fr, false
 	}
 	if a := params["arguments"]; len(a) > 0 {
@@ -82,7 +75,29 @@ func parseFast(r *http.Request, body []byte) (fastRequest, bool) {
 		}
 		fr.args = a
 	}
-	if json.Unmarshal(params["_meta"], &fr.meta) != nil || string(fr.meta[sdk.MetaKeyProtocolVersion]) != `"`+nextRevision+`"` {
+	if m, ok := params["_meta"]; ok && (json.Unmarshal(m, &fr.meta) != nil || fr.meta == nil) {
+		return fr, false
+	}
+	return fr, true
+}
+
+// streamableRequest reports whether r is a POST the SDK's handler takes
+// as JSON-RPC (Content-Type application/json) from a client that reads
+// both answer forms (see acceptsBoth).
+func streamableRequest(r *http.Request) bool {
+	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	return err == nil && mt == "application/json" && acceptsBoth(r.Header.Values("Accept"))
+}
+
+// parseFast reads r (its body already read into body) as a plainly valid
+// 2026-07-28 tools/call, or reports false.
+func parseFast(r *http.Request, body []byte) (fastRequest, bool) {
+	h := r.Header
+	if h.Get("Mcp-Protocol-Version") != nextRevision || h.Get("Mcp-Method") != "tools/call" || !streamableRequest(r) {
+		return fastRequest{}, false
+	}
+	fr, ok := parseCall(body)
+	if !ok || h.Get("Mcp-Name") != fr.name || string(fr.meta[sdk.MetaKeyProtocolVersion]) != `"`+nextRevision+`"` {
 		return fr, false
 	}
 	if _, ok := fr.meta[metaLogLevel]; ok {
@@ -100,6 +115,26 @@ func parseFast(r *http.Request, body []byte) (fastRequest, bool) {
 		var keys map[string]json.RawMessage
 		if json.Unmarshal(ci, &keys) != nil || json.Unmarshal(ci, &info) != nil || info.Name == nil || info.Version == nil ||
 			len(keys["name"]) == 0 || len(keys["version"]) == 0 {
+			return fr, false
+		}
+	}
+	return fr, true
+}
+
+// parseSessionCall reads r as a plainly valid tools/call of a session
+// that negotiated version: its MCP-Protocol-Version header names that
+// version, and its _meta holds no key of MCP's own (a protocol version,
+// a progress token) the SDK would act on.
+func parseSessionCall(r *http.Request, body []byte, version string) (fastRequest, bool) {
+	if r.Header.Get("Mcp-Protocol-Version") != version || !streamableRequest(r) {
+		return fastRequest{}, false
+	}
+	fr, ok := parseCall(body)
+	if !ok {
+		return fr, false
+	}
+	for k := range fr.meta {
+		if strings.HasPrefix(k, "io.modelcontextprotocol/") || k == "progressToken" {
 			return fr, false
 		}
 	}
@@ -177,23 +212,124 @@ func (o *office) fast(w http.ResponseWriter, r *http.Request) bool {
 	if r.Header.Get("Mcp-Method") != "tools/call" || r.Header.Get("Mcp-Protocol-Version") != nextRevision {
 		return false // before reading the body: most of the other requests
 	}
-	body, err := io.ReadAll(r.Body)
-	r.Body = io.NopCloser(bytes.NewReader(body))
-	if err != nil {
-		return false // the SDK reads the same error and answers it
+	body, ok := readBody(r)
+	if !ok {
+		return false
 	}
 	fr, ok := parseFast(r, body)
 	if !ok {
 		return false
 	}
+	var caps map[string]json.RawMessage
+	_ = json.Unmarshal(fr.meta[sdk.MetaKeyClientCapabilities], &caps)
+	_, canAsk := caps["elicitation"]
+	res, done := o.runFast(r.Context(), fr, canAsk)
+	if !done {
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		return false
+	}
+	if res.Meta == nil {
+		res.Meta = sdk.Meta{}
+	}
+	if _, ok := res.Meta[sdk.MetaKeyServerInfo]; !ok {
+		res.Meta[sdk.MetaKeyServerInfo] = o.impl
+	}
+	b := answer(fr.id, res, `,"resultType":"complete"`)
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(b)
+	o.g.fastServed.Add(1)
+	return true
+}
+
+// fastSession answers a tools/call of a handshake-era session on the
+// fast path and reports true, or leaves the request untouched (its body
+// put back) and reports false. It also hands the session's
+// notifications/cancelled to the calls it runs (the SDK, which answers
+// the notification, does not know them). The session is the SDK's: it
+// must be open and initialized at a version this path writes.
+func (o *office) fastSession(w http.ResponseWriter, r *http.Request, sid string) bool {
+	body, ok := readBody(r)
+	if !ok {
+		return false
+	}
+	if bytes.Contains(body, []byte(`"notifications/cancelled"`)) {
+		o.cancelFast(sid, body)
+		return false
+	}
+	if !bytes.Contains(body, []byte(`"tools/call"`)) {
+		return false
+	}
+	ss := o.session(sid)
+	if ss == nil {
+		return false
+	}
+	ip := ss.InitializeParams()
+	if ip == nil || !sessionVersions[ip.ProtocolVersion] {
+		return false
+	}
+	fr, ok := parseSessionCall(r, body, ip.ProtocolVersion)
+	if !ok {
+		return false
+	}
+	canAsk := ip.Capabilities != nil && ip.Capabilities.Elicitation != nil
+	// In a session a call ends by notifications/cancelled, not by its
+	// POST's end (as on the SDK's path), or with the session.
+	ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
+	defer cancel()
+	key := sid + "\x00" + string(fr.id)
+	o.fastMu.Lock()
+	o.inflight[key] = cancel
+	o.fastMu.Unlock()
+	defer func() {
+		o.fastMu.Lock()
+		delete(o.inflight, key)
+		o.fastMu.Unlock()
+	}()
+	res, done := o.runFast(ctx, fr, canAsk)
+	if !done {
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		return false
+	}
+	b := answer(fr.id, res, "")
+	h := w.Header()
+	h.Set("Cache-Control", "no-cache, no-transform")
+	h.Set("Connection", "keep-alive")
+	h.Set("Content-Type", "text/event-stream")
+	w.WriteHeader(http.StatusOK)
+	var out bytes.Buffer
+	out.Grow(len(b) + 24)
+	out.WriteString("event: message\ndata: ")
+	out.Write(b)
+	out.WriteString("\n\n")
+	_, _ = w.Write(out.Bytes())
+	o.g.fastServed.Add(1)
+	return true
+}
+
+// sessionVersions are the session revisions the fast path answers.
+var sessionVersions = map[string]bool{"2025-11-25": true, "2025-06-18": true, "2025-03-26": true}
+
+// readBody reads a request's body (bounded by the gateway's
+// MaxBytesReader) and puts it back for whoever reads it next.
+func readBody(r *http.Request) ([]byte, bool) {
+	body, err := io.ReadAll(r.Body)
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	return body, err == nil // on an error the SDK reads the same error and answers it
+}
+
+// runFast runs a fast path's call: the tool must be listed (else the
+// SDK answers -32602). done is false when the SDK must take the request
+// over: a call its Computer refused for want of a confirmation this
+// client can give (the SDK asks, then runs it again).
+func (o *office) runFast(ctx context.Context, fr fastRequest, canAsk bool) (res *sdk.CallToolResult, done bool) {
 	if o.stale.Load() || o.refreshing.Load() {
 		o.refresh(o.ctx)
 	}
 	e, ok := o.route(fr.name)
 	if !ok {
-		return false // the SDK's -32602
+		return nil, false
 	}
-	ctx := r.Context()
 	if len(fr.meta) > 0 {
 		carrier := map[string]any{}
 		for _, k := range []string{"traceparent", "tracestate"} {
@@ -205,34 +341,67 @@ func (o *office) fast(w http.ResponseWriter, r *http.Request) bool {
 		ctx = tracing.Extract(ctx, carrier)
 	}
 	res, code := o.call(ctx, e, fr.args, false)
-	if code == smcp.CodeToolRequiresConfirmation {
-		var caps map[string]json.RawMessage
-		_ = json.Unmarshal(fr.meta[sdk.MetaKeyClientCapabilities], &caps)
-		if _, can := caps["elicitation"]; can {
-			r.Body = io.NopCloser(bytes.NewReader(body))
-			return false // the SDK asks (input required), then runs it again
-		}
+	if code == smcp.CodeToolRequiresConfirmation && canAsk {
+		return nil, false
 	}
-	if res.Meta == nil {
-		res.Meta = sdk.Meta{}
-	}
-	if _, ok := res.Meta[sdk.MetaKeyServerInfo]; !ok {
-		res.Meta[sdk.MetaKeyServerInfo] = o.impl
-	}
+	return res, true
+}
+
+// answer is the JSON-RPC answer to id with result res, extra (",key:value"
+// members) added to the result.
+func answer(id json.RawMessage, res *sdk.CallToolResult, extra string) []byte {
 	b, err := json.Marshal(res)
 	if err != nil || len(b) < 2 {
 		b = []byte(`{"content":[],"isError":true}`)
 	}
 	var out bytes.Buffer
-	out.Grow(len(b) + len(fr.id) + 64)
+	out.Grow(len(b) + len(id) + len(extra) + 32)
 	out.WriteString(`{"jsonrpc":"2.0","id":`)
-	out.Write(fr.id)
+	out.Write(id)
 	out.WriteString(`,"result":`)
 	out.Write(b[:len(b)-1])
-	out.WriteString(`,"resultType":"complete"}}`)
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(out.Bytes())
-	o.g.fastServed.Add(1)
-	return true
+	out.WriteString(extra)
+	out.WriteString(`}}`)
+	return out.Bytes()
+}
+
+// cancelFast ends the fast call a session's notifications/cancelled
+// names, if any (a notification naming none is the SDK's alone).
+func (o *office) cancelFast(sid string, body []byte) {
+	var n struct {
+		Method string `json:"method"`
+		Params struct {
+			RequestID json.RawMessage `json:"requestId"`
+		} `json:"params"`
+	}
+	if json.Unmarshal(body, &n) != nil || n.Method != "notifications/cancelled" || !plainID(n.Params.RequestID) {
+		return
+	}
+	o.fastMu.Lock()
+	cancel := o.inflight[sid+"\x00"+string(n.Params.RequestID)]
+	o.fastMu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+}
+
+// endSession cancels the fast calls of a session that ends (DELETE).
+func (o *office) endSession(sid string) {
+	o.fastMu.Lock()
+	defer o.fastMu.Unlock()
+	for k, cancel := range o.inflight {
+		if strings.HasPrefix(k, sid+"\x00") {
+			cancel()
+		}
+	}
+}
+
+// session is the office's open session of that id, or nil.
+func (o *office) session(sid string) *sdk.ServerSession {
+	for ss := range o.srv.Sessions() {
+		if ss.ID() == sid {
+			return ss
+		}
+	}
+	return nil
 }

@@ -166,6 +166,15 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	defer o.done()
 	r.Body = http.MaxBytesReader(w, r.Body, MaxBody)
+	if sid := r.Header.Get("Mcp-Session-Id"); sid != "" {
+		o.touch(sid)
+		switch {
+		case r.Method == http.MethodDelete:
+			o.endSession(sid)
+		case r.Method == http.MethodPost && !g.slowOnly.Load() && o.fastSession(w, r, sid):
+			return
+		}
+	}
 	if r.Header.Get("Mcp-Session-Id") == "" && r.Method == http.MethodPost {
 		next, err := newEra(r)
 		var mbe *http.MaxBytesError
@@ -258,7 +267,8 @@ func (g *Gateway) admitSession() bool {
 	return n < MaxSessions
 }
 
-// janitor lets go of the offices that have been idle for OfficeIdle.
+// janitor lets go of the offices that have been idle for OfficeIdle and
+// closes the sessions idle for SessionIdle.
 func (g *Gateway) janitor() {
 	defer g.wg.Done()
 	t := time.NewTicker(OfficeIdle / 10)
@@ -270,7 +280,14 @@ func (g *Gateway) janitor() {
 		case <-t.C:
 			g.mu.Lock()
 			g.evictLocked()
+			offices := make([]*office, 0, len(g.offices))
+			for _, o := range g.offices {
+				offices = append(offices, o)
+			}
 			g.mu.Unlock()
+			for _, o := range offices {
+				o.closeIdle(SessionIdle)
+			}
 		}
 	}
 }

@@ -55,6 +55,14 @@ type office struct {
 	mu       sync.Mutex
 	inUse    int
 	lastUsed time.Time
+
+	// fastMu guards the fast path's calls in sessions (by session id and
+	// request id, for notifications/cancelled) and when each session was
+	// last used (the gateway closes idle sessions itself: the SDK's own
+	// timer would not see the fast path's requests).
+	fastMu   sync.Mutex
+	inflight map[string]context.CancelFunc
+	seen     map[string]time.Time
 }
 
 // toolEntry is a listed tool: the Computer that serves it and the
@@ -76,14 +84,16 @@ type resourceEntry struct {
 func newOffice(g *Gateway, id string) *office {
 	ctx, cancel := context.WithCancel(g.ctx)
 	o := &office{g: g, id: id, kick: make(chan struct{}, 1), ctx: ctx, cancel: cancel, loopDone: make(chan struct{}),
-		tools: map[string]toolEntry{}, resources: map[string]resourceEntry{}, lastUsed: time.Now()}
+		tools: map[string]toolEntry{}, resources: map[string]resourceEntry{}, lastUsed: time.Now(),
+		inflight: map[string]context.CancelFunc{}, seen: map[string]time.Time{}}
 	o.stale.Store(true)
 	o.impl = &sdk.Implementation{Name: "a2c-gateway", Title: "A2C-SMCP office " + id, Version: g.cfg.Version}
 	o.srv = sdk.NewServer(o.impl, g.sdkOptions())
 	o.srv.AddReceivingMiddleware(o.fresh)
 	opts := sdk.StreamableHTTPOptions{
 		Logger:                     g.log.With("component", "mcp-gateway"),
-		SessionTimeout:             SessionIdle,
+		// No SessionTimeout: idle sessions are closed by closeIdle, which
+		// sees the fast path's requests too.
 		MaxRequestBodyBytes:        MaxBody,
 		DisableLocalhostProtection: true, // the hub's Host and Origin rule ran before
 	}
@@ -491,6 +501,50 @@ func (o *office) sessions() int {
 		}
 	}
 	return n
+}
+
+// touch marks a session used now. Only a session closeIdle has met is
+// marked: an id a client makes up takes no room.
+func (o *office) touch(sid string) {
+	o.fastMu.Lock()
+	if _, ok := o.seen[sid]; ok {
+		o.seen[sid] = time.Now()
+	}
+	o.fastMu.Unlock()
+}
+
+// closeIdle closes the sessions not used for d (a session first met
+// here counts as used now) and forgets the ones that are gone.
+func (o *office) closeIdle(d time.Duration) {
+	now := time.Now()
+	open := map[string]*sdk.ServerSession{}
+	for ss := range o.srv.Sessions() {
+		if id := ss.ID(); id != "" {
+			open[id] = ss
+		}
+	}
+	var idle []*sdk.ServerSession
+	o.fastMu.Lock()
+	for id := range o.seen {
+		if open[id] == nil {
+			delete(o.seen, id)
+		}
+	}
+	for id, ss := range open {
+		t, ok := o.seen[id]
+		switch {
+		case !ok:
+			o.seen[id] = now
+		case now.Sub(t) >= d:
+			idle = append(idle, ss)
+			delete(o.seen, id)
+		}
+	}
+	o.fastMu.Unlock()
+	for _, ss := range idle {
+		o.endSession(ss.ID())
+		_ = ss.Close()
+	}
 }
 
 // close ends the office's sessions, its calls and its goroutine.

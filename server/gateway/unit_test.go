@@ -203,6 +203,82 @@ func TestFastPathSameBytes(t *testing.T) {
 	}
 }
 
+// TestFastSessionSameBytes: in a handshake-era session the fast path
+// answers a tools/call with the SDK's bytes, and a cancel naming it ends
+// it; what it does not take, the SDK answers.
+func TestFastSessionSameBytes(t *testing.T) {
+	r := newRig(t, "", 10*time.Second)
+	started := make(pids, 1)
+	r.computer(t, "o1", "c1", computer.ApproveAll, testTools(started))
+	post := func(sid, version, body string) (int, string, string, string) {
+		req, _ := http.NewRequest("POST", r.base+"/offices/o1/mcp", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		if sid != "" {
+			req.Header.Set("Mcp-Session-Id", sid)
+			req.Header.Set("Mcp-Protocol-Version", version)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, resp.Header.Get("Content-Type"), resp.Header.Get("Mcp-Session-Id"), string(b)
+	}
+	for _, version := range []string{"2025-11-25", "2025-06-18", "2025-03-26"} {
+		_, _, sid, _ := post("", "", `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"`+version+`","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}`)
+		if sid == "" {
+			t.Fatal("no session")
+		}
+		post(sid, version, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+		for _, c := range []struct {
+			body string
+			fast bool
+		}{
+			{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t__echo","arguments":{"text":"<a&b>"}}}`, true},
+			{`{"jsonrpc":"2.0","id":"s-2","method":"tools/call","params":{"name":"t__echo","_meta":{"traceparent":"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}}}`, true},
+			{`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"t__nope"}}`, false},
+			{`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"t__echo","_meta":{"progressToken":1}}}`, false},
+			{`{"jsonrpc":"2.0","id":5,"method":"tools/list"}`, false},
+		} {
+			r.gw.slowOnly.Store(false)
+			before := r.gw.fastServed.Load()
+			fs, fct, _, fb := post(sid, version, c.body)
+			if took := r.gw.fastServed.Load() > before; took != c.fast {
+				t.Errorf("%s %s: fast path taken %v, want %v", version, c.body, took, c.fast)
+			}
+			r.gw.slowOnly.Store(true)
+			ss, sct, _, sb := post(sid, version, c.body)
+			r.gw.slowOnly.Store(false)
+			if fs != ss || fct != sct || fb != sb {
+				t.Errorf("%s %s:\nfast %d %s %q\nSDK  %d %s %q", version, c.body, fs, fct, fb, ss, sct, sb)
+			}
+		}
+		// A cancel naming a fast call ends it, and its process.
+		done := make(chan string, 1)
+		go func() {
+			_, _, _, b := post(sid, version, `{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"t__sleep"}}`)
+			done <- b
+		}()
+		pid := <-started
+		if st, _, _, _ := post(sid, version, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":9}}`); st != http.StatusAccepted {
+			t.Errorf("cancel: %d", st)
+		}
+		if !gone(pid, time.Second) {
+			t.Fatalf("%s: process still there 1 s after the cancel", version)
+		}
+		select {
+		case b := <-done:
+			if !strings.Contains(b, `"a2c_cancelled":true`) {
+				t.Errorf("%s: the cancelled call answered %s", version, b)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("%s: the cancelled call did not end", version)
+		}
+	}
+}
+
 // fastReq is a request the fast path takes, changed by f.
 func fastReq(body string, f func(http.Header)) *http.Request {
 	r, _ := http.NewRequest("POST", "/mcp", strings.NewReader(body))
@@ -279,4 +355,30 @@ func FuzzParseFast(f *testing.F) {
 			t.Fatalf("took %q: %+v", body, fr)
 		}
 	})
+}
+
+// TestCloseIdle: the gateway closes a session unused for the idle time
+// (the SDK's own timer is off: it would not see the fast path's calls);
+// a used one stays.
+func TestCloseIdle(t *testing.T) {
+	r := newRig(t, "", 10*time.Second)
+	r.computer(t, "o1", "c1", computer.ApproveAll, testTools(nil))
+	cs := r.client(t, "/offices/o1/mcp", eras[0], nil)
+	o, _, _ := r.gw.office("o1")
+	o.done()
+	o.closeIdle(time.Hour) // meets the session
+	if _, err := cs.CallTool(t.Context(), &sdk.CallToolParams{Name: "t__echo"}); err != nil {
+		t.Fatal(err)
+	}
+	o.closeIdle(time.Hour) // used a moment ago: stays
+	if o.sessions() != 1 {
+		t.Fatalf("%d sessions", o.sessions())
+	}
+	o.closeIdle(0)
+	if o.sessions() != 0 {
+		t.Fatalf("%d sessions after closeIdle(0)", o.sessions())
+	}
+	if _, err := cs.CallTool(t.Context(), &sdk.CallToolParams{Name: "t__echo"}); err == nil {
+		t.Fatal("a call on a closed session succeeded")
+	}
 }
