@@ -91,7 +91,7 @@ func newOffice(g *Gateway, id string) *office {
 	o.srv = sdk.NewServer(o.impl, g.sdkOptions())
 	o.srv.AddReceivingMiddleware(o.fresh)
 	opts := sdk.StreamableHTTPOptions{
-		Logger:                     g.log.With("component", "mcp-gateway"),
+		Logger: g.log.With("component", "mcp-gateway"),
 		// No SessionTimeout: idle sessions are closed by closeIdle, which
 		// sees the fast path's requests too.
 		MaxRequestBodyBytes:        MaxBody,
