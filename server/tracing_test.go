@@ -596,3 +596,38 @@ func TestCallObsSmall(t *testing.T) {
 		t.Errorf("callObs is %d bytes, want at most 128", n)
 	}
 }
+
+// TestHubSpansCaller: a Caller's calls (the MCP gateway's) are traced as
+// its own, not marked as the console's, and its root span links the span
+// its context carries.
+func TestHubSpansCaller(t *testing.T) {
+	s, url, sr, _ := trTraced(t, Config{Calls: true})
+	comp := connect(t, url, echo)
+	comp.join(smcp.RoleComputer, "c", "o")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	parent := trace.NewSpanContext(trace.SpanContextConfig{TraceID: trace.TraceID{1}, SpanID: trace.SpanID{2}, TraceFlags: trace.FlagsSampled, Remote: true})
+	ctx = trace.ContextWithRemoteSpanContext(ctx, parent)
+	who := Caller{Agent: "mcp-gw"}
+	if _, err := s.Request(ctx, "o", who, smcp.EventToolCall, map[string]any{"req_id": "rg", "computer": "c", "tool_name": "b__t", "timeout": 5}); err != nil {
+		t.Fatal(err)
+	}
+	spans := trSpans(sr, "mcp-gw", "rg")
+	root, relay := spans[tracing.SpanAgentCall], spans[tracing.SpanHubRelay]
+	if root == nil || relay == nil {
+		t.Fatalf("spans %v", spans)
+	}
+	if got := trAttrs(relay); got[tracing.AttrConsole] == true || got[tracing.AttrAgent] != "mcp-gw" {
+		t.Errorf("relay attributes = %v", got)
+	}
+	if got := trAttrs(root); got[tracing.AttrConsole] != false || got[tracing.AttrAgent] != "mcp-gw" {
+		t.Errorf("root attributes = %v", got)
+	}
+	if links := root.Links(); len(links) != 1 || links[0].SpanContext.SpanID() != parent.SpanID() {
+		t.Errorf("root links = %v, want the caller's span", links)
+	}
+	calls, _, err := s.Calls("o")
+	if err != nil || len(calls) != 1 || calls[0].Agent != "mcp-gw" || calls[0].Console {
+		t.Errorf("call log %+v %v", calls, err)
+	}
+}
