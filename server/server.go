@@ -713,6 +713,10 @@ func (s *Server) seatLocked(m *member, req smcp.EnterOfficeReq) {
 	if s.prov != nil && m.role == smcp.RoleAgent {
 		s.prov.agentSeated(o.id)
 	}
+	// Watchers hear of the seat before the join is answered (the
+	// broadcast that follows reports it again): a request that follows
+	// the answer finds the office marked changed.
+	s.officeEvent(o.id, smcp.NotifyEnterOffice)
 }
 
 // enteredLocked follows the announcement of m's arrival in its office

@@ -1,7 +1,10 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -20,10 +23,21 @@ import (
 // documentation).
 const confirmKey = "a2c_confirm"
 
-// confirmState is the requestState of a confirmation round trip. The
-// gateway keeps no state between the rounds: the retry carries the
-// user's answer, and the call is sent again as the retry names it.
-const confirmState = "a2c-confirm"
+// confirmState is the requestState of a 2026-07-28 confirmation round
+// trip: it names the Computer and the arguments the user was shown, so
+// that an answer is never taken for another call (the tool's Computer may
+// have changed between the question and the retry). The gateway keeps no
+// state between the rounds. It needs no secret: the client that answers
+// is the user's own, and may decline or accept whatever it likes.
+func confirmState(e toolEntry, args json.RawMessage) string {
+	h := sha256.New()
+	h.Write([]byte(e.computer))
+	h.Write([]byte{0})
+	h.Write([]byte(e.exposed))
+	h.Write([]byte{0})
+	h.Write(args)
+	return "a2c-confirm:" + hex.EncodeToString(h.Sum(nil))
+}
 
 // callSeq numbers the gateway's calls in their req_ids (unique with the
 // random part: see newReqID).
@@ -33,24 +47,66 @@ var callSeq atomic.Uint64
 func (o *office) callHandler(e toolEntry) sdk.ToolHandler {
 	return func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
 		p := req.Params
+		if meta := p.GetMeta(); len(meta) > 0 {
+			ctx = tracing.Extract(ctx, meta)
+		}
+		// A session's call ends with the session (DELETE, idle close, the
+		// gateway's Close), which the SDK's own Close only waits for.
+		if sid := req.Session.ID(); sid != "" {
+			var done func()
+			ctx, done = o.track(ctx, sid, "")
+			defer done()
+		}
 		confirmed := false
 		if len(p.InputResponses) > 0 {
+			// A 2026-07-28 retry: the answer counts only for the call the
+			// user was shown.
+			if p.RequestState != confirmState(e, p.Arguments) {
+				return o.askConfirm(e, p.Arguments), nil
+			}
 			if !accepted(p.InputResponses[confirmKey]) {
 				return refusedResult(e.exposed), nil
 			}
 			confirmed = true
 		}
-		if meta := p.GetMeta(); len(meta) > 0 {
-			ctx = tracing.Extract(ctx, meta)
-		}
 		res, code := o.call(ctx, e, p.Arguments, confirmed)
-		if code == smcp.CodeToolRequiresConfirmation && !confirmed {
-			if caps := req.ClientCapabilities(); caps != nil && caps.Elicitation != nil {
-				return &sdk.CallToolResult{InputRequests: sdk.InputRequestMap{confirmKey: confirmRequest(e, p.Arguments)}, RequestState: confirmState}, nil
-			}
+		if code != smcp.CodeToolRequiresConfirmation || confirmed {
+			return res, nil
 		}
+		if caps := req.ClientCapabilities(); caps == nil || caps.Elicitation == nil {
+			return res, nil // no way to ask: the Computer's refusal
+		}
+		if modern(req.Session) {
+			return o.askConfirm(e, p.Arguments), nil
+		}
+		// A session: ask now, within the call's own budget and the
+		// office's life (the SDK's round trip for older clients would wait
+		// on an unanswered question for ever), so the answer is for this
+		// very call.
+		actx, cancel := context.WithTimeout(ctx, o.g.cfg.CallTimeout)
+		defer cancel()
+		stop := context.AfterFunc(o.ctx, cancel)
+		defer stop()
+		answer, err := req.Session.Elicit(actx, confirmRequest(e, p.Arguments))
+		if err != nil || !accepted(answer) {
+			return refusedResult(e.exposed), nil
+		}
+		res, _ = o.call(ctx, e, p.Arguments, true)
 		return res, nil
 	}
+}
+
+// modern reports whether the session speaks 2026-07-28 or later (input
+// requests go back in the result), as the SDK decides it.
+func modern(ss *sdk.ServerSession) bool {
+	ip := ss.InitializeParams()
+	return ip == nil || ip.ProtocolVersion >= nextRevision
+}
+
+// askConfirm is the 2026-07-28 input-required result that asks the user
+// to confirm the call.
+func (o *office) askConfirm(e toolEntry, args json.RawMessage) *sdk.CallToolResult {
+	return &sdk.CallToolResult{InputRequests: sdk.InputRequestMap{confirmKey: confirmRequest(e, args)}, RequestState: confirmState(e, args)}
 }
 
 // accepted reports whether an answer to the confirmation is a yes: an
@@ -65,11 +121,13 @@ func accepted(r sdk.InputResponse) bool {
 }
 
 // confirmRequest is the elicitation that asks the user to confirm a call.
-// The arguments are shown (shortened), as a person must see what runs.
+// The arguments are shown, as a person must see what runs: whole up to
+// 4 KiB, else their start and their end with the length (what is cut is
+// in the middle, never at the end where a command's tail would hide).
 func confirmRequest(e toolEntry, args json.RawMessage) *sdk.ElicitParams {
 	shown := string(args)
-	if len(shown) > 512 {
-		shown = shown[:512] + "…"
+	if len(shown) > 4096 {
+		shown = fmt.Sprintf("%s … [%d bytes left out] … %s (%d bytes in all)", shown[:2048], len(shown)-3072, shown[len(shown)-1024:], len(shown))
 	}
 	if shown == "" {
 		shown = "{}"
@@ -149,7 +207,7 @@ func mapResult(raw json.RawMessage) (*sdk.CallToolResult, int) {
 		IsError           bool              `json:"isError"`
 		Meta              map[string]any    `json:"meta"`
 	}
-	if err := json.Unmarshal(raw, &r); err != nil {
+	if t := bytes.TrimSpace(raw); json.Unmarshal(t, &r) != nil || len(t) == 0 || t[0] != '{' {
 		return errorResult("The Computer's answer is no tool result.", smcp.CodeToolExecutionFailed), smcp.CodeToolExecutionFailed
 	}
 	out := &sdk.CallToolResult{IsError: r.IsError, Content: make([]sdk.Content, 0, len(r.Content))}
@@ -159,8 +217,8 @@ func mapResult(raw json.RawMessage) (*sdk.CallToolResult, int) {
 	if out.Content == nil {
 		out.Content = []sdk.Content{}
 	}
-	if sc := strings.TrimSpace(string(r.StructuredContent)); sc != "" && sc != "null" {
-		out.StructuredContent = json.RawMessage(sc)
+	if sc := strings.TrimSpace(string(r.StructuredContent)); strings.HasPrefix(sc, "{") {
+		out.StructuredContent = json.RawMessage(sc) // MCP's structured content is an object; anything else is dropped
 	}
 	code := 0
 	if len(r.Meta) > 0 {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"strconv"
 	"strings"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -275,17 +276,8 @@ func (o *office) fastSession(w http.ResponseWriter, r *http.Request, sid string)
 	canAsk := ip.Capabilities != nil && ip.Capabilities.Elicitation != nil
 	// In a session a call ends by notifications/cancelled, not by its
 	// POST's end (as on the SDK's path), or with the session.
-	ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
-	defer cancel()
-	key := sid + "\x00" + string(fr.id)
-	o.fastMu.Lock()
-	o.inflight[key] = cancel
-	o.fastMu.Unlock()
-	defer func() {
-		o.fastMu.Lock()
-		delete(o.inflight, key)
-		o.fastMu.Unlock()
-	}()
+	ctx, untrack := o.track(context.WithoutCancel(r.Context()), sid, string(fr.id))
+	defer untrack()
 	res, done := o.runFast(ctx, fr, canAsk)
 	if !done {
 		r.Body = io.NopCloser(bytes.NewReader(body))
@@ -323,10 +315,12 @@ func readBody(r *http.Request) ([]byte, bool) {
 // over: a call its Computer refused for want of a confirmation this
 // client can give (the SDK asks, then runs it again).
 func (o *office) runFast(ctx context.Context, fr fastRequest, canAsk bool) (res *sdk.CallToolResult, done bool) {
-	if o.stale.Load() || o.refreshing.Load() {
-		o.refresh(o.ctx)
-	}
 	e, ok := o.route(fr.name)
+	if !ok && (o.stale.Load() || o.refreshing.Load()) {
+		// Not listed yet: a reading under way may bring it.
+		o.refresh(o.ctx)
+		e, ok = o.route(fr.name)
+	}
 	if !ok {
 		return nil, false
 	}
@@ -385,7 +379,28 @@ func (o *office) cancelFast(sid string, body []byte) {
 	}
 }
 
-// endSession cancels the fast calls of a session that ends (DELETE).
+// track registers a call of session sid under its request id (for
+// notifications/cancelled; "" for a call only the session's end stops)
+// and returns its context, which ends with the session (endSession) or
+// with untrack.
+func (o *office) track(parent context.Context, sid, id string) (ctx context.Context, untrack func()) {
+	ctx, cancel := context.WithCancel(parent)
+	if id == "" {
+		id = "#" + strconv.FormatUint(callSeq.Add(1), 10)
+	}
+	key := sid + "\x00" + id
+	o.fastMu.Lock()
+	o.inflight[key] = cancel
+	o.fastMu.Unlock()
+	return ctx, func() {
+		o.fastMu.Lock()
+		delete(o.inflight, key)
+		o.fastMu.Unlock()
+		cancel()
+	}
+}
+
+// endSession cancels the calls of a session that ends (DELETE, idle).
 func (o *office) endSession(sid string) {
 	o.fastMu.Lock()
 	defer o.fastMu.Unlock()

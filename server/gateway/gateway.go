@@ -183,7 +183,11 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("Request body too large: the gateway reads at most %d MiB", MaxBody>>20))
 			return
 		case err != nil:
-			return // the client went away, or its body stalled: nobody to answer
+			// The client went away, or its body stalled past the hub's
+			// bound: whoever still listens is told so.
+			w.Header().Set("Connection", "close")
+			writeError(w, http.StatusRequestTimeout, "Request Timeout: the request's body did not arrive")
+			return
 		}
 		if next {
 			if g.slowOnly.Load() || !o.fast(w, r) {
@@ -245,6 +249,9 @@ func (g *Gateway) office(id string) (o *office, status int, msg string) {
 			g.evictLocked()
 		}
 		if len(g.offices) >= MaxOffices {
+			g.evictOneLocked()
+		}
+		if len(g.offices) >= MaxOffices {
 			return nil, http.StatusServiceUnavailable, fmt.Sprintf("Too many offices: the gateway serves at most %d at once; try later", MaxOffices)
 		}
 		o = newOffice(g, id)
@@ -304,6 +311,30 @@ func (g *Gateway) evictLocked() {
 			}()
 		}
 	}
+}
+
+// evictOneLocked lets go of the office used longest ago that has no
+// session and no request in flight, idle or not: offices that requests
+// made and left (even refused ones) must not lock the others out.
+func (g *Gateway) evictOneLocked() {
+	var lru *office
+	var lruID string
+	var lruAt time.Time
+	for id, o := range g.offices {
+		at, free := o.free()
+		if free && (lru == nil || at.Before(lruAt)) {
+			lru, lruID, lruAt = o, id, at
+		}
+	}
+	if lru == nil {
+		return
+	}
+	delete(g.offices, lruID)
+	g.wg.Add(1)
+	go func() {
+		defer g.wg.Done()
+		lru.close()
+	}()
 }
 
 // writeError answers with a JSON-RPC error (-32000, id null) on status:

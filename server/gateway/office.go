@@ -63,6 +63,12 @@ type office struct {
 	fastMu   sync.Mutex
 	inflight map[string]context.CancelFunc
 	seen     map[string]time.Time
+
+	// slow are the Computers that did not list in time, until when the
+	// readings skip them (they keep what they listed before): one
+	// Computer that never answers must not make every reading wait.
+	slowMu sync.Mutex
+	slow   map[string]time.Time
 }
 
 // toolEntry is a listed tool: the Computer that serves it and the
@@ -85,7 +91,7 @@ func newOffice(g *Gateway, id string) *office {
 	ctx, cancel := context.WithCancel(g.ctx)
 	o := &office{g: g, id: id, kick: make(chan struct{}, 1), ctx: ctx, cancel: cancel, loopDone: make(chan struct{}),
 		tools: map[string]toolEntry{}, resources: map[string]resourceEntry{}, lastUsed: time.Now(),
-		inflight: map[string]context.CancelFunc{}, seen: map[string]time.Time{}}
+		inflight: map[string]context.CancelFunc{}, seen: map[string]time.Time{}, slow: map[string]time.Time{}}
 	o.stale.Store(true)
 	o.impl = &sdk.Implementation{Name: "a2c-gateway", Title: "A2C-SMCP office " + id, Version: g.cfg.Version}
 	o.srv = sdk.NewServer(o.impl, g.sdkOptions())
@@ -159,7 +165,19 @@ func (o *office) fresh(next sdk.MethodHandler) sdk.MethodHandler {
 			// The SDK would answer them (empty) while the capabilities
 			// the gateway declares (tools, resources) say it has none.
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: fmt.Sprintf("method not found: %q", method)}
-		case "tools/list", "tools/call", "resources/list", "resources/read":
+		case "tools/call":
+			// A call goes by the listing it knows: a reading under way
+			// (one slow Computer may hold it for ListTimeout) is waited
+			// for only when the name is not listed yet.
+			if p, ok := req.GetParams().(*sdk.CallToolParamsRaw); ok {
+				if _, listed := o.route(p.Name); listed {
+					break
+				}
+			}
+			if o.stale.Load() || o.refreshing.Load() {
+				o.refresh(o.ctx)
+			}
+		case "tools/list", "resources/list", "resources/read":
 			if o.stale.Load() || o.refreshing.Load() {
 				// A reading under way is waited for (it may hold the
 				// change this request must see). The office's context,
@@ -198,6 +216,13 @@ func (o *office) refresh(ctx context.Context) {
 		}
 	}
 	slices.Sort(computers)
+	o.slowMu.Lock()
+	for c := range o.slow {
+		if !slices.Contains(computers, c) {
+			delete(o.slow, c) // it left: one of that name that comes is asked
+		}
+	}
+	o.slowMu.Unlock()
 	views := make([]computerView, len(computers))
 	var wg sync.WaitGroup
 	for i, c := range computers {
@@ -207,6 +232,9 @@ func (o *office) refresh(ctx context.Context) {
 	o.syncTools(views)
 	o.syncResources(views)
 }
+
+// slowFor is how long a Computer that did not list in time is skipped.
+const slowFor = 30 * time.Second
 
 // computerView is what one Computer serves, as read by refresh.
 type computerView struct {
@@ -223,12 +251,23 @@ type computerView struct {
 // ListTimeout.
 func (o *office) read(ctx context.Context, computer string) computerView {
 	v := computerView{name: computer}
+	o.slowMu.Lock()
+	skip := time.Now().Before(o.slow[computer])
+	o.slowMu.Unlock()
+	if skip {
+		return v
+	}
 	ask := func(event string, payload, out any) bool {
 		rctx, cancel := context.WithTimeout(ctx, o.g.cfg.ListTimeout)
 		defer cancel()
 		raw, err := o.g.hub.Request(rctx, o.id, o.g.caller, event, payload)
 		if err != nil {
 			o.g.log.Debug("MCP gateway: a Computer did not list", "office", o.id, "computer", computer, "event", event, "err", err)
+			if rctx.Err() != nil && ctx.Err() == nil {
+				o.slowMu.Lock()
+				o.slow[computer] = time.Now().Add(slowFor)
+				o.slowMu.Unlock()
+			}
 			return false
 		}
 		return json.Unmarshal(raw, out) == nil
@@ -272,16 +311,20 @@ func (o *office) syncTools(views []computerView) {
 			continue
 		}
 		for _, t := range v.tools {
-			if t.Name == "" {
+			// An exposed name is bundle_id + "__" + tool: one that is not
+			// could pose as another Computer's qualified name.
+			if !smcp.ValidBundleID(t.BundleID) || !strings.HasPrefix(t.Name, t.BundleID+"__") || len(t.Name) == len(t.BundleID)+2 {
+				o.g.log.Warn("MCP gateway: a tool whose name is not its bundle_id + \"__\" + tool is left out",
+					"office", o.id, "computer", v.name, "tool", t.Name)
 				continue
 			}
 			byName[t.Name] = append(byName[t.Name], offer{v.name, t})
 		}
 	}
-	want := map[string]offer{}
+	claims := map[string][]offer{}
 	for name, offers := range byName {
 		if len(offers) == 1 {
-			want[name] = offers[0]
+			claims[name] = append(claims[name], offers[0])
 			continue
 		}
 		for _, of := range offers {
@@ -291,8 +334,19 @@ func (o *office) syncTools(views []computerView) {
 					"office", o.id, "computer", of.computer, "tool", name)
 				continue
 			}
-			want[q] = of
+			claims[q] = append(claims[q], of)
 		}
+	}
+	// A name claimed twice (a qualified name that is also another's
+	// name) goes to neither: a call must never reach another Computer than
+	// the one its name meant, whatever the order of the readings.
+	want := map[string]offer{}
+	for name, cs := range claims {
+		if len(cs) == 1 {
+			want[name] = cs[0]
+			continue
+		}
+		o.g.log.Warn("MCP gateway: a tool name two Computers claim is left out", "office", o.id, "tool", name)
 	}
 	var gone []string
 	for name := range o.tools {
@@ -482,6 +536,15 @@ func (o *office) done() {
 	o.mu.Unlock()
 }
 
+// free reports when the office was last used, and whether it has no
+// request in flight and no session open (so it may be let go).
+func (o *office) free() (time.Time, bool) {
+	o.mu.Lock()
+	at, busy := o.lastUsed, o.inUse > 0
+	o.mu.Unlock()
+	return at, !busy && o.sessions() == 0
+}
+
 // idle reports whether the office has had no request for d and has no
 // session open.
 func (o *office) idle(d time.Duration) bool {
@@ -547,12 +610,26 @@ func (o *office) closeIdle(d time.Duration) {
 	}
 }
 
-// close ends the office's sessions, its calls and its goroutine.
+// close ends the office's sessions, its calls and its goroutine. The
+// calls end with o.ctx; the SDK's session Close waits for its handlers,
+// so the sessions are closed side by side, and a session still not
+// closed after closeWait is left to end on its own (logged).
 func (o *office) close() {
 	o.stopWatch()
 	o.cancel()
+	var wg sync.WaitGroup
 	for ss := range o.srv.Sessions() {
-		_ = ss.Close()
+		wg.Go(func() { _ = ss.Close() })
+	}
+	closed := make(chan struct{})
+	go func() { wg.Wait(); close(closed) }()
+	select {
+	case <-closed:
+	case <-time.After(closeWait):
+		o.g.log.Warn("MCP gateway: sessions still closing", "office", o.id)
 	}
 	<-o.loopDone
 }
+
+// closeWait bounds how long close waits for the office's sessions.
+const closeWait = 5 * time.Second
