@@ -35,7 +35,9 @@
 // The list is read again when the office changes: a Computer enters or
 // leaves, or sends server:update_tool_list, update_desktop or
 // update_skills (the hub reports its offices' events to the gateway, see
-// [server.Server.WatchOffice]). A change reaches the clients as
+// [server.Server.WatchOffice]). A call of a listed tool does not wait for
+// a reading; a Computer that does not list in time keeps its listing and
+// is skipped for 30 s. A change reaches the clients as
 // notifications/tools/list_changed (and resources/list_changed): on a
 // handshake-era session's stream, or to a 2026-07-28 client's
 // subscriptions/listen stream. In a cluster a node hears only of the
@@ -63,11 +65,26 @@
 // (a2c computer --approve agent) refuses a tool without auto_apply with
 // error_code 4005 unless the call carries confirmed. The gateway then
 // asks its client's user: an elicitation (a form with one boolean,
-// "confirm") on a handshake-era session, an InputRequiredResult in
-// 2026-07-28 (the Go SDK picks the way). An accepted confirmation sends
-// the call again with confirmed set; a declined or dismissed one, or a
-// client that cannot be asked (no elicitation capability), is a result
-// with isError whose text says the call was not run, error_code 4005.
+// "confirm") on a handshake-era session, asked by the call's handler
+// within the call's budget and the office's life; an InputRequiredResult
+// in 2026-07-28, whose requestState names the Computer, the tool and the
+// arguments (confirmState), so an answer counts only for the call it was
+// shown. An accepted confirmation sends the call again with confirmed
+// set; a declined or dismissed one, no answer in time, or a client that
+// cannot be asked (no elicitation capability), is a result with isError
+// whose text says the call was not run, error_code 4005.
+//
+// # The fast path
+//
+// The Go SDK's JSON decoding allocates a 32 KiB buffer for each value it
+// decodes, about twenty a tools/call: more than the gateway may add to a
+// call. A plainly valid tools/call (2026-07-28, or in a handshake-era
+// session) is answered by fast.go without the SDK, with the bytes the
+// SDK would write; anything else goes to the SDK, so the protocol's
+// refusals live there only. Calls of sessions are tracked by session
+// (track), so notifications/cancelled and the session's end stop them
+// whichever path ran them; the gateway closes idle sessions itself
+// (closeIdle), since the SDK's timer does not see the fast path.
 //
 // # Resources
 //
