@@ -9,7 +9,9 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -96,6 +98,12 @@ func testTools(started pids) *sdk.Server {
 // bundle "t", and returns its stop (which waits for it to end).
 func (r *rig) computer(t testing.TB, office, name string, approval computer.Approval, tools *sdk.Server) (stop func()) {
 	t.Helper()
+	return r.computerWith(t, office, name, approval, tools, nil)
+}
+
+// computerWith is computer with its options changed by opt.
+func (r *rig) computerWith(t testing.TB, office, name string, approval computer.Approval, tools *sdk.Server, opt func(*computer.Options)) (stop func()) {
+	t.Helper()
 	joined := make(chan struct{})
 	var once sync.Once
 	o := computer.Options{Server: r.base, Office: office, Name: name, Config: &config.File{}, Approval: approval,
@@ -109,6 +117,9 @@ func (r *rig) computer(t testing.TB, office, name string, approval computer.Appr
 		}}}}
 	if r.token != "" {
 		o.Auth = map[string]any{"x-api-key": r.token}
+	}
+	if opt != nil {
+		opt(&o)
 	}
 	c, err := computer.New(o)
 	if err != nil {
@@ -246,6 +257,41 @@ func TestGatewayTools(t *testing.T) {
 	calls, _, err := r.hub.Calls("o1")
 	if err != nil || len(calls) == 0 || calls[len(calls)-1].Agent != DefaultAgent || calls[len(calls)-1].Console || calls[len(calls)-1].Tool != "t__echo" {
 		t.Errorf("call log: %s", marshal(calls))
+	}
+}
+
+// TestGatewaySkills: a Computer's skills are resources, read through
+// client:get_skill.
+func TestGatewaySkills(t *testing.T) {
+	r := newRig(t, "", 10*time.Second)
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "audit-guide"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	md := "---\nname: audit-guide\ndescription: How to audit.\n---\nStep one: look.\n"
+	if err := os.WriteFile(filepath.Join(dir, "audit-guide", "SKILL.md"), []byte(md), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r.computerWith(t, "o1", "c1", computer.ApproveAll, testTools(nil), func(o *computer.Options) { o.SkillsDir = dir })
+	for _, e := range eras {
+		cs := r.client(t, "/offices/o1/mcp", e, nil)
+		rl, err := cs.ListResources(t.Context(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var skill *sdk.Resource
+		for _, res := range rl.Resources {
+			if res.URI == "skill://audit-guide/SKILL.md" {
+				skill = res
+			}
+		}
+		if skill == nil || skill.Description != "How to audit." || skill.Meta["a2c_skill"] != "audit-guide" {
+			t.Fatalf("%s: resources %s", e.name, marshal(rl.Resources))
+		}
+		rr, err := cs.ReadResource(t.Context(), &sdk.ReadResourceParams{URI: skill.URI})
+		if err != nil || len(rr.Contents) != 1 || !strings.Contains(rr.Contents[0].Text, "Step one: look.") {
+			t.Fatalf("%s: read %v %s", e.name, err, marshal(rr))
+		}
 	}
 }
 

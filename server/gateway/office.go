@@ -348,18 +348,7 @@ func (o *office) syncTools(views []computerView) {
 		}
 		o.g.log.Warn("MCP gateway: a tool name two Computers claim is left out", "office", o.id, "tool", name)
 	}
-	var gone []string
-	for name := range o.tools {
-		if _, ok := want[name]; !ok {
-			gone = append(gone, name)
-		}
-	}
-	if len(gone) > 0 {
-		o.srv.RemoveTools(gone...)
-		for _, n := range gone {
-			delete(o.tools, n)
-		}
-	}
+	dropGone(o.tools, want, o.srv.RemoveTools)
 	for _, name := range slices.Sorted(maps.Keys(want)) {
 		of := want[name]
 		print := of.computer + "\x00" + string(smcp.Encode(of.tool))
@@ -388,6 +377,23 @@ func (o *office) route(name string) (toolEntry, bool) {
 		return e, ok
 	}
 	return toolEntry{}, false
+}
+
+// dropGone takes the keys want no longer holds out of have and, with
+// remove, out of the SDK's registry (whose change the SDK announces).
+func dropGone[E, W any](have map[string]E, want map[string]W, remove func(...string)) {
+	var gone []string
+	for k := range have {
+		if _, ok := want[k]; !ok {
+			gone = append(gone, k)
+		}
+	}
+	if len(gone) > 0 {
+		remove(gone...)
+		for _, k := range gone {
+			delete(have, k)
+		}
+	}
 }
 
 // addTool registers one tool with the SDK. The SDK panics on a schema it
@@ -469,18 +475,7 @@ func (o *office) syncResources(views []computerView) {
 				Meta: sdk.Meta{"a2c_computer": v.name, "a2c_skill": sk.Name}}, o.readSkill(v.name, sk.Name)}
 		}
 	}
-	var gone []string
-	for uri := range o.resources {
-		if _, ok := want[uri]; !ok {
-			gone = append(gone, uri)
-		}
-	}
-	if len(gone) > 0 {
-		o.srv.RemoveResources(gone...)
-		for _, u := range gone {
-			delete(o.resources, u)
-		}
-	}
+	dropGone(o.resources, want, o.srv.RemoveResources)
 	for _, uri := range slices.Sorted(maps.Keys(want)) {
 		x := want[uri]
 		b, _ := json.Marshal(x.r)

@@ -240,25 +240,12 @@ func TestGatewayTypeScriptClient(t *testing.T) {
 // TestGatewayInspector: the MCP Inspector's CLI lists the office's tools
 // and calls one through the gateway, with the token as a header.
 func TestGatewayInspector(t *testing.T) {
-	entry := harness.RequireNodePeer(t, harness.InspectorEntry, "npm @modelcontextprotocol/inspector")
-	node := harness.RequireNode24(t)
+	harness.RequireNodePeer(t, harness.InspectorEntry, "npm @modelcontextprotocol/inspector")
 	const token = "insp3ct-t0ken"
 	u := startUp(t, "--token", token)
 	inspect := func(args ...string) []byte {
 		t.Helper()
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		defer cancel()
-		cmd := exec.CommandContext(ctx, node, append([]string{entry, "--cli", u.URL + "/mcp", "--header", "Authorization: Bearer " + token}, args...)...)
-		cmd.Env = append(cmd.Environ(), "HOME="+t.TempDir(), "NO_COLOR=1")
-		cmd.Dir = t.TempDir()
-		cmd.WaitDelay = 5 * time.Second
-		var stderr strings.Builder
-		cmd.Stderr = &stderr
-		out, err := cmd.Output()
-		if err != nil {
-			t.Fatalf("inspector %v: %v\nstderr:\n%s\nstdout:\n%s\nlogs:\n%s", args, err, stderr.String(), out, u.Logs())
-		}
-		return out
+		return harness.Inspect(t, u.URL+"/mcp", u.Logs, append([]string{"--header", "Authorization: Bearer " + token}, args...)...)
 	}
 	var list struct {
 		Tools []struct {

@@ -1,18 +1,14 @@
 package aiod
 
 import (
-	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
-	"os/exec"
 	"slices"
-	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/a2c-smcp/a2c-go/test/interop/internal/harness"
 )
@@ -21,8 +17,6 @@ import (
 // tools and calls one, through a recording proxy that shows which
 // revision it spoke.
 func TestAiodMCPInspector(t *testing.T) {
-	entry := harness.RequireNodePeer(t, harness.InspectorEntry, "npm @modelcontextprotocol/inspector")
-	node := harness.RequireNode24(t)
 	ws := t.TempDir()
 	d := startAiod(t, nil, "--workspace", ws)
 	target, _ := url.Parse(d.URL)
@@ -41,20 +35,7 @@ func TestAiodMCPInspector(t *testing.T) {
 
 	inspect := func(args ...string) []byte {
 		t.Helper()
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		defer cancel()
-		cmd := exec.CommandContext(ctx, node, append([]string{entry, "--cli", front.URL + "/mcp"}, args...)...)
-		// Its catalog (~/.mcp-inspector) goes to a folder of the test.
-		cmd.Env = append(cmd.Environ(), "HOME="+t.TempDir(), "NO_COLOR=1")
-		cmd.Dir = t.TempDir()
-		cmd.WaitDelay = 5 * time.Second
-		var stderr strings.Builder
-		cmd.Stderr = &stderr
-		out, err := cmd.Output()
-		if err != nil {
-			t.Fatalf("inspector %v: %v\nstderr:\n%s\nstdout:\n%s\naiod logs:\n%s", args, err, stderr.String(), out, d.Logs())
-		}
-		return out
+		return harness.Inspect(t, front.URL+"/mcp", d.Logs, args...)
 	}
 
 	var list struct {

@@ -291,3 +291,27 @@ func HoldConformanceNext(t *testing.T, node, entry, url string, lists NextLists,
 		t.Logf("suite output:\n%s\nserver logs:\n%s", out, logs())
 	}
 }
+
+// Inspect runs the MCP Inspector's CLI (the pinned InspectorEntry, on the
+// pinned Node 24) against the MCP server at url with args (--method ...,
+// --header ...), its catalog in a folder of the test, and returns what it
+// printed; a failure fails the test with its output and logs().
+func Inspect(t testing.TB, url string, logs func() string, args ...string) []byte {
+	t.Helper()
+	entry := RequireNodePeer(t, InspectorEntry, "npm @modelcontextprotocol/inspector")
+	node := RequireNode24(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, append([]string{entry, "--cli", url}, args...)...)
+	// Its catalog (~/.mcp-inspector) goes to a folder of the test.
+	cmd.Env = append(cmd.Environ(), "HOME="+t.TempDir(), "NO_COLOR=1")
+	cmd.Dir = t.TempDir()
+	cmd.WaitDelay = 5 * time.Second
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("inspector %v: %v\nstderr:\n%s\nstdout:\n%s\nserver logs:\n%s", args, err, stderr.String(), out, logs())
+	}
+	return out
+}
