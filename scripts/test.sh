@@ -35,6 +35,10 @@ command -v firefox-esr >/dev/null 2>&1 || need+=(firefox-esr)
 command -v Xvfb >/dev/null 2>&1 || need+=(xvfb)
 command -v openbox >/dev/null 2>&1 || need+=(openbox)
 command -v xprop >/dev/null 2>&1 || need+=(x11-utils)
+# nftables and iproute2: the pool's egress network (aiod/internal/egress),
+# whose tests link network namespaces of their own.
+command -v nft >/dev/null 2>&1 || need+=(nftables)
+command -v ip >/dev/null 2>&1 || need+=(iproute2)
 for tool in xdotool xclip ffmpeg; do
   command -v "$tool" >/dev/null 2>&1 || need+=("$tool")
 done

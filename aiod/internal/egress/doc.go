@@ -1,0 +1,40 @@
+// Package egress is a pool's filtered way out for its sandboxes (network
+// "egress", issue 32; not yet offered by the pool's API): each sandbox's
+// network namespace gets a veth pair to the host, an address of its own,
+// and a route out through the host, which masquerades it (nftables), and
+// rules of its own decide where it may go.
+//
+// # Addresses
+//
+// A [Network] owns a subnet ([Config.Subnet], default 10.233.0.0/16), cut
+// into /30 links: link n has the host's end at base+4n+1 and the
+// sandbox's at base+4n+2, its default route. The host's ends are named
+// <prefix><n>h and the sandbox's <prefix><n>s ([Config.Prefix], default
+// "a2e"), so one nftables rule names them all.
+//
+// # Rules
+//
+// One nftables table of the network's own ([Config.Table], family inet)
+// holds everything, so a pool's rules are made and taken away whole:
+//
+//   - forward: traffic between two sandboxes' links is dropped, whatever
+//     the rules say; traffic from a link goes to that link's own chain
+//     (a verdict map keyed by interface), and from there: its deny set
+//     drops, then (when it has an allow set) only its allow set passes;
+//     anything else from a link is dropped. Answers to a connection a
+//     sandbox opened come back (conntrack).
+//   - input: nothing from a link reaches the host itself (its addresses,
+//     its loopback, the pool's API): a sandbox only passes through.
+//   - postrouting: the subnet is masqueraded on its way out.
+//
+// Addresses that are never reachable, whatever the rules say: the
+// network's own subnet (other sandboxes) and the host (input), and
+// 169.254.0.0/16 (link-local, where cloud metadata services live) unless
+// an allow rule names it.
+//
+// # The host
+//
+// New turns IPv4 forwarding on (net.ipv4.ip_forward), which stays on; it
+// needs root, iproute2 (ip, nsenter) and nftables (nft). IPv6 is not
+// routed: a sandbox's link has no IPv6 address.
+package egress

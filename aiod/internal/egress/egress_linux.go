@@ -1,0 +1,260 @@
+package egress
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"net/netip"
+	"os"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+)
+
+// Config configures a [Network].
+type Config struct {
+	// Subnet is cut into the links' /30s; an IPv4 prefix of /8 to /28.
+	// Default 10.233.0.0/16.
+	Subnet netip.Prefix
+	// Table is the nftables table (family inet) of the network's rules;
+	// one already there is replaced. Default "a2c_egress".
+	Table string
+	// Prefix starts the links' interface names (at most 6 bytes of
+	// letters and digits, so a name with its number fits 15). Default
+	// "a2e".
+	Prefix string
+}
+
+// Rules say where a sandbox may go. Deny wins over Allow; an empty Allow
+// allows everything not denied (see the package documentation for what
+// is never reachable).
+type Rules struct {
+	Allow []netip.Prefix
+	Deny  []netip.Prefix
+}
+
+// Network is one pool's egress network. Make one with [New]; it is safe
+// for concurrent use.
+type Network struct {
+	cfg   Config
+	slots int // /30 links the subnet holds
+
+	mu    sync.Mutex
+	used  map[int]bool
+	links map[int]*Link
+}
+
+// Link is one sandbox's way out: its veth pair and its rules.
+type Link struct {
+	n    *Network
+	slot int
+	// Host and Sandbox are the link's two addresses: the sandbox's
+	// gateway and its own.
+	Host, Sandbox netip.Addr
+
+	once sync.Once
+}
+
+// ErrFull is returned by Attach when every link of the subnet is taken.
+var ErrFull = errors.New("egress: no free address left in the subnet")
+
+var namePart = regexp.MustCompile(`^[a-z][a-z0-9_]{0,31}$`)
+
+// New makes the network's nftables table (replacing one of that name) and
+// turns IPv4 forwarding on.
+func New(cfg Config) (*Network, error) {
+	if !cfg.Subnet.IsValid() {
+		cfg.Subnet = netip.MustParsePrefix("10.233.0.0/16")
+	}
+	cfg.Subnet = cfg.Subnet.Masked()
+	if !cfg.Subnet.Addr().Is4() || cfg.Subnet.Bits() < 8 || cfg.Subnet.Bits() > 28 {
+		return nil, fmt.Errorf("egress: subnet %s: an IPv4 prefix of /8 to /28", cfg.Subnet)
+	}
+	if cfg.Table == "" {
+		cfg.Table = "a2c_egress"
+	}
+	if cfg.Prefix == "" {
+		cfg.Prefix = "a2e"
+	}
+	if !namePart.MatchString(cfg.Table) || !namePart.MatchString(cfg.Prefix) || len(cfg.Prefix) > 6 || strings.Contains(cfg.Prefix, "_") {
+		return nil, fmt.Errorf("egress: table %q or prefix %q: lower-case letters and digits (the prefix at most 6)", cfg.Table, cfg.Prefix)
+	}
+	n := &Network{cfg: cfg, slots: 1 << (32 - cfg.Subnet.Bits() - 2), used: map[int]bool{}, links: map[int]*Link{}}
+	if err := os.WriteFile("/proc/sys/net/ipv4/ip_forward", []byte("1"), 0o644); err != nil {
+		return nil, fmt.Errorf("egress: turning IPv4 forwarding on: %w", err)
+	}
+	t, p := cfg.Table, cfg.Prefix
+	script := fmt.Sprintf(`table inet %[1]s
+delete table inet %[1]s
+table inet %[1]s {
+	map links {
+		type ifname : verdict
+	}
+	chain forward {
+		type filter hook forward priority filter; policy accept;
+		iifname "%[2]s*" oifname "%[2]s*" drop
+		ct state established,related accept
+		iifname "%[2]s*" iifname vmap @links
+		iifname "%[2]s*" drop
+	}
+	chain input {
+		type filter hook input priority filter; policy accept;
+		iifname "%[2]s*" drop
+	}
+	chain postrouting {
+		type nat hook postrouting priority srcnat; policy accept;
+		ip saddr %[3]s oifname != "%[2]s*" masquerade
+	}
+}
+`, t, p, cfg.Subnet)
+	if err := nft(script); err != nil {
+		return nil, err
+	}
+	return n, nil
+}
+
+// Close takes the network's table away (forwarding stays on). Links still
+// attached lose their rules; their veth pairs go with their namespaces.
+func (n *Network) Close() error {
+	return nft(fmt.Sprintf("delete table inet %s\n", n.cfg.Table))
+}
+
+// Attach gives the network namespace of process pid (a sandbox's init) a
+// link out, with rules r: a veth pair, the sandbox's end moved into the
+// namespace, addressed, up, and its default route; its rules in the
+// table. The namespace's loopback is brought up too.
+func (n *Network) Attach(pid int, r Rules) (*Link, error) {
+	for _, p := range append(append([]netip.Prefix{}, r.Allow...), r.Deny...) {
+		if !p.IsValid() || !p.Addr().Is4() {
+			return nil, fmt.Errorf("egress: rule %s: only IPv4 prefixes", p)
+		}
+	}
+	n.mu.Lock()
+	slot := -1
+	for i := range n.slots {
+		if !n.used[i] {
+			slot = i
+			break
+		}
+	}
+	if slot < 0 {
+		n.mu.Unlock()
+		return nil, ErrFull
+	}
+	n.used[slot] = true
+	n.mu.Unlock()
+	base := n.cfg.Subnet.Addr().As4()
+	v := uint32(base[0])<<24 | uint32(base[1])<<16 | uint32(base[2])<<8 | uint32(base[3]) + uint32(4*slot)
+	addr := func(k uint32) netip.Addr {
+		x := v + k
+		return netip.AddrFrom4([4]byte{byte(x >> 24), byte(x >> 16), byte(x >> 8), byte(x)})
+	}
+	l := &Link{n: n, slot: slot, Host: addr(1), Sandbox: addr(2)}
+	if err := l.setup(pid, r); err != nil {
+		l.teardown()
+		return nil, err
+	}
+	n.mu.Lock()
+	n.links[slot] = l
+	n.mu.Unlock()
+	return l, nil
+}
+
+func (l *Link) hostIf() string    { return l.n.cfg.Prefix + strconv.Itoa(l.slot) + "h" }
+func (l *Link) sandboxIf() string { return l.n.cfg.Prefix + strconv.Itoa(l.slot) + "s" }
+func (l *Link) chain() string     { return "link" + strconv.Itoa(l.slot) }
+
+// setup makes the veth pair and the rules.
+func (l *Link) setup(pid int, r Rules) error {
+	h, s := l.hostIf(), l.sandboxIf()
+	if err := run(nil, "ip", "link", "add", h, "type", "veth", "peer", "name", s, "netns", strconv.Itoa(pid)); err != nil {
+		return err
+	}
+	if err := run(nil, "ip", "addr", "add", l.Host.String()+"/30", "dev", h); err != nil {
+		return err
+	}
+	if err := run(nil, "ip", "link", "set", h, "up"); err != nil {
+		return err
+	}
+	inside := fmt.Sprintf("link set lo up\naddr add %s/30 dev %s\nlink set %s up\nroute add default via %s\n", l.Sandbox, s, s, l.Host)
+	if err := run([]byte(inside), "nsenter", "-t", strconv.Itoa(pid), "-n", "ip", "-batch", "-"); err != nil {
+		return err
+	}
+	deny := append([]netip.Prefix{}, r.Deny...)
+	if len(r.Allow) == 0 {
+		deny = append(deny, netip.MustParsePrefix("169.254.0.0/16"))
+	}
+	var b strings.Builder
+	t, c := l.n.cfg.Table, l.chain()
+	fmt.Fprintf(&b, "add chain inet %s %s\n", t, c)
+	fmt.Fprintf(&b, "add set inet %s %s_deny { type ipv4_addr; flags interval; auto-merge; }\n", t, c)
+	if len(deny) > 0 {
+		fmt.Fprintf(&b, "add element inet %s %s_deny { %s }\n", t, c, prefixes(deny))
+	}
+	fmt.Fprintf(&b, "add rule inet %s %s ip daddr @%s_deny drop\n", t, c, c)
+	if len(r.Allow) > 0 {
+		fmt.Fprintf(&b, "add set inet %s %s_allow { type ipv4_addr; flags interval; auto-merge; }\n", t, c)
+		fmt.Fprintf(&b, "add element inet %s %s_allow { %s }\n", t, c, prefixes(r.Allow))
+		fmt.Fprintf(&b, "add rule inet %s %s ip daddr @%s_allow accept\n", t, c, c)
+		fmt.Fprintf(&b, "add rule inet %s %s drop\n", t, c)
+	} else {
+		fmt.Fprintf(&b, "add rule inet %s %s accept\n", t, c)
+	}
+	fmt.Fprintf(&b, "add element inet %s links { \"%s\" : jump %s }\n", t, h, c)
+	return nft(b.String())
+}
+
+// Close takes the link away: its veth pair (both ends), its rules, its
+// addresses (free for another sandbox). Closing twice is a no-op.
+func (l *Link) Close() error {
+	var err error
+	l.once.Do(func() { err = l.teardown() })
+	return err
+}
+
+// teardown undoes setup, whatever part of it was done, and frees the
+// link's addresses.
+func (l *Link) teardown() error {
+	t, c := l.n.cfg.Table, l.chain()
+	// Each step on its own: one that was never done fails alone.
+	_ = nft(fmt.Sprintf("delete element inet %s links { \"%s\" }\n", t, l.hostIf()))
+	_ = nft(fmt.Sprintf("delete chain inet %s %s\n", t, c))
+	_ = nft(fmt.Sprintf("delete set inet %s %s_deny\n", t, c))
+	_ = nft(fmt.Sprintf("delete set inet %s %s_allow\n", t, c))
+	// The namespace may have gone first, taking the pair with it: a
+	// device that is not there is what this step wants.
+	_ = run(nil, "ip", "link", "del", l.hostIf())
+	l.n.mu.Lock()
+	delete(l.n.used, l.slot)
+	delete(l.n.links, l.slot)
+	l.n.mu.Unlock()
+	return nil
+}
+
+func prefixes(ps []netip.Prefix) string {
+	s := make([]string, len(ps))
+	for i, p := range ps {
+		s[i] = p.Masked().String()
+	}
+	return strings.Join(s, ", ")
+}
+
+// nft runs an nftables script (nft -f -).
+func nft(script string) error {
+	return run([]byte(script), "nft", "-f", "-")
+}
+
+// run runs a command with stdin, its output in the error.
+func run(stdin []byte, name string, args ...string) error {
+	cmd := exec.Command(name, args...)
+	if stdin != nil {
+		cmd.Stdin = bytes.NewReader(stdin)
+	}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("egress: %s %s: %w: %s", name, strings.Join(args, " "), err, bytes.TrimSpace(out))
+	}
+	return nil
+}
