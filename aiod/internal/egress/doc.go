@@ -28,9 +28,18 @@
 //   - postrouting: the subnet is masqueraded on its way out.
 //
 // Addresses that are never reachable, whatever the rules say: the
-// network's own subnet (other sandboxes) and the host (input), and
+// network's own subnet (other sandboxes) and the host (input: a link
+// reaches only its own resolver, port 53 of its host address), and
 // 169.254.0.0/16 (link-local, where cloud metadata services live) unless
-// an allow rule names it.
+// the rules are an allow list.
+//
+// # Names
+//
+// Each link has a resolver of its own (dns_linux.go), a DNS forwarder on
+// its host address that asks [Config.Upstream]: a name a deny pattern
+// matches is NXDOMAIN and its addresses are denied; the addresses of an
+// answer for a name an allow pattern matches are let in for their TTL
+// (at least 30 s). A sandbox's resolv.conf names its gateway.
 //
 // # The host
 //

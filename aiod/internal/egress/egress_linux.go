@@ -25,15 +25,26 @@ type Config struct {
 	// letters and digits, so a name with its number fits 15). Default
 	// "a2e".
 	Prefix string
+	// Upstream are the DNS servers the links' resolvers ask. Default
+	// SystemResolvers().
+	Upstream []netip.AddrPort
 }
 
-// Rules say where a sandbox may go. Deny wins over Allow; an empty Allow
-// allows everything not denied (see the package documentation for what
-// is never reachable).
+// Rules say where a sandbox may go. Deny wins over Allow; with no Allow
+// and no AllowNames, everything not denied is allowed (see the package
+// documentation for what is never reachable). Names are held through the
+// link's resolver (dns_linux.go).
 type Rules struct {
 	Allow []netip.Prefix
 	Deny  []netip.Prefix
+	// AllowNames and DenyNames are host names ("example.com") or
+	// patterns of the names below one ("*.example.com").
+	AllowNames []string
+	DenyNames  []string
 }
+
+// allowList reports whether only what the rules allow passes.
+func (r Rules) allowList() bool { return len(r.Allow) > 0 || len(r.AllowNames) > 0 }
 
 // Network is one pool's egress network. Make one with [New]; it is safe
 // for concurrent use.
@@ -51,10 +62,12 @@ type Link struct {
 	n    *Network
 	slot int
 	// Host and Sandbox are the link's two addresses: the sandbox's
-	// gateway and its own.
+	// gateway (and resolver, port 53) and its own.
 	Host, Sandbox netip.Addr
 
-	once sync.Once
+	rules Rules
+	dns   *resolver // nil until started
+	once  sync.Once
 }
 
 // ErrFull is returned by Attach when every link of the subnet is taken.
@@ -78,6 +91,9 @@ func New(cfg Config) (*Network, error) {
 	if cfg.Prefix == "" {
 		cfg.Prefix = "a2e"
 	}
+	if cfg.Upstream == nil {
+		cfg.Upstream = SystemResolvers()
+	}
 	if !namePart.MatchString(cfg.Table) || !namePart.MatchString(cfg.Prefix) || len(cfg.Prefix) > 6 || strings.Contains(cfg.Prefix, "_") {
 		return nil, fmt.Errorf("egress: table %q or prefix %q: lower-case letters and digits (the prefix at most 6)", cfg.Table, cfg.Prefix)
 	}
@@ -92,6 +108,9 @@ table inet %[1]s {
 	map links {
 		type ifname : verdict
 	}
+	map inlinks {
+		type ifname : verdict
+	}
 	chain forward {
 		type filter hook forward priority filter; policy accept;
 		iifname "%[2]s*" oifname "%[2]s*" drop
@@ -101,6 +120,7 @@ table inet %[1]s {
 	}
 	chain input {
 		type filter hook input priority filter; policy accept;
+		iifname "%[2]s*" iifname vmap @inlinks
 		iifname "%[2]s*" drop
 	}
 	chain postrouting {
@@ -131,6 +151,11 @@ func (n *Network) Attach(pid int, r Rules) (*Link, error) {
 			return nil, fmt.Errorf("egress: rule %s: only IPv4 prefixes", p)
 		}
 	}
+	for _, p := range append(append([]string{}, r.AllowNames...), r.DenyNames...) {
+		if err := checkPattern(p); err != nil {
+			return nil, err
+		}
+	}
 	n.mu.Lock()
 	slot := -1
 	for i := range n.slots {
@@ -151,10 +176,19 @@ func (n *Network) Attach(pid int, r Rules) (*Link, error) {
 		x := v + k
 		return netip.AddrFrom4([4]byte{byte(x >> 24), byte(x >> 16), byte(x >> 8), byte(x)})
 	}
-	l := &Link{n: n, slot: slot, Host: addr(1), Sandbox: addr(2)}
-	if err := l.setup(pid, r); err != nil {
+	l := &Link{n: n, slot: slot, Host: addr(1), Sandbox: addr(2), rules: r}
+	err := l.setup(pid, r)
+	if err == nil {
+		err = l.startResolver(n.cfg.Upstream)
+	}
+	if err != nil {
 		l.teardown()
 		return nil, err
+	}
+	for _, name := range r.DenyNames {
+		if !strings.HasPrefix(name, "*.") {
+			l.dns.wg.Go(func() { l.denyAddrs(name) })
+		}
 	}
 	n.mu.Lock()
 	n.links[slot] = l
@@ -183,7 +217,7 @@ func (l *Link) setup(pid int, r Rules) error {
 		return err
 	}
 	deny := append([]netip.Prefix{}, r.Deny...)
-	if len(r.Allow) == 0 {
+	if !r.allowList() {
 		deny = append(deny, netip.MustParsePrefix("169.254.0.0/16"))
 	}
 	var b strings.Builder
@@ -194,15 +228,26 @@ func (l *Link) setup(pid int, r Rules) error {
 		fmt.Fprintf(&b, "add element inet %s %s_deny { %s }\n", t, c, prefixes(deny))
 	}
 	fmt.Fprintf(&b, "add rule inet %s %s ip daddr @%s_deny drop\n", t, c, c)
-	if len(r.Allow) > 0 {
-		fmt.Fprintf(&b, "add set inet %s %s_allow { type ipv4_addr; flags interval; auto-merge; }\n", t, c)
-		fmt.Fprintf(&b, "add element inet %s %s_allow { %s }\n", t, c, prefixes(r.Allow))
-		fmt.Fprintf(&b, "add rule inet %s %s ip daddr @%s_allow accept\n", t, c, c)
+	// Addresses a name rule let in, each for its answer's TTL.
+	fmt.Fprintf(&b, "add set inet %s %s_named { type ipv4_addr; flags timeout; }\n", t, c)
+	fmt.Fprintf(&b, "add rule inet %s %s ip daddr @%s_named accept\n", t, c, c)
+	if r.allowList() {
+		if len(r.Allow) > 0 {
+			fmt.Fprintf(&b, "add set inet %s %s_allow { type ipv4_addr; flags interval; auto-merge; }\n", t, c)
+			fmt.Fprintf(&b, "add element inet %s %s_allow { %s }\n", t, c, prefixes(r.Allow))
+			fmt.Fprintf(&b, "add rule inet %s %s ip daddr @%s_allow accept\n", t, c, c)
+		}
 		fmt.Fprintf(&b, "add rule inet %s %s drop\n", t, c)
 	} else {
 		fmt.Fprintf(&b, "add rule inet %s %s accept\n", t, c)
 	}
 	fmt.Fprintf(&b, "add element inet %s links { \"%s\" : jump %s }\n", t, h, c)
+	// The host: its resolver on the link's own address, nothing else.
+	fmt.Fprintf(&b, "add chain inet %s %s_in\n", t, c)
+	fmt.Fprintf(&b, "add rule inet %s %s_in ip daddr %s udp dport 53 accept\n", t, c, l.Host)
+	fmt.Fprintf(&b, "add rule inet %s %s_in ip daddr %s tcp dport 53 accept\n", t, c, l.Host)
+	fmt.Fprintf(&b, "add rule inet %s %s_in drop\n", t, c)
+	fmt.Fprintf(&b, "add element inet %s inlinks { \"%s\" : jump %s_in }\n", t, h, c)
 	return nft(b.String())
 }
 
@@ -217,12 +262,18 @@ func (l *Link) Close() error {
 // teardown undoes setup, whatever part of it was done, and frees the
 // link's addresses.
 func (l *Link) teardown() error {
+	if l.dns != nil {
+		l.dns.close()
+	}
 	t, c := l.n.cfg.Table, l.chain()
 	// Each step on its own: one that was never done fails alone.
 	_ = nft(fmt.Sprintf("delete element inet %s links { \"%s\" }\n", t, l.hostIf()))
+	_ = nft(fmt.Sprintf("delete element inet %s inlinks { \"%s\" }\n", t, l.hostIf()))
 	_ = nft(fmt.Sprintf("delete chain inet %s %s\n", t, c))
-	_ = nft(fmt.Sprintf("delete set inet %s %s_deny\n", t, c))
-	_ = nft(fmt.Sprintf("delete set inet %s %s_allow\n", t, c))
+	_ = nft(fmt.Sprintf("delete chain inet %s %s_in\n", t, c))
+	for _, set := range []string{"deny", "allow", "named"} {
+		_ = nft(fmt.Sprintf("delete set inet %s %s_%s\n", t, c, set))
+	}
 	// The namespace may have gone first, taking the pair with it: a
 	// device that is not there is what this step wants.
 	_ = run(nil, "ip", "link", "del", l.hostIf())

@@ -17,13 +17,14 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/net/dns/dnsmessage"
 	"golang.org/x/sys/unix"
 )
 
 // needRoot skips a test when not root (CI is root), and skips or, under
 // A2C_REQUIRE_PEERS=1 (make test), fails it when ip, nft or nsenter is
 // missing. The test turns the host's IPv4 forwarding on, as New does.
-func needRoot(t *testing.T) {
+func needRoot(t testing.TB) {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("egress needs root (CI runs as root)")
@@ -48,7 +49,7 @@ type netns struct {
 	pid int
 }
 
-func newNetns(t *testing.T) *netns {
+func newNetns(t testing.TB) *netns {
 	t.Helper()
 	cmd := exec.Command("sleep", "600")
 	// No Pdeathsig: it fires when the forking thread ends, and in() ends
@@ -63,7 +64,7 @@ func newNetns(t *testing.T) *netns {
 
 // in runs f on a thread that joined the namespace: a socket f makes
 // belongs to the namespace, wherever it is used later.
-func (n *netns) in(t *testing.T, f func()) {
+func (n *netns) in(t testing.TB, f func()) {
 	t.Helper()
 	done := make(chan error, 1)
 	go func() {
@@ -86,26 +87,27 @@ func (n *netns) in(t *testing.T, f func()) {
 // outside is a host on a network of the test's own ("the internet"): a
 // namespace linked to the host by a veth pair, serving HTTP.
 type outside struct {
-	addr netip.Addr // the server's
-	host netip.Addr // the host's end
+	addr, addr2 netip.Addr // the server's two addresses
+	host        netip.Addr // the host's end
 }
 
-func newOutside(t *testing.T) *outside {
+func newOutside(t testing.TB) *outside {
 	t.Helper()
 	ns := newNetns(t)
 	r := rand.IntN(200) + 20
-	o := &outside{addr: netip.MustParseAddr(fmt.Sprintf("10.250.%d.2", r)), host: netip.MustParseAddr(fmt.Sprintf("10.250.%d.1", r))}
+	o := &outside{addr: netip.MustParseAddr(fmt.Sprintf("10.250.%d.2", r)), addr2: netip.MustParseAddr(fmt.Sprintf("10.250.%d.3", r)),
+		host: netip.MustParseAddr(fmt.Sprintf("10.250.%d.1", r))}
 	h := fmt.Sprintf("tout%d", r) // not the links' prefix: it is no sandbox's link
 	must(t, run(nil, "ip", "link", "add", h, "type", "veth", "peer", "name", "eth0", "netns", fmt.Sprint(ns.pid)))
 	t.Cleanup(func() { _ = run(nil, "ip", "link", "del", h) })
 	must(t, run(nil, "ip", "addr", "add", o.host.String()+"/24", "dev", h))
 	must(t, run(nil, "ip", "link", "set", h, "up"))
-	must(t, run([]byte(fmt.Sprintf("link set lo up\naddr add %s/24 dev eth0\nlink set eth0 up\n", o.addr)),
+	must(t, run([]byte(fmt.Sprintf("link set lo up\naddr add %s/24 dev eth0\naddr add %s/24 dev eth0\nlink set eth0 up\n", o.addr, o.addr2)),
 		"nsenter", "-t", fmt.Sprint(ns.pid), "-n", "ip", "-batch", "-"))
 	var ln net.Listener
 	ns.in(t, func() {
 		var err error
-		ln, err = net.Listen("tcp", o.addr.String()+":8080")
+		ln, err = net.Listen("tcp", "0.0.0.0:8080")
 		must(t, err)
 	})
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -116,7 +118,7 @@ func newOutside(t *testing.T) *outside {
 	return o
 }
 
-func must(t *testing.T, err error) {
+func must(t testing.TB, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
@@ -233,6 +235,10 @@ func TestEgress(t *testing.T) {
 		}
 	})
 
+	t.Run("names", func(t *testing.T) {
+		testNames(t, n, out)
+	})
+
 	t.Run("close", func(t *testing.T) {
 		sb := newNetns(t)
 		l, err := n.Attach(sb.pid, Rules{Deny: []netip.Prefix{outNet}})
@@ -247,4 +253,181 @@ func TestEgress(t *testing.T) {
 			t.Errorf("rules left: %v\n%s", err, out)
 		}
 	})
+}
+
+// upstream is a DNS server on the host's loopback standing for the
+// machine's resolver: it answers A records from its table.
+func upstream(t testing.TB, table map[string]netip.Addr) netip.AddrPort {
+	t.Helper()
+	pc, err := net.ListenPacket("udp4", "127.0.0.1:0")
+	must(t, err)
+	t.Cleanup(func() { pc.Close() })
+	go func() {
+		buf := make([]byte, 1500)
+		for {
+			n, from, err := pc.ReadFrom(buf)
+			if err != nil {
+				return
+			}
+			var p dnsmessage.Parser
+			h, err := p.Start(buf[:n])
+			if err != nil {
+				continue
+			}
+			q, err := p.Question()
+			if err != nil {
+				continue
+			}
+			b := dnsmessage.NewBuilder(nil, dnsmessage.Header{ID: h.ID, Response: true, RecursionAvailable: true})
+			_ = b.StartQuestions()
+			_ = b.Question(q)
+			a, ok := table[strings.TrimSuffix(q.Name.String(), ".")]
+			if ok && q.Type == dnsmessage.TypeA {
+				_ = b.StartAnswers()
+				_ = b.AResource(dnsmessage.ResourceHeader{Name: q.Name, Class: dnsmessage.ClassINET, TTL: 60}, dnsmessage.AResource{A: a.As4()})
+			}
+			out, _ := b.Finish()
+			_, _ = pc.WriteTo(out, from)
+		}
+	}()
+	return netip.MustParseAddrPort(pc.LocalAddr().String())
+}
+
+// lookup asks the link's resolver (its gateway, port 53) for name's A
+// records from inside the sandbox; rcode is the answer's.
+func lookup(t *testing.T, ns *netns, l *Link, name string) (addrs []netip.Addr, rcode dnsmessage.RCode) {
+	t.Helper()
+	var conn net.Conn
+	var err error
+	ns.in(t, func() {
+		conn, err = net.Dial("udp4", netip.AddrPortFrom(l.Host, 53).String())
+	})
+	must(t, err)
+	defer conn.Close()
+	b := dnsmessage.NewBuilder(nil, dnsmessage.Header{ID: 7, RecursionDesired: true})
+	_ = b.StartQuestions()
+	_ = b.Question(dnsmessage.Question{Name: dnsmessage.MustNewName(name + "."), Type: dnsmessage.TypeA, Class: dnsmessage.ClassINET})
+	q, _ := b.Finish()
+	_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
+	_, err = conn.Write(q)
+	must(t, err)
+	buf := make([]byte, 1500)
+	n, err := conn.Read(buf)
+	must(t, err)
+	var p dnsmessage.Parser
+	h, err := p.Start(buf[:n])
+	must(t, err)
+	for a := range aRecords(buf[:n]) {
+		addrs = append(addrs, a)
+	}
+	return addrs, h.RCode
+}
+
+// testNames: name rules hold through the link's resolver: a name an
+// allow pattern matches lets its addresses in once looked up, another
+// name resolves but its address stays shut, a denied name is NXDOMAIN and
+// its address shut even to a sandbox that knows it.
+func testNames(t *testing.T, n *Network, out *outside) {
+	up := upstream(t, map[string]netip.Addr{"api.allowed.test": out.addr, "other.test": out.addr2, "denied.test": out.addr2})
+	n.cfg.Upstream = []netip.AddrPort{up}
+	sb := newNetns(t)
+	l, err := n.Attach(sb.pid, Rules{AllowNames: []string{"*.allowed.test"}})
+	must(t, err)
+	defer l.Close()
+	if _, ok := get(t, sb, "http://"+out.addr.String()+":8080/"); ok {
+		t.Fatal("reached an address before its name was looked up")
+	}
+	addrs, rc := lookup(t, sb, l, "api.allowed.test")
+	if rc != dnsmessage.RCodeSuccess || len(addrs) != 1 || addrs[0] != out.addr {
+		t.Fatalf("lookup: %v %v", addrs, rc)
+	}
+	if _, ok := get(t, sb, "http://"+out.addr.String()+":8080/"); !ok {
+		t.Error("the allowed name's address is still shut")
+	}
+	addrs, rc = lookup(t, sb, l, "other.test")
+	if rc != dnsmessage.RCodeSuccess || len(addrs) != 1 {
+		t.Fatalf("other.test: %v %v", addrs, rc)
+	}
+	if _, ok := get(t, sb, "http://"+out.addr2.String()+":8080/"); ok {
+		t.Error("a name no rule allows opened its address")
+	}
+
+	sd := newNetns(t)
+	ld, err := n.Attach(sd.pid, Rules{DenyNames: []string{"denied.test"}})
+	must(t, err)
+	defer ld.Close()
+	if _, rc := lookup(t, sd, ld, "denied.test"); rc != dnsmessage.RCodeNameError {
+		t.Errorf("denied.test: %v, want NXDOMAIN", rc)
+	}
+	// Its address joins the deny set (asked of the upstream at attach).
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		o, _ := exec.Command("nft", "list", "set", "inet", n.cfg.Table, ld.chain()+"_deny").CombinedOutput()
+		if strings.Contains(string(o), out.addr2.String()) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the denied name's address is not in the deny set:\n%s", o)
+		}
+	}
+	if _, ok := get(t, sd, "http://"+out.addr2.String()+":8080/"); ok {
+		t.Error("the denied name's address is reachable")
+	}
+	if _, ok := get(t, sd, "http://"+out.addr.String()+":8080/"); !ok {
+		t.Error("with a deny rule only, the rest must be open")
+	}
+	// A sandbox reaches its own resolver only: not another link's.
+	if _, rc := lookup(t, sd, ld, "other.test"); rc != dnsmessage.RCodeSuccess {
+		t.Errorf("own resolver: %v", rc)
+	}
+	var conn net.Conn
+	sd.in(t, func() { conn, err = net.DialTimeout("tcp4", netip.AddrPortFrom(l.Host, 53).String(), time.Second) })
+	if err == nil {
+		conn.Close()
+		t.Error("a sandbox reached another link's resolver")
+	}
+}
+
+// BenchmarkEgressHTTP: one HTTP request on a kept-alive connection to
+// the outside host, from the host itself ("host") and from a sandbox
+// through its link and the NAT ("sandbox"): their ratio is what the way
+// out costs (bench/RESULTS.md).
+func BenchmarkEgressHTTP(b *testing.B) {
+	needRoot(b)
+	n, err := New(Config{Subnet: netip.MustParsePrefix("10.235.0.0/24"), Table: fmt.Sprintf("a2cb%d", rand.IntN(1e6)), Prefix: "a2b"})
+	must(b, err)
+	b.Cleanup(func() { _ = n.Close() })
+	out := newOutside(b)
+	url := "http://" + out.addr.String() + ":8080/"
+	sb := newNetns(b)
+	l, err := n.Attach(sb.pid, Rules{})
+	must(b, err)
+	b.Cleanup(func() { _ = l.Close() })
+	client := func(dial func() (net.Conn, error)) *http.Client {
+		return &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1,
+			DialContext: func(context.Context, string, string) (net.Conn, error) { return dial() }}}
+	}
+	hostAddr := out.addr.String() + ":8080"
+	for _, c := range []struct {
+		name string
+		hc   *http.Client
+	}{
+		{"host", client(func() (net.Conn, error) { return net.Dial("tcp", hostAddr) })},
+		{"sandbox", client(func() (net.Conn, error) {
+			var conn net.Conn
+			var err error
+			sb.in(b, func() { conn, err = net.Dial("tcp", hostAddr) })
+			return conn, err
+		})},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			for b.Loop() {
+				resp, err := c.hc.Get(url)
+				if err != nil {
+					b.Fatal(err)
+				}
+				_, _ = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+			}
+		})
+	}
 }

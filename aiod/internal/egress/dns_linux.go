@@ -1,0 +1,339 @@
+package egress
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/net/dns/dnsmessage"
+)
+
+// The link's resolver: a small DNS forwarder on the link's host address
+// (port 53, UDP and TCP), the only address of the host a sandbox may
+// reach. It is what makes a name rule hold:
+//
+//   - a name a DenyNames pattern matches is answered NXDOMAIN, and its
+//     addresses (asked of the upstream at attach time, and whenever the
+//     sandbox asks for it) are in the link's deny set;
+//   - any other name is asked of the upstream and the answer passed back
+//     as it came; when an AllowNames pattern matches the name, the
+//     answer's IPv4 addresses join the link's allow set for their TTL
+//     (at least minTTL), so the sandbox may connect to them.
+//
+// A pattern is a name ("example.com", that name only) or "*." and a name
+// ("*.example.com", any name below it, not the name itself); case does
+// not matter, nor a final dot.
+
+// minTTL is the shortest time an address a name rule let in stays in the
+// allow set, whatever the answer's TTL (a client may connect a moment
+// after its lookup).
+const minTTL = 30 * time.Second
+
+// maxDNS bounds a DNS message the forwarder reads (TCP's own bound).
+const maxDNS = 65535
+
+// upstreamTimeout bounds one question to an upstream server.
+const upstreamTimeout = 2 * time.Second
+
+// matchName reports whether name matches one of the patterns.
+func matchName(patterns []string, name string) bool {
+	name = strings.ToLower(strings.TrimSuffix(name, "."))
+	for _, p := range patterns {
+		p = strings.ToLower(strings.TrimSuffix(p, "."))
+		if rest, ok := strings.CutPrefix(p, "*."); ok {
+			if strings.HasSuffix(name, "."+rest) {
+				return true
+			}
+		} else if p == name {
+			return true
+		}
+	}
+	return false
+}
+
+// checkPattern reports whether p is a name pattern.
+func checkPattern(p string) error {
+	n := strings.TrimSuffix(strings.TrimPrefix(p, "*."), ".")
+	if n == "" || len(n) > 253 || strings.ContainsAny(n, " */\\@:") {
+		return fmt.Errorf("egress: name rule %q: a host name, or *. and a host name", p)
+	}
+	return nil
+}
+
+// resolver is one link's DNS forwarder.
+type resolver struct {
+	l        *Link
+	upstream []netip.AddrPort
+	udp      *net.UDPConn
+	tcp      *net.TCPListener
+	ctx      context.Context
+	stop     context.CancelFunc
+	wg       sync.WaitGroup
+}
+
+// startResolver listens on the link's host address, port 53.
+func (l *Link) startResolver(upstream []netip.AddrPort) error {
+	at := netip.AddrPortFrom(l.Host, 53)
+	udp, err := net.ListenUDP("udp4", net.UDPAddrFromAddrPort(at))
+	if err != nil {
+		return fmt.Errorf("egress: the link's resolver: %w", err)
+	}
+	tcp, err := net.ListenTCP("tcp4", net.TCPAddrFromAddrPort(at))
+	if err != nil {
+		udp.Close()
+		return fmt.Errorf("egress: the link's resolver: %w", err)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	r := &resolver{l: l, upstream: upstream, udp: udp, tcp: tcp, ctx: ctx, stop: stop}
+	l.dns = r
+	r.wg.Add(2)
+	go r.serveUDP()
+	go r.serveTCP()
+	return nil
+}
+
+// close stops the resolver and waits for its goroutines.
+func (r *resolver) close() {
+	r.stop()
+	r.udp.Close()
+	r.tcp.Close()
+	r.wg.Wait()
+}
+
+func (r *resolver) serveUDP() {
+	defer r.wg.Done()
+	buf := make([]byte, maxDNS)
+	for {
+		n, from, err := r.udp.ReadFromUDPAddrPort(buf)
+		if err != nil {
+			return // closed
+		}
+		q := append([]byte(nil), buf[:n]...)
+		r.wg.Add(1)
+		go func() {
+			defer r.wg.Done()
+			if ans := r.answer(q, "udp"); ans != nil {
+				_, _ = r.udp.WriteToUDPAddrPort(ans, from)
+			}
+		}()
+	}
+}
+
+func (r *resolver) serveTCP() {
+	defer r.wg.Done()
+	for {
+		c, err := r.tcp.Accept()
+		if err != nil {
+			return // closed
+		}
+		r.wg.Add(1)
+		go func() {
+			defer r.wg.Done()
+			defer c.Close()
+			stop := context.AfterFunc(r.ctx, func() { c.Close() })
+			defer stop()
+			_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+			q, err := readTCP(c)
+			if err != nil {
+				return
+			}
+			if ans := r.answer(q, "tcp"); ans != nil {
+				_ = writeTCP(c, ans)
+			}
+		}()
+	}
+}
+
+func readTCP(r io.Reader) ([]byte, error) {
+	var n [2]byte
+	if _, err := io.ReadFull(r, n[:]); err != nil {
+		return nil, err
+	}
+	b := make([]byte, binary.BigEndian.Uint16(n[:]))
+	_, err := io.ReadFull(r, b)
+	return b, err
+}
+
+func writeTCP(w io.Writer, b []byte) error {
+	out := make([]byte, 2+len(b))
+	binary.BigEndian.PutUint16(out, uint16(len(b)))
+	copy(out[2:], b)
+	_, err := w.Write(out)
+	return err
+}
+
+// answer answers one query (nil: nothing to send back, the query was no
+// DNS query).
+func (r *resolver) answer(q []byte, network string) []byte {
+	var p dnsmessage.Parser
+	h, err := p.Start(q)
+	if err != nil || h.Response {
+		return nil
+	}
+	question, err := p.Question()
+	if err != nil {
+		return reply(h, nil, dnsmessage.RCodeFormatError)
+	}
+	name := question.Name.String()
+	rules := r.l.rules
+	if matchName(rules.DenyNames, name) {
+		go r.l.denyAddrs(name) // its addresses, for a sandbox that knows them
+		return reply(h, &question, dnsmessage.RCodeNameError)
+	}
+	ans, err := r.ask(q, network)
+	if err != nil {
+		return reply(h, &question, dnsmessage.RCodeServerFailure)
+	}
+	if matchName(rules.AllowNames, name) {
+		r.l.allowAnswer(ans)
+	}
+	return ans
+}
+
+// ask passes the query to the upstream servers, one after the other.
+func (r *resolver) ask(q []byte, network string) ([]byte, error) {
+	var last error = errors.New("no upstream resolver")
+	for _, up := range r.upstream {
+		ctx, cancel := context.WithTimeout(r.ctx, upstreamTimeout)
+		ans, err := exchange(ctx, network, up, q)
+		cancel()
+		if err == nil {
+			return ans, nil
+		}
+		last = err
+	}
+	return nil, last
+}
+
+// exchange sends one query to server and reads its answer.
+func exchange(ctx context.Context, network string, server netip.AddrPort, q []byte) ([]byte, error) {
+	var d net.Dialer
+	c, err := d.DialContext(ctx, network, server.String())
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	if dl, ok := ctx.Deadline(); ok {
+		_ = c.SetDeadline(dl)
+	}
+	if network == "tcp" {
+		if err := writeTCP(c, q); err != nil {
+			return nil, err
+		}
+		return readTCP(c)
+	}
+	if _, err := c.Write(q); err != nil {
+		return nil, err
+	}
+	buf := make([]byte, maxDNS)
+	n, err := c.Read(buf)
+	if err != nil {
+		return nil, err
+	}
+	return buf[:n], nil
+}
+
+// reply is an answer of rcode to the query h (with its question, when
+// it could be read).
+func reply(h dnsmessage.Header, q *dnsmessage.Question, rcode dnsmessage.RCode) []byte {
+	b := dnsmessage.NewBuilder(nil, dnsmessage.Header{ID: h.ID, Response: true, OpCode: h.OpCode,
+		RecursionDesired: h.RecursionDesired, RecursionAvailable: true, RCode: rcode})
+	if q != nil {
+		_ = b.StartQuestions()
+		_ = b.Question(*q)
+	}
+	out, err := b.Finish()
+	if err != nil {
+		return nil
+	}
+	return out
+}
+
+// aRecords are the IPv4 addresses of an answer, with their TTLs.
+func aRecords(ans []byte) map[netip.Addr]time.Duration {
+	var p dnsmessage.Parser
+	if _, err := p.Start(ans); err != nil {
+		return nil
+	}
+	if err := p.SkipAllQuestions(); err != nil {
+		return nil
+	}
+	out := map[netip.Addr]time.Duration{}
+	for {
+		h, err := p.AnswerHeader()
+		if err != nil {
+			return out
+		}
+		if h.Type != dnsmessage.TypeA || h.Class != dnsmessage.ClassINET {
+			if p.SkipAnswer() != nil {
+				return out
+			}
+			continue
+		}
+		a, err := p.AResource()
+		if err != nil {
+			return out
+		}
+		out[netip.AddrFrom4(a.A)] = max(time.Duration(h.TTL)*time.Second, minTTL)
+	}
+}
+
+// allowAnswer lets the sandbox reach the addresses of an answer to a name
+// an AllowNames pattern matches, for their TTL.
+func (l *Link) allowAnswer(ans []byte) {
+	for a, ttl := range aRecords(ans) {
+		_ = nft(fmt.Sprintf("add element inet %s %s_named { %s timeout %ds }\n", l.n.cfg.Table, l.chain(), a, int(ttl/time.Second)))
+	}
+}
+
+// denyAddrs puts the addresses a denied name has now in the deny set.
+func (l *Link) denyAddrs(name string) {
+	if l.dns == nil {
+		return
+	}
+	b := dnsmessage.NewBuilder(nil, dnsmessage.Header{ID: 1, RecursionDesired: true})
+	_ = b.StartQuestions()
+	n, err := dnsmessage.NewName(strings.TrimSuffix(name, ".") + ".")
+	if err != nil {
+		return
+	}
+	_ = b.Question(dnsmessage.Question{Name: n, Type: dnsmessage.TypeA, Class: dnsmessage.ClassINET})
+	q, err := b.Finish()
+	if err != nil {
+		return
+	}
+	ans, err := l.dns.ask(q, "udp")
+	if err != nil {
+		return
+	}
+	for a := range aRecords(ans) {
+		_ = nft(fmt.Sprintf("add element inet %s %s_deny { %s }\n", l.n.cfg.Table, l.chain(), a))
+	}
+}
+
+// SystemResolvers are the nameservers of /etc/resolv.conf, port 53: the
+// default upstream of a network's resolvers.
+func SystemResolvers() []netip.AddrPort {
+	b, err := os.ReadFile("/etc/resolv.conf")
+	if err != nil {
+		return nil
+	}
+	var out []netip.AddrPort
+	for line := range strings.SplitSeq(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) >= 2 && f[0] == "nameserver" {
+			if a, err := netip.ParseAddr(f[1]); err == nil && a.Is4() {
+				out = append(out, netip.AddrPortFrom(a, 53))
+			}
+		}
+	}
+	return out
+}
