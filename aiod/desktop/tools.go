@@ -141,10 +141,38 @@ func (w *worker) setClipboard(ctx context.Context, x *xconn, text string) error 
 	c := &w.clip
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.stopLocked()
 	sel, err := x.atom("CLIPBOARD")
 	if err != nil {
 		return err
+	}
+	held := c.cmd != nil
+	prev, err := reply(x, xproto.GetSelectionOwner(x.c, sel).Reply)
+	if err != nil {
+		return err
+	}
+	c.stopLocked()
+	if held && prev.Owner != 0 {
+		// The X server drops the old holder's ownership when it has seen
+		// the holder's connection close, which may come after the
+		// holder's exit. Until then the old owner is still named, and a
+		// new xclip may be given the same window id (the server reuses a
+		// closed client's ids): "the owner changed" would never be seen.
+		// So the old ownership is waited out first (at most a second:
+		// another client may have taken the selection since).
+		for deadline := time.Now().Add(time.Second); time.Now().Before(deadline); {
+			r, err := reply(x, xproto.GetSelectionOwner(x.c, sel).Reply)
+			if err != nil {
+				return err
+			}
+			if r.Owner != prev.Owner {
+				break
+			}
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(2 * time.Millisecond):
+			}
+		}
 	}
 	before, err := reply(x, xproto.GetSelectionOwner(x.c, sel).Reply)
 	if err != nil {
