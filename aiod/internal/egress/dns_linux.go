@@ -77,7 +77,14 @@ type resolver struct {
 	ctx      context.Context
 	stop     context.CancelFunc
 	wg       sync.WaitGroup
+	// slots bounds the queries answered at once (a query past it is
+	// dropped, as a busy resolver's are): one sandbox must not spend the
+	// daemon's descriptors and goroutines.
+	slots chan struct{}
 }
+
+// maxInflight bounds a link's queries in progress, UDP and TCP together.
+const maxInflight = 32
 
 // startResolver listens on the link's host address, port 53.
 func (l *Link) startResolver(upstream []netip.AddrPort) error {
@@ -92,7 +99,7 @@ func (l *Link) startResolver(upstream []netip.AddrPort) error {
 		return fmt.Errorf("egress: the link's resolver: %w", err)
 	}
 	ctx, stop := context.WithCancel(context.Background())
-	r := &resolver{l: l, upstream: upstream, udp: udp, tcp: tcp, ctx: ctx, stop: stop}
+	r := &resolver{l: l, upstream: upstream, udp: udp, tcp: tcp, ctx: ctx, stop: stop, slots: make(chan struct{}, maxInflight)}
 	l.dns = r
 	r.wg.Add(2)
 	go r.serveUDP()
@@ -116,10 +123,14 @@ func (r *resolver) serveUDP() {
 		if err != nil {
 			return // closed
 		}
+		if from.Addr().Unmap() != r.l.Sandbox || !r.acquire() {
+			continue // not its sandbox (the rules let none other in), or busy
+		}
 		q := append([]byte(nil), buf[:n]...)
 		r.wg.Add(1)
 		go func() {
 			defer r.wg.Done()
+			defer r.release()
 			if ans := r.answer(q, "udp"); ans != nil {
 				_, _ = r.udp.WriteToUDPAddrPort(ans, from)
 			}
@@ -134,13 +145,19 @@ func (r *resolver) serveTCP() {
 		if err != nil {
 			return // closed
 		}
+		from, _ := netip.ParseAddrPort(c.RemoteAddr().String())
+		if from.Addr().Unmap() != r.l.Sandbox || !r.acquire() {
+			c.Close()
+			continue
+		}
 		r.wg.Add(1)
 		go func() {
 			defer r.wg.Done()
+			defer r.release()
 			defer c.Close()
 			stop := context.AfterFunc(r.ctx, func() { c.Close() })
 			defer stop()
-			_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+			_ = c.SetDeadline(time.Now().Add(5 * time.Second))
 			q, err := readTCP(c)
 			if err != nil {
 				return
@@ -151,6 +168,19 @@ func (r *resolver) serveTCP() {
 		}()
 	}
 }
+
+// acquire takes a slot for one query, or reports false when all are
+// taken; release gives it back.
+func (r *resolver) acquire() bool {
+	select {
+	case r.slots <- struct{}{}:
+		return true
+	default:
+		return false
+	}
+}
+
+func (r *resolver) release() { <-r.slots }
 
 func readTCP(r io.Reader) ([]byte, error) {
 	var n [2]byte
@@ -185,7 +215,7 @@ func (r *resolver) answer(q []byte, network string) []byte {
 	name := question.Name.String()
 	rules := r.l.rules
 	if matchName(rules.DenyNames, name) {
-		go r.l.denyAddrs(name) // its addresses, for a sandbox that knows them
+		r.wg.Go(func() { r.l.denyAddrs(name) }) // its addresses, for a sandbox that knows them
 		return reply(h, &question, dnsmessage.RCodeNameError)
 	}
 	ans, err := r.ask(q, network)
@@ -193,7 +223,7 @@ func (r *resolver) answer(q []byte, network string) []byte {
 		return reply(h, &question, dnsmessage.RCodeServerFailure)
 	}
 	if matchName(rules.AllowNames, name) {
-		r.l.allowAnswer(ans)
+		r.l.allowAnswer(ans, name)
 	}
 	return ans
 }
@@ -221,6 +251,8 @@ func exchange(ctx context.Context, network string, server netip.AddrPort, q []by
 		return nil, err
 	}
 	defer c.Close()
+	stop := context.AfterFunc(ctx, func() { c.Close() }) // a resolver closed mid-question
+	defer stop()
 	if dl, ok := ctx.Deadline(); ok {
 		_ = c.SetDeadline(dl)
 	}
@@ -257,8 +289,15 @@ func reply(h dnsmessage.Header, q *dnsmessage.Question, rcode dnsmessage.RCode) 
 	return out
 }
 
-// aRecords are the IPv4 addresses of an answer, with their TTLs.
-func aRecords(ans []byte) map[netip.Addr]time.Duration {
+// maxTTL caps how long an address a name rule let in stays in the allow
+// set (a TTL with its top bit set counts as 0, as RFC 2181 has it).
+const maxTTL = 24 * time.Hour
+
+// aRecords are the IPv4 addresses an answer gives name, with their TTLs:
+// the A records of name, or of the names name leads to through the
+// answer's CNAME records; records of any other owner are ignored (an
+// upstream's extra records must not open other addresses).
+func aRecords(ans []byte, name string) map[netip.Addr]time.Duration {
 	var p dnsmessage.Parser
 	if _, err := p.Start(ans); err != nil {
 		return nil
@@ -266,31 +305,68 @@ func aRecords(ans []byte) map[netip.Addr]time.Duration {
 	if err := p.SkipAllQuestions(); err != nil {
 		return nil
 	}
-	out := map[netip.Addr]time.Duration{}
+	type rec struct {
+		owner string
+		a     netip.Addr
+		ttl   uint32
+	}
+	var as []rec
+	cnames := map[string]string{}
 	for {
 		h, err := p.AnswerHeader()
 		if err != nil {
-			return out
+			break
 		}
-		if h.Type != dnsmessage.TypeA || h.Class != dnsmessage.ClassINET {
-			if p.SkipAnswer() != nil {
-				return out
+		owner := strings.ToLower(h.Name.String())
+		switch {
+		case h.Class == dnsmessage.ClassINET && h.Type == dnsmessage.TypeA:
+			a, err := p.AResource()
+			if err != nil {
+				return nil
 			}
+			as = append(as, rec{owner, netip.AddrFrom4(a.A), h.TTL})
+		case h.Class == dnsmessage.ClassINET && h.Type == dnsmessage.TypeCNAME:
+			c, err := p.CNAMEResource()
+			if err != nil {
+				return nil
+			}
+			cnames[owner] = strings.ToLower(c.CNAME.String())
+		default:
+			if p.SkipAnswer() != nil {
+				return nil
+			}
+		}
+	}
+	names := map[string]bool{}
+	n := strings.ToLower(strings.TrimSuffix(name, ".") + ".")
+	for i := 0; i < 16 && n != "" && !names[n]; i++ { // a chain, not a loop
+		names[n] = true
+		n = cnames[n]
+	}
+	out := map[netip.Addr]time.Duration{}
+	for _, r := range as {
+		if !names[r.owner] {
 			continue
 		}
-		a, err := p.AResource()
-		if err != nil {
-			return out
+		ttl := time.Duration(r.ttl) * time.Second
+		if r.ttl > 1<<31-1 {
+			ttl = 0
 		}
-		out[netip.AddrFrom4(a.A)] = max(time.Duration(h.TTL)*time.Second, minTTL)
+		out[r.a] = min(max(ttl, minTTL), maxTTL)
 	}
+	return out
 }
 
-// allowAnswer lets the sandbox reach the addresses of an answer to a name
-// an AllowNames pattern matches, for their TTL.
-func (l *Link) allowAnswer(ans []byte) {
-	for a, ttl := range aRecords(ans) {
-		_ = nft(fmt.Sprintf("add element inet %s %s_named { %s timeout %ds }\n", l.n.cfg.Table, l.chain(), a, int(ttl/time.Second)))
+// allowAnswer lets the sandbox reach the addresses of an answer to name
+// (an AllowNames pattern matches it), for their TTL: one nft call for the
+// answer.
+func (l *Link) allowAnswer(ans []byte, name string) {
+	var b strings.Builder
+	for a, ttl := range aRecords(ans, name) {
+		fmt.Fprintf(&b, "add element inet %s %s_named { %s timeout %ds }\n", l.n.cfg.Table, l.chain(), a, int(ttl/time.Second))
+	}
+	if b.Len() > 0 {
+		_ = nft(b.String())
 	}
 }
 
@@ -314,8 +390,12 @@ func (l *Link) denyAddrs(name string) {
 	if err != nil {
 		return
 	}
-	for a := range aRecords(ans) {
-		_ = nft(fmt.Sprintf("add element inet %s %s_deny { %s }\n", l.n.cfg.Table, l.chain(), a))
+	var sb strings.Builder
+	for a := range aRecords(ans, name) {
+		fmt.Fprintf(&sb, "add element inet %s %s_deny { %s }\n", l.n.cfg.Table, l.chain(), a)
+	}
+	if sb.Len() > 0 {
+		_ = nft(sb.String())
 	}
 }
 

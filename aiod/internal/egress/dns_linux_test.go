@@ -3,6 +3,7 @@ package egress
 import (
 	"context"
 	"testing"
+	"time"
 
 	"golang.org/x/net/dns/dnsmessage"
 )
@@ -68,4 +69,35 @@ func FuzzAnswer(f *testing.F) {
 			t.Fatalf("id %d for a query of id %d", h.ID, qh.ID)
 		}
 	})
+}
+
+// TestARecords: only the question's name's records count, through its
+// CNAME chain; TTLs are bounded.
+func TestARecords(t *testing.T) {
+	b := dnsmessage.NewBuilder(nil, dnsmessage.Header{ID: 1, Response: true})
+	_ = b.StartQuestions()
+	q := dnsmessage.MustNewName("www.ok.test.")
+	_ = b.Question(dnsmessage.Question{Name: q, Type: dnsmessage.TypeA, Class: dnsmessage.ClassINET})
+	_ = b.StartAnswers()
+	rh := func(name string, ttl uint32) dnsmessage.ResourceHeader {
+		return dnsmessage.ResourceHeader{Name: dnsmessage.MustNewName(name), Class: dnsmessage.ClassINET, TTL: ttl}
+	}
+	_ = b.CNAMEResource(rh("WWW.ok.test.", 60), dnsmessage.CNAMEResource{CNAME: dnsmessage.MustNewName("edge.cdn.test.")})
+	_ = b.AResource(rh("edge.cdn.test.", 4294967295), dnsmessage.AResource{A: [4]byte{198, 51, 100, 1}})
+	_ = b.AResource(rh("unrelated.evil.", 60), dnsmessage.AResource{A: [4]byte{203, 0, 113, 66}})
+	_ = b.AResource(rh("www.ok.test.", 999999999), dnsmessage.AResource{A: [4]byte{198, 51, 100, 2}})
+	ans, err := b.Finish()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := aRecords(ans, "www.ok.test")
+	want := map[string]time.Duration{"198.51.100.1": minTTL, "198.51.100.2": maxTTL}
+	if len(got) != len(want) {
+		t.Fatalf("got %v", got)
+	}
+	for a, ttl := range got {
+		if want[a.String()] != ttl {
+			t.Errorf("%s: ttl %v, want %v", a, ttl, want[a.String()])
+		}
+	}
 }

@@ -9,23 +9,33 @@
 // A [Network] owns a subnet ([Config.Subnet], default 10.233.0.0/16), cut
 // into /30 links: link n has the host's end at base+4n+1 and the
 // sandbox's at base+4n+2, its default route. The host's ends are named
-// <prefix><n>h and the sandbox's <prefix><n>s ([Config.Prefix], default
-// "a2e"), so one nftables rule names them all.
+// <prefix>-<n>h and the sandbox's <prefix>-<n>s ([Config.Prefix], default
+// "a2e", no "-" in it), so one nftables rule names them all and no other
+// network's.
 //
 // # Rules
 //
 // One nftables table of the network's own ([Config.Table], family inet)
 // holds everything, so a pool's rules are made and taken away whole:
 //
-//   - forward: traffic between two sandboxes' links is dropped, whatever
-//     the rules say; traffic from a link goes to that link's own chain
-//     (a verdict map keyed by interface), and from there: its deny set
+//   - forward: IPv6 from a link is dropped, and traffic between two
+//     sandboxes' links, whatever the rules say; answers to a connection a
+//     sandbox opened come back (conntrack), and nothing else goes into a
+//     link (no connection from outside). Traffic from a link goes to that
+//     link's own chain (a verdict map keyed by interface), and from
+//     there: a source that is not the link's own address is dropped (a
+//     sandbox that takes another's address sends nothing), its deny set
 //     drops, then (when it has an allow set) only its allow set passes;
-//     anything else from a link is dropped. Answers to a connection a
-//     sandbox opened come back (conntrack).
+//     anything else from a link is dropped.
 //   - input: nothing from a link reaches the host itself (its addresses,
-//     its loopback, the pool's API): a sandbox only passes through.
+//     its loopback, the pool's API) but its own resolver, from its own
+//     address; nothing from elsewhere reaches the subnet's addresses on
+//     the host (a link's resolver included): a sandbox only passes
+//     through.
 //   - postrouting: the subnet is masqueraded on its way out.
+//
+// [Network.Close] takes every link away before the table: a link left
+// without its rules would be open.
 //
 // Addresses that are never reachable, whatever the rules say: the
 // network's own subnet (other sandboxes) and the host (input: a link
@@ -39,7 +49,10 @@
 // its host address that asks [Config.Upstream]: a name a deny pattern
 // matches is NXDOMAIN and its addresses are denied; the addresses of an
 // answer for a name an allow pattern matches are let in for their TTL
-// (at least 30 s). A sandbox's resolv.conf names its gateway.
+// (at least 30 s, at most a day): only the records of the name asked, or
+// of the names its CNAME chain in the answer leads to. A resolver answers
+// its own sandbox's address only, at most 32 queries at once.
+// A sandbox's resolv.conf names its gateway.
 //
 // # The host
 //

@@ -65,9 +65,10 @@ type Link struct {
 	// gateway (and resolver, port 53) and its own.
 	Host, Sandbox netip.Addr
 
-	rules Rules
-	dns   *resolver // nil until started
-	once  sync.Once
+	rules   Rules
+	dns     *resolver // nil until started
+	created bool      // setup made the veth pair (teardown may delete it)
+	once    sync.Once
 }
 
 // ErrFull is returned by Attach when every link of the subnet is taken.
@@ -94,14 +95,16 @@ func New(cfg Config) (*Network, error) {
 	if cfg.Upstream == nil {
 		cfg.Upstream = SystemResolvers()
 	}
-	if !namePart.MatchString(cfg.Table) || !namePart.MatchString(cfg.Prefix) || len(cfg.Prefix) > 6 || strings.Contains(cfg.Prefix, "_") {
-		return nil, fmt.Errorf("egress: table %q or prefix %q: lower-case letters and digits (the prefix at most 6)", cfg.Table, cfg.Prefix)
+	if !namePart.MatchString(cfg.Table) || !namePart.MatchString(cfg.Prefix) || len(cfg.Prefix) > 5 || strings.Contains(cfg.Prefix, "_") {
+		return nil, fmt.Errorf("egress: table %q or prefix %q: lower-case letters and digits (the prefix at most 5)", cfg.Table, cfg.Prefix)
 	}
 	n := &Network{cfg: cfg, slots: 1 << (32 - cfg.Subnet.Bits() - 2), used: map[int]bool{}, links: map[int]*Link{}}
 	if err := os.WriteFile("/proc/sys/net/ipv4/ip_forward", []byte("1"), 0o644); err != nil {
 		return nil, fmt.Errorf("egress: turning IPv4 forwarding on: %w", err)
 	}
-	t, p := cfg.Table, cfg.Prefix
+	// Interface names are <prefix>-<n>h and <prefix>-<n>s: the "-" no
+	// prefix holds keeps one network's wildcard off another's links.
+	t, p := cfg.Table, cfg.Prefix+"-"
 	script := fmt.Sprintf(`table inet %[1]s
 delete table inet %[1]s
 table inet %[1]s {
@@ -113,8 +116,10 @@ table inet %[1]s {
 	}
 	chain forward {
 		type filter hook forward priority filter; policy accept;
+		iifname "%[2]s*" meta nfproto ipv6 drop
 		iifname "%[2]s*" oifname "%[2]s*" drop
 		ct state established,related accept
+		oifname "%[2]s*" drop
 		iifname "%[2]s*" iifname vmap @links
 		iifname "%[2]s*" drop
 	}
@@ -122,6 +127,7 @@ table inet %[1]s {
 		type filter hook input priority filter; policy accept;
 		iifname "%[2]s*" iifname vmap @inlinks
 		iifname "%[2]s*" drop
+		ip daddr %[3]s drop
 	}
 	chain postrouting {
 		type nat hook postrouting priority srcnat; policy accept;
@@ -135,9 +141,19 @@ table inet %[1]s {
 	return n, nil
 }
 
-// Close takes the network's table away (forwarding stays on). Links still
-// attached lose their rules; their veth pairs go with their namespaces.
+// Close takes every link away (their resolvers, their veth pairs), then
+// the network's table (forwarding stays on): a link left without its
+// rules would be open.
 func (n *Network) Close() error {
+	n.mu.Lock()
+	links := make([]*Link, 0, len(n.links))
+	for _, l := range n.links {
+		links = append(links, l)
+	}
+	n.mu.Unlock()
+	for _, l := range links {
+		_ = l.Close()
+	}
 	return nft(fmt.Sprintf("delete table inet %s\n", n.cfg.Table))
 }
 
@@ -196,8 +212,8 @@ func (n *Network) Attach(pid int, r Rules) (*Link, error) {
 	return l, nil
 }
 
-func (l *Link) hostIf() string    { return l.n.cfg.Prefix + strconv.Itoa(l.slot) + "h" }
-func (l *Link) sandboxIf() string { return l.n.cfg.Prefix + strconv.Itoa(l.slot) + "s" }
+func (l *Link) hostIf() string    { return l.n.cfg.Prefix + "-" + strconv.Itoa(l.slot) + "h" }
+func (l *Link) sandboxIf() string { return l.n.cfg.Prefix + "-" + strconv.Itoa(l.slot) + "s" }
 func (l *Link) chain() string     { return "link" + strconv.Itoa(l.slot) }
 
 // setup makes the veth pair and the rules.
@@ -206,6 +222,7 @@ func (l *Link) setup(pid int, r Rules) error {
 	if err := run(nil, "ip", "link", "add", h, "type", "veth", "peer", "name", s, "netns", strconv.Itoa(pid)); err != nil {
 		return err
 	}
+	l.created = true
 	if err := run(nil, "ip", "addr", "add", l.Host.String()+"/30", "dev", h); err != nil {
 		return err
 	}
@@ -223,6 +240,9 @@ func (l *Link) setup(pid int, r Rules) error {
 	var b strings.Builder
 	t, c := l.n.cfg.Table, l.chain()
 	fmt.Fprintf(&b, "add chain inet %s %s\n", t, c)
+	// Only the link's own address leaves it: a sandbox that takes
+	// another's address (or any other) sends nothing.
+	fmt.Fprintf(&b, "add rule inet %s %s ip saddr != %s drop\n", t, c, l.Sandbox)
 	fmt.Fprintf(&b, "add set inet %s %s_deny { type ipv4_addr; flags interval; auto-merge; }\n", t, c)
 	if len(deny) > 0 {
 		fmt.Fprintf(&b, "add element inet %s %s_deny { %s }\n", t, c, prefixes(deny))
@@ -244,6 +264,7 @@ func (l *Link) setup(pid int, r Rules) error {
 	fmt.Fprintf(&b, "add element inet %s links { \"%s\" : jump %s }\n", t, h, c)
 	// The host: its resolver on the link's own address, nothing else.
 	fmt.Fprintf(&b, "add chain inet %s %s_in\n", t, c)
+	fmt.Fprintf(&b, "add rule inet %s %s_in ip saddr != %s drop\n", t, c, l.Sandbox)
 	fmt.Fprintf(&b, "add rule inet %s %s_in ip daddr %s udp dport 53 accept\n", t, c, l.Host)
 	fmt.Fprintf(&b, "add rule inet %s %s_in ip daddr %s tcp dport 53 accept\n", t, c, l.Host)
 	fmt.Fprintf(&b, "add rule inet %s %s_in drop\n", t, c)
@@ -274,9 +295,13 @@ func (l *Link) teardown() error {
 	for _, set := range []string{"deny", "allow", "named"} {
 		_ = nft(fmt.Sprintf("delete set inet %s %s_%s\n", t, c, set))
 	}
-	// The namespace may have gone first, taking the pair with it: a
-	// device that is not there is what this step wants.
-	_ = run(nil, "ip", "link", "del", l.hostIf())
+	// Only a pair this link made (an interface of that name made by
+	// anyone else is not this link's); the namespace may have gone first,
+	// taking the pair with it: a device that is not there is what this
+	// step wants.
+	if l.created {
+		_ = run(nil, "ip", "link", "del", l.hostIf())
+	}
 	l.n.mu.Lock()
 	delete(l.n.used, l.slot)
 	delete(l.n.links, l.slot)

@@ -89,6 +89,7 @@ func (n *netns) in(t testing.TB, f func()) {
 type outside struct {
 	addr, addr2 netip.Addr // the server's two addresses
 	host        netip.Addr // the host's end
+	pid         int        // the process holding its namespace
 }
 
 func newOutside(t testing.TB) *outside {
@@ -96,7 +97,7 @@ func newOutside(t testing.TB) *outside {
 	ns := newNetns(t)
 	r := rand.IntN(200) + 20
 	o := &outside{addr: netip.MustParseAddr(fmt.Sprintf("10.250.%d.2", r)), addr2: netip.MustParseAddr(fmt.Sprintf("10.250.%d.3", r)),
-		host: netip.MustParseAddr(fmt.Sprintf("10.250.%d.1", r))}
+		host: netip.MustParseAddr(fmt.Sprintf("10.250.%d.1", r)), pid: ns.pid}
 	h := fmt.Sprintf("tout%d", r) // not the links' prefix: it is no sandbox's link
 	must(t, run(nil, "ip", "link", "add", h, "type", "veth", "peer", "name", "eth0", "netns", fmt.Sprint(ns.pid)))
 	t.Cleanup(func() { _ = run(nil, "ip", "link", "del", h) })
@@ -317,7 +318,7 @@ func lookup(t *testing.T, ns *netns, l *Link, name string) (addrs []netip.Addr, 
 	var p dnsmessage.Parser
 	h, err := p.Start(buf[:n])
 	must(t, err)
-	for a := range aRecords(buf[:n]) {
+	for a := range aRecords(buf[:n], name) {
 		addrs = append(addrs, a)
 	}
 	return addrs, h.RCode
@@ -429,5 +430,160 @@ func BenchmarkEgressHTTP(b *testing.B) {
 				resp.Body.Close()
 			}
 		})
+	}
+}
+
+// nsip runs ip commands (a batch) in the namespace.
+func nsip(t testing.TB, ns *netns, batch string) {
+	t.Helper()
+	must(t, run([]byte(batch), "nsenter", "-t", fmt.Sprint(ns.pid), "-n", "ip", "-batch", "-"))
+}
+
+// TestEgressSpoof: a sandbox that takes another's address (or any other)
+// sends nothing: not to its resolver (whose answer would land in the
+// other sandbox), not out (where the answer would come back to the other
+// sandbox, or leave the host unmasqueraded).
+func TestEgressSpoof(t *testing.T) {
+	needRoot(t)
+	n, err := New(Config{Subnet: netip.MustParsePrefix("10.236.0.0/24"), Table: fmt.Sprintf("a2cs%d", rand.IntN(1e6)), Prefix: "a2s"})
+	must(t, err)
+	t.Cleanup(func() { _ = n.Close() })
+	out := newOutside(t)
+	a, b := newNetns(t), newNetns(t)
+	la, err := n.Attach(a.pid, Rules{})
+	must(t, err)
+	lb, err := n.Attach(b.pid, Rules{})
+	must(t, err)
+	var lis *net.UDPConn
+	b.in(t, func() {
+		lis, err = net.ListenUDP("udp4", net.UDPAddrFromAddrPort(netip.AddrPortFrom(lb.Sandbox, 5353)))
+		must(t, err)
+	})
+	defer lis.Close()
+	// An echo on the outside host: what comes to it goes back.
+	var echo *net.UDPConn
+	outNs := &netns{pid: out.pid}
+	outNs.in(t, func() {
+		echo, err = net.ListenUDP("udp4", net.UDPAddrFromAddrPort(netip.AddrPortFrom(out.addr, 7)))
+		must(t, err)
+	})
+	defer echo.Close()
+	heard := make(chan netip.AddrPort, 8)
+	go func() {
+		buf := make([]byte, 1500)
+		for {
+			k, from, err := echo.ReadFromUDPAddrPort(buf)
+			if err != nil {
+				return
+			}
+			heard <- from
+			_, _ = echo.WriteToUDPAddrPort(buf[:k], from)
+		}
+	}()
+	nsip(t, a, fmt.Sprintf("addr add %s/32 dev %s\naddr add 192.0.2.77/32 dev %s\n", lb.Sandbox, la.sandboxIf(), la.sandboxIf()))
+	send := func(src netip.Addr, to netip.AddrPort, msg []byte) {
+		a.in(t, func() {
+			c, err := net.DialUDP("udp4", net.UDPAddrFromAddrPort(netip.AddrPortFrom(src, 5353)), net.UDPAddrFromAddrPort(to))
+			must(t, err)
+			defer c.Close()
+			_, err = c.Write(msg)
+			must(t, err)
+		})
+	}
+	b2 := dnsmessage.NewBuilder(nil, dnsmessage.Header{ID: 0x4142, RecursionDesired: true})
+	_ = b2.StartQuestions()
+	_ = b2.Question(dnsmessage.Question{Name: dnsmessage.MustNewName("x.test."), Type: dnsmessage.TypeA, Class: dnsmessage.ClassINET})
+	q, _ := b2.Finish()
+	send(lb.Sandbox, netip.AddrPortFrom(la.Host, 53), q)
+	send(lb.Sandbox, netip.AddrPortFrom(out.addr, 7), []byte("to b"))
+	send(netip.MustParseAddr("192.0.2.77"), netip.AddrPortFrom(out.addr, 7), []byte("from nowhere"))
+	// Its own address still goes out: the marker that the others had
+	// their chance to arrive first.
+	send(la.Sandbox, netip.AddrPortFrom(out.addr, 7), []byte("marker"))
+	select {
+	case from := <-heard:
+		if from.Addr() != out.host {
+			t.Errorf("the outside host heard %s, want only the masqueraded marker from %s", from, out.host)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the marker from the sandbox's own address did not arrive")
+	}
+	select {
+	case from := <-heard:
+		t.Errorf("the outside host heard a second packet, from %s", from)
+	default:
+	}
+	_ = lis.SetReadDeadline(time.Now().Add(500 * time.Millisecond))
+	buf := make([]byte, 1500)
+	if k, from, err := lis.ReadFromUDPAddrPort(buf); err == nil {
+		t.Errorf("sandbox b received %d bytes from %s, sent by sandbox a", k, from)
+	}
+}
+
+// TestEgressClosed: a closed network leaves nothing open: its links are
+// gone with it (a link left without its rules would reach everything).
+func TestEgressClosed(t *testing.T) {
+	needRoot(t)
+	n, err := New(Config{Subnet: netip.MustParsePrefix("10.237.0.0/24"), Table: fmt.Sprintf("a2cc%d", rand.IntN(1e6)), Prefix: "a2c"})
+	must(t, err)
+	a := newNetns(t)
+	l, err := n.Attach(a.pid, Rules{})
+	must(t, err)
+	must(t, n.Close())
+	if err := run(nil, "ip", "link", "show", l.hostIf()); err == nil {
+		t.Error("a link outlived its network")
+	}
+	if _, ok := get(t, a, "http://"+l.Host.String()+":80/"); ok {
+		t.Error("the sandbox reaches the host after the network closed")
+	}
+}
+
+// TestEgressInbound: nothing from outside opens a connection to a
+// sandbox, or asks a link's resolver, even with a route to the subnet.
+func TestEgressInbound(t *testing.T) {
+	needRoot(t)
+	n, err := New(Config{Subnet: netip.MustParsePrefix("10.238.0.0/24"), Table: fmt.Sprintf("a2ci%d", rand.IntN(1e6)), Prefix: "a2i"})
+	must(t, err)
+	t.Cleanup(func() { _ = n.Close() })
+	out := newOutside(t)
+	outNs := &netns{pid: out.pid}
+	nsip(t, outNs, fmt.Sprintf("route add 10.238.0.0/24 via %s\n", out.host))
+	sb := newNetns(t)
+	l, err := n.Attach(sb.pid, Rules{})
+	must(t, err)
+	var ln net.Listener
+	sb.in(t, func() {
+		ln, err = net.Listen("tcp", l.Sandbox.String()+":9000")
+		must(t, err)
+	})
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "sandbox") })}
+	go func() { _ = srv.Serve(ln) }()
+	defer srv.Close()
+	if _, ok := get(t, outNs, "http://"+l.Sandbox.String()+":9000/"); ok {
+		t.Error("the outside opened a connection to a sandbox")
+	}
+	var conn net.Conn
+	outNs.in(t, func() { conn, err = net.DialTimeout("tcp4", netip.AddrPortFrom(l.Host, 53).String(), time.Second) })
+	if err == nil {
+		conn.Close()
+		t.Error("the outside reached a link's resolver")
+	}
+}
+
+// TestAttachLeavesOthersAlone: an Attach that fails because the link's
+// interface name is taken does not delete that interface.
+func TestAttachLeavesOthersAlone(t *testing.T) {
+	needRoot(t)
+	n, err := New(Config{Subnet: netip.MustParsePrefix("10.239.0.0/24"), Table: fmt.Sprintf("a2cl%d", rand.IntN(1e6)), Prefix: "a2l"})
+	must(t, err)
+	t.Cleanup(func() { _ = n.Close() })
+	must(t, run(nil, "ip", "link", "add", "a2l-0h", "type", "veth", "peer", "name", "a2lpeer"))
+	t.Cleanup(func() { _ = run(nil, "ip", "link", "del", "a2l-0h") })
+	sb := newNetns(t)
+	if _, err := n.Attach(sb.pid, Rules{}); err == nil {
+		t.Fatal("Attach over a taken name succeeded")
+	}
+	if err := run(nil, "ip", "link", "show", "a2l-0h"); err != nil {
+		t.Error("a failed Attach deleted an interface it did not make")
 	}
 }
