@@ -304,8 +304,7 @@ var hubCORS = origin.Allow{Methods: "GET, POST, PUT, DELETE"}
 func (s *Server) refuseRequest(w http.ResponseWriter, r *http.Request, status int, msg string) {
 	s.log.Warn("request refused", "remote", r.RemoteAddr, "status", status, "reason", msg)
 	if s.mcpRoute(r) {
-		body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": nil, "error": map[string]any{"code": -32000, "message": msg}})
-		writeJSON(w, status, body)
+		WriteMCPError(w, status, msg)
 		return
 	}
 	writeJSONError(w, status, smcp.NewError(status, msg))
@@ -325,6 +324,14 @@ const (
 func (s *Server) HandleMCP(h http.Handler) {
 	s.mux.Handle(mcpDefaultRoute, h)
 	s.mux.Handle(mcpOfficeRoute, h)
+}
+
+// WriteMCPError answers an MCP request the hub refuses before any MCP
+// server reads it (Host, Origin, token, office, limits): a JSON-RPC error
+// (-32000, id null) on status, the shape an MCP client reads.
+func WriteMCPError(w http.ResponseWriter, status int, msg string) {
+	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": nil, "error": map[string]any{"code": -32000, "message": msg}})
+	writeJSON(w, status, body)
 }
 
 // MCPOffice is the office a request on a [Server.HandleMCP] route names;

@@ -109,13 +109,10 @@ func parseFast(r *http.Request, body []byte) (fastRequest, bool) {
 		return fr, false
 	}
 	if ci, ok := fr.meta[sdk.MetaKeyClientInfo]; ok {
-		var info struct {
-			Name    *string `json:"name"`
-			Version *string `json:"version"`
-		}
-		var keys map[string]json.RawMessage
-		if json.Unmarshal(ci, &keys) != nil || json.Unmarshal(ci, &info) != nil || info.Name == nil || info.Version == nil ||
-			len(keys["name"]) == 0 || len(keys["version"]) == 0 {
+		// name and version, exact keys, JSON strings (the SDK's
+		// Implementation needs both).
+		var info map[string]json.RawMessage
+		if json.Unmarshal(ci, &info) != nil || !jsonString(info["name"]) || !jsonString(info["version"]) {
 			return fr, false
 		}
 	}
@@ -177,6 +174,12 @@ func plainID(id json.RawMessage) bool {
 	return true
 }
 
+// jsonString reports whether raw is a JSON string.
+func jsonString(raw json.RawMessage) bool {
+	var v string
+	return len(raw) > 0 && raw[0] == '"' && json.Unmarshal(raw, &v) == nil
+}
+
 // onlyObjects reports whether every client capability is a JSON object
 // (as the SDK types them), so the SDK would take the capabilities.
 func onlyObjects(caps map[string]json.RawMessage) bool {
@@ -210,7 +213,7 @@ func acceptsBoth(values []string) bool {
 // fast answers a 2026-07-28 tools/call on the fast path and reports true,
 // or leaves the request untouched (its body put back) and reports false.
 func (o *office) fast(w http.ResponseWriter, r *http.Request) bool {
-	if r.Header.Get("Mcp-Method") != "tools/call" || r.Header.Get("Mcp-Protocol-Version") != nextRevision {
+	if o.g.slowOnly.Load() || r.Header.Get("Mcp-Method") != "tools/call" || r.Header.Get("Mcp-Protocol-Version") != nextRevision {
 		return false // before reading the body: most of the other requests
 	}
 	body, ok := readBody(r)
@@ -250,6 +253,9 @@ func (o *office) fast(w http.ResponseWriter, r *http.Request) bool {
 // the notification, does not know them). The session is the SDK's: it
 // must be open and initialized at a version this path writes.
 func (o *office) fastSession(w http.ResponseWriter, r *http.Request, sid string) bool {
+	if o.g.slowOnly.Load() {
+		return false
+	}
 	body, ok := readBody(r)
 	if !ok {
 		return false
@@ -316,9 +322,9 @@ func readBody(r *http.Request) ([]byte, bool) {
 // client can give (the SDK asks, then runs it again).
 func (o *office) runFast(ctx context.Context, fr fastRequest, canAsk bool) (res *sdk.CallToolResult, done bool) {
 	e, ok := o.route(fr.name)
-	if !ok && (o.stale.Load() || o.refreshing.Load()) {
+	if !ok {
 		// Not listed yet: a reading under way may bring it.
-		o.refresh(o.ctx)
+		o.freshen()
 		e, ok = o.route(fr.name)
 	}
 	if !ok {

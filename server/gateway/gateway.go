@@ -166,16 +166,17 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	defer o.done()
 	r.Body = http.MaxBytesReader(w, r.Body, MaxBody)
-	if sid := r.Header.Get("Mcp-Session-Id"); sid != "" {
+	sid := r.Header.Get("Mcp-Session-Id")
+	switch {
+	case sid != "":
 		o.touch(sid)
 		switch {
 		case r.Method == http.MethodDelete:
 			o.endSession(sid)
-		case r.Method == http.MethodPost && !g.slowOnly.Load() && o.fastSession(w, r, sid):
+		case r.Method == http.MethodPost && o.fastSession(w, r, sid):
 			return
 		}
-	}
-	if r.Header.Get("Mcp-Session-Id") == "" && r.Method == http.MethodPost {
+	case r.Method == http.MethodPost:
 		next, err := newEra(r)
 		var mbe *http.MaxBytesError
 		switch {
@@ -190,7 +191,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if next {
-			if g.slowOnly.Load() || !o.fast(w, r) {
+			if !o.fast(w, r) {
 				o.next.ServeHTTP(w, r)
 			}
 			return
@@ -337,14 +338,8 @@ func (g *Gateway) evictOneLocked() {
 	}()
 }
 
-// writeError answers with a JSON-RPC error (-32000, id null) on status:
-// the gateway's own refusals, in the shape an MCP client reads.
-func writeError(w http.ResponseWriter, status int, msg string) {
-	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": nil, "error": map[string]any{"code": -32000, "message": msg}})
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_, _ = w.Write(body)
-}
+// writeError is the gateway's own refusal: the hub's MCP error shape.
+var writeError = server.WriteMCPError
 
 // sdkOptions are the options of every office's MCP server.
 func (g *Gateway) sdkOptions() *sdk.ServerOptions {

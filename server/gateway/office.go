@@ -174,19 +174,21 @@ func (o *office) fresh(next sdk.MethodHandler) sdk.MethodHandler {
 					break
 				}
 			}
-			if o.stale.Load() || o.refreshing.Load() {
-				o.refresh(o.ctx)
-			}
+			o.freshen()
 		case "tools/list", "resources/list", "resources/read":
-			if o.stale.Load() || o.refreshing.Load() {
-				// A reading under way is waited for (it may hold the
-				// change this request must see). The office's context,
-				// not the request's: a client that goes away must not
-				// cut a reading short (its Computers would look gone).
-				o.refresh(o.ctx)
-			}
+			o.freshen()
 		}
 		return next(ctx, method, req)
+	}
+}
+
+// freshen brings the mirror up to date when it is stale, or waits for a
+// reading under way (it may hold the change a request must see). It reads
+// under the office's context, not a request's: a client that goes away
+// must not cut a reading short (its Computers would look gone).
+func (o *office) freshen() {
+	if o.stale.Load() || o.refreshing.Load() {
+		o.refresh(o.ctx)
 	}
 }
 

@@ -103,8 +103,7 @@ func newOutside(t testing.TB) *outside {
 	t.Cleanup(func() { _ = run(nil, "ip", "link", "del", h) })
 	must(t, run(nil, "ip", "addr", "add", o.host.String()+"/24", "dev", h))
 	must(t, run(nil, "ip", "link", "set", h, "up"))
-	must(t, run([]byte(fmt.Sprintf("link set lo up\naddr add %s/24 dev eth0\naddr add %s/24 dev eth0\nlink set eth0 up\n", o.addr, o.addr2)),
-		"nsenter", "-t", fmt.Sprint(ns.pid), "-n", "ip", "-batch", "-"))
+	nsip(t, ns, fmt.Sprintf("link set lo up\naddr add %s/24 dev eth0\naddr add %s/24 dev eth0\nlink set eth0 up\n", o.addr, o.addr2))
 	var ln net.Listener
 	ns.in(t, func() {
 		var err error
