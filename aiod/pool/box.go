@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/a2c-smcp/a2c-go/aiod"
+	"github.com/a2c-smcp/a2c-go/aiod/internal/egress"
 	"github.com/a2c-smcp/a2c-go/aiod/internal/sandbox"
 )
 
@@ -37,6 +38,10 @@ type box struct {
 	dir               string // the workspace on the host
 	image             string // with Config.Disk, the image file mounted on dir
 	created           time.Time
+	// egress and rules are a network "egress" box's rules, as the create
+	// gave them and as its link reads them.
+	egress *Egress
+	rules  egress.Rules
 	// claimedWarm and officeName are set by admit, under the pool's lock,
 	// before the box is handed to the create that claimed it.
 	claimedWarm bool
@@ -71,6 +76,9 @@ type box struct {
 	// disk caches the workspace's size (walking it is not free).
 	disk   uint64
 	diskAt time.Time
+	// link is a network "egress" box's way out, reserved by start and
+	// closed by close once the sandbox has ended.
+	link *egress.Link
 }
 
 // afterStartHook, when a test sets it, runs in start once the daemon is
@@ -113,6 +121,20 @@ func (b *box) start() (err error) {
 	if b.template != BaseTemplate {
 		if err := copyTree(p.cfg.Templates[b.template], b.dir, owner); err != nil {
 			return fmt.Errorf("template %s: %w", b.template, err)
+		}
+	}
+	if b.network == NetworkEgress {
+		// Reserved under mu: a close that has run finds it and closes
+		// it, or this start finds the box closed.
+		b.mu.Lock()
+		if b.closed {
+			b.mu.Unlock()
+			return errClosed
+		}
+		b.link, err = p.egress.Reserve(b.rules)
+		b.mu.Unlock()
+		if err != nil {
+			return fmt.Errorf("egress: %w", err)
 		}
 	}
 	t0 := time.Now()
@@ -216,8 +238,11 @@ func (b *box) joinOffice(office, name string) chan struct{} {
 func (b *box) sandboxConfig() sandbox.Config {
 	c := sandbox.Config{Workspace: b.dir, Network: sandbox.NetworkNone, Memory: int64(b.limits.Memory), Pids: b.limits.Pids,
 		CPUs: b.limits.CPUs, Hostname: "sandbox", Name: b.id}
-	if b.network == NetworkHost {
+	switch b.network {
+	case NetworkHost:
 		c.Network = sandbox.NetworkHost
+	case NetworkEgress:
+		c.Network, c.Attach, c.Nameserver = sandbox.NetworkEgress, b.link.Attach, b.link.Host
 	}
 	if b.uid != 0 {
 		c.UID, c.GID = b.uid, b.uid
@@ -352,7 +377,7 @@ func (b *box) object(base string) Sandbox {
 	defer b.mu.Unlock()
 	s := Sandbox{ID: b.id, State: b.state, Template: b.template, Office: b.office, Computer: b.computer,
 		CreatedAt: b.created.UTC().Truncate(time.Millisecond), OnTimeout: b.onTimeout, IdleTimeoutS: int(b.idle / time.Second),
-		Limits: b.limits, Network: b.network, Metadata: b.metadata,
+		Limits: b.limits, Network: b.network, Egress: b.egress, Metadata: b.metadata,
 		APIURL: base + "/sandboxes/" + b.id, MCPURL: base + "/sandboxes/" + b.id + "/mcp"}
 	if b.closed {
 		s.State = Stopped
@@ -460,7 +485,7 @@ func (b *box) close(ctx context.Context, keep bool) {
 		return
 	}
 	b.closed = true
-	stop, done, d := b.officeStop, b.officeDone, b.d
+	stop, done, d, link := b.officeStop, b.officeDone, b.d, b.link
 	b.mu.Unlock()
 	b.startedOnce.Do(func() { close(b.started) })
 	if stop != nil {
@@ -475,6 +500,9 @@ func (b *box) close(ctx context.Context, keep bool) {
 		if err := d.Shutdown(ctx); err != nil {
 			b.p.log.Warn("sandbox shutdown", "id", b.id, "err", err)
 		}
+	}
+	if link != nil {
+		_ = link.Close()
 	}
 	b.removeWorkspace(keep)
 }

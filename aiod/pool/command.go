@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"os"
 	"strings"
@@ -79,6 +80,9 @@ func flags() (*flag.FlagSet, *options, func(set map[string]bool) error) {
 	fs.Float64Var(&o.cfg.CPUs, "cpus", DefaultCPUs, "each sandbox's CPU time by default, in CPUs")
 	fs.IntVar(&o.cfg.UIDBase, "uid-base", 0, "the first of the 65536 host uids the sandboxes' accounts take (default: the first range from 1900000000 up that no other pool of this host holds)")
 	fs.BoolVar(&o.cfg.AllowHostNetwork, "allow-host-network", false, "let a create ask for network host (the host's network stack)")
+	fs.BoolVar(&o.cfg.Egress, "egress", false, "let a create ask for network egress (a routed, filtered way out); needs root, iproute2 and nftables, and turns the host's IPv4 forwarding on")
+	egressSubnet := fs.String("egress-subnet", DefaultEgressSubnet.String(), "with --egress: the IPv4 subnet the sandboxes' links are cut from (a /30 each); no address of the host may be in it")
+	egressDNS := fs.String("egress-dns", "", "with --egress: the DNS servers (ADDR or ADDR:PORT, comma-separated) the sandboxes' resolvers ask (default the host's /etc/resolv.conf servers)")
 	version := smcp.ProtocolVersion
 	fs.StringVar(&version, "protocol-version", smcp.ProtocolVersion, "the A2C-SMCP version the sandboxes' Computers speak")
 	origins := origin.AddFlags(fs, aiod.EnvAllowedHosts, aiod.EnvAllowedOrigins)
@@ -109,6 +113,26 @@ func flags() (*flag.FlagSet, *options, func(set map[string]bool) error) {
 		}
 		if err := sandbox.CheckPids(o.cfg.Pids); err != nil {
 			return fmt.Errorf("--pids: %w", err)
+		}
+		if o.cfg.EgressSubnet, err = netip.ParsePrefix(*egressSubnet); err != nil || !o.cfg.EgressSubnet.Addr().Is4() {
+			return fmt.Errorf("--egress-subnet: %q is not an IPv4 CIDR such as 10.233.0.0/16", *egressSubnet)
+		}
+		for a := range strings.SplitSeq(*egressDNS, ",") {
+			if a = strings.TrimSpace(a); a == "" {
+				continue
+			}
+			ap, err := netip.ParseAddrPort(a)
+			if err != nil {
+				addr, aerr := netip.ParseAddr(a)
+				if aerr != nil {
+					return fmt.Errorf("--egress-dns: %q is not ADDR or ADDR:PORT", a)
+				}
+				ap = netip.AddrPortFrom(addr, 53)
+			}
+			o.cfg.EgressDNS = append(o.cfg.EgressDNS, ap)
+		}
+		if !o.cfg.Egress && (set["egress-subnet"] || set["egress-dns"]) {
+			return errors.New("--egress-subnet and --egress-dns apply with --egress")
 		}
 		if err := sandbox.CheckCPUs(o.cfg.CPUs); err != nil {
 			return fmt.Errorf("--cpus: %w", err)

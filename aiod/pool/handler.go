@@ -16,6 +16,7 @@ import (
 
 	"github.com/a2c-smcp/a2c-go/aiod"
 	"github.com/a2c-smcp/a2c-go/aiod/internal/api"
+	"github.com/a2c-smcp/a2c-go/aiod/internal/egress"
 	"github.com/a2c-smcp/a2c-go/aiod/internal/sandbox"
 	"github.com/a2c-smcp/a2c-go/internal/origin"
 	"github.com/a2c-smcp/a2c-go/smcp"
@@ -237,6 +238,8 @@ func kind(k string) string {
 		return "an object"
 	case "bool":
 		return "true or false"
+	case "slice", "array":
+		return "an array"
 	}
 	return "a " + k
 }
@@ -254,6 +257,7 @@ type createBody struct {
 	Env          map[string]string `json:"env"`
 	Limits       *limitsBody       `json:"limits"`
 	Network      *string           `json:"network"`
+	Egress       *Egress           `json:"egress"`
 	Metadata     map[string]string `json:"metadata"`
 }
 
@@ -291,7 +295,7 @@ func (b createBody) request() (CreateRequest, error) {
 		return *s
 	}
 	req := CreateRequest{Template: str(b.Template), Office: str(b.Office), Name: str(b.Name), OnTimeout: str(b.OnTimeout),
-		Network: str(b.Network), Env: b.Env, Metadata: b.Metadata}
+		Network: str(b.Network), Egress: b.Egress, Env: b.Env, Metadata: b.Metadata}
 	if present(b.TimeoutS) {
 		n, err := seconds("timeout_s", b.TimeoutS)
 		if err != nil {
@@ -462,8 +466,25 @@ func (p *Pool) check(req CreateRequest) (spec, error) {
 		if !p.cfg.AllowHostNetwork {
 			return s, badField("network", "host is allowed only where the pool was started with --allow-host-network")
 		}
+	case NetworkEgress:
+		if p.egress == nil {
+			return s, badField("network", "egress is offered only where the pool was started with --egress")
+		}
 	default:
-		return s, badField("network", fmt.Sprintf("must be none or host, not %q", clip(s.network, 32)))
+		return s, badField("network", fmt.Sprintf("must be none, host or egress, not %q", clip(s.network, 32)))
+	}
+	if req.Egress != nil {
+		if s.network != NetworkEgress {
+			return s, badField("egress", "applies to network \"egress\" only")
+		}
+		rules, err := egress.ParseRules(req.Egress.Allow, req.Egress.Deny)
+		if err != nil {
+			return s, &Error{Status: http.StatusBadRequest, Message: "egress." + err.Error()} // "allow: ..." or "deny: ..."
+		}
+		s.rules = rules
+		s.egress = &Egress{Allow: nonNil(req.Egress.Allow), Deny: nonNil(req.Egress.Deny)}
+	} else if s.network == NetworkEgress {
+		s.egress = &Egress{Allow: []string{}, Deny: []string{}}
 	}
 	if len(req.Env) > maxEnv {
 		return s, badField("env", fmt.Sprintf("holds %d variables; at most %d", len(req.Env), maxEnv))
@@ -510,6 +531,14 @@ func (p *Pool) check(req CreateRequest) (spec, error) {
 		s.metadata[k] = v
 	}
 	return s, nil
+}
+
+// nonNil is l, or an empty list for nil (written [] on the wire).
+func nonNil(l []string) []string {
+	if l == nil {
+		return []string{}
+	}
+	return l
 }
 
 // checkText refuses a name that is too long, not UTF-8 or holds a

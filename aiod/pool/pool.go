@@ -7,11 +7,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -20,6 +23,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/a2c-smcp/a2c-go/aiod"
+	"github.com/a2c-smcp/a2c-go/aiod/internal/egress"
 	"github.com/a2c-smcp/a2c-go/aiod/internal/janitor"
 	"github.com/a2c-smcp/a2c-go/aiod/internal/sandbox"
 	"github.com/a2c-smcp/a2c-go/internal/origin"
@@ -81,6 +85,15 @@ type Config struct {
 	CPUs   float64
 	// AllowHostNetwork lets a create ask for network "host".
 	AllowHostNetwork bool
+	// Egress lets a create ask for network "egress": the pool makes an
+	// egress network (package aiod/internal/egress) of EgressSubnet
+	// (default 10.233.0.0/16; no address of the host may be in it),
+	// whose sandboxes' resolvers ask EgressDNS (default the host's
+	// /etc/resolv.conf servers). It needs root, iproute2 and nftables,
+	// and turns the host's IPv4 forwarding on.
+	Egress       bool
+	EgressSubnet netip.Prefix
+	EgressDNS    []netip.AddrPort
 	// Server is the hub sandboxes that name an office join, with
 	// ServerToken presented to it (default Token).
 	Server, ServerToken string
@@ -151,13 +164,14 @@ type Pool struct {
 	stop      context.CancelFunc
 	bg        sync.WaitGroup // the reaper, the refiller and warm starts
 	ports     *portProxy
-	policy    *origin.Policy // the Host and Origin rule of the pool's routes
-	hostUIDs  map[int]bool   // uids of the host's accounts, never handed out
-	lastUse   atomic.Int64   // the latest request or create (Unix ns), for the idle trim
-	lastClaim time.Time      // when a create last took a warm sandbox (p.mu)
-	uidLock   *os.File       // holds the pool's uid range (reserveUIDs); nil for an unprivileged pool
-	single    bool           // no distinct accounts: an unprivileged pool
-	mkfs      string         // mkfs.ext4's path, with Disk
+	policy    *origin.Policy  // the Host and Origin rule of the pool's routes
+	hostUIDs  map[int]bool    // uids of the host's accounts, never handed out
+	lastUse   atomic.Int64    // the latest request or create (Unix ns), for the idle trim
+	lastClaim time.Time       // when a create last took a warm sandbox (p.mu)
+	uidLock   *os.File        // holds the pool's uid range (reserveUIDs); nil for an unprivileged pool
+	single    bool            // no distinct accounts: an unprivileged pool
+	mkfs      string          // mkfs.ext4's path, with Disk
+	egress    *egress.Network // with Config.Egress
 }
 
 // checkDisk refuses a --disk below MinDisk.
@@ -245,9 +259,24 @@ func New(cfg Config) (*Pool, error) {
 			return nil, err
 		}
 	}
+	var egn *egress.Network
+	if cfg.Egress {
+		if single {
+			err = errors.New("needs a pool run as root (it makes veth pairs and nftables rules)")
+		} else {
+			egn, err = newEgress(cfg)
+		}
+		if err != nil {
+			lock.Close()
+			if uidLock != nil {
+				uidLock.Close()
+			}
+			return nil, fmt.Errorf("egress: %w", err)
+		}
+	}
 	p := &Pool{cfg: cfg, log: cfg.Logger, root: root, lock: lock, boxes: map[string]*box{}, office: map[string]string{},
 		uids: map[int]bool{}, policy: policy, createSem: make(chan struct{}, cfg.CreateConcurrency), refill: make(chan struct{}, 1),
-		hostUIDs: hostUIDs(), single: single, uidLock: uidLock, mkfs: mkfs}
+		hostUIDs: hostUIDs(), single: single, uidLock: uidLock, mkfs: mkfs, egress: egn}
 	if cfg.Disk > 0 {
 		if warn := diskRoom(filepath.Join(root, "disks"), cfg.Disk, cfg.Max+cfg.Warm); warn != "" {
 			p.log.Warn(warn)
@@ -258,6 +287,9 @@ func New(cfg Config) (*Pool, error) {
 	if cfg.Registerer != nil {
 		if err := cfg.Registerer.Register(p.metrics); err != nil {
 			p.stop()
+			if egn != nil {
+				_ = egn.Close()
+			}
 			lock.Close()
 			if uidLock != nil {
 				uidLock.Close()
@@ -271,6 +303,38 @@ func New(cfg Config) (*Pool, error) {
 	go func() { defer p.bg.Done(); p.refillWarm() }()
 	p.wakeRefill()
 	return p, nil
+}
+
+// DefaultEgressSubnet is the subnet of a pool's egress network.
+var DefaultEgressSubnet = netip.MustParsePrefix("10.233.0.0/16")
+
+// newEgress makes the pool's egress network. Its nftables table and
+// interface names are the pool's own, named after its uid range (which
+// no other pool of the host holds), and its subnet must hold no address
+// of the host's: a second pool, or a network the host is on, needs
+// another (--egress-subnet).
+func newEgress(cfg Config) (*egress.Network, error) {
+	subnet := cfg.EgressSubnet
+	if !subnet.IsValid() {
+		subnet = DefaultEgressSubnet
+	}
+	ifaces, _ := net.Interfaces()
+	for _, ifc := range ifaces {
+		addrs, _ := ifc.Addrs()
+		for _, a := range addrs {
+			n, ok := a.(*net.IPNet)
+			if !ok {
+				continue
+			}
+			ip, _ := netip.AddrFromSlice(n.IP)
+			ones, _ := n.Mask.Size()
+			if hp := netip.PrefixFrom(ip.Unmap(), ones); hp.IsValid() && hp.Overlaps(subnet) {
+				return nil, fmt.Errorf("subnet %s overlaps %s on the host's %s; choose another with --egress-subnet", subnet, hp.Masked(), ifc.Name)
+			}
+		}
+	}
+	k := strconv.FormatInt(int64(cfg.UIDBase/uidRange), 36)
+	return egress.New(egress.Config{Subnet: subnet, Table: "aiod_pool_" + k, Prefix: "p" + k, Upstream: cfg.EgressDNS})
 }
 
 // poolRoot is the pool's root directory, made if missing (0711: the
@@ -345,6 +409,10 @@ type spec struct {
 	env                                        []string
 	limits                                     Limits
 	metadata                                   map[string]string
+	// egress is the rules as the create gave them (nil unless network
+	// egress), rules as the egress network reads them.
+	egress *Egress
+	rules  egress.Rules
 }
 
 // fitsWarm reports whether a warm sandbox (base template, default
@@ -388,6 +456,7 @@ func (p *Pool) admit(s spec) (*box, error) {
 			return nil, err
 		}
 		b = p.newBox(uid, s.template, s.network, s.limits)
+		b.egress, b.rules = s.egress, s.rules
 	}
 	p.boxes[b.id] = b
 	if s.office != "" {
@@ -609,6 +678,11 @@ func (p *Pool) Close() error {
 	wg.Wait()
 	p.bg.Wait() // warm starts in flight close their own box once they see closed
 	p.ports.close()
+	if p.egress != nil {
+		if err := p.egress.Close(); err != nil {
+			p.log.Warn("egress network not removed", "err", err)
+		}
+	}
 	if p.cfg.Registerer != nil {
 		p.cfg.Registerer.Unregister(p.metrics)
 	}

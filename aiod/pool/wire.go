@@ -41,7 +41,24 @@ const (
 	// NetworkHost shares the host's network stack; only where the pool
 	// was started with --allow-host-network.
 	NetworkHost = "host"
+	// NetworkEgress is a network namespace of the sandbox's own with a
+	// routed, filtered way out (the create's egress rules); only where
+	// the pool was started with --egress.
+	NetworkEgress = "egress"
 )
+
+// Egress says where a sandbox of network "egress" may go. Each entry is
+// an IPv4 address ("93.184.216.34"), an IPv4 CIDR ("10.0.0.0/8"), a
+// host name ("pypi.org") or a pattern of the names below one
+// ("*.pythonhosted.org"); a name rule holds through the sandbox's own
+// resolver, which its /etc/resolv.conf names. Deny wins over Allow; with
+// no Allow, everything not denied is allowed. Whatever the rules say, a
+// sandbox never reaches another sandbox, the host (its loopback, its
+// addresses, the pool's API) nor link-local addresses (unless allowed).
+type Egress struct {
+	Allow []string `json:"allow"`
+	Deny  []string `json:"deny"`
+}
 
 // Sandbox is the sandbox object every lifecycle route answers with.
 type Sandbox struct {
@@ -58,10 +75,13 @@ type Sandbox struct {
 	ExpiresAt *time.Time `json:"expires_at"`
 	OnTimeout string     `json:"on_timeout"`
 	// IdleTimeoutS is the idle timeout in seconds (0: none).
-	IdleTimeoutS int               `json:"idle_timeout_s"`
-	Limits       Limits            `json:"limits"`
-	Network      string            `json:"network"`
-	Metadata     map[string]string `json:"metadata"`
+	IdleTimeoutS int    `json:"idle_timeout_s"`
+	Limits       Limits `json:"limits"`
+	Network      string `json:"network"`
+	// Egress is the way-out rules of a sandbox of network "egress"
+	// (absent for the others).
+	Egress   *Egress           `json:"egress,omitempty"`
+	Metadata map[string]string `json:"metadata"`
 	// APIURL is the base URL of the sandbox's own aiod API
 	// (http://HOST:PORT/sandboxes/{id}); MCPURL its /mcp.
 	APIURL string `json:"api_url"`
@@ -120,8 +140,11 @@ type CreateRequest struct {
 	// Limits overrides the pool's per-sandbox limits; a zero field keeps
 	// the pool's default.
 	Limits *Limits `json:"limits,omitempty"`
-	// Network is "none" (default) or "host".
+	// Network is "none" (default), "host" or "egress".
 	Network string `json:"network,omitempty"`
+	// Egress is the rules of network "egress" (nil: no rule, everything
+	// but the walls is reachable).
+	Egress *Egress `json:"egress,omitempty"`
 	// Metadata is echoed back, and filters the list.
 	Metadata map[string]string `json:"metadata,omitempty"`
 }

@@ -177,7 +177,10 @@ func sandboxCreate(ctx context.Context, e *env, args []string) error {
 	fs.Var(&memory, "memory", "memory limit, such as 512MiB or 2GiB (default the pool's)")
 	fs.IntVar(&lim.Pids, "pids", 0, "process limit (default the pool's)")
 	fs.Float64Var(&lim.CPUs, "cpus", 0, "CPU limit, in CPUs (default the pool's)")
-	fs.StringVar(&req.Network, "network", "", "none (default: its own loopback only) or host")
+	fs.StringVar(&req.Network, "network", "", "none (default: its own loopback only), host, or egress (a routed, filtered way out)")
+	var allow, deny listFlag
+	fs.Var(&allow, "allow", "with --network egress: an IPv4 address or CIDR, a host name or *.NAME it may reach (repeatable; none: all but --deny)")
+	fs.Var(&deny, "deny", "with --network egress: an IPv4 address or CIDR, a host name or *.NAME it may not reach (repeatable)")
 	fs.Var(metadata, "metadata", "K=V kept with it, echoed back and matched by ls --metadata (repeatable)")
 	if err := sandboxCommand(e, fs, args); err != nil {
 		return err
@@ -196,6 +199,9 @@ func sandboxCreate(ctx context.Context, e *env, args []string) error {
 	}
 	if len(metadata) > 0 {
 		req.Metadata = metadata
+	}
+	if allow != nil || deny != nil {
+		req.Egress = &pool.Egress{Allow: nonNilList(allow), Deny: nonNilList(deny)}
 	}
 	c, err := f.client()
 	if err != nil {
@@ -429,6 +435,9 @@ func printSandbox(w io.Writer, s pool.Sandbox) {
 		{"limits.cpus", strconv.FormatFloat(s.Limits.CPUs, 'f', -1, 64)},
 		{"network", s.Network},
 	}
+	if s.Egress != nil {
+		lines = append(lines, [2]string{"egress.allow", strings.Join(s.Egress.Allow, " ")}, [2]string{"egress.deny", strings.Join(s.Egress.Deny, " ")})
+	}
 	keys := make([]string, 0, len(s.Metadata))
 	for k := range s.Metadata {
 		keys = append(keys, k)
@@ -516,6 +525,24 @@ func (s *sizeFlag) Set(v string) error {
 	}
 	*s = sizeFlag(n)
 	return nil
+}
+
+// listFlag is a repeatable flag whose values are kept in order.
+type listFlag []string
+
+func (l *listFlag) String() string { return strings.Join(*l, ",") }
+
+func (l *listFlag) Set(s string) error {
+	*l = append(*l, s)
+	return nil
+}
+
+// nonNilList is l, or an empty list for nil (sent as []).
+func nonNilList(l listFlag) []string {
+	if l == nil {
+		return []string{}
+	}
+	return l
 }
 
 // kvFlag is a repeatable K=V flag; a later K replaces an earlier one.

@@ -95,7 +95,11 @@ var (
 // its ready line; it is stopped with SIGTERM at cleanup.
 func startUp(t *testing.T, a2c, dir string, env []string) *up {
 	t.Helper()
-	cmd := exec.Command(a2c, "up", "--listen", "127.0.0.1:0", "--sandbox-listen", "127.0.0.1:0")
+	args := []string{"up", "--listen", "127.0.0.1:0", "--sandbox-listen", "127.0.0.1:0"}
+	if os.Geteuid() == 0 {
+		args = append(args, "--egress") // docs/pool.md's network egress (CI runs as root)
+	}
+	cmd := exec.Command(a2c, args...)
 	cmd.Dir, cmd.Env = dir, env
 	stderr, err := cmd.StderrPipe()
 	if err != nil {

@@ -11,9 +11,11 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"golang.org/x/net/dns/dnsmessage"
+	"golang.org/x/sys/unix"
 )
 
 // The link's resolver: a small DNS forwarder on the link's host address
@@ -43,31 +45,6 @@ const maxDNS = 65535
 // upstreamTimeout bounds one question to an upstream server.
 const upstreamTimeout = 2 * time.Second
 
-// matchName reports whether name matches one of the patterns.
-func matchName(patterns []string, name string) bool {
-	name = strings.ToLower(strings.TrimSuffix(name, "."))
-	for _, p := range patterns {
-		p = strings.ToLower(strings.TrimSuffix(p, "."))
-		if rest, ok := strings.CutPrefix(p, "*."); ok {
-			if strings.HasSuffix(name, "."+rest) {
-				return true
-			}
-		} else if p == name {
-			return true
-		}
-	}
-	return false
-}
-
-// checkPattern reports whether p is a name pattern.
-func checkPattern(p string) error {
-	n := strings.TrimSuffix(strings.TrimPrefix(p, "*."), ".")
-	if n == "" || len(n) > 253 || strings.ContainsAny(n, " */\\@:") {
-		return fmt.Errorf("egress: name rule %q: a host name, or *. and a host name", p)
-	}
-	return nil
-}
-
 // resolver is one link's DNS forwarder.
 type resolver struct {
 	l        *Link
@@ -86,18 +63,28 @@ type resolver struct {
 // maxInflight bounds a link's queries in progress, UDP and TCP together.
 const maxInflight = 32
 
-// startResolver listens on the link's host address, port 53.
+// startResolver listens on the link's host address, port 53. The
+// address need not exist yet (Reserve runs before the pair is made, and
+// a pair made again brings it back): the sockets are bound with
+// IP_FREEBIND, and a socket bound to an address outlives the address.
 func (l *Link) startResolver(upstream []netip.AddrPort) error {
-	at := netip.AddrPortFrom(l.Host, 53)
-	udp, err := net.ListenUDP("udp4", net.UDPAddrFromAddrPort(at))
+	at := netip.AddrPortFrom(l.Host, 53).String()
+	lc := net.ListenConfig{Control: func(_, _ string, c syscall.RawConn) error {
+		var serr error
+		err := c.Control(func(fd uintptr) { serr = unix.SetsockoptInt(int(fd), unix.SOL_IP, unix.IP_FREEBIND, 1) })
+		return errors.Join(err, serr)
+	}}
+	pc, err := lc.ListenPacket(context.Background(), "udp4", at)
 	if err != nil {
 		return fmt.Errorf("egress: the link's resolver: %w", err)
 	}
-	tcp, err := net.ListenTCP("tcp4", net.TCPAddrFromAddrPort(at))
+	udp := pc.(*net.UDPConn)
+	ln, err := lc.Listen(context.Background(), "tcp4", at)
 	if err != nil {
 		udp.Close()
 		return fmt.Errorf("egress: the link's resolver: %w", err)
 	}
+	tcp := ln.(*net.TCPListener)
 	ctx, stop := context.WithCancel(context.Background())
 	r := &resolver{l: l, upstream: upstream, udp: udp, tcp: tcp, ctx: ctx, stop: stop, slots: make(chan struct{}, maxInflight)}
 	l.dns = r

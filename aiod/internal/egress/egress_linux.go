@@ -2,7 +2,6 @@ package egress
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"net/netip"
 	"os"
@@ -13,48 +12,16 @@ import (
 	"sync"
 )
 
-// Config configures a [Network].
-type Config struct {
-	// Subnet is cut into the links' /30s; an IPv4 prefix of /8 to /28.
-	// Default 10.233.0.0/16.
-	Subnet netip.Prefix
-	// Table is the nftables table (family inet) of the network's rules;
-	// one already there is replaced. Default "a2c_egress".
-	Table string
-	// Prefix starts the links' interface names (at most 6 bytes of
-	// letters and digits, so a name with its number fits 15). Default
-	// "a2e".
-	Prefix string
-	// Upstream are the DNS servers the links' resolvers ask. Default
-	// SystemResolvers().
-	Upstream []netip.AddrPort
-}
-
-// Rules say where a sandbox may go. Deny wins over Allow; with no Allow
-// and no AllowNames, everything not denied is allowed (see the package
-// documentation for what is never reachable). Names are held through the
-// link's resolver (dns_linux.go).
-type Rules struct {
-	Allow []netip.Prefix
-	Deny  []netip.Prefix
-	// AllowNames and DenyNames are host names ("example.com") or
-	// patterns of the names below one ("*.example.com").
-	AllowNames []string
-	DenyNames  []string
-}
-
-// allowList reports whether only what the rules allow passes.
-func (r Rules) allowList() bool { return len(r.Allow) > 0 || len(r.AllowNames) > 0 }
-
 // Network is one pool's egress network. Make one with [New]; it is safe
 // for concurrent use.
 type Network struct {
 	cfg   Config
 	slots int // /30 links the subnet holds
 
-	mu    sync.Mutex
-	used  map[int]bool
-	links map[int]*Link
+	mu     sync.Mutex
+	closed bool
+	used   map[int]bool
+	links  map[int]*Link
 }
 
 // Link is one sandbox's way out: its veth pair and its rules.
@@ -65,14 +32,14 @@ type Link struct {
 	// gateway (and resolver, port 53) and its own.
 	Host, Sandbox netip.Addr
 
-	rules   Rules
-	dns     *resolver // nil until started
-	created bool      // setup made the veth pair (teardown may delete it)
-	once    sync.Once
-}
+	rules Rules
+	dns   *resolver // nil until started
 
-// ErrFull is returned by Attach when every link of the subnet is taken.
-var ErrFull = errors.New("egress: no free address left in the subnet")
+	// mu orders Attach and Close.
+	mu      sync.Mutex
+	closed  bool
+	created bool // setupPair made the veth pair (teardown may delete it)
+}
 
 var namePart = regexp.MustCompile(`^[a-z][a-z0-9_]{0,31}$`)
 
@@ -146,6 +113,7 @@ table inet %[1]s {
 // rules would be open.
 func (n *Network) Close() error {
 	n.mu.Lock()
+	n.closed = true
 	links := make([]*Link, 0, len(n.links))
 	for _, l := range n.links {
 		links = append(links, l)
@@ -158,10 +126,24 @@ func (n *Network) Close() error {
 }
 
 // Attach gives the network namespace of process pid (a sandbox's init) a
-// link out, with rules r: a veth pair, the sandbox's end moved into the
-// namespace, addressed, up, and its default route; its rules in the
-// table. The namespace's loopback is brought up too.
+// link out with rules r: [Network.Reserve], then [Link.Attach].
 func (n *Network) Attach(pid int, r Rules) (*Link, error) {
+	l, err := n.Reserve(r)
+	if err != nil {
+		return nil, err
+	}
+	if err := l.Attach(pid); err != nil {
+		l.Close()
+		return nil, err
+	}
+	return l, nil
+}
+
+// Reserve takes a link's addresses and makes its rules and its resolver,
+// for a network namespace [Link.Attach] gives it later: a sandbox's
+// addresses, and so its resolv.conf, are known before its init starts,
+// and stay the same when an init that died is started again.
+func (n *Network) Reserve(r Rules) (*Link, error) {
 	for _, p := range append(append([]netip.Prefix{}, r.Allow...), r.Deny...) {
 		if !p.IsValid() || !p.Addr().Is4() {
 			return nil, fmt.Errorf("egress: rule %s: only IPv4 prefixes", p)
@@ -173,6 +155,10 @@ func (n *Network) Attach(pid int, r Rules) (*Link, error) {
 		}
 	}
 	n.mu.Lock()
+	if n.closed {
+		n.mu.Unlock()
+		return nil, ErrClosed
+	}
 	slot := -1
 	for i := range n.slots {
 		if !n.used[i] {
@@ -193,7 +179,7 @@ func (n *Network) Attach(pid int, r Rules) (*Link, error) {
 		return netip.AddrFrom4([4]byte{byte(x >> 24), byte(x >> 16), byte(x >> 8), byte(x)})
 	}
 	l := &Link{n: n, slot: slot, Host: addr(1), Sandbox: addr(2), rules: r}
-	err := l.setup(pid, r)
+	err := l.setupRules(r)
 	if err == nil {
 		err = l.startResolver(n.cfg.Upstream)
 	}
@@ -212,12 +198,35 @@ func (n *Network) Attach(pid int, r Rules) (*Link, error) {
 	return l, nil
 }
 
+// Attach gives the network namespace of process pid the link: a veth
+// pair, the sandbox's end moved into the namespace, addressed, up, and
+// its default route; the namespace's loopback is brought up too. A link
+// attached before (to an init that died) loses that pair first. On an
+// error the link has no pair, and its rules and resolver stay.
+func (l *Link) Attach(pid int) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return ErrClosed
+	}
+	if l.created {
+		_ = run(nil, "ip", "link", "del", l.hostIf())
+		l.created = false
+	}
+	err := l.setupPair(pid)
+	if err != nil && l.created {
+		_ = run(nil, "ip", "link", "del", l.hostIf())
+		l.created = false
+	}
+	return err
+}
+
 func (l *Link) hostIf() string    { return l.n.cfg.Prefix + "-" + strconv.Itoa(l.slot) + "h" }
 func (l *Link) sandboxIf() string { return l.n.cfg.Prefix + "-" + strconv.Itoa(l.slot) + "s" }
 func (l *Link) chain() string     { return "link" + strconv.Itoa(l.slot) }
 
-// setup makes the veth pair and the rules.
-func (l *Link) setup(pid int, r Rules) error {
+// setupPair makes the veth pair into pid's namespace (l.mu held).
+func (l *Link) setupPair(pid int) error {
 	h, s := l.hostIf(), l.sandboxIf()
 	if err := run(nil, "ip", "link", "add", h, "type", "veth", "peer", "name", s, "netns", strconv.Itoa(pid)); err != nil {
 		return err
@@ -230,9 +239,13 @@ func (l *Link) setup(pid int, r Rules) error {
 		return err
 	}
 	inside := fmt.Sprintf("link set lo up\naddr add %s/30 dev %s\nlink set %s up\nroute add default via %s\n", l.Sandbox, s, s, l.Host)
-	if err := run([]byte(inside), "nsenter", "-t", strconv.Itoa(pid), "-n", "ip", "-batch", "-"); err != nil {
-		return err
-	}
+	return run([]byte(inside), "nsenter", "-t", strconv.Itoa(pid), "-n", "ip", "-batch", "-")
+}
+
+// setupRules makes the link's chains and sets, keyed by the name its
+// host end will have: they are in place before the pair exists.
+func (l *Link) setupRules(r Rules) error {
+	h := l.hostIf()
 	deny := append([]netip.Prefix{}, r.Deny...)
 	if !r.allowList() {
 		deny = append(deny, netip.MustParsePrefix("169.254.0.0/16"))
@@ -275,9 +288,13 @@ func (l *Link) setup(pid int, r Rules) error {
 // Close takes the link away: its veth pair (both ends), its rules, its
 // addresses (free for another sandbox). Closing twice is a no-op.
 func (l *Link) Close() error {
-	var err error
-	l.once.Do(func() { err = l.teardown() })
-	return err
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return nil
+	}
+	l.closed = true
+	return l.teardown()
 }
 
 // teardown undoes setup, whatever part of it was done, and frees the

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"os"
 	"strconv"
-
-	"golang.org/x/sys/unix"
 )
 
 // initAccount is the account of Config.UID as init writes it into the
@@ -45,9 +43,8 @@ func accountFiles(a initAccount, passwd, group []byte) (newPasswd, newGroup []by
 
 // bindAccount, in init before pivot_root, binds the account's
 // /etc/passwd and /etc/group (accountFiles, from the host's) read-only
-// over the view's at r (r/etc is the host's /etc bound read-only). Each
-// is written in the view's root tmpfs, bound, and removed there: the
-// bind keeps it. A target that is not a regular file (a link would lead
+// over the view's at r (r/etc is the host's /etc bound read-only), with
+// bindContent. A target that is not a regular file (a link would lead
 // the bind out of the view) is refused.
 func bindAccount(r string, a initAccount) error {
 	passwd, _ := os.ReadFile("/etc/passwd")
@@ -61,18 +58,8 @@ func bindAccount(r string, a initAccount) error {
 		if fi, err := os.Lstat(dst); err != nil || !fi.Mode().IsRegular() {
 			return fmt.Errorf("sandbox: the view's /etc/%s is not a file (%v): the account cannot be named", f.name, err)
 		}
-		src := r + "/.account-" + f.name
-		if err := os.WriteFile(src, f.content, 0o644); err != nil {
-			return fmt.Errorf("sandbox: /etc/%s: %w", f.name, err)
-		}
-		if err := unix.Mount(src, dst, "", unix.MS_BIND, ""); err != nil {
-			return fmt.Errorf("sandbox: bind /etc/%s: %w", f.name, err)
-		}
-		if err := unix.Mount("", dst, "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
-			return fmt.Errorf("sandbox: read-only /etc/%s: %w", f.name, err)
-		}
-		if err := os.Remove(src); err != nil {
-			return fmt.Errorf("sandbox: /etc/%s: %w", f.name, err)
+		if err := bindContent(r, "/etc/"+f.name, f.content); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net/netip"
 	"strconv"
 	"strings"
 )
@@ -22,6 +23,10 @@ const (
 	NetworkHost = "host"
 	// NetworkNone gives the sandbox only a loopback interface of its own.
 	NetworkNone = "none"
+	// NetworkEgress is a network namespace of the sandbox's own that
+	// [Config.Attach] gives a way out (a pool's egress link); not an
+	// aiod flag.
+	NetworkEgress = "egress"
 )
 
 // Defaults of the limits in force when a flag leaves them unset.
@@ -62,8 +67,17 @@ type Config struct {
 	// '.', '_' and '-', at most 64; two live sandboxes of one daemon
 	// may not share it.
 	Name string
-	// Network is NetworkHost (default) or NetworkNone.
+	// Network is NetworkHost (default), NetworkNone or NetworkEgress.
 	Network string
+	// Attach, required with NetworkEgress, gives the network namespace
+	// of each new init (its host pid) its way out: it is called once
+	// init's namespaces exist and before anything runs in them, for the
+	// first init and for one started again after an init died. An error
+	// fails that start.
+	Attach func(pid int) error
+	// Nameserver, when valid, is the one nameserver of the view's
+	// /etc/resolv.conf (with NetworkEgress, the link's resolver).
+	Nameserver netip.Addr
 	// Memory (bytes), Pids and CPUs bound the sandbox as a whole; zero
 	// means the default, a negative value no limit.
 	Memory int64
@@ -74,6 +88,20 @@ type Config struct {
 	// KeepOwner forbids giving the workspace to the sandbox account
 	// (aiod doctor changes nothing).
 	KeepOwner bool
+}
+
+// ownNet reports whether the sandbox has a network namespace of its own.
+func (c Config) ownNet() bool { return c.Network == NetworkNone || c.Network == NetworkEgress }
+
+// checkNetwork reports whether c's network fields go together.
+func (c Config) checkNetwork() error {
+	if c.Network == NetworkEgress {
+		if c.Attach == nil {
+			return errors.New("sandbox: network egress needs Config.Attach")
+		}
+		return nil
+	}
+	return CheckNetwork(c.Network)
 }
 
 // CheckMode reports whether s names an isolation mode.

@@ -15,7 +15,7 @@ import (
 
 // DialContext connects to addr ("127.0.0.1:8080", "[::1]:8080",
 // "localhost:8080") as a process of the sandbox would: under
-// NetworkNone, in the sandbox's own network namespace, so its loopback
+// NetworkNone and NetworkEgress, in the sandbox's own network namespace, so its loopback
 // is the sandbox's and not the host's (a pool's port proxy reaches the
 // server a sandbox started, and two sandboxes may both listen on one
 // port); under NetworkHost it is a plain dial. network is "tcp", "tcp4"
@@ -30,7 +30,7 @@ import (
 // (a second address family, a resolver), which would run on threads of
 // the host's namespace, so it is not used there.
 func (s *Sandbox) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
-	if s == nil || s.cfg.Network != NetworkNone {
+	if s == nil || !s.cfg.ownNet() {
 		var d net.Dialer
 		return d.DialContext(ctx, network, addr)
 	}

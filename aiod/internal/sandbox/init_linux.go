@@ -41,6 +41,9 @@ type initSpec struct {
 	// Account, when set, is the account (Config.UID) the view's
 	// /etc/passwd and /etc/group name (account_linux.go).
 	Account *initAccount `json:"account,omitempty"`
+	// Nameserver, when set, is written as the view's /etc/resolv.conf
+	// (resolv_linux.go).
+	Nameserver string `json:"nameserver,omitempty"`
 }
 
 // initEnv is init's whole environment (both stages): one processor is
@@ -205,6 +208,11 @@ func build(spec initSpec) error {
 	}
 	if spec.Account != nil {
 		if err := bindAccount(r, *spec.Account); err != nil {
+			return err
+		}
+	}
+	if spec.Nameserver != "" {
+		if err := bindResolv(r, spec.Nameserver); err != nil {
 			return err
 		}
 	}

@@ -5,7 +5,8 @@ package sandbox
 type Report struct {
 	// Isolation is None or Namespaces.
 	Isolation string `json:"isolation"`
-	// Network is NetworkHost or NetworkNone (namespaces only).
+	// Network is NetworkHost, NetworkNone or NetworkEgress (namespaces
+	// only).
 	Network string `json:"network,omitempty"`
 	// User and UID are the host account sandbox processes run as.
 	User string `json:"user,omitempty"`

@@ -122,7 +122,7 @@ func New(cfg Config, log *slog.Logger) (*Sandbox, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	if err := CheckNetwork(cfg.Network); err != nil {
+	if err := cfg.checkNetwork(); err != nil {
 		return nil, err
 	}
 	if err := cfg.checkAccount(); err != nil {
@@ -263,6 +263,14 @@ func (s *Sandbox) start() (*instance, error) {
 		os.Remove(root)
 		return nil, err
 	}
+	// The way out, before anything runs inside; from this goroutine, not
+	// the spawner's thread, whose children would be born in the sandbox.
+	if s.cfg.Attach != nil {
+		if err := s.cfg.Attach(inst.init.Process.Pid); err != nil {
+			s.end(inst)
+			return nil, fmt.Errorf("sandbox: its network: %w", err)
+		}
+	}
 	return inst, nil
 }
 
@@ -281,8 +289,11 @@ func (s *Sandbox) spawner(inst *instance, ready chan<- error) {
 		return
 	}
 	ispec := initSpec{Root: inst.dir, Workspace: s.cfg.Workspace, Hostname: s.cfg.Hostname,
-		Loopback: s.cfg.Network == NetworkNone, TmpSize: tmpfsSize(s.cfg.Memory),
+		Loopback: s.cfg.ownNet(), TmpSize: tmpfsSize(s.cfg.Memory),
 		Source: s.ws.resolved, Dev: s.ws.dev, Ino: s.ws.ino}
+	if s.cfg.Nameserver.IsValid() {
+		ispec.Nameserver = s.cfg.Nameserver.String()
+	}
 	if s.cfg.UID != 0 && !s.userns {
 		ispec.Account = &initAccount{Name: s.cfg.User, UID: s.uid, GID: s.gid, Home: s.cfg.Workspace}
 	}
@@ -300,7 +311,7 @@ func (s *Sandbox) spawner(inst *instance, ready chan<- error) {
 		return
 	}
 	flags := uintptr(unix.CLONE_NEWNS | unix.CLONE_NEWPID | unix.CLONE_NEWIPC | unix.CLONE_NEWUTS)
-	if s.cfg.Network == NetworkNone {
+	if s.cfg.ownNet() {
 		flags |= unix.CLONE_NEWNET
 	}
 	cmd := &exec.Cmd{Path: Executable, Args: []string{"aiod-sandbox-init", InitArg, string(spec)},
@@ -376,7 +387,7 @@ func (s *Sandbox) spawner(inst *instance, ready chan<- error) {
 		return
 	}
 	// Init is alive and has reported: its PID is still its own.
-	if err := openNS(inst, cmd.Process.Pid, s.cfg.Network == NetworkNone); err != nil {
+	if err := openNS(inst, cmd.Process.Pid, s.cfg.ownNet()); err != nil {
 		keepW.Close()
 		<-inst.done
 		fail(err)
@@ -917,7 +928,7 @@ func (s *Sandbox) Report() Report {
 	}
 	r := Report{Isolation: Namespaces, Network: s.cfg.Network, User: s.cfg.User, UID: s.hostUID,
 		Namespaces: []string{"mount", "pid", "ipc", "uts"}, Limits: "rlimit", Warnings: s.warnings}
-	if s.cfg.Network == NetworkNone {
+	if s.cfg.ownNet() {
 		r.Namespaces = append(r.Namespaces, "net")
 	}
 	if s.userns {

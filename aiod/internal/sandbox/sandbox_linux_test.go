@@ -1,14 +1,17 @@
 package sandbox
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"net"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -418,5 +421,63 @@ func TestTerminal(t *testing.T) {
 	_ = cmd.Wait()
 	if got := strings.TrimSpace(string(out)); got != "/dev/pts/0 65534 2" {
 		t.Errorf("terminal: %q", got)
+	}
+}
+
+// TestNetworkEgress: under NetworkEgress the sandbox has a namespace of
+// its own that Attach is given before anything runs in it (here a veth
+// pair inside it), again for an init started after one died; resolv.conf names
+// the nameserver; DialContext dials inside; an Attach error fails the
+// start.
+func TestNetworkEgress(t *testing.T) {
+	if _, err := exec.LookPath("ip"); err != nil {
+		t.Skip("needs ip (iproute2)")
+	}
+	var pids []int
+	attach := func(pid int) error {
+		pids = append(pids, pid)
+		out, err := exec.Command("nsenter", "-t", strconv.Itoa(pid), "-n", "ip", "link", "add", "eg0", "type", "veth", "peer", "name", "eg1").CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("%v: %s", err, out)
+		}
+		return nil
+	}
+	s, _ := newSandbox(t, Config{Network: NetworkEgress, Attach: attach, Nameserver: netip.MustParseAddr("10.9.8.1")})
+	probe := "cat /proc/net/dev | tail -n +3 | cut -d: -f1 | tr -d ' ' | sort; cat /etc/resolv.conf"
+	want := "eg0\neg1\nlo\n# aiod: this sandbox's resolver (its egress link's gateway)\nnameserver 10.9.8.1\n"
+	if out, err := run(t, s, probe); out != want || err != nil {
+		t.Errorf("inside: %q %v", out, err)
+	}
+	if len(pids) != 1 || pids[0] != s.cur.init.Process.Pid {
+		t.Errorf("Attach got %v, init is %d", pids, s.cur.init.Process.Pid)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	if c, err := s.DialContext(context.Background(), "tcp", ln.Addr().String()); err == nil {
+		c.Close()
+		t.Error("DialContext reached the host's loopback")
+	}
+	first := s.cur
+	_ = first.init.Process.Kill()
+	<-first.done
+	if out, err := run(t, s, probe); out != want || err != nil {
+		t.Errorf("after a restart: %q %v", out, err)
+	}
+	if len(pids) != 2 || pids[1] != s.cur.init.Process.Pid {
+		t.Errorf("Attach after the restart got %v", pids)
+	}
+	if r := s.Report(); r.Network != NetworkEgress || !slices.Contains(r.Namespaces, "net") {
+		t.Errorf("report %+v", r)
+	}
+
+	_, err = New(Config{Workspace: t.TempDir(), Network: NetworkEgress, Attach: func(int) error { return errors.New("no way out") }}, nil)
+	if err == nil || !strings.Contains(err.Error(), "no way out") {
+		t.Errorf("a failing Attach: %v", err)
+	}
+	if _, err := New(Config{Workspace: t.TempDir(), Network: NetworkEgress}, nil); err == nil {
+		t.Error("egress without Attach started")
 	}
 }
