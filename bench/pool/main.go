@@ -13,6 +13,8 @@
 //	    /sandboxes/{id}/v1/shell/exec `echo hi`, from the warm pool (the
 //	    pool refilled before each) and cold (a request the warm sandboxes
 //	    do not fit), each sandbox deleted after;
+//	  - the same cold create with network egress (a link and its rules
+//	    made for it);
 //	  - pause and resume of one sandbox, p50 each;
 //	  - the port proxy: GET of a small file from python3's http.server in a
 //	    sandbox with the host's network, through /sandboxes/{id}/ports/N/
@@ -135,6 +137,7 @@ func main() {
 	concurrent := flag.Int("concurrent", 100, "creates sent at once")
 	warm := flag.Int("warm", 4, "the pool's --warm")
 	concurrentOnly := flag.Bool("concurrent-only", false, "measure only the concurrent creates (with a warm pool as large as -warm, filled first)")
+	createOnly := flag.Bool("create-only", false, "measure only the creates: warm, cold, and cold with network egress")
 	flag.Parse()
 	if os.Geteuid() != 0 {
 		check(fmt.Errorf("needs root (aiod pool does)"))
@@ -150,7 +153,8 @@ func main() {
 	floor := measureFloor(*n)
 
 	cmd := exec.Command(bin, "pool", "--listen", "127.0.0.1:0", "--root", filepath.Join(tmp, "root"), "--warm", strconv.Itoa(*warm),
-		"--max", strconv.Itoa(max(*idle, *concurrent)+*warm+8), "--allow-host-network", "--token", token)
+		"--max", strconv.Itoa(max(*idle, *concurrent)+*warm+8), "--allow-host-network", "--token", token,
+		"--egress", "--egress-subnet", "10.244.0.0/22", "--egress-dns", "127.0.0.1:9")
 	cmd.Env = append(os.Environ(), "AIO_BROWSER_REMOTE_DEBUGGING_PORT=1")
 	base, err := procs.Start(cmd)
 	check(err)
@@ -193,6 +197,16 @@ func main() {
 	}
 	warmS := measureCreate(map[string]any{}, true)
 	coldS := measureCreate(map[string]any{"limits": map[string]any{"memory": "1023MiB"}}, false)
+	egressS := measureCreate(map[string]any{"limits": map[string]any{"memory": "1023MiB"}, "network": "egress",
+		"egress": map[string]any{"allow": []string{"10.0.0.0/8", "*.example.com"}}}, false)
+	egressRow := fmt.Sprintf("| create → first echo, cold, network egress, p50 / p99 | %s / %s (%.2f× cold) | – |\n", ms(egressS.P50()), ms(egressS.P99()),
+		float64(egressS.P50())/float64(coldS.P50()))
+	if *createOnly {
+		fmt.Printf("| create → first echo, warm, p50 / p99 | %s / %s | ≤ 20 ms |\n", ms(warmS.P50()), ms(warmS.P99()))
+		fmt.Printf("| create → first echo, cold, p50 / p99 | %s / %s | – |\n", ms(coldS.P50()), ms(coldS.P99()))
+		fmt.Print(egressRow)
+		return
+	}
 
 	// pause / resume.
 	var sb sandbox
@@ -221,6 +235,7 @@ func main() {
 	fmt.Printf("| create → first echo, warm, p50 / p99 | %s / %s | ≤ 20 ms |\n", ms(warmS.P50()), ms(warmS.P99()))
 	fmt.Printf("| create → first echo, cold, p50 / p99 | %s / %s (%.1f× floor) | ≤ 3× floor, ≤ 100 ms |\n", ms(coldS.P50()), ms(coldS.P99()),
 		float64(coldS.P50())/float64(floor.P50()))
+	fmt.Print(egressRow)
 	fmt.Printf("| pause, p50 / resume, p50 | %s / %s | ≤ 10 ms each |\n", ms(pause.P50()), ms(resume.P50()))
 	fmt.Printf("| port proxy GET p50 / direct p50 | %s / %s = %.2f× | ≤ 1.3× |\n", lat.US(proxied.P50()), lat.US(direct.P50()),
 		float64(proxied.P50())/float64(direct.P50()))

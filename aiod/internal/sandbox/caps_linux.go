@@ -3,6 +3,7 @@ package sandbox
 import (
 	"errors"
 	"fmt"
+	"slices"
 
 	"golang.org/x/sys/unix"
 )
@@ -18,8 +19,15 @@ import (
 // its ambient set. It needs CAP_SETPCAP, which the thread still has: its
 // own effective and permitted sets are untouched (a thread of the daemon
 // still switches a child's identity and places it in a cgroup).
-func dropBounding() error {
+func dropBounding() error { return keepBounding(nil) }
+
+// keepBounding drops every capability but keep from the calling
+// thread's bounding set, and clears its ambient set (see dropBounding).
+func keepBounding(keep []uintptr) error {
 	for c := 0; c <= 63; c++ {
+		if slices.Contains(keep, uintptr(c)) {
+			continue
+		}
 		if err := unix.Prctl(unix.PR_CAPBSET_DROP, uintptr(c), 0, 0, 0); err != nil {
 			if errors.Is(err, unix.EINVAL) {
 				break // past the kernel's last capability
@@ -58,17 +66,26 @@ func setCaps(keep bool) error {
 // capability, and the filter. The thread keeps its own effective
 // capabilities, so it can still start processes as the account; a
 // child's identity switch to that account then clears the rest.
-func confineSpawner() error {
+//
+// For a whole machine (system) the bounding set keeps containerCaps,
+// root's capabilities inside, and the filter is the machine's: what
+// every process of it inherits (system_linux.go).
+func confineSpawner(system bool) error {
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return fmt.Errorf("sandbox: no_new_privs: %w", err)
 	}
-	if err := dropBounding(); err != nil {
+	var keep []uintptr
+	compile := filterProgram
+	if system {
+		keep, compile = containerCaps, systemFilterProgram
+	}
+	if err := keepBounding(keep); err != nil {
 		return err
 	}
 	if err := setCaps(true); err != nil {
 		return err
 	}
-	return installFilter(false)
+	return installFilterOf(compile, false)
 }
 
 // confineInit is the sandbox's init giving up everything once its view

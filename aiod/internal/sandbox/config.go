@@ -88,7 +88,35 @@ type Config struct {
 	// KeepOwner forbids giving the workspace to the sandbox account
 	// (aiod doctor changes nothing).
 	KeepOwner bool
+	// System, when set, makes the sandbox a whole machine
+	// (system_linux.go): root inside a user namespace of its own, its
+	// system on layers.
+	System *System
 }
+
+// System is what makes a sandbox a whole machine: a user namespace of
+// its own whose root is a range of host ids no other sandbox holds, and
+// a system on layers: /usr, /etc, /opt, /var's package state and the
+// rest of its root are overlays whose lower layers are the host's
+// (idmapped, read-only, with what other accounts of the host cannot read
+// hidden by the mask) and whose upper layer is the sandbox's own.
+type System struct {
+	// IDs is the first of the 65536 host uids and gids the namespace
+	// maps from 0: root inside is IDs on the host. Config.UID and GID
+	// must be IDs (file operations of the daemon act as root inside).
+	IDs int
+	// Upper is the host directory of the sandbox's own layer: every
+	// write to its system lands there, stored with the ids as they are
+	// inside (0 for root). Made if missing; owned by host root.
+	Upper string
+	// Mask is the directory BuildMask made: the layer above the host's
+	// that hides what other accounts of the host cannot read, and the
+	// skeleton of the root.
+	Mask string
+}
+
+// SystemIDs is how many ids a whole machine's namespace maps.
+const SystemIDs = 1 << 16
 
 // ownNet reports whether the sandbox has a network namespace of its own.
 func (c Config) ownNet() bool { return c.Network == NetworkNone || c.Network == NetworkEgress }
@@ -178,6 +206,14 @@ const DefaultUserName = "sandbox"
 
 // checkAccount reports whether c's account and name fields are usable.
 func (c Config) checkAccount() error {
+	if m := c.System; m != nil {
+		if m.IDs < 1 || m.IDs > math.MaxUint32-SystemIDs || c.UID != m.IDs || c.GID != m.IDs {
+			return fmt.Errorf("sandbox: a machine's ids %d must be above 0 and be its account's (uid %d, gid %d)", m.IDs, c.UID, c.GID)
+		}
+		if m.Upper == "" || m.Mask == "" {
+			return errors.New("sandbox: a machine needs its upper layer and the mask")
+		}
+	}
 	if c.UID != 0 || c.GID != 0 {
 		if c.UID <= 0 || c.GID <= 0 || c.UID >= math.MaxUint32 || c.GID >= math.MaxUint32 {
 			return fmt.Errorf("sandbox: account ids %d:%d: both must be above 0 (root is refused) and below 2^32-1", c.UID, c.GID)

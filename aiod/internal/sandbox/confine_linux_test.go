@@ -152,21 +152,25 @@ ts=[threading.Thread(target=lambda: r.append(os.getpid())) for _ in range(8)]
 // this one.
 func TestFilterArches(t *testing.T) {
 	for _, a := range []string{"amd64", "arm64"} {
-		p, err := sandboxPolicy(a)
-		if err != nil {
-			t.Fatalf("%s: %v", a, err)
-		}
-		n := 0
-		for _, g := range p.Syscalls {
-			n += len(g.Names) + len(g.NamesWithCondtions)
-		}
-		if n < 300 {
-			t.Errorf("%s: only %d calls in the policy", a, n)
+		for _, system := range []bool{false, true} {
+			p, err := sandboxPolicy(a, system)
+			if err != nil {
+				t.Fatalf("%s: %v", a, err)
+			}
+			n := 0
+			for _, g := range p.Syscalls {
+				n += len(g.Names) + len(g.NamesWithCondtions)
+			}
+			if n < 300 {
+				t.Errorf("%s (system %v): only %d calls in the policy", a, system, n)
+			}
 		}
 	}
-	prog, err := filterProgram()
-	if err != nil || len(prog) == 0 {
-		t.Fatalf("filter: %d instructions, %v", len(prog), err)
+	for _, compile := range []func() ([]unix.SockFilter, error){filterProgram, systemFilterProgram} {
+		prog, err := compile()
+		if err != nil || len(prog) == 0 {
+			t.Fatalf("filter: %d instructions, %v", len(prog), err)
+		}
 	}
 }
 

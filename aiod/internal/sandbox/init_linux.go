@@ -44,6 +44,9 @@ type initSpec struct {
 	// Nameserver, when set, is written as the view's /etc/resolv.conf
 	// (resolv_linux.go).
 	Nameserver string `json:"nameserver,omitempty"`
+	// System, when set, makes the view a whole machine's
+	// (system_linux.go): init runs as root of its own user namespace.
+	System *initSystem `json:"system,omitempty"`
 }
 
 // initEnv is init's whole environment (both stages): one processor is
@@ -127,31 +130,16 @@ func build(spec initSpec) error {
 		}
 	}
 	r := spec.Root
-	if err := step("root", unix.Mount("tmpfs", r, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=0755,size=1m")); err != nil {
-		return err
-	}
-	ro := uintptr(unix.MS_BIND | unix.MS_REMOUNT | unix.MS_RDONLY | unix.MS_NOSUID | unix.MS_NODEV)
-	for _, d := range systemDirs {
-		fi, err := os.Lstat(d)
+	if spec.System != nil {
+		// The root and the system directories are overlays; the
+		// skeleton and the host's links come with the mask.
+		root, err := buildSystem(spec.System, r)
 		if err != nil {
-			continue
-		}
-		if fi.Mode()&os.ModeSymlink != 0 {
-			target, err := os.Readlink(d)
-			if err == nil {
-				err = os.Symlink(target, r+d)
-			}
-			if err := step("link "+d, err); err != nil {
-				return err
-			}
-			continue
-		}
-		if !fi.IsDir() {
-			continue
-		}
-		if err := bind(d, r+d, ro); err != nil {
 			return err
 		}
+		r = root
+	} else if err := viewRoot(r); err != nil {
+		return err
 	}
 	if err := mkdirMount("tmpfs", r+"/dev", "tmpfs", unix.MS_NOSUID|unix.MS_NOEXEC, "mode=0755,size=64k"); err != nil {
 		return err
@@ -164,7 +152,7 @@ func build(spec initSpec) error {
 	// A devpts instance of the sandbox's own: the daemon opens /dev/ptmx
 	// in the sandbox's view (from the spawner thread), so a terminal's
 	// name exists inside, and the host's terminals are not listed.
-	if err := mkdirMount("devpts", r+"/dev/pts", "devpts", unix.MS_NOSUID|unix.MS_NOEXEC, ptsOptions()); err != nil {
+	if err := mkdirMount("devpts", r+"/dev/pts", "devpts", unix.MS_NOSUID|unix.MS_NOEXEC, ptsOptions(spec.System != nil)); err != nil {
 		return err
 	}
 	for name, target := range map[string]string{"ptmx": "pts/ptmx", "fd": "/proc/self/fd", "stdin": "/proc/self/fd/0",
@@ -180,6 +168,17 @@ func build(spec initSpec) error {
 	}
 	if err := mkdirMount("proc", r+"/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
 		return err
+	}
+	// A whole machine's root is root in its own namespace only: the
+	// network namespace (its own) lets root's processes bind low ports
+	// and ping, which binding as root outside its user namespace (the
+	// spawner's children join it after their start) would not.
+	if spec.System != nil && spec.Loopback {
+		for k, v := range map[string]string{"net/ipv4/ip_unprivileged_port_start": "0", "net/ipv4/ping_group_range": "0 65535"} {
+			if err := os.WriteFile(r+"/proc/sys/"+k, []byte(v), 0); err != nil {
+				return step("/proc/sys/"+k, err)
+			}
+		}
 	}
 	// The kernel's knobs stay read-only and its secrets hidden, as OCI
 	// runtimes do: nothing in the sandbox is root, but a mistake in a
@@ -212,7 +211,7 @@ func build(spec initSpec) error {
 		}
 	}
 	if spec.Nameserver != "" {
-		if err := bindResolv(r, spec.Nameserver); err != nil {
+		if err := setResolv(r, spec.Nameserver, spec.System != nil); err != nil {
 			return err
 		}
 	}
@@ -230,8 +229,49 @@ func build(spec initSpec) error {
 	if err := step("chdir /", unix.Chdir("/")); err != nil {
 		return err
 	}
+	if spec.System != nil {
+		return nil // a whole machine's root is its own, writable
+	}
 	// The root itself (the directories above the workspace) is read-only.
 	return step("read-only root", unix.Mount("", "/", "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV, ""))
+}
+
+// viewRoot makes the view's root at r: a small tmpfs holding the host's
+// system directories, bound read-only (links among them recreated).
+func viewRoot(r string) error {
+	step := func(what string, err error) error {
+		if err != nil {
+			return fmt.Errorf("sandbox: %s: %w", what, err)
+		}
+		return nil
+	}
+	if err := step("root", unix.Mount("tmpfs", r, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=0755,size=1m")); err != nil {
+		return err
+	}
+	ro := uintptr(unix.MS_BIND | unix.MS_REMOUNT | unix.MS_RDONLY | unix.MS_NOSUID | unix.MS_NODEV)
+	for _, d := range systemDirs {
+		fi, err := os.Lstat(d)
+		if err != nil {
+			continue
+		}
+		if fi.Mode()&os.ModeSymlink != 0 {
+			target, err := os.Readlink(d)
+			if err == nil {
+				err = os.Symlink(target, r+d)
+			}
+			if err := step("link "+d, err); err != nil {
+				return err
+			}
+			continue
+		}
+		if !fi.IsDir() {
+			continue
+		}
+		if err := bind(d, r+d, ro); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // bind mounts src at dst (a directory, created) recursively, then
@@ -296,8 +336,11 @@ func loopbackUp() error {
 // ptsOptions are the options of the sandbox's devpts: terminals of
 // group tty (5) where that group exists, i.e. not inside the user
 // namespace of an unprivileged daemon, which maps only its own ids.
-func ptsOptions() string {
+func ptsOptions(system bool) string {
 	opts := "newinstance,ptmxmode=0666,mode=0620"
+	if system { // a whole machine maps the host's first 65536 ids
+		return opts + ",gid=5"
+	}
 	if b, err := os.ReadFile("/proc/self/gid_map"); err == nil && len(strings.Fields(string(b))) >= 3 && strings.Fields(string(b))[2] == "4294967295" {
 		opts += ",gid=5"
 	}

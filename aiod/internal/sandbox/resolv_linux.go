@@ -18,6 +18,26 @@ func resolvConf(ns netip.Addr) []byte {
 	return []byte("# aiod: this sandbox's resolver (its egress link's gateway)\nnameserver " + ns.String() + "\n")
 }
 
+// setResolv makes the view's /etc/resolv.conf name ns alone: written in
+// a whole machine's /etc (its own, writable: root may edit it), bound
+// over the host's in any other view (bindResolv).
+func setResolv(r, ns string, system bool) error {
+	if !system {
+		return bindResolv(r, ns)
+	}
+	addr, err := netip.ParseAddr(ns)
+	if err != nil {
+		return fmt.Errorf("sandbox: nameserver %q: %w", ns, err)
+	}
+	if err := os.Remove(r + "/etc/resolv.conf"); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("sandbox: /etc/resolv.conf: %w", err)
+	}
+	if err := os.WriteFile(r+"/etc/resolv.conf", resolvConf(addr), 0o644); err != nil {
+		return fmt.Errorf("sandbox: /etc/resolv.conf: %w", err)
+	}
+	return nil
+}
+
 // bindResolv, in init before pivot_root, makes the view's
 // /etc/resolv.conf (r/etc is the host's /etc, read-only) name ns alone.
 //

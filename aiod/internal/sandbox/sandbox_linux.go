@@ -54,6 +54,11 @@ type Sandbox struct {
 	spawners sync.WaitGroup
 	ws       *workspace
 	warnings []string
+	// nsenter is, for a whole machine, a descriptor (close-on-exec, at
+	// 1000 or above, so no child's descriptor shuffle lands on it) of
+	// the host's nsenter, which takes each new process into the
+	// sandbox's user namespace (system_linux.go); -1 otherwise.
+	nsenter int
 
 	scopeErr atomic.Value // string: why the host's abstract sockets stay reachable
 
@@ -175,7 +180,10 @@ func New(cfg Config, log *slog.Logger) (*Sandbox, error) {
 	}
 	cfg.Workspace = ws
 	s := &Sandbox{cfg: cfg, log: log, uid: uid, gid: gid, hostUID: hostUID, userns: userns, stop: make(chan struct{}), started: make(chan struct{}, 1),
-		doSlots: make(chan struct{}, doThreads+doSpill)}
+		doSlots: make(chan struct{}, doThreads+doSpill), nsenter: -1}
+	if cfg.System != nil && userns {
+		return nil, errors.New("sandbox: a whole machine needs aiod to run as root on the host")
+	}
 	if s.ws, err = openWorkspace(ws); err != nil {
 		return nil, err
 	}
@@ -206,10 +214,18 @@ func New(cfg Config, log *slog.Logger) (*Sandbox, error) {
 		s.ws.close()
 		return nil, err
 	}
+	if cfg.System != nil {
+		if s.nsenter, err = openNsenter(); err != nil {
+			s.cg.remove()
+			s.ws.close()
+			return nil, err
+		}
+	}
 	inst, err := s.start()
 	if err != nil {
 		s.cg.remove()
 		s.ws.close()
+		s.closeNsenter()
 		return nil, err
 	}
 	s.cur = inst
@@ -294,7 +310,7 @@ func (s *Sandbox) spawner(inst *instance, ready chan<- error) {
 	if s.cfg.Nameserver.IsValid() {
 		ispec.Nameserver = s.cfg.Nameserver.String()
 	}
-	if s.cfg.UID != 0 && !s.userns {
+	if s.cfg.UID != 0 && !s.userns && s.cfg.System == nil {
 		ispec.Account = &initAccount{Name: s.cfg.User, UID: s.uid, GID: s.gid, Home: s.cfg.Workspace}
 	}
 	spec, _ := json.Marshal(ispec)
@@ -320,7 +336,35 @@ func (s *Sandbox) spawner(inst *instance, ready chan<- error) {
 		// controlling terminal (the daemon's, when a user started it in a
 		// terminal) that /dev/tty inside would open.
 		SysProcAttr: &syscall.SysProcAttr{Cloneflags: flags, Pdeathsig: syscall.SIGKILL, Setsid: true}}
-	if s.ws.userns != nil { // the idmapping's user namespace, after the other files
+	var trees []*os.File // a whole machine's layers, closed once init has them
+	defer func() {
+		for _, f := range trees {
+			f.Close()
+		}
+	}()
+	if sys := s.cfg.System; sys != nil {
+		// Init is root of a user namespace of its own, which owns the
+		// other namespaces; the daemon makes the idmapped trees of the
+		// layers and the workspace, which init attaches.
+		idmap := []syscall.SysProcIDMap{{ContainerID: 0, HostID: sys.IDs, Size: SystemIDs}}
+		a := cmd.SysProcAttr
+		a.Cloneflags |= unix.CLONE_NEWUSER
+		a.UidMappings, a.GidMappings, a.GidMappingsEnableSetgroups = idmap, idmap, true
+		a.Credential = &syscall.Credential{Uid: 0, Gid: 0, Groups: []uint32{}}
+		isys, files, err := s.systemTrees()
+		if err != nil {
+			keepR.Close()
+			keepW.Close()
+			repR.Close()
+			repW.Close()
+			fail(err)
+			return
+		}
+		trees = files
+		isys.offset(3 + len(cmd.ExtraFiles))
+		ispec.System = isys
+		cmd.ExtraFiles = append(cmd.ExtraFiles, files...)
+	} else if s.ws.userns != nil { // the idmapping's user namespace, after the other files
 		ispec.UsernsFD = 3 + len(cmd.ExtraFiles)
 		cmd.ExtraFiles = append(cmd.ExtraFiles, s.ws.userns)
 	}
@@ -354,6 +398,10 @@ func (s *Sandbox) spawner(inst *instance, ready chan<- error) {
 	err = child.Start(cmd, cmd.Start)
 	keepR.Close()
 	repW.Close()
+	for _, f := range trees { // init has its own copies, or never will
+		f.Close()
+	}
+	trees = nil
 	if filterR != nil {
 		filterR.Close()
 	}
@@ -405,7 +453,7 @@ func (s *Sandbox) spawner(inst *instance, ready chan<- error) {
 			s.scopeErr.Store(err.Error())
 		}
 	}
-	if err := confineSpawner(); err != nil {
+	if err := confineSpawner(s.cfg.System != nil); err != nil {
 		keepW.Close()
 		<-inst.done
 		closeNS(inst)
@@ -647,6 +695,9 @@ func (s *Sandbox) Wrap(cmd *exec.Cmd, start func() error) func() error {
 			cmd.SysProcAttr = &syscall.SysProcAttr{}
 		}
 		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: uint32(s.uid), Gid: uint32(s.gid), Groups: []uint32{}, NoSetGroups: s.userns}
+		if s.cfg.System != nil {
+			s.throughNsenter(cmd)
+		}
 		detachTerminal(cmd.SysProcAttr)
 		held := s.holdAtExec(cmd)
 		done := make(chan struct{})
@@ -911,6 +962,7 @@ func (s *Sandbox) Close() error {
 	s.spawners.Wait() // their leaveThread writes through the files remove closes
 	s.cg.remove()
 	s.ws.close()
+	s.closeNsenter()
 	return nil
 }
 

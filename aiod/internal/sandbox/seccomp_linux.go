@@ -43,8 +43,15 @@ import (
 // ABI) matches nothing and is refused.
 
 // filterProgram is the compiled filter, built once.
-var filterProgram = sync.OnceValues(func() ([]unix.SockFilter, error) {
-	policy, err := sandboxPolicy(runtime.GOARCH)
+var filterProgram = sync.OnceValues(func() ([]unix.SockFilter, error) { return compileProgram(false) })
+
+// systemFilterProgram is a whole machine's filter (sandboxPolicy with
+// system), built once.
+var systemFilterProgram = sync.OnceValues(func() ([]unix.SockFilter, error) { return compileProgram(true) })
+
+// compileProgram compiles the filter for this machine's architecture.
+func compileProgram(system bool) ([]unix.SockFilter, error) {
+	policy, err := sandboxPolicy(runtime.GOARCH, system)
 	if err != nil {
 		return nil, err
 	}
@@ -65,7 +72,7 @@ var filterProgram = sync.OnceValues(func() ([]unix.SockFilter, error) {
 		prog[i] = unix.SockFilter{Code: r.Op, Jt: r.Jt, Jf: r.Jf, K: r.K}
 	}
 	return prog, nil
-})
+}
 
 // goArchToSeccomp names Go's architectures as the profile's includes
 // and excludes do.
@@ -77,7 +84,17 @@ var goArchToSeccomp = map[string]string{"amd64": "amd64", "arm64": "arm64"}
 // check that every name resolves on each architecture we ship): its default
 // action (EPERM) for what it does not list, one group per action it
 // does, refusals first (a refused name never also matches an allow).
-func sandboxPolicy(goarch string) (*seccompbpf.Policy, error) {
+//
+// With system (a whole machine, system_linux.go) the profile is resolved
+// for root's capabilities there (containerCaps, as a container's), the
+// set-id refusals are not added (a package manager installs set-id
+// programs; they are root inside's, in its namespace only, on a nosuid
+// view), and setns is allowed for a user namespace alone: how the
+// host's nsenter takes a new process into the sandbox's. A process
+// inside cannot use it: it has no CAP_SYS_ADMIN in any user namespace
+// (it cannot make one: clone and unshare with a namespace flag stay
+// refused).
+func sandboxPolicy(goarch string, system bool) (*seccompbpf.Policy, error) {
 	info, err := arch.GetInfo(goarch)
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: system-call filter: %w", err)
@@ -87,7 +104,13 @@ func sandboxPolicy(goarch string) (*seccompbpf.Policy, error) {
 	}
 	// The profile reads the running kernel's version for its MinKernel
 	// rules (ptrace on ≥ 4.8) and picks the running architecture.
-	spec := &specs.Spec{Process: &specs.Process{Capabilities: &specs.LinuxCapabilities{}}}
+	caps := &specs.LinuxCapabilities{}
+	if system {
+		for _, c := range containerCapNames {
+			caps.Bounding, caps.Effective, caps.Permitted = append(caps.Bounding, c), append(caps.Effective, c), append(caps.Permitted, c)
+		}
+	}
+	spec := &specs.Spec{Process: &specs.Process{Capabilities: caps}}
 	prof, err := seccomp.GetDefaultProfile(spec)
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: system-call filter: %w", err)
@@ -135,7 +158,9 @@ func sandboxPolicy(goarch string) (*seccompbpf.Policy, error) {
 		}
 	}
 	p := &seccompbpf.Policy{DefaultAction: seccompbpf.ActionErrno} // EPERM
-	p.Syscalls = append(p.Syscalls, setIDRefusals(info)...)
+	if !system {
+		p.Syscalls = append(p.Syscalls, setIDRefusals(info)...)
+	}
 	for _, refusals := range []bool{true, false} {
 		for _, k := range order {
 			if (k.action != seccompbpf.ActionAllow) == refusals {
@@ -143,8 +168,17 @@ func sandboxPolicy(goarch string) (*seccompbpf.Policy, error) {
 			}
 		}
 	}
+	if system {
+		p.Syscalls = append(p.Syscalls, seccompbpf.SyscallGroup{Action: seccompbpf.ActionAllow,
+			NamesWithCondtions: []seccompbpf.NameWithConditions{{Name: "setns",
+				Conditions: seccompbpf.ArgumentConditions{{Argument: 1, Operation: seccompbpf.Equal, Value: unix.CLONE_NEWUSER}}}}})
+	}
 	return p, nil
 }
+
+// containerCapNames are containerCaps as the profile names them.
+var containerCapNames = []string{"CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FSETID", "CAP_FOWNER", "CAP_MKNOD", "CAP_NET_RAW",
+	"CAP_SETGID", "CAP_SETUID", "CAP_SETFCAP", "CAP_SETPCAP", "CAP_NET_BIND_SERVICE", "CAP_SYS_CHROOT", "CAP_KILL", "CAP_AUDIT_WRITE"}
 
 // setIDModeArg is, for each call that takes a file mode, which argument
 // holds it.
@@ -237,7 +271,12 @@ func conditions(args []specs.LinuxSeccompArg) (seccompbpf.ArgumentConditions, er
 // the spawner thread, whose children inherit it) or on every thread of
 // the process. The caller has set no_new_privs.
 func installFilter(tsync bool) error {
-	prog, err := filterProgram()
+	return installFilterOf(filterProgram, tsync)
+}
+
+// installFilterOf installs the program compile gives, as installFilter.
+func installFilterOf(compile func() ([]unix.SockFilter, error), tsync bool) error {
+	prog, err := compile()
 	if err != nil {
 		return err
 	}

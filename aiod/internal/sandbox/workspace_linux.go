@@ -199,6 +199,20 @@ func mountWorkspace(spec initSpec, r string) error {
 	if ws == "/" || !filepath.IsAbs(ws) {
 		return nil
 	}
+	if spec.System != nil {
+		// The daemon made the tree from the checked directory's
+		// descriptor (systemTrees): init, in its user namespace,
+		// attaches it.
+		if err := os.MkdirAll(r+ws, 0o755); err != nil {
+			return fmt.Errorf("sandbox: workspace: %w", err)
+		}
+		err := unix.MoveMount(spec.System.Workspace, "", unix.AT_FDCWD, r+ws, unix.MOVE_MOUNT_F_EMPTY_PATH)
+		unix.Close(spec.System.Workspace)
+		if err != nil {
+			return fmt.Errorf("sandbox: workspace: move_mount: %w", err)
+		}
+		return nil
+	}
 	how := unix.OpenHow{Flags: unix.O_PATH | unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_CLOEXEC,
 		Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS}
 	fd, err := unix.Openat2(unix.AT_FDCWD, spec.Source, &how)

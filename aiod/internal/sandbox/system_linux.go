@@ -1,0 +1,411 @@
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// A whole machine (Config.System): root inside, the system on layers.
+//
+// # Root inside
+//
+// Init is born in a user namespace of its own (with the other
+// namespaces, which the user namespace then owns) mapping 0..65535 to
+// System.IDs..IDs+65535 on the host: root inside is IDs outside, and
+// nothing of the host is root's inside. A process of the sandbox joins
+// that namespace on its way in: the spawner thread (in the sandbox's
+// other namespaces, still in the host's user namespace, since a thread
+// of a threaded process cannot join a user namespace) starts the
+// host's nsenter (util-linux, a C program, single-threaded), which
+// joins it and becomes root there before it executes the command. The
+// nsenter executed is the host's, opened by the daemon and executed
+// through its descriptor, never the one in the sandbox's writable /usr.
+// Its capabilities in the host's namespace are the spawner's bounding
+// set (containerCaps) for that moment; once inside, root's capabilities
+// are that set, in the sandbox's namespace only.
+//
+// # Layers
+//
+// The view's root and each of systemTargets are overlays (overlayfs,
+// mounted by init as root of its namespace, with userxattr). Their lower
+// layers are the host's directories, read-only, and above them the mask
+// (BuildMask): a whiteout for every file or directory of the host that
+// other accounts cannot read (/etc/shadow, private keys), since root
+// inside would read what the host's root can. Their upper layer is the
+// sandbox's own (System.Upper). Every layer is an idmapped mount made by
+// the daemon: the host's ids 0..65535 appear as the sandbox's, so root's
+// files are root's inside, and what the sandbox writes is stored with
+// the ids it has inside (a layer does not depend on the range of the
+// sandbox that wrote it: a snapshot can be another sandbox's lower
+// layer).
+
+// varTargets are the parts of /var a package manager needs; the rest of
+// the view's /var starts empty (the host's logs and state are not the
+// sandbox's).
+var varTargets = []string{"/var/lib/dpkg", "/var/lib/apt", "/var/cache/apt", "/var/cache/debconf"}
+
+// systemTargets are the host directories a whole machine has as layers:
+// the system directories that are directories (not merged /usr links)
+// and varTargets, those the host has.
+func systemTargets() []string {
+	var out []string
+	for _, d := range append(append([]string{}, systemDirs...), varTargets...) {
+		if fi, err := os.Lstat(d); err == nil && fi.IsDir() {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// layerName names a target's upper layer and its tree ("/var/lib/dpkg":
+// "var-lib-dpkg"; the view's root: "root").
+func layerName(target string) string {
+	return strings.ReplaceAll(strings.Trim(target, "/"), "/", "-")
+}
+
+// skeleton is the view's root directory as the mask holds it: the
+// directories every machine has, with their modes, besides the targets.
+var skeleton = []struct {
+	path string
+	mode fs.FileMode
+}{
+	{"root", 0o700}, {"home", 0o755}, {"srv", 0o755}, {"mnt", 0o755}, {"media", 0o755}, {"run", 0o755},
+	{"tmp", 0o1777}, {"dev", 0o755}, {"proc", 0o555}, {"sys", 0o555}, {".tmpfs", 0o755},
+	{"var", 0o755}, {"var/lib", 0o755}, {"var/cache", 0o755}, {"var/log", 0o755}, {"var/tmp", 0o1777},
+	{"var/spool", 0o755}, {"var/mail", 0o2775}, {"var/local", 0o755}, {"var/opt", 0o755}, {"var/backups", 0o755},
+}
+
+// BuildMask makes dir the mask of this host's system (see the comment at
+// the top of this file): the skeleton of a machine's root, the host's
+// links among the system directories (merged /usr), and below each
+// target a whiteout (a 0/0 character device, overlayfs's mark of a
+// removed entry) for every entry other accounts cannot read: a file
+// without o+r, a directory without o+rx (its content is not walked), a
+// device, a socket or a pipe. The directories leading to a whiteout are
+// made with the host's modes and owners. dir is removed first. It needs
+// root, and takes about a second for a Debian /usr.
+func BuildMask(dir string) error {
+	if err := os.RemoveAll(dir); err != nil {
+		return fmt.Errorf("sandbox: mask: %w", err)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("sandbox: mask: %w", err)
+	}
+	for _, d := range skeleton {
+		if err := os.Mkdir(filepath.Join(dir, d.path), 0); err != nil {
+			return fmt.Errorf("sandbox: mask: %w", err)
+		}
+		if err := os.Chmod(filepath.Join(dir, d.path), d.mode); err != nil {
+			return fmt.Errorf("sandbox: mask: %w", err)
+		}
+	}
+	for _, d := range systemDirs {
+		if fi, err := os.Lstat(d); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+			target, err := os.Readlink(d)
+			if err == nil {
+				err = os.Symlink(target, filepath.Join(dir, d))
+			}
+			if err != nil {
+				return fmt.Errorf("sandbox: mask: %w", err)
+			}
+		}
+	}
+	for _, t := range systemTargets() {
+		if err := mirrorDirs(dir, t); err != nil {
+			return err
+		}
+		err := filepath.WalkDir(t, func(path string, e fs.DirEntry, err error) error {
+			if err != nil {
+				return nil // gone, or unreadable to root: nothing to hide
+			}
+			fi, err := e.Info()
+			if err != nil {
+				return nil
+			}
+			m := fi.Mode()
+			hide := false
+			switch {
+			case m&fs.ModeSymlink != 0:
+			case m.IsDir():
+				hide = m.Perm()&0o005 != 0o005
+			case m.IsRegular():
+				hide = m.Perm()&0o004 == 0
+			default:
+				hide = true
+			}
+			if !hide {
+				return nil
+			}
+			if err := mirrorDirs(dir, filepath.Dir(path)); err != nil {
+				return err
+			}
+			if err := unix.Mknod(filepath.Join(dir, path), unix.S_IFCHR, 0); err != nil && !errors.Is(err, unix.EEXIST) {
+				return fmt.Errorf("sandbox: mask: whiteout %s: %w", path, err)
+			}
+			if m.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// mirrorDirs makes host directory hostDir and its parents in the mask
+// at dir, with the host's modes and owners (the top layer's directory
+// is what the view shows).
+func mirrorDirs(dir, hostDir string) error {
+	var chain []string
+	for p := filepath.Clean(hostDir); p != "/"; p = filepath.Dir(p) {
+		chain = append(chain, p)
+	}
+	slices.Reverse(chain)
+	for _, p := range chain {
+		dst := filepath.Join(dir, p)
+		if fi, err := os.Lstat(dst); err == nil && fi.IsDir() {
+			continue
+		}
+		fi, err := os.Lstat(p)
+		if err != nil {
+			return fmt.Errorf("sandbox: mask: %w", err)
+		}
+		st, _ := fi.Sys().(*syscall.Stat_t)
+		if err := os.Mkdir(dst, 0); err != nil {
+			return fmt.Errorf("sandbox: mask: %w", err)
+		}
+		if st != nil {
+			if err := os.Lchown(dst, int(st.Uid), int(st.Gid)); err != nil {
+				return fmt.Errorf("sandbox: mask: %w", err)
+			}
+		}
+		if err := os.Chmod(dst, fi.Mode().Perm()|fi.Mode()&(fs.ModeSticky|fs.ModeSetgid)); err != nil {
+			return fmt.Errorf("sandbox: mask: %w", err)
+		}
+	}
+	return nil
+}
+
+// initSystem is what init needs to build a whole machine's view: the
+// descriptors of the detached, idmapped trees the daemon made (init, in
+// its user namespace, may attach them but could not make them).
+type initSystem struct {
+	Upper     int            `json:"upper"`
+	Mask      int            `json:"mask"`
+	Lowers    map[string]int `json:"lowers"` // by target
+	Workspace int            `json:"workspace"`
+}
+
+// systemTrees makes the trees of initSystem: the sandbox's upper layer
+// (read-write), the mask and the host's targets (read-only), all
+// idmapped through a user namespace with the sandbox's mapping, nosuid
+// and nodev; and the workspace's (idmapped as the workspace decided, or
+// not). The caller passes files to init and closes them after.
+func (s *Sandbox) systemTrees() (spec *initSystem, files []*os.File, err error) {
+	sys := s.cfg.System
+	defer func() {
+		if err != nil {
+			for _, f := range files {
+				f.Close()
+			}
+			files = nil
+		}
+	}()
+	idmap := []syscall.SysProcIDMap{{ContainerID: 0, HostID: sys.IDs, Size: SystemIDs}}
+	ns, err := newUserNS(idmap, idmap)
+	if err != nil {
+		return nil, nil, fmt.Errorf("sandbox: %w", err)
+	}
+	defer ns.Close()
+	if err := os.MkdirAll(sys.Upper, 0o700); err != nil {
+		return nil, nil, fmt.Errorf("sandbox: upper layer: %w", err)
+	}
+	tree := func(path string, attr uint64, userns int) (*os.File, error) {
+		dirfd, name, flags := unix.AT_FDCWD, path, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE
+		if path == s.cfg.Workspace { // the checked directory, by its descriptor
+			dirfd, name, flags = s.ws.fd(), "", flags|unix.AT_EMPTY_PATH
+		}
+		fd, err := unix.OpenTree(dirfd, name, uint(flags))
+		if err != nil {
+			return nil, fmt.Errorf("sandbox: %s: open_tree: %w", path, err)
+		}
+		f := os.NewFile(uintptr(fd), path) // closing a tree never attached unmounts it
+		a := &unix.MountAttr{Attr_set: attr | unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV}
+		if userns >= 0 {
+			a.Attr_set |= unix.MOUNT_ATTR_IDMAP
+			a.Userns_fd = uint64(userns)
+		}
+		if err := unix.MountSetattr(fd, "", unix.AT_EMPTY_PATH|unix.AT_RECURSIVE, a); err != nil {
+			f.Close()
+			return nil, fmt.Errorf("sandbox: %s: idmapped mount: %w", path, err)
+		}
+		return f, nil
+	}
+	spec = &initSystem{Lowers: map[string]int{}}
+	add := func(f *os.File) int {
+		files = append(files, f)
+		return len(files) - 1 // an index: the caller turns it into init's descriptor
+	}
+	f, err := tree(sys.Upper, 0, int(ns.Fd()))
+	if err != nil {
+		return nil, nil, err
+	}
+	spec.Upper = add(f)
+	if f, err = tree(sys.Mask, unix.MOUNT_ATTR_RDONLY, int(ns.Fd())); err != nil {
+		return nil, nil, err
+	}
+	spec.Mask = add(f)
+	for _, t := range systemTargets() {
+		if f, err = tree(t, unix.MOUNT_ATTR_RDONLY, int(ns.Fd())); err != nil {
+			return nil, nil, err
+		}
+		spec.Lowers[t] = add(f)
+	}
+	wsNS := -1
+	if s.ws.userns != nil {
+		wsNS = int(s.ws.userns.Fd())
+	}
+	if f, err = tree(s.cfg.Workspace, 0, wsNS); err != nil {
+		return nil, nil, err
+	}
+	spec.Workspace = add(f)
+	return spec, files, nil
+}
+
+// offset turns the indexes of systemTrees' files into init's
+// descriptors, the files being passed from descriptor first on.
+func (sp *initSystem) offset(first int) {
+	sp.Upper += first
+	sp.Mask += first
+	sp.Workspace += first
+	for t, i := range sp.Lowers {
+		sp.Lowers[t] = i + first
+	}
+}
+
+// buildSystem, in init (root of its user namespace), makes the whole
+// machine's root on r: a tmpfs at r holds the trees (attached under
+// r/.layers) and the root overlay at r/root, with an overlay on each
+// target; it returns r/root, where the rest of the view is built. The
+// staging tmpfs goes with the host's root at pivot_root; the overlays
+// keep their layers.
+func buildSystem(sys *initSystem, r string) (string, error) {
+	if err := unix.Mount("tmpfs", r, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=0755,size=1m"); err != nil {
+		return "", fmt.Errorf("sandbox: staging: %w", err)
+	}
+	layers := r + "/.layers"
+	attach := func(fd int, name string) (string, error) {
+		dst := layers + "/" + name
+		if err := os.MkdirAll(dst, 0o755); err != nil {
+			return "", fmt.Errorf("sandbox: %s: %w", name, err)
+		}
+		err := unix.MoveMount(fd, "", unix.AT_FDCWD, dst, unix.MOVE_MOUNT_F_EMPTY_PATH)
+		unix.Close(fd)
+		if err != nil {
+			return "", fmt.Errorf("sandbox: attaching %s: %w", name, err)
+		}
+		return dst, nil
+	}
+	upper, err := attach(sys.Upper, "upper")
+	if err != nil {
+		return "", err
+	}
+	mask, err := attach(sys.Mask, "mask")
+	if err != nil {
+		return "", err
+	}
+	overlay := func(at, name string, lowers ...string) error {
+		u, w := upper+"/"+name+"/upper", upper+"/"+name+"/work"
+		for _, d := range []string{u, w} {
+			if err := os.MkdirAll(d, 0o755); err != nil {
+				return fmt.Errorf("sandbox: layer %s: %w", name, err)
+			}
+		}
+		opts := "lowerdir=" + strings.Join(lowers, ":") + ",upperdir=" + u + ",workdir=" + w + ",userxattr"
+		if err := os.MkdirAll(at, 0o755); err != nil {
+			return fmt.Errorf("sandbox: %s: %w", at, err)
+		}
+		if err := unix.Mount("overlay", at, "overlay", 0, opts); err != nil {
+			return fmt.Errorf("sandbox: overlay %s: %w", name, err)
+		}
+		return nil
+	}
+	root := r + "/root"
+	if err := overlay(root, "root", mask); err != nil {
+		return "", err
+	}
+	targets := make([]string, 0, len(sys.Lowers))
+	for t := range sys.Lowers {
+		targets = append(targets, t)
+	}
+	slices.Sort(targets) // a parent before what it holds
+	for _, t := range targets {
+		lower, err := attach(sys.Lowers[t], "lower-"+layerName(t))
+		if err != nil {
+			return "", err
+		}
+		if err := overlay(root+t, layerName(t), mask+t, lower); err != nil {
+			return "", err
+		}
+	}
+	return root, nil
+}
+
+// containerCaps are root's capabilities inside a whole machine (in its
+// own user namespace only): the set container runtimes give a
+// container by default.
+var containerCaps = []uintptr{unix.CAP_CHOWN, unix.CAP_DAC_OVERRIDE, unix.CAP_FSETID, unix.CAP_FOWNER, unix.CAP_MKNOD,
+	unix.CAP_NET_RAW, unix.CAP_SETGID, unix.CAP_SETUID, unix.CAP_SETFCAP, unix.CAP_SETPCAP, unix.CAP_NET_BIND_SERVICE,
+	unix.CAP_SYS_CHROOT, unix.CAP_KILL, unix.CAP_AUDIT_WRITE}
+
+// openNsenter opens the host's nsenter for Sandbox.nsenter.
+func openNsenter() (int, error) {
+	p, err := exec.LookPath("nsenter")
+	if err != nil {
+		return -1, errors.New("sandbox: a whole machine needs nsenter (Debian util-linux) on the host")
+	}
+	fd, err := unix.Open(p, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, fmt.Errorf("sandbox: nsenter: %w", err)
+	}
+	high, err := unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 1000)
+	unix.Close(fd)
+	if err != nil {
+		return -1, fmt.Errorf("sandbox: nsenter: %w", err)
+	}
+	return high, nil
+}
+
+// closeNsenter closes Sandbox.nsenter, if open.
+func (s *Sandbox) closeNsenter() {
+	if s.nsenter >= 0 {
+		unix.Close(s.nsenter)
+		s.nsenter = -1
+	}
+}
+
+// throughNsenter makes cmd start as the host's nsenter (by its
+// descriptor: the path is the sandbox's /proc, where the new process
+// sees its own descriptors), born as host root in the sandbox's other
+// namespaces with no supplementary group; nsenter joins the sandbox's
+// user namespace (init's, PID 1's), becomes root there and executes
+// cmd's program with cmd's arguments (argv[0] becomes the program's
+// path). Its descriptor is close-on-exec: nsenter's own exec closes it.
+func (s *Sandbox) throughNsenter(cmd *exec.Cmd) {
+	target := cmd.Path
+	cmd.Path = "/proc/self/fd/" + strconv.Itoa(s.nsenter)
+	cmd.Args = append([]string{"nsenter", "--user=/proc/1/ns/user", "--", target}, cmd.Args[1:]...)
+	cmd.SysProcAttr.Credential = &syscall.Credential{Uid: 0, Gid: 0, Groups: []uint32{}}
+}

@@ -1,0 +1,148 @@
+package sandbox
+
+import (
+	"crypto/sha256"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+)
+
+// testMask is one mask for the package's tests (building it walks the
+// host's /usr).
+var testMask = sync.OnceValues(func() (string, error) {
+	dir, err := os.MkdirTemp("", "aiod-test-mask-")
+	if err != nil {
+		return "", err
+	}
+	return dir, BuildMask(dir)
+})
+
+// newMachine starts a whole machine with ids from base.
+func newMachine(t *testing.T, base int) (*Sandbox, string, string) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("a whole machine needs root")
+	}
+	if _, err := exec.LookPath("nsenter"); err != nil {
+		t.Fatal("needs nsenter (util-linux)")
+	}
+	mask, err := testMask()
+	if err != nil {
+		t.Fatal(err)
+	}
+	upper := filepath.Join(t.TempDir(), "upper")
+	s, ws := newSandbox(t, Config{UID: base, GID: base, UserName: "root", Network: NetworkNone,
+		System: &System{IDs: base, Upper: upper, Mask: mask}})
+	return s, ws, upper
+}
+
+// debPackage builds a Debian package that installs /usr/bin/NAME, a
+// script printing "hello from NAME", and returns its path.
+func debPackage(t *testing.T, dir, name string) string {
+	t.Helper()
+	root := filepath.Join(dir, name)
+	for _, d := range []string{"DEBIAN", "usr/bin"} {
+		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	control := fmt.Sprintf("Package: %s\nVersion: 1.0\nArchitecture: all\nMaintainer: test <t@example.com>\nDescription: a test package\n", name)
+	if err := os.WriteFile(filepath.Join(root, "DEBIAN/control"), []byte(control), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "usr/bin", name), []byte("#!/bin/sh\necho hello from "+name+"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	deb := filepath.Join(dir, name+".deb")
+	if out, err := exec.Command("dpkg-deb", "--root-owner-group", "--build", root, deb).CombinedOutput(); err != nil {
+		t.Fatalf("dpkg-deb: %v\n%s", err, out)
+	}
+	return deb
+}
+
+func fileSum(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fmt.Sprintf("%x", sha256.Sum256(b))
+}
+
+// TestSystem: a whole machine's processes are root inside its own user
+// namespace (the range's first id outside); its system is writable, the
+// writes land in its upper layer with the ids they have inside, and the
+// host's files are untouched; what other accounts of the host cannot
+// read is not there; root binds port 80 and installs a Debian package;
+// it still cannot mount, load modules or change the kernel's settings.
+func TestSystem(t *testing.T) {
+	const base = 2_100_000_000
+	s, ws, upper := newMachine(t, base)
+	statusBefore := fileSum(t, "/var/lib/dpkg/status")
+	deb := debPackage(t, ws, "a2c-test-hello")
+	cases := []struct {
+		name, script, want string
+	}{
+		{"root inside", "id -u; id -g; cat /proc/self/uid_map | tr -s ' '", fmt.Sprintf("0\n0\n 0 %d 65536\n", base)},
+		{"write /usr", "echo x > /usr/local/bin/made-inside && chown 42:42 /usr/local/bin/made-inside && stat -c %u:%g /usr/local/bin/made-inside", "42:42\n"},
+		{"edit /etc/hosts", "echo '10.1.2.3 inside.test' >> /etc/hosts && grep -c inside.test /etc/hosts", "1\n"},
+		{"masked", "ls /etc/shadow 2>&1; cat /etc/passwd | head -1", "ls: cannot access '/etc/shadow': No such file or directory\nroot:x:0:0:root:/root:/bin/bash\n"},
+		{"port 80", "python3 -c 'import socket; s=socket.socket(); s.bind((\"127.0.0.1\", 80)); print(\"bound\")'", "bound\n"},
+		{"dpkg", "dpkg -i " + deb + " >/dev/null && a2c-test-hello && dpkg-query -W -f '${Status}\\n' a2c-test-hello", "hello from a2c-test-hello\ninstall ok installed\n"},
+		{"no mount", "mount -t tmpfs none /mnt 2>&1 || echo refused", "refused"},
+		{"no sysctl", "echo 0 > /proc/sys/kernel/panic 2>&1 || echo refused", "refused"},
+		{"no userns", "unshare -U true 2>&1 || echo refused", "refused"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			out, err := run(t, s, c.script)
+			if !strings.Contains(out, c.want) {
+				t.Errorf("%s: %q %v, want %q", c.script, out, err, c.want)
+			}
+		})
+	}
+	// The processes are the range's on the host (once nsenter has
+	// taken the new process in: it says so, then waits).
+	cmd := exec.Command("/bin/sh", "-c", "echo in; exec sleep 5")
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Wrap(cmd, cmd.Start)(); err != nil {
+		t.Fatal(err)
+	}
+	line := make([]byte, 3)
+	if _, err := stdout.Read(line); err != nil || string(line) != "in\n" {
+		t.Fatalf("%q %v", line, err)
+	}
+	status, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", cmd.Process.Pid))
+	if want := fmt.Sprintf("Uid:\t%d\t%d\t%d\t%d", base, base, base, base); !strings.Contains(string(status), want) {
+		t.Errorf("a process's host ids: %s", status)
+	}
+	_ = cmd.Process.Kill()
+	_ = cmd.Wait()
+	// The writes are in the upper layer, as inside; the host is untouched.
+	var fst syscall.Stat_t
+	if err := syscall.Stat(upper+"/usr/upper/local/bin/made-inside", &fst); err != nil || fst.Uid != 42 || fst.Gid != 42 {
+		t.Errorf("the upper layer's file: %+v %v", fst, err)
+	}
+	for _, p := range []string{"/usr/local/bin/made-inside", "/usr/bin/a2c-test-hello"} {
+		if _, err := os.Lstat(p); err == nil {
+			t.Errorf("%s is on the host", p)
+		}
+	}
+	if _, err := os.Stat(upper + "/usr/upper/bin/a2c-test-hello"); err != nil {
+		t.Errorf("the package's file is not in the upper layer: %v", err)
+	}
+	if fileSum(t, "/var/lib/dpkg/status") != statusBefore {
+		t.Error("the host's dpkg status changed")
+	}
+	if b, _ := os.ReadFile("/etc/hosts"); strings.Contains(string(b), "inside.test") {
+		t.Error("the host's /etc/hosts changed")
+	}
+}
