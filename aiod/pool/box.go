@@ -247,6 +247,10 @@ func (b *box) sandboxConfig() sandbox.Config {
 	if b.uid != 0 {
 		c.UID, c.GID = b.uid, b.uid
 	}
+	if b.p.cfg.Machine {
+		c.UserName = "root"
+		c.System = &sandbox.System{IDs: b.uid, Upper: b.upper(), Mask: b.p.mask}
+	}
 	return c
 }
 
@@ -507,8 +511,17 @@ func (b *box) close(ctx context.Context, keep bool) {
 	b.removeWorkspace(keep)
 }
 
-// removeWorkspace deletes the workspace, or moves it under Root/kept.
+// upper is a whole machine's upper layer (Root/layers/{id}).
+func (b *box) upper() string { return filepath.Join(b.p.root, "layers", b.id) }
+
+// removeWorkspace deletes the workspace, or moves it under Root/kept,
+// and a whole machine's upper layer.
 func (b *box) removeWorkspace(keep bool) {
+	if b.p.cfg.Machine {
+		if err := os.RemoveAll(b.upper()); err != nil {
+			b.p.log.Warn("upper layer not removed", "id", b.id, "err", err)
+		}
+	}
 	if b.image != "" {
 		b.removeDisk(keep)
 		return

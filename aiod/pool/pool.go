@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/netip"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -94,6 +95,14 @@ type Config struct {
 	Egress       bool
 	EgressSubnet netip.Prefix
 	EgressDNS    []netip.AddrPort
+	// Machine makes each sandbox a whole machine (sandbox.System): root
+	// inside a user namespace of its own, whose 65536 ids are a range
+	// of the host's no other sandbox holds (from [MachineIDBase]), and a
+	// writable system on layers, its writes in Root/layers/{id}. It
+	// needs root, nsenter (util-linux) and a kernel with overlayfs on
+	// idmapped layers (Linux 6.x); the pool builds the mask of the
+	// host's system at start (Root/mask, a second or so).
+	Machine bool
 	// Server is the hub sandboxes that name an office join, with
 	// ServerToken presented to it (default Token).
 	Server, ServerToken string
@@ -164,14 +173,16 @@ type Pool struct {
 	stop      context.CancelFunc
 	bg        sync.WaitGroup // the reaper, the refiller and warm starts
 	ports     *portProxy
-	policy    *origin.Policy  // the Host and Origin rule of the pool's routes
-	hostUIDs  map[int]bool    // uids of the host's accounts, never handed out
-	lastUse   atomic.Int64    // the latest request or create (Unix ns), for the idle trim
-	lastClaim time.Time       // when a create last took a warm sandbox (p.mu)
-	uidLock   *os.File        // holds the pool's uid range (reserveUIDs); nil for an unprivileged pool
-	single    bool            // no distinct accounts: an unprivileged pool
-	mkfs      string          // mkfs.ext4's path, with Disk
-	egress    *egress.Network // with Config.Egress
+	policy    *origin.Policy   // the Host and Origin rule of the pool's routes
+	hostUIDs  map[int]bool     // uids of the host's accounts, never handed out
+	lastUse   atomic.Int64     // the latest request or create (Unix ns), for the idle trim
+	lastClaim time.Time        // when a create last took a warm sandbox (p.mu)
+	uidLock   *os.File         // holds the pool's uid range (reserveUIDs); nil for an unprivileged pool
+	single    bool             // no distinct accounts: an unprivileged pool
+	mkfs      string           // mkfs.ext4's path, with Disk
+	egress    *egress.Network  // with Config.Egress
+	ranges    map[int]*os.File // with Machine: each box's id range lock, by its first id (p.mu)
+	mask      string           // with Machine: the mask (sandbox.BuildMask)
 }
 
 // checkDisk refuses a --disk below MinDisk.
@@ -276,7 +287,19 @@ func New(cfg Config) (*Pool, error) {
 	}
 	p := &Pool{cfg: cfg, log: cfg.Logger, root: root, lock: lock, boxes: map[string]*box{}, office: map[string]string{},
 		uids: map[int]bool{}, policy: policy, createSem: make(chan struct{}, cfg.CreateConcurrency), refill: make(chan struct{}, 1),
-		hostUIDs: hostUIDs(), single: single, uidLock: uidLock, mkfs: mkfs, egress: egn}
+		hostUIDs: hostUIDs(), single: single, uidLock: uidLock, mkfs: mkfs, egress: egn, ranges: map[int]*os.File{}}
+	if cfg.Machine {
+		if err := p.startMachines(); err != nil {
+			if egn != nil {
+				_ = egn.Close()
+			}
+			lock.Close()
+			if uidLock != nil {
+				uidLock.Close()
+			}
+			return nil, fmt.Errorf("machine: %w", err)
+		}
+	}
 	if cfg.Disk > 0 {
 		if warn := diskRoom(filepath.Join(root, "disks"), cfg.Disk, cfg.Max+cfg.Warm); warn != "" {
 			p.log.Warn(warn)
@@ -303,6 +326,28 @@ func New(cfg Config) (*Pool, error) {
 	go func() { defer p.bg.Done(); p.refillWarm() }()
 	p.wakeRefill()
 	return p, nil
+}
+
+// startMachines checks that this pool can run whole machines and builds
+// the mask of the host's system.
+func (p *Pool) startMachines() error {
+	if p.single {
+		return errors.New("needs a pool run as root")
+	}
+	if _, err := exec.LookPath("nsenter"); err != nil {
+		return errors.New("needs nsenter (Debian util-linux)")
+	}
+	p.mask = filepath.Join(p.root, "mask")
+	t0 := time.Now()
+	if err := sandbox.BuildMask(p.mask); err != nil {
+		return err
+	}
+	p.log.Info("the mask of the host's system is built", "took", time.Since(t0).Round(time.Millisecond))
+	// Upper layers a pool that died left (this one has none yet).
+	if err := os.RemoveAll(filepath.Join(p.root, "layers")); err != nil {
+		return err
+	}
+	return os.MkdirAll(filepath.Join(p.root, "layers"), 0o700)
 }
 
 // DefaultEgressSubnet is the subnet of a pool's egress network.
@@ -511,19 +556,34 @@ func (p *Pool) end(ctx context.Context, b *box, keep bool) {
 	p.releaseUID(b.uid)
 }
 
-// releaseUID hands uid back to the range and wakes the refiller.
+// releaseUID hands uid back to the range (a whole machine's range to
+// the host) and wakes the refiller.
 func (p *Pool) releaseUID(uid int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	delete(p.uids, uid)
+	if f := p.ranges[uid]; f != nil {
+		f.Close()
+		delete(p.ranges, uid)
+	}
 	p.wakeRefill()
 }
 
 // takeUID hands out the lowest free uid of the range (p.mu held); an
 // unprivileged pool has one account for all (0 here: the sandbox's own).
+// With Machine it is the first id of a range of 65536 of the sandbox's
+// own (root inside), held until releaseUID.
 func (p *Pool) takeUID() (int, error) {
 	if p.single {
 		return 0, nil
+	}
+	if p.cfg.Machine {
+		base, lock, err := takeMachineRange()
+		if err != nil {
+			return 0, &Error{Status: http.StatusTooManyRequests, Message: err.Error()}
+		}
+		p.ranges[base] = lock
+		return base, nil
 	}
 	for i := 1; i < uidRange; i++ { // UIDBase itself owns the workspaces (box.owner)
 		uid := p.cfg.UIDBase + i

@@ -148,6 +148,48 @@ func copyFile(src, dst string, perm fs.FileMode) error {
 	return out.Close()
 }
 
+// lockRange takes the lock file of the range of kind ("uids", "machine")
+// from b, or fails with EWOULDBLOCK when another holder has it (another
+// open of the file, in this process or another: flock is per open file).
+func lockRange(kind string, b int) (*os.File, error) {
+	f, err := os.OpenFile(filepath.Join(uidLockDir, kind+"-"+strconv.Itoa(b)+".lock"), os.O_RDWR|os.O_CREATE|unix.O_CLOEXEC, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+// MachineIDBase is the first host id of the ranges whole machines take
+// (--machine): 65536 ids each (root inside is the first), one per live
+// sandbox of every pool of the host, all below 2^31.
+const MachineIDBase = 2_000_000_000
+
+// machineRanges is how many ranges there are from MachineIDBase.
+const machineRanges = (1<<31 - MachineIDBase) / uidRange
+
+// takeMachineRange takes the first range from MachineIDBase no live
+// sandbox of this host holds, until the returned file closes.
+func takeMachineRange() (int, *os.File, error) {
+	if err := os.MkdirAll(uidLockDir, 0o700); err != nil {
+		return 0, nil, fmt.Errorf("id range: %w", err)
+	}
+	for k := range machineRanges {
+		b := MachineIDBase + k*uidRange
+		f, err := lockRange("machine", b)
+		if err == nil {
+			return b, f, nil
+		}
+		if !errors.Is(err, unix.EWOULDBLOCK) {
+			return 0, nil, fmt.Errorf("id range: %w", err)
+		}
+	}
+	return 0, nil, fmt.Errorf("every one of the host's %d id ranges for whole machines is in use", machineRanges)
+}
+
 // uidLockDir holds one lock file per uid range a live pool uses.
 const uidLockDir = "/run/aiod-pool"
 
@@ -165,17 +207,7 @@ func reserveUIDs(base int) (*os.File, int, error) {
 	if err := os.MkdirAll(uidLockDir, 0o700); err != nil {
 		return nil, 0, fmt.Errorf("uid range: %w", err)
 	}
-	try := func(b int) (*os.File, error) {
-		f, err := os.OpenFile(filepath.Join(uidLockDir, "uids-"+strconv.Itoa(b)+".lock"), os.O_RDWR|os.O_CREATE|unix.O_CLOEXEC, 0o600)
-		if err != nil {
-			return nil, err
-		}
-		if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
-			f.Close()
-			return nil, err
-		}
-		return f, nil
-	}
+	try := func(b int) (*os.File, error) { return lockRange("uids", b) }
 	if base != 0 {
 		f, err := try(base)
 		if errors.Is(err, unix.EWOULDBLOCK) {

@@ -1,0 +1,88 @@
+package aiod
+
+import (
+	"crypto/sha256"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// sum is the SHA-256 of a host file.
+func sum(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fmt.Sprintf("%x", sha256.Sum256(b))
+}
+
+// TestPoolMachine: the real aiod pool with --machine: a sandbox is root
+// inside a user namespace of its own, installs a Debian package (built by
+// the test, no network) with dpkg and apt-get, writes /usr and /etc; the
+// host's files and package database are byte for byte unchanged, another
+// sandbox sees none of it, and what other host accounts cannot read
+// (/etc/shadow) is not there.
+func TestPoolMachine(t *testing.T) {
+	for _, tool := range []string{"nsenter", "dpkg-deb"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Fatalf("needs %s", tool)
+		}
+	}
+	status, hosts := sum(t, "/var/lib/dpkg/status"), sum(t, "/etc/hosts")
+	p := startPool(t, "pool-machine-token", "--warm", "1", "--machine")
+	s := p.create(nil)
+	a := p.sandbox(s)
+	ws := filepath.Join(p.root, "live", s["id"].(string))
+
+	// A package of the test's own, in the workspace.
+	pkg := filepath.Join(t.TempDir(), "a2c-hello")
+	for _, d := range []string{"DEBIAN", "usr/bin"} {
+		if err := os.MkdirAll(filepath.Join(pkg, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(pkg, "DEBIAN/control"), []byte("Package: a2c-hello\nVersion: 1.0\nArchitecture: all\nMaintainer: t <t@example.com>\nDescription: test\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(pkg, "usr/bin/a2c-hello"), []byte("#!/bin/sh\necho hello from a package\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("dpkg-deb", "--root-owner-group", "--build", pkg, "/tmp/a2c-hello-test.deb").CombinedOutput(); err != nil {
+		t.Fatalf("dpkg-deb: %v %s", err, out)
+	}
+	defer os.Remove("/tmp/a2c-hello-test.deb")
+	data, _ := os.ReadFile("/tmp/a2c-hello-test.deb")
+	if err := os.WriteFile(filepath.Join(ws, "a2c-hello.deb"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	// The exec API's output drops the last newline.
+	for _, c := range []struct{ name, script, want string }{
+		{"root", "id -u; whoami", "0\nroot"},
+		{"apt-get", "cd " + ws + " && apt-get install -y ./a2c-hello.deb >/dev/null 2>&1; a2c-hello; dpkg-query -W -f '${Status}' a2c-hello", "hello from a package\ninstall ok installed"},
+		{"etc", "echo '10.9.9.9 machine.test' >> /etc/hosts; getent hosts machine.test", "10.9.9.9        machine.test"},
+		{"chown", "touch /opt/x && chown 1000:1000 /opt/x && stat -c %u /opt/x", "1000"},
+		{"shadow", "test -e /etc/shadow && echo there || echo absent", "absent"},
+	} {
+		if got := sh(t, a, c.script); got != c.want {
+			t.Errorf("%s: %q, want %q", c.name, got, c.want)
+		}
+	}
+	if _, err := os.Stat("/usr/bin/a2c-hello"); err == nil {
+		t.Error("the package landed on the host")
+	}
+	if sum(t, "/var/lib/dpkg/status") != status || sum(t, "/etc/hosts") != hosts {
+		t.Error("the host's dpkg status or /etc/hosts changed")
+	}
+	other := p.sandbox(p.create(nil))
+	if got := sh(t, other, "command -v a2c-hello || echo none; grep -c machine.test /etc/hosts"); got != "none\n0" {
+		t.Errorf("another sandbox sees the first's writes: %q", got)
+	}
+	if !strings.Contains(sh(t, other, "cat /proc/self/uid_map"), "65536") {
+		t.Error("no user namespace of its own")
+	}
+}
