@@ -134,7 +134,7 @@ func (b *box) start() (err error) {
 		b.link, err = p.egress.Reserve(b.rules)
 		b.mu.Unlock()
 		if err != nil {
-			return fmt.Errorf("egress: %w", err)
+			return err // the egress package's errors say "egress: "
 		}
 	}
 	t0 := time.Now()

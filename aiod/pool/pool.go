@@ -535,6 +535,9 @@ func (p *Pool) start(ctx context.Context, b *box) error {
 	defer func() { <-p.createSem }()
 	if err := b.start(); err != nil {
 		p.log.Warn("sandbox did not start", "id", b.id, "err", err)
+		if errors.Is(err, egress.ErrFull) {
+			return &Error{Status: http.StatusServiceUnavailable, Message: "every address of the pool's --egress-subnet is taken; delete a sandbox of network egress, or start the pool with a larger subnet"}
+		}
 		return &Error{Status: http.StatusInternalServerError, Message: "sandbox did not start: " + err.Error()}
 	}
 	return nil

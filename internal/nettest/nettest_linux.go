@@ -125,6 +125,14 @@ func (o *Outside) Net() netip.Prefix { return netip.PrefixFrom(o.Addr, 24).Maske
 // dot), and any other with no record.
 func DNS(t testing.TB, table map[string]netip.Addr) netip.AddrPort {
 	t.Helper()
+	return DNSWith(t, table, nil)
+}
+
+// DNSWith is DNS with CNAME records too: a name of cnames answers with
+// its CNAME, then the A record of the name it leads to, as a recursive
+// resolver does.
+func DNSWith(t testing.TB, table map[string]netip.Addr, cnames map[string]string) netip.AddrPort {
+	t.Helper()
 	pc, err := net.ListenPacket("udp4", "127.0.0.1:0")
 	Must(t, err)
 	t.Cleanup(func() { pc.Close() })
@@ -147,10 +155,16 @@ func DNS(t testing.TB, table map[string]netip.Addr) netip.AddrPort {
 			b := dnsmessage.NewBuilder(nil, dnsmessage.Header{ID: h.ID, Response: true, RecursionAvailable: true})
 			_ = b.StartQuestions()
 			_ = b.Question(q)
-			a, ok := table[strings.TrimSuffix(q.Name.String(), ".")]
+			name := q.Name
+			_ = b.StartAnswers()
+			if target, ok := cnames[strings.TrimSuffix(name.String(), ".")]; ok && q.Type == dnsmessage.TypeA {
+				next := dnsmessage.MustNewName(target + ".")
+				_ = b.CNAMEResource(dnsmessage.ResourceHeader{Name: name, Class: dnsmessage.ClassINET, TTL: 60}, dnsmessage.CNAMEResource{CNAME: next})
+				name = next
+			}
+			a, ok := table[strings.TrimSuffix(name.String(), ".")]
 			if ok && q.Type == dnsmessage.TypeA {
-				_ = b.StartAnswers()
-				_ = b.AResource(dnsmessage.ResourceHeader{Name: q.Name, Class: dnsmessage.ClassINET, TTL: 60}, dnsmessage.AResource{A: a.As4()})
+				_ = b.AResource(dnsmessage.ResourceHeader{Name: name, Class: dnsmessage.ClassINET, TTL: 60}, dnsmessage.AResource{A: a.As4()})
 			}
 			out, _ := b.Finish()
 			_, _ = pc.WriteTo(out, from)

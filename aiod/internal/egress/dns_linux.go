@@ -16,6 +16,7 @@ import (
 
 	"golang.org/x/net/dns/dnsmessage"
 	"golang.org/x/sys/unix"
+	"golang.org/x/time/rate"
 )
 
 // The link's resolver: a small DNS forwarder on the link's host address
@@ -56,9 +57,22 @@ type resolver struct {
 	wg       sync.WaitGroup
 	// slots bounds the queries answered at once (a query past it is
 	// dropped, as a busy resolver's are): one sandbox must not spend the
-	// daemon's descriptors and goroutines.
-	slots chan struct{}
+	// daemon's descriptors and goroutines. limiter bounds them in time.
+	slots   chan struct{}
+	limiter *rate.Limiter
+	// denyLooked is when each denied name was last looked up (denyName);
+	// denySlots bounds those lookups at once.
+	denyMu     sync.Mutex
+	denyLooked map[string]time.Time
+	denySlots  chan struct{}
 }
+
+// queryRate and queryBurst bound the queries a link's resolver answers:
+// past them a query is dropped, as a busy resolver's are.
+const (
+	queryRate  = 100 // a second
+	queryBurst = 200
+)
 
 // maxInflight bounds a link's queries in progress, UDP and TCP together.
 const maxInflight = 32
@@ -86,7 +100,8 @@ func (l *Link) startResolver(upstream []netip.AddrPort) error {
 	}
 	tcp := ln.(*net.TCPListener)
 	ctx, stop := context.WithCancel(context.Background())
-	r := &resolver{l: l, upstream: upstream, udp: udp, tcp: tcp, ctx: ctx, stop: stop, slots: make(chan struct{}, maxInflight)}
+	r := &resolver{l: l, upstream: upstream, udp: udp, tcp: tcp, ctx: ctx, stop: stop, slots: make(chan struct{}, maxInflight),
+		limiter: rate.NewLimiter(queryRate, queryBurst), denyLooked: map[string]time.Time{}, denySlots: make(chan struct{}, denyLookups)}
 	l.dns = r
 	r.wg.Add(2)
 	go r.serveUDP()
@@ -157,8 +172,11 @@ func (r *resolver) serveTCP() {
 }
 
 // acquire takes a slot for one query, or reports false when all are
-// taken; release gives it back.
+// taken or the link is past its rate; release gives it back.
 func (r *resolver) acquire() bool {
+	if !r.limiter.Allow() {
+		return false
+	}
 	select {
 	case r.slots <- struct{}{}:
 		return true
@@ -188,29 +206,65 @@ func writeTCP(w io.Writer, b []byte) error {
 }
 
 // answer answers one query (nil: nothing to send back, the query was no
-// DNS query).
+// DNS query). Only a standard query of one question is answered, never
+// passed on as it came: the upstream is asked the question alone, so
+// nothing else a sandbox writes reaches it.
+//
+//   - A name a deny pattern matches, or whose answer's CNAME chain leads
+//     to one, is NXDOMAIN, and its addresses join the deny set.
+//   - With an allow list, a name no allow pattern matches is REFUSED
+//     (not asked: a name is a way out too, to whoever answers it).
+//   - ANY, AXFR and IXFR are REFUSED; another opcode is NOTIMP.
 func (r *resolver) answer(q []byte, network string) []byte {
 	var p dnsmessage.Parser
 	h, err := p.Start(q)
 	if err != nil || h.Response {
 		return nil
 	}
+	if h.OpCode != 0 {
+		return reply(h, nil, dnsmessage.RCodeNotImplemented)
+	}
 	question, err := p.Question()
 	if err != nil {
 		return reply(h, nil, dnsmessage.RCodeFormatError)
 	}
+	if _, err := p.Question(); err != dnsmessage.ErrSectionDone {
+		return reply(h, nil, dnsmessage.RCodeFormatError) // one question only
+	}
+	switch question.Type {
+	case dnsmessage.TypeALL, dnsmessage.TypeAXFR, dnsmessage.Type(251): // 251: IXFR
+		return reply(h, &question, dnsmessage.RCodeRefused)
+	}
 	name := question.Name.String()
 	rules := r.l.rules
 	if matchName(rules.DenyNames, name) {
-		r.wg.Go(func() { r.l.denyAddrs(name) }) // its addresses, for a sandbox that knows them
+		r.denyName(name) // its addresses, for a sandbox that knows them
 		return reply(h, &question, dnsmessage.RCodeNameError)
 	}
-	ans, err := r.ask(q, network)
+	allowed := matchName(rules.AllowNames, name)
+	if rules.allowList() && !allowed {
+		return reply(h, &question, dnsmessage.RCodeRefused)
+	}
+	b := dnsmessage.NewBuilder(nil, dnsmessage.Header{ID: h.ID, RecursionDesired: true})
+	_ = b.StartQuestions()
+	_ = b.Question(question)
+	ask, err := b.Finish()
+	if err != nil {
+		return reply(h, &question, dnsmessage.RCodeFormatError)
+	}
+	ans, err := r.ask(ask, network)
 	if err != nil {
 		return reply(h, &question, dnsmessage.RCodeServerFailure)
 	}
-	if matchName(rules.AllowNames, name) {
-		r.l.allowAnswer(ans, name)
+	addrs, chain := parseAnswer(ans, name)
+	for _, n := range chain[1:] {
+		if matchName(rules.DenyNames, n) {
+			r.l.denySet(addrs)
+			return reply(h, &question, dnsmessage.RCodeNameError)
+		}
+	}
+	if allowed {
+		r.l.allowAnswer(addrs)
 	}
 	return ans
 }
@@ -252,7 +306,7 @@ func exchange(ctx context.Context, network string, server netip.AddrPort, q []by
 	if _, err := c.Write(q); err != nil {
 		return nil, err
 	}
-	buf := make([]byte, maxDNS)
+	buf := make([]byte, 4096) // the question goes without EDNS: an answer fits 512 bytes, or is truncated
 	n, err := c.Read(buf)
 	if err != nil {
 		return nil, err
@@ -280,17 +334,23 @@ func reply(h dnsmessage.Header, q *dnsmessage.Question, rcode dnsmessage.RCode) 
 // set (a TTL with its top bit set counts as 0, as RFC 2181 has it).
 const maxTTL = 24 * time.Hour
 
-// aRecords are the IPv4 addresses an answer gives name, with their TTLs:
-// the A records of name, or of the names name leads to through the
-// answer's CNAME records; records of any other owner are ignored (an
-// upstream's extra records must not open other addresses).
-func aRecords(ans []byte, name string) map[netip.Addr]time.Duration {
+// maxRecords bounds the addresses one answer may let in.
+const maxRecords = 32
+
+// parseAnswer reads an answer for name: the names of its CNAME chain from
+// name on (name first), and the IPv4 addresses it gives them, with
+// their TTLs (at least minTTL, at most maxTTL); records of any other
+// owner are ignored (an upstream's extra records must not open other
+// addresses), and so is anything past maxRecords addresses.
+func parseAnswer(ans []byte, name string) (addrs map[netip.Addr]time.Duration, chain []string) {
+	n := strings.ToLower(strings.TrimSuffix(name, ".") + ".")
+	chain = []string{n}
 	var p dnsmessage.Parser
 	if _, err := p.Start(ans); err != nil {
-		return nil
+		return nil, chain
 	}
 	if err := p.SkipAllQuestions(); err != nil {
-		return nil
+		return nil, chain
 	}
 	type rec struct {
 		owner string
@@ -309,52 +369,136 @@ func aRecords(ans []byte, name string) map[netip.Addr]time.Duration {
 		case h.Class == dnsmessage.ClassINET && h.Type == dnsmessage.TypeA:
 			a, err := p.AResource()
 			if err != nil {
-				return nil
+				return nil, chain
 			}
 			as = append(as, rec{owner, netip.AddrFrom4(a.A), h.TTL})
 		case h.Class == dnsmessage.ClassINET && h.Type == dnsmessage.TypeCNAME:
 			c, err := p.CNAMEResource()
 			if err != nil {
-				return nil
+				return nil, chain
 			}
 			cnames[owner] = strings.ToLower(c.CNAME.String())
 		default:
 			if p.SkipAnswer() != nil {
-				return nil
+				return nil, chain
 			}
 		}
 	}
-	names := map[string]bool{}
-	n := strings.ToLower(strings.TrimSuffix(name, ".") + ".")
-	for i := 0; i < 16 && n != "" && !names[n]; i++ { // a chain, not a loop
-		names[n] = true
-		n = cnames[n]
+	names := map[string]bool{n: true}
+	for i := 0; i < 16; i++ { // a chain, not a loop
+		next, ok := cnames[n]
+		if !ok || names[next] {
+			break
+		}
+		names[next] = true
+		chain = append(chain, next)
+		n = next
 	}
-	out := map[netip.Addr]time.Duration{}
+	addrs = map[netip.Addr]time.Duration{}
 	for _, r := range as {
-		if !names[r.owner] {
+		if !names[r.owner] || len(addrs) == maxRecords {
 			continue
 		}
 		ttl := time.Duration(r.ttl) * time.Second
 		if r.ttl > 1<<31-1 {
 			ttl = 0
 		}
-		out[r.a] = min(max(ttl, minTTL), maxTTL)
+		addrs[r.a] = min(max(ttl, minTTL), maxTTL)
 	}
-	return out
+	return addrs, chain
 }
 
-// allowAnswer lets the sandbox reach the addresses of an answer to name
-// (an AllowNames pattern matches it), for their TTL: one nft call for the
-// answer.
-func (l *Link) allowAnswer(ans []byte, name string) {
+// nameOpens reports whether an answer may open a: never an address no
+// host outside could have (loopback, link-local, where cloud metadata
+// services live, multicast, reserved, broadcast, unspecified) nor one of
+// the network's own subnet. A CIDR rule may still allow them.
+func (n *Network) nameOpens(a netip.Addr) bool {
+	return a.Is4() && a.IsGlobalUnicast() && !a.IsLinkLocalUnicast() && !n.cfg.Subnet.Contains(a) &&
+		!netip.MustParsePrefix("0.0.0.0/8").Contains(a) && !netip.MustParsePrefix("240.0.0.0/4").Contains(a)
+}
+
+// allowAnswer lets the sandbox reach addrs (an answer to a name an
+// AllowNames pattern matches) for their TTLs. An address already let in
+// for more than half that time is not sent again: a sandbox asking one
+// name over and over costs no nft call.
+func (l *Link) allowAnswer(addrs map[netip.Addr]time.Duration) {
 	var b strings.Builder
-	for a, ttl := range aRecords(ans, name) {
+	now := time.Now()
+	var sent []netip.Addr
+	l.setMu.Lock()
+	for a, ttl := range addrs {
+		if !l.n.nameOpens(a) || l.named[a].After(now.Add(ttl/2)) {
+			continue
+		}
+		l.named[a] = now.Add(ttl)
+		sent = append(sent, a)
 		fmt.Fprintf(&b, "add element inet %s %s_named { %s timeout %ds }\n", l.n.cfg.Table, l.chain(), a, int(ttl/time.Second))
 	}
-	if b.Len() > 0 {
-		_ = nft(b.String())
+	for a, until := range l.named { // forget what the set has let go
+		if until.Before(now) {
+			delete(l.named, a)
+		}
 	}
+	l.setMu.Unlock()
+	if b.Len() > 0 && l.updates.apply(b.String()) != nil {
+		// Not in the set (full, say): the next answer tries again.
+		l.setMu.Lock()
+		for _, a := range sent {
+			delete(l.named, a)
+		}
+		l.setMu.Unlock()
+	}
+}
+
+// denySet puts addrs in the link's deny set (those not there yet).
+func (l *Link) denySet(addrs map[netip.Addr]time.Duration) {
+	var b strings.Builder
+	l.setMu.Lock()
+	for a := range addrs {
+		if l.denied[a] {
+			continue
+		}
+		l.denied[a] = true
+		fmt.Fprintf(&b, "add element inet %s %s_deny { %s }\n", l.n.cfg.Table, l.chain(), a)
+	}
+	l.setMu.Unlock()
+	if b.Len() > 0 {
+		_ = l.updates.apply(b.String())
+	}
+}
+
+// denyLookups bounds a link's lookups of denied names at once; one past
+// them is skipped (its name is NXDOMAIN all the same).
+const denyLookups = 4
+
+// denyAgain is how long a denied name's lookup stands before the name,
+// asked again, is looked up again.
+const denyAgain = time.Minute
+
+// denyName looks a denied name up, in the background (under the
+// resolver's WaitGroup), at most once a denyAgain and denyLookups at
+// once, and puts its addresses in the deny set.
+func (r *resolver) denyName(name string) {
+	key := strings.ToLower(strings.TrimSuffix(name, "."))
+	r.denyMu.Lock()
+	if t, ok := r.denyLooked[key]; ok && time.Since(t) < denyAgain {
+		r.denyMu.Unlock()
+		return
+	}
+	if len(r.denyLooked) > 4096 { // a flood of names below a pattern
+		clear(r.denyLooked)
+	}
+	r.denyLooked[key] = time.Now()
+	r.denyMu.Unlock()
+	select {
+	case r.denySlots <- struct{}{}:
+	default:
+		return
+	}
+	r.wg.Go(func() {
+		defer func() { <-r.denySlots }()
+		r.l.denyAddrs(name)
+	})
 }
 
 // denyAddrs puts the addresses a denied name has now in the deny set.
@@ -377,13 +521,44 @@ func (l *Link) denyAddrs(name string) {
 	if err != nil {
 		return
 	}
-	var sb strings.Builder
-	for a := range aRecords(ans, name) {
-		fmt.Fprintf(&sb, "add element inet %s %s_deny { %s }\n", l.n.cfg.Table, l.chain(), a)
+	addrs, _ := parseAnswer(ans, name)
+	l.denySet(addrs)
+}
+
+// updates applies a link's set updates one nft call at a time: updates
+// that arrive while one runs are joined into the next, and each caller
+// returns once its own is applied (the answer that let an address in
+// goes back only then).
+type updates struct {
+	mu      sync.Mutex
+	running bool
+	pending []string
+	waiters []chan error
+}
+
+func (u *updates) apply(script string) error {
+	done := make(chan error, 1)
+	u.mu.Lock()
+	u.pending = append(u.pending, script)
+	u.waiters = append(u.waiters, done)
+	if u.running {
+		u.mu.Unlock()
+		return <-done
 	}
-	if sb.Len() > 0 {
-		_ = nft(sb.String())
+	u.running = true
+	for len(u.pending) > 0 {
+		batch, waiters := strings.Join(u.pending, ""), u.waiters
+		u.pending, u.waiters = nil, nil
+		u.mu.Unlock()
+		err := nft(batch)
+		for _, w := range waiters {
+			w <- err
+		}
+		u.mu.Lock()
 	}
+	u.running = false
+	u.mu.Unlock()
+	return <-done
 }
 
 // SystemResolvers are the nameservers of /etc/resolv.conf, port 53: the

@@ -1,5 +1,5 @@
 // Package egress is a pool's filtered way out for its sandboxes (network
-// "egress", issue 32; not yet offered by the pool's API): each sandbox's
+// "egress", aiod pool --egress): each sandbox's
 // network namespace gets a veth pair to the host, an address of its own,
 // and a route out through the host, which masquerades it (nftables), and
 // rules of its own decide where it may go.
@@ -19,14 +19,20 @@
 // holds everything, so a pool's rules are made and taken away whole:
 //
 //   - forward: IPv6 from a link is dropped, and traffic between two
-//     sandboxes' links, whatever the rules say; answers to a connection a
-//     sandbox opened come back (conntrack), and nothing else goes into a
-//     link (no connection from outside). Traffic from a link goes to that
-//     link's own chain (a verdict map keyed by interface), and from
-//     there: a source that is not the link's own address is dropped (a
-//     sandbox that takes another's address sends nothing), its deny set
-//     drops, then (when it has an allow set) only its allow set passes;
-//     anything else from a link is dropped.
+//     sandboxes' links, whatever the rules say. Traffic from a link goes
+//     to that link's own chain (a verdict map keyed by interface), and
+//     from there: a source that is not the link's own address is dropped
+//     (a sandbox that takes another's address sends nothing); the link's
+//     own connections go on; its deny set drops, then its named set (the
+//     addresses its name rules let in) passes, then (when it has an allow
+//     set) only its allow set passes; anything else from a link is
+//     dropped. Into a link go the answers to its own connections only
+//     (nothing from outside opens one). A link's connections are its own
+//     by their conntrack mark, a generation no other link of the network
+//     has had: a sandbox that gets the slot of one that ended inherits
+//     none of its connections, whichever way.
+//   - output: the host itself sends into a link only answers (its
+//     resolver's).
 //   - input: nothing from a link reaches the host itself (its addresses,
 //     its loopback, the pool's API) but its own resolver, from its own
 //     address; nothing from elsewhere reaches the subnet's addresses on
@@ -46,12 +52,20 @@
 // # Names
 //
 // Each link has a resolver of its own (dns_linux.go), a DNS forwarder on
-// its host address that asks [Config.Upstream]: a name a deny pattern
-// matches is NXDOMAIN and its addresses are denied; the addresses of an
-// answer for a name an allow pattern matches are let in for their TTL
-// (at least 30 s, at most a day): only the records of the name asked, or
-// of the names its CNAME chain in the answer leads to. A resolver answers
-// its own sandbox's address only, at most 32 queries at once.
+// its host address that asks [Config.Upstream] the question alone (one
+// question of a standard query; ANY and zone transfers are refused): a
+// name a deny pattern matches, or whose CNAME chain leads to one, is
+// NXDOMAIN and its addresses are denied; with an allow list, a name no
+// allow pattern matches is REFUSED, never asked (a question is a way out
+// too); the addresses of an answer for a name an allow pattern matches
+// are let in for their TTL (at least 30 s, at most a day): only the
+// records of the name asked and of its CNAME chain, at most 32 an answer
+// and 4096 a link, never a loopback, link-local, multicast or reserved
+// address nor one of the subnet. A resolver answers its own sandbox's
+// address only: at most 32 queries at once and 100 a second (200 in a
+// burst); set updates go one nft call at a time per link, joined, and
+// an address already there costs none. An exact denied name is looked up
+// before its link is used, a denied name asked again once a minute.
 // A sandbox's resolv.conf names its gateway.
 //
 // # The host

@@ -2,7 +2,9 @@ package egress
 
 import (
 	"bytes"
+	"context"
 	"fmt"
+	"math/rand/v2"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -10,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 )
 
 // Network is one pool's egress network. Make one with [New]; it is safe
@@ -22,6 +25,7 @@ type Network struct {
 	closed bool
 	used   map[int]bool
 	links  map[int]*Link
+	gen    uint32 // the last link's generation (mu)
 }
 
 // Link is one sandbox's way out: its veth pair and its rules.
@@ -34,6 +38,19 @@ type Link struct {
 
 	rules Rules
 	dns   *resolver // nil until started
+	// gen marks the connections this link opens (ct mark): an answer
+	// is let back in, and a connection goes on without the rules, only
+	// when it is this link's, never one a sandbox that had this slot
+	// before opened (a new sandbox inherits nothing).
+	gen uint32
+
+	// setMu guards named (what the named set holds, until when) and
+	// denied (what the deny set holds), so an address already there
+	// costs no nft call; updates applies the calls.
+	setMu   sync.Mutex
+	named   map[netip.Addr]time.Time
+	denied  map[netip.Addr]bool
+	updates updates
 
 	// mu orders Attach and Close.
 	mu      sync.Mutex
@@ -65,7 +82,9 @@ func New(cfg Config) (*Network, error) {
 	if !namePart.MatchString(cfg.Table) || !namePart.MatchString(cfg.Prefix) || len(cfg.Prefix) > 5 || strings.Contains(cfg.Prefix, "_") {
 		return nil, fmt.Errorf("egress: table %q or prefix %q: lower-case letters and digits (the prefix at most 5)", cfg.Table, cfg.Prefix)
 	}
-	n := &Network{cfg: cfg, slots: 1 << (32 - cfg.Subnet.Bits() - 2), used: map[int]bool{}, links: map[int]*Link{}}
+	// Generations start anywhere: a connection a pool before this one
+	// left in the kernel's table never carries a mark of this one's.
+	n := &Network{cfg: cfg, slots: 1 << (32 - cfg.Subnet.Bits() - 2), used: map[int]bool{}, links: map[int]*Link{}, gen: rand.Uint32()}
 	if err := os.WriteFile("/proc/sys/net/ipv4/ip_forward", []byte("1"), 0o644); err != nil {
 		return nil, fmt.Errorf("egress: turning IPv4 forwarding on: %w", err)
 	}
@@ -81,14 +100,22 @@ table inet %[1]s {
 	map inlinks {
 		type ifname : verdict
 	}
+	map outlinks {
+		type ifname : verdict
+	}
 	chain forward {
 		type filter hook forward priority filter; policy accept;
 		iifname "%[2]s*" meta nfproto ipv6 drop
 		iifname "%[2]s*" oifname "%[2]s*" drop
-		ct state established,related accept
+		oifname "%[2]s*" oifname vmap @outlinks
 		oifname "%[2]s*" drop
 		iifname "%[2]s*" iifname vmap @links
 		iifname "%[2]s*" drop
+	}
+	chain output {
+		type filter hook output priority filter; policy accept;
+		oifname "%[2]s*" ct state established,related accept
+		oifname "%[2]s*" drop
 	}
 	chain input {
 		type filter hook input priority filter; policy accept;
@@ -171,6 +198,11 @@ func (n *Network) Reserve(r Rules) (*Link, error) {
 		return nil, ErrFull
 	}
 	n.used[slot] = true
+	n.gen++
+	if n.gen == 0 { // 0 is every unmarked connection's
+		n.gen++
+	}
+	gen := n.gen
 	n.mu.Unlock()
 	base := n.cfg.Subnet.Addr().As4()
 	v := uint32(base[0])<<24 | uint32(base[1])<<16 | uint32(base[2])<<8 | uint32(base[3]) + uint32(4*slot)
@@ -178,7 +210,7 @@ func (n *Network) Reserve(r Rules) (*Link, error) {
 		x := v + k
 		return netip.AddrFrom4([4]byte{byte(x >> 24), byte(x >> 16), byte(x >> 8), byte(x)})
 	}
-	l := &Link{n: n, slot: slot, Host: addr(1), Sandbox: addr(2), rules: r}
+	l := &Link{n: n, slot: slot, Host: addr(1), Sandbox: addr(2), rules: r, gen: gen, named: map[netip.Addr]time.Time{}, denied: map[netip.Addr]bool{}}
 	err := l.setupRules(r)
 	if err == nil {
 		err = l.startResolver(n.cfg.Upstream)
@@ -187,11 +219,15 @@ func (n *Network) Reserve(r Rules) (*Link, error) {
 		l.teardown()
 		return nil, err
 	}
+	// A denied name's addresses are in the deny set before the link
+	// has a sandbox (each lookup bounded by the upstreams' timeouts).
+	var lookups sync.WaitGroup
 	for _, name := range r.DenyNames {
 		if !strings.HasPrefix(name, "*.") {
-			l.dns.wg.Go(func() { l.denyAddrs(name) })
+			lookups.Go(func() { l.denyAddrs(name) })
 		}
 	}
+	lookups.Wait()
 	n.mu.Lock()
 	n.links[slot] = l
 	n.mu.Unlock()
@@ -255,25 +291,34 @@ func (l *Link) setupRules(r Rules) error {
 	// Only the link's own address leaves it: a sandbox that takes
 	// another's address (or any other) sends nothing.
 	fmt.Fprintf(&b, "add rule inet %s %s ip saddr != %s drop\n", t, c, l.Sandbox)
+	// Its own connections go on (a named address whose time ran out
+	// does not cut a download); another's (a sandbox that had this slot
+	// before) meet the rules as new ones do.
+	fmt.Fprintf(&b, "add rule inet %s %s ct state established,related ct mark %d accept\n", t, c, l.gen)
 	fmt.Fprintf(&b, "add set inet %s %s_deny { type ipv4_addr; flags interval; auto-merge; }\n", t, c)
 	if len(deny) > 0 {
 		fmt.Fprintf(&b, "add element inet %s %s_deny { %s }\n", t, c, prefixes(deny))
 	}
 	fmt.Fprintf(&b, "add rule inet %s %s ip daddr @%s_deny drop\n", t, c, c)
 	// Addresses a name rule let in, each for its answer's TTL.
-	fmt.Fprintf(&b, "add set inet %s %s_named { type ipv4_addr; flags timeout; }\n", t, c)
-	fmt.Fprintf(&b, "add rule inet %s %s ip daddr @%s_named accept\n", t, c, c)
+	fmt.Fprintf(&b, "add set inet %s %s_named { type ipv4_addr; flags timeout; size %d; }\n", t, c, maxNamed)
+	fmt.Fprintf(&b, "add rule inet %s %s ip daddr @%s_named ct mark set %d accept\n", t, c, c, l.gen)
 	if r.allowList() {
 		if len(r.Allow) > 0 {
 			fmt.Fprintf(&b, "add set inet %s %s_allow { type ipv4_addr; flags interval; auto-merge; }\n", t, c)
 			fmt.Fprintf(&b, "add element inet %s %s_allow { %s }\n", t, c, prefixes(r.Allow))
-			fmt.Fprintf(&b, "add rule inet %s %s ip daddr @%s_allow accept\n", t, c, c)
+			fmt.Fprintf(&b, "add rule inet %s %s ip daddr @%s_allow ct mark set %d accept\n", t, c, c, l.gen)
 		}
 		fmt.Fprintf(&b, "add rule inet %s %s drop\n", t, c)
 	} else {
-		fmt.Fprintf(&b, "add rule inet %s %s accept\n", t, c)
+		fmt.Fprintf(&b, "add rule inet %s %s ct mark set %d accept\n", t, c, l.gen)
 	}
 	fmt.Fprintf(&b, "add element inet %s links { \"%s\" : jump %s }\n", t, h, c)
+	// Into the link: answers to its own connections only.
+	fmt.Fprintf(&b, "add chain inet %s %s_out\n", t, c)
+	fmt.Fprintf(&b, "add rule inet %s %s_out ct state established,related ct mark %d accept\n", t, c, l.gen)
+	fmt.Fprintf(&b, "add rule inet %s %s_out drop\n", t, c)
+	fmt.Fprintf(&b, "add element inet %s outlinks { \"%s\" : jump %s_out }\n", t, h, c)
 	// The host: its resolver on the link's own address, nothing else.
 	fmt.Fprintf(&b, "add chain inet %s %s_in\n", t, c)
 	fmt.Fprintf(&b, "add rule inet %s %s_in ip saddr != %s drop\n", t, c, l.Sandbox)
@@ -306,8 +351,10 @@ func (l *Link) teardown() error {
 	// Each step on its own: one that was never done fails alone.
 	_ = nft(fmt.Sprintf("delete element inet %s links { \"%s\" }\n", t, l.hostIf()))
 	_ = nft(fmt.Sprintf("delete element inet %s inlinks { \"%s\" }\n", t, l.hostIf()))
+	_ = nft(fmt.Sprintf("delete element inet %s outlinks { \"%s\" }\n", t, l.hostIf()))
 	_ = nft(fmt.Sprintf("delete chain inet %s %s\n", t, c))
 	_ = nft(fmt.Sprintf("delete chain inet %s %s_in\n", t, c))
+	_ = nft(fmt.Sprintf("delete chain inet %s %s_out\n", t, c))
 	for _, set := range []string{"deny", "allow", "named"} {
 		_ = nft(fmt.Sprintf("delete set inet %s %s_%s\n", t, c, set))
 	}
@@ -338,9 +385,17 @@ func nft(script string) error {
 	return run([]byte(script), "nft", "-f", "-")
 }
 
+// maxNamed bounds the addresses a link's names have let in at once.
+const maxNamed = 4096
+
+// runTimeout bounds one ip or nft command.
+const runTimeout = 10 * time.Second
+
 // run runs a command with stdin, its output in the error.
 func run(stdin []byte, name string, args ...string) error {
-	cmd := exec.Command(name, args...)
+	ctx, cancel := context.WithTimeout(context.Background(), runTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, name, args...)
 	if stdin != nil {
 		cmd.Stdin = bytes.NewReader(stdin)
 	}

@@ -92,6 +92,7 @@ type instance struct {
 	do    chan func()   // run on an idle Do thread of the pool
 	done  chan struct{} // closed when init has exited (and was reaped)
 	quit  chan struct{} // closed by end: the instance's threads stop
+	ended bool          // end has run (Sandbox.mu)
 	// doMu guards doN, how many pool threads serve do (at most
 	// doThreads; started as calls find none idle).
 	doMu sync.Mutex
@@ -920,6 +921,12 @@ func (s *Sandbox) OOMNote(mark uint64) string {
 // Wait, not by init: so end waits a bounded time and never for the
 // planes (they reap what the kernel killed, and init then goes).
 func (s *Sandbox) end(inst *instance) {
+	// Once: an instance whose successor failed to start stays current,
+	// and the next use or Close ends it again.
+	if inst.ended {
+		return
+	}
+	inst.ended = true
 	close(inst.quit)
 	inst.keep.Close()
 	select {

@@ -473,6 +473,30 @@ func TestNetworkEgress(t *testing.T) {
 		t.Errorf("report %+v", r)
 	}
 
+	// A restart whose Attach fails leaves the ended instance current:
+	// the next use tries again, and nothing ends it twice (a panic).
+	fail := true
+	attach2 := func(pid int) error {
+		if fail {
+			return errors.New("attach failed")
+		}
+		return attach(pid)
+	}
+	s.cfg.Attach = attach2
+	cur := s.cur
+	_ = cur.init.Process.Kill()
+	<-cur.done
+	if _, err := run(t, s, "true"); err == nil || !strings.Contains(err.Error(), "attach failed") {
+		t.Errorf("a start whose Attach fails: %v", err)
+	}
+	if _, err := run(t, s, "true"); err == nil {
+		t.Error("a second start whose Attach fails succeeded")
+	}
+	fail = false
+	if out, err := run(t, s, "echo back"); out != "back\n" || err != nil {
+		t.Errorf("after Attach works again: %q %v", out, err)
+	}
+
 	_, err = New(Config{Workspace: t.TempDir(), Network: NetworkEgress, Attach: func(int) error { return errors.New("no way out") }}, nil)
 	if err == nil || !strings.Contains(err.Error(), "no way out") {
 		t.Errorf("a failing Attach: %v", err)
