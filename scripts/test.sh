@@ -39,6 +39,11 @@ command -v xprop >/dev/null 2>&1 || need+=(x11-utils)
 # whose tests link network namespaces of their own.
 command -v nft >/dev/null 2>&1 || need+=(nftables)
 command -v ip >/dev/null 2>&1 || need+=(iproute2)
+# btrfs-progs: the layer store of whole machines (aiod pool --machine),
+# whose snapshots and forks are btrfs snapshots; dpkg-deb builds the
+# package the machines' tests install.
+command -v mkfs.btrfs >/dev/null 2>&1 || need+=(btrfs-progs)
+command -v dpkg-deb >/dev/null 2>&1 || need+=(dpkg)
 for tool in xdotool xclip ffmpeg; do
   command -v "$tool" >/dev/null 2>&1 || need+=("$tool")
 done

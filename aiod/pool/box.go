@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"sync"
@@ -79,6 +80,11 @@ type box struct {
 	// link is a network "egress" box's way out, reserved by start and
 	// closed by close once the sandbox has ended.
 	link *egress.Link
+	// parent is the snapshot a whole machine started from ("": none),
+	// ancestors that one and the snapshots it descends from, nearest
+	// first. Set before the box is shared.
+	parent    string
+	ancestors []string
 }
 
 // afterStartHook, when a test sets it, runs in start once the daemon is
@@ -103,7 +109,19 @@ func (w warnings) WithGroup(name string) slog.Handler { return warnings{w.Handle
 // the box is reachable by anyone but its creator.
 func (b *box) start() (err error) {
 	p := b.p
-	if err := os.Mkdir(b.dir, 0o700); err != nil {
+	if p.cfg.Machine {
+		// The upper layer: a writable snapshot of the snapshot the box
+		// starts from (its workspace with it), or an empty one.
+		if b.parent != "" {
+			err = snapshotLayer(p.snapshotPath(b.parent), b.upper(), false)
+		} else {
+			err = createLayer(b.upper(), p.btrfs)
+		}
+		if err != nil {
+			return fmt.Errorf("upper layer: %w", err)
+		}
+	}
+	if err := os.Mkdir(b.dir, 0o700); err != nil && !(b.parent != "" && errors.Is(err, fs.ErrExist)) {
 		return fmt.Errorf("workspace: %w", err)
 	}
 	owner := -1 // an unprivileged pool's files are its own
@@ -381,7 +399,8 @@ func (b *box) object(base string) Sandbox {
 	defer b.mu.Unlock()
 	s := Sandbox{ID: b.id, State: b.state, Template: b.template, Office: b.office, Computer: b.computer,
 		CreatedAt: b.created.UTC().Truncate(time.Millisecond), OnTimeout: b.onTimeout, IdleTimeoutS: int(b.idle / time.Second),
-		Limits: b.limits, Network: b.network, Egress: b.egress, Metadata: b.metadata,
+		Limits: b.limits, Network: b.network, Egress: b.egress, Metadata: b.metadata, Parent: nullable(b.parent),
+		Ancestors: append([]string{}, b.ancestors...),
 		APIURL: base + "/sandboxes/" + b.id, MCPURL: base + "/sandboxes/" + b.id + "/mcp"}
 	if b.closed {
 		s.State = Stopped
@@ -518,9 +537,18 @@ func (b *box) upper() string { return filepath.Join(b.p.root, "layers", b.id) }
 // and a whole machine's upper layer.
 func (b *box) removeWorkspace(keep bool) {
 	if b.p.cfg.Machine {
-		if err := os.RemoveAll(b.upper()); err != nil {
+		if keep { // a copy: the store goes with the pool
+			kept := filepath.Join(b.p.root, "kept", b.id)
+			if out, err := exec.Command("cp", "-a", b.dir, kept).CombinedOutput(); err != nil {
+				b.p.log.Warn("workspace not kept", "id", b.id, "err", err, "out", string(out))
+			} else {
+				b.p.log.Info("workspace kept", "id", b.id, "path", kept)
+			}
+		}
+		if err := deleteLayer(b.upper()); err != nil {
 			b.p.log.Warn("upper layer not removed", "id", b.id, "err", err)
 		}
+		return
 	}
 	if b.image != "" {
 		b.removeDisk(keep)

@@ -23,3 +23,17 @@ func unmountDisk(string) error { return nil }
 func diskUsed(string) (uint64, error) { return 0, errors.New("--disk needs Linux") }
 
 func unmountStale(string) {}
+
+// The layer store of whole machines needs Linux (btrfs, overlayfs).
+
+func openLayers(string, string) (bool, error) { return false, errors.New("--machine needs Linux") }
+
+func removeLayers(string) error { return nil }
+
+func createLayer(string, bool) error { return errors.New("--machine needs Linux") }
+
+func snapshotLayer(string, string, bool) error { return errors.New("--machine needs Linux") }
+
+func deleteLayer(string) error { return nil }
+
+func layerSize(string) int64 { return 0 }

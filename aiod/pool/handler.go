@@ -46,11 +46,37 @@ func (p *Pool) Handler() http.Handler {
 	mux.HandleFunc("POST /v2/sandboxes/{id}/resume", p.auth(p.byID(p.resume)))
 	mux.HandleFunc("POST /v2/sandboxes/{id}/timeout", p.auth(p.byID(p.timeout)))
 	mux.HandleFunc("GET /v2/sandboxes/{id}/metrics", p.auth(p.byID(p.metricsRoute)))
+	mux.HandleFunc("POST /v2/sandboxes/{id}/snapshots", p.auth(p.snapshotRoute))
+	mux.HandleFunc("POST /v2/sandboxes/{id}/fork", p.auth(p.forkRoute))
+	mux.HandleFunc("GET /v2/snapshots", p.auth(func(w http.ResponseWriter, r *http.Request) {
+		if err := p.snapshotsOffered(); err != nil {
+			p.fail(w, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, SnapshotList{Snapshots: p.Snapshots()})
+	}))
+	mux.HandleFunc("GET /v2/snapshots/{sid}", p.auth(func(w http.ResponseWriter, r *http.Request) {
+		s, err := p.GetSnapshot(r.PathValue("sid"))
+		if err != nil {
+			p.fail(w, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, s)
+	}))
+	mux.HandleFunc("DELETE /v2/snapshots/{sid}", p.auth(func(w http.ResponseWriter, r *http.Request) {
+		if err := p.DeleteSnapshot(r.PathValue("sid")); err != nil {
+			p.fail(w, err)
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	mux.HandleFunc("/v2/snapshots", methodNotAllowed("GET"))
+	mux.HandleFunc("/v2/snapshots/{sid}", methodNotAllowed("GET, DELETE"))
 	mux.HandleFunc("/v2/sandboxes", methodNotAllowed("GET, POST"))
 	mux.HandleFunc("/v2/sandboxes/{id}", methodNotAllowed("GET, DELETE"))
 	mux.HandleFunc("/v2/sandboxes/{id}/{action}", p.auth(func(w http.ResponseWriter, r *http.Request) {
 		switch r.PathValue("action") {
-		case "pause", "resume", "timeout":
+		case "pause", "resume", "timeout", "snapshots", "fork":
 			methodNotAllowed("POST")(w, r)
 		case "metrics":
 			methodNotAllowed("GET")(w, r)
@@ -259,6 +285,7 @@ type createBody struct {
 	Network      *string           `json:"network"`
 	Egress       *Egress           `json:"egress"`
 	Metadata     map[string]string `json:"metadata"`
+	FromSnapshot *string           `json:"from_snapshot"`
 }
 
 type limitsBody struct {
@@ -295,7 +322,7 @@ func (b createBody) request() (CreateRequest, error) {
 		return *s
 	}
 	req := CreateRequest{Template: str(b.Template), Office: str(b.Office), Name: str(b.Name), OnTimeout: str(b.OnTimeout),
-		Network: str(b.Network), Egress: b.Egress, Env: b.Env, Metadata: b.Metadata}
+		Network: str(b.Network), Egress: b.Egress, Env: b.Env, Metadata: b.Metadata, FromSnapshot: str(b.FromSnapshot)}
 	if present(b.TimeoutS) {
 		n, err := seconds("timeout_s", b.TimeoutS)
 		if err != nil {
@@ -518,6 +545,11 @@ func (p *Pool) check(req CreateRequest) (spec, error) {
 			s.limits.CPUs = req.Limits.CPUs
 		}
 	}
+	from, err := p.checkFrom(req.FromSnapshot, req.Template)
+	if err != nil {
+		return s, err
+	}
+	s.from = from
 	if len(req.Metadata) > maxMetadata {
 		return s, badField("metadata", fmt.Sprintf("holds %d keys; at most %d", len(req.Metadata), maxMetadata))
 	}
@@ -621,6 +653,49 @@ func (p *Pool) get(r *http.Request, id string) (any, error) { return p.Get(id, r
 func (p *Pool) pause(r *http.Request, id string) (any, error) { return p.Pause(id, requestBase(r)) }
 
 func (p *Pool) metricsRoute(_ *http.Request, id string) (any, error) { return p.Metrics(id) }
+
+// snapshotRoute is POST /v2/sandboxes/{id}/snapshots: 201 with the
+// snapshot. It takes no body.
+func (p *Pool) snapshotRoute(w http.ResponseWriter, r *http.Request) {
+	id, ok := pathID(w, r)
+	if !ok {
+		return
+	}
+	var none struct{}
+	if !readJSON(w, r, &none) {
+		return
+	}
+	s, err := p.TakeSnapshot(id)
+	if err != nil {
+		p.fail(w, err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, s)
+}
+
+// forkRoute is POST /v2/sandboxes/{id}/fork: the body, optional, is a
+// create's (its from_snapshot refused); 201 with the new sandbox.
+func (p *Pool) forkRoute(w http.ResponseWriter, r *http.Request) {
+	id, ok := pathID(w, r)
+	if !ok {
+		return
+	}
+	var body createBody
+	if !readJSON(w, r, &body) {
+		return
+	}
+	req, err := body.request()
+	if err != nil {
+		p.fail(w, err)
+		return
+	}
+	s, err := p.Fork(r.Context(), id, req, requestBase(r))
+	if err != nil {
+		p.fail(w, err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, s)
+}
 
 func (p *Pool) delete(w http.ResponseWriter, r *http.Request) {
 	id, ok := pathID(w, r)

@@ -183,6 +183,8 @@ type Pool struct {
 	egress    *egress.Network  // with Config.Egress
 	ranges    map[int]*os.File // with Machine: each box's id range lock, by its first id (p.mu)
 	mask      string           // with Machine: the mask (sandbox.BuildMask)
+	btrfs     bool             // with Machine: the layer store is btrfs (layers_linux.go)
+	snapshots map[string]*snapshot // (p.mu)
 }
 
 // checkDisk refuses a --disk below MinDisk.
@@ -287,7 +289,8 @@ func New(cfg Config) (*Pool, error) {
 	}
 	p := &Pool{cfg: cfg, log: cfg.Logger, root: root, lock: lock, boxes: map[string]*box{}, office: map[string]string{},
 		uids: map[int]bool{}, policy: policy, createSem: make(chan struct{}, cfg.CreateConcurrency), refill: make(chan struct{}, 1),
-		hostUIDs: hostUIDs(), single: single, uidLock: uidLock, mkfs: mkfs, egress: egn, ranges: map[int]*os.File{}}
+		hostUIDs: hostUIDs(), single: single, uidLock: uidLock, mkfs: mkfs, egress: egn, ranges: map[int]*os.File{},
+		snapshots: map[string]*snapshot{}}
 	if cfg.Machine {
 		if err := p.startMachines(); err != nil {
 			if egn != nil {
@@ -343,11 +346,16 @@ func (p *Pool) startMachines() error {
 		return err
 	}
 	p.log.Info("the mask of the host's system is built", "took", time.Since(t0).Round(time.Millisecond))
-	// Upper layers a pool that died left (this one has none yet).
-	if err := os.RemoveAll(filepath.Join(p.root, "layers")); err != nil {
+	// The layer store, empty (a store a pool that died left goes).
+	btrfs, err := openLayers(p.root, filepath.Join(p.root, "layers"))
+	if err != nil {
 		return err
 	}
-	return os.MkdirAll(filepath.Join(p.root, "layers"), 0o700)
+	p.btrfs = btrfs
+	if !btrfs {
+		p.log.Warn("the layer store is not btrfs (no btrfs-progs here): sandboxes cannot be snapshotted or forked")
+	}
+	return nil
 }
 
 // DefaultEgressSubnet is the subnet of a pool's egress network.
@@ -458,12 +466,14 @@ type spec struct {
 	// egress), rules as the egress network reads them.
 	egress *Egress
 	rules  egress.Rules
+	// from is the snapshot the sandbox starts from (nil: none).
+	from *snapshot
 }
 
 // fitsWarm reports whether a warm sandbox (base template, default
 // limits, no network) can serve s.
 func (p *Pool) fitsWarm(s spec) bool {
-	return s.template == BaseTemplate && s.network == NetworkNone && s.limits == p.defaultLimits()
+	return s.template == BaseTemplate && s.network == NetworkNone && s.limits == p.defaultLimits() && s.from == nil
 }
 
 func (p *Pool) defaultLimits() Limits {
@@ -502,6 +512,9 @@ func (p *Pool) admit(s spec) (*box, error) {
 		}
 		b = p.newBox(uid, s.template, s.network, s.limits)
 		b.egress, b.rules = s.egress, s.rules
+		if s.from != nil {
+			b.parent, b.ancestors = s.from.ID, append([]string{s.from.ID}, s.from.ancestors...)
+		}
 	}
 	p.boxes[b.id] = b
 	if s.office != "" {
@@ -516,6 +529,9 @@ func (p *Pool) newBox(uid int, template, network string, limits Limits) *box {
 	id := newID()
 	b := &box{p: p, id: id, uid: uid, template: template, network: network, limits: limits,
 		dir: filepath.Join(p.root, "live", id), state: Starting, created: time.Now(), started: make(chan struct{})}
+	if p.cfg.Machine { // the workspace is in the upper layer: a snapshot has it
+		b.dir = filepath.Join(b.upper(), "workspace")
+	}
 	if p.cfg.Disk > 0 {
 		b.image = filepath.Join(p.root, "disks", id+".img")
 	}
@@ -741,6 +757,11 @@ func (p *Pool) Close() error {
 	wg.Wait()
 	p.bg.Wait() // warm starts in flight close their own box once they see closed
 	p.ports.close()
+	if p.cfg.Machine {
+		if err := removeLayers(filepath.Join(p.root, "layers")); err != nil {
+			p.log.Warn("layer store not removed", "err", err)
+		}
+	}
 	if p.egress != nil {
 		if err := p.egress.Close(); err != nil {
 			p.log.Warn("egress network not removed", "err", err)

@@ -82,6 +82,11 @@ type Sandbox struct {
 	// (absent for the others).
 	Egress   *Egress           `json:"egress,omitempty"`
 	Metadata map[string]string `json:"metadata"`
+	// Parent is the snapshot the sandbox was made from (a fork, or a
+	// create with from_snapshot; null: none), Ancestors that one and the
+	// snapshots it descends from, nearest first.
+	Parent    *string  `json:"parent"`
+	Ancestors []string `json:"ancestors"`
 	// APIURL is the base URL of the sandbox's own aiod API
 	// (http://HOST:PORT/sandboxes/{id}); MCPURL its /mcp.
 	APIURL string `json:"api_url"`
@@ -147,6 +152,29 @@ type CreateRequest struct {
 	Egress *Egress `json:"egress,omitempty"`
 	// Metadata is echoed back, and filters the list.
 	Metadata map[string]string `json:"metadata,omitempty"`
+	// FromSnapshot starts the sandbox from a snapshot (a pool of whole
+	// machines): its files, installed packages and workspace, not its
+	// processes.
+	FromSnapshot string `json:"from_snapshot,omitempty"`
+}
+
+// Snapshot is a snapshot of a whole machine: its system and workspace
+// as they were at CreatedAt (the sandbox frozen for the cut).
+type Snapshot struct {
+	ID string `json:"snapshot_id"`
+	// SandboxID is the sandbox it was taken of; Parent the snapshot that
+	// sandbox was made from (null: none).
+	SandboxID string    `json:"sandbox_id"`
+	Parent    *string   `json:"parent"`
+	CreatedAt time.Time `json:"created_at"`
+	// SizeBytes is what the sandbox's own layer held: the bytes of its
+	// files (4 KiB a directory), what it wrote over its base.
+	SizeBytes int64 `json:"size_bytes"`
+}
+
+// SnapshotList is the answer of GET /v2/snapshots.
+type SnapshotList struct {
+	Snapshots []Snapshot `json:"snapshots"`
 }
 
 // TimeoutRequest is the body of POST /v2/sandboxes/{id}/timeout, and the

@@ -138,6 +138,7 @@ func main() {
 	warm := flag.Int("warm", 4, "the pool's --warm")
 	concurrentOnly := flag.Bool("concurrent-only", false, "measure only the concurrent creates (with a warm pool as large as -warm, filled first)")
 	createOnly := flag.Bool("create-only", false, "measure only the creates: warm, cold, and cold with network egress")
+	machine := flag.Bool("machine", false, "start the pool with --machine (each sandbox a whole machine)")
 	flag.Parse()
 	if os.Geteuid() != 0 {
 		check(fmt.Errorf("needs root (aiod pool does)"))
@@ -155,6 +156,9 @@ func main() {
 	cmd := exec.Command(bin, "pool", "--listen", "127.0.0.1:0", "--root", filepath.Join(tmp, "root"), "--warm", strconv.Itoa(*warm),
 		"--max", strconv.Itoa(max(*idle, *concurrent)+*warm+8), "--allow-host-network", "--token", token,
 		"--egress", "--egress-subnet", "10.244.0.0/22", "--egress-dns", "127.0.0.1:9")
+	if *machine {
+		cmd.Args = append(cmd.Args, "--machine")
+	}
 	cmd.Env = append(os.Environ(), "AIO_BROWSER_REMOTE_DEBUGGING_PORT=1")
 	base, err := procs.Start(cmd)
 	check(err)
@@ -202,6 +206,9 @@ func main() {
 	egressRow := fmt.Sprintf("| create → first echo, cold, network egress, p50 / p99 | %s / %s (%.2f× cold) | – |\n", ms(egressS.P50()), ms(egressS.P99()),
 		float64(egressS.P50())/float64(coldS.P50()))
 	if *createOnly {
+		if *machine {
+			fmt.Println("(--machine)")
+		}
 		fmt.Printf("| create → first echo, warm, p50 / p99 | %s / %s | ≤ 20 ms |\n", ms(warmS.P50()), ms(warmS.P99()))
 		fmt.Printf("| create → first echo, cold, p50 / p99 | %s / %s | – |\n", ms(coldS.P50()), ms(coldS.P99()))
 		fmt.Print(egressRow)

@@ -81,3 +81,6 @@ func (s *Sandbox) DialContext(ctx context.Context, network, addr string) (net.Co
 	var d net.Dialer
 	return d.DialContext(ctx, network, addr)
 }
+
+// BuildMask needs Linux (a whole machine's layers).
+func BuildMask(string) error { return errors.New("sandbox: a whole machine needs Linux") }

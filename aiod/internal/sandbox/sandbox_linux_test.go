@@ -27,7 +27,11 @@ func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == probeArg {
 		os.Exit(probeCalls()) // the attacker of TestConfined, inside a sandbox
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	if testMaskDir != "" {
+		_ = os.RemoveAll(testMaskDir)
+	}
+	os.Exit(code)
 }
 
 // newSandbox starts a sandbox on a fresh workspace, or skips where the

@@ -19,8 +19,12 @@ var testMask = sync.OnceValues(func() (string, error) {
 	if err != nil {
 		return "", err
 	}
+	testMaskDir = dir
 	return dir, BuildMask(dir)
 })
+
+// testMaskDir is the mask's directory once made; TestMain removes it.
+var testMaskDir string
 
 // newMachine starts a whole machine with ids from base.
 func newMachine(t *testing.T, base int) (*Sandbox, string, string) {
