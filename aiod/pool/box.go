@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -400,8 +401,8 @@ func (b *box) object(base string) Sandbox {
 	s := Sandbox{ID: b.id, State: b.state, Template: b.template, Office: b.office, Computer: b.computer,
 		CreatedAt: b.created.UTC().Truncate(time.Millisecond), OnTimeout: b.onTimeout, IdleTimeoutS: int(b.idle / time.Second),
 		Limits: b.limits, Network: b.network, Egress: b.egress, Metadata: b.metadata, Parent: nullable(b.parent),
-		Ancestors: append([]string{}, b.ancestors...),
-		APIURL: base + "/sandboxes/" + b.id, MCPURL: base + "/sandboxes/" + b.id + "/mcp"}
+		Ancestors: slices.Clone(b.ancestors),
+		APIURL:    base + "/sandboxes/" + b.id, MCPURL: base + "/sandboxes/" + b.id + "/mcp"}
 	if b.closed {
 		s.State = Stopped
 	}

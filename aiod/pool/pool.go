@@ -173,17 +173,17 @@ type Pool struct {
 	stop      context.CancelFunc
 	bg        sync.WaitGroup // the reaper, the refiller and warm starts
 	ports     *portProxy
-	policy    *origin.Policy   // the Host and Origin rule of the pool's routes
-	hostUIDs  map[int]bool     // uids of the host's accounts, never handed out
-	lastUse   atomic.Int64     // the latest request or create (Unix ns), for the idle trim
-	lastClaim time.Time        // when a create last took a warm sandbox (p.mu)
-	uidLock   *os.File         // holds the pool's uid range (reserveUIDs); nil for an unprivileged pool
-	single    bool             // no distinct accounts: an unprivileged pool
-	mkfs      string           // mkfs.ext4's path, with Disk
-	egress    *egress.Network  // with Config.Egress
-	ranges    map[int]*os.File // with Machine: each box's id range lock, by its first id (p.mu)
-	mask      string           // with Machine: the mask (sandbox.BuildMask)
-	btrfs     bool             // with Machine: the layer store is btrfs (layers_linux.go)
+	policy    *origin.Policy       // the Host and Origin rule of the pool's routes
+	hostUIDs  map[int]bool         // uids of the host's accounts, never handed out
+	lastUse   atomic.Int64         // the latest request or create (Unix ns), for the idle trim
+	lastClaim time.Time            // when a create last took a warm sandbox (p.mu)
+	uidLock   *os.File             // holds the pool's uid range (reserveUIDs); nil for an unprivileged pool
+	single    bool                 // no distinct accounts: an unprivileged pool
+	mkfs      string               // mkfs.ext4's path, with Disk
+	egress    *egress.Network      // with Config.Egress
+	ranges    map[int]*os.File     // with Machine: each box's id range lock, by its first id (p.mu)
+	mask      string               // with Machine: the mask (sandbox.BuildMask)
+	btrfs     bool                 // with Machine: the layer store is btrfs (layers_linux.go)
 	snapshots map[string]*snapshot // (p.mu)
 }
 

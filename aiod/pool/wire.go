@@ -83,10 +83,11 @@ type Sandbox struct {
 	Egress   *Egress           `json:"egress,omitempty"`
 	Metadata map[string]string `json:"metadata"`
 	// Parent is the snapshot the sandbox was made from (a fork, or a
-	// create with from_snapshot; null: none), Ancestors that one and the
-	// snapshots it descends from, nearest first.
-	Parent    *string  `json:"parent"`
-	Ancestors []string `json:"ancestors"`
+	// create with from_snapshot), Ancestors that one and the snapshots it
+	// descends from, nearest first; both absent for a sandbox made from
+	// no snapshot.
+	Parent    *string  `json:"parent,omitempty"`
+	Ancestors []string `json:"ancestors,omitempty"`
 	// APIURL is the base URL of the sandbox's own aiod API
 	// (http://HOST:PORT/sandboxes/{id}); MCPURL its /mcp.
 	APIURL string `json:"api_url"`
