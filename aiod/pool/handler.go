@@ -493,6 +493,9 @@ func (p *Pool) check(req CreateRequest) (spec, error) {
 		if !p.cfg.AllowHostNetwork {
 			return s, badField("network", "host is allowed only where the pool was started with --allow-host-network")
 		}
+		if p.cfg.Machine {
+			return s, badField("network", "a whole machine (--machine) has a network of its own: none or egress")
+		}
 	case NetworkEgress:
 		if p.egress == nil {
 			return s, badField("network", "egress is offered only where the pool was started with --egress")

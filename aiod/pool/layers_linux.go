@@ -95,15 +95,16 @@ func openLayers(root, dir string) (btrfs bool, err error) {
 	return true, nil
 }
 
-// boundDirty bounds the dirty data of the loop device's filesystem
-// (its bdi's strict_limit and max_bytes; a kernel without them keeps
-// its defaults).
+// boundDirty bounds the dirty data of the btrfs filesystem on the loop
+// device: btrfs writes back through a backing-device info of its own
+// (/sys/fs/btrfs/{uuid}/bdi), whose strict_limit and max_bytes it sets
+// (a kernel without them keeps its defaults).
 func boundDirty(loop *os.File) {
-	var st unix.Stat_t
-	if unix.Fstat(int(loop.Fd()), &st) != nil {
+	devs, _ := filepath.Glob("/sys/fs/btrfs/*/devices/" + filepath.Base(loop.Name()))
+	if len(devs) != 1 {
 		return
 	}
-	bdi := fmt.Sprintf("/sys/class/bdi/%d:%d", unix.Major(st.Rdev), unix.Minor(st.Rdev))
+	bdi := filepath.Join(filepath.Dir(filepath.Dir(devs[0])), "bdi")
 	_ = os.WriteFile(bdi+"/strict_limit", []byte("1"), 0o644)
 	_ = os.WriteFile(bdi+"/max_bytes", []byte(strconv.Itoa(dirtyBound)), 0o644)
 }

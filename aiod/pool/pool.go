@@ -228,8 +228,8 @@ func New(cfg Config) (*Pool, error) {
 	if err := sandbox.CheckCPUs(cfg.CPUs); err != nil {
 		return nil, fmt.Errorf("cpus: %w", err)
 	}
-	if cfg.UIDBase != 0 && (cfg.UIDBase < 1000 || cfg.UIDBase > 1<<31-uidRange) {
-		return nil, fmt.Errorf("uid base %d is out of range (1000 to %d)", cfg.UIDBase, 1<<31-uidRange)
+	if cfg.UIDBase != 0 && (cfg.UIDBase < 1000 || cfg.UIDBase > MachineIDBase-uidRange) {
+		return nil, fmt.Errorf("uid base %d is out of range (1000 to %d; the ids above are whole machines')", cfg.UIDBase, MachineIDBase-uidRange)
 	}
 	if cfg.ServerToken == "" {
 		cfg.ServerToken = cfg.Token
@@ -414,8 +414,17 @@ func poolRoot(root string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("root: %w", err)
 	}
-	for _, d := range []string{root, filepath.Join(root, "live"), filepath.Join(root, "kept"), filepath.Join(root, "disks")} {
-		if err := os.MkdirAll(d, 0o711); err != nil {
+	// The root is 0711; what holds workspaces (which a sandbox's root may
+	// fill with set-id programs of the pool's base uid) is 0700: no
+	// account of the host reaches them.
+	if err := os.MkdirAll(root, 0o711); err != nil {
+		return "", fmt.Errorf("root: %w", err)
+	}
+	for _, d := range []string{filepath.Join(root, "live"), filepath.Join(root, "kept"), filepath.Join(root, "disks")} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return "", fmt.Errorf("root: %w", err)
+		}
+		if err := os.Chmod(d, 0o700); err != nil {
 			return "", fmt.Errorf("root: %w", err)
 		}
 	}

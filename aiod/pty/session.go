@@ -134,9 +134,31 @@ func (s *session) start(cols, rows int, who *sessions.Identity) error {
 	var m *os.File
 	// The attributes are read inside the start function: a sandbox's
 	// Wrap adds its own (account, cgroup) to cmd.SysProcAttr first.
+	size := &pty.Winsize{Cols: uint16(cols), Rows: uint16(rows)}
 	err := child.Start(s.cmd, s.e.exec.Wrap(s.cmd, func() (err error) {
-		m, err = pty.StartWithAttrs(s.cmd, &pty.Winsize{Cols: uint16(cols), Rows: uint16(rows)}, s.cmd.SysProcAttr)
-		return err
+		if !s.e.exec.OwnsTerminals() {
+			m, err = pty.StartWithAttrs(s.cmd, size, s.cmd.SysProcAttr)
+			return err
+		}
+		// A whole machine's terminal is its own devpts's, opened
+		// inside; the shell is started on it as StartWithAttrs does.
+		master, tty, err := s.e.exec.OpenPTY()
+		if err != nil {
+			return err
+		}
+		defer tty.Close()
+		if err := pty.Setsize(master, size); err != nil {
+			master.Close()
+			return err
+		}
+		s.cmd.Stdin, s.cmd.Stdout, s.cmd.Stderr = tty, tty, tty
+		s.cmd.SysProcAttr.Setsid, s.cmd.SysProcAttr.Setctty, s.cmd.SysProcAttr.Ctty = true, true, 0
+		if err := s.cmd.Start(); err != nil {
+			master.Close()
+			return err
+		}
+		m = master
+		return nil
 	}))
 	if err != nil {
 		return newErr(ErrUnavailable, "cannot start the terminal's shell "+shell+": "+fserr.Text(err), "")

@@ -139,6 +139,9 @@ func main() {
 	concurrentOnly := flag.Bool("concurrent-only", false, "measure only the concurrent creates (with a warm pool as large as -warm, filled first)")
 	createOnly := flag.Bool("create-only", false, "measure only the creates: warm, cold, and cold with network egress")
 	machine := flag.Bool("machine", false, "start the pool with --machine (each sandbox a whole machine)")
+	snapshots := flag.Bool("snapshots", false, "measure only snapshots and forks (a pool with --machine): a snapshot right after writing -small and -big MiB, and a fork to its first command")
+	small := flag.Int("small", 10, "MiB written before the small snapshot")
+	big := flag.Int("big", 1024, "MiB written before the big snapshot")
 	flag.Parse()
 	if os.Geteuid() != 0 {
 		check(fmt.Errorf("needs root (aiod pool does)"))
@@ -156,7 +159,7 @@ func main() {
 	cmd := exec.Command(bin, "pool", "--listen", "127.0.0.1:0", "--root", filepath.Join(tmp, "root"), "--warm", strconv.Itoa(*warm),
 		"--max", strconv.Itoa(max(*idle, *concurrent)+*warm+8), "--allow-host-network", "--token", token,
 		"--egress", "--egress-subnet", "10.244.0.0/22", "--egress-dns", "127.0.0.1:9")
-	if *machine {
+	if *machine || *snapshots {
 		cmd.Args = append(cmd.Args, "--machine")
 	}
 	cmd.Env = append(os.Environ(), "AIO_BROWSER_REMOTE_DEBUGGING_PORT=1")
@@ -164,6 +167,10 @@ func main() {
 	check(err)
 	defer procs.Stop(cmd)
 
+	if *snapshots {
+		measureSnapshots(base, *n, *small, *big)
+		return
+	}
 	if *concurrentOnly {
 		for end := time.Now().Add(5 * time.Minute); warmCount(base) < *warm; time.Sleep(50 * time.Millisecond) {
 			if time.Now().After(end) {
@@ -371,4 +378,58 @@ func measureConcurrent(base string, count int) (int, lat.Samples) {
 		s = lat.Samples{0}
 	}
 	return fails, s
+}
+
+// measureSnapshots times, in a pool of whole machines: a snapshot taken
+// right after small and then big MiB were written in the sandbox (the
+// POST's answer), and a fork from a running sandbox to its first echo.
+func measureSnapshots(base string, n, small, big int) {
+	var sb sandbox
+	check(call("POST", base+"/v2/sandboxes", map[string]any{"timeout_s": 0}, 201, &sb))
+	defer func() { _ = call("DELETE", base+"/v2/sandboxes/"+sb.ID, nil, 204, nil) }()
+	type snap struct {
+		ID string `json:"snapshot_id"`
+	}
+	cut := func(mib int) lat.Samples {
+		var s lat.Samples
+		for i := range n {
+			check(call("POST", sb.APIURL+"/v1/shell/exec", map[string]any{"command": fmt.Sprintf("head -c %dM /dev/urandom > /opt/data-%d", mib, i), "timeout": 300}, 200, nil))
+			t0 := time.Now()
+			var sn snap
+			check(call("POST", base+"/v2/sandboxes/"+sb.ID+"/snapshots", nil, 201, &sn))
+			s = append(s, time.Since(t0))
+			check(call("DELETE", base+"/v2/snapshots/"+sn.ID, nil, 204, nil))
+			check(call("POST", sb.APIURL+"/v1/shell/exec", map[string]any{"command": fmt.Sprintf("rm -f /opt/data-%d", i)}, 200, nil))
+		}
+		slices.Sort(s)
+		return s
+	}
+	smallS, bigS := cut(small), cut(big)
+	var fork, cold lat.Samples
+	for range n {
+		t0 := time.Now()
+		var f sandbox
+		check(call("POST", base+"/v2/sandboxes/"+sb.ID+"/fork", nil, 201, &f))
+		check(echo(f))
+		fork = append(fork, time.Since(t0))
+		var parent struct {
+			Parent string `json:"parent"`
+		}
+		check(call("GET", base+"/v2/sandboxes/"+f.ID, nil, 200, &parent))
+		check(call("DELETE", base+"/v2/sandboxes/"+f.ID, nil, 204, nil))
+		check(call("DELETE", base+"/v2/snapshots/"+parent.Parent, nil, 204, nil))
+		t0 = time.Now()
+		var c sandbox
+		check(call("POST", base+"/v2/sandboxes", map[string]any{"limits": map[string]any{"memory": "1023MiB"}}, 201, &c))
+		check(echo(c))
+		cold = append(cold, time.Since(t0))
+		check(call("DELETE", base+"/v2/sandboxes/"+c.ID, nil, 204, nil))
+	}
+	slices.Sort(fork)
+	slices.Sort(cold)
+	fmt.Printf("| snapshot right after %d MiB written, p50 / p99 | %s / %s | ≤ 50 ms |\n", small, ms(smallS.P50()), ms(smallS.P99()))
+	fmt.Printf("| snapshot right after %d MiB written, p50 / p99 | %s / %s (%.2f× the small) | ≤ 50 ms, ±20%% of the small |\n", big, ms(bigS.P50()), ms(bigS.P99()),
+		float64(bigS.P50())/float64(smallS.P50()))
+	fmt.Printf("| fork (snapshot + create from it) → first echo, p50 / p99 | %s / %s | ≤ 50 ms |\n", ms(fork.P50()), ms(fork.P99()))
+	fmt.Printf("| create (cold, no snapshot) → first echo, p50, same run | %s | – |\n", ms(cold.P50()))
 }

@@ -289,7 +289,10 @@ func bind(src, dst string, flags uintptr) error {
 	return nil
 }
 
-// bindFile binds one device node onto an empty file at dst.
+// bindFile binds one device node onto an empty file at dst, read-only:
+// the device reads and writes as ever (a read-only mount refuses writes
+// to files and directories, not to devices), and its inode, the host's,
+// cannot be changed (chmod, chown) through the view.
 func bindFile(src, dst string) error {
 	f, err := os.OpenFile(dst, os.O_CREATE|os.O_WRONLY, 0o644)
 	if err != nil {
@@ -298,6 +301,9 @@ func bindFile(src, dst string) error {
 	f.Close()
 	if err := unix.Mount(src, dst, "", unix.MS_BIND, ""); err != nil {
 		return fmt.Errorf("sandbox: bind %s: %w", src, err)
+	}
+	if err := unix.Mount("", dst, "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NOEXEC, ""); err != nil {
+		return fmt.Errorf("sandbox: read-only %s: %w", src, err)
 	}
 	return nil
 }

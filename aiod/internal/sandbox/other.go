@@ -84,3 +84,11 @@ func (s *Sandbox) DialContext(ctx context.Context, network, addr string) (net.Co
 
 // BuildMask needs Linux (a whole machine's layers).
 func BuildMask(string) error { return errors.New("sandbox: a whole machine needs Linux") }
+
+// OwnsTerminals reports false: terminals open on the host.
+func (s *Sandbox) OwnsTerminals() bool { return false }
+
+// OpenPTY needs Linux.
+func (s *Sandbox) OpenPTY() (*os.File, *os.File, error) {
+	return nil, nil, errors.New("sandbox: needs Linux")
+}

@@ -12,6 +12,7 @@ import (
 	"os/user"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -436,13 +437,16 @@ func (s *Sandbox) spawner(inst *instance, ready chan<- error) {
 		return
 	}
 	// Init is alive and has reported: its PID is still its own.
-	if err := openNS(inst, cmd.Process.Pid, s.cfg.ownNet()); err != nil {
+	if err := openNS(inst, cmd.Process.Pid, s.cfg.ownNet(), s.cfg.System != nil); err != nil {
 		keepW.Close()
 		<-inst.done
 		fail(err)
 		return
 	}
-	if err := enter(inst, true); err != nil {
+	// A whole machine's spawner stays in the host's mount namespace: the
+	// first program of each new process (nsenter) is the host's, loaded
+	// with the host's libraries, never the sandbox's (throughNsenter).
+	if err := enter(inst, true, s.cfg.System != nil); err != nil {
 		keepW.Close()
 		<-inst.done
 		closeNS(inst)
@@ -486,9 +490,16 @@ var nsNames = []struct {
 
 // openNS opens init's namespaces and root; the caller has checked that
 // init is alive and ready, so the PID is still init's.
-func openNS(inst *instance, pid int, ownNet bool) error {
+func openNS(inst *instance, pid int, ownNet, user bool) error {
 	inst.ns = map[string]int{}
-	for _, n := range nsNames {
+	names := nsNames
+	if user { // a whole machine's: its processes join it (throughNsenter)
+		names = append(slices.Clone(nsNames), struct {
+			name string
+			flag int
+		}{"user", unix.CLONE_NEWUSER})
+	}
+	for _, n := range names {
 		if n.name == "net" && !ownNet {
 			continue // the host's, which every thread already has
 		}
@@ -527,7 +538,7 @@ func closeNS(inst *instance) {
 // children); always the mount namespace, last, after unsharing the
 // file-system attributes the Go runtime's threads share (setns to a
 // mount namespace refuses a thread that shares them).
-func enter(inst *instance, all bool) error {
+func enter(inst *instance, all, noMount bool) error {
 	if err := unix.Unshare(unix.CLONE_FS); err != nil {
 		return fmt.Errorf("sandbox: unshare: %w", err)
 	}
@@ -538,7 +549,7 @@ func enter(inst *instance, all bool) error {
 	}
 	for _, n := range nsNames {
 		fd, ok := inst.ns[n.name]
-		if !ok || !all && n.name != "mnt" && n.name != "net" {
+		if !ok || !all && n.name != "mnt" && n.name != "net" || noMount && n.name == "mnt" {
 			continue
 		}
 		if err := unix.Setns(fd, n.flag); err != nil {
@@ -618,7 +629,7 @@ func (s *Sandbox) oneShot(inst *instance, f func(), ready chan<- error) {
 // system calls, not Go's all-threads wrappers). The thread must never be
 // unlocked: its goroutine ends locked, which ends the thread.
 func (s *Sandbox) joinView(inst *instance) error {
-	if err := enter(inst, false); err != nil {
+	if err := enter(inst, false, false); err != nil {
 		return err
 	}
 	// In an unprivileged daemon's user namespace the groups cannot be
@@ -696,8 +707,16 @@ func (s *Sandbox) Wrap(cmd *exec.Cmd, start func() error) func() error {
 			cmd.SysProcAttr = &syscall.SysProcAttr{}
 		}
 		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: uint32(s.uid), Gid: uint32(s.gid), Groups: []uint32{}, NoSetGroups: s.userns}
+		var nsFiles []*os.File // the machine's namespaces, for nsenter; closed once started
 		if s.cfg.System != nil {
-			s.throughNsenter(cmd)
+			if nsFiles, err = s.throughNsenter(cmd, inst); err != nil {
+				return err
+			}
+			defer func() {
+				for _, f := range nsFiles {
+					f.Close()
+				}
+			}()
 		}
 		detachTerminal(cmd.SysProcAttr)
 		held := s.holdAtExec(cmd)
@@ -712,7 +731,9 @@ func (s *Sandbox) Wrap(cmd *exec.Cmd, start func() error) func() error {
 			// A terminal's other end (the child's standard input, from the
 			// sandbox's own devpts) belongs to the account, so a program
 			// that reopens its terminal by name may.
-			if in, ok := cmd.Stdin.(*os.File); ok && err == nil && strings.HasPrefix(in.Name(), "/dev/pts/") {
+			// (A whole machine's terminals are opened inside, its root's
+			// already: OpenPTY.)
+			if in, ok := cmd.Stdin.(*os.File); ok && err == nil && s.cfg.System == nil && strings.HasPrefix(in.Name(), "/dev/pts/") {
 				_ = os.Chown(in.Name(), s.uid, s.gid)
 			}
 			close(done)

@@ -89,11 +89,11 @@ var goArchToSeccomp = map[string]string{"amd64": "amd64", "arm64": "arm64"}
 // for root's capabilities there (containerCaps, as a container's), the
 // set-id refusals are not added (a package manager installs set-id
 // programs; they are root inside's, in its namespace only, on a nosuid
-// view), and setns is allowed for a user namespace alone: how the
-// host's nsenter takes a new process into the sandbox's. A process
-// inside cannot use it: it has no CAP_SYS_ADMIN in any user namespace
-// (it cannot make one: clone and unshare with a namespace flag stay
-// refused).
+// view), and setns is allowed for a user or a mount namespace: how the
+// host's nsenter takes a new process into the sandbox's. Inside, the
+// only such namespaces are the sandbox's own (clone and unshare with a
+// namespace flag stay refused, and so does mount): joining them again
+// changes nothing. Netlink's netfilter family is refused.
 func sandboxPolicy(goarch string, system bool) (*seccompbpf.Policy, error) {
 	info, err := arch.GetInfo(goarch)
 	if err != nil {
@@ -160,6 +160,15 @@ func sandboxPolicy(goarch string, system bool) (*seccompbpf.Policy, error) {
 	p := &seccompbpf.Policy{DefaultAction: seccompbpf.ActionErrno} // EPERM
 	if !system {
 		p.Syscalls = append(p.Syscalls, setIDRefusals(info)...)
+	} else {
+		// Root inside holds every capability in its own user namespace
+		// (joining one grants them; see system_linux.go): nftables and
+		// iptables' netlink, the kernel's most attacked surface of a
+		// namespace's root, stay shut.
+		p.Syscalls = append(p.Syscalls, seccompbpf.SyscallGroup{Action: seccompbpf.ActionErrno | seccompbpf.Action(unix.EPERM),
+			NamesWithCondtions: []seccompbpf.NameWithConditions{{Name: "socket", Conditions: seccompbpf.ArgumentConditions{
+				{Argument: 0, Operation: seccompbpf.Equal, Value: unix.AF_NETLINK},
+				{Argument: 2, Operation: seccompbpf.Equal, Value: unix.NETLINK_NETFILTER}}}}})
 	}
 	for _, refusals := range []bool{true, false} {
 		for _, k := range order {
@@ -170,8 +179,10 @@ func sandboxPolicy(goarch string, system bool) (*seccompbpf.Policy, error) {
 	}
 	if system {
 		p.Syscalls = append(p.Syscalls, seccompbpf.SyscallGroup{Action: seccompbpf.ActionAllow,
-			NamesWithCondtions: []seccompbpf.NameWithConditions{{Name: "setns",
-				Conditions: seccompbpf.ArgumentConditions{{Argument: 1, Operation: seccompbpf.Equal, Value: unix.CLONE_NEWUSER}}}}})
+			NamesWithCondtions: []seccompbpf.NameWithConditions{
+				{Name: "setns", Conditions: seccompbpf.ArgumentConditions{{Argument: 1, Operation: seccompbpf.Equal, Value: unix.CLONE_NEWUSER}}},
+				{Name: "setns", Conditions: seccompbpf.ArgumentConditions{{Argument: 1, Operation: seccompbpf.Equal, Value: unix.CLONE_NEWNS}}},
+			}})
 	}
 	return p, nil
 }

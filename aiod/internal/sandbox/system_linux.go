@@ -396,16 +396,94 @@ func (s *Sandbox) closeNsenter() {
 	}
 }
 
-// throughNsenter makes cmd start as the host's nsenter (by its
-// descriptor: the path is the sandbox's /proc, where the new process
-// sees its own descriptors), born as host root in the sandbox's other
-// namespaces with no supplementary group; nsenter joins the sandbox's
-// user namespace (init's, PID 1's), becomes root there and executes
-// cmd's program with cmd's arguments (argv[0] becomes the program's
-// path). Its descriptor is close-on-exec: nsenter's own exec closes it.
-func (s *Sandbox) throughNsenter(cmd *exec.Cmd) {
-	target := cmd.Path
+// throughNsenter makes cmd start as the host's nsenter, from the
+// spawner thread, which is in the sandbox's namespaces but the mount one
+// and the user one: nsenter is born there as host root, is loaded from
+// the host's files (the sandbox's writable /usr is not its), and has an
+// empty environment (no LD_PRELOAD or other variable of the request
+// reaches it; it has no working directory of the sandbox). It joins the
+// sandbox's mount namespace, then its user namespace (by descriptors of
+// the instance's, passed as extra files: no PID is looked up), becomes
+// root there, changes to cmd's directory inside and executes the
+// sandbox's env -i with cmd's environment, which executes cmd's program
+// with cmd's arguments (argv[0] becomes the program's path). From the
+// moment it joins the user namespace it holds nothing of the host's but
+// its host uid 0, which owns no file of the view it can change (the
+// view's device nodes are read-only mounts).
+//
+// It returns the files it added to cmd (the caller closes them once cmd
+// has started).
+func (s *Sandbox) throughNsenter(cmd *exec.Cmd, inst *instance) ([]*os.File, error) {
+	inst.nsMu.RLock()
+	var files []*os.File
+	for _, name := range []string{"mnt", "user"} {
+		fd, ok := inst.ns[name]
+		if !ok {
+			inst.nsMu.RUnlock()
+			for _, f := range files {
+				f.Close()
+			}
+			return nil, errEnded
+		}
+		d, err := unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 3)
+		if err != nil {
+			inst.nsMu.RUnlock()
+			for _, f := range files {
+				f.Close()
+			}
+			return nil, fmt.Errorf("sandbox: %w", err)
+		}
+		files = append(files, os.NewFile(uintptr(d), name))
+	}
+	inst.nsMu.RUnlock()
+	first := 3 + len(cmd.ExtraFiles)
+	cmd.ExtraFiles = append(cmd.ExtraFiles, files...)
+	dir := cmd.Dir
+	if dir == "" {
+		dir = "/"
+	}
+	env := cmd.Environ()
+	args := []string{"nsenter", "--mount=/proc/self/fd/" + strconv.Itoa(first), "--user=/proc/self/fd/" + strconv.Itoa(first+1),
+		"--wdns=" + dir, "--", "/usr/bin/env", "-i"}
+	args = append(args, env...)
+	args = append(args, cmd.Path)
+	cmd.Args = append(args, cmd.Args[1:]...)
 	cmd.Path = "/proc/self/fd/" + strconv.Itoa(s.nsenter)
-	cmd.Args = append([]string{"nsenter", "--user=/proc/1/ns/user", "--", target}, cmd.Args[1:]...)
+	cmd.Env, cmd.Dir = []string{}, ""
 	cmd.SysProcAttr.Credential = &syscall.Credential{Uid: 0, Gid: 0, Groups: []uint32{}}
+	return files, nil
+}
+
+// OwnsTerminals reports whether the sandbox's terminals must be opened
+// with OpenPTY (a whole machine's spawner is not in its mount namespace,
+// where its devpts is).
+func (s *Sandbox) OwnsTerminals() bool { return s != nil && s.cfg.System != nil }
+
+// OpenPTY opens a terminal pair in the sandbox's own devpts, as its
+// account (a Do thread): the master, and the terminal, opened from the
+// master (TIOCGPTPEER), whose name is its /dev/pts path inside.
+func (s *Sandbox) OpenPTY() (master, tty *os.File, err error) {
+	err = s.Do(func() error {
+		m, err := unix.Open("/dev/ptmx", unix.O_RDWR|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return err
+		}
+		if err := unix.IoctlSetPointerInt(m, unix.TIOCSPTLCK, 0); err != nil {
+			unix.Close(m)
+			return err
+		}
+		n, err := unix.IoctlGetInt(m, unix.TIOCGPTN)
+		if err != nil {
+			unix.Close(m)
+			return err
+		}
+		t, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(m), unix.TIOCGPTPEER, uintptr(unix.O_RDWR|unix.O_NOCTTY|unix.O_CLOEXEC))
+		if e != 0 {
+			unix.Close(m)
+			return e
+		}
+		master, tty = os.NewFile(uintptr(m), "/dev/ptmx"), os.NewFile(t, "/dev/pts/"+strconv.Itoa(n))
+		return nil
+	})
+	return master, tty, err
 }

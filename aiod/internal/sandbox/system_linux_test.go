@@ -101,6 +101,8 @@ func TestSystem(t *testing.T) {
 		{"no mount", "mount -t tmpfs none /mnt 2>&1 || echo refused", "refused"},
 		{"no sysctl", "echo 0 > /proc/sys/kernel/panic 2>&1 || echo refused", "refused"},
 		{"no userns", "unshare -U true 2>&1 || echo refused", "refused"},
+		{"no netfilter", "nft list tables 2>&1 || echo refused", "refused"},
+		{"host devices", "chmod 600 /dev/null 2>&1 || echo refused; echo x > /dev/null && echo written", "refused\nwritten\n"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -109,6 +111,39 @@ func TestSystem(t *testing.T) {
 				t.Errorf("%s: %q %v, want %q", c.script, out, err, c.want)
 			}
 		})
+	}
+	// The first program of a new process (nsenter) is loaded from the
+	// host's files, not the sandbox's: a preload the sandbox sets is
+	// tried by its own programs only (env, then the command), never by
+	// nsenter while it is the host's root.
+	if out, err := run(t, s, "echo /nonexistent-a2c-preload.so > /etc/ld.so.preload"); err != nil {
+		t.Fatalf("%q %v", out, err)
+	}
+	out, _ := runArgv(t, s, "/bin/true")
+	if n := strings.Count(out, "nonexistent-a2c-preload.so"); n != 2 {
+		t.Errorf("the preload was tried %d times, want 2 (env and true, not nsenter):\n%s", n, out)
+	}
+	if out, err := run(t, s, "rm /etc/ld.so.preload"); err != nil {
+		t.Fatalf("%q %v", out, err)
+	}
+	// A terminal is the sandbox's own.
+	master, tty, err := s.OpenPTY()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tcmd := exec.Command("/bin/sh", "-c", "tty")
+	tcmd.Stdin, tcmd.Stdout, tcmd.Stderr = tty, tty, tty
+	tcmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
+	if err := s.Wrap(tcmd, tcmd.Start)(); err != nil {
+		t.Fatal(err)
+	}
+	tty.Close()
+	buf := make([]byte, 64)
+	k, _ := master.Read(buf)
+	_ = tcmd.Wait()
+	master.Close()
+	if !strings.HasPrefix(string(buf[:k]), "/dev/pts/") {
+		t.Errorf("tty inside: %q", buf[:k])
 	}
 	// The processes are the range's on the host (once nsenter has
 	// taken the new process in: it says so, then waits).

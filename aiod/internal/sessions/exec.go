@@ -89,6 +89,13 @@ func (x *Exec) Wrap(cmd *exec.Cmd, start func() error) func() error {
 	return x.sandbox.Wrap(cmd, start)
 }
 
+// OwnsTerminals reports whether a terminal must be opened with OpenPTY
+// (a whole machine's), not on the host's /dev/ptmx.
+func (x *Exec) OwnsTerminals() bool { return x.sandbox.OwnsTerminals() }
+
+// OpenPTY opens a terminal pair in the sandbox ([sandbox.Sandbox.OpenPTY]).
+func (x *Exec) OpenPTY() (master, tty *os.File, err error) { return x.sandbox.OpenPTY() }
+
 // Do runs f in the sandbox's view as its account ([sandbox.Sandbox.Do]),
 // or in place on the host.
 func (x *Exec) Do(f func() error) error { return x.sandbox.Do(f) }

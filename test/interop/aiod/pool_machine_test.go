@@ -36,7 +36,7 @@ func TestPoolMachine(t *testing.T) {
 	p := startPool(t, "pool-machine-token", "--warm", "1", "--machine")
 	s := p.create(nil)
 	a := p.sandbox(s)
-	ws := filepath.Join(p.root, "live", s["id"].(string))
+	ws := filepath.Join(p.root, "layers", s["id"].(string), "workspace") // in its upper layer
 
 	// A package of the test's own, in the workspace.
 	pkg := filepath.Join(t.TempDir(), "a2c-hello")
