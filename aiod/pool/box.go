@@ -126,7 +126,15 @@ func (b *box) start() (err error) {
 		return fmt.Errorf("workspace: %w", err)
 	}
 	owner := -1 // an unprivileged pool's files are its own
-	if !p.single {
+	switch {
+	case p.cfg.Machine:
+		// In the upper layer, stored as the rest of it is: with the ids
+		// it has inside (root's 0), idmapped to the sandbox's range.
+		owner = 0
+		if err := os.Chmod(b.dir, 0o755); err != nil {
+			return fmt.Errorf("workspace: %w", err)
+		}
+	case !p.single:
 		owner = p.cfg.UIDBase
 		if err := os.Lchown(b.dir, owner, owner); err != nil {
 			return fmt.Errorf("workspace: %w", err)

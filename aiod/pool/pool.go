@@ -242,6 +242,12 @@ func New(cfg Config) (*Pool, error) {
 			return nil, err
 		}
 	}
+	if cfg.Machine && cfg.Disk != 0 {
+		// A machine's workspace is in its upper layer, which a snapshot
+		// takes whole; a filesystem of its own mounted there would not
+		// be in it. Its bound is to come from the layer store's quotas.
+		return nil, errors.New("disk: --disk does not apply to whole machines (--machine) yet")
+	}
 	single := os.Geteuid() != 0 || sandbox.InUserNamespace()
 	var mkfs string
 	if cfg.Disk != 0 {

@@ -273,11 +273,11 @@ func (s *Sandbox) systemTrees() (spec *initSystem, files []*os.File, err error) 
 		}
 		spec.Lowers[t] = add(f)
 	}
-	wsNS := -1
-	if s.ws.userns != nil {
-		wsNS = int(s.ws.userns.Fd())
-	}
-	if f, err = tree(s.cfg.Workspace, 0, wsNS); err != nil {
+	// The workspace is stored as the upper layer is (in the pool, it is
+	// in it): with the ids it has inside, through the same mapping, so
+	// no id outside the sandbox's range (the host's root's, 0, least of
+	// all) can own a file of it.
+	if f, err = tree(s.cfg.Workspace, 0, int(ns.Fd())); err != nil {
 		return nil, nil, err
 	}
 	spec.Workspace = add(f)

@@ -100,6 +100,9 @@ func (w *workspace) fd() int { return int(w.dir.Fd()) }
 // With KeepOwner no owner is changed (aiod doctor); an idmapping
 // changes none either, so it is still made.
 func (s *Sandbox) ownWorkspace() error {
+	if s.cfg.System != nil {
+		return nil // in the upper layer, idmapped with it (systemTrees)
+	}
 	w := s.ws
 	var st unix.Stat_t
 	if err := unix.Fstat(w.fd(), &st); err != nil {

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -71,6 +72,18 @@ func TestPoolMachine(t *testing.T) {
 		if got := sh(t, a, c.script); got != c.want {
 			t.Errorf("%s: %q, want %q", c.name, got, c.want)
 		}
+	}
+	// The file plane writes as root inside, into the workspace in the
+	// upper layer, stored with the ids it has inside.
+	code, e := a.call("POST", "/v1/file/write", "/v1/file/write", map[string]any{"file": ws + "/from-api.txt", "content": "api\n"})
+	if code != 200 || !e.Success {
+		t.Errorf("file write: %d %s", code, e.raw)
+	}
+	if got := sh(t, a, "stat -c '%U %s' "+ws+"/from-api.txt"); got != "root 4" {
+		t.Errorf("the API's file inside: %q", got)
+	}
+	if fi, err := os.Stat(filepath.Join(ws, "from-api.txt")); err != nil || fi.Sys().(*syscall.Stat_t).Uid != 0 {
+		t.Errorf("the API's file on the host: %v", err)
 	}
 	if _, err := os.Stat("/usr/bin/a2c-hello"); err == nil {
 		t.Error("the package landed on the host")
