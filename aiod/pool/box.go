@@ -86,6 +86,8 @@ type box struct {
 	// first. Set before the box is shared.
 	parent    string
 	ancestors []string
+	// machine: the box is a whole machine (Config.Machine).
+	machine bool
 }
 
 // afterStartHook, when a test sets it, runs in start once the daemon is
@@ -110,7 +112,10 @@ func (w warnings) WithGroup(name string) slog.Handler { return warnings{w.Handle
 // the box is reachable by anyone but its creator.
 func (b *box) start() (err error) {
 	p := b.p
-	if p.cfg.Machine {
+	if b.machine {
+		if err := p.machinesReady(p.ctx); err != nil {
+			return err
+		}
 		// The upper layer: a writable snapshot of the snapshot the box
 		// starts from (its workspace with it), or an empty one.
 		if b.parent != "" {
@@ -127,7 +132,7 @@ func (b *box) start() (err error) {
 	}
 	owner := -1 // an unprivileged pool's files are its own
 	switch {
-	case p.cfg.Machine:
+	case b.machine:
 		// In the upper layer, stored as the rest of it is: with the ids
 		// it has inside (root's 0), idmapped to the sandbox's range.
 		owner = 0
@@ -274,7 +279,7 @@ func (b *box) sandboxConfig() sandbox.Config {
 	if b.uid != 0 {
 		c.UID, c.GID = b.uid, b.uid
 	}
-	if b.p.cfg.Machine {
+	if b.machine {
 		c.UserName = "root"
 		c.System = &sandbox.System{IDs: b.uid, Upper: b.upper(), Mask: b.p.mask}
 	}
@@ -408,7 +413,7 @@ func (b *box) object(base string) Sandbox {
 	defer b.mu.Unlock()
 	s := Sandbox{ID: b.id, State: b.state, Template: b.template, Office: b.office, Computer: b.computer,
 		CreatedAt: b.created.UTC().Truncate(time.Millisecond), OnTimeout: b.onTimeout, IdleTimeoutS: int(b.idle / time.Second),
-		Limits: b.limits, Network: b.network, Egress: b.egress, Metadata: b.metadata, Parent: nullable(b.parent),
+		Limits: b.limits, Network: b.network, Egress: b.egress, Machine: b.machine, Metadata: b.metadata, Parent: nullable(b.parent),
 		Ancestors: slices.Clone(b.ancestors),
 		APIURL:    base + "/sandboxes/" + b.id, MCPURL: base + "/sandboxes/" + b.id + "/mcp"}
 	if b.closed {
@@ -545,7 +550,7 @@ func (b *box) upper() string { return filepath.Join(b.p.root, "layers", b.id) }
 // removeWorkspace deletes the workspace, or moves it under Root/kept,
 // and a whole machine's upper layer.
 func (b *box) removeWorkspace(keep bool) {
-	if b.p.cfg.Machine {
+	if b.machine {
 		if keep { // a copy: the store goes with the pool
 			kept := filepath.Join(b.p.root, "kept", b.id)
 			if out, err := exec.Command("cp", "-a", b.dir, kept).CombinedOutput(); err != nil {

@@ -80,7 +80,7 @@ func flags() (*flag.FlagSet, *options, func(set map[string]bool) error) {
 	fs.Float64Var(&o.cfg.CPUs, "cpus", DefaultCPUs, "each sandbox's CPU time by default, in CPUs")
 	fs.IntVar(&o.cfg.UIDBase, "uid-base", 0, "the first of the 65536 host uids the sandboxes' accounts take (default: the first range from 1900000000 up that no other pool of this host holds)")
 	fs.BoolVar(&o.cfg.AllowHostNetwork, "allow-host-network", false, "let a create ask for network host (the host's network stack)")
-	fs.BoolVar(&o.cfg.Machine, "machine", false, "make each sandbox a whole machine: root inside a user namespace of its own, and a writable system (/usr, /etc, /opt, /var) on layers over the host's, its writes its own; needs root and nsenter")
+	fs.BoolVar(&o.cfg.Machine, "machine", false, "offer whole machines (a create with \"machine\": true): root inside a user namespace of its own, a writable system (/usr, /etc, /opt, /var) on layers over the host's, snapshots and forks; needs root, nsenter, and btrfs-progs for snapshots")
 	fs.BoolVar(&o.cfg.Egress, "egress", false, "let a create ask for network egress (a routed, filtered way out); needs root, iproute2 and nftables, and turns the host's IPv4 forwarding on")
 	egressSubnet := fs.String("egress-subnet", DefaultEgressSubnet.String(), "with --egress: the IPv4 subnet the sandboxes' links are cut from (a /30 each); no address of the host may be in it")
 	egressDNS := fs.String("egress-dns", "", "with --egress: the DNS servers (ADDR or ADDR:PORT, comma-separated) the sandboxes' resolvers ask (default the host's /etc/resolv.conf servers)")

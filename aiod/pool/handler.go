@@ -125,7 +125,8 @@ func (p *Pool) refused(w http.ResponseWriter, r *http.Request) bool {
 
 // owns reports whether path is one of the pool's own routes.
 func (p *Pool) owns(path string) bool {
-	return path == "/v2/sandboxes" || strings.HasPrefix(path, "/v2/sandboxes/") || path == "/metrics" && p.cfg.Metrics != nil
+	return path == "/v2/sandboxes" || strings.HasPrefix(path, "/v2/sandboxes/") || path == "/v2/snapshots" || strings.HasPrefix(path, "/v2/snapshots/") ||
+		path == "/metrics" && p.cfg.Metrics != nil
 }
 
 // authorized reports whether r may use the pool's own routes: no token
@@ -286,6 +287,7 @@ type createBody struct {
 	Egress       *Egress           `json:"egress"`
 	Metadata     map[string]string `json:"metadata"`
 	FromSnapshot *string           `json:"from_snapshot"`
+	Machine      *bool             `json:"machine"`
 }
 
 type limitsBody struct {
@@ -322,7 +324,8 @@ func (b createBody) request() (CreateRequest, error) {
 		return *s
 	}
 	req := CreateRequest{Template: str(b.Template), Office: str(b.Office), Name: str(b.Name), OnTimeout: str(b.OnTimeout),
-		Network: str(b.Network), Egress: b.Egress, Env: b.Env, Metadata: b.Metadata, FromSnapshot: str(b.FromSnapshot)}
+		Network: str(b.Network), Egress: b.Egress, Env: b.Env, Metadata: b.Metadata, FromSnapshot: str(b.FromSnapshot),
+		Machine: b.Machine != nil && *b.Machine}
 	if present(b.TimeoutS) {
 		n, err := seconds("timeout_s", b.TimeoutS)
 		if err != nil {
@@ -490,11 +493,11 @@ func (p *Pool) check(req CreateRequest) (spec, error) {
 		s.network = NetworkNone
 	case NetworkNone:
 	case NetworkHost:
+		if req.Machine || req.FromSnapshot != "" {
+			return s, badField("network", "a whole machine has a network of its own: none or egress")
+		}
 		if !p.cfg.AllowHostNetwork {
 			return s, badField("network", "host is allowed only where the pool was started with --allow-host-network")
-		}
-		if p.cfg.Machine {
-			return s, badField("network", "a whole machine (--machine) has a network of its own: none or egress")
 		}
 	case NetworkEgress:
 		if p.egress == nil {
@@ -552,7 +555,10 @@ func (p *Pool) check(req CreateRequest) (spec, error) {
 	if err != nil {
 		return s, err
 	}
-	s.from = from
+	s.from, s.machine = from, req.Machine || from != nil
+	if s.machine && !p.cfg.Machine {
+		return s, badField("machine", "whole machines are offered only where the pool was started with --machine")
+	}
 	if len(req.Metadata) > maxMetadata {
 		return s, badField("metadata", fmt.Sprintf("holds %d keys; at most %d", len(req.Metadata), maxMetadata))
 	}

@@ -95,13 +95,17 @@ type Config struct {
 	Egress       bool
 	EgressSubnet netip.Prefix
 	EgressDNS    []netip.AddrPort
-	// Machine makes each sandbox a whole machine (sandbox.System): root
-	// inside a user namespace of its own, whose 65536 ids are a range
-	// of the host's no other sandbox holds (from [MachineIDBase]), and a
-	// writable system on layers, its writes in Root/layers/{id}. It
-	// needs root, nsenter (util-linux) and a kernel with overlayfs on
-	// idmapped layers (Linux 6.x); the pool builds the mask of the
-	// host's system at start (Root/mask, a second or so).
+	// Machine lets a create ask for a whole machine ("machine": true,
+	// or from_snapshot; sandbox.System): root inside a user namespace
+	// of its own, whose 65536 ids are a range of the host's no other
+	// sandbox holds (from [MachineIDBase]), and a writable system on
+	// layers, its writes (and its workspace) in Root/layers/{id}, which
+	// snapshots and forks take whole. It needs root, nsenter
+	// (util-linux), a kernel with overlayfs on idmapped layers (Linux
+	// 6.x), and for snapshots btrfs-progs; the pool builds the mask of
+	// the host's system at start (Root/mask, a second or so). Disk does
+	// not bound a machine (a filesystem mounted in its upper layer would
+	// escape its snapshots).
 	Machine bool
 	// Server is the hub sandboxes that name an office join, with
 	// ServerToken presented to it (default Token).
@@ -173,18 +177,23 @@ type Pool struct {
 	stop      context.CancelFunc
 	bg        sync.WaitGroup // the reaper, the refiller and warm starts
 	ports     *portProxy
-	policy    *origin.Policy       // the Host and Origin rule of the pool's routes
-	hostUIDs  map[int]bool         // uids of the host's accounts, never handed out
-	lastUse   atomic.Int64         // the latest request or create (Unix ns), for the idle trim
-	lastClaim time.Time            // when a create last took a warm sandbox (p.mu)
-	uidLock   *os.File             // holds the pool's uid range (reserveUIDs); nil for an unprivileged pool
-	single    bool                 // no distinct accounts: an unprivileged pool
-	mkfs      string               // mkfs.ext4's path, with Disk
-	egress    *egress.Network      // with Config.Egress
-	ranges    map[int]*os.File     // with Machine: each box's id range lock, by its first id (p.mu)
-	mask      string               // with Machine: the mask (sandbox.BuildMask)
-	btrfs     bool                 // with Machine: the layer store is btrfs (layers_linux.go)
-	snapshots map[string]*snapshot // (p.mu)
+	policy    *origin.Policy   // the Host and Origin rule of the pool's routes
+	hostUIDs  map[int]bool     // uids of the host's accounts, never handed out
+	lastUse   atomic.Int64     // the latest request or create (Unix ns), for the idle trim
+	lastClaim time.Time        // when a create last took a warm sandbox (p.mu)
+	uidLock   *os.File         // holds the pool's uid range (reserveUIDs); nil for an unprivileged pool
+	single    bool             // no distinct accounts: an unprivileged pool
+	mkfs      string           // mkfs.ext4's path, with Disk
+	egress    *egress.Network  // with Config.Egress
+	ranges    map[int]*os.File // with Machine: each box's id range lock, by its first id (p.mu)
+	mask      string           // with Machine: the mask (sandbox.BuildMask)
+	btrfs     bool             // with Machine: the layer store is btrfs (layers_linux.go)
+	// machinesDone is closed once the mask and the layer store are
+	// made (or failed: machinesErr), by startMachines' goroutine; btrfs
+	// is set before.
+	machinesDone chan struct{}
+	machinesErr  error
+	snapshots    map[string]*snapshot // (p.mu)
 }
 
 // checkDisk refuses a --disk below MinDisk.
@@ -242,12 +251,6 @@ func New(cfg Config) (*Pool, error) {
 			return nil, err
 		}
 	}
-	if cfg.Machine && cfg.Disk != 0 {
-		// A machine's workspace is in its upper layer, which a snapshot
-		// takes whole; a filesystem of its own mounted there would not
-		// be in it. Its bound is to come from the layer store's quotas.
-		return nil, errors.New("disk: --disk does not apply to whole machines (--machine) yet")
-	}
 	single := os.Geteuid() != 0 || sandbox.InUserNamespace()
 	var mkfs string
 	if cfg.Disk != 0 {
@@ -298,7 +301,7 @@ func New(cfg Config) (*Pool, error) {
 		hostUIDs: hostUIDs(), single: single, uidLock: uidLock, mkfs: mkfs, egress: egn, ranges: map[int]*os.File{},
 		snapshots: map[string]*snapshot{}}
 	if cfg.Machine {
-		if err := p.startMachines(); err != nil {
+		if err := p.checkMachines(); err != nil {
 			if egn != nil {
 				_ = egn.Close()
 			}
@@ -330,6 +333,9 @@ func New(cfg Config) (*Pool, error) {
 		}
 	}
 	p.ports = newPortProxy(portProxyConfig{Token: cfg.Token, Logger: cfg.Logger, Lookup: p.portTarget})
+	if cfg.Machine {
+		p.startMachines()
+	}
 	p.bg.Add(2)
 	go func() { defer p.bg.Done(); p.reap() }()
 	go func() { defer p.bg.Done(); p.refillWarm() }()
@@ -337,29 +343,60 @@ func New(cfg Config) (*Pool, error) {
 	return p, nil
 }
 
-// startMachines checks that this pool can run whole machines and builds
-// the mask of the host's system.
-func (p *Pool) startMachines() error {
+// checkMachines checks that this pool can run whole machines.
+func (p *Pool) checkMachines() error {
 	if p.single {
 		return errors.New("needs a pool run as root")
 	}
 	if _, err := exec.LookPath("nsenter"); err != nil {
 		return errors.New("needs nsenter (Debian util-linux)")
 	}
+	return nil
+}
+
+// startMachines builds the mask of the host's system and the layer
+// store, in the background.
+func (p *Pool) startMachines() {
 	p.mask = filepath.Join(p.root, "mask")
-	t0 := time.Now()
-	if err := sandbox.BuildMask(p.mask); err != nil {
-		return err
+	// The mask (a walk of the host's system, a second or so) and the
+	// store are made in the background: the pool answers at once, and
+	// the first machine waits for them (machinesReady).
+	p.machinesDone = make(chan struct{})
+	p.bg.Go(func() {
+		defer close(p.machinesDone)
+		t0 := time.Now()
+		if err := sandbox.BuildMask(p.mask); err != nil {
+			p.machinesErr = err
+			p.log.Warn("whole machines are not offered: the mask of the host's system failed", "err", err)
+			return
+		}
+		p.log.Debug("the mask of the host's system is built", "took", time.Since(t0).Round(time.Millisecond))
+		// The layer store, empty (a store a pool that died left goes).
+		btrfs, err := openLayers(p.root, filepath.Join(p.root, "layers"))
+		if err != nil {
+			p.machinesErr = err
+			p.log.Warn("whole machines are not offered: the layer store failed", "err", err)
+			return
+		}
+		p.btrfs = btrfs
+		if !btrfs {
+			p.log.Warn("the layer store is not btrfs (no btrfs-progs here): sandboxes cannot be snapshotted or forked")
+		}
+	})
+}
+
+// machinesReady waits for the mask and the store (startMachines) and
+// reports whether machines can be made.
+func (p *Pool) machinesReady(ctx context.Context) error {
+	select {
+	case <-p.machinesDone:
+	case <-ctx.Done():
+		return &Error{Status: http.StatusServiceUnavailable, Message: "the create was abandoned while the pool prepared its layers"}
+	case <-p.ctx.Done():
+		return &Error{Status: http.StatusServiceUnavailable, Message: "the pool is shutting down"}
 	}
-	p.log.Info("the mask of the host's system is built", "took", time.Since(t0).Round(time.Millisecond))
-	// The layer store, empty (a store a pool that died left goes).
-	btrfs, err := openLayers(p.root, filepath.Join(p.root, "layers"))
-	if err != nil {
-		return err
-	}
-	p.btrfs = btrfs
-	if !btrfs {
-		p.log.Warn("the layer store is not btrfs (no btrfs-progs here): sandboxes cannot be snapshotted or forked")
+	if p.machinesErr != nil {
+		return &Error{Status: http.StatusInternalServerError, Message: "whole machines are not available: " + p.machinesErr.Error()}
 	}
 	return nil
 }
@@ -481,14 +518,16 @@ type spec struct {
 	// egress), rules as the egress network reads them.
 	egress *Egress
 	rules  egress.Rules
-	// from is the snapshot the sandbox starts from (nil: none).
-	from *snapshot
+	// from is the snapshot the sandbox starts from (nil: none);
+	// machine, whether it is a whole machine (from implies it).
+	from    *snapshot
+	machine bool
 }
 
 // fitsWarm reports whether a warm sandbox (base template, default
 // limits, no network) can serve s.
 func (p *Pool) fitsWarm(s spec) bool {
-	return s.template == BaseTemplate && s.network == NetworkNone && s.limits == p.defaultLimits() && s.from == nil
+	return s.template == BaseTemplate && s.network == NetworkNone && s.limits == p.defaultLimits() && !s.machine
 }
 
 func (p *Pool) defaultLimits() Limits {
@@ -521,11 +560,11 @@ func (p *Pool) admit(s spec) (*box, error) {
 		b.created = time.Now() // its life as this create's sandbox starts now
 		p.wakeRefill()
 	} else {
-		uid, err := p.takeUID()
+		uid, err := p.takeUID(s.machine)
 		if err != nil {
 			return nil, err
 		}
-		b = p.newBox(uid, s.template, s.network, s.limits)
+		b = p.newBox(uid, s.template, s.network, s.limits, s.machine)
 		b.egress, b.rules = s.egress, s.rules
 		if s.from != nil {
 			b.parent, b.ancestors = s.from.ID, append([]string{s.from.ID}, s.from.ancestors...)
@@ -540,12 +579,13 @@ func (p *Pool) admit(s spec) (*box, error) {
 }
 
 // newBox makes an unstarted box (p.mu held).
-func (p *Pool) newBox(uid int, template, network string, limits Limits) *box {
+func (p *Pool) newBox(uid int, template, network string, limits Limits, machine bool) *box {
 	id := newID()
-	b := &box{p: p, id: id, uid: uid, template: template, network: network, limits: limits,
+	b := &box{p: p, id: id, uid: uid, template: template, network: network, limits: limits, machine: machine,
 		dir: filepath.Join(p.root, "live", id), state: Starting, created: time.Now(), started: make(chan struct{})}
-	if p.cfg.Machine { // the workspace is in the upper layer: a snapshot has it
+	if machine { // the workspace is in the upper layer: a snapshot has it
 		b.dir = filepath.Join(b.upper(), "workspace")
+		return b // (--disk does not apply: see Config.Disk)
 	}
 	if p.cfg.Disk > 0 {
 		b.image = filepath.Join(p.root, "disks", id+".img")
@@ -605,13 +645,13 @@ func (p *Pool) releaseUID(uid int) {
 
 // takeUID hands out the lowest free uid of the range (p.mu held); an
 // unprivileged pool has one account for all (0 here: the sandbox's own).
-// With Machine it is the first id of a range of 65536 of the sandbox's
-// own (root inside), held until releaseUID.
-func (p *Pool) takeUID() (int, error) {
+// For a whole machine it is the first id of a range of 65536 of the
+// sandbox's own (root inside), held until releaseUID.
+func (p *Pool) takeUID(machine bool) (int, error) {
 	if p.single {
 		return 0, nil
 	}
-	if p.cfg.Machine {
+	if machine {
 		base, lock, err := takeMachineRange()
 		if err != nil {
 			return 0, &Error{Status: http.StatusTooManyRequests, Message: err.Error()}
@@ -882,11 +922,11 @@ func (p *Pool) refillWarm() {
 			need := !p.closed && len(p.warm)+p.warming < p.cfg.Warm
 			var b *box
 			if need {
-				uid, err := p.takeUID()
+				uid, err := p.takeUID(false)
 				if err != nil {
 					need = false
 				} else {
-					b = p.newBox(uid, BaseTemplate, NetworkNone, p.defaultLimits())
+					b = p.newBox(uid, BaseTemplate, NetworkNone, p.defaultLimits(), false)
 					p.warming++
 				}
 			}

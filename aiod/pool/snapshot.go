@@ -23,6 +23,12 @@ func (p *Pool) snapshotPath(id string) string { return filepath.Join(p.root, "la
 // snapshotsOffered refuses the snapshot routes of a pool that cannot take
 // one.
 func (p *Pool) snapshotsOffered() error {
+	if !p.cfg.Machine {
+		return &Error{Status: http.StatusNotImplemented, Message: "snapshots are of whole machines: start the pool with --machine"}
+	}
+	if err := p.machinesReady(p.ctx); err != nil {
+		return err
+	}
 	switch {
 	case !p.cfg.Machine:
 		return &Error{Status: http.StatusNotImplemented, Message: "snapshots are of whole machines: start the pool with --machine"}
@@ -42,6 +48,9 @@ func (p *Pool) TakeSnapshot(id string) (Snapshot, error) {
 	b, ok := p.lookup(id)
 	if !ok {
 		return Snapshot{}, notFound(id)
+	}
+	if !b.machine {
+		return Snapshot{}, &Error{Status: http.StatusConflict, Message: "sandbox " + id + " is not a whole machine (create it with \"machine\": true): it has no layers to snapshot"}
 	}
 	s := &snapshot{Snapshot: Snapshot{ID: newID(), SandboxID: id, Parent: nullable(b.parent)}, ancestors: append([]string{}, b.ancestors...)}
 	if err := b.cut(p.snapshotPath(s.ID)); err != nil {

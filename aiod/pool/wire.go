@@ -80,7 +80,9 @@ type Sandbox struct {
 	Network      string `json:"network"`
 	// Egress is the way-out rules of a sandbox of network "egress"
 	// (absent for the others).
-	Egress   *Egress           `json:"egress,omitempty"`
+	Egress *Egress `json:"egress,omitempty"`
+	// Machine is true for a whole machine (absent for the others).
+	Machine  bool              `json:"machine,omitempty"`
 	Metadata map[string]string `json:"metadata"`
 	// Parent is the snapshot the sandbox was made from (a fork, or a
 	// create with from_snapshot), Ancestors that one and the snapshots it
@@ -153,8 +155,11 @@ type CreateRequest struct {
 	Egress *Egress `json:"egress,omitempty"`
 	// Metadata is echoed back, and filters the list.
 	Metadata map[string]string `json:"metadata,omitempty"`
-	// FromSnapshot starts the sandbox from a snapshot (a pool of whole
-	// machines): its files, installed packages and workspace, not its
+	// Machine asks for a whole machine (a pool started with --machine):
+	// root inside, a writable system on layers, snapshots and forks.
+	Machine bool `json:"machine,omitempty"`
+	// FromSnapshot starts the sandbox from a snapshot (a whole machine
+	// too): its files, installed packages and workspace, not its
 	// processes.
 	FromSnapshot string `json:"from_snapshot,omitempty"`
 }

@@ -178,6 +178,8 @@ func sandboxCreate(ctx context.Context, e *env, args []string) error {
 	fs.IntVar(&lim.Pids, "pids", 0, "process limit (default the pool's)")
 	fs.Float64Var(&lim.CPUs, "cpus", 0, "CPU limit, in CPUs (default the pool's)")
 	fs.StringVar(&req.Network, "network", "", "none (default: its own loopback only), host, or egress (a routed, filtered way out)")
+	fs.BoolVar(&req.Machine, "machine", false, "a whole machine (a pool started with --machine): root inside, a writable system on layers, snapshots and forks")
+	fs.StringVar(&req.FromSnapshot, "from-snapshot", "", "start from this snapshot of a whole machine (its files, packages and workspace)")
 	var allow, deny listFlag
 	fs.Var(&allow, "allow", "with --network egress: an IPv4 address or CIDR, a host name or *.NAME it may reach (repeatable; none: all but --deny)")
 	fs.Var(&deny, "deny", "with --network egress: an IPv4 address or CIDR, a host name or *.NAME it may not reach (repeatable)")
@@ -434,6 +436,12 @@ func printSandbox(w io.Writer, s pool.Sandbox) {
 		{"limits.memory", mem}, {"limits.pids", strconv.Itoa(s.Limits.Pids)},
 		{"limits.cpus", strconv.FormatFloat(s.Limits.CPUs, 'f', -1, 64)},
 		{"network", s.Network},
+	}
+	if s.Machine {
+		lines = append(lines, [2]string{"machine", "true"})
+	}
+	if s.Parent != nil {
+		lines = append(lines, [2]string{"parent", *s.Parent}, [2]string{"ancestors", strings.Join(s.Ancestors, " ")})
 	}
 	if s.Egress != nil {
 		lines = append(lines, [2]string{"egress.allow", strings.Join(s.Egress.Allow, " ")}, [2]string{"egress.deny", strings.Join(s.Egress.Deny, " ")})

@@ -34,8 +34,8 @@ const upPoolPrefix = "a2c-up-pool-"
 // machine cannot give each office an isolated sandbox (not root, or no
 // isolation): then only the default office has a sandbox.
 func startUpPool(cfg pool.Config, isolated bool, log *slog.Logger) (*upPool, error) {
-	if cfg.Egress && (!isolated || os.Geteuid() != 0) {
-		return nil, errors.New("--egress: the sandbox pool needs isolation namespaces as root")
+	if (cfg.Egress || cfg.Machine) && (!isolated || os.Geteuid() != 0) {
+		return nil, errors.New("--egress and --machine: the sandbox pool needs isolation namespaces as root")
 	}
 	if !isolated || os.Geteuid() != 0 {
 		log.Warn("offices other than the default one get no sandbox of their own: that needs isolation namespaces as root")

@@ -97,7 +97,7 @@ func startUp(t *testing.T, a2c, dir string, env []string) *up {
 	t.Helper()
 	args := []string{"up", "--listen", "127.0.0.1:0", "--sandbox-listen", "127.0.0.1:0"}
 	if os.Geteuid() == 0 {
-		args = append(args, "--egress") // docs/pool.md's network egress (CI runs as root)
+		args = append(args, "--egress", "--machine") // docs/pool.md's network egress and whole machines (CI runs as root)
 	}
 	cmd := exec.Command(a2c, args...)
 	cmd.Dir, cmd.Env = dir, env

@@ -35,7 +35,14 @@ func TestPoolMachine(t *testing.T) {
 	}
 	status, hosts := sum(t, "/var/lib/dpkg/status"), sum(t, "/etc/hosts")
 	p := startPool(t, "pool-machine-token", "--warm", "1", "--machine")
-	s := p.create(nil)
+	resp, out := p.client().raw("POST", "/v2/sandboxes", map[string]any{"machine": true, "network": "host"})
+	if resp.StatusCode != 400 || !strings.Contains(string(out), "a whole machine has a network of its own") {
+		t.Errorf("a machine with the host's network: %d %s", resp.StatusCode, out)
+	}
+	s := p.create(map[string]any{"machine": true})
+	if s["machine"] != true {
+		t.Errorf("machine: %v", s["machine"])
+	}
 	a := p.sandbox(s)
 	ws := filepath.Join(p.root, "layers", s["id"].(string), "workspace") // in its upper layer
 
@@ -91,7 +98,10 @@ func TestPoolMachine(t *testing.T) {
 	if sum(t, "/var/lib/dpkg/status") != status || sum(t, "/etc/hosts") != hosts {
 		t.Error("the host's dpkg status or /etc/hosts changed")
 	}
-	other := p.sandbox(p.create(nil))
+	other := p.sandbox(p.create(map[string]any{"machine": true}))
+	if got := sh(t, p.sandbox(p.create(nil)), "id -u"); got == "0" {
+		t.Error("a sandbox created without machine is root")
+	}
 	if got := sh(t, other, "command -v a2c-hello || echo none; grep -c machine.test /etc/hosts"); got != "none\n0" {
 		t.Errorf("another sandbox sees the first's writes: %q", got)
 	}

@@ -31,7 +31,7 @@ func TestPoolSnapshots(t *testing.T) {
 		t.Fatal("needs mkfs.btrfs (Debian btrfs-progs; scripts/test.sh installs it)")
 	}
 	p := startPool(t, "pool-snapshot-token", "--warm", "0", "--machine")
-	a := p.create(nil)
+	a := p.create(map[string]any{"machine": true})
 	aa := p.sandbox(a)
 	sh(t, aa, "echo a1 > /opt/state; echo ws > ./w.txt; (sleep 600 &) ; true")
 	s1 := p.post("/v2/sandboxes/"+a["id"].(string)+"/snapshots", nil, 201)
@@ -90,6 +90,10 @@ func TestPoolSnapshots(t *testing.T) {
 		t.Errorf("a deleted snapshot: %d", resp.StatusCode)
 	}
 
+	resp, out = p.client().raw("POST", "/v2/sandboxes/"+p.create(nil)["id"].(string)+"/snapshots", nil)
+	if resp.StatusCode != 409 || !strings.Contains(string(out), "is not a whole machine") {
+		t.Errorf("snapshot of a plain sandbox: %d %s", resp.StatusCode, out)
+	}
 	plain := startPool(t, "pool-plain-token", "--warm", "0")
 	s := plain.create(nil)
 	resp, out = plain.client().raw("POST", "/v2/sandboxes/"+s["id"].(string)+"/snapshots", nil)
