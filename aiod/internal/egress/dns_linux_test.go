@@ -7,8 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/a2c-smcp/a2c-go/internal/nettest"
 	"golang.org/x/net/dns/dnsmessage"
+
+	"github.com/a2c-smcp/a2c-go/internal/nettest"
 )
 
 func TestMatchName(t *testing.T) {
