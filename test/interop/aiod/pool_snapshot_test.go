@@ -7,6 +7,17 @@ import (
 	"testing"
 )
 
+// sh runs script in the sandbox a serves and returns its output.
+func sh(t *testing.T, a *aio, script string) string {
+	t.Helper()
+	code, e := a.call("POST", "/v1/shell/exec", "/v1/shell/exec", map[string]any{"command": script})
+	if code != 200 {
+		t.Fatalf("exec %q: %d %s", script, code, e.raw)
+	}
+	out, _ := e.obj()["output"].(string)
+	return out
+}
+
 // post sends a pool request and decodes the answer of status want.
 func (p *poolProc) post(path string, body any, want int) map[string]any {
 	p.t.Helper()

@@ -21,17 +21,6 @@ except Exception as e:
     print("unreachable", type(e).__name__, e)
 `
 
-// sh runs script in the sandbox a serves and returns its output.
-func sh(t *testing.T, a *aio, script string) string {
-	t.Helper()
-	code, e := a.call("POST", "/v1/shell/exec", "/v1/shell/exec", map[string]any{"command": script})
-	if code != 200 {
-		t.Fatalf("exec %q: %d %s", script, code, e.raw)
-	}
-	out, _ := e.obj()["output"].(string)
-	return out
-}
-
 // fetch fetches url from inside the sandbox a serves.
 func fetch(t *testing.T, a *aio, url string) string {
 	t.Helper()
