@@ -150,8 +150,8 @@ func (b *box) start() (err error) {
 			return fmt.Errorf("workspace: %w", err)
 		}
 	}
-	if b.template != BaseTemplate {
-		if err := copyTree(p.cfg.Templates[b.template], b.dir, owner); err != nil {
+	if dir, ok := p.cfg.Templates[b.template]; ok { // a directory template (a snapshot's came with the layer)
+		if err := copyTree(dir, b.dir, owner); err != nil {
 			return fmt.Errorf("template %s: %w", b.template, err)
 		}
 	}

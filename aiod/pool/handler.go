@@ -9,6 +9,7 @@ import (
 	"math"
 	"net/http"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -70,6 +71,30 @@ func (p *Pool) Handler() http.Handler {
 		}
 		w.WriteHeader(http.StatusNoContent)
 	}))
+	mux.HandleFunc("POST /v2/templates", p.auth(func(w http.ResponseWriter, r *http.Request) {
+		var req TemplateRequest
+		if !readJSON(w, r, &req) {
+			return
+		}
+		t, err := p.CreateTemplate(r.Context(), req)
+		if err != nil {
+			p.fail(w, err)
+			return
+		}
+		writeJSON(w, http.StatusCreated, t)
+	}))
+	mux.HandleFunc("GET /v2/templates", p.auth(func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, TemplateList{Templates: p.Templates()})
+	}))
+	mux.HandleFunc("DELETE /v2/templates/{name}", p.auth(func(w http.ResponseWriter, r *http.Request) {
+		if err := p.DeleteTemplate(r.PathValue("name")); err != nil {
+			p.fail(w, err)
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	mux.HandleFunc("/v2/templates", methodNotAllowed("GET, POST"))
+	mux.HandleFunc("/v2/templates/{name}", methodNotAllowed("DELETE"))
 	mux.HandleFunc("/v2/snapshots", methodNotAllowed("GET"))
 	mux.HandleFunc("/v2/snapshots/{sid}", methodNotAllowed("GET, DELETE"))
 	mux.HandleFunc("/v2/sandboxes", methodNotAllowed("GET, POST"))
@@ -126,6 +151,7 @@ func (p *Pool) refused(w http.ResponseWriter, r *http.Request) bool {
 // owns reports whether path is one of the pool's own routes.
 func (p *Pool) owns(path string) bool {
 	return path == "/v2/sandboxes" || strings.HasPrefix(path, "/v2/sandboxes/") || path == "/v2/snapshots" || strings.HasPrefix(path, "/v2/snapshots/") ||
+		path == "/v2/templates" || strings.HasPrefix(path, "/v2/templates/") ||
 		path == "/metrics" && p.cfg.Metrics != nil
 }
 
@@ -450,8 +476,11 @@ func (p *Pool) check(req CreateRequest) (spec, error) {
 	if s.template == "" {
 		s.template = BaseTemplate
 	}
+	var fromTemplate *snapshot
 	if _, ok := p.cfg.Templates[s.template]; !ok && s.template != BaseTemplate {
-		return s, badField("template", fmt.Sprintf("no template %q (this pool has: %s)", clip(s.template, maxTemplateName), strings.Join(p.templateNames(), ", ")))
+		if fromTemplate = p.snapshotTemplate(s.template); fromTemplate == nil {
+			return s, badField("template", fmt.Sprintf("no template %q (this pool has: %s)", clip(s.template, maxTemplateName), strings.Join(p.templateNames(), ", ")))
+		}
 	}
 	if err := checkText("office", s.office, maxNameLen); err != nil {
 		return s, err
@@ -555,6 +584,9 @@ func (p *Pool) check(req CreateRequest) (spec, error) {
 	if err != nil {
 		return s, err
 	}
+	if fromTemplate != nil {
+		from = fromTemplate
+	}
 	s.from, s.machine = from, req.Machine || from != nil
 	if s.machine && !p.cfg.Machine {
 		return s, badField("machine", "whole machines are offered only where the pool was started with --machine")
@@ -604,6 +636,10 @@ func (p *Pool) templateNames() []string {
 	for n := range p.cfg.Templates {
 		names = append(names, n)
 	}
+	for _, t := range p.Templates() {
+		names = append(names, t.Name)
+	}
+	slices.Sort(names[1:])
 	return names
 }
 

@@ -194,6 +194,7 @@ type Pool struct {
 	machinesDone chan struct{}
 	machinesErr  error
 	snapshots    map[string]*snapshot // (p.mu)
+	templates    map[string]*Template // made from snapshots; nil while one is made (p.mu)
 }
 
 // checkDisk refuses a --disk below MinDisk.
@@ -299,7 +300,7 @@ func New(cfg Config) (*Pool, error) {
 	p := &Pool{cfg: cfg, log: cfg.Logger, root: root, lock: lock, boxes: map[string]*box{}, office: map[string]string{},
 		uids: map[int]bool{}, policy: policy, createSem: make(chan struct{}, cfg.CreateConcurrency), refill: make(chan struct{}, 1),
 		hostUIDs: hostUIDs(), single: single, uidLock: uidLock, mkfs: mkfs, egress: egn, ranges: map[int]*os.File{},
-		snapshots: map[string]*snapshot{}}
+		snapshots: map[string]*snapshot{}, templates: map[string]*Template{}}
 	if cfg.Machine {
 		if err := p.checkMachines(); err != nil {
 			if egn != nil {

@@ -133,13 +133,23 @@ func (p *Pool) DeleteSnapshot(id string) error {
 	var users []string
 	for _, b := range p.boxes {
 		if b.parent == id {
-			users = append(users, b.id)
+			users = append(users, "sandbox "+b.id)
+		}
+	}
+	for _, b := range p.warm {
+		if b.parent == id {
+			users = append(users, "sandbox "+b.id)
+		}
+	}
+	for _, t := range p.templates {
+		if t != nil && t.SnapshotID == id {
+			users = append(users, "template "+t.Name)
 		}
 	}
 	if len(users) > 0 {
 		p.mu.Unlock()
 		slices.Sort(users)
-		return &Error{Status: http.StatusConflict, Message: fmt.Sprintf("snapshot %s is in use by sandbox %s; delete %s first", id, strings.Join(users, ", "),
+		return &Error{Status: http.StatusConflict, Message: fmt.Sprintf("snapshot %s is in use by %s; delete %s first", id, strings.Join(users, ", "),
 			map[bool]string{true: "them", false: "it"}[len(users) > 1])}
 	}
 	delete(p.snapshots, id)

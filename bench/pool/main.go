@@ -385,7 +385,7 @@ func measureConcurrent(base string, count int) (int, lat.Samples) {
 // POST's answer), and a fork from a running sandbox to its first echo.
 func measureSnapshots(base string, n, small, big int) {
 	var sb sandbox
-	check(call("POST", base+"/v2/sandboxes", map[string]any{"timeout_s": 0}, 201, &sb))
+	check(call("POST", base+"/v2/sandboxes", map[string]any{"timeout_s": 0, "machine": true}, 201, &sb))
 	defer func() { _ = call("DELETE", base+"/v2/sandboxes/"+sb.ID, nil, 204, nil) }()
 	type snap struct {
 		ID string `json:"snapshot_id"`
@@ -420,16 +420,42 @@ func measureSnapshots(base string, n, small, big int) {
 		check(call("DELETE", base+"/v2/snapshots/"+parent.Parent, nil, 204, nil))
 		t0 = time.Now()
 		var c sandbox
-		check(call("POST", base+"/v2/sandboxes", map[string]any{"limits": map[string]any{"memory": "1023MiB"}}, 201, &c))
+		check(call("POST", base+"/v2/sandboxes", map[string]any{"machine": true}, 201, &c))
 		check(echo(c))
 		cold = append(cold, time.Since(t0))
 		check(call("DELETE", base+"/v2/sandboxes/"+c.ID, nil, 204, nil))
 	}
+	// A template built with a package, then creates from it against
+	// creates of a plain machine, interleaved.
+	build := []string{
+		`mkdir -p /tmp/pkg/a2cbench && echo 'x = 1' > /tmp/pkg/a2cbench/__init__.py`,
+		`printf '[project]\nname = "a2cbench"\nversion = "1.0"\n[build-system]\nrequires = ["setuptools"]\nbuild-backend = "setuptools.build_meta"\n' > /tmp/pkg/pyproject.toml`,
+		`/usr/bin/python3 -m pip install --quiet --no-index --no-build-isolation --break-system-packages /tmp/pkg`,
+	}
+	check(call("POST", base+"/v2/templates", map[string]any{"name": "bench", "build": build}, 201, nil))
+	var fromTpl, fromBase lat.Samples
+	for range n {
+		for _, c := range []struct {
+			body map[string]any
+			into *lat.Samples
+		}{{map[string]any{"template": "bench"}, &fromTpl}, {map[string]any{"machine": true}, &fromBase}} {
+			t0 := time.Now()
+			var x sandbox
+			check(call("POST", base+"/v2/sandboxes", c.body, 201, &x))
+			check(echo(x))
+			*c.into = append(*c.into, time.Since(t0))
+			check(call("DELETE", base+"/v2/sandboxes/"+x.ID, nil, 204, nil))
+		}
+	}
+	slices.Sort(fromTpl)
+	slices.Sort(fromBase)
 	slices.Sort(fork)
 	slices.Sort(cold)
 	fmt.Printf("| snapshot right after %d MiB written, p50 / p99 | %s / %s | ≤ 50 ms |\n", small, ms(smallS.P50()), ms(smallS.P99()))
 	fmt.Printf("| snapshot right after %d MiB written, p50 / p99 | %s / %s (%.2f× the small) | ≤ 50 ms, ±20%% of the small |\n", big, ms(bigS.P50()), ms(bigS.P99()),
 		float64(bigS.P50())/float64(smallS.P50()))
 	fmt.Printf("| fork (snapshot + create from it) → first echo, p50 / p99 | %s / %s | ≤ 50 ms |\n", ms(fork.P50()), ms(fork.P99()))
-	fmt.Printf("| create (cold, no snapshot) → first echo, p50, same run | %s | – |\n", ms(cold.P50()))
+	fmt.Printf("| create of a machine (cold, no snapshot) → first echo, p50, same run | %s | – |\n", ms(cold.P50()))
+	fmt.Printf("| create from a template built with a pip package → first echo, p50 / a machine from base, p50 | %s / %s = %.2f× | ≤ 1.5× |\n",
+		ms(fromTpl.P50()), ms(fromBase.P50()), float64(fromTpl.P50())/float64(fromBase.P50()))
 }
