@@ -51,9 +51,14 @@ import (
 
 const token = "bench-pool-token"
 
+// cleanup, once set, stops the pool and removes its folder: check's exit
+// skips the deferred calls.
+var cleanup = func() {}
+
 func check(err error) {
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench/pool:", err)
+		cleanup()
 		os.Exit(1)
 	}
 }
@@ -166,6 +171,7 @@ func main() {
 	base, err := procs.Start(cmd)
 	check(err)
 	defer procs.Stop(cmd)
+	cleanup = func() { procs.Stop(cmd); _ = os.RemoveAll(tmp) }
 
 	if *snapshots {
 		measureSnapshots(base, *n, *small, *big)
