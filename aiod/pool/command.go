@@ -12,6 +12,7 @@ import (
 	"net/netip"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -33,6 +34,40 @@ var Command = aiod.Command{Name: "pool", Namespaces: true,
 
 // EnvToken is the variable --token defaults to.
 const EnvToken = "A2C_TOKEN"
+
+// warmFlag is --warm: N (the base template's warm sandboxes), or NAME=N
+// (a template's warm machines; repeatable).
+type warmFlag struct{ cfg *Config }
+
+func (w warmFlag) String() string {
+	if w.cfg == nil {
+		return ""
+	}
+	return strconv.Itoa(w.cfg.Warm)
+}
+
+func (w warmFlag) Set(v string) error {
+	name, count, named := strings.Cut(v, "=")
+	if !named {
+		count = v
+	}
+	n, err := strconv.Atoi(count)
+	if err != nil || n < 0 {
+		return errors.New("want N or NAME=N, N a whole number from 0")
+	}
+	if !named {
+		w.cfg.Warm = n
+		return nil
+	}
+	if !templateName.MatchString(name) || name == BaseTemplate {
+		return fmt.Errorf("template %q: a name is 1 to 64 of [a-z0-9_.-] (base is --warm N)", name)
+	}
+	if w.cfg.WarmTemplates == nil {
+		w.cfg.WarmTemplates = map[string]int{}
+	}
+	w.cfg.WarmTemplates[name] = n
+	return nil
+}
 
 // templates is --template NAME=DIR, repeatable.
 type templates map[string]string
@@ -70,7 +105,8 @@ func flags() (*flag.FlagSet, *options, func(set map[string]bool) error) {
 	fs.StringVar(&o.cfg.Server, "server", "", "the A2C hub (http://HOST:PORT) that sandboxes created with an office join")
 	serverToken := fs.String("server-token", "", "the token presented to --server (default the pool's token)")
 	fs.IntVar(&o.cfg.Max, "max", DefaultMax, "the most sandboxes in use at once; a create past it answers 429")
-	fs.IntVar(&o.cfg.Warm, "warm", DefaultWarm, "sandboxes of the base template kept started and unclaimed, so a create takes one at once")
+	o.cfg.Warm = DefaultWarm
+	fs.Var(warmFlag{&o.cfg}, "warm", "N: sandboxes of the base template kept started and unclaimed, so a create takes one at once; NAME=N (repeatable, with --machine): whole machines of the template NAME, once it exists")
 	fs.StringVar(&o.cfg.Root, "root", "", "where the sandboxes' workspaces live (default /var/lib/aiod/pool as root, else $XDG_STATE_HOME/aiod/pool)")
 	tpl := templates{}
 	fs.Var(tpl, "template", "NAME=DIR: a template whose workspaces start as a copy of DIR (repeatable)")
@@ -141,7 +177,14 @@ func flags() (*flag.FlagSet, *options, func(set map[string]bool) error) {
 		if o.cfg.Max < 1 || o.cfg.Max > uidRange/2 {
 			return fmt.Errorf("--max must be from 1 to %d", uidRange/2)
 		}
-		if o.cfg.Warm < 0 || o.cfg.Warm > o.cfg.Max {
+		total := o.cfg.Warm
+		for _, n := range o.cfg.WarmTemplates {
+			total += n
+		}
+		if len(o.cfg.WarmTemplates) > 0 && !o.cfg.Machine {
+			return errors.New("--warm NAME=N keeps whole machines of a template: it needs --machine")
+		}
+		if o.cfg.Warm < 0 || total > o.cfg.Max {
 			return fmt.Errorf("--warm must be from 0 to --max (%d)", o.cfg.Max)
 		}
 		if o.cfg.Server != "" {

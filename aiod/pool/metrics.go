@@ -66,6 +66,9 @@ func (m *poolMetrics) Collect(ch chan<- prometheus.Metric) {
 		boxes = append(boxes, b)
 	}
 	warm := len(p.warm)
+	for _, ws := range p.warmT {
+		warm += len(ws)
+	}
 	p.mu.Unlock()
 	states := map[State]int{Starting: 0, Running: 0, Paused: 0}
 	for _, b := range boxes {

@@ -76,6 +76,10 @@ type Config struct {
 	// Warm is how many sandboxes of the base template with the default
 	// limits are kept started and unclaimed (0: none).
 	Warm int
+	// WarmTemplates is, by template (one made from a snapshot, with
+	// Machine), how many whole machines of it with the default limits
+	// are kept started and unclaimed, once the template exists.
+	WarmTemplates map[string]int
 	// Templates maps a template's name to the directory its workspaces
 	// start as a copy of. "base" (empty) always exists.
 	Templates map[string]string
@@ -168,8 +172,12 @@ type Pool struct {
 	office  map[string]string
 	warm    []*box // started and unclaimed
 	warming int    // warm sandboxes being started
-	uids    map[int]bool
-	closed  bool
+	// warmT and warmingT are warm and warming for each template of
+	// Config.WarmTemplates.
+	warmT    map[string][]*box
+	warmingT map[string]int
+	uids     map[int]bool
+	closed   bool
 
 	createSem chan struct{} // bounds starts (createConcurrency)
 	refill    chan struct{} // wakes the warm refiller
@@ -217,7 +225,17 @@ func New(cfg Config) (*Pool, error) {
 	if cfg.Max < 1 || cfg.Max > uidRange/2 {
 		return nil, fmt.Errorf("max must be from 1 to %d, got %d", uidRange/2, cfg.Max)
 	}
-	if cfg.Warm < 0 || cfg.Warm > cfg.Max {
+	total := cfg.Warm
+	for name, n := range cfg.WarmTemplates {
+		if !templateName.MatchString(name) || name == BaseTemplate || n < 0 {
+			return nil, fmt.Errorf("warm %s=%d: a template's name and a whole number from 0", name, n)
+		}
+		total += n
+	}
+	if len(cfg.WarmTemplates) > 0 && !cfg.Machine {
+		return nil, errors.New("warm NAME=N keeps whole machines of a template: it needs Machine")
+	}
+	if cfg.Warm < 0 || total > cfg.Max {
 		return nil, fmt.Errorf("warm must be from 0 to max (%d), got %d", cfg.Max, cfg.Warm)
 	}
 	if cfg.Memory == 0 {
@@ -300,7 +318,7 @@ func New(cfg Config) (*Pool, error) {
 	p := &Pool{cfg: cfg, log: cfg.Logger, root: root, lock: lock, boxes: map[string]*box{}, office: map[string]string{},
 		uids: map[int]bool{}, policy: policy, createSem: make(chan struct{}, cfg.CreateConcurrency), refill: make(chan struct{}, 1),
 		hostUIDs: hostUIDs(), single: single, uidLock: uidLock, mkfs: mkfs, egress: egn, ranges: map[int]*os.File{},
-		snapshots: map[string]*snapshot{}, templates: map[string]*Template{}}
+		snapshots: map[string]*snapshot{}, templates: map[string]*Template{}, warmT: map[string][]*box{}, warmingT: map[string]int{}}
 	if cfg.Machine {
 		if err := p.checkMachines(); err != nil {
 			if egn != nil {
@@ -525,6 +543,12 @@ type spec struct {
 	machine bool
 }
 
+// fitsWarmTemplate reports whether a warm machine of s's template
+// (default limits, no network) can serve s.
+func (p *Pool) fitsWarmTemplate(s spec) bool {
+	return s.from != nil && s.network == NetworkNone && s.limits == p.defaultLimits() && p.cfg.WarmTemplates[s.template] > 0
+}
+
 // fitsWarm reports whether a warm sandbox (base template, default
 // limits, no network) can serve s.
 func (p *Pool) fitsWarm(s spec) bool {
@@ -553,7 +577,14 @@ func (p *Pool) admit(s spec) (*box, error) {
 		}
 	}
 	var b *box
-	if p.fitsWarm(s) && len(p.warm) > 0 {
+	if ws := p.warmT[s.template]; p.fitsWarmTemplate(s) && len(ws) > 0 && ws[0].parent == s.from.ID {
+		b = ws[0]
+		p.warmT[s.template] = ws[1:]
+		b.claimedWarm = true
+		p.lastClaim = time.Now()
+		b.created = time.Now()
+		p.wakeRefill()
+	} else if p.fitsWarm(s) && len(p.warm) > 0 {
 		b = p.warm[0]
 		p.warm = p.warm[1:]
 		b.claimedWarm = true
@@ -800,7 +831,10 @@ func (p *Pool) Close() error {
 		boxes = append(boxes, b)
 	}
 	boxes = append(boxes, p.warm...)
-	p.boxes, p.warm, p.office = map[string]*box{}, nil, map[string]string{}
+	for _, ws := range p.warmT {
+		boxes = append(boxes, ws...)
+	}
+	p.boxes, p.warm, p.office, p.warmT = map[string]*box{}, nil, map[string]string{}, map[string][]*box{}
 	p.mu.Unlock()
 	p.stop()
 	ctx, cancel := context.WithTimeout(context.Background(), ShutdownBound)
@@ -894,7 +928,7 @@ func (p *Pool) wakeRefill() {
 // refillWarm keeps cfg.Warm sandboxes started and unclaimed, one start
 // at a time, until the pool closes.
 func (p *Pool) refillWarm() {
-	if p.cfg.Warm == 0 {
+	if p.cfg.Warm == 0 && len(p.cfg.WarmTemplates) == 0 {
 		return
 	}
 	for {
@@ -920,27 +954,26 @@ func (p *Pool) refillWarm() {
 				continue
 			}
 			p.mu.Lock()
-			need := !p.closed && len(p.warm)+p.warming < p.cfg.Warm
-			var b *box
-			if need {
-				uid, err := p.takeUID(false)
-				if err != nil {
-					need = false
-				} else {
-					b = p.newBox(uid, BaseTemplate, NetworkNone, p.defaultLimits(), false)
-					p.warming++
-				}
-			}
+			b, tpl := p.nextWarmLocked()
 			p.mu.Unlock()
-			if !need {
+			if b == nil {
 				break
 			}
 			err := p.start(p.ctx, b)
 			p.mu.Lock()
-			p.warming--
 			keep := err == nil && !p.closed
-			if keep {
-				p.warm = append(p.warm, b)
+			if tpl == "" {
+				p.warming--
+				if keep {
+					p.warm = append(p.warm, b)
+				}
+			} else {
+				p.warmingT[tpl]--
+				// A template deleted (or made again) meanwhile: not its.
+				keep = keep && p.templates[tpl] != nil && p.templates[tpl].SnapshotID == b.parent
+				if keep {
+					p.warmT[tpl] = append(p.warmT[tpl], b)
+				}
 			}
 			p.mu.Unlock()
 			if !keep {
@@ -957,6 +990,47 @@ func (p *Pool) refillWarm() {
 			}
 		}
 	}
+}
+
+// nextWarmLocked makes the next warm box to start (p.mu held): the base
+// template's first, then each template's of WarmTemplates that exists;
+// nil when none is missing (or no id range is free).
+func (p *Pool) nextWarmLocked() (*box, string) {
+	if p.closed {
+		return nil, ""
+	}
+	if len(p.warm)+p.warming < p.cfg.Warm {
+		uid, err := p.takeUID(false)
+		if err != nil {
+			return nil, ""
+		}
+		p.warming++
+		return p.newBox(uid, BaseTemplate, NetworkNone, p.defaultLimits(), false), ""
+	}
+	names := make([]string, 0, len(p.cfg.WarmTemplates))
+	for name := range p.cfg.WarmTemplates {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		t := p.templates[name]
+		if t == nil || len(p.warmT[name])+p.warmingT[name] >= p.cfg.WarmTemplates[name] {
+			continue
+		}
+		snap := p.snapshots[t.SnapshotID]
+		if snap == nil {
+			continue
+		}
+		uid, err := p.takeUID(true)
+		if err != nil {
+			return nil, ""
+		}
+		p.warmingT[name]++
+		b := p.newBox(uid, name, NetworkNone, p.defaultLimits(), true)
+		b.parent, b.ancestors = snap.ID, append([]string{snap.ID}, snap.ancestors...)
+		return b, name
+	}
+	return nil, ""
 }
 
 // newID is a sandbox id: 20 characters of [a-z2-7] (100 random bits), a

@@ -136,11 +136,8 @@ func (p *Pool) DeleteSnapshot(id string) error {
 			users = append(users, "sandbox "+b.id)
 		}
 	}
-	for _, b := range p.warm {
-		if b.parent == id {
-			users = append(users, "sandbox "+b.id)
-		}
-	}
+	// (A template's warm machines are not listed: the template holds
+	// the snapshot, and they end with it.)
 	for _, t := range p.templates {
 		if t != nil && t.SnapshotID == id {
 			users = append(users, "template "+t.Name)

@@ -193,13 +193,21 @@ func (p *Pool) Templates() []Template {
 
 // DeleteTemplate deletes a template made from a snapshot (its snapshot
 // stays, free to delete once no sandbox was made from it).
+// Its warm machines end with it.
 func (p *Pool) DeleteTemplate(name string) error {
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	if t, ok := p.templates[name]; !ok || t == nil {
+		p.mu.Unlock()
 		return &Error{Status: http.StatusNotFound, Message: fmt.Sprintf("no template %q", clip(name, 64))}
 	}
 	delete(p.templates, name)
+	warm := p.warmT[name]
+	delete(p.warmT, name)
+	p.mu.Unlock()
+	for _, b := range warm {
+		b.close(context.Background(), false)
+		p.releaseUID(b.uid)
+	}
 	return nil
 }
 

@@ -3,9 +3,11 @@ package aiod
 import (
 	"fmt"
 	"os"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // pyPackage is a build that pip-installs a package of its own (made in
@@ -23,10 +25,21 @@ var pyPackage = []string{
 // failed build answers 422 with the command's output; a template's
 // snapshot is in use (409) until the template is deleted.
 func TestPoolTemplates(t *testing.T) {
-	p := startPool(t, "pool-template-token", "--warm", "0", "--max", "16", "--machine")
+	p := startPool(t, "pool-template-token", "--warm", "0", "--warm", "pyhello=2", "--max", "16", "--machine")
 	tpl := p.post("/v2/templates", map[string]any{"name": "pyhello", "build": pyPackage}, 201)
 	if tpl["name"] != "pyhello" || tpl["snapshot_id"] == nil || len(tpl["build"].([]any)) != 3 {
 		t.Fatalf("template %v", tpl)
+	}
+	// Its warm machines (--warm pyhello=2) fill once it exists.
+	warmRE := regexp.MustCompile(`aiod_pool_sandboxes\{state="warm"\} 2\b`)
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		_, m := p.client().raw("GET", "/metrics", nil)
+		if warmRE.Match(m) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the template's warm machines did not fill:\n%s", m)
+		}
 	}
 	var wg sync.WaitGroup
 	out := make([]string, 10)
@@ -41,6 +54,10 @@ func TestPoolTemplates(t *testing.T) {
 		})
 	}
 	wg.Wait()
+	_, m := p.client().raw("GET", "/metrics", nil)
+	if !regexp.MustCompile(`aiod_pool_creates_total\{source="warm"\} 2\b`).Match(m) {
+		t.Errorf("two of the creates were not served warm:\n%s", m)
+	}
 	for i, o := range out {
 		if want := fmt.Sprintf("hi from a template\n%d", i); o != want {
 			t.Errorf("create %d: %q, want %q", i, o, want)
