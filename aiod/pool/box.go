@@ -123,6 +123,9 @@ func (b *box) start() (err error) {
 		} else {
 			err = createLayer(b.upper(), p.btrfs)
 		}
+		if err == nil && p.cfg.Disk > 0 {
+			err = limitLayer(b.upper(), p.cfg.Disk)
+		}
 		if err != nil {
 			return fmt.Errorf("upper layer: %w", err)
 		}

@@ -26,7 +26,11 @@ func unmountStale(string) {}
 
 // The layer store of whole machines needs Linux (btrfs, overlayfs).
 
-func openLayers(string, string) (bool, error) { return false, errors.New("--machine needs Linux") }
+func openLayers(string, string, bool) (bool, error) {
+	return false, errors.New("--machine needs Linux")
+}
+
+func limitLayer(string, int64) error { return errors.New("--machine needs Linux") }
 
 func removeLayers(string) error { return nil }
 

@@ -42,8 +42,32 @@ const layerStoreSize = 1 << 40
 const dirtyBound = 8 << 20
 
 // openLayers makes the store at dir (Root/layers), empty. It reports
-// whether the store is btrfs.
-func openLayers(root, dir string) (btrfs bool, err error) {
+// whether the store is btrfs. With quota, the store's quota groups are
+// turned on (btrfs quota enable), for limitLayer.
+func openLayers(root, dir string, quota bool) (btrfs bool, err error) {
+	btrfs, err = openStore(root, dir)
+	if err != nil || !btrfs || !quota {
+		return btrfs, err
+	}
+	if out, err := exec.Command("btrfs", "quota", "enable", dir).CombinedOutput(); err != nil {
+		return false, fmt.Errorf("layer store: btrfs quota enable: %w: %s", err, out)
+	}
+	return true, nil
+}
+
+// limitLayer bounds what the subvolume at path may hold of its own
+// (its exclusive bytes, so a fork's or a template's shared blocks do not
+// count) to size: past it, a write fails with EDQUOT ("Disk quota
+// exceeded") in that sandbox only.
+func limitLayer(path string, size int64) error {
+	if out, err := exec.Command("btrfs", "qgroup", "limit", "-e", strconv.FormatInt(size, 10), path).CombinedOutput(); err != nil {
+		return fmt.Errorf("layer %s: btrfs qgroup limit: %w: %s", filepath.Base(path), err, out)
+	}
+	return nil
+}
+
+// openStore makes the store at dir (see openLayers).
+func openStore(root, dir string) (btrfs bool, err error) {
 	if err := removeLayers(dir); err != nil {
 		return false, err
 	}
@@ -60,6 +84,9 @@ func openLayers(root, dir string) (btrfs bool, err error) {
 	mkfs, err := exec.LookPath("mkfs.btrfs")
 	if err != nil {
 		return false, nil // plain directories: no snapshots
+	}
+	if _, err := exec.LookPath("btrfs"); err != nil {
+		return false, nil
 	}
 	image := filepath.Join(root, "layers.img")
 	_ = os.Remove(image)

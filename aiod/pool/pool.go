@@ -107,9 +107,10 @@ type Config struct {
 	// snapshots and forks take whole. It needs root, nsenter
 	// (util-linux), a kernel with overlayfs on idmapped layers (Linux
 	// 6.x), and for snapshots btrfs-progs; the pool builds the mask of
-	// the host's system at start (Root/mask, a second or so). Disk does
-	// not bound a machine (a filesystem mounted in its upper layer would
-	// escape its snapshots).
+	// the host's system at start (Root/mask, a second or so). Disk bounds
+	// what a machine writes (its upper layer and workspace, not what it
+	// shares with the snapshot it came from) through the store's quota
+	// groups: past it a write fails with EDQUOT.
 	Machine bool
 	// Server is the hub sandboxes that name an office join, with
 	// ServerToken presented to it (default Token).
@@ -391,7 +392,7 @@ func (p *Pool) startMachines() {
 		}
 		p.log.Debug("the mask of the host's system is built", "took", time.Since(t0).Round(time.Millisecond))
 		// The layer store, empty (a store a pool that died left goes).
-		btrfs, err := openLayers(p.root, filepath.Join(p.root, "layers"))
+		btrfs, err := openLayers(p.root, filepath.Join(p.root, "layers"), p.cfg.Disk > 0)
 		if err != nil {
 			p.machinesErr = err
 			p.log.Warn("whole machines are not offered: the layer store failed", "err", err)
@@ -400,6 +401,9 @@ func (p *Pool) startMachines() {
 		p.btrfs = btrfs
 		if !btrfs {
 			p.log.Warn("the layer store is not btrfs (no btrfs-progs here): sandboxes cannot be snapshotted or forked")
+			if p.cfg.Disk > 0 {
+				p.machinesErr = errors.New("--disk bounds a whole machine through the layer store's quotas, which needs btrfs (btrfs-progs)")
+			}
 		}
 	})
 }
@@ -617,7 +621,7 @@ func (p *Pool) newBox(uid int, template, network string, limits Limits, machine 
 		dir: filepath.Join(p.root, "live", id), state: Starting, created: time.Now(), started: make(chan struct{})}
 	if machine { // the workspace is in the upper layer: a snapshot has it
 		b.dir = filepath.Join(b.upper(), "workspace")
-		return b // (--disk does not apply: see Config.Disk)
+		return b // (--disk is its layer's quota: box.start)
 	}
 	if p.cfg.Disk > 0 {
 		b.image = filepath.Join(p.root, "disks", id+".img")

@@ -109,3 +109,24 @@ func TestPoolMachine(t *testing.T) {
 		t.Error("no user namespace of its own")
 	}
 }
+
+// TestPoolMachineDisk: with --disk, a whole machine's own writes (its
+// system and workspace, not what it shares with its template) are
+// bounded by its layer's quota: past it a write fails inside, another
+// machine still writes, and the host's filesystem is not touched.
+func TestPoolMachineDisk(t *testing.T) {
+	p := startPool(t, "pool-machine-disk-token", "--warm", "0", "--machine", "--disk", "64MiB")
+	a := p.sandbox(p.create(map[string]any{"machine": true}))
+	b := p.sandbox(p.create(map[string]any{"machine": true}))
+	got := sh(t, a, "dd if=/dev/zero of=/opt/big bs=1M count=128 2>&1 | grep -o 'Disk quota exceeded' | head -1; sync; echo ws > ./small.txt 2>&1 || echo refused")
+	if !strings.Contains(got, "Disk quota exceeded") {
+		t.Errorf("a write past the quota: %q", got)
+	}
+	if got := sh(t, b, "dd if=/dev/zero of=/opt/fine bs=1M count=16 2>&1 >/dev/null | tail -1; echo rc=$?"); !strings.HasSuffix(got, "rc=0") {
+		t.Errorf("another machine: %q", got)
+	}
+	// After the big file is gone, the machine writes again.
+	if got := sh(t, a, "rm /opt/big; sync; sleep 1; dd if=/dev/zero of=/opt/again bs=1M count=8 2>/dev/null; echo rc=$?"); got != "rc=0" {
+		t.Errorf("after freeing: %q", got)
+	}
+}
