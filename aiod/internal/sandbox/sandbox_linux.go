@@ -348,6 +348,10 @@ func (s *Sandbox) spawner(inst *instance, ready chan<- error) {
 		// Init is root of a user namespace of its own, which owns the
 		// other namespaces; the daemon makes the idmapped trees of the
 		// layers and the workspace, which init attaches.
+		// The namespace is made as the range's first id (ownedInit), so
+		// that id owns it: the kernel counts the sandbox's per-user
+		// budgets to it, and a process started as it, with no privilege
+		// on the host, may join it (throughNsenter).
 		idmap := []syscall.SysProcIDMap{{ContainerID: 0, HostID: sys.IDs, Size: SystemIDs}}
 		a := cmd.SysProcAttr
 		a.Cloneflags |= unix.CLONE_NEWUSER
@@ -392,12 +396,16 @@ func (s *Sandbox) spawner(inst *instance, ready chan<- error) {
 	}
 	spec, _ = json.Marshal(ispec)
 	cmd.Args[len(cmd.Args)-1] = string(spec)
-	s.intoCgroup(cmd)
 	// Registered as an exec.Cmd's child: a commands engine of another
 	// daemon in this process (a pool runs many) never takes this init,
 	// a direct child of the process in its own session, for an orphan to
 	// signal or a zombie to reap.
-	err = child.Start(cmd, cmd.Start)
+	s.intoCgroup(cmd)
+	if s.cfg.System != nil {
+		err = ownedInit(cmd, s.cfg.System.IDs)
+	} else {
+		err = child.Start(cmd, cmd.Start)
+	}
 	keepR.Close()
 	repW.Close()
 	for _, f := range trees { // init has its own copies, or never will

@@ -13,6 +13,8 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/a2c-smcp/a2c-go/aiod/internal/child"
 )
 
 // A whole machine (Config.System): root inside, the system on layers.
@@ -22,17 +24,22 @@ import (
 // Init is born in a user namespace of its own (with the other
 // namespaces, which the user namespace then owns) mapping 0..65535 to
 // System.IDs..IDs+65535 on the host: root inside is IDs outside, and
-// nothing of the host is root's inside. A process of the sandbox joins
-// that namespace on its way in: the spawner thread (in the sandbox's
-// other namespaces, still in the host's user namespace, since a thread
-// of a threaded process cannot join a user namespace) starts the
-// host's nsenter (util-linux, a C program, single-threaded), which
-// joins it and becomes root there before it executes the command. The
-// nsenter executed is the host's, opened by the daemon and executed
-// through its descriptor, never the one in the sandbox's writable /usr.
-// Its capabilities in the host's namespace are the spawner's bounding
-// set (containerCaps) for that moment; once inside, root's capabilities
-// are that set, in the sandbox's namespace only.
+// nothing of the host is root's inside. The namespace is made by a
+// thread whose effective ids are IDs (ownedInit), so IDs owns it: the
+// kernel counts the sandbox's per-user budgets to IDs, and a process of
+// uid IDs, with no privilege on the host, has every capability in it.
+//
+// A process of the sandbox joins that namespace on its way in: the
+// spawner thread (in the sandbox's network, PID, IPC and UTS
+// namespaces, but the host's mount and user ones, since a thread of a
+// threaded process cannot join a user namespace) starts the host's
+// nsenter (util-linux, a C program, single-threaded) as uid IDs, loaded
+// from the host's files with an empty environment; it joins the user
+// namespace, then the mount one, becomes root there and executes the
+// command through env -i. At no moment is a process of the sandbox the
+// host's root, and nothing it runs before the command comes from the
+// sandbox's files. Root inside then holds every capability in its own
+// namespace (joining one grants them); the filter bounds them.
 //
 // # Layers
 //
@@ -363,6 +370,42 @@ func buildSystem(sys *initSystem, r string) (string, error) {
 	return root, nil
 }
 
+// ownedInit starts cmd (init, with CLONE_NEWUSER and its maps) from the
+// calling, locked thread while its effective ids are ids, so the new
+// user namespace is owned by ids, not by the host's root. The thread
+// keeps its capabilities meanwhile (SECBIT_NO_SETUID_FIXUP), which
+// writing a map of 65536 ids needs, and its saved ids stay root's, so it
+// is root again after; both are the thread's own (raw system calls),
+// never the process's.
+func ownedInit(cmd *exec.Cmd, ids int) error {
+	const secbitNoSetuidFixup = 1 << 2 // linux/securebits.h
+	if err := unix.Prctl(unix.PR_SET_SECUREBITS, secbitNoSetuidFixup, 0, 0, 0); err != nil {
+		return fmt.Errorf("sandbox: securebits: %w", err)
+	}
+	restore := func() error {
+		_, _, e1 := unix.RawSyscall(unix.SYS_SETRESUID, ^uintptr(0), 0, ^uintptr(0))
+		_, _, e2 := unix.RawSyscall(unix.SYS_SETRESGID, ^uintptr(0), 0, ^uintptr(0))
+		err := unix.Prctl(unix.PR_SET_SECUREBITS, 0, 0, 0, 0)
+		if e1 != 0 || e2 != 0 || err != nil {
+			// The thread cannot be itself again: the caller fails the
+			// instance, and the thread ends with its goroutine.
+			return fmt.Errorf("sandbox: taking root back after starting init: %v %v %v", e1, e2, err)
+		}
+		return nil
+	}
+	if _, _, e := unix.RawSyscall(unix.SYS_SETRESGID, ^uintptr(0), uintptr(ids), ^uintptr(0)); e != 0 {
+		return errors.Join(fmt.Errorf("sandbox: setresgid: %w", e), restore())
+	}
+	if _, _, e := unix.RawSyscall(unix.SYS_SETRESUID, ^uintptr(0), uintptr(ids), ^uintptr(0)); e != 0 {
+		return errors.Join(fmt.Errorf("sandbox: setresuid: %w", e), restore())
+	}
+	err := child.Start(cmd, cmd.Start)
+	if rerr := restore(); rerr != nil {
+		return rerr
+	}
+	return err
+}
+
 // containerCaps are root's capabilities inside a whole machine (in its
 // own user namespace only): the set container runtimes give a
 // container by default.
@@ -398,18 +441,16 @@ func (s *Sandbox) closeNsenter() {
 
 // throughNsenter makes cmd start as the host's nsenter, from the
 // spawner thread, which is in the sandbox's namespaces but the mount one
-// and the user one: nsenter is born there as host root, is loaded from
-// the host's files (the sandbox's writable /usr is not its), and has an
-// empty environment (no LD_PRELOAD or other variable of the request
-// reaches it; it has no working directory of the sandbox). It joins the
-// sandbox's mount namespace, then its user namespace (by descriptors of
-// the instance's, passed as extra files: no PID is looked up), becomes
-// root there, changes to cmd's directory inside and executes the
-// sandbox's env -i with cmd's environment, which executes cmd's program
-// with cmd's arguments (argv[0] becomes the program's path). From the
-// moment it joins the user namespace it holds nothing of the host's but
-// its host uid 0, which owns no file of the view it can change (the
-// view's device nodes are read-only mounts).
+// and the user one: nsenter is born there as uid IDs (no privilege on
+// the host), is loaded from the host's files (the sandbox's writable
+// /usr is not its), and has an empty environment (no LD_PRELOAD or
+// other variable of the request reaches it; it has no working directory
+// of the sandbox). It joins the sandbox's user namespace, which IDs
+// owns, then its mount namespace (by descriptors of the instance's,
+// passed as extra files: no PID is looked up), becomes root there,
+// changes to cmd's directory inside and executes the sandbox's env -i
+// with cmd's environment, which executes cmd's program with cmd's
+// arguments (argv[0] becomes the program's path).
 //
 // It returns the files it added to cmd (the caller closes them once cmd
 // has started).
@@ -450,7 +491,11 @@ func (s *Sandbox) throughNsenter(cmd *exec.Cmd, inst *instance) ([]*os.File, err
 	cmd.Args = append(args, cmd.Args[1:]...)
 	cmd.Path = "/proc/self/fd/" + strconv.Itoa(s.nsenter)
 	cmd.Env, cmd.Dir = []string{}, ""
-	cmd.SysProcAttr.Credential = &syscall.Credential{Uid: 0, Gid: 0, Groups: []uint32{}}
+	// As the range's first id, which owns the namespace (ownedInit): no
+	// privilege on the host, every one inside once joined; never the
+	// host's root.
+	ids := uint32(s.cfg.System.IDs)
+	cmd.SysProcAttr.Credential = &syscall.Credential{Uid: ids, Gid: ids, Groups: []uint32{}}
 	return files, nil
 }
 

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"unsafe"
 )
 
 // testMask is one mask for the package's tests (building it walks the
@@ -145,6 +146,18 @@ func TestSystem(t *testing.T) {
 	if !strings.HasPrefix(string(buf[:k]), "/dev/pts/") {
 		t.Errorf("tty inside: %q", buf[:k])
 	}
+	// The user namespace is the range's (owned by its first id, not by
+	// the host's root): its budgets are the range's, and the nsenter
+	// stage runs as that id.
+	nsf, err := os.Open(fmt.Sprintf("/proc/%d/ns/user", s.cur.init.Process.Pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var owner uint32
+	if _, _, e := syscall.Syscall(syscall.SYS_IOCTL, nsf.Fd(), 0xb704, uintptr(unsafe.Pointer(&owner))); e != 0 || owner != base { // NS_GET_OWNER_UID
+		t.Errorf("the namespace's owner: %d %v, want %d", owner, e, base)
+	}
+	nsf.Close()
 	// The processes are the range's on the host (once nsenter has
 	// taken the new process in: it says so, then waits).
 	cmd := exec.Command("/bin/sh", "-c", "echo in; exec sleep 5")
