@@ -413,18 +413,40 @@ var containerCaps = []uintptr{unix.CAP_CHOWN, unix.CAP_DAC_OVERRIDE, unix.CAP_FS
 	unix.CAP_NET_RAW, unix.CAP_SETGID, unix.CAP_SETUID, unix.CAP_SETFCAP, unix.CAP_SETPCAP, unix.CAP_NET_BIND_SERVICE,
 	unix.CAP_SYS_CHROOT, unix.CAP_KILL, unix.CAP_AUDIT_WRITE}
 
-// openNsenter opens the host's nsenter for Sandbox.nsenter.
+// openNsenter makes Sandbox.nsenter: a copy of the host's nsenter in a
+// sealed memory file of mode 0711. The stage that runs it as the range's
+// id (throughNsenter) then cannot read its own program, which makes the
+// kernel mark it not dumpable: a process of the sandbox, of the same
+// uid, cannot ptrace it, read or write its memory while it is still in
+// the host's mount namespace.
 func openNsenter() (int, error) {
 	p, err := exec.LookPath("nsenter")
 	if err != nil {
 		return -1, errors.New("sandbox: a whole machine needs nsenter (Debian util-linux) on the host")
 	}
-	fd, err := unix.Open(p, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	b, err := os.ReadFile(p)
 	if err != nil {
 		return -1, fmt.Errorf("sandbox: nsenter: %w", err)
 	}
+	fd, err := unix.MemfdCreate("nsenter", unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING)
+	if err != nil {
+		return -1, fmt.Errorf("sandbox: nsenter: %w", err)
+	}
+	defer unix.Close(fd) // its high copy is kept
+	for len(b) > 0 {
+		n, err := unix.Write(fd, b)
+		if err != nil {
+			return -1, fmt.Errorf("sandbox: nsenter: %w", err)
+		}
+		b = b[n:]
+	}
+	if err := unix.Fchmod(fd, 0o711); err != nil {
+		return -1, fmt.Errorf("sandbox: nsenter: %w", err)
+	}
+	if _, err := unix.FcntlInt(uintptr(fd), unix.F_ADD_SEALS, unix.F_SEAL_SEAL|unix.F_SEAL_SHRINK|unix.F_SEAL_GROW|unix.F_SEAL_WRITE); err != nil {
+		return -1, fmt.Errorf("sandbox: nsenter: %w", err)
+	}
 	high, err := unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 1000)
-	unix.Close(fd)
 	if err != nil {
 		return -1, fmt.Errorf("sandbox: nsenter: %w", err)
 	}

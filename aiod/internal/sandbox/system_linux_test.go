@@ -6,11 +6,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 // testMask is one mask for the package's tests (building it walks the
@@ -196,5 +199,36 @@ func TestSystem(t *testing.T) {
 	}
 	if b, _ := os.ReadFile("/etc/hosts"); strings.Contains(string(b), "inside.test") {
 		t.Error("the host's /etc/hosts changed")
+	}
+}
+
+// TestNsenterStageNotDumpable: the nsenter stage of a whole machine's
+// new process (the range's id, still in the host's mount namespace)
+// runs a program it can execute but not read, which the kernel marks
+// not dumpable: a process of the sandbox, of the same id, cannot ptrace
+// it or touch its memory.
+func TestNsenterStageNotDumpable(t *testing.T) {
+	const ids = 2_100_065_536
+	s, _, _ := newMachine(t, ids)
+	fi, err := os.Stat("/proc/self/fd/" + strconv.Itoa(s.nsenter))
+	if err != nil || fi.Mode().Perm() != 0o711 {
+		t.Fatalf("the nsenter copy: %v %v", fi.Mode(), err)
+	}
+	d, err := unix.Dup(s.nsenter)
+	if err != nil {
+		t.Fatal(err)
+	}
+	copyFile := os.NewFile(uintptr(d), "nsenter-copy")
+	defer copyFile.Close()
+	as := &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: ids, Gid: ids, Groups: []uint32{}}}
+	run := exec.Command("/proc/self/fd/3", "--version")
+	run.ExtraFiles, run.SysProcAttr = []*os.File{copyFile}, as
+	if out, err := run.CombinedOutput(); err != nil || !strings.Contains(string(out), "util-linux") {
+		t.Errorf("the range's id cannot run the copy: %q %v", out, err)
+	}
+	read := exec.Command("/bin/sh", "-c", "cat /proc/self/fd/3 >/dev/null 2>&1 && echo readable || echo unreadable")
+	read.ExtraFiles, read.SysProcAttr = []*os.File{copyFile}, as
+	if out, _ := read.CombinedOutput(); strings.TrimSpace(string(out)) != "unreadable" {
+		t.Errorf("the range's id reads the copy: %q", out)
 	}
 }
