@@ -526,6 +526,13 @@ func (b *box) close(ctx context.Context, keep bool) {
 	}
 	b.closed = true
 	stop, done, d, link := b.officeStop, b.officeDone, b.d, b.link
+	if b.state == Paused && b.sb != nil {
+		// The daemon's shutdown waits for its sessions' processes,
+		// which cannot end while frozen: thawed into their end.
+		if err := b.sb.Resume(); err != nil {
+			b.p.log.Warn("resume before close failed", "id", b.id, "err", err)
+		}
+	}
 	b.mu.Unlock()
 	b.startedOnce.Do(func() { close(b.started) })
 	if stop != nil {

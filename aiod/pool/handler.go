@@ -2,6 +2,7 @@ package pool
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -756,7 +757,10 @@ func (p *Pool) delete(w http.ResponseWriter, r *http.Request) {
 		}
 		keep = b
 	}
-	if err := p.Delete(r.Context(), id, keep); err != nil {
+	// Bounded: a sandbox's end waits for its processes at most so long.
+	ctx, cancel := context.WithTimeout(r.Context(), ShutdownBound)
+	defer cancel()
+	if err := p.Delete(ctx, id, keep); err != nil {
 		p.fail(w, err)
 		return
 	}

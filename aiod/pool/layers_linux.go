@@ -94,7 +94,21 @@ func openStore(root, dir string) (btrfs bool, err error) {
 	if err != nil {
 		return false, fmt.Errorf("layer store: %w", err)
 	}
-	err = f.Truncate(layerStoreSize)
+	// Sparse, but never more than the host's filesystem has free: a
+	// store the host cannot hold fails its writes with I/O errors and
+	// turns read-only for every machine; within it, a full store is a
+	// plain ENOSPC (and --disk's quotas bound each machine).
+	size := int64(layerStoreSize)
+	var hst unix.Statfs_t
+	if unix.Statfs(root, &hst) == nil {
+		size = min(size, int64(hst.Bavail)*hst.Bsize*9/10)
+	}
+	if size < 1<<30 {
+		f.Close()
+		_ = os.Remove(image)
+		return false, fmt.Errorf("layer store: %s has less than 1 GiB free", root)
+	}
+	err = f.Truncate(size)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
@@ -145,7 +159,14 @@ func removeLayers(dir string) error {
 	if err := unmountDisk(dir); err != nil {
 		return err
 	}
-	return os.RemoveAll(dir)
+	if err := os.RemoveAll(dir); err != nil {
+		return err
+	}
+	err := os.Remove(filepath.Join(filepath.Dir(dir), "layers.img"))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	return err
 }
 
 // btrfs ioctls (linux/btrfs.h).

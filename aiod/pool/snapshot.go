@@ -165,12 +165,26 @@ func (p *Pool) Fork(ctx context.Context, id string, req CreateRequest, base stri
 	if req.FromSnapshot != "" {
 		return Sandbox{}, badField("from_snapshot", "a fork starts from the snapshot it takes; give none")
 	}
+	if req.Template != "" && req.Template != BaseTemplate {
+		return Sandbox{}, badField("template", "a fork starts from the snapshot it takes, not a template")
+	}
+	// The request's other fields are judged before the cut (the
+	// snapshot's own check comes with it).
+	probe := req
+	probe.FromSnapshot, probe.Machine = "", true
+	if _, err := p.check(probe); err != nil {
+		return Sandbox{}, err
+	}
 	s, err := p.TakeSnapshot(id)
 	if err != nil {
 		return Sandbox{}, err
 	}
 	req.FromSnapshot = s.ID
-	return p.Create(ctx, req, base)
+	sb, err := p.Create(ctx, req, base)
+	if err != nil {
+		_ = p.DeleteSnapshot(s.ID) // no sandbox was made from it
+	}
+	return sb, err
 }
 
 // checkFrom resolves a create's from_snapshot.

@@ -1,11 +1,12 @@
 package pool
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
+	"os"
 	"os/exec"
 	"slices"
 	"strings"
@@ -77,15 +78,15 @@ func (p *Pool) CreateTemplate(ctx context.Context, req TemplateRequest) (Templat
 			return Template{}, badField(fmt.Sprintf("build[%d]", i), fmt.Sprintf("must be a command of 1 to %d bytes with no NUL", maxBuildStep))
 		}
 	}
-	if req.FromSnapshot != "" && (req.Network != "" || req.Egress != nil) {
-		return Template{}, badField("network", "applies to a build")
+	if req.FromSnapshot != "" && (req.Network != "" || req.Egress != nil || req.BuildTimeoutS != 0) {
+		return Template{}, badField("network", "network, egress and build_timeout_s apply to a build")
 	}
 	timeout := req.BuildTimeoutS
 	if timeout == 0 {
 		timeout = defaultBuildTimeout
 	}
 	if timeout < 0 || timeout > maxBuildTimeout {
-		return Template{}, badField("build_timeout_s", fmt.Sprintf("must be a whole number of seconds from 1 to %d", maxBuildTimeout))
+		return Template{}, badField("build_timeout_s", fmt.Sprintf("must be a whole number of seconds from 1 to %d (0: %d)", maxBuildTimeout, defaultBuildTimeout))
 	}
 	if err := p.reserveTemplate(req.Name); err != nil {
 		return Template{}, err
@@ -142,23 +143,27 @@ func (p *Pool) build(ctx context.Context, req TemplateRequest, timeout time.Dura
 	}
 	for i, c := range req.Build {
 		cmd := exec.CommandContext(ctx, "/bin/sh", "-c", c)
-		var out bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &out
+		// A file, not a pipe: a daemon a step starts in the background
+		// may keep its output open after the step is done.
+		out, err := os.CreateTemp("", "a2c-build-")
+		if err != nil {
+			return "", &Error{Status: http.StatusInternalServerError, Message: "the build's output: " + err.Error()}
+		}
+		_ = os.Remove(out.Name())
+		cmd.Stdout, cmd.Stderr = out, out
 		cmd.Dir = b.dir
 		cmd.Env = []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/root", "DEBIAN_FRONTEND=noninteractive", "LANG=C.UTF-8"}
 		cmd.WaitDelay = time.Second
 		b.mu.Lock()
 		sb := b.sb
 		b.mu.Unlock()
-		err := sb.Wrap(cmd, cmd.Start)()
+		err = sb.Wrap(cmd, cmd.Start)()
 		if err == nil {
 			err = cmd.Wait()
 		}
+		tail := lastBytes(out, 2048)
+		out.Close()
 		if err != nil {
-			tail := out.Bytes()
-			if len(tail) > 2048 {
-				tail = tail[len(tail)-2048:]
-			}
 			why := err.Error()
 			var ee *exec.ExitError
 			if errors.As(err, &ee) {
@@ -175,6 +180,18 @@ func (p *Pool) build(ctx context.Context, req TemplateRequest, timeout time.Dura
 		return "", err
 	}
 	return snap.ID, nil
+}
+
+// lastBytes is up to n bytes of the end of f.
+func lastBytes(f *os.File, n int64) []byte {
+	end, err := f.Seek(0, io.SeekEnd)
+	if err != nil {
+		return nil
+	}
+	start := max(0, end-n)
+	b := make([]byte, end-start)
+	k, _ := f.ReadAt(b, start)
+	return b[:k]
 }
 
 // Templates lists the pool's templates made from snapshots, by name.
@@ -198,6 +215,9 @@ func (p *Pool) DeleteTemplate(name string) error {
 	p.mu.Lock()
 	if t, ok := p.templates[name]; !ok || t == nil {
 		p.mu.Unlock()
+		if ok {
+			return &Error{Status: http.StatusConflict, Message: fmt.Sprintf("template %q is being built", clip(name, 64))}
+		}
 		return &Error{Status: http.StatusNotFound, Message: fmt.Sprintf("no template %q", clip(name, 64))}
 	}
 	delete(p.templates, name)

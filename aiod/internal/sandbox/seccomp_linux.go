@@ -168,7 +168,17 @@ func sandboxPolicy(goarch string, system bool) (*seccompbpf.Policy, error) {
 		p.Syscalls = append(p.Syscalls, seccompbpf.SyscallGroup{Action: seccompbpf.ActionErrno | seccompbpf.Action(unix.EPERM),
 			NamesWithCondtions: []seccompbpf.NameWithConditions{{Name: "socket", Conditions: seccompbpf.ArgumentConditions{
 				{Argument: 0, Operation: seccompbpf.Equal, Value: unix.AF_NETLINK},
-				{Argument: 2, Operation: seccompbpf.Equal, Value: unix.NETLINK_NETFILTER}}}}})
+				{Argument: 2, Operation: seccompbpf.Equal, Value: unix.NETLINK_NETFILTER}}},
+				// btrfs's ioctls (type 0x94 in bits 8 to 15 of the
+				// request; the kernel reads 32 bits, and only the low
+				// word's bits are tested): the workspace and the layers
+				// are btrfs, and a subvolume or snapshot made inside
+				// would escape the machine's snapshots and its quota.
+				{Name: "ioctl", Conditions: seccompbpf.ArgumentConditions{
+					{Argument: 1, Operation: seccompbpf.BitsSet, Value: 0x8000},
+					{Argument: 1, Operation: seccompbpf.BitsSet, Value: 0x1000},
+					{Argument: 1, Operation: seccompbpf.BitsSet, Value: 0x0400},
+					{Argument: 1, Operation: seccompbpf.BitsNotSet, Value: 0x6b00}}}}})
 	}
 	for _, refusals := range []bool{true, false} {
 		for _, k := range order {

@@ -106,6 +106,7 @@ func TestSystem(t *testing.T) {
 		{"no sysctl", "echo 0 > /proc/sys/kernel/panic 2>&1 || echo refused", "refused"},
 		{"no userns", "unshare -U true 2>&1 || echo refused", "refused"},
 		{"no netfilter", "nft list tables 2>&1 || echo refused", "refused"},
+		{"no btrfs ioctl", "python3 -c 'import fcntl,os; fd=os.open(\"/\", os.O_RDONLY); fcntl.ioctl(fd, 0x5000940e, bytes(1024))' 2>&1 | tail -1", "Operation not permitted"},
 		{"host devices", "chmod 600 /dev/null 2>&1 || echo refused; echo x > /dev/null && echo written", "refused\nwritten\n"},
 	}
 	for _, c := range cases {

@@ -1,10 +1,13 @@
 package aiod
 
 import (
+	"context"
 	"encoding/json"
+	"net/http"
 	"os/exec"
 	"strings"
 	"testing"
+	"time"
 )
 
 // sh runs script in the sandbox a serves and returns its output.
@@ -80,7 +83,12 @@ func TestPoolSnapshots(t *testing.T) {
 		}
 	}
 
-	resp, out := p.client().raw("DELETE", "/v2/snapshots/"+s1["snapshot_id"].(string), nil)
+	// A fork whose create is refused takes no snapshot.
+	resp, out := p.client().raw("POST", "/v2/sandboxes/"+b["id"].(string)+"/fork", map[string]any{"on_timeout": "explode"})
+	if resp.StatusCode != 400 {
+		t.Errorf("a refused fork: %d %s", resp.StatusCode, out)
+	}
+	resp, out = p.client().raw("DELETE", "/v2/snapshots/"+s1["snapshot_id"].(string), nil)
 	if resp.StatusCode != 409 || !strings.Contains(string(out), "is in use by sandbox "+b["id"].(string)) {
 		t.Errorf("delete a used snapshot: %d %s", resp.StatusCode, out)
 	}
@@ -110,5 +118,29 @@ func TestPoolSnapshots(t *testing.T) {
 	resp, out = plain.client().raw("POST", "/v2/sandboxes/"+s["id"].(string)+"/snapshots", nil)
 	if want := `{"error":{"code":501,"message":"snapshots are of whole machines: start the pool with --machine"}}`; resp.StatusCode != 501 || strings.TrimSpace(string(out)) != want {
 		t.Errorf("snapshot without --machine: %d %s", resp.StatusCode, out)
+	}
+}
+
+// TestPoolDeletePaused: deleting a paused sandbox whose shell session is
+// open ends it (its processes are thawed into their end) well within
+// the pool's shutdown bound, instead of waiting for frozen processes.
+func TestPoolDeletePaused(t *testing.T) {
+	p := startPool(t, "pool-paused-token", "--warm", "0")
+	s := p.create(nil)
+	sh(t, p.sandbox(s), "echo hi")
+	p.post("/v2/sandboxes/"+s["id"].(string)+"/pause", nil, 200)
+	// Within less than the pool's bound (10 s), which a wait for frozen
+	// processes would use up: the end must not wait for them at all.
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "DELETE", p.URL+"/v2/sandboxes/"+s["id"].(string), nil)
+	req.Header.Set("Authorization", "Bearer pool-paused-token")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("delete of a paused sandbox: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 204 {
+		t.Errorf("delete of a paused sandbox: %d", resp.StatusCode)
 	}
 }

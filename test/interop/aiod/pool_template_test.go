@@ -13,6 +13,7 @@ import (
 // pyPackage is a build that pip-installs a package of its own (made in
 // the build machine's /tmp, no network) into the system Python.
 var pyPackage = []string{
+	`sleep 600 &`, // a daemon a step leaves behind, its output open: the step is done all the same
 	`mkdir -p /tmp/pkg/a2chello && printf 'def hi():\n    return "hi from a template"\n' > /tmp/pkg/a2chello/__init__.py`,
 	`printf '[project]\nname = "a2chello"\nversion = "1.0"\n[build-system]\nrequires = ["setuptools"]\nbuild-backend = "setuptools.build_meta"\n' > /tmp/pkg/pyproject.toml`,
 	`/usr/bin/python3 -m pip install --quiet --no-index --no-build-isolation --break-system-packages /tmp/pkg`,
@@ -27,7 +28,7 @@ var pyPackage = []string{
 func TestPoolTemplates(t *testing.T) {
 	p := startPool(t, "pool-template-token", "--warm", "0", "--warm", "pyhello=2", "--max", "16", "--machine")
 	tpl := p.post("/v2/templates", map[string]any{"name": "pyhello", "build": pyPackage}, 201)
-	if tpl["name"] != "pyhello" || tpl["snapshot_id"] == nil || len(tpl["build"].([]any)) != 3 {
+	if tpl["name"] != "pyhello" || tpl["snapshot_id"] == nil || len(tpl["build"].([]any)) != 4 {
 		t.Fatalf("template %v", tpl)
 	}
 	// Its warm machines (--warm pyhello=2) fill once it exists.
