@@ -580,6 +580,11 @@ func (p *Pool) admit(s spec) (*box, error) {
 			return nil, &Error{Status: http.StatusConflict, Message: fmt.Sprintf("office %q already has sandbox %s", s.office, id)}
 		}
 	}
+	// The snapshot was checked before p.mu was taken: a delete may have
+	// come between. From here the box holds it (DeleteSnapshot sees it).
+	if s.from != nil && p.snapshots[s.from.ID] == nil {
+		return nil, &Error{Status: http.StatusConflict, Message: fmt.Sprintf("snapshot %s was deleted", s.from.ID)}
+	}
 	var b *box
 	if ws := p.warmT[s.template]; p.fitsWarmTemplate(s) && len(ws) > 0 && ws[0].parent == s.from.ID {
 		b = ws[0]

@@ -100,6 +100,9 @@ func (p *Pool) CreateTemplate(ctx context.Context, req TemplateRequest) (Templat
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if err == nil && p.snapshots[t.SnapshotID] == nil { // deleted meanwhile (checked, then taken, under one lock)
+		err = &Error{Status: http.StatusConflict, Message: fmt.Sprintf("snapshot %s was deleted while the template was made", t.SnapshotID)}
+	}
 	if err != nil {
 		delete(p.templates, req.Name)
 		return Template{}, err
