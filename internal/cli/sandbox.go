@@ -203,7 +203,7 @@ func sandboxCreate(ctx context.Context, e *env, args []string) error {
 		req.Metadata = metadata
 	}
 	if allow != nil || deny != nil {
-		req.Egress = &pool.Egress{Allow: nonNilList(allow), Deny: nonNilList(deny)}
+		req.Egress = &pool.Egress{Allow: allow, Deny: deny} // the pool writes a missing list as []
 	}
 	c, err := f.client()
 	if err != nil {
@@ -543,14 +543,6 @@ func (l *listFlag) String() string { return strings.Join(*l, ",") }
 func (l *listFlag) Set(s string) error {
 	*l = append(*l, s)
 	return nil
-}
-
-// nonNilList is l, or an empty list for nil (sent as []).
-func nonNilList(l listFlag) []string {
-	if l == nil {
-		return []string{}
-	}
-	return l
 }
 
 // kvFlag is a repeatable K=V flag; a later K replaces an earlier one.

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -419,7 +420,23 @@ var containerCaps = []uintptr{unix.CAP_CHOWN, unix.CAP_DAC_OVERRIDE, unix.CAP_FS
 // kernel mark it not dumpable: a process of the sandbox, of the same
 // uid, cannot ptrace it, read or write its memory while it is still in
 // the host's mount namespace.
+//
+// The copy is made once a process (nsenterCopy); each sandbox holds a
+// descriptor of it of its own.
 func openNsenter() (int, error) {
+	fd, err := nsenterCopy()
+	if err != nil {
+		return -1, err
+	}
+	high, err := unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 1000)
+	if err != nil {
+		return -1, fmt.Errorf("sandbox: nsenter: %w", err)
+	}
+	return high, nil
+}
+
+// nsenterCopy is the sealed copy of openNsenter, made once.
+var nsenterCopy = sync.OnceValues(func() (int, error) {
 	p, err := exec.LookPath("nsenter")
 	if err != nil {
 		return -1, errors.New("sandbox: a whole machine needs nsenter (Debian util-linux) on the host")
@@ -451,7 +468,7 @@ func openNsenter() (int, error) {
 		return -1, fmt.Errorf("sandbox: nsenter: %w", err)
 	}
 	return high, nil
-}
+})
 
 // closeNsenter closes Sandbox.nsenter, if open.
 func (s *Sandbox) closeNsenter() {
