@@ -17,29 +17,46 @@ import (
 // BenchmarkStart is the cost of a command's start and end in the
 // sandbox: /bin/true started through Wrap and waited for (with the
 // filter, a start includes the hold at exec and the placement in the
-// cgroup).
+// cgroup), in a plain sandbox and in a whole machine (whose start adds
+// nsenter and the stage, stage_linux.go).
 func BenchmarkStart(b *testing.B) {
 	if os.Geteuid() != 0 {
 		b.Skip("namespaces need root")
 	}
-	s, err := New(Config{Workspace: b.TempDir(), Pids: 256}, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
-	var took []time.Duration
-	for b.Loop() {
-		t0 := time.Now()
-		cmd := exec.Command("/bin/true")
-		if err := s.Wrap(cmd, cmd.Start)(); err != nil {
-			b.Fatal(err)
+	for _, machine := range []bool{false, true} {
+		name := "plain"
+		cfg := Config{Workspace: b.TempDir(), Pids: 256}
+		if machine {
+			name = "machine"
+			mask, err := testMask()
+			if err != nil {
+				b.Fatal(err)
+			}
+			const base = 2_100_500_000
+			cfg.UID, cfg.GID, cfg.UserName, cfg.Network = base, base, "root", NetworkNone
+			cfg.System = &System{IDs: base, Upper: filepath.Join(b.TempDir(), "upper"), Mask: mask}
 		}
-		if err := cmd.Wait(); err != nil {
-			b.Fatal(err)
-		}
-		took = append(took, time.Since(t0))
+		b.Run(name, func(b *testing.B) {
+			s, err := New(cfg, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			var took []time.Duration
+			for b.Loop() {
+				t0 := time.Now()
+				cmd := exec.Command("/bin/true")
+				if err := s.Wrap(cmd, cmd.Start)(); err != nil {
+					b.Fatal(err)
+				}
+				if err := cmd.Wait(); err != nil {
+					b.Fatal(err)
+				}
+				took = append(took, time.Since(t0))
+			}
+			b.ReportMetric(p50(took), "p50-µs")
+		})
 	}
-	b.ReportMetric(p50(took), "p50-µs")
 }
 
 // p50 is the median of took, in microseconds.

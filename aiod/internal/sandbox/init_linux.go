@@ -70,6 +70,9 @@ func Init(args []string) int {
 	if len(args) == 1 && args[0] == holdArg {
 		return holdUserNS()
 	}
+	if len(args) > 0 && args[0] == stageArg {
+		return stage(args[1:])
+	}
 	runtime.LockOSThread() // chdir and pivot_root below act on this thread's file-system state
 	_ = unix.Prctl(unix.PR_SET_NAME, uintptr(unsafe.Pointer(&[]byte("sandbox-init\x00")[0])), 0, 0, 0)
 	// Init is never the OOM killer's choice: set here, before anything
@@ -85,7 +88,13 @@ func Init(args []string) int {
 	switch {
 	case len(args) == 1 && args[0] == confinedArg:
 		// Second stage: the view is built and this image was started
-		// with no privilege (see reexecConfined).
+		// with no privilege (see reexecConfined). Not dumpable: a
+		// process of the sandbox of init's uid (a whole machine's root)
+		// cannot ptrace it or open its memory, which the kernel then
+		// grants only with CAP_SYS_PTRACE, a capability no sandbox has.
+		if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
+			return fail(fmt.Errorf("sandbox init: %w", err))
+		}
 	case len(args) != 1 || json.Unmarshal([]byte(args[0]), &spec) != nil:
 		return fail(errors.New("sandbox init: bad arguments"))
 	default:

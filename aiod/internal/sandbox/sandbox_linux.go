@@ -58,7 +58,8 @@ type Sandbox struct {
 	// nsenter is, for a whole machine, a descriptor (close-on-exec, at
 	// 1000 or above, so no child's descriptor shuffle lands on it) of
 	// the host's nsenter, which takes each new process into the
-	// sandbox's user namespace (system_linux.go); -1 otherwise.
+	// sandbox's user namespace and hands it to the stage
+	// (system_linux.go, stage_linux.go); -1 otherwise.
 	nsenter int
 
 	scopeErr atomic.Value // string: why the host's abstract sockets stay reachable

@@ -89,9 +89,10 @@ var goArchToSeccomp = map[string]string{"amd64": "amd64", "arm64": "arm64"}
 // for root's capabilities there (containerCaps, as a container's), the
 // set-id refusals are not added (a package manager installs set-id
 // programs; they are root inside's, in its namespace only, on a nosuid
-// view), and setns is allowed for a user or a mount namespace: how the
-// host's nsenter takes a new process into the sandbox's. Inside, the
-// only such namespaces are the sandbox's own (clone and unshare with a
+// view), and setns is allowed for a user or a mount namespace, and
+// unshare for CLONE_FS alone: how the host's nsenter and the stage take
+// a new process into the sandbox's (stage_linux.go). Inside, the only
+// such namespaces are the sandbox's own (clone and unshare with a
 // namespace flag stay refused, and so does mount): joining them again
 // changes nothing. Netlink's netfilter family is refused.
 func sandboxPolicy(goarch string, system bool) (*seccompbpf.Policy, error) {
@@ -161,10 +162,11 @@ func sandboxPolicy(goarch string, system bool) (*seccompbpf.Policy, error) {
 	if !system {
 		p.Syscalls = append(p.Syscalls, setIDRefusals(info)...)
 	} else {
-		// Root inside holds every capability in its own user namespace
-		// (joining one grants them; see system_linux.go): nftables and
+		// Root inside holds a container's capabilities in its own user
+		// namespace (containerCaps, bounded by the stage; see
+		// stage_linux.go), NET_ADMIN not among them; nftables and
 		// iptables' netlink, the kernel's most attacked surface of a
-		// namespace's root, stay shut.
+		// namespace's root, stays shut all the same.
 		p.Syscalls = append(p.Syscalls, seccompbpf.SyscallGroup{Action: seccompbpf.ActionErrno | seccompbpf.Action(unix.EPERM),
 			NamesWithCondtions: []seccompbpf.NameWithConditions{{Name: "socket", Conditions: seccompbpf.ArgumentConditions{
 				{Argument: 0, Operation: seccompbpf.Equal, Value: unix.AF_NETLINK},
@@ -192,6 +194,10 @@ func sandboxPolicy(goarch string, system bool) (*seccompbpf.Policy, error) {
 			NamesWithCondtions: []seccompbpf.NameWithConditions{
 				{Name: "setns", Conditions: seccompbpf.ArgumentConditions{{Argument: 1, Operation: seccompbpf.Equal, Value: unix.CLONE_NEWUSER}}},
 				{Name: "setns", Conditions: seccompbpf.ArgumentConditions{{Argument: 1, Operation: seccompbpf.Equal, Value: unix.CLONE_NEWNS}}},
+				// The stage's own file-system attributes, which a
+				// mount namespace's join needs (stage_linux.go): no
+				// namespace, no privilege.
+				{Name: "unshare", Conditions: seccompbpf.ArgumentConditions{{Argument: 0, Operation: seccompbpf.Equal, Value: unix.CLONE_FS}}},
 			}})
 	}
 	return p, nil

@@ -36,11 +36,13 @@ import (
 // threaded process cannot join a user namespace) starts the host's
 // nsenter (util-linux, a C program, single-threaded) as uid IDs, loaded
 // from the host's files with an empty environment; it joins the user
-// namespace, then the mount one, becomes root there and executes the
-// command through env -i. At no moment is a process of the sandbox the
-// host's root, and nothing it runs before the command comes from the
-// sandbox's files. Root inside then holds every capability in its own
-// namespace (joining one grants them); the filter bounds them.
+// namespace and becomes root there, then executes the stage
+// (stage_linux.go), still from the host's mount namespace, which joins
+// the mount one, bounds root's capabilities to a container's
+// (containerCaps) and executes the command. At no moment is a process
+// of the sandbox the host's root, nothing it runs before the command
+// comes from the sandbox's files, and the command never holds more
+// than containerCaps; the filter bounds the calls they reach.
 //
 // # Layers
 //
@@ -485,18 +487,23 @@ func (s *Sandbox) closeNsenter() {
 // /usr is not its), and has an empty environment (no LD_PRELOAD or
 // other variable of the request reaches it; it has no working directory
 // of the sandbox). It joins the sandbox's user namespace, which IDs
-// owns, then its mount namespace (by descriptors of the instance's,
-// passed as extra files: no PID is looked up), becomes root there,
-// changes to cmd's directory inside and executes the sandbox's env -i
-// with cmd's environment, which executes cmd's program with cmd's
-// arguments (argv[0] becomes the program's path).
+// owns (by a descriptor of the instance's, passed as an extra file: no
+// PID is looked up), becomes root there and executes this binary as the
+// stage (stage_linux.go), still from the host's files, which joins the
+// mount namespace, changes to cmd's directory inside, bounds root's
+// capabilities to containerCaps and executes cmd's program with cmd's
+// arguments and environment.
 //
 // It returns the files it added to cmd (the caller closes them once cmd
-// has started).
+// has started); the stage closes them in the child.
 func (s *Sandbox) throughNsenter(cmd *exec.Cmd, inst *instance) ([]*os.File, error) {
+	exe, err := stageFile()
+	if err != nil {
+		return nil, err
+	}
 	inst.nsMu.RLock()
 	var files []*os.File
-	for _, name := range []string{"mnt", "user"} {
+	for _, name := range []string{"user", "mnt"} {
 		fd, ok := inst.ns[name]
 		if !ok {
 			inst.nsMu.RUnlock()
@@ -517,17 +524,23 @@ func (s *Sandbox) throughNsenter(cmd *exec.Cmd, inst *instance) ([]*os.File, err
 	}
 	inst.nsMu.RUnlock()
 	first := 3 + len(cmd.ExtraFiles)
-	cmd.ExtraFiles = append(cmd.ExtraFiles, files...)
 	dir := cmd.Dir
 	if dir == "" {
 		dir = "/"
 	}
-	env := cmd.Environ()
-	args := []string{"nsenter", "--mount=/proc/self/fd/" + strconv.Itoa(first), "--user=/proc/self/fd/" + strconv.Itoa(first+1),
-		"--wdns=" + dir, "--", "/usr/bin/env", "-i"}
-	args = append(args, env...)
-	args = append(args, cmd.Path)
-	cmd.Args = append(args, cmd.Args[1:]...)
+	stage, err := stageArgs([3]int{first, first + 1, first + 2}, dir, cmd.Path, cmd.Args, cmd.Environ())
+	if err != nil {
+		for _, f := range files {
+			f.Close()
+		}
+		return nil, err
+	}
+	cmd.ExtraFiles = append(cmd.ExtraFiles, files[0], files[1], exe)
+	args := []string{"nsenter", "--user=/proc/self/fd/" + strconv.Itoa(first), "--", "/proc/self/fd/" + strconv.Itoa(first+2)}
+	if goStage() {
+		args = append(args, InitArg, stageArg)
+	}
+	cmd.Args = append(args, stage...)
 	cmd.Path = "/proc/self/fd/" + strconv.Itoa(s.nsenter)
 	cmd.Env, cmd.Dir = []string{}, ""
 	// As the range's first id, which owns the namespace (ownedInit): no

@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -73,6 +74,15 @@ func debPackage(t *testing.T, dir, name string) string {
 	return deb
 }
 
+// containerMask is containerCaps as /proc's Cap lines write a set.
+func containerMask() uint64 {
+	var m uint64
+	for _, c := range containerCaps {
+		m |= 1 << c
+	}
+	return m
+}
+
 func fileSum(t *testing.T, path string) string {
 	t.Helper()
 	b, err := os.ReadFile(path)
@@ -107,6 +117,13 @@ func TestSystem(t *testing.T) {
 		{"no userns", "unshare -U true 2>&1 || echo refused", "refused"},
 		{"no netfilter", "nft list tables 2>&1 || echo refused", "refused"},
 		{"no btrfs ioctl", "python3 -c 'import fcntl,os; fd=os.open(\"/\", os.O_RDONLY); fcntl.ioctl(fd, 0x5000940e, bytes(1024))' 2>&1 | tail -1", "Operation not permitted"},
+		// Root's capabilities are a container's, bounded: no exec, set-id
+		// program or file capability gives one back; the stage leaves
+		// no descriptor behind (3 is ls's own).
+		{"capabilities", "grep -E '^Cap(Prm|Eff|Bnd|Amb)' /proc/self/status",
+			fmt.Sprintf("CapPrm:\t%016x\nCapEff:\t%016x\nCapBnd:\t%016x\nCapAmb:\t%016x\n", containerMask(), containerMask(), containerMask(), 0)},
+		{"descriptors", "echo fds=$(ls /proc/self/fd | wc -l)", "fds=4\n"},
+		{"no ptrace of init", "python3 -c 'import ctypes; l=ctypes.CDLL(None, use_errno=True); print(l.ptrace(16, 1, 0, 0), ctypes.get_errno())'", "-1 1\n"},
 		{"host devices", "chmod 600 /dev/null 2>&1 || echo refused; echo x > /dev/null && echo written", "refused\nwritten\n"},
 	}
 	for _, c := range cases {
@@ -117,19 +134,27 @@ func TestSystem(t *testing.T) {
 			}
 		})
 	}
-	// The first program of a new process (nsenter) is loaded from the
-	// host's files, not the sandbox's: a preload the sandbox sets is
-	// tried by its own programs only (env, then the command), never by
-	// nsenter while it is the host's root.
+	// The programs a new process starts as (nsenter, then this binary
+	// as the stage) are loaded from the host's files, not the
+	// sandbox's: a preload the sandbox sets is tried by the command
+	// only, never by a program that runs before root's capabilities are
+	// bounded (or while the process is still in the host's view).
 	if out, err := run(t, s, "echo /nonexistent-a2c-preload.so > /etc/ld.so.preload"); err != nil {
 		t.Fatalf("%q %v", out, err)
 	}
 	out, _ := runArgv(t, s, "/bin/true")
-	if n := strings.Count(out, "nonexistent-a2c-preload.so"); n != 2 {
-		t.Errorf("the preload was tried %d times, want 2 (env and true, not nsenter):\n%s", n, out)
+	if n := strings.Count(out, "nonexistent-a2c-preload.so"); n != 1 {
+		t.Errorf("the preload was tried %d times, want 1 (true, not nsenter or the stage):\n%s", n, out)
 	}
 	if out, err := run(t, s, "rm /etc/ld.so.preload"); err != nil {
 		t.Fatalf("%q %v", out, err)
+	}
+	// A program the machine does not have: the stage says so, with the
+	// shell's status.
+	out, err := runArgv(t, s, "/no/such/program", "x")
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 127 || out != "sandbox: /no/such/program: No such file or directory\n" {
+		t.Errorf("a missing program: %q %v, want exit status 127", out, err)
 	}
 	// A terminal is the sandbox's own.
 	master, tty, err := s.OpenPTY()
