@@ -69,6 +69,40 @@ func (w warmFlag) Set(v string) error {
 	return nil
 }
 
+// MachineUsage is --machine's help line (aiod pool, a2c up).
+const MachineUsage = "offer whole machines (a create with \"machine\": true): root inside a user namespace of its own, a writable system (/usr, /etc, /opt, /var) on layers over the host's, snapshots and forks; --machine=all: every create is one unless it asks \"machine\": false (or network host); needs root, nsenter, and btrfs-progs for snapshots"
+
+// MachineFlag is the value of --machine for cfg: bare or true sets
+// Config.Machine, all sets MachineAll too, false neither.
+func MachineFlag(cfg *Config) flag.Value { return machineFlag{cfg} }
+
+type machineFlag struct{ cfg *Config }
+
+func (m machineFlag) IsBoolFlag() bool { return true }
+
+func (m machineFlag) String() string {
+	switch {
+	case m.cfg == nil || !m.cfg.Machine:
+		return "false"
+	case m.cfg.MachineAll:
+		return "all"
+	}
+	return "true"
+}
+
+func (m machineFlag) Set(v string) error {
+	if v == "all" {
+		m.cfg.Machine, m.cfg.MachineAll = true, true
+		return nil
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return errors.New("want true, false or all")
+	}
+	m.cfg.Machine, m.cfg.MachineAll = b, false
+	return nil
+}
+
 // templates is --template NAME=DIR, repeatable.
 type templates map[string]string
 
@@ -116,7 +150,7 @@ func flags() (*flag.FlagSet, *options, func(set map[string]bool) error) {
 	fs.Float64Var(&o.cfg.CPUs, "cpus", DefaultCPUs, "each sandbox's CPU time by default, in CPUs")
 	fs.IntVar(&o.cfg.UIDBase, "uid-base", 0, "the first of the 65536 host uids the sandboxes' accounts take (default: the first range from 1900000000 up that no other pool of this host holds)")
 	fs.BoolVar(&o.cfg.AllowHostNetwork, "allow-host-network", false, "let a create ask for network host (the host's network stack)")
-	fs.BoolVar(&o.cfg.Machine, "machine", false, "offer whole machines (a create with \"machine\": true): root inside a user namespace of its own, a writable system (/usr, /etc, /opt, /var) on layers over the host's, snapshots and forks; needs root, nsenter, and btrfs-progs for snapshots")
+	fs.Var(MachineFlag(&o.cfg), "machine", MachineUsage)
 	fs.BoolVar(&o.cfg.Egress, "egress", false, "let a create ask for network egress (a routed, filtered way out); needs root, iproute2 and nftables, and turns the host's IPv4 forwarding on")
 	egressSubnet := fs.String("egress-subnet", DefaultEgressSubnet.String(), "with --egress: the IPv4 subnet the sandboxes' links are cut from (a /30 each); no address of the host may be in it")
 	egressDNS := fs.String("egress-dns", "", "with --egress: the DNS servers (ADDR or ADDR:PORT, comma-separated) the sandboxes' resolvers ask (default the host's /etc/resolv.conf servers)")

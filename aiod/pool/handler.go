@@ -352,7 +352,7 @@ func (b createBody) request() (CreateRequest, error) {
 	}
 	req := CreateRequest{Template: str(b.Template), Office: str(b.Office), Name: str(b.Name), OnTimeout: str(b.OnTimeout),
 		Network: str(b.Network), Egress: b.Egress, Env: b.Env, Metadata: b.Metadata, FromSnapshot: str(b.FromSnapshot),
-		Machine: b.Machine != nil && *b.Machine}
+		Machine: b.Machine}
 	if present(b.TimeoutS) {
 		n, err := seconds("timeout_s", b.TimeoutS)
 		if err != nil {
@@ -468,6 +468,12 @@ const (
 
 var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
+// snapshotPlain refuses "machine": false for a sandbox from a
+// snapshot (a fork, from_snapshot, or a template made of one).
+func snapshotPlain() error {
+	return badField("machine", "a sandbox from a snapshot, or from a template made of one, is a whole machine")
+}
+
 // check applies every rule of a create request and fills in the pool's
 // defaults: the one place a field is judged, for the HTTP route and for
 // in-process callers (a2c up) alike.
@@ -511,6 +517,22 @@ func (p *Pool) check(req CreateRequest) (spec, error) {
 		return s, badField("idle_timeout_s", fmt.Sprintf("must be a whole number of seconds from 0 to %d", MaxTimeout))
 	}
 	s.idle = time.Duration(req.IdleTimeoutS) * time.Second
+	// A whole machine: asked for, implied (a snapshot, or a template
+	// made of one), or the pool's default (MachineAll) for a create of
+	// the base template that does not say and whose network can be a
+	// machine's.
+	implied := req.FromSnapshot != "" || fromTemplate != nil
+	machine := implied
+	switch {
+	case req.Machine != nil && *req.Machine:
+		machine = true
+	case req.Machine != nil:
+		if implied {
+			return s, snapshotPlain()
+		}
+	case p.cfg.MachineAll && s.template == BaseTemplate && s.network != NetworkHost:
+		machine = true
+	}
 	switch s.onTimeout {
 	case "":
 		s.onTimeout = OnTimeoutKill
@@ -523,7 +545,7 @@ func (p *Pool) check(req CreateRequest) (spec, error) {
 		s.network = NetworkNone
 	case NetworkNone:
 	case NetworkHost:
-		if req.Machine || req.FromSnapshot != "" {
+		if machine {
 			return s, badField("network", "a whole machine has a network of its own: none or egress")
 		}
 		if !p.cfg.AllowHostNetwork {
@@ -588,7 +610,7 @@ func (p *Pool) check(req CreateRequest) (spec, error) {
 	if fromTemplate != nil {
 		from = fromTemplate
 	}
-	s.from, s.machine = from, req.Machine || from != nil
+	s.from, s.machine = from, machine || from != nil
 	if s.machine && !p.cfg.Machine {
 		return s, badField("machine", "whole machines are offered only where the pool was started with --machine")
 	}

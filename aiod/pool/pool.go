@@ -112,6 +112,12 @@ type Config struct {
 	// shares with the snapshot it came from) through the store's quota
 	// groups: past it a write fails with EDQUOT.
 	Machine bool
+	// MachineAll (with Machine) makes a whole machine what a create of
+	// the base template gets when it does not say ("machine" absent),
+	// but with network host (a machine's network is its own): every
+	// sandbox is one unless it asks "machine": false. The warm sandboxes
+	// (Warm) are machines then.
+	MachineAll bool
 	// Server is the hub sandboxes that name an office join, with
 	// ServerToken presented to it (default Token).
 	Server, ServerToken string
@@ -554,9 +560,10 @@ func (p *Pool) fitsWarmTemplate(s spec) bool {
 }
 
 // fitsWarm reports whether a warm sandbox (base template, default
-// limits, no network) can serve s.
+// limits, no network; a whole machine with MachineAll, from no
+// snapshot) can serve s.
 func (p *Pool) fitsWarm(s spec) bool {
-	return s.template == BaseTemplate && s.network == NetworkNone && s.limits == p.defaultLimits() && !s.machine
+	return s.template == BaseTemplate && s.network == NetworkNone && s.limits == p.defaultLimits() && s.machine == p.cfg.MachineAll && s.from == nil
 }
 
 func (p *Pool) defaultLimits() Limits {
@@ -1009,12 +1016,12 @@ func (p *Pool) nextWarmLocked() (*box, string) {
 		return nil, ""
 	}
 	if len(p.warm)+p.warming < p.cfg.Warm {
-		uid, err := p.takeUID(false)
+		uid, err := p.takeUID(p.cfg.MachineAll)
 		if err != nil {
 			return nil, ""
 		}
 		p.warming++
-		return p.newBox(uid, BaseTemplate, NetworkNone, p.defaultLimits(), false), ""
+		return p.newBox(uid, BaseTemplate, NetworkNone, p.defaultLimits(), p.cfg.MachineAll), ""
 	}
 	names := make([]string, 0, len(p.cfg.WarmTemplates))
 	for name := range p.cfg.WarmTemplates {

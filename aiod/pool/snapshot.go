@@ -168,10 +168,13 @@ func (p *Pool) Fork(ctx context.Context, id string, req CreateRequest, base stri
 	if req.Template != "" && req.Template != BaseTemplate {
 		return Sandbox{}, badField("template", "a fork starts from the snapshot it takes, not a template")
 	}
+	if req.Machine != nil && !*req.Machine {
+		return Sandbox{}, snapshotPlain()
+	}
 	// The request's other fields are judged before the cut (the
 	// snapshot's own check comes with it).
-	probe := req
-	probe.FromSnapshot, probe.Machine = "", true
+	probe, yes := req, true
+	probe.FromSnapshot, probe.Machine = "", &yes
 	if _, err := p.check(probe); err != nil {
 		return Sandbox{}, err
 	}

@@ -133,8 +133,8 @@ func (p *Pool) reserveTemplate(name string) error {
 func (p *Pool) build(ctx context.Context, req TemplateRequest, timeout time.Duration) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	zero := 0
-	s, err := p.Create(ctx, CreateRequest{Machine: true, Network: req.Network, Egress: req.Egress, TimeoutS: &zero,
+	zero, yes := 0, true
+	s, err := p.Create(ctx, CreateRequest{Machine: &yes, Network: req.Network, Egress: req.Egress, TimeoutS: &zero,
 		Metadata: map[string]string{"a2c-template-build": req.Name}}, "")
 	if err != nil {
 		return "", err

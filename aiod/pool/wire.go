@@ -155,9 +155,11 @@ type CreateRequest struct {
 	Egress *Egress `json:"egress,omitempty"`
 	// Metadata is echoed back, and filters the list.
 	Metadata map[string]string `json:"metadata,omitempty"`
-	// Machine asks for a whole machine (a pool started with --machine):
-	// root inside, a writable system on layers, snapshots and forks.
-	Machine bool `json:"machine,omitempty"`
+	// Machine asks for a whole machine (true; a pool started with
+	// --machine): root inside, a writable system on layers, snapshots
+	// and forks; or for a plain sandbox (false). Nil takes the pool's
+	// default: a plain sandbox, or a machine with --machine=all.
+	Machine *bool `json:"machine,omitempty"`
 	// FromSnapshot starts the sandbox from a snapshot (a whole machine
 	// too): its files, installed packages and workspace, not its
 	// processes.

@@ -178,7 +178,7 @@ func sandboxCreate(ctx context.Context, e *env, args []string) error {
 	fs.IntVar(&lim.Pids, "pids", 0, "process limit (default the pool's)")
 	fs.Float64Var(&lim.CPUs, "cpus", 0, "CPU limit, in CPUs (default the pool's)")
 	fs.StringVar(&req.Network, "network", "", "none (default: its own loopback only), host, or egress (a routed, filtered way out)")
-	fs.BoolVar(&req.Machine, "machine", false, "a whole machine (a pool started with --machine): root inside, a writable system on layers, snapshots and forks")
+	fs.Var(optBool{&req.Machine}, "machine", "a whole machine (a pool started with --machine): root inside, a writable system on layers, snapshots and forks; --machine=false: a plain sandbox (default the pool's: plain, or a machine with --machine=all)")
 	fs.StringVar(&req.FromSnapshot, "from-snapshot", "", "start from this snapshot of a whole machine (its files, packages and workspace)")
 	var allow, deny listFlag
 	fs.Var(&allow, "allow", "with --network egress: an IPv4 address or CIDR, a host name or *.NAME it may reach (repeatable; none: all but --deny)")
@@ -532,6 +532,28 @@ func (s *sizeFlag) Set(v string) error {
 		return err
 	}
 	*s = sizeFlag(n)
+	return nil
+}
+
+// optBool is a boolean flag that may be left unset (nil): --NAME or
+// --NAME=true, --NAME=false.
+type optBool struct{ p **bool }
+
+func (o optBool) IsBoolFlag() bool { return true }
+
+func (o optBool) String() string {
+	if o.p == nil || *o.p == nil {
+		return ""
+	}
+	return strconv.FormatBool(**o.p)
+}
+
+func (o optBool) Set(s string) error {
+	v, err := strconv.ParseBool(s)
+	if err != nil {
+		return errors.New("want true or false")
+	}
+	*o.p = &v
 	return nil
 }
 

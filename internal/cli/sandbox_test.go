@@ -106,6 +106,10 @@ func TestSandboxCommands(t *testing.T) {
 				`"idle_timeout_s":60,"env":{"A":"2","B":"x=y"},"limits":{"memory":"512MiB","pids":64,"cpus":0.5},"network":"host",` +
 				`"metadata":{"empty":"","owner":"ann"}}`, "flag-tok"}}, 0,
 			"sb1\n", "sandbox sb1 running: template base, no deadline, api http://127.0.0.1:18100/sandboxes/sb1\n"},
+		{"create machine", []string{"create", "--machine"}, []poolRequest{{"POST", "/v2/sandboxes", "", `{"machine":true}`, "env-tok"}}, 0,
+			"sb1\n", "sandbox sb1 running: template base, no deadline, api http://127.0.0.1:18100/sandboxes/sb1\n"},
+		{"create plain", []string{"create", "--machine=false"}, []poolRequest{{"POST", "/v2/sandboxes", "", `{"machine":false}`, "env-tok"}}, 0,
+			"sb1\n", "sandbox sb1 running: template base, no deadline, api http://127.0.0.1:18100/sandboxes/sb1\n"},
 		{"create limits", []string{"create", "--timeout", "30", "--pids", "10"},
 			[]poolRequest{{"POST", "/v2/sandboxes", "", `{"timeout_s":30,"limits":{"memory":0,"pids":10,"cpus":0}}`, "env-tok"}}, 0,
 			"sb1\n", "sandbox sb1 running: template base, no deadline, api http://127.0.0.1:18100/sandboxes/sb1\n"},

@@ -51,7 +51,8 @@ func runUp(ctx context.Context, e *env, args []string) (err error) {
 	desktop := fs.Bool("desktop", false, "run an X display (Xvfb), a window manager and the computer-use worker for the sandbox's computer-use plane")
 	officeIdle := fs.Duration("office-idle", 10*time.Minute, "release an office's own sandbox (every office but --office gets one when an Agent first joins it) after the office has had no Agent for this long")
 	officeOnTimeout := fs.String("office-on-timeout", pool.OnTimeoutKill, "what releasing an office's sandbox does: kill or pause")
-	machine := fs.Bool("machine", false, "let creates of the in-process pool ask for whole machines (aiod pool --machine): root inside, a writable system on layers, snapshots and forks; needs root")
+	var machine pool.Config // --machine's part of the pool's config
+	fs.Var(pool.MachineFlag(&machine), "machine", "let creates of the in-process pool ask for whole machines (aiod pool --machine): root inside, a writable system on layers, snapshots and forks; --machine=all: each office's sandbox is one; needs root")
 	egress := fs.Bool("egress", false, "let sandboxes of the in-process pool ask for network egress (a routed, filtered way out; aiod pool --egress); needs root and nftables, and turns the host's IPv4 forwarding on")
 	isolation := aiod.AddIsolationFlags(fs, "namespaces")
 	allowed := addOriginFlags(fs)
@@ -184,7 +185,7 @@ func runUp(ctx context.Context, e *env, args []string) (err error) {
 	banner := upBanner{hubAddr: hubLn.Addr().String(), server: dial, boxAddr: boxLn.Addr().String(), office: *office, name: *name,
 		workspace: ws, config: *cfgPath, auth: secret != "", token: secret, tokenFromEnv: tokenFromEnv, display: d.Display()}
 	pcfg := upPoolConfig(poolBase, dial, secret, boxLn.Addr().String(), dcfg.AllowedHosts, dcfg.AllowedOrigins, log, d.Handler())
-	pcfg.Egress, pcfg.Machine = *egress, *machine
+	pcfg.Egress, pcfg.Machine, pcfg.MachineAll = *egress, machine.Machine, machine.MachineAll
 	offices, err := startUpPool(pcfg, d.Isolated(), log)
 	if err != nil {
 		_ = d.Shutdown(context.Background())

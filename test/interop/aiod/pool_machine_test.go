@@ -6,9 +6,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // sum is the SHA-256 of a host file.
@@ -128,5 +130,57 @@ func TestPoolMachineDisk(t *testing.T) {
 	// After the big file is gone, the machine writes again.
 	if got := sh(t, a, "rm /opt/big; sync; sleep 1; dd if=/dev/zero of=/opt/again bs=1M count=8 2>/dev/null; echo rc=$?"); got != "rc=0" {
 		t.Errorf("after freeing: %q", got)
+	}
+}
+
+// TestPoolMachineAll: with --machine=all, a create that does not say is
+// a whole machine (and a warm one: --warm keeps machines), "machine":
+// false or network host is a plain sandbox, and a machine is refused the
+// host's network or a plain fork.
+func TestPoolMachineAll(t *testing.T) {
+	p := startPool(t, "pool-machine-all-token", "--warm", "1", "--machine=all", "--allow-host-network", "--max", "8")
+	warmRE := regexp.MustCompile(`aiod_pool_sandboxes\{state="warm"\} 1\b`)
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if _, m := p.client().raw("GET", "/metrics", nil); warmRE.Match(m) {
+			break
+		} else if time.Now().After(deadline) {
+			t.Fatalf("the warm machine did not fill:\n%s", m)
+		}
+	}
+	s := p.create(map[string]any{})
+	if s["machine"] != true {
+		t.Fatalf("a create that does not say: machine %v, want true", s["machine"])
+	}
+	if got := sh(t, p.sandbox(s), "id -u; cat /proc/self/uid_map | tr -s ' '"); !strings.HasPrefix(got, "0\n 0 ") {
+		t.Errorf("root inside: %q", got)
+	}
+	if _, m := p.client().raw("GET", "/metrics", nil); !regexp.MustCompile(`aiod_pool_creates_total\{source="warm"\} 1\b`).Match(m) {
+		t.Errorf("the create was not served by the warm machine:\n%s", m)
+	}
+	for _, body := range []map[string]any{{"machine": false}, {"network": "host"}} {
+		plain := p.create(body)
+		if _, ok := plain["machine"]; ok {
+			t.Errorf("%v: machine %v, want none (a plain sandbox)", body, plain["machine"])
+		}
+		if got := sh(t, p.sandbox(plain), "id -u"); got == "0" {
+			t.Errorf("%v: root", body)
+		}
+	}
+	for _, c := range []struct {
+		path string
+		body map[string]any
+		want string
+	}{
+		{"/v2/sandboxes", map[string]any{"machine": true, "network": "host"}, `{"error":{"code":400,"message":"network: a whole machine has a network of its own: none or egress"}}`},
+		{"/v2/sandboxes/" + s["id"].(string) + "/fork", map[string]any{"machine": false}, `{"error":{"code":400,"message":"machine: a sandbox from a snapshot, or from a template made of one, is a whole machine"}}`},
+	} {
+		resp, out := p.client().raw("POST", c.path, c.body)
+		if resp.StatusCode != 400 || strings.TrimSpace(string(out)) != c.want {
+			t.Errorf("%s %v: %d %s, want 400 %s", c.path, c.body, resp.StatusCode, out, c.want)
+		}
+	}
+	// The refused fork took no snapshot.
+	if _, out := p.client().raw("GET", "/v2/snapshots", nil); strings.Contains(string(out), s["id"].(string)) {
+		t.Errorf("a refused fork left a snapshot: %s", out)
 	}
 }
