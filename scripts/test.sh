@@ -45,7 +45,7 @@ command -v ip >/dev/null 2>&1 || need+=(iproute2)
 command -v mkfs.btrfs >/dev/null 2>&1 || need+=(btrfs-progs)
 command -v dpkg-deb >/dev/null 2>&1 || need+=(dpkg)
 # GNU as and objcopy (binutils): TestStageCode assembles the machines'
-# static stage (aiod/internal/sandbox/stage/amd64.S) and compares it with
+# static stage (aiod/internal/sandbox/stage/stage_amd64.S) and compares it with
 # the bytes the daemon carries.
 command -v as >/dev/null 2>&1 && command -v objcopy >/dev/null 2>&1 || need+=(binutils)
 for tool in xdotool xclip ffmpeg; do

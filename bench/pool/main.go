@@ -143,7 +143,7 @@ func main() {
 	warm := flag.Int("warm", 4, "the pool's --warm")
 	concurrentOnly := flag.Bool("concurrent-only", false, "measure only the concurrent creates (with a warm pool as large as -warm, filled first)")
 	createOnly := flag.Bool("create-only", false, "measure only the creates: warm, cold, and cold with network egress")
-	machine := flag.Bool("machine", false, "start the pool with --machine (each sandbox a whole machine)")
+	machine := flag.Bool("machine", false, "start the pool with --machine=all (each sandbox a whole machine, the warm ones too)")
 	snapshots := flag.Bool("snapshots", false, "measure only snapshots and forks (a pool with --machine): a snapshot right after writing -small and -big MiB, and a fork to its first command")
 	small := flag.Int("small", 10, "MiB written before the small snapshot")
 	big := flag.Int("big", 1024, "MiB written before the big snapshot")
@@ -164,7 +164,10 @@ func main() {
 	cmd := exec.Command(bin, "pool", "--listen", "127.0.0.1:0", "--root", filepath.Join(tmp, "root"), "--warm", strconv.Itoa(*warm),
 		"--max", strconv.Itoa(max(*idle, *concurrent)+*warm+8), "--allow-host-network", "--token", token,
 		"--egress", "--egress-subnet", "10.244.0.0/22", "--egress-dns", "127.0.0.1:9")
-	if *machine || *snapshots {
+	switch {
+	case *machine:
+		cmd.Args = append(cmd.Args, "--machine=all")
+	case *snapshots:
 		cmd.Args = append(cmd.Args, "--machine")
 	}
 	if *snapshots {
@@ -223,7 +226,15 @@ func main() {
 		float64(egressS.P50())/float64(coldS.P50()))
 	if *createOnly {
 		if *machine {
-			fmt.Println("(--machine)")
+			// The baseline, in the same run: a plain sandbox, cold.
+			plainS := measureCreate(map[string]any{"limits": map[string]any{"memory": "1023MiB"}, "machine": false}, false)
+			fmt.Println("(--machine=all: whole machines; the last row is a plain sandbox of the same pool)")
+			fmt.Printf("| create → first echo, warm, p50 / p99 | %s / %s | ≤ 20 ms |\n", ms(warmS.P50()), ms(warmS.P99()))
+			fmt.Printf("| create → first echo, cold, p50 / p99 | %s / %s (%.2f× plain cold) | – |\n", ms(coldS.P50()), ms(coldS.P99()),
+				float64(coldS.P50())/float64(plainS.P50()))
+			fmt.Print(egressRow)
+			fmt.Printf("| create → first echo, cold, plain (\"machine\": false), p50 / p99 | %s / %s | – |\n", ms(plainS.P50()), ms(plainS.P99()))
+			return
 		}
 		fmt.Printf("| create → first echo, warm, p50 / p99 | %s / %s | ≤ 20 ms |\n", ms(warmS.P50()), ms(warmS.P99()))
 		fmt.Printf("| create → first echo, cold, p50 / p99 | %s / %s | – |\n", ms(coldS.P50()), ms(coldS.P99()))

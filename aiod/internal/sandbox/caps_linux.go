@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 
 	"golang.org/x/sys/unix"
 )
@@ -121,14 +122,24 @@ func confineInit(filterFD int) error {
 // confinedArg is init's argument for its second stage.
 const confinedArg = "confined"
 
-// reexecConfined confines init (confineInit) and executes this binary
-// again as init's second stage, which reports success and reaps. It
-// returns only on failure. The standard input (the daemon's keep-alive
-// pipe) and the report descriptor 3 pass through the exec.
-func reexecConfined(filterFD int) error {
+// reexecConfined confines init (confineInit) and executes its second
+// stage, which reports success and reaps: the static reaper the daemon
+// passed on reaperFD (stage/reaper_amd64.S, where it exists), else this
+// binary again. It returns only on failure. The standard input (the
+// daemon's keep-alive pipe) and the report descriptor 3 pass through the
+// exec. The arguments are the same for both forms (the daemon's tests
+// find a sandbox's init by them).
+func reexecConfined(filterFD, reaperFD int) error {
 	if err := confineInit(filterFD); err != nil {
 		return err
 	}
-	err := unix.Exec("/proc/self/exe", []string{"aiod-sandbox-init", InitArg, confinedArg}, initEnv)
+	path := "/proc/self/exe"
+	if reaperFD > 2 {
+		// Through the view's /proc (mounted noexec, which does not
+		// apply: the link leads to the memory file, on a mount of its
+		// own).
+		path = "/proc/self/fd/" + strconv.Itoa(reaperFD)
+	}
+	err := unix.Exec(path, []string{"aiod-sandbox-init", InitArg, confinedArg}, initEnv)
 	return fmt.Errorf("sandbox: init executing itself confined: %w", err)
 }

@@ -38,6 +38,9 @@ type initSpec struct {
 	// FilterFD, when not 0, is a pipe with the system-call filter,
 	// compiled by the daemon (encodeFilter).
 	FilterFD int `json:"filter_fd,omitempty"`
+	// ReaperFD, when not 0, is the static program init's second stage
+	// executes (reaperFile) instead of this binary.
+	ReaperFD int `json:"reaper_fd,omitempty"`
 	// Account, when set, is the account (Config.UID) the view's
 	// /etc/passwd and /etc/group name (account_linux.go).
 	Account *initAccount `json:"account,omitempty"`
@@ -101,7 +104,7 @@ func Init(args []string) int {
 		if err := build(spec); err != nil {
 			return fail(err)
 		}
-		return fail(reexecConfined(spec.FilterFD))
+		return fail(reexecConfined(spec.FilterFD, spec.ReaperFD))
 	}
 	// Orphans of the sandbox are reparented here (the daemon's subreaper
 	// bit does not cross into a child PID namespace). With SIGCHLD

@@ -395,6 +395,10 @@ func (s *Sandbox) spawner(inst *instance, ready chan<- error) {
 			}
 		}
 	}
+	if f, err := reaperFile(); err == nil && f != nil {
+		ispec.ReaperFD = 3 + len(cmd.ExtraFiles)
+		cmd.ExtraFiles = append(cmd.ExtraFiles, f)
+	}
 	spec, _ = json.Marshal(ispec)
 	cmd.Args[len(cmd.Args)-1] = string(spec)
 	// Registered as an exec.Cmd's child: a commands engine of another

@@ -38,7 +38,7 @@ import (
 //
 // The stage has two forms with one argument format (stageArgs). Where
 // stageCode exists (x86-64), it is a static program of a few hundred
-// bytes, assembled from stage/amd64.S, put in a sealed memory file of
+// bytes, assembled from stage/stage_amd64.S, put in a sealed memory file of
 // mode 0711 (stageELF): it loads nothing, and a start costs what an
 // exec costs. Elsewhere it is this binary, started with InitArg and
 // stageArg (stage below): the same steps in Go, on one locked thread
@@ -93,6 +93,15 @@ var binaryStage = sync.OnceValues(func() (*os.File, error) {
 		return nil, fmt.Errorf("sandbox: a whole machine needs this binary executable by other accounts (mode %v)", fi.Mode().Perm())
 	}
 	return f, nil
+})
+
+// reaperFile is reaperCode in a sealed memory file (sealedFile), made
+// once a process; nil where there is no static reaper.
+var reaperFile = sync.OnceValues(func() (*os.File, error) {
+	if reaperCode == nil {
+		return nil, nil
+	}
+	return sealedFile("sandbox-init", stageELF(reaperCode))
 })
 
 // forceGoStage makes the stage the Go form even where stageCode exists

@@ -8,3 +8,7 @@ var stageCode []byte
 
 // stageMachine is the ELF machine of stageCode.
 const stageMachine = 0
+
+// reaperCode is init's second stage's static form for this
+// architecture: none, so it is this binary again (caps_linux.go).
+var reaperCode []byte
