@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"runtime"
 	"strings"
@@ -28,15 +29,17 @@ import (
 //     which a user namespace's join requires) joins the machine's user
 //     namespace only and becomes root there;
 //  2. it executes the stage (stageFile, by its /proc/self/fd path),
-//     which joins the machine's mount namespace, closes the descriptors
-//     it was given, changes to the command's directory, empties the
-//     bounding set but containerCaps, and executes the command. Root's
+//     which joins the machine's mount namespace, reads the command from
+//     a sealed memory file (stageCommand: never in an argument list,
+//     which any account may read), closes the descriptors it was given,
+//     changes to the command's directory, empties the bounding set but
+//     containerCaps, and executes the command. Root's
 //     exec computes its capabilities from the bounding set, so the
 //     command, and everything it starts, has at most containerCaps;
 //     no_new_privs (inherited from the spawner) keeps a set-id program
 //     or a file capability from raising them.
 //
-// The stage has two forms with one argument format (stageArgs). Where
+// The stage has two forms with one input (stageControl, stageCommand). Where
 // stageCode exists (x86-64), it is a static program of a few hundred
 // bytes, assembled from stage/stage_amd64.S, put in a sealed memory file of
 // mode 0711 (stageELF): it loads nothing, and a start costs what an
@@ -55,8 +58,8 @@ import (
 // comes in its arguments.
 
 // stageArg, as the argument of InitArg, makes this binary a whole
-// machine's stage (its Go form); the stage's arguments (stageArgs)
-// follow it.
+// machine's stage (its Go form); the stage's argument (stageControl)
+// follows it.
 const stageArg = "stage"
 
 // stageFile is the stage, open for nsenter to execute by its
@@ -73,7 +76,7 @@ func stageFile() (*os.File, error) {
 
 // staticStage is the stage's static form in a sealed memory file.
 var staticStage = sync.OnceValues(func() (*os.File, error) {
-	return sealedFile("aiod-stage", stageELF(stageCode))
+	return sealedFile("aiod-stage", stageELF(stageCode), 0o711)
 })
 
 // binaryStage is this binary, open, for the stage's Go form.
@@ -101,7 +104,7 @@ var reaperFile = sync.OnceValues(func() (*os.File, error) {
 	if reaperCode == nil {
 		return nil, nil
 	}
-	return sealedFile("sandbox-init", stageELF(reaperCode))
+	return sealedFile("sandbox-init", stageELF(reaperCode), 0o711)
 })
 
 // forceGoStage makes the stage the Go form even where stageCode exists
@@ -111,11 +114,11 @@ var forceGoStage bool
 // goStage reports whether the stage is this binary (its Go form).
 func goStage() bool { return stageCode == nil || forceGoStage }
 
-// sealedFile is a memory file holding b, mode 0711 (executable by every
-// account, readable by none but through this descriptor, so the kernel
-// marks a process that executes it not dumpable), sealed against any
-// change.
-func sealedFile(name string, b []byte) (*os.File, error) {
+// sealedFile is a memory file holding b, sealed against any change, of
+// mode: 0711 for a program (executable by every account, readable by
+// none but through this descriptor, so the kernel marks a process that
+// executes it not dumpable), 0600 for data.
+func sealedFile(name string, b []byte, mode uint32) (*os.File, error) {
 	fd, err := unix.MemfdCreate(name, unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING)
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: %s: %w", name, err)
@@ -125,7 +128,7 @@ func sealedFile(name string, b []byte) (*os.File, error) {
 		f.Close()
 		return nil, fmt.Errorf("sandbox: %s: %w", name, err)
 	}
-	if err := unix.Fchmod(fd, 0o711); err != nil {
+	if err := unix.Fchmod(fd, mode); err != nil {
 		f.Close()
 		return nil, fmt.Errorf("sandbox: %s: %w", name, err)
 	}
@@ -178,69 +181,91 @@ func stageELF(code []byte) []byte {
 	return append(b, code...)
 }
 
-// stageArgs are the stage's arguments (after its argv[0]) for the
-// command path with argv and env in directory dir, given the numbers
-// the three descriptors (the user namespace, the mount namespace, the
-// stage) get in the child:
-//
-//	CONTROL DIR PATH ARGV... - ENV...
-//
-// CONTROL is six bytes, each 0x80|v (a NUL cannot be an argument): the
-// three descriptors, then len(argv) in three 7-bit groups, lowest
-// first. The "-" is a placeholder the stage overwrites with the end of
-// the command's arguments. Descriptors must be below 128 and argv
-// shorter than 1<<21 (the kernel's argument space ends far sooner).
-func stageArgs(fds [3]int, dir, path string, argv, env []string) ([]string, error) {
-	ctl := make([]byte, 0, 6)
+// stageControl is the stage's argument (after its argv[0]): four bytes,
+// each 0x80|fd (a NUL cannot be an argument), the numbers the child
+// gives the user namespace's descriptor, the mount namespace's, the
+// stage's own and the command file's (stageCommand). Each must be from 3
+// to 127.
+func stageControl(fds [4]int) (string, error) {
+	ctl := make([]byte, 0, len(fds))
 	for _, fd := range fds {
 		if fd < 3 || fd > 0x7f {
-			return nil, fmt.Errorf("sandbox: the stage's descriptor %d is out of range", fd)
+			return "", fmt.Errorf("sandbox: the stage's descriptor %d is out of range", fd)
 		}
 		ctl = append(ctl, 0x80|byte(fd))
 	}
-	k := len(argv)
-	if k == 0 || k >= 1<<21 {
-		return nil, fmt.Errorf("sandbox: %d arguments", k)
-	}
-	ctl = append(ctl, 0x80|byte(k&0x7f), 0x80|byte(k>>7&0x7f), 0x80|byte(k>>14&0x7f))
-	args := make([]string, 0, 4+len(argv)+len(env))
-	args = append(args, string(ctl), dir, path)
-	args = append(args, argv...)
-	args = append(args, "-")
-	return append(args, env...), nil
+	return string(ctl), nil
 }
 
-// stageSpec is the stage's arguments, parsed.
+// stageCommand is the content of the stage's command file: the
+// directory, the program path, its arguments argv (argv[0] first) and
+// its environment env, as stage/stage_amd64.S reads them:
+//
+//	u32 len(argv), u32 len(env) (little-endian), then each string
+//	ended by a NUL: dir, path, argv..., env...
+//
+// A file, not arguments, so that the environment (which may hold a
+// secret the daemon gives a process) is in no /proc/PID/cmdline, which
+// every account may read. A string with a NUL is refused.
+func stageCommand(dir, path string, argv, env []string) ([]byte, error) {
+	if len(argv) == 0 || len(argv) > 1<<24 || len(env) > 1<<24 {
+		return nil, fmt.Errorf("sandbox: %d arguments, %d environment entries", len(argv), len(env))
+	}
+	n := 8
+	all := append(append([]string{dir, path}, argv...), env...)
+	for _, a := range all {
+		if strings.IndexByte(a, 0) >= 0 {
+			return nil, errors.New("sandbox: an argument, the environment or the directory holds a NUL")
+		}
+		n += len(a) + 1
+	}
+	b := make([]byte, 0, n)
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(argv)))
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(env)))
+	for _, a := range all {
+		b = append(append(b, a...), 0)
+	}
+	return b, nil
+}
+
+// stageSpec is what the stage was given, parsed.
 type stageSpec struct {
-	fds       [3]int // the user namespace, the mount namespace, the stage
+	fds       [4]int // the user namespace, the mount namespace, the stage, the command file
 	dir, path string
 	env, argv []string
 }
 
-// parseStage parses the stage's arguments (stageArgs). They come from
-// the daemon, never from the sandbox, but a mistake must still end in a
-// message, not a panic.
-func parseStage(args []string) (stageSpec, error) {
+// parseStage parses the stage's argument (stageControl) and the content
+// of its command file (stageCommand), read by readCommand with the
+// file's descriptor. They come from the daemon, never from the sandbox,
+// but a mistake must still end in a message, not a panic.
+func parseStage(args []string, readCommand func(fd int) ([]byte, error)) (stageSpec, error) {
 	var sp stageSpec
-	if len(args) < 4 || len(args[0]) != 6 {
+	if len(args) != 1 || len(args[0]) != len(sp.fds) {
 		return sp, errors.New("bad arguments")
 	}
-	ctl := args[0]
-	for i := range 6 {
-		if ctl[i]&0x80 == 0 {
+	for i := range sp.fds {
+		c := args[0][i]
+		if c&0x80 == 0 || c&0x7f < 3 {
 			return sp, errors.New("bad control bytes")
 		}
+		sp.fds[i] = int(c & 0x7f)
 	}
-	for i := range 3 {
-		sp.fds[i] = int(ctl[i] & 0x7f)
+	b, err := readCommand(sp.fds[3])
+	if err != nil {
+		return sp, err
 	}
-	k := int(ctl[3]&0x7f) | int(ctl[4]&0x7f)<<7 | int(ctl[5]&0x7f)<<14
-	if k == 0 || 3+k >= len(args) {
-		return sp, errors.New("bad argument count")
+	if len(b) < 8 {
+		return sp, errors.New("a short command file")
 	}
-	sp.dir, sp.path = args[1], args[2]
-	sp.argv = args[3 : 3+k]
-	sp.env = args[4+k:] // past the placeholder
+	k, m := int(binary.LittleEndian.Uint32(b)), int(binary.LittleEndian.Uint32(b[4:]))
+	parts := strings.Split(string(b[8:]), "\x00")
+	// k+m+2 strings, each ended by a NUL: the split's last part is empty.
+	if k < 1 || k > len(parts) || m > len(parts) || len(parts) != k+m+3 || parts[len(parts)-1] != "" {
+		return sp, errors.New("a malformed command file")
+	}
+	sp.dir, sp.path = parts[0], parts[1]
+	sp.argv, sp.env = parts[2:2+k], parts[2+k:2+k+m]
 	return sp, nil
 }
 
@@ -252,7 +277,11 @@ func stage(args []string) int {
 		fmt.Fprintf(os.Stderr, "sandbox: "+format+"\n", a...)
 		return code
 	}
-	sp, err := parseStage(args)
+	sp, err := parseStage(args, func(fd int) ([]byte, error) {
+		// From its start: the daemon's write left the shared offset at
+		// the end.
+		return io.ReadAll(io.NewSectionReader(os.NewFile(uintptr(fd), "command"), 0, 1<<40))
+	})
 	if err != nil {
 		return fail(1, "cannot enter the machine: %v", err)
 	}

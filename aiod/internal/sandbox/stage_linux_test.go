@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os/exec"
@@ -9,68 +10,86 @@ import (
 	"testing"
 )
 
-// TestStageArgs: what stageArgs writes, parseStage reads back; what
-// cannot be written is refused.
-func TestStageArgs(t *testing.T) {
+// TestStageInput: what stageControl and stageCommand write, parseStage
+// reads back; what cannot be written is refused, and a damaged input is
+// refused, not a panic.
+func TestStageInput(t *testing.T) {
 	cases := []struct {
 		name      string
-		fds       [3]int
+		fds       [4]int
 		argv, env []string
 		wantErr   bool
 	}{
-		{"plain", [3]int{3, 4, 5}, []string{"/bin/sh", "-c", "echo hi"}, []string{"A=1", "PATH=/usr/bin"}, false},
-		{"no env", [3]int{5, 6, 7}, []string{"x"}, nil, false},
-		{"a placeholder in argv", [3]int{3, 4, 5}, []string{"a", "-", ""}, []string{"-"}, false},
-		{"many", [3]int{3, 4, 127}, slices.Repeat([]string{"a"}, 300), []string{"B=2"}, false},
-		{"low descriptor", [3]int{2, 4, 5}, []string{"x"}, nil, true},
-		{"high descriptor", [3]int{3, 4, 128}, []string{"x"}, nil, true},
-		{"no argv", [3]int{3, 4, 5}, nil, nil, true},
+		{"plain", [4]int{3, 4, 5, 6}, []string{"/bin/sh", "-c", "echo hi"}, []string{"A=1", "PATH=/usr/bin"}, false},
+		{"no env", [4]int{5, 6, 7, 8}, []string{"x"}, nil, false},
+		{"empty strings", [4]int{3, 4, 5, 6}, []string{"a", "-", ""}, []string{"", "B="}, false},
+		{"many", [4]int{3, 4, 126, 127}, slices.Repeat([]string{"a"}, 300), []string{"B=2"}, false},
+		{"low descriptor", [4]int{2, 4, 5, 6}, []string{"x"}, nil, true},
+		{"high descriptor", [4]int{3, 4, 5, 128}, []string{"x"}, nil, true},
+		{"no argv", [4]int{3, 4, 5, 6}, nil, nil, true},
+		{"a NUL", [4]int{3, 4, 5, 6}, []string{"a\x00b"}, nil, true},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			args, err := stageArgs(c.fds, "/work dir", "/bin/prog", c.argv, c.env)
+			ctl, err := stageControl(c.fds)
+			var b []byte
+			if err == nil {
+				b, err = stageCommand("/work dir", "/bin/prog", c.argv, c.env)
+			}
 			if (err != nil) != c.wantErr {
-				t.Fatalf("stageArgs: %v, want error %v", err, c.wantErr)
+				t.Fatalf("%v, want error %v", err, c.wantErr)
 			}
 			if err != nil {
 				return
 			}
-			for _, a := range args {
-				if strings.IndexByte(a, 0) >= 0 {
-					t.Fatalf("an argument holds a NUL: %q", a)
-				}
+			if strings.IndexByte(ctl, 0) >= 0 {
+				t.Fatalf("the control bytes hold a NUL: %q", ctl)
 			}
-			sp, err := parseStage(args)
+			sp, err := parseStage([]string{ctl}, func(fd int) ([]byte, error) {
+				if fd != c.fds[3] {
+					t.Errorf("read descriptor %d, want %d", fd, c.fds[3])
+				}
+				return b, nil
+			})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if sp.fds != c.fds || sp.dir != "/work dir" || sp.path != "/bin/prog" || !slices.Equal(sp.argv, c.argv) || len(sp.env) != len(c.env) || !slices.Equal(sp.env, c.env) && len(c.env) > 0 {
+			if sp.fds != c.fds || sp.dir != "/work dir" || sp.path != "/bin/prog" || !slices.Equal(sp.argv, c.argv) || len(sp.env) != len(c.env) || len(c.env) > 0 && !slices.Equal(sp.env, c.env) {
 				t.Errorf("parsed %+v, want %v %v %v", sp, c.fds, c.argv, c.env)
 			}
 		})
 	}
-	for _, bad := range [][]string{nil, {"x"}, {"\x83\x84\x85\x81\x80\x80", "/"}, {"\x83\x84\x85\x85\x80\x80", "/", "/p", "a"}, {"\x03\x84\x85\x81\x80\x80", "/", "/p", "a", "-"}} {
-		if _, err := parseStage(bad); err == nil {
-			t.Errorf("parseStage(%q) took it", bad)
+	good, _ := stageCommand("/", "/p", []string{"a"}, []string{"E=1"})
+	for _, bad := range []struct {
+		args []string
+		file []byte
+	}{
+		{nil, good}, {[]string{"\x83\x84\x85"}, good}, {[]string{"\x83\x84\x85\x86", "x"}, good},
+		{[]string{"\x03\x84\x85\x86"}, good}, {[]string{"\x81\x84\x85\x86"}, good},
+		{[]string{"\x83\x84\x85\x86"}, good[:5]}, {[]string{"\x83\x84\x85\x86"}, good[:len(good)-1]},
+		{[]string{"\x83\x84\x85\x86"}, append(slices.Clone(good), 'x', 0)},
+		{[]string{"\x83\x84\x85\x86"}, append([]byte{0, 0, 0, 0}, good[4:]...)},
+		{[]string{"\x83\x84\x85\x86"}, append([]byte{9, 0, 0, 0}, good[4:]...)},
+	} {
+		if _, err := parseStage(bad.args, func(int) ([]byte, error) { return bad.file, nil }); err == nil {
+			t.Errorf("parseStage(%q, %q) took it", bad.args, bad.file)
 		}
 	}
 }
 
-// FuzzParseStage: no argument list makes parseStage panic, and what it
-// takes has its parts where stageArgs puts them.
+// FuzzParseStage: no input makes parseStage panic, and what it takes
+// has its parts where stageCommand puts them.
 func FuzzParseStage(f *testing.F) {
-	f.Add("\x83\x84\x85\x82\x80\x80", "/", "/p", "a b", 2)
-	f.Fuzz(func(t *testing.T, ctl, dir, path, rest string, n int) {
-		args := append([]string{ctl, dir, path}, strings.Fields(rest)...)
-		if n > 0 && n < len(args) {
-			args = args[:n]
-		}
-		sp, err := parseStage(args)
+	good, _ := stageCommand("/", "/p", []string{"a", "b"}, []string{"E=1"})
+	f.Add("\x83\x84\x85\x86", good)
+	f.Fuzz(func(t *testing.T, ctl string, file []byte) {
+		sp, err := parseStage([]string{ctl}, func(int) ([]byte, error) { return file, nil })
 		if err != nil {
 			return
 		}
-		if len(sp.argv) == 0 || 4+len(sp.argv)+len(sp.env) != len(args) {
-			t.Fatalf("%q: %+v", args, sp)
+		back, err := stageCommand(sp.dir, sp.path, sp.argv, sp.env)
+		if err != nil || !bytes.Equal(back, file) {
+			t.Fatalf("%q: parsed %+v, which writes %q (%v)", file, sp, back, err)
 		}
 	})
 }
@@ -133,6 +152,21 @@ func TestStageForms(t *testing.T) {
 			err = cmd.Wait()
 			if status(err) != 1 || b.String() != "sandbox: cannot change to directory /no/such/dir: No such file or directory\n" {
 				t.Errorf("a missing directory: %q %v, want exit status 1", b.String(), err)
+			}
+			// The command's environment and arguments reach it, and no
+			// argument list on the way (nsenter's, the stage's, which
+			// every account may read in /proc/PID/cmdline) holds them.
+			cmd = exec.Command("/bin/sh", "-c", "echo \"$A2C_SECRET\" \"$0\"", "argument-secret")
+			b.Reset()
+			cmd.Stdout, cmd.Stderr, cmd.Env = &b, &b, []string{"A2C_SECRET=env-secret"}
+			if err := s.Wrap(cmd, cmd.Start)(); err != nil {
+				t.Fatal(err)
+			}
+			if err := cmd.Wait(); err != nil || b.String() != "env-secret argument-secret\n" {
+				t.Errorf("the environment and arguments: %q %v", b.String(), err)
+			}
+			if !strings.HasPrefix(cmd.Args[0], "nsenter") || strings.Contains(strings.Join(cmd.Args, " "), "secret") {
+				t.Errorf("the first program's arguments: %q", cmd.Args)
 			}
 			cmd = exec.Command("/bin/pwd")
 			b.Reset()

@@ -528,19 +528,27 @@ func (s *Sandbox) throughNsenter(cmd *exec.Cmd, inst *instance) ([]*os.File, err
 	if dir == "" {
 		dir = "/"
 	}
-	stage, err := stageArgs([3]int{first, first + 1, first + 2}, dir, cmd.Path, cmd.Args, cmd.Environ())
+	ctl, err := stageControl([4]int{first, first + 1, first + 2, first + 3})
+	var command *os.File
+	if err == nil {
+		var b []byte
+		if b, err = stageCommand(dir, cmd.Path, cmd.Args, cmd.Environ()); err == nil {
+			command, err = sealedFile("aiod-command", b, 0o600)
+		}
+	}
 	if err != nil {
 		for _, f := range files {
 			f.Close()
 		}
 		return nil, err
 	}
-	cmd.ExtraFiles = append(cmd.ExtraFiles, files[0], files[1], exe)
+	files = append(files, command)
+	cmd.ExtraFiles = append(cmd.ExtraFiles, files[0], files[1], exe, command)
 	args := []string{"nsenter", "--user=/proc/self/fd/" + strconv.Itoa(first), "--", "/proc/self/fd/" + strconv.Itoa(first+2)}
 	if goStage() {
 		args = append(args, InitArg, stageArg)
 	}
-	cmd.Args = append(args, stage...)
+	cmd.Args = append(args, ctl)
 	cmd.Path = "/proc/self/fd/" + strconv.Itoa(s.nsenter)
 	cmd.Env, cmd.Dir = []string{}, ""
 	// As the range's first id, which owns the namespace (ownedInit): no

@@ -9,24 +9,23 @@
 # TestStageCode assembles it again and fails when they differ
 # (go test -run TestStageCode -update writes them).
 #
-# Arguments (argv; the environment the stage gets is empty):
+# Arguments: argv[1] is four bytes, each 0x80|fd (never a NUL): the
+# descriptors of the user namespace, the mount namespace, this program,
+# and the command. The environment the stage gets is empty. The command
+# descriptor is a sealed memory file the daemon wrote (stageArgs):
 #
-#   argv[0]  any name
-#   argv[1]  six bytes, each 0x80|v (never a NUL): the user namespace's
-#            descriptor, the mount namespace's, this program's own, and
-#            k, the number of the command's arguments, in three 7-bit
-#            groups, lowest first
-#   argv[2]  the directory to change to, inside
-#   argv[3]  the command's program
-#   argv[4 .. 4+k-1]      the command's arguments (argv[0] first)
-#   argv[4+k]             a placeholder, overwritten with the NULL that
-#                         ends the command's arguments
-#   argv[4+k+1 ..]        the command's environment, ended by the NULL
-#                         that ends argv
+#   u32 k, u32 m (little-endian), then k+m+2 strings, each ended by a
+#   NUL: the directory to change to, the program, its k arguments
+#   (argv[0] first), its m environment entries.
+#
+# It is not in argv so that no other account, of the host or of the
+# machine, reads the command's environment in /proc/PID/cmdline.
 #
 # Steps: join the mount namespace (setns; the process is single-threaded,
-# so its file-system attributes are its own); close the three
-# descriptors; change to the directory; drop from the bounding set every
+# so its file-system attributes are its own); map the command file
+# (private, writable: nothing is written to it); close the four
+# descriptors; build the argument and environment arrays in an anonymous
+# mapping; change to the directory; drop from the bounding set every
 # capability not in MASK (PR_CAPBSET_DROP; the kernel's last capability
 # ends the loop with EINVAL); execute the command (execve). Root's exec
 # computes its capabilities from the bounding set, so the command holds
@@ -37,13 +36,17 @@
 # MASK is containerCaps (caps_linux.go): CHOWN DAC_OVERRIDE FOWNER
 # FSETID KILL SETGID SETUID SETPCAP NET_BIND_SERVICE NET_RAW SYS_CHROOT
 # MKNOD AUDIT_WRITE SETFCAP; TestStageCode checks that they agree.
+#
+# Registers kept across calls: r12 argv, r13 the control bytes, r14 the
+# command file's mapping, r15 the pointer array (directory, program,
+# argv..., NULL, env..., NULL).
 
 	.intel_syntax noprefix
 	.text
 	.globl _start
 _start:
-	lea	r12, [rsp+8]		# r12: argv
-	mov	r13, [r12+8]		# r13: the control bytes
+	lea	r12, [rsp+8]
+	mov	r13, [r12+8]
 
 	# setns(mount namespace, CLONE_NEWNS)
 	movzx	edi, byte ptr [r13+1]
@@ -54,18 +57,73 @@ _start:
 	test	rax, rax
 	jnz	fail_enter
 
-	# close the three descriptors
+	# fstat(command file): its size is st_size, at 48
+	sub	rsp, 144
+	movzx	edi, byte ptr [r13+3]
+	and	edi, 0x7f
+	mov	rsi, rsp
+	mov	eax, 5
+	syscall
+	mov	rsi, [rsp+48]
+	add	rsp, 144
+	test	rax, rax
+	jnz	fail_enter
+
+	# mmap(NULL, size, PROT_READ|PROT_WRITE, MAP_PRIVATE, fd, 0)
+	xor	edi, edi
+	mov	edx, 3
+	mov	r10d, 2
+	movzx	r8d, byte ptr [r13+3]
+	and	r8d, 0x7f
+	xor	r9d, r9d
+	mov	eax, 9
+	syscall
+	cmp	rax, -4096
+	ja	fail_enter
+	mov	r14, rax
+
+	# close the four descriptors
 	xor	ebp, ebp
 1:	movzx	edi, byte ptr [r13+rbp]
 	and	edi, 0x7f
 	mov	eax, 3
 	syscall
 	inc	ebp
-	cmp	ebp, 3
+	cmp	ebp, 4
 	jb	1b
 
-	# chdir(argv[2])
-	mov	rdi, [r12+16]
+	# the pointer array: mmap(NULL, (k+m+4)*8, PROT_READ|PROT_WRITE,
+	# MAP_PRIVATE|MAP_ANONYMOUS, -1, 0)
+	mov	eax, dword ptr [r14]
+	mov	ecx, dword ptr [r14+4]
+	add	rax, rcx
+	lea	rsi, [rax*8+32]
+	xor	edi, edi
+	mov	edx, 3
+	mov	r10d, 0x22
+	mov	r8, -1
+	xor	r9d, r9d
+	mov	eax, 9
+	syscall
+	cmp	rax, -4096
+	ja	fail_enter
+	mov	r15, rax
+
+	# fill it: the directory, the program and the k arguments, a NULL,
+	# the m environment entries, a NULL
+	mov	rdi, r15
+	lea	rsi, [r14+8]
+	mov	ecx, dword ptr [r14]
+	add	ecx, 2
+	call	strings
+	mov	qword ptr [rdi], 0
+	add	rdi, 8
+	mov	ecx, dword ptr [r14+4]
+	call	strings
+	mov	qword ptr [rdi], 0
+
+	# chdir(directory)
+	mov	rdi, [r15]
 	mov	eax, 80
 	syscall
 	test	rax, rax
@@ -92,24 +150,11 @@ _start:
 	jb	2b
 4:
 
-	# k, the command's argument count
-	movzx	eax, byte ptr [r13+3]
-	and	eax, 0x7f
-	movzx	ecx, byte ptr [r13+4]
-	and	ecx, 0x7f
-	shl	ecx, 7
-	or	eax, ecx
-	movzx	ecx, byte ptr [r13+5]
-	and	ecx, 0x7f
-	shl	ecx, 14
-	or	eax, ecx
-
-	# execve(argv[3], &argv[4], &argv[4+k+1])
-	lea	rsi, [r12+32]
-	lea	rdx, [rsi+rax*8]
-	mov	qword ptr [rdx], 0
-	add	rdx, 8
-	mov	rdi, [r12+24]
+	# execve(program, argv, envp); envp is past argv's k+1 pointers
+	mov	eax, dword ptr [r14]
+	lea	rdx, [r15+rax*8+24]
+	lea	rsi, [r15+16]
+	mov	rdi, [r15+8]
 	mov	eax, 59
 	syscall
 
@@ -117,7 +162,7 @@ _start:
 	mov	rbx, rax		# -errno
 	lea	rsi, [rip+m_prefix]
 	call	puts
-	mov	rsi, [r12+24]
+	mov	rsi, [r15+8]
 	call	puts
 	call	why
 	mov	edi, 126
@@ -134,7 +179,7 @@ fail_chdir:				# "sandbox: cannot change to directory DIR: WHY"
 	call	puts
 	lea	rsi, [rip+m_chdir]
 	call	puts
-	mov	rsi, [r12+16]
+	mov	rsi, [r15]
 	call	puts
 	call	why
 	mov	edi, 1
@@ -153,38 +198,54 @@ exit:
 	mov	eax, 231		# exit_group
 	syscall
 
+# strings stores at rdi the addresses of the ecx NUL-ended strings that
+# follow each other from rsi, advancing rdi past them and rsi past the
+# last one's NUL.
+strings:
+	test	ecx, ecx
+	jz	7f
+6:	mov	[rdi], rsi
+	add	rdi, 8
+8:	mov	al, byte ptr [rsi]
+	inc	rsi
+	test	al, al
+	jnz	8b
+	dec	ecx
+	jnz	6b
+7:	ret
+
 # why writes ": " and the text of the error -rbx, then a newline.
 why:
 	lea	rsi, [rip+m_sep]
 	call	puts
 	lea	rsi, [rip+m_enoent]
 	cmp	rbx, -2
-	je	6f
+	je	9f
 	lea	rsi, [rip+m_enotdir]
 	cmp	rbx, -20
-	je	6f
+	je	9f
 	lea	rsi, [rip+m_eacces]
 	cmp	rbx, -13
-	je	6f
+	je	9f
 	lea	rsi, [rip+m_enoexec]
 	cmp	rbx, -8
-	je	6f
+	je	9f
 	lea	rsi, [rip+m_eperm]
 	cmp	rbx, -1
-	je	6f
+	je	9f
 	lea	rsi, [rip+m_other]
-6:	call	puts
+9:	call	puts
 	lea	rsi, [rip+m_nl]
 	jmp	puts
 
 # puts writes the NUL-terminated string at rsi on the standard error.
 puts:
 	xor	edx, edx
-7:	cmp	byte ptr [rsi+rdx], 0
-	je	8f
+10:	cmp	byte ptr [rsi+rdx], 0
+	je	11f
 	inc	rdx
-	jmp	7b
-8:	mov	edi, 2
+	jmp	10b
+11:	mov	edi, 2
 	mov	eax, 1
 	syscall
 	ret
