@@ -334,8 +334,9 @@ func (d *Daemon) freshBrowserTmp(profile string) (string, error) {
 
 // selfExecutable is how a sandboxed process executes this binary: the
 // daemon's own file is usually outside the sandbox's view, but
-// /proc/self/exe of the child (a fork of the daemon until it executes)
-// is this binary wherever it lies.
+// /proc/self/exe of the child (a fork of the daemon until it executes;
+// the sandbox's Wrap passes a descriptor of this binary where the child
+// executes another program first) is this binary wherever it lies.
 func (d *Daemon) selfExecutable() (string, error) {
 	if d.sandbox != nil {
 		return "/proc/self/exe", nil

@@ -70,15 +70,21 @@ func setCaps(keep bool) error {
 //
 // For a whole machine (system) the bounding set keeps containerCaps,
 // root's capabilities inside, and the filter is the machine's: what
-// every process of it inherits (system_linux.go).
-func confineSpawner(system bool) error {
+// every process of it inherits (system_linux.go). With setid (the
+// process takes its identity in setid, after its exec: spawn_linux.go)
+// it keeps setidCaps, which setid needs and drops before anything of
+// the sandbox's runs.
+func confineSpawner(system, setid bool) error {
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return fmt.Errorf("sandbox: no_new_privs: %w", err)
 	}
 	var keep []uintptr
 	compile := filterProgram
-	if system {
+	switch {
+	case system:
 		keep, compile = containerCaps, systemFilterProgram
+	case setid:
+		keep = setidCaps
 	}
 	if err := keepBounding(keep); err != nil {
 		return err

@@ -76,6 +76,9 @@ func Init(args []string) int {
 	if len(args) > 0 && args[0] == stageArg {
 		return stage(args[1:])
 	}
+	if len(args) > 0 && args[0] == setidArg {
+		return setid(args[1:])
+	}
 	runtime.LockOSThread() // chdir and pivot_root below act on this thread's file-system state
 	_ = unix.Prctl(unix.PR_SET_NAME, uintptr(unsafe.Pointer(&[]byte("sandbox-init\x00")[0])), 0, 0, 0)
 	// Init is never the OOM killer's choice: set here, before anything

@@ -3,10 +3,13 @@ package sandbox
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
+	"sync"
 
 	"golang.org/x/sys/unix"
 )
@@ -155,3 +158,130 @@ func (t *threadFiles) close() {
 	}
 	t.baseTasks = nil
 }
+
+// A fork of the daemon that takes the sandbox's uid before its exec (Go's
+// SysProcAttr.Credential) is, until the exec, a process a process of the
+// sandbox may stop. Go forks with vfork: the spawner thread stays
+// suspended in the kernel until the child executes, and the Go runtime,
+// which counts that thread as running, cannot stop the world, so the
+// first garbage collection then freezes the whole daemon (an adversarial
+// pass froze it with kill(-1, SIGSTOP) in a loop). So where the daemon
+// is root, the fork stays root, which no process of the sandbox may
+// signal, and executes setid (stage/setid_amd64.S) at once: a static
+// program that takes the sandbox's identity and executes the process's
+// program. A process of the sandbox may stop setid, which stops that one
+// process; the daemon's start has returned by then. Where setidCode
+// does not exist, setid is this binary (setidArg).
+
+// setidArg, as the argument of InitArg, makes this binary setid (its Go
+// form, where setidCode does not exist). Its argument follows: three
+// bytes, each 0x80|v: the parent-death signal (0: none), this binary's
+// descriptor and the command file's (stageCommand: the directory is
+// "."), both closed before the exec. Its environment is empty: the
+// command's is in the file (the Go form is a dynamic program, started
+// as root: the request's LD_PRELOAD must not reach it).
+const setidArg = "setid"
+
+// setidFile is setidCode in a sealed memory file, made once a process.
+var setidFile = sync.OnceValues(func() (*os.File, error) {
+	return sealedFile("aiod-setid", stageELF(setidCode), 0o711)
+})
+
+// throughSetid makes cmd start as setid, which takes cmd's Credential
+// (clearing it from cmd: the fork stays root) and then executes cmd's
+// program with cmd's arguments and environment. setid also sets the
+// parent-death signal again (a change of identity clears it). It
+// returns the files the caller closes once cmd has started.
+func throughSetid(cmd *exec.Cmd) ([]*os.File, error) {
+	a := cmd.SysProcAttr
+	self := 3 + len(cmd.ExtraFiles)
+	if self+1 > 0x7f || a.Pdeathsig < 0 || a.Pdeathsig > 0x7f || a.Credential == nil {
+		return nil, fmt.Errorf("sandbox: cannot start %s through setid", cmd.Path)
+	}
+	cred := a.Credential
+	uid, gid := strconv.FormatUint(uint64(cred.Uid), 10), strconv.FormatUint(uint64(cred.Gid), 10)
+	if setidCode == nil || forceGoForms {
+		exe, err := binaryStage()
+		if err != nil {
+			return nil, err
+		}
+		b, err := stageCommand(".", cmd.Path, cmd.Args, cmd.Environ())
+		if err != nil {
+			return nil, err
+		}
+		command, err := sealedFile("aiod-command", b, 0o600)
+		if err != nil {
+			return nil, err
+		}
+		ctl := string([]byte{0x80 | byte(a.Pdeathsig), 0x80 | byte(self), 0x80 | byte(self+1)})
+		cmd.ExtraFiles = append(cmd.ExtraFiles, exe, command)
+		cmd.Args = []string{"aiod-setid", InitArg, setidArg, ctl, uid, gid}
+		cmd.Path, cmd.Env = "/proc/self/fd/"+strconv.Itoa(self), []string{}
+		a.Credential = nil
+		return []*os.File{command}, nil
+	}
+	f, err := setidFile()
+	if err != nil {
+		return nil, err
+	}
+	ctl := string([]byte{0x80 | byte(a.Pdeathsig), 0x80 | byte(self)})
+	cmd.ExtraFiles = append(cmd.ExtraFiles, f)
+	cmd.Args = append([]string{"aiod-setid", ctl, uid, gid, cmd.Path}, cmd.Args...)
+	cmd.Path = "/proc/self/fd/" + strconv.Itoa(self)
+	a.Credential = nil
+	return nil, nil
+}
+
+// setid is setid's Go form (see setidArg). It returns only on failure,
+// with the exit status, after a line on the standard error, as the
+// static form writes it.
+func setid(args []string) int {
+	fail := func(code int, format string, a ...any) int {
+		fmt.Fprintf(os.Stderr, "sandbox: "+format+"\n", a...)
+		return code
+	}
+	if len(args) != 3 || len(args[0]) != 3 || args[0][0]&0x80 == 0 || args[0][1]&0x80 == 0 || args[0][2]&0x80 == 0 {
+		return fail(1, "cannot take the sandbox's identity: bad arguments")
+	}
+	sig, self, cmdFD := int(args[0][0]&0x7f), int(args[0][1]&0x7f), int(args[0][2]&0x7f)
+	uid, err1 := strconv.ParseUint(args[1], 10, 32)
+	gid, err2 := strconv.ParseUint(args[2], 10, 32)
+	b, err3 := io.ReadAll(io.NewSectionReader(os.NewFile(uintptr(cmdFD), "command"), 0, 1<<40))
+	dir, path, argv, env, err4 := parseCommand(b)
+	if err := errors.Join(err1, err2, err3, err4); err != nil {
+		return fail(1, "cannot take the sandbox's identity: %v", err)
+	}
+	unix.Close(self)
+	unix.Close(cmdFD)
+	// On this thread, which then executes the program: the exec takes
+	// its credentials (raw calls: the C library's and Go's own would
+	// change every thread's, which is not needed).
+	runtime.LockOSThread()
+	if err := keepBounding(nil); err != nil {
+		return fail(1, "cannot take the sandbox's identity: %v", err)
+	}
+	for _, c := range []struct{ nr, a0 uintptr }{{unix.SYS_SETGROUPS, 0}, {unix.SYS_SETGID, uintptr(gid)}, {unix.SYS_SETUID, uintptr(uid)}} {
+		if _, _, e := unix.RawSyscall(c.nr, c.a0, 0, 0); e != 0 {
+			return fail(1, "cannot take the sandbox's identity: %s", errnoText(e))
+		}
+	}
+	if sig != 0 {
+		_ = unix.Prctl(unix.PR_SET_PDEATHSIG, uintptr(sig), 0, 0, 0)
+	}
+	if dir != "." {
+		if err := unix.Chdir(dir); err != nil {
+			return fail(1, "cannot change to directory %s: %s", dir, errnoText(err))
+		}
+	}
+	err := unix.Exec(path, argv, env)
+	code := 126
+	if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) {
+		code = 127
+	}
+	return fail(code, "%s: %s", path, errnoText(err))
+}
+
+// setidCaps are the capabilities setid needs (its fork is root with the
+// spawner thread's bounding set): to empty the bounding set, and to take
+// the sandbox's ids.
+var setidCaps = []uintptr{unix.CAP_SETPCAP, unix.CAP_SETUID, unix.CAP_SETGID}

@@ -79,7 +79,9 @@ var staticStage = sync.OnceValues(func() (*os.File, error) {
 	return sealedFile("aiod-stage", stageELF(stageCode), 0o711)
 })
 
-// binaryStage is this binary, open, for the stage's Go form.
+// binaryStage is this binary, open: for the Go forms of the stage and
+// setid, and for a sandboxed process that executes "/proc/self/exe"
+// (Wrap).
 var binaryStage = sync.OnceValues(func() (*os.File, error) {
 	f, err := os.Open(Executable)
 	if err != nil {
@@ -107,12 +109,13 @@ var reaperFile = sync.OnceValues(func() (*os.File, error) {
 	return sealedFile("sandbox-init", stageELF(reaperCode), 0o711)
 })
 
-// forceGoStage makes the stage the Go form even where stageCode exists
-// (tests of the Go form set it while no process is starting).
-var forceGoStage bool
+// forceGoForms makes the stage and setid their Go forms even where their
+// static forms exist (tests of the Go forms set it while no process is
+// starting).
+var forceGoForms bool
 
 // goStage reports whether the stage is this binary (its Go form).
-func goStage() bool { return stageCode == nil || forceGoStage }
+func goStage() bool { return stageCode == nil || forceGoForms }
 
 // sealedFile is a memory file holding b, sealed against any change, of
 // mode: 0711 for a program (executable by every account, readable by
@@ -181,12 +184,12 @@ func stageELF(code []byte) []byte {
 	return append(b, code...)
 }
 
-// stageControl is the stage's argument (after its argv[0]): four bytes,
+// stageControl is the stage's argument (after its argv[0]): five bytes,
 // each 0x80|fd (a NUL cannot be an argument), the numbers the child
 // gives the user namespace's descriptor, the mount namespace's, the
-// stage's own and the command file's (stageCommand). Each must be from 3
-// to 127.
-func stageControl(fds [4]int) (string, error) {
+// stage's own, the command file's (stageCommand) and nsenter's. Each
+// must be from 3 to 127; the stage closes them all.
+func stageControl(fds [5]int) (string, error) {
 	ctl := make([]byte, 0, len(fds))
 	for _, fd := range fds {
 		if fd < 3 || fd > 0x7f {
@@ -230,7 +233,7 @@ func stageCommand(dir, path string, argv, env []string) ([]byte, error) {
 
 // stageSpec is what the stage was given, parsed.
 type stageSpec struct {
-	fds       [4]int // the user namespace, the mount namespace, the stage, the command file
+	fds       [5]int // the user namespace, the mount namespace, the stage, the command file, nsenter
 	dir, path string
 	env, argv []string
 }
@@ -255,18 +258,22 @@ func parseStage(args []string, readCommand func(fd int) ([]byte, error)) (stageS
 	if err != nil {
 		return sp, err
 	}
+	sp.dir, sp.path, sp.argv, sp.env, err = parseCommand(b)
+	return sp, err
+}
+
+// parseCommand parses a command file (stageCommand).
+func parseCommand(b []byte) (dir, path string, argv, env []string, err error) {
 	if len(b) < 8 {
-		return sp, errors.New("a short command file")
+		return "", "", nil, nil, errors.New("a short command file")
 	}
 	k, m := int(binary.LittleEndian.Uint32(b)), int(binary.LittleEndian.Uint32(b[4:]))
 	parts := strings.Split(string(b[8:]), "\x00")
 	// k+m+2 strings, each ended by a NUL: the split's last part is empty.
 	if k < 1 || k > len(parts) || m > len(parts) || len(parts) != k+m+3 || parts[len(parts)-1] != "" {
-		return sp, errors.New("a malformed command file")
+		return "", "", nil, nil, errors.New("a malformed command file")
 	}
-	sp.dir, sp.path = parts[0], parts[1]
-	sp.argv, sp.env = parts[2:2+k], parts[2+k:2+k+m]
-	return sp, nil
+	return parts[0], parts[1], parts[2 : 2+k], parts[2+k : 2+k+m], nil
 }
 
 // stage is the stage's Go form (see the comment at the top of this

@@ -23,6 +23,7 @@ var stagePrograms = []struct {
 }{
 	{"stage/stage_amd64.S", "stageCode", "the stage's static form for x86-64 (stage_linux.go)", stageCode},
 	{"stage/reaper_amd64.S", "reaperCode", "init's second stage for x86-64 (caps_linux.go)", reaperCode},
+	{"stage/setid_amd64.S", "setidCode", "the first program of a sandboxed process for x86-64 (spawn_linux.go)", setidCode},
 }
 
 // TestStageCode: each program's bytes are what GNU as makes of its
@@ -48,7 +49,7 @@ func TestStageCode(t *testing.T) {
 	for _, p := range stagePrograms {
 		dir := t.TempDir()
 		obj, bin := filepath.Join(dir, "p.o"), filepath.Join(dir, "p.bin")
-		if out, err := exec.Command("as", "--64", "-o", obj, p.src).CombinedOutput(); err != nil {
+		if out, err := exec.Command("as", "--64", "-I", "stage", "-o", obj, p.src).CombinedOutput(); err != nil {
 			t.Fatalf("as %s: %v\n%s", p.src, err, out)
 		}
 		if out, err := exec.Command("objcopy", "-O", "binary", "-j", ".text", obj, bin).CombinedOutput(); err != nil {

@@ -528,28 +528,39 @@ func (s *Sandbox) throughNsenter(cmd *exec.Cmd, inst *instance) ([]*os.File, err
 	if dir == "" {
 		dir = "/"
 	}
-	ctl, err := stageControl([4]int{first, first + 1, first + 2, first + 3})
-	var command *os.File
+	// nsenter is executed by its own descriptor's path (a copy of it,
+	// since a program between, setid, may run first), which the stage
+	// closes with the others.
+	ctl, err := stageControl([5]int{first, first + 1, first + 2, first + 3, first + 4})
+	var command, nsenter *os.File
 	if err == nil {
 		var b []byte
 		if b, err = stageCommand(dir, cmd.Path, cmd.Args, cmd.Environ()); err == nil {
 			command, err = sealedFile("aiod-command", b, 0o600)
 		}
 	}
+	if err == nil {
+		var d int
+		if d, err = unix.FcntlInt(uintptr(s.nsenter), unix.F_DUPFD_CLOEXEC, 3); err == nil {
+			nsenter = os.NewFile(uintptr(d), "nsenter")
+		} else {
+			command.Close()
+		}
+	}
 	if err != nil {
 		for _, f := range files {
 			f.Close()
 		}
-		return nil, err
+		return nil, fmt.Errorf("sandbox: %w", err)
 	}
-	files = append(files, command)
-	cmd.ExtraFiles = append(cmd.ExtraFiles, files[0], files[1], exe, command)
+	files = append(files, command, nsenter)
+	cmd.ExtraFiles = append(cmd.ExtraFiles, files[0], files[1], exe, command, nsenter)
 	args := []string{"nsenter", "--user=/proc/self/fd/" + strconv.Itoa(first), "--", "/proc/self/fd/" + strconv.Itoa(first+2)}
 	if goStage() {
 		args = append(args, InitArg, stageArg)
 	}
 	cmd.Args = append(args, ctl)
-	cmd.Path = "/proc/self/fd/" + strconv.Itoa(s.nsenter)
+	cmd.Path = "/proc/self/fd/" + strconv.Itoa(first+4)
 	cmd.Env, cmd.Dir = []string{}, ""
 	// As the range's first id, which owns the namespace (ownedInit): no
 	// privilege on the host, every one inside once joined; never the

@@ -9,10 +9,11 @@
 # TestStageCode assembles it again and fails when they differ
 # (go test -run TestStageCode -update writes them).
 #
-# Arguments: argv[1] is four bytes, each 0x80|fd (never a NUL): the
+# Arguments: argv[1] is five bytes, each 0x80|fd (never a NUL): the
 # descriptors of the user namespace, the mount namespace, this program,
-# and the command. The environment the stage gets is empty. The command
-# descriptor is a sealed memory file the daemon wrote (stageArgs):
+# the command and nsenter, all closed before the exec. The environment
+# the stage gets is empty. The command descriptor is a sealed memory
+# file the daemon wrote (stageCommand):
 #
 #   u32 k, u32 m (little-endian), then k+m+2 strings, each ended by a
 #   NUL: the directory to change to, the program, its k arguments
@@ -23,7 +24,7 @@
 #
 # Steps: join the mount namespace (setns; the process is single-threaded,
 # so its file-system attributes are its own); map the command file
-# (private, writable: nothing is written to it); close the four
+# (private, writable: nothing is written to it); close the
 # descriptors; build the argument and environment arrays in an anonymous
 # mapping; change to the directory; drop from the bounding set every
 # capability not in MASK (PR_CAPBSET_DROP; the kernel's last capability
@@ -82,15 +83,17 @@ _start:
 	ja	fail_enter
 	mov	r14, rax
 
-	# close the four descriptors
+	# close the descriptors, up to the control bytes' end
 	xor	ebp, ebp
 1:	movzx	edi, byte ptr [r13+rbp]
+	test	edi, edi
+	jz	12f
 	and	edi, 0x7f
 	mov	eax, 3
 	syscall
 	inc	ebp
-	cmp	ebp, 4
-	jb	1b
+	jmp	1b
+12:
 
 	# the pointer array: mmap(NULL, (k+m+4)*8, PROT_READ|PROT_WRITE,
 	# MAP_PRIVATE|MAP_ANONYMOUS, -1, 0)
@@ -158,20 +161,9 @@ _start:
 	mov	eax, 59
 	syscall
 
-	# the exec failed: "sandbox: PROGRAM: WHY"
-	mov	rbx, rax		# -errno
-	lea	rsi, [rip+m_prefix]
-	call	puts
-	mov	rsi, [r15+8]
-	call	puts
-	call	why
-	mov	edi, 126
-	cmp	rbx, -2			# ENOENT
-	je	5f
-	cmp	rbx, -20		# ENOTDIR
-	jne	exit
-5:	mov	edi, 127
-	jmp	exit
+	mov	rbx, rax
+	mov	rdi, [r15+8]
+	jmp	exec_failed
 
 fail_chdir:				# "sandbox: cannot change to directory DIR: WHY"
 	mov	rbx, rax
@@ -214,50 +206,4 @@ strings:
 	jnz	6b
 7:	ret
 
-# why writes ": " and the text of the error -rbx, then a newline.
-why:
-	lea	rsi, [rip+m_sep]
-	call	puts
-	lea	rsi, [rip+m_enoent]
-	cmp	rbx, -2
-	je	9f
-	lea	rsi, [rip+m_enotdir]
-	cmp	rbx, -20
-	je	9f
-	lea	rsi, [rip+m_eacces]
-	cmp	rbx, -13
-	je	9f
-	lea	rsi, [rip+m_enoexec]
-	cmp	rbx, -8
-	je	9f
-	lea	rsi, [rip+m_eperm]
-	cmp	rbx, -1
-	je	9f
-	lea	rsi, [rip+m_other]
-9:	call	puts
-	lea	rsi, [rip+m_nl]
-	jmp	puts
-
-# puts writes the NUL-terminated string at rsi on the standard error.
-puts:
-	xor	edx, edx
-10:	cmp	byte ptr [rsi+rdx], 0
-	je	11f
-	inc	rdx
-	jmp	10b
-11:	mov	edi, 2
-	mov	eax, 1
-	syscall
-	ret
-
-m_prefix:	.asciz "sandbox: "
-m_chdir:	.asciz "cannot change to directory "
-m_enter:	.asciz "cannot enter the machine"
-m_sep:		.asciz ": "
-m_enoent:	.asciz "No such file or directory"
-m_enotdir:	.asciz "Not a directory"
-m_eacces:	.asciz "Permission denied"
-m_enoexec:	.asciz "Exec format error"
-m_eperm:	.asciz "Operation not permitted"
-m_other:	.asciz "Cannot execute"
-m_nl:		.asciz "\n"
+	.include "errors.inc"

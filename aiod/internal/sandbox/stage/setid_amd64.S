@@ -1,0 +1,134 @@
+# setid, for x86-64 Linux: the first program of every sandboxed process
+# the daemon starts as root (spawn_linux.go explains why). It takes the
+# sandbox's identity and executes the process's program, so that the
+# moment a process of the sandbox could stop it (it has the sandbox's
+# uid) comes after the daemon's start has returned: a stopped fork of
+# the daemon's own image would hold a thread of the daemon suspended in
+# vfork, and with it every stop of the world of the Go runtime.
+#
+# stagecode_amd64.go holds the bytes GNU as makes of this file's .text;
+# TestStageCode assembles it again and fails when they differ.
+#
+# Arguments (the environment is the program's, passed through):
+#
+#   argv[1]  two bytes, each 0x80|v: the parent-death signal to set
+#            again once the identity has changed (0: none), and this
+#            program's own descriptor (closed before the exec)
+#   argv[2]  the uid, argv[3] the gid, in decimal
+#   argv[4]  the program
+#   argv[5..] its arguments (argv[0] first)
+#
+# Steps: empty the bounding set (the daemon's spawner kept in it what
+# this program needs: setidCaps, or a machine's containerCaps); then
+# setgroups(0), setgid, setuid (root's capabilities go with it);
+# the parent-death signal (a change of identity clears it); close this
+# program's descriptor; execve. A failure writes "sandbox: ..." on the
+# standard error and exits (127: the program is not found, 126: it
+# cannot be executed, 1: the identity could not be taken).
+
+	.intel_syntax noprefix
+	.text
+	.globl _start
+_start:
+	lea	r12, [rsp+8]		# r12: argv
+	mov	r13, [r12+8]		# r13: the control bytes
+
+	# empty the bounding set (it holds what this program needs, which
+	# it has: the change of identity below clears the rest)
+	xor	ebp, ebp
+4:	mov	edi, 24			# PR_CAPBSET_DROP
+	mov	esi, ebp
+	xor	edx, edx
+	xor	r10d, r10d
+	xor	r8d, r8d
+	mov	eax, 157
+	syscall
+	cmp	rax, -22		# EINVAL: past the kernel's last one
+	je	5f
+	test	rax, rax
+	jnz	fail_id
+	inc	ebp
+	cmp	ebp, 64
+	jb	4b
+5:
+
+	# setgroups(0, NULL)
+	xor	edi, edi
+	xor	esi, esi
+	mov	eax, 116
+	syscall
+	test	rax, rax
+	jnz	fail_id
+
+	# setgid(argv[3])
+	mov	rsi, [r12+24]
+	call	atoi
+	mov	edi, eax
+	mov	eax, 106
+	syscall
+	test	rax, rax
+	jnz	fail_id
+
+	# setuid(argv[2])
+	mov	rsi, [r12+16]
+	call	atoi
+	mov	edi, eax
+	mov	eax, 105
+	syscall
+	test	rax, rax
+	jnz	fail_id
+
+	# prctl(PR_SET_PDEATHSIG, signal)
+	movzx	esi, byte ptr [r13]
+	and	esi, 0x7f
+	jz	1f
+	mov	edi, 1
+	xor	edx, edx
+	xor	r10d, r10d
+	xor	r8d, r8d
+	mov	eax, 157
+	syscall
+1:
+	# close(own descriptor)
+	movzx	edi, byte ptr [r13+1]
+	and	edi, 0x7f
+	mov	eax, 3
+	syscall
+
+	# execve(argv[4], &argv[5], envp); envp follows argv's NULL
+	mov	rax, [rsp]		# argc
+	lea	rdx, [r12+rax*8+8]
+	lea	rsi, [r12+40]
+	mov	rdi, [r12+32]
+	mov	eax, 59
+	syscall
+	mov	rbx, rax
+	mov	rdi, [r12+32]
+	jmp	exec_failed
+
+fail_id:				# "sandbox: cannot take the sandbox's identity: WHY"
+	mov	rbx, rax
+	lea	rsi, [rip+m_prefix]
+	call	puts
+	lea	rsi, [rip+m_id]
+	call	puts
+	call	why
+	mov	edi, 1
+	mov	eax, 231
+	syscall
+
+# atoi returns in eax the decimal number at rsi (digits up to the NUL).
+atoi:
+	xor	eax, eax
+2:	movzx	ecx, byte ptr [rsi]
+	test	ecx, ecx
+	jz	3f
+	imul	eax, eax, 10
+	sub	ecx, 48
+	add	eax, ecx
+	inc	rsi
+	jmp	2b
+3:	ret
+
+m_id:		.asciz "cannot take the sandbox's identity"
+	.include "errors.inc"
