@@ -137,8 +137,12 @@ func (b *box) start() (err error) {
 	switch {
 	case b.machine:
 		// In the upper layer, stored as the rest of it is: with the ids
-		// it has inside (root's 0), idmapped to the sandbox's range.
-		owner = 0
+		// it has inside shifted by sandbox.LayerIDs (root's), idmapped
+		// to the sandbox's range.
+		owner = sandbox.LayerIDs
+		if err := os.Lchown(b.dir, owner, owner); err != nil {
+			return fmt.Errorf("workspace: %w", err)
+		}
 		if err := os.Chmod(b.dir, 0o755); err != nil {
 			return fmt.Errorf("workspace: %w", err)
 		}

@@ -107,7 +107,8 @@ type System struct {
 	IDs int
 	// Upper is the host directory of the sandbox's own layer: every
 	// write to its system lands there, stored with the ids as they are
-	// inside (0 for root). Made if missing; owned by host root.
+	// inside shifted by LayerIDs (root's 0 is LayerIDs on disk). Made
+	// if missing.
 	Upper string
 	// Mask is the directory BuildMask made: the layer above the host's
 	// that hides what other accounts of the host cannot read, and the
@@ -117,6 +118,17 @@ type System struct {
 
 // SystemIDs is how many ids a whole machine's namespace maps.
 const SystemIDs = 1 << 16
+
+// LayerIDs is the first of the ids a whole machine's own files (its
+// upper layer, its workspace) are stored with: inside id k is LayerIDs+k
+// on disk, whatever the machine's range, so a layer is another
+// machine's as it is (a snapshot, a template). They are not the host's
+// own ids (k): a set-user-id program or a file capability that root
+// inside makes is root's inside only, never the host's root's, should
+// the file ever reach the host's view (a kept workspace, a copy). Above
+// every range a pool gives (plain sandboxes' from --uid-base, below
+// 2000000000; machines' from 2000000000 to 2^31).
+const LayerIDs = 3_000_000_000
 
 // ownNet reports whether the sandbox has a network namespace of its own.
 func (c Config) ownNet() bool { return c.Network == NetworkNone || c.Network == NetworkEgress }

@@ -233,13 +233,25 @@ func (s *Sandbox) systemTrees() (spec *initSystem, files []*os.File, err error) 
 			files = nil
 		}
 	}()
+	// Two mappings: the host's layers are read with their own ids (k on
+	// disk is k inside), the machine's own with LayerIDs+k.
 	idmap := []syscall.SysProcIDMap{{ContainerID: 0, HostID: sys.IDs, Size: SystemIDs}}
 	ns, err := newUserNS(idmap, idmap)
 	if err != nil {
 		return nil, nil, fmt.Errorf("sandbox: %w", err)
 	}
 	defer ns.Close()
+	own := []syscall.SysProcIDMap{{ContainerID: LayerIDs, HostID: sys.IDs, Size: SystemIDs}}
+	ownNS, err := newUserNS(own, own)
+	if err != nil {
+		return nil, nil, fmt.Errorf("sandbox: %w", err)
+	}
+	defer ownNS.Close()
 	if err := os.MkdirAll(sys.Upper, 0o700); err != nil {
+		return nil, nil, fmt.Errorf("sandbox: upper layer: %w", err)
+	}
+	// The layer's top is root's inside (init makes its parts there).
+	if err := os.Lchown(sys.Upper, LayerIDs, LayerIDs); err != nil {
 		return nil, nil, fmt.Errorf("sandbox: upper layer: %w", err)
 	}
 	tree := func(path string, attr uint64, userns int) (*os.File, error) {
@@ -268,7 +280,7 @@ func (s *Sandbox) systemTrees() (spec *initSystem, files []*os.File, err error) 
 		files = append(files, f)
 		return len(files) - 1 // an index: the caller turns it into init's descriptor
 	}
-	f, err := tree(sys.Upper, 0, int(ns.Fd()))
+	f, err := tree(sys.Upper, 0, int(ownNS.Fd()))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -284,10 +296,17 @@ func (s *Sandbox) systemTrees() (spec *initSystem, files []*os.File, err error) 
 		spec.Lowers[t] = add(f)
 	}
 	// The workspace is stored as the upper layer is (in the pool, it is
-	// in it): with the ids it has inside, through the same mapping, so
-	// no id outside the sandbox's range (the host's root's, 0, least of
-	// all) can own a file of it.
-	if f, err = tree(s.cfg.Workspace, 0, int(ns.Fd())); err != nil {
+	// in it): with the ids it has inside shifted by LayerIDs, through
+	// the same mapping, so no id of the host (its root's, 0, least of
+	// all) can own a file of it. An empty one of the host's root is
+	// given to root inside.
+	var st unix.Stat_t
+	if err := unix.Fstat(s.ws.fd(), &st); err == nil && st.Uid == 0 && s.ws.empty() {
+		if err := unix.Fchownat(s.ws.fd(), "", LayerIDs, LayerIDs, unix.AT_EMPTY_PATH); err != nil {
+			return nil, nil, fmt.Errorf("sandbox: workspace: %w", err)
+		}
+	}
+	if f, err = tree(s.cfg.Workspace, 0, int(ownNS.Fd())); err != nil {
 		return nil, nil, err
 	}
 	spec.Workspace = add(f)

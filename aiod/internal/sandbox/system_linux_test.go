@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"crypto/sha256"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -209,8 +210,31 @@ func TestSystem(t *testing.T) {
 	_ = cmd.Wait()
 	// The writes are in the upper layer, as inside; the host is untouched.
 	var fst syscall.Stat_t
-	if err := syscall.Stat(upper+"/usr/upper/local/bin/made-inside", &fst); err != nil || fst.Uid != 42 || fst.Gid != 42 {
-		t.Errorf("the upper layer's file: %+v %v", fst, err)
+	if err := syscall.Stat(upper+"/usr/upper/local/bin/made-inside", &fst); err != nil || fst.Uid != LayerIDs+42 || fst.Gid != LayerIDs+42 {
+		t.Errorf("the upper layer's file: %+v %v, want ids %d", fst, err, LayerIDs+42)
+	}
+	// What root inside makes set-user-id, or gives a file capability, is
+	// root's inside only: on the host's disk its owner, and the
+	// capability's root, is LayerIDs, never the host's root (0).
+	for _, dir := range []string{"/usr/local/bin", ws} {
+		script := "cp /bin/true " + dir + "/suid && chmod 4755 " + dir + "/suid && cp /bin/true " + dir + "/capped && " +
+			"python3 -c 'import os,struct; os.setxattr(\"" + dir + "/capped\", \"security.capability\", struct.pack(\"<IIIII\", 0x02000001, 1<<7, 0, 0, 0))' && stat -c '%u %a' " + dir + "/suid"
+		if out, err := run(t, s, script); out != "0 4755\n" {
+			t.Fatalf("%s: %q %v", dir, out, err)
+		}
+		onHost := upper + "/usr/upper/local/bin"
+		if dir == ws {
+			onHost = ws
+		}
+		if err := syscall.Stat(onHost+"/suid", &fst); err != nil || fst.Uid != LayerIDs || fst.Mode&syscall.S_ISUID == 0 {
+			t.Errorf("%s/suid on the host: uid %d mode %o %v, want uid %d", onHost, fst.Uid, fst.Mode, err, LayerIDs)
+		}
+		xattr := make([]byte, 64)
+		n, err := syscall.Getxattr(onHost+"/capped", "security.capability", xattr)
+		// A namespace's capability (revision 3) names its root: LayerIDs.
+		if err != nil || n != 24 || binary.LittleEndian.Uint32(xattr) != 0x03000001 || binary.LittleEndian.Uint32(xattr[20:]) != LayerIDs {
+			t.Errorf("%s/capped's capability on the host: %x %v, want revision 3 with root %d", onHost, xattr[:max(n, 0)], err, LayerIDs)
+		}
 	}
 	for _, p := range []string{"/usr/local/bin/made-inside", "/usr/bin/a2c-test-hello"} {
 		if _, err := os.Lstat(p); err == nil {
