@@ -83,7 +83,9 @@ func TestPoolMachine(t *testing.T) {
 		}
 	}
 	// The file plane writes as root inside, into the workspace in the
-	// upper layer, stored with the ids it has inside.
+	// upper layer, stored with the ids it has inside shifted by
+	// sandbox.LayerIDs (3000000000: root's file is never the host
+	// root's).
 	code, e := a.call("POST", "/v1/file/write", "/v1/file/write", map[string]any{"file": ws + "/from-api.txt", "content": "api\n"})
 	if code != 200 || !e.Success {
 		t.Errorf("file write: %d %s", code, e.raw)
@@ -91,8 +93,8 @@ func TestPoolMachine(t *testing.T) {
 	if got := sh(t, a, "stat -c '%U %s' "+ws+"/from-api.txt"); got != "root 4" {
 		t.Errorf("the API's file inside: %q", got)
 	}
-	if fi, err := os.Stat(filepath.Join(ws, "from-api.txt")); err != nil || fi.Sys().(*syscall.Stat_t).Uid != 0 {
-		t.Errorf("the API's file on the host: %v", err)
+	if fi, err := os.Stat(filepath.Join(ws, "from-api.txt")); err != nil || fi.Sys().(*syscall.Stat_t).Uid != 3_000_000_000 {
+		t.Errorf("the API's file on the host: %v %v, want uid 3000000000", fi, err)
 	}
 	if _, err := os.Stat("/usr/bin/a2c-hello"); err == nil {
 		t.Error("the package landed on the host")
