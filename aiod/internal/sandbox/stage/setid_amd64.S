@@ -107,15 +107,9 @@ _start:
 	jmp	exec_failed
 
 fail_id:				# "sandbox: cannot take the sandbox's identity: WHY"
-	mov	rbx, rax
-	lea	rsi, [rip+m_prefix]
-	call	puts
 	lea	rsi, [rip+m_id]
-	call	puts
-	call	why
-	mov	edi, 1
-	mov	eax, 231
-	syscall
+	xor	edi, edi
+	jmp	fail
 
 # atoi returns in eax the decimal number at rsi (digits up to the NUL).
 atoi:

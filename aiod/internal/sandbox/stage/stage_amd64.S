@@ -166,29 +166,14 @@ _start:
 	jmp	exec_failed
 
 fail_chdir:				# "sandbox: cannot change to directory DIR: WHY"
-	mov	rbx, rax
-	lea	rsi, [rip+m_prefix]
-	call	puts
 	lea	rsi, [rip+m_chdir]
-	call	puts
-	mov	rsi, [r15]
-	call	puts
-	call	why
-	mov	edi, 1
-	jmp	exit
+	mov	rdi, [r15]
+	jmp	fail
 
 fail_enter:				# "sandbox: cannot enter the machine: WHY"
-	mov	rbx, rax
-	lea	rsi, [rip+m_prefix]
-	call	puts
 	lea	rsi, [rip+m_enter]
-	call	puts
-	call	why
-	mov	edi, 1
-
-exit:
-	mov	eax, 231		# exit_group
-	syscall
+	xor	edi, edi
+	jmp	fail
 
 # strings stores at rdi the addresses of the ecx NUL-ended strings that
 # follow each other from rsi, advancing rdi past them and rsi past the
