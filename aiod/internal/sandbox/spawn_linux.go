@@ -176,8 +176,9 @@ func (t *threadFiles) close() {
 // setidArg, as the argument of InitArg, makes this binary setid (its Go
 // form, where setidCode does not exist). Its argument follows: three
 // bytes, each 0x80|v: the parent-death signal (0: none), this binary's
-// descriptor and the command file's (stageCommand: the directory is
-// "."), both closed before the exec. Its environment is empty: the
+// descriptor and the command file's (stageCommand: the directory, "."
+// for none, is changed to after the identity), both closed before the
+// exec. Its environment is empty: the
 // command's is in the file (the Go form is a dynamic program, started
 // as root: the request's LD_PRELOAD must not reach it).
 const setidArg = "setid"
@@ -188,7 +189,10 @@ var setidFile = sync.OnceValues(func() (*os.File, error) {
 })
 
 // throughSetid makes cmd start as setid, which takes cmd's Credential
-// (clearing it from cmd: the fork stays root) and then executes cmd's
+// (clearing it from cmd: the fork stays root), changes to cmd's Dir
+// (clearing it too: the fork holds every descriptor of the daemon, and
+// a Dir such as /proc/self/fd/N, or a link the sandbox turns into one,
+// would lead it out of the sandbox's view), and then executes cmd's
 // program with cmd's arguments and environment. setid also sets the
 // parent-death signal again (a change of identity clears it). It
 // returns the files the caller closes once cmd has started.
@@ -205,7 +209,7 @@ func throughSetid(cmd *exec.Cmd) ([]*os.File, error) {
 		if err != nil {
 			return nil, err
 		}
-		b, err := stageCommand(".", cmd.Path, cmd.Args, cmd.Environ())
+		b, err := stageCommand(dirOrDot(cmd.Dir), cmd.Path, cmd.Args, cmd.Environ())
 		if err != nil {
 			return nil, err
 		}
@@ -216,7 +220,7 @@ func throughSetid(cmd *exec.Cmd) ([]*os.File, error) {
 		ctl := string([]byte{0x80 | byte(a.Pdeathsig), 0x80 | byte(self), 0x80 | byte(self+1)})
 		cmd.ExtraFiles = append(cmd.ExtraFiles, exe, command)
 		cmd.Args = []string{"aiod-setid", InitArg, setidArg, ctl, uid, gid}
-		cmd.Path, cmd.Env = "/proc/self/fd/"+strconv.Itoa(self), []string{}
+		cmd.Path, cmd.Env, cmd.Dir = "/proc/self/fd/"+strconv.Itoa(self), []string{}, ""
 		a.Credential = nil
 		return []*os.File{command}, nil
 	}
@@ -226,10 +230,18 @@ func throughSetid(cmd *exec.Cmd) ([]*os.File, error) {
 	}
 	ctl := string([]byte{0x80 | byte(a.Pdeathsig), 0x80 | byte(self)})
 	cmd.ExtraFiles = append(cmd.ExtraFiles, f)
-	cmd.Args = append([]string{"aiod-setid", ctl, uid, gid, cmd.Path}, cmd.Args...)
-	cmd.Path = "/proc/self/fd/" + strconv.Itoa(self)
+	cmd.Args = append([]string{"aiod-setid", ctl, uid, gid, cmd.Dir, cmd.Path}, cmd.Args...)
+	cmd.Path, cmd.Dir = "/proc/self/fd/"+strconv.Itoa(self), ""
 	a.Credential = nil
 	return nil, nil
+}
+
+// dirOrDot is dir, or "." (stay) when empty.
+func dirOrDot(dir string) string {
+	if dir == "" {
+		return "."
+	}
+	return dir
 }
 
 // setid is setid's Go form (see setidArg). It returns only on failure,

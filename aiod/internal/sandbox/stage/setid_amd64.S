@@ -15,14 +15,18 @@
 #            again once the identity has changed (0: none), and this
 #            program's own descriptor (closed before the exec)
 #   argv[2]  the uid, argv[3] the gid, in decimal
-#   argv[4]  the program
-#   argv[5..] its arguments (argv[0] first)
+#   argv[4]  the directory to change to ("": none)
+#   argv[5]  the program
+#   argv[6..] its arguments (argv[0] first)
 #
 # Steps: empty the bounding set (the daemon's spawner kept in it what
 # this program needs: setidCaps, or a machine's containerCaps); then
 # setgroups(0), setgid, setuid (root's capabilities go with it);
 # the parent-death signal (a change of identity clears it); close this
-# program's descriptor; execve. A failure writes "sandbox: ..." on the
+# program's descriptor; change to the directory, as the sandbox's
+# account, holding no descriptor of the daemon's (the daemon's fork
+# held them all, and /proc/self/fd/N of a daemon's directory is a way
+# out of the sandbox's view: the directory is never the fork's); execve. A failure writes "sandbox: ..." on the
 # standard error and exits (127: the program is not found, 126: it
 # cannot be executed, 1: the identity could not be taken).
 
@@ -95,16 +99,30 @@ _start:
 	mov	eax, 3
 	syscall
 
-	# execve(argv[4], &argv[5], envp); envp follows argv's NULL
+	# chdir(argv[4]), unless empty
+	mov	rdi, [r12+32]
+	cmp	byte ptr [rdi], 0
+	je	6f
+	mov	eax, 80
+	syscall
+	test	rax, rax
+	jnz	fail_chdir
+6:
+	# execve(argv[5], &argv[6], envp); envp follows argv's NULL
 	mov	rax, [rsp]		# argc
 	lea	rdx, [r12+rax*8+8]
-	lea	rsi, [r12+40]
-	mov	rdi, [r12+32]
+	lea	rsi, [r12+48]
+	mov	rdi, [r12+40]
 	mov	eax, 59
 	syscall
 	mov	rbx, rax
-	mov	rdi, [r12+32]
+	mov	rdi, [r12+40]
 	jmp	exec_failed
+
+fail_chdir:				# "sandbox: cannot change to directory DIR: WHY"
+	lea	rsi, [rip+m_chdir]
+	mov	rdi, [r12+32]
+	jmp	fail
 
 fail_id:				# "sandbox: cannot take the sandbox's identity: WHY"
 	lea	rsi, [rip+m_id]
