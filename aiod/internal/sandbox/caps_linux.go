@@ -63,28 +63,24 @@ func setCaps(keep bool) error {
 
 // confineSpawner gives the calling, locked thread (the spawner, inside
 // the sandbox's namespaces) what every sandboxed process must inherit:
-// no_new_privs, an empty bounding set, no inheritable or ambient
-// capability, and the filter. The thread keeps its own effective
+// no_new_privs, a bounding set emptied but for what setid needs (which
+// setid empties), no inheritable or ambient capability, and the filter. The thread keeps its own effective
 // capabilities, so it can still start processes as the account; a
 // child's identity switch to that account then clears the rest.
 //
 // For a whole machine (system) the bounding set keeps containerCaps,
 // root's capabilities inside, and the filter is the machine's: what
-// every process of it inherits (system_linux.go). With setid (the
-// process takes its identity in setid, after its exec: spawn_linux.go)
-// it keeps setidCaps, which setid needs and drops before anything of
+// every process of it inherits (system_linux.go). Otherwise it keeps
+// setidCaps: a process takes its identity in setid, after its exec
+// (spawn_linux.go), which needs them and drops them before anything of
 // the sandbox's runs.
-func confineSpawner(system, setid bool) error {
+func confineSpawner(system bool) error {
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return fmt.Errorf("sandbox: no_new_privs: %w", err)
 	}
-	var keep []uintptr
-	compile := filterProgram
-	switch {
-	case system:
+	keep, compile := setidCaps, filterProgram
+	if system {
 		keep, compile = containerCaps, systemFilterProgram
-	case setid:
-		keep = setidCaps
 	}
 	if err := keepBounding(keep); err != nil {
 		return err

@@ -48,10 +48,6 @@ type Sandbox struct {
 	uid, gid int                      // the account, as the daemon's user namespace sees it
 	hostUID  int                      // the account's uid on the host
 	userns   bool                     // the daemon runs in a user namespace of its own (ReexecUnprivileged)
-	// setid: a process takes the sandbox's identity in setid, the first
-	// program it runs, not in the daemon's fork (spawn_linux.go): where
-	// the daemon is root.
-	setid bool
 	cg    *cgroups // nil: rlimits only
 	// spawners counts the spawner goroutines still running: Close waits
 	// for them before it closes the cgroup files their last step
@@ -191,7 +187,6 @@ func New(cfg Config, log *slog.Logger) (*Sandbox, error) {
 	if cfg.System != nil && userns {
 		return nil, errors.New("sandbox: a whole machine needs aiod to run as root on the host")
 	}
-	s.setid = !userns && os.Geteuid() == 0
 	if s.ws, err = openWorkspace(ws); err != nil {
 		return nil, err
 	}
@@ -476,7 +471,7 @@ func (s *Sandbox) spawner(inst *instance, ready chan<- error) {
 			s.scopeErr.Store(err.Error())
 		}
 	}
-	if err := confineSpawner(s.cfg.System != nil, s.setid); err != nil {
+	if err := confineSpawner(s.cfg.System != nil); err != nil {
 		keepW.Close()
 		<-inst.done
 		closeNS(inst)
@@ -728,7 +723,7 @@ func (s *Sandbox) Wrap(cmd *exec.Cmd, start func() error) func() error {
 		// "/proc/self/exe" is this binary in a fork of the daemon, but
 		// the program a process starts as may be another (setid,
 		// nsenter, the stage): it is given by a descriptor instead.
-		if cmd.Path == "/proc/self/exe" && (s.setid || s.cfg.System != nil) {
+		if cmd.Path == "/proc/self/exe" {
 			exe, err := binaryStage()
 			if err != nil {
 				return err
@@ -747,17 +742,17 @@ func (s *Sandbox) Wrap(cmd *exec.Cmd, start func() error) func() error {
 				}
 			}()
 		}
-		if s.setid {
-			setidFiles, err := throughSetid(cmd)
-			if err != nil {
-				return err
-			}
-			defer func() {
-				for _, f := range setidFiles {
-					f.Close()
-				}
-			}()
+		// The identity is taken in setid, not in the daemon's fork
+		// (spawn_linux.go).
+		setidFiles, err := throughSetid(cmd)
+		if err != nil {
+			return err
 		}
+		defer func() {
+			for _, f := range setidFiles {
+				f.Close()
+			}
+		}()
 		detachTerminal(cmd.SysProcAttr)
 		held := s.holdAtExec(cmd)
 		done := make(chan struct{})

@@ -165,23 +165,39 @@ func (t *threadFiles) close() {
 // suspended in the kernel until the child executes, and the Go runtime,
 // which counts that thread as running, cannot stop the world, so the
 // first garbage collection then freezes the whole daemon (an adversarial
-// pass froze it with kill(-1, SIGSTOP) in a loop). So where the daemon
-// is root, the fork stays root, which no process of the sandbox may
-// signal, and executes setid (stage/setid_amd64.S) at once: a static
-// program that takes the sandbox's identity and executes the process's
-// program. A process of the sandbox may stop setid, which stops that one
-// process; the daemon's start has returned by then. Where setidCode
-// does not exist, setid is this binary (setidArg).
+// pass froze it with kill(-1, SIGSTOP) in a loop). So the fork stays
+// root, which no process of the sandbox may signal, and executes setid
+// (stage/setid_amd64.S) at once: a static program that takes the
+// sandbox's identity, changes to the process's directory and executes
+// its program. A process of the sandbox may stop setid, which stops
+// that one process; the daemon's start has returned by then. Where
+// setidCode does not exist, setid is this binary (setidArg).
+//
+// The directory, too, is setid's: the fork holds every descriptor of
+// the daemon, and a directory such as /proc/self/fd/N of the daemon's
+// workspace descriptor (or a link the sandbox turns into one after the
+// plane looked) led a command out of the sandbox's view; setid holds
+// none of them, and changes to the directory as the account.
+//
+// An unprivileged daemon (ReexecUnprivileged) runs its sandboxes as its
+// own uid: there the fork is that uid too, and a process of the sandbox
+// may still stop it; the directory guard holds there as well.
 
 // setidArg, as the argument of InitArg, makes this binary setid (its Go
-// form, where setidCode does not exist). Its argument follows: three
+// form, where setidCode does not exist). Its argument follows: four
 // bytes, each 0x80|v: the parent-death signal (0: none), this binary's
-// descriptor and the command file's (stageCommand: the directory, "."
-// for none, is changed to after the identity), both closed before the
-// exec. Its environment is empty: the
-// command's is in the file (the Go form is a dynamic program, started
-// as root: the request's LD_PRELOAD must not reach it).
+// descriptor, the command file's, and the flags (setidKeepGroups); the
+// uid and the gid follow. The command file (stageCommand) holds the
+// directory ("." for none, changed to after the identity), the program,
+// its arguments and its environment; both descriptors are closed before
+// the exec. setid's own environment is empty (it is a dynamic program,
+// started as root: the request's LD_PRELOAD must not reach it).
 const setidArg = "setid"
+
+// setidKeepGroups, in setid's flags, keeps the groups (Credential's
+// NoSetGroups: a daemon in a user namespace of its own may not call
+// setgroups).
+const setidKeepGroups = 1
 
 // setidFile is setidCode in a sealed memory file, made once a process.
 var setidFile = sync.OnceValues(func() (*os.File, error) {
@@ -204,6 +220,10 @@ func throughSetid(cmd *exec.Cmd) ([]*os.File, error) {
 	}
 	cred := a.Credential
 	uid, gid := strconv.FormatUint(uint64(cred.Uid), 10), strconv.FormatUint(uint64(cred.Gid), 10)
+	flags := byte(0x80)
+	if cred.NoSetGroups {
+		flags |= setidKeepGroups
+	}
 	if setidCode == nil || forceGoForms {
 		exe, err := binaryStage()
 		if err != nil {
@@ -217,7 +237,7 @@ func throughSetid(cmd *exec.Cmd) ([]*os.File, error) {
 		if err != nil {
 			return nil, err
 		}
-		ctl := string([]byte{0x80 | byte(a.Pdeathsig), 0x80 | byte(self), 0x80 | byte(self+1)})
+		ctl := string([]byte{0x80 | byte(a.Pdeathsig), 0x80 | byte(self), 0x80 | byte(self+1), flags})
 		cmd.ExtraFiles = append(cmd.ExtraFiles, exe, command)
 		cmd.Args = []string{"aiod-setid", InitArg, setidArg, ctl, uid, gid}
 		cmd.Path, cmd.Env, cmd.Dir = "/proc/self/fd/"+strconv.Itoa(self), []string{}, ""
@@ -228,7 +248,7 @@ func throughSetid(cmd *exec.Cmd) ([]*os.File, error) {
 	if err != nil {
 		return nil, err
 	}
-	ctl := string([]byte{0x80 | byte(a.Pdeathsig), 0x80 | byte(self)})
+	ctl := string([]byte{0x80 | byte(a.Pdeathsig), 0x80 | byte(self), flags})
 	cmd.ExtraFiles = append(cmd.ExtraFiles, f)
 	cmd.Args = append([]string{"aiod-setid", ctl, uid, gid, cmd.Dir, cmd.Path}, cmd.Args...)
 	cmd.Path, cmd.Dir = "/proc/self/fd/"+strconv.Itoa(self), ""
@@ -252,10 +272,10 @@ func setid(args []string) int {
 		fmt.Fprintf(os.Stderr, "sandbox: "+format+"\n", a...)
 		return code
 	}
-	if len(args) != 3 || len(args[0]) != 3 || args[0][0]&0x80 == 0 || args[0][1]&0x80 == 0 || args[0][2]&0x80 == 0 {
+	if len(args) != 3 || len(args[0]) != 4 || args[0][0]&0x80 == 0 || args[0][1]&0x80 == 0 || args[0][2]&0x80 == 0 || args[0][3]&0x80 == 0 {
 		return fail(1, "cannot take the sandbox's identity: bad arguments")
 	}
-	sig, self, cmdFD := int(args[0][0]&0x7f), int(args[0][1]&0x7f), int(args[0][2]&0x7f)
+	sig, self, cmdFD, keepGroups := int(args[0][0]&0x7f), int(args[0][1]&0x7f), int(args[0][2]&0x7f), args[0][3]&setidKeepGroups != 0
 	uid, err1 := strconv.ParseUint(args[1], 10, 32)
 	gid, err2 := strconv.ParseUint(args[2], 10, 32)
 	b, err3 := io.ReadAll(io.NewSectionReader(os.NewFile(uintptr(cmdFD), "command"), 0, 1<<40))
@@ -273,6 +293,9 @@ func setid(args []string) int {
 		return fail(1, "cannot take the sandbox's identity: %v", err)
 	}
 	for _, c := range []struct{ nr, a0 uintptr }{{unix.SYS_SETGROUPS, 0}, {unix.SYS_SETGID, uintptr(gid)}, {unix.SYS_SETUID, uintptr(uid)}} {
+		if c.nr == unix.SYS_SETGROUPS && keepGroups {
+			continue
+		}
 		if _, _, e := unix.RawSyscall(c.nr, c.a0, 0, 0); e != 0 {
 			return fail(1, "cannot take the sandbox's identity: %s", errnoText(e))
 		}

@@ -11,9 +11,11 @@
 #
 # Arguments (the environment is the program's, passed through):
 #
-#   argv[1]  two bytes, each 0x80|v: the parent-death signal to set
-#            again once the identity has changed (0: none), and this
-#            program's own descriptor (closed before the exec)
+#   argv[1]  three bytes, each 0x80|v: the parent-death signal to set
+#            again once the identity has changed (0: none), this
+#            program's own descriptor (closed before the exec), and
+#            flags: 1, keep the groups (no setgroups: a daemon in a user
+#            namespace of its own may not call it)
 #   argv[2]  the uid, argv[3] the gid, in decimal
 #   argv[4]  the directory to change to ("": none)
 #   argv[5]  the program
@@ -56,13 +58,16 @@ _start:
 	jb	4b
 5:
 
-	# setgroups(0, NULL)
+	# setgroups(0, NULL), unless the flags keep the groups
+	test	byte ptr [r13+2], 1
+	jnz	7f
 	xor	edi, edi
 	xor	esi, esi
 	mov	eax, 116
 	syscall
 	test	rax, rax
 	jnz	fail_id
+7:
 
 	# setgid(argv[3])
 	mov	rsi, [r12+24]
