@@ -48,7 +48,7 @@ type Sandbox struct {
 	uid, gid int                      // the account, as the daemon's user namespace sees it
 	hostUID  int                      // the account's uid on the host
 	userns   bool                     // the daemon runs in a user namespace of its own (ReexecUnprivileged)
-	cg    *cgroups // nil: rlimits only
+	cg       *cgroups                 // nil: rlimits only
 	// spawners counts the spawner goroutines still running: Close waits
 	// for them before it closes the cgroup files their last step
 	// (leaveThread) writes to.
