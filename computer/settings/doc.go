@@ -1,8 +1,10 @@
 // Package settings owns the Computer's layered settings, as the Python
 // and Rust A2C-SMCP SDKs lay them out: where each scope's settings.json
-// lives ([Paths]), which keys each scope may supply and how a bad one is
-// reported ([Error]), how the layers merge ([Load], [Merged]), and the
-// locked, atomic writes of the writable scopes ([Set], [Delete]).
+// and mcp.json live ([Paths]), which keys each scope may supply and how
+// a bad one is reported ([Error]), how the layers merge ([Load],
+// [Merged]; [LoadMCP] for the servers), the locked, atomic writes of
+// the writable scopes ([Set], [Delete]), and the derived files of the
+// SKILL home ([ReadDerived], [WriteDerived]).
 //
 // # Scopes
 //
@@ -36,4 +38,22 @@
 // removes the key. It holds the sidecar lock <file>.lock (tried without
 // blocking, with a backoff from 50 ms to 1 s, ten times, then an error)
 // and replaces the file atomically (a temporary file, synced, renamed).
+//
+// # mcp.json
+//
+// Each scope's mcp.json is {"servers": {KEY: server}, "inputs": [...]}
+// (A2C's own shape, not .mcp.json's); the host program's own servers
+// come between local and flag (embed). A higher scope's server replaces
+// a lower's whole, and its origin is the highest scope that defines it:
+// user, embed, flag and policy are trusted, project and local pass the
+// approval gate. A server is validated by package config; one that is
+// not valid, or whose "name" is not its key, is dropped with an [Error].
+//
+// # Derived files
+//
+// known_marketplaces.json and installed_plugins.json, in the SKILL
+// home, are the Computer's own: a header line, version 1, written under
+// the lock and atomically. A corrupt one is set aside as
+// <name>.corrupt-<UTC time>.bak and read as empty; another version or an
+// unknown key is logged and written again.
 package settings
