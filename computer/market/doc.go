@@ -1,0 +1,17 @@
+// Package market owns the Computer's marketplaces and plugins, as the
+// Python and Rust A2C-SMCP SDKs ship them: a marketplace is a git
+// repository (tfrobot-marketplace v1) cloned into the SKILL home, whose
+// catalog (.tfrobot-plugin/marketplace.json) lists plugins that bundle
+// skills and MCP servers. This file's first step is the marketplaces:
+// [Add] (trust, clone, record) and the catalog's reading ([ReadCatalog]).
+// The settings they write and the derived records are package
+// settings'.
+//
+// Git is Debian's git, run with GIT_TERMINAL_PROMPT=0 (never a prompt)
+// and a 120 s bound per command, so file://, ssh and https remotes all
+// work as the user's git does.
+//
+// Errors a user can act on are [*Error] values carrying the CLI's exit
+// code (1: the user's mistake, 2: a clone or refresh failed) and the
+// SDKs' exact message.
+package market
