@@ -148,3 +148,74 @@ func TestDeriveName(t *testing.T) {
 		}
 	}
 }
+
+// push commits a change to the bare repository at url (file://...).
+func push(t *testing.T, url string) {
+	t.Helper()
+	work := filepath.Join(t.TempDir(), "work")
+	for _, args := range [][]string{{"clone", "-q", url, work}, {"-C", work, "commit", "-q", "--allow-empty", "-m", "more"}, {"-C", work, "push", "-q", "origin", "HEAD"}} {
+		cmd := exec.Command("git", args...)
+		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.com")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+}
+
+// TestMarketplaceRefresh (P10): refresh reports unchanged without a new
+// commit and updated, with the new commit and time, after a push; a
+// clone that is gone is cloned again (missing); list, info and set
+// auto-update show and change the record.
+func TestMarketplaceRefresh(t *testing.T) {
+	url := fixture(t)
+	m := testManager(t)
+	ctx := context.Background()
+	if _, err := m.Add(ctx, AddOptions{URL: url, Name: "acme", Trust: true}); err != nil {
+		t.Fatal(err)
+	}
+	first, _ := m.Known()
+	sha := first.Marketplaces["acme"].CommitSHA
+	rows, err := m.Refresh(ctx, "all")
+	if err != nil || len(rows) != 1 || rows[0] != (Refreshed{"acme", "unchanged", 1}) {
+		t.Fatalf("refresh: %v %v", rows, err)
+	}
+	push(t, url)
+	m.Now = func() time.Time { return time.Date(2026, 7, 2, 9, 0, 0, 0, time.UTC) }
+	if rows, err = m.Refresh(ctx, "acme"); err != nil || rows[0] != (Refreshed{"acme", "updated", 1}) {
+		t.Fatalf("refresh after a push: %v %v", rows, err)
+	}
+	after, _ := m.Known()
+	if r := after.Marketplaces["acme"]; r.CommitSHA == sha || !validSHA(r.CommitSHA) || r.LastUpdated != "2026-07-02T09:00:00Z" {
+		t.Errorf("record after the update: %+v", r)
+	}
+	if err := os.RemoveAll(m.cloneDir("acme")); err != nil {
+		t.Fatal(err)
+	}
+	if rows, err = m.Refresh(ctx, ""); err != nil || rows[0].Status != "missing" {
+		t.Errorf("a missing clone: %v %v", rows, err)
+	}
+	if _, err := os.Stat(filepath.Join(m.cloneDir("acme"), CatalogFile)); err != nil {
+		t.Errorf("not cloned again: %v", err)
+	}
+	var e *Error
+	if _, err := m.Refresh(ctx, "nope"); !errors.As(err, &e) || e.Message != "unknown marketplace: 'nope'" {
+		t.Errorf("unknown: %v", err)
+	}
+	if err := m.Set("acme", "auto-update", "true"); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Set("acme", "colour", "blue"); !errors.As(err, &e) || e.Message != "unknown key 'colour' (only 'auto-update' supported)" {
+		t.Errorf("unknown key: %v", err)
+	}
+	list, err := m.List()
+	if err != nil || len(list) != 1 || !list[0].Trusted || !list[0].AutoUpdate || list[0].URL != url {
+		t.Errorf("list: %+v %v", list, err)
+	}
+	if got, _ := json.Marshal(list[0]); !regexp.MustCompile(`^\{"name":"acme","url":"[^"]+","trusted":true,"autoUpdate":true,"lastUpdated":"2026-07-02T09:00:00Z","commitSha":"[0-9a-f]{40}"\}$`).Match(got) {
+		t.Errorf("list row: %s", got)
+	}
+	info, err := m.Info("acme")
+	if err != nil || info.InstallLocation != m.cloneDir("acme") || info.InstalledPlugins == nil {
+		t.Errorf("info: %+v %v", info, err)
+	}
+}

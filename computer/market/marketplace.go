@@ -242,3 +242,168 @@ func stringList(v any) []string {
 	}
 	return out
 }
+
+// Listed is a `marketplace list --json` row; Info adds the clone's
+// place and the plugins installed from it (`marketplace info`).
+type Listed struct {
+	Name             string   `json:"name"`
+	URL              string   `json:"url"`
+	Trusted          bool     `json:"trusted"`
+	AutoUpdate       bool     `json:"autoUpdate"`
+	LastUpdated      string   `json:"lastUpdated"`
+	CommitSHA        string   `json:"commitSha"`
+	InstallLocation  string   `json:"installLocation,omitempty"`
+	InstalledPlugins []string `json:"installedPlugins,omitempty"`
+}
+
+// List lists the known marketplaces by name.
+func (m *Manager) List() ([]Listed, error) {
+	known, err := m.Known()
+	if err != nil {
+		return nil, &Error{Code: 3, Message: err.Error()}
+	}
+	merged, err := settings.Load(m.Paths)
+	if err != nil {
+		return nil, &Error{Code: 3, Message: err.Error()}
+	}
+	trusted := stringList(merged.Values["trustedMarketplaces"])
+	out := []Listed{}
+	for _, name := range sortedNames(known.Marketplaces) {
+		r := known.Marketplaces[name]
+		out = append(out, Listed{Name: name, URL: r.Source.URL, Trusted: slices.Contains(trusted, r.Source.URL) || slices.Contains(trusted, name),
+			AutoUpdate: r.AutoUpdate, LastUpdated: r.LastUpdated, CommitSHA: r.CommitSHA})
+	}
+	return out, nil
+}
+
+// Info is marketplace name's row with its clone's place and the plugins
+// installed from it.
+func (m *Manager) Info(name string) (Listed, error) {
+	list, err := m.List()
+	if err != nil {
+		return Listed{}, err
+	}
+	for _, l := range list {
+		if l.Name != name {
+			continue
+		}
+		known, _ := m.Known()
+		l.InstallLocation = known.Marketplaces[name].InstallLocation
+		l.InstalledPlugins = []string{}
+		plugins := &settings.InstalledPlugins{}
+		if _, err := settings.ReadDerived(filepath.Join(m.Paths.SkillHome, settings.InstalledPluginsFile), plugins, m.Log); err == nil {
+			for _, id := range sortedNames(plugins.Plugins) {
+				if _, mp, err := settings.ParsePluginID(id); err == nil && mp == name {
+					l.InstalledPlugins = append(l.InstalledPlugins, id)
+				}
+			}
+		}
+		return l, nil
+	}
+	return Listed{}, userErr("unknown marketplace: '%s'", name)
+}
+
+// Refreshed is a `marketplace refresh --json` row: status updated,
+// unchanged, missing (no clone to pull: it is cloned again) or failed.
+type Refreshed struct {
+	Name   string `json:"name"`
+	Status string `json:"status"`
+	Skills int    `json:"skills"`
+}
+
+// Refresh pulls marketplace name's clone (all of them for "" or "all"),
+// or clones it again when the pull cannot fast-forward or the clone is
+// gone, and rescans it. The record's commit and time move only when the
+// commit did.
+func (m *Manager) Refresh(ctx context.Context, name string) ([]Refreshed, error) {
+	known, err := m.Known()
+	if err != nil {
+		return nil, &Error{Code: 3, Message: err.Error()}
+	}
+	names := sortedNames(known.Marketplaces)
+	if name != "" && name != "all" {
+		if _, ok := known.Marketplaces[name]; !ok {
+			return nil, userErr("unknown marketplace: '%s'", name)
+		}
+		names = []string{name}
+	}
+	out := []Refreshed{}
+	failed := false
+	for _, n := range names {
+		r := known.Marketplaces[n]
+		row := Refreshed{Name: n, Status: "unchanged"}
+		dir := m.cloneDir(n)
+		sha := ""
+		if _, err := os.Stat(filepath.Join(dir, ".git")); err != nil {
+			row.Status = "missing"
+		} else if _, err := git(ctx, dir, "pull", "--quiet", "--ff-only"); err == nil {
+			sha, _ = git(ctx, dir, "rev-parse", "HEAD")
+		} else if m.Log != nil {
+			m.Log.Warn("market: pull failed; cloning again", "marketplace", n, "err", err)
+		}
+		if !validSHA(sha) { // missing, or the pull failed: clone again
+			if sha, err = m.clone(ctx, r.Source.URL, dir); err != nil {
+				out = append(out, Refreshed{Name: n, Status: "failed"})
+				failed = true
+				continue
+			}
+		}
+		if sha != r.CommitSHA {
+			if row.Status == "unchanged" {
+				row.Status = "updated"
+			}
+			r.CommitSHA, r.LastUpdated = sha, timestamp(m.now())
+			known.Marketplaces[n] = r
+		}
+		if cat, err := ReadCatalog(dir); err == nil {
+			row.Skills = cat.SkillCount(dir)
+		}
+		out = append(out, row)
+	}
+	if err := settings.WriteDerived(m.knownPath(), known); err != nil {
+		return out, &Error{Code: 3, Message: err.Error()}
+	}
+	if failed {
+		return out, &Error{Code: 2, Message: "clone/refresh failed for some marketplaces (see logs)"}
+	}
+	return out, nil
+}
+
+// Set sets a marketplace's option: only "auto-update" (a boolean).
+func (m *Manager) Set(name, key, value string) error {
+	if key != "auto-update" {
+		return userErr("unknown key '%s' (only 'auto-update' supported)", key)
+	}
+	var on bool
+	switch value {
+	case "true":
+		on = true
+	case "false":
+	default:
+		return userErr("auto-update must be true or false, not '%s'", value)
+	}
+	known, err := m.Known()
+	if err != nil {
+		return &Error{Code: 3, Message: err.Error()}
+	}
+	r, ok := known.Marketplaces[name]
+	if !ok {
+		return userErr("unknown marketplace: '%s'", name)
+	}
+	r.AutoUpdate = on
+	known.Marketplaces[name] = r
+	if err := settings.WriteDerived(m.knownPath(), known); err != nil {
+		return &Error{Code: 3, Message: err.Error()}
+	}
+	return nil
+}
+
+// sortedNames are m's keys in order.
+func sortedNames[V any](m map[string]V) []string {
+	names := make([]string, 0, len(m))
+	for k := range m {
+		names = append(names, k)
+	}
+	slices.Sort(names)
+	return names
+}
