@@ -28,7 +28,12 @@ func fixture(t *testing.T) string {
 	src := filepath.Join(root, "acme-marketplace")
 	files := map[string]string{
 		".tfrobot-plugin/marketplace.json": `{"name":"acme","owner":{"name":"Fixture Team"},"metadata":{"pluginRoot":"./plugins"},` +
-			`"plugins":[{"name":"audit","source":"./plugins/audit","description":"Audit helpers","version":"1.0.0","strict":true}]}`,
+			`"plugins":[{"name":"audit","source":"./plugins/audit","description":"Audit helpers","version":"1.0.0","strict":true},` +
+			`{"name":"broken","source":"broken"}]}`,
+		// A plugin that must not install: its server file's stem is not
+		// the server's name.
+		"plugins/broken/.tfrobot-plugin/plugin.json":   `{"name":"broken"}`,
+		"plugins/broken/mcp-servers/other.json":        `{"name":"not-other","type":"stdio","server_parameters":{"command":"x"}}`,
 		"plugins/audit/.tfrobot-plugin/plugin.json":    `{"name":"audit","version":"1.0.0","description":"Audit helpers","author":{"name":"Fixture Team"},"license":"MIT"}`,
 		"plugins/audit/skills/audit-guide/SKILL.md":    "---\nname: audit-guide\ndescription: \"How to run the audit tools. Use when asked to audit a file.\"\nlicense: MIT\n---\n# audit-guide\nCall the audit tool with a file path.\n",
 		"plugins/audit/skills/no-description/SKILL.md": "---\nname: no-description\n---\n# nothing\n",
