@@ -25,7 +25,6 @@ func fixture(t *testing.T) string {
 		t.Fatal("needs git")
 	}
 	root := t.TempDir()
-	src := filepath.Join(root, "acme-marketplace")
 	files := map[string]string{
 		".tfrobot-plugin/marketplace.json": `{"name":"acme","owner":{"name":"Fixture Team"},"metadata":{"pluginRoot":"./plugins"},` +
 			`"plugins":[{"name":"audit","source":"./plugins/audit","description":"Audit helpers","version":"1.0.0","strict":true},` +
@@ -41,28 +40,8 @@ func fixture(t *testing.T) string {
 			`"tool_meta":{},"default_tool_meta":null,"vrl":null,"server_parameters":{"command":"fixture-echo-server","args":[],"env":null,"cwd":null,` +
 			`"encoding":"utf-8","encoding_error_handler":"strict"}}`,
 	}
-	for name, content := range files {
-		p := filepath.Join(src, name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	run := func(dir string, args ...string) {
-		cmd := exec.Command("git", args...)
-		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.com")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("git %v: %v\n%s", args, err, out)
-		}
-	}
-	run(src, "init", "-q", "-b", "main")
-	run(src, "add", "-A")
-	run(src, "commit", "-q", "-m", "acme")
-	run(root, "clone", "-q", "--bare", src, filepath.Join(root, "acme.git"))
-	return "file://" + filepath.Join(root, "acme.git")
+	url, _ := gitRepo(t, root, "acme", files)
+	return url
 }
 
 func testManager(t *testing.T) *Manager {
@@ -158,13 +137,9 @@ func TestDeriveName(t *testing.T) {
 func push(t *testing.T, url string) {
 	t.Helper()
 	work := filepath.Join(t.TempDir(), "work")
-	for _, args := range [][]string{{"clone", "-q", url, work}, {"-C", work, "commit", "-q", "--allow-empty", "-m", "more"}, {"-C", work, "push", "-q", "origin", "HEAD"}} {
-		cmd := exec.Command("git", args...)
-		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.com")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("git %v: %v\n%s", args, err, out)
-		}
-	}
+	gitCmd(t, "", "clone", "-q", url, work)
+	gitCmd(t, work, "commit", "-q", "--allow-empty", "-m", "more")
+	gitCmd(t, work, "push", "-q", "origin", "HEAD")
 }
 
 // TestMarketplaceRefresh (P10): refresh reports unchanged without a new

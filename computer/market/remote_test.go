@@ -25,25 +25,28 @@ func gitRepo(t *testing.T, root, name string, files map[string]string) (string, 
 			t.Fatal(err)
 		}
 	}
-	run := func(dir string, args ...string) string {
-		cmd := exec.Command("git", args...)
-		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.com")
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("git %v: %v\n%s", args, err, out)
-		}
-		return strings.TrimSpace(string(out))
-	}
-	run(src, "init", "-q", "-b", "main")
-	run(src, "add", "-A")
-	run(src, "commit", "-q", "-m", name)
-	sha := run(src, "rev-parse", "HEAD")
-	run(root, "clone", "-q", "--bare", src, filepath.Join(root, name+".git"))
+	gitCmd(t, src, "init", "-q", "-b", "main")
+	gitCmd(t, src, "add", "-A")
+	gitCmd(t, src, "commit", "-q", "-m", name)
+	sha := gitCmd(t, src, "rev-parse", "HEAD")
+	gitCmd(t, root, "clone", "-q", "--bare", src, filepath.Join(root, name+".git"))
 	// The uploads a sha-pinned, blobless clone asks for.
-	run(filepath.Join(root, name+".git"), "config", "uploadpack.allowFilter", "true")
-	run(filepath.Join(root, name+".git"), "config", "uploadpack.allowAnySHA1InWant", "true")
+	gitCmd(t, filepath.Join(root, name+".git"), "config", "uploadpack.allowFilter", "true")
+	gitCmd(t, filepath.Join(root, name+".git"), "config", "uploadpack.allowAnySHA1InWant", "true")
 	return "file://" + filepath.Join(root, name+".git"), sha
+}
+
+// gitCmd runs git in dir as a test's author and returns its output.
+func gitCmd(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.com")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %v: %v\n%s", args, err, out)
+	}
+	return strings.TrimSpace(string(out))
 }
 
 // TestPluginInstallRemote: plugins whose source is a repository of

@@ -8,8 +8,6 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
-	"path/filepath"
-	"strings"
 	"time"
 )
 
@@ -135,21 +133,10 @@ func WriteDerived(path string, v any) error {
 	default:
 		return fmt.Errorf("settings: %T is not a derived file", v)
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return fmt.Errorf("settings: %w", err)
-	}
-	unlock, err := Lock(path)
+	unlock, err := lockMaking(path)
 	if err != nil {
 		return err
 	}
 	defer unlock()
-	var b strings.Builder
-	b.WriteString(DerivedHeader + "\n")
-	enc := json.NewEncoder(&b)
-	enc.SetIndent("", "  ")
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return fmt.Errorf("settings: %w", err)
-	}
-	return WriteAtomic(path, []byte(b.String()), 0o644)
+	return writeJSON(path, DerivedHeader, v)
 }

@@ -100,10 +100,7 @@ func deletePath(m map[string]any, key string) bool {
 // whether it changed anything (nothing is written otherwise). A file
 // that is not a JSON object is not overwritten.
 func update(path string, change func(map[string]any) bool) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return fmt.Errorf("settings: %w", err)
-	}
-	unlock, err := Lock(path)
+	unlock, err := lockMaking(path)
 	if err != nil {
 		return err
 	}
@@ -118,11 +115,28 @@ func update(path string, change func(map[string]any) bool) error {
 	if !change(m) {
 		return nil
 	}
+	return writeJSON(path, "", m)
+}
+
+// lockMaking takes path's lock (Lock), making its directory first.
+func lockMaking(path string) (unlock func(), err error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, fmt.Errorf("settings: %w", err)
+	}
+	return Lock(path)
+}
+
+// writeJSON writes header (a line, if not empty) and v as indented JSON
+// to path, atomically; the caller holds the lock.
+func writeJSON(path, header string, v any) error {
 	var b bytes.Buffer
+	if header != "" {
+		b.WriteString(header + "\n")
+	}
 	enc := json.NewEncoder(&b)
 	enc.SetIndent("", "  ")
 	enc.SetEscapeHTML(false)
-	if err := enc.Encode(m); err != nil {
+	if err := enc.Encode(v); err != nil {
 		return fmt.Errorf("settings: %w", err)
 	}
 	return WriteAtomic(path, b.Bytes(), 0o644)
