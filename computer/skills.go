@@ -21,6 +21,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -367,4 +368,46 @@ func onThisHost(s config.Server) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
+}
+
+// MarketSkillPrefix starts the source of a marketplace plugin's skills
+// ("marketplace:<mp>").
+const MarketSkillPrefix = "marketplace:"
+
+// SetMarketSkills replaces the skills of the marketplace plugins, by
+// source ("marketplace:<mp>"); a marketplace source not in skills loses
+// its skills. It reports whether what Agents see changed, and then sends
+// server:update_skills (if joined). The management plane calls it (see
+// package market's Projector): the plugins' skills are a projection of
+// the settings, never read by the Computer itself.
+func (c *Computer) SetMarketSkills(skills map[string][]skill.Package) bool {
+	s := c.skills()
+	if s == nil {
+		return false
+	}
+	changed := false
+	for _, src := range s.reg.Sources() {
+		if _, ok := skills[src]; !ok && strings.HasPrefix(src, MarketSkillPrefix) && len(s.reg.Packages(src)) > 0 {
+			changed = s.reg.Set(src, nil) || changed
+		}
+	}
+	for _, src := range sortedSources(skills) {
+		if !strings.HasPrefix(src, MarketSkillPrefix) {
+			continue
+		}
+		changed = s.reg.Set(src, skills[src]) || changed
+	}
+	if changed {
+		c.emit(smcp.EventUpdateSkills)
+	}
+	return changed
+}
+
+func sortedSources(m map[string][]skill.Package) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }

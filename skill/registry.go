@@ -171,6 +171,14 @@ func (r *Registry) SetOrphan(source string, orphan bool) bool {
 	return len(s.pkgs) > 0
 }
 
+// Sources returns the sources set so far, in the order they were first
+// set.
+func (r *Registry) Sources() []string {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return slices.Clone(r.order)
+}
+
 // Packages returns the packages of source, orphaned or not.
 func (r *Registry) Packages(source string) []Package {
 	r.mu.RLock()

@@ -11,7 +11,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/a2c-smcp/a2c-go/computer/config"
 	"github.com/a2c-smcp/a2c-go/computer/settings"
 )
 
@@ -118,23 +117,10 @@ func (m *Manager) Install(ctx context.Context, o InstallOptions) (InstallResult,
 	if !scope.Writable() {
 		return InstallResult{}, userErr("--scope must be user, project or local, not '%s'", scope)
 	}
-	known, err := m.Known()
+	rec, cat, entry, err := m.locate(plugin, mp)
 	if err != nil {
-		return InstallResult{}, &Error{Code: 3, Message: err.Error()}
+		return InstallResult{}, err
 	}
-	rec, ok := known.Marketplaces[mp]
-	if !ok {
-		return InstallResult{}, userErr("marketplace '%s' not added (run 'marketplace add' first)", mp)
-	}
-	cat, err := ReadCatalog(rec.InstallLocation)
-	if err != nil {
-		return InstallResult{}, userErr("marketplace '%s' catalog not cloned at %s (run 'marketplace add/refresh' first)", mp, rec.InstallLocation)
-	}
-	i := slices.IndexFunc(cat.Plugins, func(e Entry) bool { return e.Name == plugin })
-	if i < 0 {
-		return InstallResult{}, userErr("plugin '%s' not found in marketplace '%s' manifest", plugin, mp)
-	}
-	entry := cat.Plugins[i]
 	if err := m.migrate(); err != nil {
 		return InstallResult{}, &Error{Code: 3, Message: err.Error()}
 	}
@@ -167,6 +153,28 @@ func (m *Manager) Install(ctx context.Context, o InstallOptions) (InstallResult,
 	return res, nil
 }
 
+// locate finds plugin's marketplace record, its catalog and its entry,
+// or the SDKs' error for the first that is missing.
+func (m *Manager) locate(plugin, mp string) (settings.Marketplace, *Catalog, Entry, error) {
+	known, err := m.Known()
+	if err != nil {
+		return settings.Marketplace{}, nil, Entry{}, &Error{Code: 3, Message: err.Error()}
+	}
+	rec, ok := known.Marketplaces[mp]
+	if !ok {
+		return rec, nil, Entry{}, userErr("marketplace '%s' not added (run 'marketplace add' first)", mp)
+	}
+	cat, err := ReadCatalog(rec.InstallLocation)
+	if err != nil {
+		return rec, nil, Entry{}, userErr("marketplace '%s' catalog not cloned at %s (run 'marketplace add/refresh' first)", mp, rec.InstallLocation)
+	}
+	i := slices.IndexFunc(cat.Plugins, func(e Entry) bool { return e.Name == plugin })
+	if i < 0 {
+		return rec, cat, Entry{}, userErr("plugin '%s' not found in marketplace '%s' manifest", plugin, mp)
+	}
+	return rec, cat, cat.Plugins[i], nil
+}
+
 // materialize places the plugin's files, checks them and writes its
 // record (see Install).
 func (m *Manager) materialize(ctx context.Context, mp string, rec settings.Marketplace, cat *Catalog, e Entry, o InstallOptions, scope settings.Scope) (InstallResult, error) {
@@ -188,9 +196,13 @@ func (m *Manager) materialize(ctx context.Context, mp string, rec settings.Marke
 	if err != nil {
 		return InstallResult{}, userErr("plugin '%s': %v", o.ID, err)
 	}
-	servers, err := bundledServers(dir)
+	parsed, _, err := pluginServers(dir, o.ID)
 	if err != nil {
 		return InstallResult{}, userErr("plugin '%s': %v", o.ID, err)
+	}
+	servers := []string{}
+	for _, s := range parsed {
+		servers = append(servers, s.BundleID)
 	}
 	version := o.Version
 	for _, v := range []string{e.Version, manifest.Version, sha} {
@@ -299,42 +311,6 @@ func readPluginManifest(dir string, e Entry) (pluginManifest, error) {
 		return pluginManifest{}, errors.New("conflicting manifests: the entry is not strict and plugin.json declares components")
 	}
 	return pm, nil
-}
-
-// bundledServers parses every mcp-servers/*.json of a plugin (each one
-// server whose name is the file's stem; inputs.json holds the plugin's
-// inputs) and returns their bundle_ids. Any problem fails the install:
-// a plugin is all or nothing.
-func bundledServers(dir string) ([]string, error) {
-	files, _ := filepath.Glob(filepath.Join(dir, "mcp-servers", "*.json"))
-	ids := []string{}
-	for _, f := range files {
-		stem := strings.TrimSuffix(filepath.Base(f), ".json")
-		if stem == "inputs" {
-			continue
-		}
-		b, err := os.ReadFile(f)
-		if err != nil {
-			return nil, fmt.Errorf("mcp-servers/%s.json cannot be read", stem)
-		}
-		parsed, err := config.Parse(b, "mcp-servers/"+stem+".json")
-		if err != nil {
-			return nil, err
-		}
-		if len(parsed.Servers) != 1 {
-			return nil, fmt.Errorf("mcp-servers/%s.json must hold one server", stem)
-		}
-		s := parsed.Servers[0]
-		if s.Name != stem {
-			return nil, fmt.Errorf("mcp-servers/%s.json: the server's name %q is not the file's stem", stem, s.Name)
-		}
-		if slices.Contains(ids, s.BundleID) {
-			return nil, fmt.Errorf("mcp-servers/%s.json: bundle_id %q is another server's of the plugin", stem, s.BundleID)
-		}
-		ids = append(ids, s.BundleID)
-	}
-	slices.Sort(ids)
-	return ids, nil
 }
 
 // migrate is the 0.2 → 0.3 migration, run once: when the user's

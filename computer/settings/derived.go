@@ -19,6 +19,7 @@ const DerivedHeader = "// Maintained automatically by a2c-computer. DO NOT EDIT.
 const (
 	KnownMarketplacesFile = "known_marketplaces.json"
 	InstalledPluginsFile  = "installed_plugins.json"
+	KeptServersFile       = "kept_servers.json"
 )
 
 // Marketplace is a known_marketplaces.json record: a marketplace's
@@ -65,11 +66,19 @@ type InstalledPlugins struct {
 	Plugins map[string][]PluginRecord `json:"plugins"`
 }
 
+// KeptServers is kept_servers.json: the bundle_ids `plugin uninstall
+// --keep-servers` kept mounted in a running Computer. A boot removes it
+// (kept servers last until the Computer ends).
+type KeptServers struct {
+	Version int      `json:"version"`
+	Servers []string `json:"servers"`
+}
+
 // derivedVersion is the version the derived files are written with.
 const derivedVersion = 1
 
 // ReadDerived reads the derived file path into v (a pointer to
-// [KnownMarketplaces] or [InstalledPlugins]). A file that is not there
+// [KnownMarketplaces], [InstalledPlugins] or [KeptServers]). A file that is not there
 // leaves v as it is (empty). A file that cannot be parsed is set aside
 // as <name>.corrupt-<UTC time>.bak and read as empty. A wrong version or
 // an unknown key is logged (the next write makes the file right). It
@@ -95,7 +104,7 @@ func ReadDerived(path string, v any, log *slog.Logger) (rewrite bool, err error)
 	}
 	var ver int
 	_ = json.Unmarshal(probe["version"], &ver)
-	known := map[string]bool{"version": true, "marketplaces": true, "plugins": true}
+	known := map[string]bool{"version": true, "marketplaces": true, "plugins": true, "servers": true}
 	for k := range probe {
 		if !known[k] {
 			log.Warn("settings: a derived file has an unknown key; it will be written again without it", "file", path, "key", k)
@@ -129,6 +138,11 @@ func WriteDerived(path string, v any) error {
 					d.Plugins[id][i].MCPServers = []string{}
 				}
 			}
+		}
+	case *KeptServers:
+		d.Version = derivedVersion
+		if d.Servers == nil {
+			d.Servers = []string{}
 		}
 	default:
 		return fmt.Errorf("settings: %T is not a derived file", v)

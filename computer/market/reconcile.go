@@ -1,0 +1,176 @@
+package market
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+
+	"github.com/a2c-smcp/a2c-go/computer/settings"
+)
+
+// BootReport is what a boot's reconcile did.
+type BootReport struct {
+	// Cloned, Recloned and Pulled are the declared marketplaces cloned
+	// because they were missing, cloned again because their declared url
+	// changed, and pulled because they auto-update.
+	Cloned   []string `json:"cloned"`
+	Recloned []string `json:"recloned"`
+	Pulled   []string `json:"pulled"`
+	// Rematerialized are the intended plugins whose record was missing or
+	// stale, materialized again.
+	Rematerialized []string `json:"rematerialized"`
+	// ScopeNormalized are plugins whose record had no scope the intent
+	// gives, written again in the intent's scope.
+	ScopeNormalized []string `json:"scope_normalized"`
+	// FailedMarketplaces and FailedPlugins could not be reconciled; the
+	// rest was (a boot never stops on them).
+	FailedMarketplaces []string `json:"failed_marketplaces"`
+	FailedPlugins      []string `json:"failed_plugins"`
+}
+
+// Reconcile brings the derived state in line with the intent, as a
+// Computer's boot does; it only adds (nothing is deleted but a clone a
+// declaration moved elsewhere: removal is gc's and prune's):
+//
+//   - the 0.2 -> 0.3 migration, once;
+//   - each marketplace declared in extraKnownMarketplaces that is not
+//     known is cloned, one whose declared url differs from its record's
+//     is cloned again, one that auto-updates is pulled; undeclared ones
+//     are left alone;
+//   - each intended plugin (installedPlugins) without a record, or whose
+//     files are not where its marketplace puts them (a stored
+//     installPath is only a hint), is materialized again.
+//
+// Failures are reported, never returned; the error is for what makes the
+// files unreadable.
+func (m *Manager) Reconcile(ctx context.Context) (BootReport, error) {
+	rep := BootReport{Cloned: []string{}, Recloned: []string{}, Pulled: []string{}, Rematerialized: []string{},
+		ScopeNormalized: []string{}, FailedMarketplaces: []string{}, FailedPlugins: []string{}}
+	if err := m.migrate(); err != nil {
+		return rep, err
+	}
+	merged, err := settings.Load(m.Paths)
+	if err != nil {
+		return rep, err
+	}
+	declared, _ := merged.Values["extraKnownMarketplaces"].(map[string]any)
+	for _, name := range sortedNames(declared) {
+		d, _ := declared[name].(map[string]any)
+		src, _ := d["source"].(map[string]any)
+		url, _ := src["url"].(string)
+		auto, _ := d["autoUpdate"].(bool)
+		if url == "" {
+			continue
+		}
+		if err := m.reconcileMarketplace(ctx, name, url, auto, &rep); err != nil {
+			rep.FailedMarketplaces = append(rep.FailedMarketplaces, name)
+			if m.Log != nil {
+				m.Log.Warn("market: reconcile of a declared marketplace failed", "marketplace", name, "err", err)
+			}
+		}
+	}
+	ledger, err := m.Ledger()
+	if err != nil {
+		return rep, err
+	}
+	for _, id := range Intent(merged) {
+		plugin, mp, err := settings.ParsePluginID(id)
+		if err != nil {
+			continue
+		}
+		scope := intentScope(merged, id)
+		recs := ledger.Plugins[id]
+		dir, derr := m.pluginDir(mp, plugin)
+		stale := len(recs) == 0 || derr != nil || slices.ContainsFunc(recs, func(r settings.PluginRecord) bool { return r.InstallPath != dir })
+		normalize := len(recs) > 0 && !slices.ContainsFunc(recs, func(r settings.PluginRecord) bool { return r.Scope == scope }) && scope == settings.User
+		if !stale && !normalize {
+			continue
+		}
+		rec, cat, entry, err := m.locate(plugin, mp)
+		if err == nil {
+			scopes := []settings.Scope{scope}
+			if len(recs) > 0 && !normalize {
+				scopes = scopes[:0]
+				for _, r := range recs {
+					scopes = append(scopes, r.Scope)
+				}
+			}
+			for _, s := range scopes {
+				if _, err = m.materialize(ctx, mp, rec, cat, entry, InstallOptions{ID: id}, s); err != nil {
+					break
+				}
+			}
+		}
+		switch {
+		case err != nil:
+			rep.FailedPlugins = append(rep.FailedPlugins, id)
+			if m.Log != nil {
+				m.Log.Warn("market: a plugin could not be materialized", "plugin", id, "err", err)
+			}
+		case normalize && !stale:
+			rep.ScopeNormalized = append(rep.ScopeNormalized, id)
+		default:
+			rep.Rematerialized = append(rep.Rematerialized, id)
+		}
+	}
+	m.ForgetKept()
+	return rep, nil
+}
+
+// intentScope is the lowest scope whose installedPlugins lists id.
+func intentScope(merged *settings.Merged, id string) settings.Scope {
+	for _, s := range []settings.Scope{settings.User, settings.Project, settings.Local} {
+		if slices.Contains(stringList(merged.Layer(s).Values["installedPlugins"]), id) {
+			return s
+		}
+	}
+	return settings.User
+}
+
+// reconcileMarketplace clones, re-clones or pulls declared marketplace
+// name.
+func (m *Manager) reconcileMarketplace(ctx context.Context, name, url string, auto bool, rep *BootReport) error {
+	known, err := m.Known()
+	if err != nil {
+		return err
+	}
+	rec, ok := known.Marketplaces[name]
+	dir := m.cloneDir(name)
+	_, statErr := os.Stat(filepath.Join(dir, CatalogFile))
+	switch {
+	case !ok || statErr != nil || rec.Source.URL != url:
+		sha, err := m.clone(ctx, url, dir)
+		if err != nil {
+			return err
+		}
+		if ok && rec.Source.URL != url {
+			rep.Recloned = append(rep.Recloned, name)
+		} else {
+			rep.Cloned = append(rep.Cloned, name)
+		}
+		rec = settings.Marketplace{Source: settings.Source{Type: "git", URL: url}, InstallLocation: dir, CommitSHA: sha,
+			LastUpdated: timestamp(m.now()), AutoUpdate: auto}
+		if known, err = m.Known(); err != nil {
+			return err
+		}
+		known.Marketplaces[name] = rec
+		return settings.WriteDerived(m.knownPath(), known)
+	case auto:
+		if rec.AutoUpdate != auto {
+			rec.AutoUpdate = auto
+			known.Marketplaces[name] = rec
+			if err := settings.WriteDerived(m.knownPath(), known); err != nil {
+				return err
+			}
+		}
+		rows, err := m.Refresh(ctx, name)
+		if err != nil {
+			return err
+		}
+		if len(rows) == 1 && rows[0].Status == "updated" {
+			rep.Pulled = append(rep.Pulled, name)
+		}
+	}
+	return nil
+}
