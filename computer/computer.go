@@ -681,7 +681,15 @@ func joinMessage(m sio.Message) string {
 
 // publisher rebuilds the tool list when an upstream changes and tells the
 // office, coalescing bursts.
+//
+// It compares the rebuilt list with the one it last announced, not with
+// the list before its own rebuild: a reload (apply) rebuilds the list
+// itself, so a server it removes would otherwise change nothing here and
+// its tools would leave without a word.
 func (c *Computer) publisher(ctx context.Context) {
+	c.mu.RLock()
+	announced := toolNames(c.tools)
+	c.mu.RUnlock()
 	for {
 		select {
 		case <-ctx.Done():
@@ -689,11 +697,11 @@ func (c *Computer) publisher(ctx context.Context) {
 		case <-c.changed:
 		}
 		c.mu.Lock()
-		before := toolNames(c.tools)
 		c.rebuildLocked()
-		after := toolNames(c.tools)
+		now := toolNames(c.tools)
 		c.mu.Unlock()
-		if before != after {
+		if now != announced {
+			announced = now
 			c.emit(smcp.EventUpdateToolList)
 		}
 		select {

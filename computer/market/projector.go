@@ -178,6 +178,9 @@ func (p *Projector) Watch(ctx context.Context) {
 			continue
 		}
 		p.fp = fp
+		if p.Log != nil {
+			p.Log.Debug("management: the files changed; applying them")
+		}
 		if _, err := p.Apply(ctx); err != nil && p.Log != nil {
 			p.Log.Warn("management: applying the settings", "err", err)
 		}

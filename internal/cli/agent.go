@@ -82,6 +82,7 @@ func (f *agentFlags) connect(ctx context.Context) (*agent.Client, error) {
 func printJSON(e *env, v any) error {
 	enc := json.NewEncoder(e.stdout)
 	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false) // a message's '<plugin>' stays as it is
 	return enc.Encode(v)
 }
 

@@ -78,6 +78,10 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	if err == nil || errors.Is(err, errHelp) {
 		return 0
 	}
+	var xe exitError
+	if errors.As(err, &xe) {
+		return xe.code // reported already
+	}
 	var ue usageError
 	if errors.As(err, &ue) {
 		if ue.msg != "" {

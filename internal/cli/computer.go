@@ -31,12 +31,19 @@ func runComputer(ctx context.Context, e *env, args []string) error {
 	if len(args) > 0 && args[0] == "history" {
 		return runComputerHistory(ctx, e, args[1:])
 	}
+	if root, group, rest, ok := splitManage(args); ok {
+		return runManage(ctx, e, root, group, rest)
+	}
 	fs := newFlags(e, "computer")
 	server := fs.String("server", "http://127.0.0.1:8000", "signalling server URL")
 	path := fs.String("path", "/socket.io/", "the server's Engine.IO path")
 	office := fs.String("office", "default", "office to join")
 	name := fs.String("name", "", "this Computer's name in the office (default the host name)")
-	cfgPath := fs.String("config", "", "MCP server configuration file (JSON or YAML)")
+	cfgPath := fs.String("config", "", "serve exactly this MCP server configuration file (JSON or YAML; no settings, no plugins)")
+	flagSettings := fs.String("settings", "", "the flag scope's settings.json (without --config)")
+	mcpConfig := fs.String("mcp-config", "", "the flag scope's mcp.json (without --config)")
+	fs.StringVar(mcpConfig, "c", "", "short for --mcp-config")
+	approveMCP := fs.Bool("approve-all-mcp", false, "approve every workspace MCP server awaiting approval, for this run only")
 	token := fs.String("token", "", "credential to present (default $A2C_TOKEN)")
 	authField := fs.String("auth-field", "x-api-key", "auth field and header that carry the token")
 	approve := fs.String("approve", "all", "tools without auto_apply: all (run), none (refuse), ask (prompt on the terminal), agent (run when the Agent confirmed the call, as the MCP gateway does after asking its client)")
@@ -69,6 +76,19 @@ func runComputer(ctx context.Context, e *env, args []string) error {
 	}
 	log := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: level}))
 	cfg := &config.File{}
+	var mb *managedBoot
+	if *cfgPath != "" && (*flagSettings != "" || *mcpConfig != "") {
+		return usageError{"--config serves one file; --settings and --mcp-config are for the settings scopes (leave out --config)"}
+	}
+	if *cfgPath == "" {
+		var err error
+		if mb, err = bootManaged(ctx, e, *flagSettings, *mcpConfig, *approveMCP, nil, log); err != nil {
+			return err
+		}
+		if *landing == "" {
+			*landing = mb.LandingRoot
+		}
+	}
 	if *cfgPath != "" {
 		var err error
 		if cfg, err = config.Load(*cfgPath); err != nil {
@@ -118,6 +138,11 @@ func runComputer(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer c.Close()
+	if mb != nil {
+		if err := mb.start(ctx, c, log); err != nil {
+			return err
+		}
+	}
 	log.Log(ctx, max(slog.LevelInfo, level), "a2c computer starting", "server", *server, "office", *office, "name", *name,
 		"servers", len(cfg.Servers))
 	if *cfgPath != "" {

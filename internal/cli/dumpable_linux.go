@@ -1,6 +1,11 @@
 package cli
 
-import "syscall"
+import (
+	"os"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
 
 // hideSelf makes the process non-dumpable, as aiod does: its /proc
 // entries (environ, where $A2C_TOKEN may sit, and mem) then belong to
@@ -12,4 +17,11 @@ func hideSelf() error {
 		return errno
 	}
 	return nil
+}
+
+// isTerminal reports whether f is a terminal (a character device that
+// answers the terminal's ioctl: /dev/null does not).
+func isTerminal(f *os.File) bool {
+	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	return err == nil
 }

@@ -1,0 +1,145 @@
+package cli
+
+// This file boots a Computer from the management plane's files (no
+// --config): the settings and mcp.json scopes, the marketplaces and the
+// plugins, with the approval gate; then keeps it in step with them. a2c
+// computer, a2c up and aiod --office share it.
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/a2c-smcp/a2c-go/computer"
+	"github.com/a2c-smcp/a2c-go/computer/config"
+	"github.com/a2c-smcp/a2c-go/computer/market"
+	"github.com/a2c-smcp/a2c-go/computer/settings"
+)
+
+// managedBoot is a management-plane boot's parts.
+type managedBoot struct {
+	m    *market.Manager
+	proj *market.Projector
+	// LandingRoot is the merged settings' landingRoot ("" when unset).
+	LandingRoot string
+}
+
+// bootManaged reads the files for a Computer: the flag scope's files
+// (a bad --mcp-config is a usage error, exit 2, before anything
+// connects), the boot's reconcile (migration, declared marketplaces,
+// plugins materialized again), and the approval of PENDING servers
+// (asked on the terminal when there is one, y/a/n written to the local
+// settings; --approve-all-mcp approves them for this run only). embed
+// are the host's own servers.
+func bootManaged(ctx context.Context, e *env, flagSettings, mcpConfig string, approveAll bool, embed []config.Server, log *slog.Logger) (*managedBoot, error) {
+	if mcpConfig != "" {
+		b, err := os.ReadFile(mcpConfig)
+		if err != nil {
+			return nil, usageError{fmt.Sprintf("--mcp-config %s: %v", mcpConfig, strings.TrimPrefix(err.Error(), "open "+mcpConfig+": "))}
+		}
+		if err := settings.CheckMCPFile(b); err != nil {
+			return nil, usageError{fmt.Sprintf("--mcp-config %s: %v", mcpConfig, err)}
+		}
+	}
+	if flagSettings != "" {
+		if _, err := os.Stat(flagSettings); err != nil {
+			return nil, usageError{fmt.Sprintf("--settings %s: no such file", flagSettings)}
+		}
+	}
+	paths, err := managedPaths(flagSettings)
+	if err != nil {
+		return nil, err
+	}
+	m := &market.Manager{Paths: paths, Log: log}
+	rep, err := m.Reconcile(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("management plane: %w", err)
+	}
+	if len(rep.Cloned)+len(rep.Recloned)+len(rep.Pulled)+len(rep.Rematerialized)+len(rep.ScopeNormalized)+len(rep.FailedMarketplaces)+len(rep.FailedPlugins) > 0 {
+		log.Info("management: boot reconcile", "cloned", rep.Cloned, "recloned", rep.Recloned, "pulled", rep.Pulled,
+			"rematerialized", rep.Rematerialized, "scope_normalized", rep.ScopeNormalized,
+			"failed_marketplaces", rep.FailedMarketplaces, "failed_plugins", rep.FailedPlugins)
+	}
+	o := market.ResolveOptions{FlagMCP: mcpConfig, Embed: embed, ApproveAll: approveAll}
+	proj, err := m.Resolve(o)
+	if err != nil {
+		return nil, fmt.Errorf("management plane: %w", err)
+	}
+	if !approveAll && stdinTerminal() {
+		approvePending(e, paths, proj.Pending(), &o)
+	}
+	mb := &managedBoot{m: m, proj: &market.Projector{M: m, Options: o, Log: log}}
+	if merged, err := settings.Load(paths); err == nil {
+		mb.LandingRoot, _ = merged.Values["landingRoot"].(string)
+	}
+	return mb, nil
+}
+
+// approvePending asks about each PENDING server on the terminal: y
+// approves it (enabledMcpjsonServers), a approves every project server
+// (enableAllProjectMcpServers), n denies it (disabledMcpjsonServers),
+// each written to the local settings, so a restart does not ask again.
+func approvePending(e *env, paths settings.Paths, pending []market.ServerState, o *market.ResolveOptions) {
+	in := bufio.NewReader(os.Stdin)
+	all := false
+	for _, s := range pending {
+		if all {
+			break
+		}
+		fmt.Fprintf(e.stderr, "⚠ Unapproved workspace MCP server '%s' (bundle_id %s, origin=%s)\n  [y]es this server · [a]ll project servers · [n]o (deny): ",
+			s.Name, s.BundleID, s.Origin)
+		line, _ := in.ReadString('\n')
+		var err error
+		switch strings.ToLower(strings.TrimSpace(line)) {
+		case "a", "all":
+			err = settings.Set(paths, settings.Local, "enableAllProjectMcpServers", true)
+			all = true
+		case "y", "yes":
+			err = appendLocal(paths, "enabledMcpjsonServers", s.BundleID)
+		default:
+			err = appendLocal(paths, "disabledMcpjsonServers", s.BundleID)
+		}
+		if err != nil {
+			fmt.Fprintf(e.stderr, "✗ %v\n", err)
+		}
+	}
+}
+
+// appendLocal adds v to the local settings' list key.
+func appendLocal(paths settings.Paths, key, v string) error {
+	merged, err := settings.Load(paths)
+	if err != nil {
+		return err
+	}
+	var list []string
+	if l, ok := merged.Layer(settings.Local).Values[key].([]any); ok {
+		for _, x := range l {
+			if s, ok := x.(string); ok {
+				list = append(list, s)
+			}
+		}
+	}
+	if slices.Contains(list, v) {
+		return nil
+	}
+	return settings.Set(paths, settings.Local, key, append(list, v))
+}
+
+// start applies the files to c and keeps it in step with them until ctx
+// ends.
+func (mb *managedBoot) start(ctx context.Context, c *computer.Computer, log *slog.Logger) error {
+	mb.proj.Target = c
+	proj, err := mb.proj.Apply(ctx)
+	if err != nil {
+		log.Warn("management: some servers' inputs could not be resolved", "err", err)
+	}
+	if proj != nil {
+		log.Info("management plane", "servers", len(proj.Config.Servers), "plugins", len(proj.Plugins), "pending", len(proj.Pending()))
+	}
+	go mb.proj.Watch(ctx)
+	return nil
+}
