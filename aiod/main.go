@@ -25,6 +25,7 @@ import (
 	"github.com/a2c-smcp/a2c-go/aiod/desktop"
 	"github.com/a2c-smcp/a2c-go/aiod/internal/sandbox"
 	"github.com/a2c-smcp/a2c-go/computer/mcphost"
+	"github.com/a2c-smcp/a2c-go/computer/settings"
 	"github.com/a2c-smcp/a2c-go/internal/origin"
 	"github.com/a2c-smcp/a2c-go/internal/redact"
 	"github.com/a2c-smcp/a2c-go/smcp"
@@ -330,7 +331,8 @@ type startValues struct {
 	host, workspace, apiKey, defaultUser, surface, mcpServers, logLevel *string
 	port                                                                *int
 	office, server, name, token, approve, config, bundleID              *string
-	protocolVersion, landingRoot, skills                                *string
+	protocolVersion, landingRoot, skills, settingsFile, mcpConfig       *string
+	manage                                                              *bool
 	stateDir                                                            *string
 	browser, desktop                                                    *bool
 	isolation                                                           *IsolationFlags
@@ -338,7 +340,8 @@ type startValues struct {
 }
 
 // officeFlags are the flags that only mean something with --office.
-var officeFlags = []string{"server", "name", "token", "approve", "config", "bundle-id", "protocol-version", "landing-root", "skills"}
+var officeFlags = []string{"server", "name", "token", "approve", "config", "bundle-id", "protocol-version", "landing-root", "skills",
+	"manage", "settings", "mcp-config"}
 
 // startFlagSet declares the flags of start. Defaults shown are the
 // built-in ones; the environment variable named in each usage, when
@@ -365,6 +368,9 @@ func startFlagSet() (*flag.FlagSet, *startValues) {
 		protocolVersion: fs.String("protocol-version", smcp.ProtocolVersion, "with --office: the A2C-SMCP version to speak ("+strings.Join(smcp.SupportedVersions(), ", ")+")"),
 		landingRoot:     fs.String("landing-root", "", `with --office: where client:put_blob uploads land (default <workspace>/uploads; "-" refuses uploads)`),
 		skills:          fs.String("skills", "", "with --office: a folder of skill packages served on the SKILL channel (default AIO_SKILLS_PATH)"),
+		manage:          fs.Bool("manage", true, "with --office: also serve the Computer management plane (the mcp.json servers and enabled plugins of the user, project, local and policy settings) beside the sandbox's tools"),
+		settingsFile:    fs.String("settings", "", "with --office: the management plane's flag-scope settings.json"),
+		mcpConfig:       fs.String("mcp-config", "", "with --office: the management plane's flag-scope mcp.json"),
 		browser:         fs.Bool("browser", false, "run Chromium (headless) with its DevTools port at BROWSER_REMOTE_DEBUGGING_HOST:PORT, restart it if it dies, end it on shutdown"),
 		desktop:         fs.Bool("desktop", false, "run an X display (Xvfb), a window manager and the computer-use worker at AIO_COMPUTER_USE_URL's port"),
 		stateDir:        fs.String("state-dir", "", "folder for what the daemon keeps, such as the browser's profile (env AIO_STATE_DIR; default $XDG_STATE_HOME/aiod or ~/.local/state/aiod)"),
@@ -506,7 +512,22 @@ func officeOptions(v *startValues, set map[string]bool, getenv func(string) stri
 	}
 	o := &OfficeOptions{Server: *v.server, Office: *v.office, Name: *v.name, Token: *v.token,
 		Approve: *v.approve, ConfigFile: *v.config, BundleID: *v.bundleID,
-		ProtocolVersion: *v.protocolVersion, LandingRoot: *v.landingRoot, SkillsDir: *v.skills}
+		ProtocolVersion: *v.protocolVersion, LandingRoot: *v.landingRoot, SkillsDir: *v.skills, MCPConfig: *v.mcpConfig}
+	if !*v.manage && (*v.settingsFile != "" || *v.mcpConfig != "") {
+		return nil, usageError("--settings and --mcp-config need --manage")
+	}
+	if *v.manage {
+		p, err := settings.CurrentPaths(getenv, *v.settingsFile)
+		if err != nil {
+			return nil, usageError("--manage: " + err.Error())
+		}
+		if *v.mcpConfig != "" {
+			if err := settings.CheckMCPPath(*v.mcpConfig); err != nil {
+				return nil, usageError(err.Error())
+			}
+		}
+		o.Settings = &p
+	}
 	if !set["token"] {
 		o.Token = getenv("A2C_TOKEN")
 	}

@@ -52,9 +52,10 @@ func TestParseStart(t *testing.T) {
 		{"workspace", []string{"--workspace", "/tmp"}, nil, func(o startOptions) bool { return o.cfg.Workspace == "/tmp" }},
 		{"log level", []string{"--log-level", "debug"}, nil, func(o startOptions) bool { return o.level.String() == "DEBUG" }},
 		{"office defaults", []string{"--office", "o1", "--server", "http://127.0.0.1:8000"}, []string{"A2C_TOKEN", "tk"}, func(o startOptions) bool {
-			return o.office != nil && reflect.DeepEqual(*o.office, OfficeOptions{Server: "http://127.0.0.1:8000", Office: "o1", Token: "tk", Approve: "all", BundleID: "sandbox", Supervisor: o.office.Supervisor, ProtocolVersion: "0.4.0"}) && o.office.Supervisor != ""
+			return o.office != nil && reflect.DeepEqual(*o.office, OfficeOptions{Server: "http://127.0.0.1:8000", Office: "o1", Token: "tk", Approve: "all", BundleID: "sandbox", Supervisor: o.office.Supervisor, ProtocolVersion: "0.4.0",
+				Settings: o.office.Settings}) && o.office.Supervisor != "" && o.office.Settings != nil && filepath.IsAbs(o.office.Settings.UserDir)
 		}},
-		{"office all flags", []string{"--office", "o1", "--server", "https://hub.example", "--name", "box", "--token", "t", "--approve", "none",
+		{"office all flags", []string{"--office", "o1", "--server", "https://hub.example", "--name", "box", "--token", "t", "--approve", "none", "--manage=false",
 			"--config", cfgFile, "--bundle-id", "sb2", "--protocol-version", "0.3.2", "--landing-root", "/tmp/up", "--skills", "/tmp/sk"}, []string{"A2C_TOKEN", "tk"}, func(o startOptions) bool {
 			return o.office != nil && reflect.DeepEqual(*o.office, OfficeOptions{Server: "https://hub.example", Office: "o1", Name: "box", Token: "t", Approve: "none",
 				ConfigFile: cfgFile, BundleID: "sb2", Supervisor: o.office.Supervisor, ProtocolVersion: "0.3.2", LandingRoot: "/tmp/up", SkillsDir: "/tmp/sk"})

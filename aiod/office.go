@@ -13,6 +13,8 @@ import (
 
 	"github.com/a2c-smcp/a2c-go/computer"
 	"github.com/a2c-smcp/a2c-go/computer/config"
+	"github.com/a2c-smcp/a2c-go/computer/market"
+	"github.com/a2c-smcp/a2c-go/computer/settings"
 	"github.com/a2c-smcp/a2c-go/smcp"
 )
 
@@ -64,6 +66,16 @@ type OfficeOptions struct {
 	// [DefaultLandingDir] under the daemon's workspace, so that the
 	// sandbox's commands find them; "-" refuses every upload.
 	LandingRoot string
+	// Settings, when set, also serves the Computer management plane of
+	// these paths beside the sandbox's tools, as "a2c computer" without
+	// --config does: the servers of every mcp.json scope (through the
+	// approval gate: a PENDING server is skipped with a warning, a daemon
+	// has nobody to ask) and the skills and servers of the enabled
+	// plugins, reconciled at the start and followed while the daemon
+	// runs. ConfigFile's servers count as the host's own (origin embed).
+	Settings *settings.Paths
+	// MCPConfig is the flag scope's mcp.json (with Settings).
+	MCPConfig string
 	// SkillsDir is the folder of the user's skill packages served on the
 	// SKILL channel; see computer.Options.SkillsDir. Default the daemon's
 	// skills path (AIO_SKILLS_PATH), the folder sandbox_load_skill reads,
@@ -84,18 +96,36 @@ const DefaultLandingDir = "uploads"
 // connection is made; a lost connection is retried with backoff; a
 // protocol version refusal ends JoinOffice with an error.
 func (d *Daemon) JoinOffice(ctx context.Context, o OfficeOptions) error {
-	c, err := d.officeComputer(o)
+	c, cfg, err := d.officeComputer(o)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
+	if o.Settings != nil {
+		m := &market.Manager{Paths: *o.Settings, Log: d.log}
+		pr, rep, err := m.Boot(ctx, market.ResolveOptions{FlagMCP: o.MCPConfig, Embed: cfg.Servers})
+		if err != nil {
+			return fmt.Errorf("office: management plane: %w", err)
+		}
+		if len(rep.FailedMarketplaces)+len(rep.FailedPlugins) > 0 {
+			d.log.Warn("office: management plane: some marketplaces or plugins could not be reconciled",
+				"failed_marketplaces", rep.FailedMarketplaces, "failed_plugins", rep.FailedPlugins)
+		}
+		proj, err := pr.Start(ctx, c)
+		if proj == nil {
+			return fmt.Errorf("office: management plane: %w", err)
+		}
+		if err != nil {
+			d.log.Warn("office: management plane: some servers' inputs could not be resolved", "err", err)
+		}
+	}
 	return c.Run(ctx)
 }
 
 // officeComputer validates o and builds the Computer JoinOffice runs.
-func (d *Daemon) officeComputer(o OfficeOptions) (*computer.Computer, error) {
+func (d *Daemon) officeComputer(o OfficeOptions) (*computer.Computer, *config.File, error) {
 	if o.Office == "" {
-		return nil, usageError("an office is required to join one")
+		return nil, nil, usageError("an office is required to join one")
 	}
 	if o.Server == "" {
 		o.Server = DefaultOfficeServer
@@ -115,19 +145,19 @@ func (d *Daemon) officeComputer(o OfficeOptions) (*computer.Computer, error) {
 	case "none":
 		policy = computer.ApproveNone
 	default:
-		return nil, usageError(fmt.Sprintf("--approve must be all or none, got %q", o.Approve))
+		return nil, nil, usageError(fmt.Sprintf("--approve must be all or none, got %q", o.Approve))
 	}
 	if o.BundleID == "" {
 		o.BundleID = DefaultSandboxBundleID
 	}
 	if !smcp.ValidBundleID(o.BundleID) {
-		return nil, usageError(fmt.Sprintf("--bundle-id %q is not a valid bundle_id ([A-Za-z0-9_-], no \"__\")", o.BundleID))
+		return nil, nil, usageError(fmt.Sprintf("--bundle-id %q is not a valid bundle_id ([A-Za-z0-9_-], no \"__\")", o.BundleID))
 	}
 	cfg := &config.File{}
 	if o.ConfigFile != "" {
 		var err error
 		if cfg, err = config.Load(o.ConfigFile); err != nil {
-			return nil, usageError(fmt.Sprintf("--config: %v", err))
+			return nil, nil, usageError(fmt.Sprintf("--config: %v", err))
 		}
 		for _, diag := range cfg.Diagnostics {
 			d.log.Warn("office config", "problem", diag.String())
@@ -158,7 +188,7 @@ func (d *Daemon) officeComputer(o OfficeOptions) (*computer.Computer, error) {
 	}
 	c, err := computer.New(co)
 	if err != nil {
-		return nil, fmt.Errorf("office: %w", err)
+		return nil, nil, fmt.Errorf("office: %w", err)
 	}
-	return c, nil
+	return c, cfg, nil
 }

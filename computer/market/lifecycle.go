@@ -192,6 +192,19 @@ func (m *Manager) Disable(id string) (DisableResult, error) {
 		}
 		res.Scopes = append(res.Scopes, r.Scope)
 	}
+	// A true left in another writable scope of this directory would still
+	// win the merge: disable means off, there too.
+	merged, err := settings.Load(m.Paths)
+	if err != nil {
+		return DisableResult{}, &Error{Code: 3, Message: err.Error()}
+	}
+	for _, s := range []settings.Scope{settings.User, settings.Project, settings.Local} {
+		if v, _ := merged.Layer(s).Values["enabledPlugins"].(map[string]any); v[id] == true {
+			if err := settings.Set(m.Paths, s, "enabledPlugins."+id, false); err != nil {
+				return DisableResult{}, &Error{Code: 3, Message: err.Error()}
+			}
+		}
+	}
 	return res, nil
 }
 
@@ -506,6 +519,7 @@ func (m *Manager) GC(prune bool) (GCResult, error) {
 	if err != nil {
 		return res, &Error{Code: 3, Message: err.Error()}
 	}
+	var prunedUser []string
 	for _, id := range intent {
 		reason := danglingReason(known, id)
 		if reason == "" {
@@ -518,12 +532,7 @@ func (m *Manager) GC(prune bool) (GCResult, error) {
 		if !prune {
 			continue
 		}
-		user := stringList(merged.Layer(settings.User).Values["installedPlugins"])
-		if slices.Contains(user, id) {
-			if err := settings.Set(m.Paths, settings.User, "installedPlugins", slices.DeleteFunc(user, func(x string) bool { return x == id })); err != nil {
-				return res, &Error{Code: 3, Message: err.Error()}
-			}
-		}
+		prunedUser = append(prunedUser, id)
 		committed := false
 		for _, s := range []settings.Scope{settings.Project, settings.Local} {
 			committed = committed || slices.Contains(stringList(merged.Layer(s).Values["installedPlugins"]), id)
@@ -532,6 +541,14 @@ func (m *Manager) GC(prune bool) (GCResult, error) {
 			res.ResidualDeclarations = append(res.ResidualDeclarations, id)
 		} else {
 			res.PrunedIntents = append(res.PrunedIntents, id)
+		}
+	}
+	// One write for every pruned intent of the user's settings (the
+	// project's and local's are never rewritten here).
+	user := stringList(merged.Layer(settings.User).Values["installedPlugins"])
+	if kept := slices.DeleteFunc(slices.Clone(user), func(x string) bool { return slices.Contains(prunedUser, x) }); len(kept) != len(user) {
+		if err := settings.Set(m.Paths, settings.User, "installedPlugins", kept); err != nil {
+			return res, &Error{Code: 3, Message: err.Error()}
 		}
 	}
 	return res, nil

@@ -220,3 +220,29 @@ func (p *Projector) fingerprint() string {
 	}
 	return b.String()
 }
+
+// Boot is a Computer's start on the management plane's files: the
+// reconcile (see [Manager.Reconcile]), then a Projector for them with
+// the options o. A reconcile's failures are in the report; its error is
+// for files that cannot be read.
+func (m *Manager) Boot(ctx context.Context, o ResolveOptions) (*Projector, BootReport, error) {
+	rep, err := m.Reconcile(ctx)
+	if err != nil {
+		return nil, rep, err
+	}
+	return &Projector{M: m, Options: o, Log: m.Log}, rep, nil
+}
+
+// Start applies the files to target and then follows them (Watch) until
+// ctx ends; it returns the first projection and the error of its
+// Reload (servers whose inputs could not be resolved: the rest is
+// served).
+func (p *Projector) Start(ctx context.Context, target Target) (*Projection, error) {
+	p.Target = target
+	proj, err := p.Apply(ctx)
+	if proj == nil {
+		return nil, err
+	}
+	go p.Watch(ctx)
+	return proj, err
+}

@@ -20,8 +20,9 @@ type BootReport struct {
 	// Rematerialized are the intended plugins whose record was missing or
 	// stale, materialized again.
 	Rematerialized []string `json:"rematerialized"`
-	// ScopeNormalized are plugins whose record had no scope the intent
-	// gives, written again in the intent's scope.
+	// ScopeNormalized are rematerialized plugins whose record was rebuilt
+	// in another scope than their intent's: the scope their enable was
+	// written to.
 	ScopeNormalized []string `json:"scope_normalized"`
 	// FailedMarketplaces and FailedPlugins could not be reconciled; the
 	// rest was (a boot never stops on them).
@@ -79,28 +80,27 @@ func (m *Manager) Reconcile(ctx context.Context) (BootReport, error) {
 		if err != nil {
 			continue
 		}
-		scope := intentScope(merged, id)
 		recs := ledger.Plugins[id]
 		dir, derr := m.pluginDir(mp, plugin)
-		stale := len(recs) == 0 || derr != nil || slices.ContainsFunc(recs, func(r settings.PluginRecord) bool { return r.InstallPath != dir })
-		normalize := len(recs) > 0 && !slices.ContainsFunc(recs, func(r settings.PluginRecord) bool { return r.Scope == scope }) && scope == settings.User
-		if !stale && !normalize {
+		stale := derr != nil || slices.ContainsFunc(recs, func(r settings.PluginRecord) bool { return r.InstallPath != dir })
+		if len(recs) > 0 && !stale {
 			continue
 		}
+		// A lost record is rebuilt in the scope its enable was written
+		// to (enable and disable act there), else the intent's.
+		scopes := []settings.Scope{recordScope(merged, id)}
+		if len(recs) > 0 {
+			scopes = scopes[:0]
+			for _, r := range recs {
+				scopes = append(scopes, r.Scope)
+			}
+		}
 		rec, cat, entry, err := m.locate(plugin, mp)
-		if err == nil {
-			scopes := []settings.Scope{scope}
-			if len(recs) > 0 && !normalize {
-				scopes = scopes[:0]
-				for _, r := range recs {
-					scopes = append(scopes, r.Scope)
-				}
+		for _, s := range scopes {
+			if err != nil {
+				break
 			}
-			for _, s := range scopes {
-				if _, err = m.materialize(ctx, mp, rec, cat, entry, InstallOptions{ID: id}, s); err != nil {
-					break
-				}
-			}
+			_, err = m.materialize(ctx, mp, rec, cat, entry, InstallOptions{ID: id}, s)
 		}
 		switch {
 		case err != nil:
@@ -108,7 +108,8 @@ func (m *Manager) Reconcile(ctx context.Context) (BootReport, error) {
 			if m.Log != nil {
 				m.Log.Warn("market: a plugin could not be materialized", "plugin", id, "err", err)
 			}
-		case normalize && !stale:
+		case len(recs) == 0 && scopes[0] != intentScope(merged, id):
+			rep.Rematerialized = append(rep.Rematerialized, id)
 			rep.ScopeNormalized = append(rep.ScopeNormalized, id)
 		default:
 			rep.Rematerialized = append(rep.Rematerialized, id)
@@ -116,6 +117,20 @@ func (m *Manager) Reconcile(ctx context.Context) (BootReport, error) {
 	}
 	m.ForgetKept()
 	return rep, nil
+}
+
+// recordScope is the scope a lost record of id is rebuilt in: the
+// highest of local and project whose enabledPlugins names id (where an
+// enable of a record of that scope wrote), else the intent's scope.
+func recordScope(merged *settings.Merged, id string) settings.Scope {
+	for _, s := range []settings.Scope{settings.Local, settings.Project} {
+		if v, _ := merged.Layer(s).Values["enabledPlugins"].(map[string]any); v != nil {
+			if _, ok := v[id]; ok {
+				return s
+			}
+		}
+	}
+	return intentScope(merged, id)
 }
 
 // intentScope is the lowest scope whose installedPlugins lists id.

@@ -245,9 +245,16 @@ func (m *Manager) activate(p *Projection, ps *PluginState, merged *settings.Merg
 			if blocked == "" {
 				blocked = fmt.Sprintf("server '%s' (%s) is %s", s.Name, s.BundleID, st.Verdict)
 			}
-		case p.NonPlugin[s.BundleID] || taken[s.BundleID]:
+		case taken[s.BundleID]:
 			st.Tier = 0 // existing wins: the dependency is satisfied
 			p.Notes = append(p.Notes, fmt.Sprintf("plugin '%s': server %s is already declared; dependency satisfied", id, s.BundleID))
+		case p.NonPlugin[s.BundleID]:
+			// Declared, but not served (awaiting approval, or denied): the
+			// declaration wins and the plugin waits with it; its skills
+			// without their server would be a half state.
+			if blocked == "" {
+				blocked = fmt.Sprintf("server %s is declared by a settings scope that is not approved", s.BundleID)
+			}
 		default:
 			host = append(host, s)
 		}

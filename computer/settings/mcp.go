@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 
 	"github.com/a2c-smcp/a2c-go/computer/config"
 	"github.com/a2c-smcp/a2c-go/smcp"
@@ -105,6 +106,19 @@ func LoadMCP(p Paths, flagFile string, embed []config.Server) *MCP {
 		m.Servers = append(m.Servers, byKey[k])
 	}
 	return m
+}
+
+// CheckMCPPath checks the file path given with --mcp-config (see
+// CheckMCPFile); its error names the flag and the file.
+func CheckMCPPath(path string) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("--mcp-config %s: cannot be read", path)
+	}
+	if err := CheckMCPFile(b); err != nil {
+		return fmt.Errorf("--mcp-config %s: %w", path, err)
+	}
+	return nil
 }
 
 // CheckMCPFile reports whether doc, a file's content given with

@@ -152,3 +152,35 @@ func (p Paths) PolicyFiles() []string {
 	more, _ := filepath.Glob(filepath.Join(p.ManagedDir, "managed-settings.d", "*.json"))
 	return append(out, more...) // Glob sorts
 }
+
+// CurrentPaths are the paths of this process: DefaultPaths for the
+// environment getenv reads (HOME, else the account's home directory) and
+// the working directory, with flagSettings (--settings; "" for none) as
+// the flag scope's file, which must exist.
+func CurrentPaths(getenv func(string) string, flagSettings string) (Paths, error) {
+	home := getenv("HOME")
+	if home == "" {
+		h, err := os.UserHomeDir()
+		if err != nil {
+			return Paths{}, err
+		}
+		home = h
+	}
+	cwd, err := os.Getwd()
+	if err != nil {
+		return Paths{}, err
+	}
+	p, err := DefaultPaths(getenv, home, cwd)
+	if err != nil {
+		return Paths{}, err
+	}
+	if flagSettings != "" {
+		if p.FlagSettings, err = filepath.Abs(flagSettings); err != nil {
+			return Paths{}, err
+		}
+		if _, err := os.Stat(p.FlagSettings); err != nil {
+			return Paths{}, fmt.Errorf("--settings %s: no such file", flagSettings)
+		}
+	}
+	return p, nil
+}

@@ -72,33 +72,11 @@ func addManageFlags(fs *flag.FlagSet) *manageFlags {
 
 // manager is the Manager of the current user, directory and flags.
 func (f *manageFlags) manager(e *env) (*market.Manager, error) {
-	p, err := managedPaths(*f.settings)
+	p, err := settings.CurrentPaths(os.Getenv, *f.settings)
 	if err != nil {
 		return nil, err
 	}
 	return &market.Manager{Paths: p, Log: e.log()}, nil
-}
-
-// managedPaths are the settings paths of this user and directory.
-func managedPaths(flagSettings string) (settings.Paths, error) {
-	home, err := os.UserHomeDir()
-	if err != nil {
-		return settings.Paths{}, fmt.Errorf("no home directory: %w", err)
-	}
-	cwd, err := os.Getwd()
-	if err != nil {
-		return settings.Paths{}, err
-	}
-	p, err := settings.DefaultPaths(os.Getenv, home, cwd)
-	if err != nil {
-		return settings.Paths{}, err
-	}
-	if flagSettings != "" {
-		if p.FlagSettings, err = filepath.Abs(flagSettings); err != nil {
-			return settings.Paths{}, err
-		}
-	}
-	return p, nil
 }
 
 // log is where the management verbs log (warnings only, to stderr).
@@ -456,7 +434,7 @@ func runSettings(ctx context.Context, e *env, verb string, args []string) error 
 		return err
 	}
 	fail := func(err error) error { return e.fail("settings", *f.json, err) }
-	p, err := managedPaths(*f.settings)
+	p, err := settings.CurrentPaths(os.Getenv, *f.settings)
 	if err != nil {
 		return fail(err)
 	}

@@ -37,25 +37,17 @@ type managedBoot struct {
 // are the host's own servers.
 func bootManaged(ctx context.Context, e *env, flagSettings, mcpConfig string, approveAll bool, embed []config.Server, log *slog.Logger) (*managedBoot, error) {
 	if mcpConfig != "" {
-		b, err := os.ReadFile(mcpConfig)
-		if err != nil {
-			return nil, usageError{fmt.Sprintf("--mcp-config %s: %v", mcpConfig, strings.TrimPrefix(err.Error(), "open "+mcpConfig+": "))}
-		}
-		if err := settings.CheckMCPFile(b); err != nil {
-			return nil, usageError{fmt.Sprintf("--mcp-config %s: %v", mcpConfig, err)}
+		if err := settings.CheckMCPPath(mcpConfig); err != nil {
+			return nil, usageError{err.Error()}
 		}
 	}
-	if flagSettings != "" {
-		if _, err := os.Stat(flagSettings); err != nil {
-			return nil, usageError{fmt.Sprintf("--settings %s: no such file", flagSettings)}
-		}
-	}
-	paths, err := managedPaths(flagSettings)
+	paths, err := settings.CurrentPaths(os.Getenv, flagSettings)
 	if err != nil {
-		return nil, err
+		return nil, usageError{err.Error()}
 	}
 	m := &market.Manager{Paths: paths, Log: log}
-	rep, err := m.Reconcile(ctx)
+	o := market.ResolveOptions{FlagMCP: mcpConfig, Embed: embed, ApproveAll: approveAll}
+	pr, rep, err := m.Boot(ctx, o)
 	if err != nil {
 		return nil, fmt.Errorf("management plane: %w", err)
 	}
@@ -64,15 +56,14 @@ func bootManaged(ctx context.Context, e *env, flagSettings, mcpConfig string, ap
 			"rematerialized", rep.Rematerialized, "scope_normalized", rep.ScopeNormalized,
 			"failed_marketplaces", rep.FailedMarketplaces, "failed_plugins", rep.FailedPlugins)
 	}
-	o := market.ResolveOptions{FlagMCP: mcpConfig, Embed: embed, ApproveAll: approveAll}
 	proj, err := m.Resolve(o)
 	if err != nil {
 		return nil, fmt.Errorf("management plane: %w", err)
 	}
 	if !approveAll && stdinTerminal() {
-		approvePending(e, paths, proj.Pending(), &o)
+		approvePending(e, paths, proj.Pending())
 	}
-	mb := &managedBoot{m: m, proj: &market.Projector{M: m, Options: o, Log: log}}
+	mb := &managedBoot{m: m, proj: pr}
 	if merged, err := settings.Load(paths); err == nil {
 		mb.LandingRoot, _ = merged.Values["landingRoot"].(string)
 	}
@@ -83,7 +74,7 @@ func bootManaged(ctx context.Context, e *env, flagSettings, mcpConfig string, ap
 // approves it (enabledMcpjsonServers), a approves every project server
 // (enableAllProjectMcpServers), n denies it (disabledMcpjsonServers),
 // each written to the local settings, so a restart does not ask again.
-func approvePending(e *env, paths settings.Paths, pending []market.ServerState, o *market.ResolveOptions) {
+func approvePending(e *env, paths settings.Paths, pending []market.ServerState) {
 	in := bufio.NewReader(os.Stdin)
 	all := false
 	for _, s := range pending {
@@ -132,14 +123,13 @@ func appendLocal(paths settings.Paths, key, v string) error {
 // start applies the files to c and keeps it in step with them until ctx
 // ends.
 func (mb *managedBoot) start(ctx context.Context, c *computer.Computer, log *slog.Logger) error {
-	mb.proj.Target = c
-	proj, err := mb.proj.Apply(ctx)
+	proj, err := mb.proj.Start(ctx, c)
+	if proj == nil {
+		return fmt.Errorf("management plane: %w", err)
+	}
 	if err != nil {
 		log.Warn("management: some servers' inputs could not be resolved", "err", err)
 	}
-	if proj != nil {
-		log.Info("management plane", "servers", len(proj.Config.Servers), "plugins", len(proj.Plugins), "pending", len(proj.Pending()))
-	}
-	go mb.proj.Watch(ctx)
+	log.Info("management plane", "servers", len(proj.Config.Servers), "plugins", len(proj.Plugins), "pending", len(proj.Pending()))
 	return nil
 }

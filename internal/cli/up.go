@@ -19,6 +19,7 @@ import (
 	"github.com/a2c-smcp/a2c-go/aiod/browser"
 	"github.com/a2c-smcp/a2c-go/aiod/pool"
 	"github.com/a2c-smcp/a2c-go/computer/config"
+	"github.com/a2c-smcp/a2c-go/computer/settings"
 	"github.com/a2c-smcp/a2c-go/server"
 	"github.com/a2c-smcp/a2c-go/server/console"
 	"github.com/a2c-smcp/a2c-go/server/gateway"
@@ -43,6 +44,9 @@ func runUp(ctx context.Context, e *env, args []string) (err error) {
 	office := fs.String("office", "default", "the office the sandbox Computer joins")
 	name := fs.String("name", "sandbox", "the sandbox Computer's name in the office")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	manage := fs.Bool("manage", true, "also serve the Computer management plane (the mcp.json servers and enabled plugins of the user, project, local and policy settings) beside the sandbox's tools")
+	flagSettings := fs.String("settings", "", "the management plane's flag-scope settings.json")
+	mcpConfig := fs.String("mcp-config", "", "the management plane's flag-scope mcp.json")
 	cpuProfile := fs.String("cpu-profile", "", "write a Go CPU profile to this file until shutdown (for benchmarks)")
 	version := addVersionFlag(fs)
 	landing := fs.String("landing-root", "", `folder where uploads (a2c put) land (default <workspace>/uploads; "-" refuses uploads)`)
@@ -67,6 +71,23 @@ func runUp(ctx context.Context, e *env, args []string) (err error) {
 	}
 	if *officeOnTimeout != pool.OnTimeoutKill && *officeOnTimeout != pool.OnTimeoutPause {
 		return usageError{"bad --office-on-timeout " + *officeOnTimeout + " (kill or pause)"}
+	}
+	// The management plane's files are checked before anything starts.
+	var managed *settings.Paths
+	if !*manage && (*flagSettings != "" || *mcpConfig != "") {
+		return usageError{"--settings and --mcp-config need --manage"}
+	}
+	if *manage {
+		p, err := settings.CurrentPaths(os.Getenv, *flagSettings)
+		if err != nil {
+			return usageError{err.Error()}
+		}
+		if *mcpConfig != "" {
+			if err := settings.CheckMCPPath(*mcpConfig); err != nil {
+				return usageError{err.Error()}
+			}
+		}
+		managed = &p
 	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
@@ -250,7 +271,7 @@ func runUp(ctx context.Context, e *env, args []string) (err error) {
 	go func() {
 		computerDone <- d.JoinOffice(cctx, aiod.OfficeOptions{Server: dial, Office: *office, Name: *name, Token: secret,
 			ConfigFile: *cfgPath, Supervisor: supervisor(), OnJoined: joined,
-			ProtocolVersion: *version, LandingRoot: *landing, SkillsDir: *skillsDir})
+			ProtocolVersion: *version, LandingRoot: *landing, SkillsDir: *skillsDir, Settings: managed, MCPConfig: *mcpConfig})
 	}()
 
 	var runErr error

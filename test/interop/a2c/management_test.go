@@ -549,3 +549,49 @@ func TestManagementCLI(t *testing.T) {
 		t.Errorf("policy set: %d %s", code, errOut)
 	}
 }
+
+// TestUpPlugins: a2c up takes the same settings (the issue's "a plugin
+// enabled for the user is there beside the sandbox's tools"): the
+// fixture declared in the user's settings gives the sandbox Computer the
+// plugin's skill and tools next to its own; a plugin disabled while it
+// runs leaves it.
+func TestUpPlugins(t *testing.T) {
+	f := newMgmtFixture(t)
+	user := filepath.Join(f.dir, "config", "a2c", "settings.json")
+	if err := os.MkdirAll(filepath.Dir(user), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	settings := `{"extraKnownMarketplaces":{"acme":{"source":{"type":"git","url":"` + f.url + `"}}},` +
+		`"installedPlugins":["audit@acme"],"enabledPlugins":{"audit@acme":true}}`
+	if err := os.WriteFile(user, []byte(settings), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(harness.Bin(t, "a2c"), "up", "--listen", "127.0.0.1:0", "--sandbox-listen", "127.0.0.1:0",
+		"--workspace", filepath.Join(f.dir, "workspace"), "--skills", "")
+	cmd.Dir = f.cwd
+	cmd.Env = append(append(cmd.Environ(), harness.PinnedPorts(t)...), f.env...)
+	u := harness.Run(t, cmd, true)
+	a := dialAgent(t, u.URL, "go-agent", agent.Options{})
+	if err := a.Join(ctx10(t), "default"); err != nil {
+		t.Fatal(err)
+	}
+	tools := toolNamesOf(waitTools(t, a, "sandbox", append([]string{"sandbox__sandbox_execute_bash"}, auditTools...)...))
+	if !slices.Contains(tools, "acme_audit_srv__plain") || !slices.Contains(tools, "sandbox__sandbox_execute_bash") {
+		t.Fatalf("tools: %v\n%s", tools, u.Logs())
+	}
+	skills, err := a.Skills(ctx10(t), "sandbox")
+	if err != nil || !slices.Contains(skillNamesOf(skills), "audit:audit-guide") {
+		t.Errorf("skills: %v %v", skillNamesOf(skills), err)
+	}
+	f.wantJSON(t, 0, `{"disabled":"audit@acme","scopes":["user"]}`, "plugin", "disable", "audit@acme", "--json")
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		tools, err := a.Tools(ctx10(t), "sandbox")
+		names := toolNamesOf(tools)
+		if err == nil && !slices.Contains(names, "acme_audit_srv__plain") && slices.Contains(names, "sandbox__sandbox_execute_bash") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("tools after disable: %v", names)
+		}
+	}
+}
