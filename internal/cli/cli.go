@@ -110,9 +110,10 @@ func usage(w io.Writer) {
 Usage:
   a2c up     [--listen HOST:PORT] [--sandbox-listen HOST:PORT] [--workspace DIR] [--config FILE] [--token T]
   a2c server [--listen HOST:PORT] [--path /socket.io/] [--token T | --token-file F] [--console [--sandbox NAME=URL]]
-  a2c computer --config FILE [--server URL] [--office ID] [--name NAME] [--token T] [--approve all|none|ask|agent] [--admin HOST:PORT]
-               [--landing-root DIR] [--skills DIR]
-  a2c computer check --config FILE [--json]
+  a2c computer [--config FILE | --settings F --mcp-config F --approve-all-mcp] [--server URL] [--office ID] [--name NAME]
+               [--token T] [--approve all|none|ask|agent] [--admin HOST:PORT] [--landing-root DIR] [--skills DIR]
+  a2c computer check [--config FILE | --settings F --mcp-config F] [--json]
+  a2c computer marketplace|plugin|settings|skill VERB ... [--json]
   a2c computer history [--admin URL] [--last N] [--json]
   a2c room   [--server URL] [--office ID] [--json]
   a2c tools  [--server URL] [--office ID] [--computer NAME] [--json]

@@ -7,10 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -20,7 +22,9 @@ import (
 	"github.com/a2c-smcp/a2c-go/blob"
 	"github.com/a2c-smcp/a2c-go/computer"
 	"github.com/a2c-smcp/a2c-go/computer/config"
+	"github.com/a2c-smcp/a2c-go/computer/market"
 	"github.com/a2c-smcp/a2c-go/computer/mcphost"
+	"github.com/a2c-smcp/a2c-go/computer/settings"
 	"github.com/a2c-smcp/a2c-go/internal/origin"
 )
 
@@ -291,9 +295,27 @@ func terminalConfirm(e *env) func(ctx context.Context, tool string, params json.
 
 // runComputerCheck validates a configuration, starts its servers just long
 // enough to list their tools, and prints what Agents would see.
+// checkReport is one server in "a2c computer check".
+type checkReport struct {
+	BundleID string `json:"bundle_id"`
+	Name     string `json:"name"`
+	Type     string `json:"type"`
+	Origin   string `json:"origin,omitempty"` // without --config: a settings scope, or plugin:<id>
+	Disabled bool   `json:"disabled"`
+	State    string `json:"state"`
+	Error    string `json:"error,omitempty"`
+	// Category classifies an error resolving the server's inputs:
+	// missing_input, invalid_selection or validation.
+	Category string   `json:"category,omitempty"`
+	Tools    []string `json:"tools"`
+}
+
 func runComputerCheck(ctx context.Context, e *env, args []string) error {
 	fs := newFlags(e, "computer check")
-	cfgPath := fs.String("config", "", "MCP server configuration file (JSON or YAML)")
+	cfgPath := fs.String("config", "", "MCP server configuration file (JSON or YAML); without, what a2c computer without --config would serve (the settings scopes and plugins, after the boot's reconcile)")
+	flagSettings := fs.String("settings", "", "without --config: the flag scope's settings.json")
+	mcpConfig := fs.String("mcp-config", "", "without --config: the flag scope's mcp.json")
+	fs.StringVar(mcpConfig, "c", "", "short for --mcp-config")
 	wait := fs.Duration("wait", 30*time.Second, "how long to wait for each server to list its tools")
 	asJSON := fs.Bool("json", false, "print JSON")
 	if err := e.parse(fs, args); err != nil {
@@ -302,30 +324,43 @@ func runComputerCheck(ctx context.Context, e *env, args []string) error {
 	if err := positiveFlags(fs, "wait"); err != nil {
 		return err
 	}
-	if *cfgPath == "" {
-		return usageError{"--config is required"}
-	}
-	cfg, err := config.Load(*cfgPath)
-	if err != nil {
-		return err
-	}
-	type serverReport struct {
-		BundleID string `json:"bundle_id"`
-		Name     string `json:"name"`
-		Type     string `json:"type"`
-		Disabled bool   `json:"disabled"`
-		State    string `json:"state"`
-		Error    string `json:"error,omitempty"`
-		// Category classifies an error resolving the server's inputs:
-		// missing_input, invalid_selection or validation.
-		Category string   `json:"category,omitempty"`
-		Tools    []string `json:"tools"`
+	var cfg *config.File
+	var proj *market.Projection // the management plane's, without --config
+	if *cfgPath != "" {
+		var err error
+		if cfg, err = config.Load(*cfgPath); err != nil {
+			return err
+		}
+	} else {
+		if *mcpConfig != "" {
+			if err := settings.CheckMCPPath(*mcpConfig); err != nil {
+				return usageError{err.Error()}
+			}
+		}
+		paths, err := settings.CurrentPaths(os.Getenv, *flagSettings)
+		if err != nil {
+			return usageError{err.Error()}
+		}
+		// What a boot does, without the office: the reconcile (clones of
+		// declared marketplaces, plugins materialized), then the files.
+		m := &market.Manager{Paths: paths, Log: e.log()}
+		pr, _, err := m.Boot(ctx, market.ResolveOptions{FlagMCP: *mcpConfig})
+		if err != nil {
+			return err
+		}
+		if proj, err = pr.M.Resolve(pr.Options); err != nil {
+			return err
+		}
+		cfg = proj.Config
 	}
 	resolver := &config.Resolver{Inputs: cfg.Inputs, Prompt: terminalPrompt(e), Run: runCommandInput}
-	reports := make([]serverReport, len(cfg.Servers))
+	reports := make([]checkReport, len(cfg.Servers))
 	var wg sync.WaitGroup
 	for i, s := range cfg.Servers {
-		reports[i] = serverReport{BundleID: s.BundleID, Name: s.Name, Type: s.Type, Disabled: s.Disabled, State: "disabled", Tools: []string{}}
+		reports[i] = checkReport{BundleID: s.BundleID, Name: s.Name, Type: s.Type, Disabled: s.Disabled, State: "disabled", Tools: []string{}}
+		if proj != nil {
+			reports[i].Origin = proj.Origins[s.BundleID]
+		}
 		if s.Disabled {
 			continue
 		}
@@ -368,6 +403,12 @@ func runComputerCheck(ctx context.Context, e *env, args []string) error {
 	for _, d := range cfg.Diagnostics {
 		diags = append(diags, d.String())
 	}
+	if proj != nil {
+		if err := printManagedCheck(e, *asJSON, proj, reports); err != nil {
+			return err
+		}
+		return checkFailed(reports)
+	}
 	if *asJSON {
 		return printJSON(e, map[string]any{"servers": reports, "diagnostics": diags})
 	}
@@ -390,10 +431,72 @@ func runComputerCheck(ctx context.Context, e *env, args []string) error {
 	for _, d := range diags {
 		fmt.Fprintf(e.stdout, "warning: %s\n", d)
 	}
+	return checkFailed(reports)
+}
+
+// checkFailed is check's error: the first server that did not come up.
+func checkFailed(reports []checkReport) error {
 	for _, r := range reports {
 		if r.State != string(mcphost.Ready) && r.State != "disabled" {
 			return fmt.Errorf("server %s is %s", r.BundleID, r.State)
 		}
+	}
+	return nil
+}
+
+// printManagedCheck prints check's answer for the management plane's
+// files: each served server with its origin and tools, the plugins'
+// skills, the servers awaiting approval, and the settings' problems.
+func printManagedCheck(e *env, asJSON bool, proj *market.Projection, reports []checkReport) error {
+	type skillRow struct {
+		Name    string `json:"name"`
+		Source  string `json:"source"`
+		Version string `json:"version,omitempty"`
+	}
+	skills := []skillRow{}
+	for _, src := range slices.Sorted(maps.Keys(proj.Skills)) {
+		for _, p := range proj.Skills[src] {
+			skills = append(skills, skillRow{p.Ref.Name, p.Ref.Source, p.Ref.Version})
+		}
+	}
+	pending := []market.ServerState{}
+	pending = append(pending, proj.Pending()...)
+	errs := []settings.Error{}
+	errs = append(errs, proj.Errors...)
+	if asJSON {
+		return printJSON(e, map[string]any{"servers": reports, "skills": skills, "plugins": proj.Plugins,
+			"pending": pending, "errors": errs, "notes": append([]string{}, proj.Notes...)})
+	}
+	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "BUNDLE_ID\tNAME\tTYPE\tORIGIN\tSTATE\tTOOLS")
+	for _, r := range reports {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\n", r.BundleID, r.Name, r.Type, r.Origin, r.State, len(r.Tools))
+	}
+	tw.Flush()
+	for _, r := range reports {
+		for _, t := range r.Tools {
+			fmt.Fprintf(e.stdout, "  %s\n", t)
+		}
+		if r.Error != "" {
+			fmt.Fprintf(e.stdout, "  %s: %s\n", r.BundleID, oneLine(r.Error))
+		}
+	}
+	for _, k := range skills {
+		fmt.Fprintf(e.stdout, "skill %s (%s %s)\n", k.Name, k.Source, k.Version)
+	}
+	for _, p := range pending {
+		fmt.Fprintf(e.stdout, "pending %s (%s, origin %s): approve it (a2c computer, on a terminal) or pass --approve-all-mcp\n", p.Name, p.BundleID, p.Origin)
+	}
+	for _, ps := range proj.Plugins {
+		if ps.Reason != "" {
+			fmt.Fprintf(e.stdout, "plugin %s not active: %s\n", ps.ID, ps.Reason)
+		}
+	}
+	for _, n := range proj.Notes {
+		fmt.Fprintf(e.stdout, "note: %s\n", n)
+	}
+	for _, se := range errs {
+		fmt.Fprintf(e.stdout, "warning: %s settings (%s): %s: %s\n", se.Scope, se.SourcePath, se.Field, se.Reason)
 	}
 	return nil
 }
