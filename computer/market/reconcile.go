@@ -82,7 +82,10 @@ func (m *Manager) Reconcile(ctx context.Context) (BootReport, error) {
 		}
 		recs := ledger.Plugins[id]
 		dir, derr := m.pluginDir(mp, plugin)
-		stale := derr != nil || slices.ContainsFunc(recs, func(r settings.PluginRecord) bool { return r.InstallPath != dir })
+		// Stale: not where its marketplace puts it, or a legacy record
+		// without mcpServers (its bundledMcpServers held names, which
+		// the reclaim cannot use): materialized again.
+		stale := derr != nil || slices.ContainsFunc(recs, func(r settings.PluginRecord) bool { return r.InstallPath != dir || r.MCPServers == nil })
 		if len(recs) > 0 && !stale {
 			continue
 		}

@@ -9,6 +9,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"slices"
@@ -61,7 +62,7 @@ func bootManaged(ctx context.Context, e *env, flagSettings, mcpConfig string, ap
 		return nil, fmt.Errorf("management plane: %w", err)
 	}
 	if !approveAll && stdinTerminal() {
-		approvePending(e, paths, proj.Pending())
+		approvePending(os.Stdin, e.stderr, paths, proj.Pending())
 	}
 	mb := &managedBoot{m: m, proj: pr}
 	if merged, err := settings.Load(paths); err == nil {
@@ -74,14 +75,14 @@ func bootManaged(ctx context.Context, e *env, flagSettings, mcpConfig string, ap
 // approves it (enabledMcpjsonServers), a approves every project server
 // (enableAllProjectMcpServers), n denies it (disabledMcpjsonServers),
 // each written to the local settings, so a restart does not ask again.
-func approvePending(e *env, paths settings.Paths, pending []market.ServerState) {
-	in := bufio.NewReader(os.Stdin)
+func approvePending(r io.Reader, w io.Writer, paths settings.Paths, pending []market.ServerState) {
+	in := bufio.NewReader(r)
 	all := false
 	for _, s := range pending {
 		if all {
 			break
 		}
-		fmt.Fprintf(e.stderr, "⚠ Unapproved workspace MCP server '%s' (bundle_id %s, origin=%s)\n  [y]es this server · [a]ll project servers · [n]o (deny): ",
+		fmt.Fprintf(w, "⚠ Unapproved workspace MCP server '%s' (bundle_id %s, origin=%s)\n  [y]es this server · [a]ll project servers · [n]o (deny): ",
 			s.Name, s.BundleID, s.Origin)
 		line, _ := in.ReadString('\n')
 		var err error
@@ -95,7 +96,7 @@ func approvePending(e *env, paths settings.Paths, pending []market.ServerState) 
 			err = appendLocal(paths, "disabledMcpjsonServers", s.BundleID)
 		}
 		if err != nil {
-			fmt.Fprintf(e.stderr, "✗ %v\n", err)
+			fmt.Fprintf(w, "✗ %v\n", err)
 		}
 	}
 }
