@@ -164,6 +164,12 @@ type Computer struct {
 	// uploads is the client:put_blob landing (computer/upload.go): set by
 	// startUploads when the protocol has uploads, closed by stopUploads.
 	uploads atomic.Pointer[blob.Landing]
+
+	// mgmt guards management and orders its sends (computer/management.go).
+	mgmt sync.Mutex
+	// management is the last state [Computer.SetManagement] was given;
+	// nil when the Computer has no management plane.
+	management *smcp.ManagementState
 }
 
 // hosted is one configured server and its upstream connection.
@@ -614,6 +620,7 @@ func (c *Computer) session(ctx context.Context) error {
 	c.mu.Unlock()
 	c.log.Info("joined office", "office", c.opts.Office, "name", c.opts.Name)
 	c.emit(smcp.EventUpdateToolList) // an Agent already there refreshes
+	c.sendManagement()               // this session's hub has no state yet
 	if c.opts.OnJoined != nil {
 		c.opts.OnJoined()
 	}

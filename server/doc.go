@@ -14,7 +14,9 @@
 // notifications), the relay of the eight client:* requests from an Agent
 // to one Computer of its office with per-call deadlines, the server:*
 // events, the operators' office listing (GET /api/offices/{office}), and
-// the server's Prometheus metrics.
+// the server's Prometheus metrics. It also keeps each joined Computer's
+// a2c:management_state, an extension event of this implementation that
+// no Agent ever sees, for the console ([Server.Management]).
 //
 // With [Config].Cluster set, a server is one node of a cluster of servers
 // that act as one hub through Redis: package cluster holds the Redis side

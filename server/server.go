@@ -162,6 +162,10 @@ type member struct {
 	// joined is when the member took its seat (the console's
 	// connected_since).
 	joined time.Time
+	// management is a Computer's last a2c:management_state (see
+	// management.go), nil when it sent none. It belongs to the
+	// connection: it is replaced whole, never changed in place.
+	management *smcp.ManagementState
 
 	// ops runs the member's office operations in a cluster (see serial);
 	// unused by a server that runs alone.
@@ -532,6 +536,8 @@ func (s *Server) dispatch(m *member, e *sio.Event) {
 		s.update(m, e, smcp.NotifyUpdateDesktop)
 	case smcp.EventUpdateSkills:
 		s.update(m, e, smcp.NotifyUpdateSkills)
+	case smcp.EventManagementState:
+		s.managementState(m, e)
 	default:
 		if s.profile.IsClientEvent(e.Name) {
 			s.relay(m, e)
@@ -789,6 +795,7 @@ func (s *Server) leaveLocalLocked(m *member) {
 		}
 	}
 	m.office = nil
+	m.management = nil // a state is its office seat's: a later join sends its own
 	s.metrics.members.WithLabelValues(string(m.role)).Dec()
 	if o.agent == nil && len(o.computers) == 0 {
 		delete(s.offices, o.id)

@@ -6,6 +6,9 @@
 //
 //   - the 23 event names ([EventToolCall] … [NotifyCancelToolCall]) and the
 //     two session roles ([RoleAgent], [RoleComputer]);
+//   - this implementation's one extension event, [EventManagementState]
+//     (Computer to Server only, never seen by an Agent), with its payload
+//     [ManagementState];
 //   - the payload structs of every event, with the protocol's snake_case JSON
 //     names, and the MCP [CallToolResult] with its A2C result markers;
 //   - the error codes ([CodeBadRequest] … [CodeCrossRoom]) and the flat

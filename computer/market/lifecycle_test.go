@@ -13,6 +13,7 @@ import (
 	"github.com/a2c-smcp/a2c-go/computer/config"
 	"github.com/a2c-smcp/a2c-go/computer/settings"
 	"github.com/a2c-smcp/a2c-go/skill"
+	"github.com/a2c-smcp/a2c-go/smcp"
 )
 
 // server is a plugin's stdio server file.
@@ -334,6 +335,13 @@ type fakeTarget struct {
 	reloads int
 	servers []string
 	skills  []string
+	mgmt    smcp.ManagementState // the last SetManagement
+	mgmts   int                  // how many SetManagement calls
+}
+
+func (f *fakeTarget) SetManagement(st smcp.ManagementState) {
+	f.mgmt = st
+	f.mgmts++
 }
 
 func (f *fakeTarget) Reload(_ context.Context, cfg *config.File) error {

@@ -15,6 +15,7 @@ import (
 	"github.com/a2c-smcp/a2c-go/computer/config"
 	"github.com/a2c-smcp/a2c-go/computer/settings"
 	"github.com/a2c-smcp/a2c-go/skill"
+	"github.com/a2c-smcp/a2c-go/smcp"
 )
 
 // Target is a running Computer as a [Projector] drives it.
@@ -26,6 +27,9 @@ type Target interface {
 	// ("marketplace:<mp>"; a source not in skills has none) and reports
 	// whether what Agents see changed (then it tells them).
 	SetMarketSkills(skills map[string][]skill.Package) bool
+	// SetManagement replaces what the hub is told of the servers'
+	// origins and the plugins' states (see [smcp.EventManagementState]).
+	SetManagement(st smcp.ManagementState)
 }
 
 // WatchInterval is how often a [Projector] looks at the files.
@@ -56,6 +60,7 @@ type Projector struct {
 	retained map[string]retainedEntry // plugin servers kept past their plugin
 	fp       string
 	reported string
+	managed  string // the state last given to SetManagement, as JSON
 }
 
 type retainedEntry struct {
@@ -66,7 +71,9 @@ type retainedEntry struct {
 // Apply resolves the files and applies the result to the Target; it
 // returns the projection applied. Reload is called only when the
 // servers or inputs changed (so an install, which changes neither,
-// sends nothing), the skills only tell when they changed.
+// sends nothing), the skills only tell when they changed, and
+// SetManagement is called only when the servers' origins or the
+// plugins' states changed.
 func (p *Projector) Apply(ctx context.Context) (*Projection, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -86,8 +93,27 @@ func (p *Projector) Apply(ctx context.Context) (*Projection, error) {
 		p.applied = string(b)
 	}
 	p.Target.SetMarketSkills(proj.Skills)
+	st := managementState(proj)
+	if b, err := json.Marshal(st); err == nil && string(b) != p.managed {
+		p.Target.SetManagement(st)
+		p.managed = string(b)
+	}
 	p.last = proj
 	return proj, rerr
+}
+
+// managementState is what the hub is told of proj: each server's origin,
+// verdict and whether it is served, and each plugin's state. Names and
+// states only: never a server's parameters.
+func managementState(proj *Projection) smcp.ManagementState {
+	st := smcp.ManagementState{Servers: make([]smcp.ManagedServer, 0, len(proj.Servers)), Plugins: make([]smcp.ManagedPlugin, 0, len(proj.Plugins))}
+	for _, s := range proj.Servers {
+		st.Servers = append(st.Servers, smcp.ManagedServer{BundleID: s.BundleID, Name: s.Name, Origin: s.Origin, Plugin: s.Plugin, Verdict: string(s.Verdict), Served: s.Served})
+	}
+	for _, ps := range proj.Plugins {
+		st.Plugins = append(st.Plugins, smcp.ManagedPlugin{ID: ps.ID, State: ps.State, Enabled: ps.Enabled, Active: ps.Active, Reason: ps.Reason, MCPServers: slices.Clone(ps.MCPServers)})
+	}
+	return st
 }
 
 // retain adds to proj the plugin servers the reclaim rule keeps.

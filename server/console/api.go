@@ -80,10 +80,14 @@ type Server struct {
 	Type      string `json:"type"`
 	Disabled  bool   `json:"disabled"`
 	AutoApply bool   `json:"auto_apply"`
+	// Origin is where the server comes from (a settings scope, or
+	// "plugin"), from the Computer's management state; "" when the
+	// Computer sent none.
+	Origin string `json:"origin"`
 }
 
 // computer serves a Computer's tools and servers, asked of it through
-// the relay.
+// the relay, with the management state it sent the hub (if any).
 func (c *Console) computer(w http.ResponseWriter, r *http.Request) {
 	office, computer := r.PathValue("office"), r.PathValue("computer")
 	if !validName(office) || !validName(computer) {
@@ -123,10 +127,14 @@ func (c *Console) computer(w http.ResponseWriter, r *http.Request) {
 	for _, t := range tr.Tools {
 		tools = append(tools, consoleTool(t))
 	}
+	var mgmt *smcp.ManagementState
+	if st, ok := c.srv.Management(office, computer); ok {
+		mgmt = &st
+	}
 	servers := []Server{}
 	if m, err := cr.DecodeServers(); err == nil {
 		for id, sc := range m {
-			sv := Server{BundleID: id, Name: sc.Name, Type: sc.Type, Disabled: sc.Disabled}
+			sv := Server{BundleID: id, Name: sc.Name, Type: sc.Type, Disabled: sc.Disabled, Origin: origin(mgmt, id)}
 			if sc.DefaultToolMeta != nil && sc.DefaultToolMeta.AutoApply != nil {
 				sv.AutoApply = *sc.DefaultToolMeta.AutoApply
 			}
@@ -134,7 +142,27 @@ func (c *Console) computer(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	sort.Slice(servers, func(i, j int) bool { return servers[i].BundleID < servers[j].BundleID })
-	writeJSON(w, http.StatusOK, map[string]any{"office": office, "computer": computer, "tools": tools, "servers": servers})
+	writeJSON(w, http.StatusOK, map[string]any{"office": office, "computer": computer, "tools": tools, "servers": servers, "management": mgmt})
+}
+
+// origin is the origin of the server bundleID in st: that of its served
+// declaration, else of the first one (a bundle_id may be declared by a
+// scope and by plugins); "" when st is nil or does not list it.
+func origin(st *smcp.ManagementState, bundleID string) string {
+	if st == nil {
+		return ""
+	}
+	found := ""
+	for _, s := range st.Servers {
+		switch {
+		case s.BundleID != bundleID:
+		case s.Served:
+			return s.Origin
+		case found == "":
+			found = s.Origin
+		}
+	}
+	return found
 }
 
 // consoleTool turns a client:get_tools entry into the console's Tool.

@@ -349,6 +349,14 @@ func TestOpenConsoleAndHeaders(t *testing.T) {
 // computer is a Computer connected to the hub that answers with reply.
 func (h *hub) computer(t *testing.T, name, office string, reply func(e *sio.Event) any) {
 	t.Helper()
+	h.managedComputer(t, name, office, reply, nil)
+}
+
+// managedComputer is computer that, when st is not nil, sends st as its
+// management state once joined (and waits for the hub's ack, so the
+// state is there when it returns).
+func (h *hub) managedComputer(t *testing.T, name, office string, reply func(e *sio.Event) any, st *smcp.ManagementState) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	hd := &handler{reply: reply}
@@ -375,6 +383,31 @@ func (h *hub) computer(t *testing.T, name, office string, reply func(e *sio.Even
 	if got := <-done; got != "true" {
 		t.Fatalf("join: %s", got)
 	}
+	if st == nil {
+		return
+	}
+	b, _ = json.Marshal(st)
+	acked := make(chan error, 1)
+	sock.Request(smcp.EventManagementState, sio.Message{Args: []json.RawMessage{b}}, 5*time.Second, func(_ sio.Message, err error) { acked <- err })
+	if err := <-acked; err != nil {
+		t.Fatalf("management state: %v", err)
+	}
+}
+
+// boxState is the management state of the Computer "box": b is declared
+// by a plugin (not served) and by the user scope (served), z by the
+// plugin only and awaits approval.
+var boxState = &smcp.ManagementState{
+	Computer: "box",
+	Servers: []smcp.ManagedServer{
+		{BundleID: "b", Name: "B", Origin: "plugin", Plugin: "audit@acme", Verdict: "enabled"},
+		{BundleID: "b", Name: "B", Origin: "user", Verdict: "enabled", Served: true},
+		{BundleID: "z", Name: "Z", Origin: "plugin", Plugin: "audit@acme", Verdict: "pending"},
+	},
+	Plugins: []smcp.ManagedPlugin{
+		{ID: "audit@acme", State: "installed_enabled", Enabled: true, Reason: "server 'Z' (z) is pending", MCPServers: []string{"b", "z"}},
+		{ID: "lint@acme", State: "installed_disabled", MCPServers: []string{}},
+	},
 }
 
 type handler struct{ reply func(e *sio.Event) any }
@@ -415,25 +448,42 @@ func sandboxComputer(e *sio.Event) any {
 
 func TestComputerAndCall(t *testing.T) {
 	h := newHub(t, testToken)
-	h.computer(t, "box", "o", sandboxComputer)
+	h.managedComputer(t, "box", "o", sandboxComputer, boxState)
+	h.computer(t, "bare", "o", sandboxComputer)
 	c := h.client(t)
 	c.login(testToken)
 	resp, body := c.get("/api/console/offices")
 	var offices struct {
 		Offices []server.OfficeInfo `json:"offices"`
 	}
-	if resp.StatusCode != 200 || json.Unmarshal([]byte(body), &offices) != nil || len(offices.Offices) != 1 || offices.Offices[0].Members[0].Name != "box" || offices.Offices[0].Members[0].ConnectedSince.IsZero() {
+	if resp.StatusCode != 200 || json.Unmarshal([]byte(body), &offices) != nil || len(offices.Offices) != 1 || len(offices.Offices[0].Members) != 2 ||
+		offices.Offices[0].Members[0].Name != "bare" || offices.Offices[0].Members[1].Name != "box" || offices.Offices[0].Members[1].ConnectedSince.IsZero() {
 		t.Fatalf("offices: %s", body)
 	}
 	if resp, body := c.get("/api/console/offices/o"); resp.StatusCode != 200 || !strings.Contains(body, `"connected_since":"`) {
 		t.Fatalf("office: %s", body)
 	}
-	resp, body = c.get("/api/console/offices/o/computers/box")
-	want := `{"computer":"box","office":"o","servers":[{"bundle_id":"b","name":"B","type":"streamable","disabled":false,"auto_apply":true},{"bundle_id":"z","name":"Z","type":"stdio","disabled":true,"auto_apply":false}],` +
-		`"tools":[{"name":"b__echo","bundle_id":"b","description":"echo","inputSchema":{"type":"object","properties":{"x":{"type":"integer"}}},"meta":{"tags":["fs","safe"],"auto_apply":true}},` +
+	tools := `"tools":[{"name":"b__echo","bundle_id":"b","description":"echo","inputSchema":{"type":"object","properties":{"x":{"type":"integer"}}},"meta":{"tags":["fs","safe"],"auto_apply":true}},` +
 		`{"name":"b__bare","bundle_id":"b","description":"no schema","inputSchema":{"type":"object"},"meta":{"tags":[],"auto_apply":false}}]}`
-	if resp.StatusCode != 200 || body != want {
-		t.Fatalf("computer: %d\n got %s\nwant %s", resp.StatusCode, body, want)
+	for _, tc := range []struct{ computer, want string }{
+		// The management state as the Computer sent it; each server's
+		// origin is its served declaration's, else its first one's.
+		{"box", `{"computer":"box","management":{"computer":"box","servers":[` +
+			`{"bundle_id":"b","name":"B","origin":"plugin","plugin":"audit@acme","verdict":"enabled","served":false},` +
+			`{"bundle_id":"b","name":"B","origin":"user","verdict":"enabled","served":true},` +
+			`{"bundle_id":"z","name":"Z","origin":"plugin","plugin":"audit@acme","verdict":"pending","served":false}],` +
+			`"plugins":[{"id":"audit@acme","state":"installed_enabled","enabled":true,"active":false,"reason":"server 'Z' (z) is pending","mcpServers":["b","z"]},` +
+			`{"id":"lint@acme","state":"installed_disabled","enabled":false,"active":false,"mcpServers":[]}]},` +
+			`"office":"o","servers":[{"bundle_id":"b","name":"B","type":"streamable","disabled":false,"auto_apply":true,"origin":"user"},` +
+			`{"bundle_id":"z","name":"Z","type":"stdio","disabled":true,"auto_apply":false,"origin":"plugin"}],` + tools},
+		// A Computer without the management plane: null, origins unknown.
+		{"bare", `{"computer":"bare","management":null,"office":"o","servers":[{"bundle_id":"b","name":"B","type":"streamable","disabled":false,"auto_apply":true,"origin":""},` +
+			`{"bundle_id":"z","name":"Z","type":"stdio","disabled":true,"auto_apply":false,"origin":""}],` + tools},
+	} {
+		resp, body := c.get("/api/console/offices/o/computers/" + tc.computer)
+		if resp.StatusCode != 200 || body != tc.want {
+			t.Fatalf("computer %s: %d\n got %s\nwant %s", tc.computer, resp.StatusCode, body, tc.want)
+		}
 	}
 	if resp, body := c.get("/api/console/offices/o/computers/nobody"); resp.StatusCode != 404 || body != `{"error":{"code":404,"message":"Computer not found"}}` {
 		t.Fatalf("unknown computer: %d %s", resp.StatusCode, body)

@@ -57,7 +57,8 @@
 //	GET  /api/console/offices/{office}
 //	                                Office
 //	GET  /api/console/offices/{office}/computers/{computer}
-//	                                {"office","computer","tools":[Tool],"servers":[Server]}
+//	                                {"office","computer","tools":[Tool],"servers":[Server],
+//	                                "management":Management|null}
 //	POST /api/console/offices/{office}/computers/{computer}/call
 //	                                body {"tool","arguments":{},"timeout":secs}
 //	                                answer {"req_id","agent","trace_id","result":CallToolResult}
@@ -126,8 +127,21 @@
 // "meta":{"tags":[...],"auto_apply":bool}} (inputSchema is the tool's
 // params_schema; tags [] and auto_apply false when the Computer sets
 // none). Server is one MCP server of client:get_config:
-// {"bundle_id","name","type","disabled","auto_apply"} (auto_apply: the
-// server's default_tool_meta says so), sorted by bundle_id.
+// {"bundle_id","name","type","disabled","auto_apply","origin"} (auto_apply:
+// the server's default_tool_meta says so; origin: where the server comes
+// from, from Management: a settings scope (user, project, local, embed,
+// flag, policy) or "plugin", "" when unknown), sorted by bundle_id.
+//
+// Management is the state the Computer's management plane sent the hub
+// (smcp.ManagementState, the a2c:management_state extension event, which
+// no Agent sees): {"computer","servers":[{"bundle_id","name","origin",
+// "plugin" (the plugin "<plugin>@<marketplace>", origin plugin only),
+// "verdict":"enabled"|"disabled"|"pending","served":bool}],"plugins":[{"id",
+// "state":"installed_enabled"|"installed_disabled"|"not_installed",
+// "enabled","active","reason" (why an enabled plugin is not active,
+// omitted when none),"mcpServers":[bundle_id]}]}. It is null when the
+// Computer sent none (it runs without the management plane, or another
+// node of a cluster holds it). It never holds a server's parameters.
 //
 // Call is {"req_id","agent","computer","office","tool","start" (RFC 3339),
 // "duration_ms" (so far while running),"state":"running"|"done",

@@ -381,6 +381,7 @@
     const d = await api(`/api/console/offices/${enc(office)}/computers/${enc(computer)}`, { signal: pg.signal });
     const tools = (d.tools || []).slice().sort((a, b) => a.name.localeCompare(b.name));
     const servers = d.servers || [];
+    const mgmt = d.management || null; // null: the Computer runs no management plane
     const selected = toolName ? tools.find((t) => t.name === toolName) : null;
 
     // the tool list, with a filter
@@ -408,7 +409,8 @@
     }
     if (toolName) pane.append(h('div', { class: 'error-box', role: 'alert' }, `This Computer has no tool named ${toolName}.`));
     pane.append(toolsOverview(base, tools, servers));
-    if (servers.length) pane.append(serversCard(servers));
+    if (servers.length) pane.append(serversCard(servers, mgmt));
+    if (mgmt) pane.append(pluginsCard(mgmt));
   }
 
   function toolsOverview(base, tools, servers) {
@@ -431,17 +433,58 @@
         : h('p', { class: 'empty' }, 'This Computer offers no tools.'));
   }
 
-  function serversCard(servers) {
+  // serverOrigin is what the Origin column says of a server: its scope,
+  // or "plugin <id>" for a plugin's, from the management state's
+  // declaration of it (the served one, else the first, as the API's
+  // origin); '—' when unknown.
+  function serverOrigin(s, mgmt) {
+    if (!s.origin) return h('span', { class: 'muted', title: 'The Computer did not say (it runs without the management plane)' }, '—');
+    const decls = ((mgmt && mgmt.servers) || []).filter((x) => x.bundle_id === s.bundle_id);
+    const d = decls.find((x) => x.served) || decls[0];
+    if (s.origin === 'plugin' && d && d.plugin) return h('span', null, 'plugin ', h('span', { class: 'mono' }, d.plugin));
+    return s.origin;
+  }
+
+  function serversCard(servers, mgmt) {
     const id = nextID('servers');
     return h('section', { class: 'card', 'aria-labelledby': id },
       h('div', { class: 'card-head' }, h('h2', { id }, 'MCP servers')),
       h('div', { class: 'table-wrap' }, h('table', null,
         h('thead', null, h('tr', null, h('th', { scope: 'col' }, 'Bundle'), h('th', { scope: 'col' }, 'Name'),
-          h('th', { scope: 'col' }, 'Type'), h('th', { scope: 'col' }, 'Approval'), h('th', { scope: 'col' }, 'State'))),
-        h('tbody', null, servers.map((s) => h('tr', null,
+          h('th', { scope: 'col' }, 'Type'), h('th', { scope: 'col' }, 'Origin'), h('th', { scope: 'col' }, 'Approval'), h('th', { scope: 'col' }, 'State'))),
+        h('tbody', null, servers.map((s) => h('tr', { 'data-bundle': s.bundle_id },
           h('td', { class: 'mono' }, s.bundle_id), h('td', null, s.name || ''), h('td', null, s.type || ''),
+          h('td', { class: 'origin' }, serverOrigin(s, mgmt)),
           h('td', null, policyBadge(!!s.auto_apply)),
           h('td', null, s.disabled ? h('span', { class: 'badge' }, 'disabled') : h('span', { class: 'badge ok' }, 'enabled'))))))));
+  }
+
+  // pluginStateBadge: an active plugin is ok; an enabled one that is not
+  // active (its reason says why) is a warning; the others plain.
+  function pluginStateBadge(p) {
+    const label = (p.state || 'unknown').replace(/_/g, ' ');
+    if (p.active) return h('span', { class: 'badge ok' }, label);
+    if (p.enabled) return h('span', { class: 'badge down', title: 'Enabled but not active' }, label);
+    return h('span', { class: 'badge' }, label);
+  }
+
+  function pluginsCard(mgmt) {
+    const id = nextID('plugins');
+    const plugins = (mgmt.plugins || []).slice().sort((a, b) => a.id.localeCompare(b.id));
+    const yes = (v) => (v ? 'yes' : 'no');
+    return h('section', { class: 'card', 'aria-labelledby': id },
+      h('div', { class: 'card-head' }, h('h2', { id }, 'Plugins'),
+        h('span', { class: 'muted small' }, `${plugins.length} plugin${plugins.length === 1 ? '' : 's'}`)),
+      plugins.length ? h('div', { class: 'table-wrap' }, h('table', null,
+        h('thead', null, h('tr', null, h('th', { scope: 'col' }, 'Plugin'), h('th', { scope: 'col' }, 'State'),
+          h('th', { scope: 'col' }, 'Enabled'), h('th', { scope: 'col' }, 'Active'), h('th', { scope: 'col' }, 'MCP servers'),
+          h('th', { scope: 'col' }, 'Reason'))),
+        h('tbody', null, plugins.map((p) => h('tr', { 'data-plugin': p.id },
+          h('td', { class: 'mono' }, p.id), h('td', null, pluginStateBadge(p)),
+          h('td', null, yes(p.enabled)), h('td', null, yes(p.active)),
+          (p.mcpServers || []).length ? h('td', { class: 'mono small' }, p.mcpServers.join(', ')) : h('td', null, h('span', { class: 'muted' }, '—')),
+          h('td', { class: 'small' }, p.reason || h('span', { class: 'muted' }, '—')))))))
+        : h('p', { class: 'empty' }, 'This Computer has no plugin installed.'));
   }
 
   function toolDetail(pg, office, computer, t, servers) {
