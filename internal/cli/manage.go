@@ -34,7 +34,7 @@ type exitError struct{ code int }
 func (e exitError) Error() string { return fmt.Sprintf("exit %d", e.code) }
 
 // manageGroups are the management verbs' groups.
-var manageGroups = []string{"marketplace", "plugin", "settings", "skill"}
+var manageGroups = []string{"marketplace", "plugin", "settings", "skill", "server"}
 
 // splitManage finds a management group in args: "a2c computer
 // [--settings F] [--mcp-config F | -c F] [--json] GROUP VERB ...". It
@@ -104,6 +104,8 @@ func runManage(ctx context.Context, e *env, root []string, group string, args []
 		run = runSettings
 	case "skill":
 		run = runSkillGroup
+	case "server":
+		run = runServerGroup
 	}
 	return run(ctx, e, verb, rest)
 }
@@ -125,6 +127,9 @@ var manageUsage = map[string]string{
 `,
 	"skill": `Usage: a2c computer skill VERB [--json]
   list [--source mp|mcp|user] | info NAME
+`,
+	"server": `Usage: a2c computer server VERB [--json]
+  list | add JSON|@FILE [--scope user|project|local] | rm NAME|BUNDLE_ID
 `,
 }
 
@@ -646,4 +651,122 @@ func runSkillGroup(ctx context.Context, e *env, verb string, args []string) erro
 		return e.fail("skill", *f.json, &market.Error{Code: 1, Message: "unknown skill: " + pos[0]})
 	}
 	return usageError{"unknown skill verb " + verb + " (list, info)"}
+}
+
+func runServerGroup(ctx context.Context, e *env, verb string, args []string) error {
+	fs := newFlags(e, "computer server "+verb)
+	f := addManageFlags(fs)
+	scope := fs.String("scope", "local", "add: the scope of a new server (user, project or local)")
+	if err := e.parse(fs, args); err != nil {
+		return err
+	}
+	fail := func(err error) error { return e.fail("server", *f.json, err) }
+	m, err := f.manager(e)
+	if err != nil {
+		return fail(err)
+	}
+	switch verb {
+	case "list":
+		if _, err := positional(fs, 0, "usage: server list"); err != nil {
+			return err
+		}
+		proj, err := m.Resolve(market.ResolveOptions{FlagMCP: *f.mcpConfig})
+		if err != nil {
+			return fail(err)
+		}
+		if *f.json {
+			return printJSON(e, append([]market.ServerState{}, proj.Servers...))
+		}
+		tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "NAME\tBUNDLE_ID\tORIGIN\tVERDICT\tSERVED")
+		for _, s := range proj.Servers {
+			origin := s.Origin
+			if s.Plugin != "" {
+				origin += ":" + s.Plugin
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%t\n", s.Name, s.BundleID, origin, s.Verdict, s.Served)
+		}
+		return tw.Flush()
+	case "add":
+		pos, err := positional(fs, 1, "usage: server add JSON|@FILE [--scope user|project|local]")
+		if err != nil {
+			return err
+		}
+		doc := []byte(pos[0])
+		if name, ok := strings.CutPrefix(pos[0], "@"); ok {
+			if doc, err = os.ReadFile(name); err != nil {
+				return fail(&market.Error{Code: 1, Message: fmt.Sprintf("%s cannot be read", name)})
+			}
+		}
+		var body map[string]any
+		if json.Unmarshal(doc, &body) != nil || body == nil {
+			return fail(&market.Error{Code: 1, Message: "the server must be a JSON object (an MCPServerConfig)"})
+		}
+		key, _ := body["name"].(string)
+		if key == "" {
+			return fail(&market.Error{Code: 1, Message: "the server needs a name"})
+		}
+		sc, err := settings.ParseScope(*scope)
+		if err != nil || !sc.Writable() {
+			return fail(&market.Error{Code: 1, Message: fmt.Sprintf("scope \"%s\" is read-only (writable: user|project|local)", *scope)})
+		}
+		written, err := settings.UpsertMCP(m.Paths, *f.mcpConfig, nil, sc, key, body)
+		if err != nil {
+			return fail(&market.Error{Code: 1, Message: err.Error()})
+		}
+		return e.done(*f.json, map[string]any{"added": key, "scope": written}, fmt.Sprintf("✓ server '%s' in the %s scope", key, written))
+	case "rm":
+		pos, err := positional(fs, 1, "usage: server rm NAME|BUNDLE_ID")
+		if err != nil {
+			return err
+		}
+		proj, err := m.Resolve(market.ResolveOptions{FlagMCP: *f.mcpConfig})
+		if err != nil {
+			return fail(err)
+		}
+		key, err := resolveServerName(proj.Servers, pos[0])
+		if err != nil {
+			return fail(&market.Error{Code: 1, Message: err.Error()})
+		}
+		scopes, err := settings.RemoveMCP(m.Paths, *f.mcpConfig, nil, key)
+		if err != nil {
+			return fail(&market.Error{Code: 1, Message: err.Error()})
+		}
+		return e.done(*f.json, map[string]any{"removed": key, "scopes": scopes}, fmt.Sprintf("✓ removed server '%s'", key))
+	}
+	return usageError{"unknown server verb " + verb + " (list, add, rm)"}
+}
+
+// resolveServerName finds the declared server a person means by arg (the
+// rule of the SDKs' human surfaces): the server whose bundle_id is arg,
+// else the one whose name is arg; several, or one only a plugin brings,
+// is an error that lists them (bundle_id, name, owner). Never a guess.
+func resolveServerName(servers []market.ServerState, arg string) (string, error) {
+	var byID, byName []market.ServerState
+	for _, s := range servers {
+		if s.BundleID == arg {
+			byID = append(byID, s)
+		}
+		if s.Name == arg || s.Key == arg {
+			byName = append(byName, s)
+		}
+	}
+	matches := byID
+	if len(matches) == 0 {
+		matches = byName
+	}
+	declared := slices.DeleteFunc(slices.Clone(matches), func(s market.ServerState) bool { return s.Origin == market.OriginPlugin })
+	switch {
+	case len(matches) == 0:
+		return "", fmt.Errorf("no server named '%s'", arg)
+	case len(declared) == 1:
+		return declared[0].Key, nil
+	case len(declared) == 0:
+		return "", fmt.Errorf("server '%s' comes from plugin %s: disable or uninstall the plugin ('plugin uninstall %s')", arg, matches[0].Plugin, matches[0].Plugin)
+	}
+	var lines []string
+	for _, s := range declared {
+		lines = append(lines, fmt.Sprintf("%s (name %s, %s)", s.BundleID, s.Name, s.Origin))
+	}
+	return "", fmt.Errorf("'%s' names several servers: %s; give the bundle_id", arg, strings.Join(lines, ", "))
 }
