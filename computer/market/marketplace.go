@@ -123,7 +123,7 @@ func (m *Manager) cloneDir(name string) string {
 // trust (or takes --trust), records the trust in the user's settings,
 // clones the catalog shallowly into the SKILL home and records it in
 // known_marketplaces.json. Installing its plugins is another step.
-func (m *Manager) Add(ctx context.Context, o AddOptions) (AddResult, error) {
+func (m *Manager) Add(ctx context.Context, o AddOptions) (_ AddResult, err error) {
 	url := ExpandURL(o.URL)
 	if !settings.ValidGitURL(url) {
 		return AddResult{}, userErr("invalid marketplace url '%s' (a git remote: ssh://, git://, http(s)://, file:///path, user@host:path, or owner/repo)", o.URL)
@@ -147,11 +147,10 @@ func (m *Manager) Add(ctx context.Context, o AddOptions) (AddResult, error) {
 	if err != nil {
 		return AddResult{}, &Error{Code: 3, Message: err.Error()}
 	}
-	blocked, trusted := stringList(merged.Values["blockedMarketplaces"]), stringList(merged.Values["trustedMarketplaces"])
-	if slices.Contains(blocked, url) || slices.Contains(blocked, name) {
+	if blockedMarketplace(merged, name, url) {
 		return AddResult{}, userErr("marketplace '%s' is blocked by blockedMarketplaces", name)
 	}
-	if !slices.Contains(trusted, url) && !o.Trust {
+	if !trustedURL(merged, name, url) && !o.Trust {
 		q := fmt.Sprintf("Trust marketplace '%s' (%s)? Its plugins run programs on this machine.", name, url)
 		if o.Confirm == nil {
 			return AddResult{}, userErr("untrusted marketplace '%s' (%s); pass --trust to confirm non-interactively", name, url)
@@ -160,12 +159,20 @@ func (m *Manager) Add(ctx context.Context, o AddOptions) (AddResult, error) {
 			return AddResult{}, userErr("marketplace '%s' not trusted; nothing added", name)
 		}
 	}
-	// The intent first: the trust is the user's, in the user's settings.
+	// The intent first: the trust is the user's, in the user's settings
+	// (taken back if the add fails).
 	userTrusted := stringList(merged.Layer(settings.User).Values["trustedMarketplaces"])
 	if !slices.Contains(userTrusted, url) {
-		if err := settings.Set(m.Paths, settings.User, "trustedMarketplaces", append(userTrusted, url)); err != nil {
+		if err := settings.Set(m.Paths, settings.User, "trustedMarketplaces", append(slices.Clone(userTrusted), url)); err != nil {
 			return AddResult{}, &Error{Code: 3, Message: err.Error()}
 		}
+		defer func() {
+			if err != nil {
+				if uerr := settings.Set(m.Paths, settings.User, "trustedMarketplaces", userTrusted); uerr != nil && m.Log != nil {
+					m.Log.Warn("market: taking back a failed add's trust", "marketplace", name, "err", uerr)
+				}
+			}
+		}()
 	}
 	dir := m.cloneDir(name)
 	rec := settings.Marketplace{Source: settings.Source{Type: "git", URL: url}, InstallLocation: dir, AutoUpdate: o.AutoUpdate}

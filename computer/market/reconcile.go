@@ -64,6 +64,13 @@ func (m *Manager) Reconcile(ctx context.Context) (BootReport, error) {
 		if url == "" {
 			continue
 		}
+		if why := m.mayClone(merged, name, url); why != "" {
+			rep.FailedMarketplaces = append(rep.FailedMarketplaces, name)
+			if m.Log != nil {
+				m.Log.Warn("market: a declared marketplace is not reconciled", "marketplace", name, "why", why)
+			}
+			continue
+		}
 		if err := m.reconcileMarketplace(ctx, name, url, auto, &rep); err != nil {
 			rep.FailedMarketplaces = append(rep.FailedMarketplaces, name)
 			if m.Log != nil {
@@ -134,6 +141,28 @@ func recordScope(merged *settings.Merged, id string) settings.Scope {
 		}
 	}
 	return intentScope(merged, id)
+}
+
+// mayClone says why the declaration of marketplace name at url must not
+// be acted on ("" when it may): blocked; strictKnownMarketplaces and not
+// trusted; or a known marketplace moved to another url by a declaration
+// that is not the user's own (a working directory cannot re-point what
+// the user added).
+func (m *Manager) mayClone(merged *settings.Merged, name, url string) string {
+	if blockedMarketplace(merged, name, url) {
+		return "blocked by blockedMarketplaces"
+	}
+	if strictMarketplaces(merged) && !trustedURL(merged, name, url) {
+		return "strictKnownMarketplaces: the url is not trusted"
+	}
+	known, err := m.Known()
+	if err != nil {
+		return err.Error()
+	}
+	if rec, ok := known.Marketplaces[name]; ok && rec.Source.URL != url && declaredURL(merged, settings.User, name) != url {
+		return "only the user's own settings may move a known marketplace to another url"
+	}
+	return ""
 }
 
 // intentScope is the lowest scope whose installedPlugins lists id.

@@ -202,6 +202,9 @@ func (m *Manager) resolvePlugins(p *Projection, merged *settings.Merged, g *gate
 		if len(recs) > 0 {
 			dir, err = m.pluginDir(mp, plugin)
 		}
+		if err == nil && len(recs) > 0 {
+			err = m.checkTrust(merged, mp)
+		}
 		var servers []config.Server
 		var inputs []smcp.MCPServerInput
 		if dir != "" && err == nil {
@@ -290,6 +293,20 @@ func (m *Manager) activate(p *Projection, ps *PluginState, merged *settings.Merg
 	p.Skills[source] = append(p.Skills[source], PluginSkills(dir, id, source, version, m.Log)...)
 }
 
+// checkTrust fails when the operator does not trust marketplace mp at
+// the url it was cloned from (see trust.go): its plugins stay inactive.
+func (m *Manager) checkTrust(merged *settings.Merged, mp string) error {
+	known, err := m.Known()
+	if err != nil {
+		return err
+	}
+	rec := known.Marketplaces[mp]
+	if !trustedURL(merged, mp, rec.Source.URL) {
+		return fmt.Errorf("marketplace '%s' (%s) is not trusted by the user or the policy (marketplace add --trust, or trustedMarketplaces), or is blocked", mp, rec.Source.URL)
+	}
+	return nil
+}
+
 // Intent is the merged installedPlugins: the plugins installed (O1: the
 // intent lives in the settings, as the Python SDK keeps it).
 func Intent(merged *settings.Merged) []string {
@@ -309,8 +326,8 @@ func enabled(merged *settings.Merged, id string) bool {
 // committed settings alone passes the gate like a project server.
 func enabledTrusted(merged *settings.Merged, id string) bool {
 	for _, s := range []settings.Scope{settings.User, settings.Local} {
-		v, _ := merged.Layer(s).Values["enabledPlugins"].(map[string]any)
-		if v[id] == true {
+		l := merged.Layer(s)
+		if v, _ := l.Values["enabledPlugins"].(map[string]any); v[id] == true && !l.Committed {
 			return true
 		}
 	}

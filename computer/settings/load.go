@@ -17,6 +17,9 @@ type Layer struct {
 	// Values are what is left once bad keys and items are dropped
 	// (unknown keys included).
 	Values map[string]any
+	// Committed is set for a local scope whose file git tracks: it is
+	// read as the project's, and vouches for nothing (see committed.go).
+	Committed bool
 }
 
 // Merged is every layer and their merge.
@@ -49,7 +52,17 @@ func Load(p Paths) (*Merged, error) {
 				m.Errors = append(m.Errors, Error{Scope: s, Field: "<file>", Reason: err.Error(), SourcePath: f})
 				continue
 			}
-			m.Errors = append(m.Errors, checkLayer(s, f, v)...)
+			as := s
+			if s == Local && gitTracked(f) {
+				// A committed "local" file is the repository's.
+				l.Committed, as = true, Project
+				m.Errors = append(m.Errors, Error{Scope: s, Field: "<file>", Reason: "git tracks this file: it is read as the project's settings (keep it git-ignored)", SourcePath: f})
+			}
+			errs := checkLayer(as, f, v)
+			for i := range errs {
+				errs[i].Scope = s
+			}
+			m.Errors = append(m.Errors, errs...)
 			merge(l.Values, v)
 		}
 		m.Layers = append(m.Layers, l)

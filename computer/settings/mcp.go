@@ -1,10 +1,12 @@
 package settings
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
+	"strings"
 	"os"
 
 	"github.com/a2c-smcp/a2c-go/computer/config"
@@ -66,29 +68,56 @@ func LoadMCP(p Paths, flagFile string, embed []config.Server) *MCP {
 	m := &MCP{}
 	byKey := map[string]MCPServer{}
 	inputs := map[string]int{} // id → index in m.Inputs
+	type file struct {
+		scope Scope
+		path  string
+		doc   map[string]any
+		err   error // unreadable: reported in its scope's turn
+	}
+	var files []file
 	for _, s := range mcpOrder {
-		if s == Embed {
+		path := p.MCPFile(s)
+		if s == Flag {
+			path = flagFile
+		}
+		if s == Embed || path == "" {
+			files = append(files, file{scope: s})
+			continue
+		}
+		doc, err := readObject(path)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		files = append(files, file{s, path, doc, err})
+	}
+	// The working directory's inputs are its own: pooled as
+	// "workspace/ID", and only the project's and local servers' ${input:ID}
+	// name them, so that a committed file can neither replace nor supply
+	// an input of a trusted server (or a plugin's).
+	workspace := map[string]string{}
+	for _, f := range files {
+		if f.scope == Project || f.scope == Local {
+			for _, id := range inputIDs(f.doc) {
+				workspace[id] = WorkspaceInputPrefix + id
+			}
+		}
+	}
+	for _, f := range files {
+		if f.err != nil {
+			m.Errors = append(m.Errors, Error{Scope: f.scope, Field: "<file>", Reason: f.err.Error(), SourcePath: f.path})
+			continue
+		}
+		if f.scope == Embed {
 			for _, srv := range embed {
 				byKey[srv.Name] = MCPServer{Key: srv.Name, Origin: Embed, Server: srv}
 			}
 			continue
 		}
-		file := p.MCPFile(s)
-		if s == Flag {
-			file = flagFile
+		var rename map[string]string
+		if f.scope == Project || f.scope == Local {
+			rename = workspace
 		}
-		if file == "" {
-			continue
-		}
-		doc, err := readObject(file)
-		if errors.Is(err, fs.ErrNotExist) {
-			continue
-		}
-		if err != nil {
-			m.Errors = append(m.Errors, Error{Scope: s, Field: "<file>", Reason: err.Error(), SourcePath: file})
-			continue
-		}
-		servers, ins, errs := parseMCP(s, file, doc)
+		servers, ins, errs := parseMCP(f.scope, f.path, f.doc, rename)
 		m.Errors = append(m.Errors, errs...)
 		for _, srv := range servers {
 			byKey[srv.Key] = srv
@@ -107,6 +136,30 @@ func LoadMCP(p Paths, flagFile string, embed []config.Server) *MCP {
 	}
 	return m
 }
+
+// WorkspaceInputPrefix starts the pooled id of an input of the project's
+// or local mcp.json ("workspace/ID"; its variable is
+// A2C_SMCP_workspace_ID).
+const WorkspaceInputPrefix = "workspace/"
+
+// inputIDs are the ids of doc's inputs, as written.
+func inputIDs(doc map[string]any) []string {
+	list, _ := doc["inputs"].([]any)
+	var out []string
+	for _, x := range list {
+		if o, ok := x.(map[string]any); ok {
+			if id, ok := o["id"].(string); ok && validInputID(id) {
+				out = append(out, id)
+			}
+		}
+	}
+	return out
+}
+
+// validInputID: an mcp.json input's id may not hold '@' or '/', which
+// pooled ids use (a plugin's "<plugin>@<mp>/ID", the working
+// directory's "workspace/ID"), so that no file can take a pooled id.
+func validInputID(id string) bool { return id != "" && !strings.ContainsAny(id, "@/") }
 
 // CheckMCPPath checks the file path given with --mcp-config (see
 // CheckMCPFile); its error names the flag and the file.
@@ -139,7 +192,10 @@ func CheckMCPFile(doc []byte) error {
 
 // parseMCP parses one scope's mcp.json object: each server on its own
 // (one bad server drops only itself), then the inputs.
-func parseMCP(s Scope, file string, doc map[string]any) ([]MCPServer, []smcp.MCPServerInput, []Error) {
+//
+// rename maps an input id to its pooled id: each ${input:ID} of the
+// file's servers, and each of its inputs, takes it.
+func parseMCP(s Scope, file string, doc map[string]any, rename map[string]string) ([]MCPServer, []smcp.MCPServerInput, []Error) {
 	var errs []Error
 	bad := func(field, reason string) {
 		errs = append(errs, Error{Scope: s, Field: field, Reason: reason, SourcePath: file})
@@ -160,6 +216,9 @@ func parseMCP(s Scope, file string, doc map[string]any) ([]MCPServer, []smcp.MCP
 			continue
 		}
 		one, _ := json.Marshal(map[string]any{"servers": map[string]any{key: body}})
+		for id, pooled := range rename {
+			one = bytes.ReplaceAll(one, []byte("${input:"+id+"}"), []byte("${input:"+pooled+"}"))
+		}
 		f, err := config.Parse(one, file+".json")
 		if err != nil {
 			var ce *config.Error
@@ -186,7 +245,16 @@ func parseMCP(s Scope, file string, doc map[string]any) ([]MCPServer, []smcp.MCP
 		if err != nil {
 			bad("inputs", "not valid inputs: "+err.Error())
 		} else {
-			ins = f.Inputs
+			for i, in := range f.Inputs {
+				if !validInputID(in.ID) {
+					bad(fmt.Sprintf("inputs[%d].id", i), fmt.Sprintf("%q may not hold '@' or '/'", in.ID))
+					continue
+				}
+				if pooled, ok := rename[in.ID]; ok {
+					in.ID = pooled
+				}
+				ins = append(ins, in)
+			}
 		}
 	}
 	return out, ins, errs

@@ -53,7 +53,10 @@ func TestLoadMCP(t *testing.T) {
 	if !reflect.DeepEqual(m.Errors, wantErrs) {
 		t.Errorf("errors:\n%s\nwant\n%s", asJSON(m.Errors), asJSON(wantErrs))
 	}
-	if len(m.Inputs) != 1 || m.Inputs[0].Description != "local's" {
+	// The working directory's inputs are its own (workspace/ID): local's
+	// tok does not replace the user's.
+	if len(m.Inputs) != 2 || m.Inputs[0].ID != "tok" || m.Inputs[0].Description != "user's" ||
+		m.Inputs[1].ID != "workspace/tok" || m.Inputs[1].Description != "local's" {
 		t.Errorf("inputs: %+v", m.Inputs)
 	}
 	for s, trusted := range map[Scope]bool{User: true, Project: false, Local: false, Embed: true, Flag: true, Policy: true} {
