@@ -466,7 +466,6 @@ func atkHangs(d time.Duration, f func()) (hung bool, wait func()) {
 // /dev/tty blocks it. A named pipe stands in for those here (it blocks
 // a reader the same way, without eating the test machine's memory).
 func TestAttackPluginFileIsADevice(t *testing.T) {
-	atkFinding(t, "FINDING 6: clone files (catalog, plugin.json, mcp-servers/*.json, inputs.json) are read unbounded and may be devices/pipes: hang or OOM")
 	m, _ := atkAdded(t, "tool@acme")
 	f := filepath.Join(m.cloneDir("acme"), "plugins", "tool", "mcp-servers", "tool.json")
 	if err := os.Remove(f); err != nil {
@@ -490,7 +489,6 @@ func TestAttackPluginFileIsADevice(t *testing.T) {
 // link to a device: the boot, `settings show` and the Projector's apply
 // (holding its mutex) block or exhaust memory.
 func TestAttackProjectSettingsIsADevice(t *testing.T) {
-	atkFinding(t, "FINDING 6: settings/mcp.json of a project may be a device or pipe: Load and the Projector hang")
 	m, _ := atkManager(t)
 	if err := os.MkdirAll(filepath.Join(m.Paths.Cwd, ".tfrobot"), 0o755); err != nil {
 		t.Fatal(err)
@@ -576,7 +574,6 @@ func TestAttackSecretEnvReachesOtherServers(t *testing.T) {
 // WriteDerived) loses records the same way. A lost intent is an
 // installed plugin that gc then deletes.
 func TestAttackConcurrentInstallsLoseIntent(t *testing.T) {
-	atkFinding(t, "FINDING 9: read-modify-write of installedPlugins / the ledger is not under the lock: concurrent installs lose updates")
 	const n = 12
 	files := map[string]string{}
 	var entries []string

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/a2c-smcp/a2c-go/computer/settings"
 	"github.com/a2c-smcp/a2c-go/skill"
 )
 
@@ -34,7 +35,7 @@ type Entry struct {
 
 // ReadCatalog reads the catalog of the marketplace cloned at dir.
 func ReadCatalog(dir string) (*Catalog, error) {
-	b, err := os.ReadFile(filepath.Join(dir, CatalogFile))
+	b, err := settings.ReadFile(filepath.Join(dir, CatalogFile))
 	if err != nil {
 		return nil, fmt.Errorf("the catalog %s cannot be read", CatalogFile)
 	}

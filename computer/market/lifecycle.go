@@ -91,6 +91,11 @@ type prior struct {
 // is deleted again) and the plugin stays installed_disabled. Enabling an
 // enabled plugin changes nothing.
 func (m *Manager) Enable(ctx context.Context, id string, o EnableOptions) (EnableResult, error) {
+	unlock, err := m.lock()
+	if err != nil {
+		return EnableResult{}, err
+	}
+	defer unlock()
 	recs, err := m.records(id, " (install it first)")
 	if err != nil {
 		return EnableResult{}, err
@@ -181,6 +186,11 @@ func (m *Manager) checkEnable(ctx context.Context, id string, o EnableOptions) e
 // stay; a running Computer hides its skills and unmounts the servers no
 // one else keeps.
 func (m *Manager) Disable(id string) (DisableResult, error) {
+	unlock, err := m.lock()
+	if err != nil {
+		return DisableResult{}, err
+	}
+	defer unlock()
 	recs, err := m.records(id, " (no-op)")
 	if err != nil {
 		return DisableResult{}, err
@@ -257,6 +267,16 @@ type UninstallOptions struct {
 // the project and local settings of the records' projects and of the
 // current directory.
 func (m *Manager) Uninstall(o UninstallOptions) (UninstallResult, error) {
+	unlock, err := m.lock()
+	if err != nil {
+		return UninstallResult{}, err
+	}
+	defer unlock()
+	return m.uninstall(o)
+}
+
+// uninstall is Uninstall under the lock.
+func (m *Manager) uninstall(o UninstallOptions) (UninstallResult, error) {
 	recs, err := m.records(o.ID, " (no-op)")
 	if err != nil {
 		return UninstallResult{}, err
@@ -489,6 +509,11 @@ type GCResult struct {
 // rewritten there (a residual declaration). Recoverable are intents
 // with no record that the next boot will materialize.
 func (m *Manager) GC(prune bool) (GCResult, error) {
+	unlock, err := m.lock()
+	if err != nil {
+		return GCResult{}, err
+	}
+	defer unlock()
 	res := GCResult{Removed: []string{}, Dangling: []Dangling{}, PrunedIntents: []string{}, ResidualDeclarations: []string{}, Recoverable: []string{}}
 	ledger, err := m.Ledger()
 	if err != nil {
@@ -593,6 +618,11 @@ type RemoveResult struct {
 // are the user's and stay: a declared marketplace is cloned again by the
 // next boot.
 func (m *Manager) Remove(name string, keepPlugins bool) (RemoveResult, error) {
+	unlock, err := m.lock()
+	if err != nil {
+		return RemoveResult{}, err
+	}
+	defer unlock()
 	known, err := m.Known()
 	if err != nil {
 		return RemoveResult{}, &Error{Code: 3, Message: err.Error()}
@@ -611,7 +641,7 @@ func (m *Manager) Remove(name string, keepPlugins bool) (RemoveResult, error) {
 			if _, mp, err := settings.ParsePluginID(id); err != nil || mp != name {
 				continue
 			}
-			if _, err := m.Uninstall(UninstallOptions{ID: id}); err != nil {
+			if _, err := m.uninstall(UninstallOptions{ID: id}); err != nil {
 				return res, err
 			}
 			res.UninstalledPlugins = append(res.UninstalledPlugins, id)

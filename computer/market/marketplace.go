@@ -66,6 +66,21 @@ type AddResult struct {
 	Skills int    `json:"skills"`
 }
 
+// lock serializes the management operations of every process on this
+// SKILL home (the CLI's verbs, a Computer's boot): each reads files,
+// then writes them, and two at once would lose one's update. It waits
+// for up to 3 minutes (a clone's 120 s and more).
+func (m *Manager) lock() (func(), error) {
+	if err := os.MkdirAll(m.Paths.SkillHome, 0o755); err != nil {
+		return nil, &Error{Code: 3, Message: fmt.Sprintf("the SKILL home %s cannot be made", m.Paths.SkillHome)}
+	}
+	unlock, err := settings.LockWait(filepath.Join(m.Paths.SkillHome, "manage"), 3*time.Minute)
+	if err != nil {
+		return nil, &Error{Code: 3, Message: "another management operation holds the SKILL home; try again"}
+	}
+	return unlock, nil
+}
+
 // ownerRepo is GitHub's owner/repo shorthand.
 var ownerRepo = regexp.MustCompile(`^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$`)
 
@@ -124,6 +139,11 @@ func (m *Manager) cloneDir(name string) string {
 // clones the catalog shallowly into the SKILL home and records it in
 // known_marketplaces.json. Installing its plugins is another step.
 func (m *Manager) Add(ctx context.Context, o AddOptions) (_ AddResult, err error) {
+	unlock, err := m.lock()
+	if err != nil {
+		return AddResult{}, err
+	}
+	defer unlock()
 	url := ExpandURL(o.URL)
 	if !settings.ValidGitURL(url) {
 		return AddResult{}, userErr("invalid marketplace url '%s' (a git remote: ssh://, git://, http(s)://, file:///path, user@host:path, or owner/repo)", o.URL)
@@ -323,6 +343,16 @@ type Refreshed struct {
 // gone, and rescans it. The record's commit and time move only when the
 // commit did.
 func (m *Manager) Refresh(ctx context.Context, name string) ([]Refreshed, error) {
+	unlock, err := m.lock()
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	return m.refresh(ctx, name)
+}
+
+// refresh is Refresh under the lock.
+func (m *Manager) refresh(ctx context.Context, name string) ([]Refreshed, error) {
 	known, err := m.Known()
 	if err != nil {
 		return nil, &Error{Code: 3, Message: err.Error()}
@@ -378,6 +408,11 @@ func (m *Manager) Refresh(ctx context.Context, name string) ([]Refreshed, error)
 
 // Set sets a marketplace's option: only "auto-update" (a boolean).
 func (m *Manager) Set(name, key, value string) error {
+	unlock, err := m.lock()
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	if key != "auto-update" {
 		return userErr("unknown key '%s' (only 'auto-update' supported)", key)
 	}

@@ -106,6 +106,11 @@ func (m *Manager) Ledger() (*settings.InstalledPlugins, error) {
 // alone. A failure takes back the intent this call added and writes no
 // record.
 func (m *Manager) Install(ctx context.Context, o InstallOptions) (InstallResult, error) {
+	unlock, err := m.lock()
+	if err != nil {
+		return InstallResult{}, err
+	}
+	defer unlock()
 	plugin, mp, err := settings.ParsePluginID(o.ID)
 	if err != nil {
 		return InstallResult{}, userErr("%s", err.Error())
@@ -296,7 +301,7 @@ type pluginManifest struct {
 // plugin.json that declares components conflicts with the entry.
 func readPluginManifest(dir string, e Entry) (pluginManifest, error) {
 	strict := e.Strict == nil || *e.Strict
-	b, err := os.ReadFile(filepath.Join(dir, ".tfrobot-plugin", "plugin.json"))
+	b, err := settings.ReadFile(filepath.Join(dir, ".tfrobot-plugin", "plugin.json"))
 	if err != nil {
 		if strict {
 			return pluginManifest{}, errors.New(".tfrobot-plugin/plugin.json is missing (the entry is strict)")

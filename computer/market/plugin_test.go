@@ -57,13 +57,14 @@ func TestPluginInstall(t *testing.T) {
 		recs[0].InstallPath != filepath.Join(m.cloneDir("acme"), "plugins", "audit") || !slices.Equal(recs[0].MCPServers, []string{"acme_audit_srv"}) {
 		t.Errorf("record: %+v", recs)
 	}
-	// Nothing staged: the SKILL home holds the clone and the derived files only.
+	// Nothing staged: the SKILL home holds the clone, the derived files
+	// and the locks only.
 	ents, _ := os.ReadDir(m.Paths.SkillHome)
 	var names []string
 	for _, e := range ents {
 		names = append(names, e.Name())
 	}
-	if !slices.Equal(names, []string{"installed_plugins.json", "installed_plugins.json.lock", "known_marketplaces.json", "known_marketplaces.json.lock", "marketplace"}) {
+	if !slices.Equal(names, []string{"installed_plugins.json", "installed_plugins.json.lock", "known_marketplaces.json", "known_marketplaces.json.lock", "manage.lock", "marketplace"}) {
 		t.Errorf("the SKILL home: %v", names)
 	}
 	again, err := m.Install(ctx, InstallOptions{ID: "audit@acme"})

@@ -46,6 +46,11 @@ type BootReport struct {
 // Failures are reported, never returned; the error is for what makes the
 // files unreadable.
 func (m *Manager) Reconcile(ctx context.Context) (BootReport, error) {
+	unlock, err := m.lock()
+	if err != nil {
+		return BootReport{}, err
+	}
+	defer unlock()
 	rep := BootReport{Cloned: []string{}, Recloned: []string{}, Pulled: []string{}, Rematerialized: []string{},
 		ScopeNormalized: []string{}, FailedMarketplaces: []string{}, FailedPlugins: []string{}}
 	if err := m.migrate(); err != nil {
@@ -211,7 +216,7 @@ func (m *Manager) reconcileMarketplace(ctx context.Context, name, url string, au
 				return err
 			}
 		}
-		rows, err := m.Refresh(ctx, name)
+		rows, err := m.refresh(ctx, name)
 		if err != nil {
 			return err
 		}

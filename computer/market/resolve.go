@@ -396,7 +396,7 @@ func pluginServers(dir, id string) ([]config.Server, []smcp.MCPServerInput, erro
 		if stem == "inputs" {
 			continue
 		}
-		b, err := os.ReadFile(f)
+		b, err := settings.ReadFile(f)
 		if err != nil {
 			return nil, nil, fmt.Errorf("mcp-servers/%s.json cannot be read", stem)
 		}
@@ -428,7 +428,7 @@ func pluginServers(dir, id string) ([]config.Server, []smcp.MCPServerInput, erro
 // pluginInputs reads a plugin's mcp-servers/inputs.json, its ids pooled
 // as "<id>/<input>".
 func pluginInputs(dir, id string) ([]smcp.MCPServerInput, error) {
-	b, err := os.ReadFile(filepath.Join(dir, "mcp-servers", "inputs.json"))
+	b, err := settings.ReadFile(filepath.Join(dir, "mcp-servers", "inputs.json"))
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}

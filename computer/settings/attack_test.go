@@ -48,7 +48,6 @@ func atkWrite(t *testing.T, path, content string) {
 // tool, an id) is silently changed by any `settings set`, install,
 // enable or approval.
 func TestAttackSetRoundsBigNumbers(t *testing.T) {
-	atkFinding(t, "FINDING 16: a settings write rewrites every number through float64 (integers > 2^53 change)")
 	p, _ := atkPaths(t)
 	atkWrite(t, p.SettingsFile(User), `{"otherTool":{"accountId":9007199254740993,"ratio":0.1}}`)
 	if err := Set(p, User, "trustedMarketplaces", []string{"file:///x/y.git"}); err != nil {
@@ -68,7 +67,6 @@ func TestAttackSetRoundsBigNumbers(t *testing.T) {
 // the approval question, a local enable) create files outside the
 // project.
 func TestAttackLockFollowsProjectSymlink(t *testing.T) {
-	atkFinding(t, "FINDING 14: <file>.lock and .tfrobot are followed when they are symlinks: a project makes local writes create files elsewhere")
 	p, dir := atkPaths(t)
 	outside := filepath.Join(dir, "outside")
 	if err := os.MkdirAll(outside, 0o755); err != nil {
@@ -81,8 +79,8 @@ func TestAttackLockFollowsProjectSymlink(t *testing.T) {
 	if err := os.Symlink(planted, p.SettingsFile(Local)+".lock"); err != nil {
 		t.Fatal(err)
 	}
-	if err := Set(p, Local, "disabledMcpjsonServers", []string{"x"}); err != nil {
-		t.Fatal(err)
+	if err := Set(p, Local, "disabledMcpjsonServers", []string{"x"}); err == nil {
+		t.Error("a write went through the project's .lock link")
 	}
 	if _, err := os.Stat(planted); err == nil {
 		t.Errorf("a local write created %s through the project's .lock link", planted)
@@ -99,8 +97,8 @@ func TestAttackLockFollowsProjectSymlink(t *testing.T) {
 	if err := os.Symlink(elsewhere, filepath.Join(p2.Cwd, ".tfrobot")); err != nil {
 		t.Fatal(err)
 	}
-	if err := Set(p2, Local, "enabledMcpjsonServers", []string{"x"}); err != nil {
-		t.Fatal(err)
+	if err := Set(p2, Local, "enabledMcpjsonServers", []string{"x"}); err == nil {
+		t.Error("a write went through the project's .tfrobot link")
 	}
 	if ents, _ := os.ReadDir(elsewhere); len(ents) > 0 {
 		t.Errorf("a local write wrote %d file(s) into %s, outside the project", len(ents), elsewhere)
@@ -112,7 +110,6 @@ func TestAttackLockFollowsProjectSymlink(t *testing.T) {
 // or mcp.json that is a link to /dev/zero, /dev/stdin or a pipe makes it
 // allocate without bound or block. A pipe stands in for the devices.
 func TestAttackSettingsFileIsAPipe(t *testing.T) {
-	atkFinding(t, "FINDING 6: settings and mcp.json are read unbounded and may be devices or pipes (hang / OOM)")
 	p, _ := atkPaths(t)
 	if err := os.MkdirAll(filepath.Join(p.Cwd, ".tfrobot"), 0o755); err != nil {
 		t.Fatal(err)

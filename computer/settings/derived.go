@@ -84,7 +84,7 @@ const derivedVersion = 1
 // an unknown key is logged (the next write makes the file right). It
 // reports whether the file should be written again.
 func ReadDerived(path string, v any, log *slog.Logger) (rewrite bool, err error) {
-	b, err := os.ReadFile(path)
+	b, err := ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return false, nil
 	}

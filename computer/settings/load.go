@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 )
 
 // Layer is one scope's settings as read and checked.
@@ -85,7 +84,7 @@ func (m *Merged) Layer(s Scope) Layer {
 // fs.ErrNotExist says why it is not one (its text is the Error's
 // reason: no Go error text beyond it).
 func readObject(path string) (map[string]any, error) {
-	b, err := os.ReadFile(path)
+	b, err := ReadFile(path)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, err
@@ -97,6 +96,7 @@ func readObject(path string) (map[string]any, error) {
 	}
 	var v map[string]any
 	d := json.NewDecoder(bytes.NewReader(b))
+	d.UseNumber() // a number is written back as it was read, whatever its size
 	if err := d.Decode(&v); err != nil || v == nil || d.More() {
 		return nil, fmt.Errorf("not a JSON object: the layer is left out, the file untouched")
 	}

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"strings"
 
 	"github.com/a2c-smcp/a2c-go/computer/config"
@@ -164,7 +163,7 @@ func validInputID(id string) bool { return id != "" && !strings.ContainsAny(id, 
 // CheckMCPPath checks the file path given with --mcp-config (see
 // CheckMCPFile); its error names the flag and the file.
 func CheckMCPPath(path string) error {
-	b, err := os.ReadFile(path)
+	b, err := ReadFile(path)
 	if err != nil {
 		return fmt.Errorf("--mcp-config %s: cannot be read", path)
 	}

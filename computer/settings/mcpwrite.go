@@ -52,6 +52,9 @@ func UpsertMCP(p Paths, flagFile string, embed []config.Server, s Scope, key str
 	if !target.Writable() {
 		return "", ReadOnlyError(target)
 	}
+	if err := checkWorkspaceDir(p, target); err != nil {
+		return "", err
+	}
 	err := updateMCP(p.MCPFile(target), func(servers map[string]any) bool {
 		if old, ok := servers[key]; ok && reflect.DeepEqual(old, jsonValue(body)) {
 			return false
@@ -76,6 +79,9 @@ func RemoveMCP(p Paths, flagFile string, embed []config.Server, key string) ([]S
 	}
 	var done []Scope
 	for _, s := range []Scope{User, Project, Local} {
+		if err := checkWorkspaceDir(p, s); err != nil {
+			return done, err
+		}
 		removed := false
 		err := updateMCP(p.MCPFile(s), func(servers map[string]any) bool {
 			_, removed = servers[key]

@@ -61,6 +61,9 @@ func checkWrite(p Paths, s Scope, key string) error {
 	if !s.Writable() {
 		return ReadOnlyError(s)
 	}
+	if err := checkWorkspaceDir(p, s); err != nil {
+		return err
+	}
 	if key == "" || strings.HasPrefix(key, ".") || strings.HasSuffix(key, ".") || strings.Contains(key, "..") {
 		return fmt.Errorf("settings: %q is not a key", key)
 	}
@@ -146,22 +149,36 @@ func writeJSON(path, header string, v any) error {
 // to ten more after a backoff doubling from 50 ms to 1 s. It returns the
 // unlock.
 func Lock(path string) (unlock func(), err error) {
-	f, err := os.OpenFile(path+".lock", os.O_RDWR|os.O_CREATE, 0o644)
+	return lockBackoff(path, 6500*time.Millisecond, time.Second)
+}
+
+// LockWait is [Lock] that keeps trying for up to wait (a backoff of 50 ms
+// doubling to 100 ms: an operation's lock is waited for by a person). The lock file is never followed if it is a symbolic
+// link (a repository cannot point it elsewhere), and neither is a
+// working directory's .tfrobot (see checkWrite).
+func LockWait(path string, wait time.Duration) (unlock func(), err error) {
+	return lockBackoff(path, wait, 100*time.Millisecond)
+}
+
+// lockBackoff takes path's lock, trying for up to wait with a pause from
+// 50 ms doubling up to most.
+func lockBackoff(path string, wait, most time.Duration) (unlock func(), err error) {
+	f, err := os.OpenFile(path+".lock", os.O_RDWR|os.O_CREATE|unix.O_NOFOLLOW, 0o644)
 	if err != nil {
-		return nil, fmt.Errorf("settings: lock: %w", err)
+		return nil, fmt.Errorf("settings: lock %s.lock: cannot be opened (a symbolic link, or no permission)", path)
 	}
-	wait := 50 * time.Millisecond
-	for try := 0; ; try++ {
+	start, pause := time.Now(), 50*time.Millisecond
+	for {
 		err = unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
 		if err == nil {
 			return func() { _ = unix.Flock(int(f.Fd()), unix.LOCK_UN); f.Close() }, nil
 		}
-		if !errors.Is(err, unix.EWOULDBLOCK) || try == 10 {
+		if !errors.Is(err, unix.EWOULDBLOCK) || time.Since(start) >= wait {
 			f.Close()
 			return nil, fmt.Errorf("settings: %s is locked by another writer", path)
 		}
-		time.Sleep(wait)
-		wait = min(2*wait, time.Second)
+		time.Sleep(pause)
+		pause = min(2*pause, most)
 	}
 }
 
@@ -189,6 +206,20 @@ func WriteAtomic(path string, b []byte, mode os.FileMode) error {
 	if err != nil {
 		os.Remove(tmp)
 		return fmt.Errorf("settings: writing %s: %w", path, err)
+	}
+	return nil
+}
+
+// checkWorkspaceDir refuses to write the project or local scope through
+// a .tfrobot that is a symbolic link: a repository could point it at any
+// folder, and a write meant for it would land there.
+func checkWorkspaceDir(p Paths, s Scope) error {
+	if s != Project && s != Local {
+		return nil
+	}
+	dir := filepath.Dir(p.SettingsFile(s))
+	if st, err := os.Lstat(dir); err == nil && st.Mode()&os.ModeSymlink != 0 {
+		return fmt.Errorf("settings: %s is a symbolic link; not written through", dir)
 	}
 	return nil
 }
