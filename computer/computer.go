@@ -417,7 +417,7 @@ func sameServer(a, b config.Server) bool {
 // UpstreamSpec is how mcphost reaches a configured server; s must already
 // be rendered (placeholders substituted) for the Spec to be usable.
 func UpstreamSpec(s config.Server) mcphost.Spec {
-	sp := mcphost.Spec{BundleID: s.BundleID, Type: s.Type}
+	sp := mcphost.Spec{BundleID: s.BundleID, Type: s.Type, Secrets: s.Secrets}
 	if s.Stdio != nil {
 		sp.Command, sp.Args, sp.Env, sp.Cwd = s.Stdio.Command, s.Stdio.Args, s.Stdio.Env, s.Stdio.Cwd
 	}

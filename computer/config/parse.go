@@ -75,6 +75,10 @@ type Server struct {
 	// Stdio is set for a stdio server, HTTP for an sse or streamable one.
 	Stdio *Stdio
 	HTTP  *HTTP
+	// Secrets, set by [Resolver.Render], are the values its inputs gave:
+	// whatever reports on the rendered server (an upstream's errors,
+	// logs) masks them. Never serialized.
+	Secrets []string `json:"-"`
 	// Raw is the configuration as written, placeholders and secrets
 	// included; Name is filled in from Key when the file has no name. Never
 	// send it anywhere: [Server.Redact] gives the view for client:get_config.

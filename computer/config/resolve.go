@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -191,8 +192,20 @@ func (r *Resolver) Render(ctx context.Context, s Server) (Server, error) {
 	if err != nil {
 		return Server{}, err
 	}
+	// Every value an input gave (a password, a command's output, any) is
+	// the caller's to keep out of what it shows: see Server.Secrets.
+	out.Secrets = nil
+	for _, v := range rc.memo {
+		if len(v) >= minSecret && !slices.Contains(out.Secrets, v) {
+			out.Secrets = append(out.Secrets, v)
+		}
+	}
 	return out, nil
 }
+
+// minSecret is the shortest input value Server.Secrets holds: a shorter
+// one masked in a message would mask words, not secrets.
+const minSecret = 4
 
 // placeholder is one ${input:ID} or ${env:NAME} in a string, at
 // text[start:end].

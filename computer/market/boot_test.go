@@ -49,7 +49,8 @@ func recordJSON(t *testing.T, m *Manager, name string) string {
 
 // TestReconcileMarketplaces (P11): a boot's reconcile of the
 // marketplaces declared in extraKnownMarketplaces (user and project
-// settings): one not known is cloned, one whose clone is gone is cloned
+// settings): one not known is cloned (a project's, once the user trusts
+// its url; one nobody trusts is not), one whose clone is gone is cloned
 // again, one whose declared url differs from its record's is cloned
 // again from the declared url (the record follows it), one declared
 // autoUpdate is pulled (its record's commit and time move, only when
@@ -74,7 +75,14 @@ func TestReconcileMarketplaces(t *testing.T) {
 		"moved": decl(moved2URL, false), "auto": decl(autoURL, true), "gone": decl(goneURL, false)}); err != nil {
 		t.Fatal(err)
 	}
-	writeJSON(t, m.Paths.SettingsFile(settings.Project), map[string]any{"extraKnownMarketplaces": map[string]any{"fresh": decl(freshURL, false)}})
+	// The project declares fresh, whose url the user trusts, and
+	// stranger, whose url nobody trusts: only fresh is cloned.
+	strangerURL := fixture(t)
+	if err := settings.Set(m.Paths, settings.User, "trustedMarketplaces", []string{soloURL, movedURL, autoURL, goneURL, freshURL}); err != nil {
+		t.Fatal(err)
+	}
+	writeJSON(t, m.Paths.SettingsFile(settings.Project), map[string]any{"extraKnownMarketplaces": map[string]any{
+		"fresh": decl(freshURL, false), "stranger": decl(strangerURL, false)}})
 	solo := recordJSON(t, m, "solo")
 	autoBefore := recordJSON(t, m, "auto")
 	soloHead := gitCmd(t, m.cloneDir("solo"), "rev-parse", "HEAD")
@@ -83,7 +91,7 @@ func TestReconcileMarketplaces(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := reportJSON(rep); got != `{"cloned":["fresh","gone"],"recloned":["moved"],"pulled":[],"rematerialized":[],"scope_normalized":[],"failed_marketplaces":[],"failed_plugins":[]}` {
+	if got := reportJSON(rep); got != `{"cloned":["fresh","gone"],"recloned":["moved"],"pulled":[],"rematerialized":[],"scope_normalized":[],"failed_marketplaces":["stranger"],"failed_plugins":[]}` {
 		t.Errorf("first reconcile: %s", got)
 	}
 	known, _ := m.Known()
@@ -119,7 +127,7 @@ func TestReconcileMarketplaces(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := reportJSON(rep); got != `{"cloned":[],"recloned":[],"pulled":["auto"],"rematerialized":[],"scope_normalized":[],"failed_marketplaces":[],"failed_plugins":[]}` {
+	if got := reportJSON(rep); got != `{"cloned":[],"recloned":[],"pulled":["auto"],"rematerialized":[],"scope_normalized":[],"failed_marketplaces":["stranger"],"failed_plugins":[]}` {
 		t.Errorf("second reconcile: %s", got)
 	}
 	known, _ = m.Known()

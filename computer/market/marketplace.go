@@ -126,6 +126,14 @@ func (m *Manager) Known() (*settings.KnownMarketplaces, error) {
 	if k.Marketplaces == nil {
 		k.Marketplaces = map[string]settings.Marketplace{}
 	}
+	for name := range k.Marketplaces {
+		if !settings.ValidName(name) { // never a path made of a hostile file's key
+			delete(k.Marketplaces, name)
+			if m.Log != nil {
+				m.Log.Warn("market: known_marketplaces.json: a record with an invalid name left out", "name", name)
+			}
+		}
+	}
 	return k, nil
 }
 
@@ -203,7 +211,7 @@ func (m *Manager) Add(ctx context.Context, o AddOptions) (_ AddResult, err error
 		}
 		cat, err := ReadCatalog(dir)
 		if err != nil {
-			_ = os.RemoveAll(dir)
+			_ = m.removeTree(dir)
 			return AddResult{}, userErr("'%s' is not a marketplace: %v", url, err)
 		}
 		rec.LastUpdated = timestamp(m.now())
@@ -221,7 +229,7 @@ func (m *Manager) Add(ctx context.Context, o AddOptions) (_ AddResult, err error
 // failure removes what it made and is logged; its error is the SDKs'
 // message, exit 2.
 func (m *Manager) clone(ctx context.Context, url, dir string) (string, error) {
-	if err := os.RemoveAll(dir); err != nil {
+	if err := m.removeTree(dir); err != nil {
 		return "", &Error{Code: 3, Message: err.Error()}
 	}
 	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
@@ -236,7 +244,7 @@ func (m *Manager) clone(ctx context.Context, url, dir string) (string, error) {
 		err = errors.New("git rev-parse HEAD: not a commit")
 	}
 	if err != nil {
-		_ = os.RemoveAll(dir)
+		_ = m.removeTree(dir)
 		if m.Log != nil {
 			m.Log.Warn("market: clone failed", "url", url, "err", err)
 		}

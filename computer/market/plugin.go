@@ -95,6 +95,14 @@ func (m *Manager) Ledger() (*settings.InstalledPlugins, error) {
 	if l.Plugins == nil {
 		l.Plugins = map[string][]settings.PluginRecord{}
 	}
+	for id := range l.Plugins {
+		if _, _, err := settings.ParsePluginID(id); err != nil { // never a path made of a hostile file's key
+			delete(l.Plugins, id)
+			if m.Log != nil {
+				m.Log.Warn("market: installed_plugins.json: a record with an invalid id left out", "id", id)
+			}
+		}
+	}
 	return l, nil
 }
 
@@ -197,6 +205,13 @@ func (m *Manager) materialize(ctx context.Context, mp string, rec settings.Marke
 			dir = filepath.Join(dir, filepath.Clean(src.path))
 		}
 	}
+	root := rec.InstallLocation
+	if src.dir == "" {
+		root = m.ownClone(mp, e.Name)
+	}
+	if err := insideClone(root, dir); err != nil {
+		return InstallResult{}, userErr("plugin '%s': %v", o.ID, err)
+	}
 	manifest, err := readPluginManifest(dir, e)
 	if err != nil {
 		return InstallResult{}, userErr("plugin '%s': %v", o.ID, err)
@@ -242,13 +257,13 @@ func (m *Manager) materialize(ctx context.Context, mp string, rec settings.Marke
 // ref, or blobless and checked out at its sha, sparse for a git-subdir.
 func (m *Manager) clonePlugin(ctx context.Context, src source, dir string) (string, error) {
 	fail := func(err error) (string, error) {
-		_ = os.RemoveAll(dir)
+		_ = m.removeTree(dir)
 		if m.Log != nil {
 			m.Log.Warn("market: plugin clone failed", "url", src.url, "err", err)
 		}
 		return "", &Error{Code: 2, Message: fmt.Sprintf("clone/refresh failed for '%s' (see logs)", src.url)}
 	}
-	if err := os.RemoveAll(dir); err != nil {
+	if err := m.removeTree(dir); err != nil {
 		return "", &Error{Code: 3, Message: err.Error()}
 	}
 	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {

@@ -157,8 +157,11 @@ func (m *Manager) mayClone(merged *settings.Merged, name, url string) string {
 	if blockedMarketplace(merged, name, url) {
 		return "blocked by blockedMarketplaces"
 	}
-	if strictMarketplaces(merged) && !trustedURL(merged, name, url) {
-		return "strictKnownMarketplaces: the url is not trusted"
+	if !trustedURL(merged, name, url) {
+		// Its plugins could not run anyway; a working directory's
+		// declaration makes this machine connect nowhere until the user
+		// trusts the url (marketplace add URL --name NAME --trust).
+		return "declared by a working directory, and its url is not trusted by the user or the policy"
 	}
 	known, err := m.Known()
 	if err != nil {

@@ -167,6 +167,7 @@ func (m *Manager) resolvePlugins(p *Projection, merged *settings.Merged, g *gate
 		return err
 	}
 	intent := Intent(merged)
+	var ready []pending
 	ids := slices.Clone(intent)
 	for id := range ledger.Plugins {
 		if !slices.Contains(ids, id) {
@@ -224,11 +225,45 @@ func (m *Manager) resolvePlugins(p *Projection, merged *settings.Merged, g *gate
 		case err != nil:
 			ps.Reason = err.Error()
 		default:
-			m.activate(p, &ps, merged, g, taken, id, mp, dir, servers, inputs, recs)
+			ready = append(ready, pending{len(p.Plugins), id, mp, dir, servers, inputs, recs})
 		}
 		p.Plugins = append(p.Plugins, ps)
 	}
+	// An input's value comes from its A2C_SMCP_ variable, whose name
+	// folds '@', '/' and '-' alike: two inputs whose names meet would
+	// read each other's value (a plugin named to meet another's would
+	// read its password). Every plugin with such an input stays inactive.
+	vars := map[string][]string{} // variable → the plugins (or "" for a declared input) that read it
+	for _, in := range p.Config.Inputs {
+		vars[config.EnvName(in.ID, "", "")] = append(vars[config.EnvName(in.ID, "", "")], "")
+	}
+	for _, c := range ready {
+		for _, in := range c.inputs {
+			vars[config.EnvName(in.ID, "", "")] = append(vars[config.EnvName(in.ID, "", "")], c.id)
+		}
+	}
+	for _, c := range ready {
+		ps := &p.Plugins[c.index]
+		for _, in := range c.inputs {
+			if v := config.EnvName(in.ID, "", ""); len(vars[v]) > 1 {
+				ps.Reason = fmt.Sprintf("input %s's variable %s is another input's too (%s)", in.ID, v, strings.Join(vars[v], ", "))
+			}
+		}
+		if ps.Reason == "" {
+			m.activate(p, ps, merged, g, taken, c.id, c.mp, c.dir, c.servers, c.inputs, c.recs)
+		}
+	}
 	return nil
+}
+
+// pending is an enabled plugin that may be activated.
+type pending struct {
+	index   int // in Projection.Plugins
+	id, mp  string
+	dir     string
+	servers []config.Server
+	inputs  []smcp.MCPServerInput
+	recs    []settings.PluginRecord
 }
 
 // activate projects an enabled plugin's servers and skills into p,
@@ -359,9 +394,9 @@ func (m *Manager) pluginDir(mp, plugin string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	dir := src.dir
+	dir, root := src.dir, rec.InstallLocation
 	if dir == "" {
-		dir = m.ownClone(mp, plugin)
+		dir, root = m.ownClone(mp, plugin), m.ownClone(mp, plugin)
 		if src.path != "" {
 			dir = filepath.Join(dir, filepath.Clean(src.path))
 		}
@@ -369,7 +404,28 @@ func (m *Manager) pluginDir(mp, plugin string) (string, error) {
 	if _, err := os.Stat(dir); err != nil {
 		return "", fmt.Errorf("plugin '%s@%s' is not materialized at %s", plugin, mp, dir)
 	}
+	if err := insideClone(root, dir); err != nil {
+		return "", err
+	}
 	return dir, nil
+}
+
+// insideClone fails unless dir, its links resolved, is inside the clone
+// at root (resolved too): a link committed in a repository must not
+// make a plugin of a directory elsewhere.
+func insideClone(root, dir string) error {
+	r, err := filepath.EvalSymlinks(root)
+	if err != nil {
+		return fmt.Errorf("the clone %s cannot be resolved", root)
+	}
+	d, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return fmt.Errorf("the plugin's directory %s cannot be resolved", dir)
+	}
+	if d != r && !strings.HasPrefix(d, r+string(filepath.Separator)) {
+		return fmt.Errorf("the plugin's directory %s leads out of its clone", dir)
+	}
+	return nil
 }
 
 // ownClone is where a plugin with its own repository is cloned.
@@ -395,6 +451,9 @@ func pluginServers(dir, id string) ([]config.Server, []smcp.MCPServerInput, erro
 		stem := strings.TrimSuffix(filepath.Base(f), ".json")
 		if stem == "inputs" {
 			continue
+		}
+		if st, err := os.Lstat(f); err != nil || !st.Mode().IsRegular() {
+			return nil, nil, fmt.Errorf("mcp-servers/%s.json is not a regular file", stem)
 		}
 		b, err := settings.ReadFile(f)
 		if err != nil {

@@ -11,9 +11,11 @@ import (
 // the user's and the policy's trustedMarketplaces (by url), or a
 // declaration in the user's own extraKnownMarketplaces. A working
 // directory (a cloned repository: its project settings, and local
-// settings that may be committed) can declare a marketplace, which a
-// boot clones (cloning runs nothing), but can neither trust it nor move
-// a marketplace the user knows to another url. blockedMarketplaces (by
+// settings that may be committed) can declare a marketplace, but a boot
+// clones it only once the operator trusts its url (so a repository
+// makes this machine connect nowhere, and strictKnownMarketplaces, which
+// asks for that, always holds), and it can never move a marketplace the
+// user knows to another url. blockedMarketplaces (by
 // url or name, any scope that may supply it) wins over every trust.
 
 // trustedURL reports whether the operator trusts the marketplace name at
@@ -45,11 +47,4 @@ func declaredURL(merged *settings.Merged, s settings.Scope, name string) string 
 	src, _ := d["source"].(map[string]any)
 	url, _ := src["url"].(string)
 	return url
-}
-
-// strictMarketplaces reports whether strictKnownMarketplaces is on: then
-// a boot clones only marketplaces the operator trusts.
-func strictMarketplaces(merged *settings.Merged) bool {
-	on, _ := merged.Values["strictKnownMarketplaces"].(bool)
-	return on
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -30,6 +31,12 @@ type Spec struct {
 
 	URL     string
 	Headers map[string]string
+
+	// Secrets are values to mask ("***") in every error the Upstream
+	// reports or logs for a session of this Spec: the inputs' values a
+	// rendering put in its command, arguments, URL or headers, which a
+	// failed exec or connect would otherwise repeat.
+	Secrets []string
 
 	// Connect, for [TypeMemory], returns the client end of a fresh
 	// transport to the server, once per session: after a session ends the
@@ -107,6 +114,7 @@ type Upstream struct {
 	tools    []*mcp.Tool
 	caps     *mcp.ServerCapabilities
 	lastErr  error
+	secrets  []string // the current session's Spec.Secrets
 	restarts int
 
 	changes chan struct{}
@@ -378,7 +386,7 @@ func (u *Upstream) supervise(ctx context.Context) {
 	for ctx.Err() == nil {
 		u.setState(Connecting, nil)
 		start := time.Now()
-		err := u.session1(ctx)
+		err := maskSecrets(u.session1(ctx), u.lastSecrets())
 		if ctx.Err() != nil {
 			break
 		}
@@ -425,6 +433,9 @@ func (u *Upstream) session1(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	u.mu.Lock()
+	u.secrets = spec.Secrets
+	u.mu.Unlock()
 	client := mcp.NewClient(&mcp.Implementation{Name: "a2c-computer", Version: "0.3.0"}, &mcp.ClientOptions{
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { u.refreshAsync(ctx) },
 		ResourceListChangedHandler: func(context.Context, *mcp.ResourceListChangedRequest) {
@@ -586,4 +597,31 @@ type logWriter struct {
 func (w *logWriter) Write(p []byte) (int, error) {
 	w.log.Debug("mcp upstream stderr", "bundle_id", w.bundle, "text", string(p))
 	return len(p), nil
+}
+
+// lastSecrets are the secrets of the session last prepared.
+func (u *Upstream) lastSecrets() []string {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.secrets
+}
+
+// maskSecrets returns err with each of secrets in its text replaced by
+// "***" (err itself when none occurs). The masked error keeps no chain:
+// what it wrapped held the secret too.
+func maskSecrets(err error, secrets []string) error {
+	if err == nil || len(secrets) == 0 {
+		return err
+	}
+	msg := err.Error()
+	masked := msg
+	for _, s := range secrets {
+		if s != "" {
+			masked = strings.ReplaceAll(masked, s, "***")
+		}
+	}
+	if masked == msg {
+		return err
+	}
+	return errors.New(masked)
 }

@@ -1,10 +1,9 @@
 package cli
 
 // Adversarial tests of the management verbs and the managed boot
-// (security review). A test that calls atkFinding first demonstrates a
-// finding that is not fixed: it asserts the secure behaviour, was seen
-// failing, and is skipped unless A2C_ATTACK=1. The others show a defence
-// that holds. Every run uses temporary XDG_CONFIG_HOME, A2C_SKILL_HOME,
+// (the security review of issue 33). A test named for a FINDING was seen
+// failing before its fix and is its regression test; the others show a
+// defence that held. Every run uses temporary XDG_CONFIG_HOME, A2C_SKILL_HOME,
 // XDG_STATE_HOME, XDG_DATA_HOME and HOME, never the user's own.
 
 import (
@@ -14,6 +13,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -21,13 +21,6 @@ import (
 	"github.com/a2c-smcp/a2c-go/computer/market"
 	"github.com/a2c-smcp/a2c-go/computer/settings"
 )
-
-func atkFinding(t *testing.T, msg string) {
-	t.Helper()
-	if os.Getenv("A2C_ATTACK") == "" {
-		t.Skip(msg)
-	}
-}
 
 // atkEnv points every per-user directory of this process at a temp root
 // and makes a project directory the working directory; it returns the
@@ -94,7 +87,6 @@ func TestAttackComputerCheckRunsProjectInput(t *testing.T) {
 // in the upstream's error: `a2c computer check --json` prints it, and a
 // running Computer logs it at every restart ("mcp upstream down").
 func TestAttackCheckLeaksRenderedSecret(t *testing.T) {
-	atkFinding(t, "FINDING 4: rendered secrets (in url / command) appear in upstream errors: computer check --json and the Computer's logs")
 	const secret = "SECRETVALUE-4c1d"
 	root, _ := atkEnv(t)
 	t.Setenv("A2C_SMCP_tok", secret)
@@ -121,7 +113,6 @@ func TestAttackCheckLeaksRenderedSecret(t *testing.T) {
 // settings errors that `settings show` prints carry hostile keys the
 // same way.
 func TestAttackApprovalPromptEscapes(t *testing.T) {
-	atkFinding(t, "FINDING 15: server names and settings keys from a project reach the terminal unescaped (approval prompt, settings show)")
 	dir := t.TempDir()
 	paths := settings.Paths{UserDir: filepath.Join(dir, "user"), SkillHome: filepath.Join(dir, "home"), Cwd: filepath.Join(dir, "cwd"), ManagedDir: filepath.Join(dir, "managed")}
 	name := "fs\x1b[2K\r⚠ Trusted server 'fs' (origin=user) \x1b[8m"
@@ -187,10 +178,8 @@ func TestAttackManageVerbsHostileInput(t *testing.T) {
 		{"marketplace", []string{"refresh", "..", "--json"}, 1},
 		{"marketplace", []string{"set", "..", "auto-update=true", "--json"}, 1},
 		{"settings", []string{"set", "landingRoot", "/x", "--scope", "policy", "--json"}, 1},
-		// Refused, but with exit 3 ("internal") where the SDKs say 1 (the
-		// user's mistake): settings.Set's errors are not *market.Error.
-		{"settings", []string{"set", "a..b", "1", "--json"}, 3},
-		{"settings", []string{"set", "installedPlugins", `["../x@y"]`, "--json"}, 3},
+		{"settings", []string{"set", "a..b", "1", "--json"}, 1},
+		{"settings", []string{"set", "installedPlugins", `["../x@y"]`, "--json"}, 1},
 		{"settings", []string{"show", "--scope", "../../etc", "--json"}, 1},
 	}
 	for _, c := range cases {
@@ -206,7 +195,9 @@ func TestAttackManageVerbsHostileInput(t *testing.T) {
 		}
 	}
 	for _, d := range []string{"skills", "home", "state", "data"} {
-		if ents, _ := os.ReadDir(filepath.Join(root, d)); len(ents) > 0 {
+		ents, _ := os.ReadDir(filepath.Join(root, d))
+		ents = slices.DeleteFunc(ents, func(e os.DirEntry) bool { return e.Name() == "manage.lock" }) // a lock, not state
+		if len(ents) > 0 {
 			t.Errorf("refused commands wrote into %s: %v", d, ents)
 		}
 	}

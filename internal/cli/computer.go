@@ -470,7 +470,7 @@ func printManagedCheck(e *env, asJSON bool, proj *market.Projection, reports []c
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "BUNDLE_ID\tNAME\tTYPE\tORIGIN\tSTATE\tTOOLS")
 	for _, r := range reports {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\n", r.BundleID, r.Name, r.Type, r.Origin, r.State, len(r.Tools))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\n", r.BundleID, printable(r.Name), r.Type, r.Origin, r.State, len(r.Tools))
 	}
 	tw.Flush()
 	for _, r := range reports {
@@ -485,18 +485,18 @@ func printManagedCheck(e *env, asJSON bool, proj *market.Projection, reports []c
 		fmt.Fprintf(e.stdout, "skill %s (%s %s)\n", k.Name, k.Source, k.Version)
 	}
 	for _, p := range pending {
-		fmt.Fprintf(e.stdout, "pending %s (%s, origin %s): approve it (a2c computer, on a terminal) or pass --approve-all-mcp\n", p.Name, p.BundleID, p.Origin)
+		fmt.Fprintf(e.stdout, "pending %s (%s, origin %s): approve it (a2c computer, on a terminal) or pass --approve-all-mcp\n", printable(p.Name), printable(p.BundleID), p.Origin)
 	}
 	for _, ps := range proj.Plugins {
 		if ps.Reason != "" {
-			fmt.Fprintf(e.stdout, "plugin %s not active: %s\n", ps.ID, ps.Reason)
+			fmt.Fprintf(e.stdout, "plugin %s not active: %s\n", ps.ID, printable(ps.Reason))
 		}
 	}
 	for _, n := range proj.Notes {
-		fmt.Fprintf(e.stdout, "note: %s\n", n)
+		fmt.Fprintf(e.stdout, "note: %s\n", printable(n))
 	}
 	for _, se := range errs {
-		fmt.Fprintf(e.stdout, "warning: %s settings (%s): %s: %s\n", se.Scope, se.SourcePath, se.Field, se.Reason)
+		fmt.Fprintf(e.stdout, "warning: %s settings (%s): %s: %s\n", se.Scope, printable(se.SourcePath), printable(se.Field), printable(se.Reason))
 	}
 	return nil
 }

@@ -22,6 +22,7 @@ import (
 	"slices"
 	"strings"
 	"text/tabwriter"
+	"unicode"
 
 	"github.com/a2c-smcp/a2c-go/computer/market"
 	"github.com/a2c-smcp/a2c-go/computer/settings"
@@ -481,7 +482,7 @@ func runSettings(ctx context.Context, e *env, verb string, args []string) error 
 		b, _ := json.MarshalIndent(v, "", "  ")
 		fmt.Fprintln(e.stdout, string(b))
 		for _, se := range merged.Errors {
-			fmt.Fprintf(e.stderr, "⚠ %s settings (%s): %s: %s\n", se.Scope, se.SourcePath, se.Field, se.Reason)
+			fmt.Fprintf(e.stderr, "⚠ %s settings (%s): %s: %s\n", se.Scope, printable(se.SourcePath), printable(se.Field), printable(se.Reason))
 		}
 		return nil
 	case "get":
@@ -516,7 +517,7 @@ func runSettings(ctx context.Context, e *env, verb string, args []string) error 
 			val = pos[1] // not JSON: a literal string
 		}
 		if err := settings.Set(p, sc, pos[0], val); err != nil {
-			return fail(err)
+			return fail(&market.Error{Code: 1, Message: err.Error()})
 		}
 		return e.done(*f.json, map[string]any{"key": pos[0], "scope": sc, "value": val}, fmt.Sprintf("✓ set %s in %s scope", pos[0], sc))
 	case "edit":
@@ -552,7 +553,7 @@ func runSettings(ctx context.Context, e *env, verb string, args []string) error 
 		merged, _ := settings.Load(p)
 		for _, se := range merged.Errors {
 			if se.Scope == sc {
-				fmt.Fprintf(e.stderr, "⚠ %s: %s: %s\n", se.SourcePath, se.Field, se.Reason)
+				fmt.Fprintf(e.stderr, "⚠ %s: %s: %s\n", printable(se.SourcePath), printable(se.Field), printable(se.Reason))
 			}
 		}
 		return e.done(*f.json, map[string]any{"edited": path, "scope": sc}, fmt.Sprintf("✓ edited %s settings (%s)", sc, path))
@@ -769,4 +770,17 @@ func resolveServerName(servers []market.ServerState, arg string) (string, error)
 		lines = append(lines, fmt.Sprintf("%s (name %s, %s)", s.BundleID, s.Name, s.Origin))
 	}
 	return "", fmt.Errorf("'%s' names several servers: %s; give the bundle_id", arg, strings.Join(lines, ", "))
+}
+
+// printable is text from files a repository may have written (a server's
+// name, a settings key) as a terminal may show it: every control
+// character (an escape sequence's start, a carriage return) is replaced,
+// so that it cannot rewrite what the user reads or answers.
+func printable(s string) string {
+	return strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return '\uFFFD'
+		}
+		return r
+	}, s)
 }

@@ -83,7 +83,7 @@ func approvePending(r io.Reader, w io.Writer, paths settings.Paths, pending []ma
 			break
 		}
 		fmt.Fprintf(w, "⚠ Unapproved workspace MCP server '%s' (bundle_id %s, origin=%s)\n  [y]es this server · [a]ll project servers · [n]o (deny): ",
-			s.Name, s.BundleID, s.Origin)
+			printable(s.Name), printable(s.BundleID), s.Origin)
 		line, _ := in.ReadString('\n')
 		var err error
 		switch strings.ToLower(strings.TrimSpace(line)) {

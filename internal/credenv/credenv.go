@@ -24,6 +24,12 @@ var names = []string{
 	"OTEL_EXPORTER_OTLP_TRACES_HEADERS",
 }
 
+// InputPrefix starts the variables that give a Computer's inputs their
+// values (config.EnvPrefix): plugins' passwords among them. The
+// Computer reads them; no process it starts inherits one (a server gets
+// the values its own configuration renders).
+const InputPrefix = "A2C_SMCP_"
+
 // Names returns the credential variables' names.
 func Names() []string { return slices.Clone(names) }
 
@@ -33,7 +39,7 @@ func Strip(environ []string, also ...string) []string {
 	out := make([]string, 0, len(environ))
 	for _, kv := range environ {
 		k, _, _ := strings.Cut(kv, "=")
-		if !slices.Contains(names, k) && !slices.Contains(also, k) {
+		if !slices.Contains(names, k) && !slices.Contains(also, k) && !strings.HasPrefix(k, InputPrefix) {
 			out = append(out, kv)
 		}
 	}
