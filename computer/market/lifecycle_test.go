@@ -25,7 +25,7 @@ func server(name, bundleID, args string) string {
 // spec's), twin (declares audit's server acme_audit_srv too), secret and
 // vault (each with an input api_token, a password, used in args), and
 // lone (its own server, acme_lone_srv).
-func wideFixture(t *testing.T) string {
+func wideFixture(t testing.TB) string {
 	t.Helper()
 	skillMD := func(name string) string {
 		return "---\nname: " + name + "\ndescription: \"The " + name + " skill.\"\n---\n# " + name + "\n"

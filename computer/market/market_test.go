@@ -44,7 +44,7 @@ func fixture(t *testing.T) string {
 	return url
 }
 
-func testManager(t *testing.T) *Manager {
+func testManager(t testing.TB) *Manager {
 	t.Helper()
 	dir := t.TempDir()
 	return &Manager{Paths: settings.Paths{UserDir: filepath.Join(dir, "config", "a2c"), SkillHome: filepath.Join(dir, "skills"),

@@ -13,7 +13,7 @@ import (
 
 // gitRepo makes a bare repository of files at root/name.git (one commit)
 // and returns its file:// URL and the commit.
-func gitRepo(t *testing.T, root, name string, files map[string]string) (string, string) {
+func gitRepo(t testing.TB, root, name string, files map[string]string) (string, string) {
 	t.Helper()
 	src := filepath.Join(root, name)
 	for f, content := range files {
@@ -37,7 +37,7 @@ func gitRepo(t *testing.T, root, name string, files map[string]string) (string, 
 }
 
 // gitCmd runs git in dir as a test's author and returns its output.
-func gitCmd(t *testing.T, dir string, args ...string) string {
+func gitCmd(t testing.TB, dir string, args ...string) string {
 	t.Helper()
 	cmd := exec.Command("git", args...)
 	cmd.Dir = dir
