@@ -17,11 +17,12 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"log/slog"
+	"maps"
 	"net"
 	"net/url"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -391,7 +392,7 @@ func (c *Computer) SetMarketSkills(skills map[string][]skill.Package) bool {
 			changed = s.reg.Set(src, nil) || changed
 		}
 	}
-	for _, src := range sortedSources(skills) {
+	for _, src := range slices.Sorted(maps.Keys(skills)) {
 		if !strings.HasPrefix(src, MarketSkillPrefix) {
 			continue
 		}
@@ -401,13 +402,4 @@ func (c *Computer) SetMarketSkills(skills map[string][]skill.Package) bool {
 		c.emit(smcp.EventUpdateSkills)
 	}
 	return changed
-}
-
-func sortedSources(m map[string][]skill.Package) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

@@ -3,12 +3,10 @@ package market
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/a2c-smcp/a2c-go/computer/settings"
-	"github.com/a2c-smcp/a2c-go/skill"
 )
 
 // CatalogFile is a marketplace's catalog, relative to its repository.
@@ -68,38 +66,15 @@ func (c *Catalog) localDir(dir string, e Entry) string {
 	return filepath.Join(dir, clean)
 }
 
-// SkillCount counts the skills the catalog's local plugins bring: each
-// skills/<dir>/SKILL.md with a description (a skill without one is not
-// listed), one level below skills/.
+// SkillCount counts the skills the catalog's local plugins bring, as an
+// enabled plugin's are served (PluginSkills: one level below skills/, a
+// skill without a description left out).
 func (c *Catalog) SkillCount(dir string) int {
 	n := 0
 	for _, e := range c.Plugins {
-		pd := c.localDir(dir, e)
-		if pd == "" {
-			continue
-		}
-		ents, _ := os.ReadDir(filepath.Join(pd, "skills"))
-		for _, s := range ents {
-			if s.IsDir() && hasDescription(filepath.Join(pd, "skills", s.Name())) {
-				n++
-			}
+		if pd := c.localDir(dir, e); pd != "" {
+			n += len(PluginSkills(pd, e.Name+"@"+c.Name, "", "", nil))
 		}
 	}
 	return n
-}
-
-// hasDescription reports whether the skill package at dir has a
-// SKILL.md whose front matter gives a non-empty description (its name
-// is display only: a plugin's skill is named by its directory).
-func hasDescription(dir string) bool {
-	doc, err := skill.ReadDoc(dir)
-	if err != nil || !doc.HasFront {
-		return false
-	}
-	raw, err := skill.ParseYAML(doc.Front)
-	if err != nil {
-		return false
-	}
-	d, _ := raw["description"].(string)
-	return strings.TrimSpace(d) != ""
 }

@@ -156,7 +156,11 @@ func (m *Manager) restore(id string, before []prior) {
 // value.
 func (m *Manager) checkEnable(ctx context.Context, id string, o EnableOptions) error {
 	plugin, mp, _ := settings.ParsePluginID(id)
-	dir, err := m.pluginDir(mp, plugin)
+	known, err := m.Known()
+	if err != nil {
+		return &Error{Code: 3, Message: err.Error()}
+	}
+	dir, err := m.pluginDir(known, mp, plugin)
 	if err != nil {
 		return userErr("plugin '%s': %v", id, err)
 	}

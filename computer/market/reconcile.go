@@ -87,13 +87,17 @@ func (m *Manager) Reconcile(ctx context.Context) (BootReport, error) {
 	if err != nil {
 		return rep, err
 	}
+	known, err := m.Known() // after the marketplaces' reconcile above
+	if err != nil {
+		return rep, err
+	}
 	for _, id := range Intent(merged) {
 		plugin, mp, err := settings.ParsePluginID(id)
 		if err != nil {
 			continue
 		}
 		recs := ledger.Plugins[id]
-		dir, derr := m.pluginDir(mp, plugin)
+		dir, derr := m.pluginDir(known, mp, plugin)
 		// Stale: not where its marketplace puts it, or a legacy record
 		// without mcpServers (its bundledMcpServers held names, which
 		// the reclaim cannot use): materialized again.

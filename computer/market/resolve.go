@@ -166,6 +166,10 @@ func (m *Manager) resolvePlugins(p *Projection, merged *settings.Merged, g *gate
 	if err != nil {
 		return err
 	}
+	known, err := m.Known() // read once for every plugin
+	if err != nil {
+		return err
+	}
 	intent := Intent(merged)
 	var ready []pending
 	ids := slices.Clone(intent)
@@ -201,10 +205,10 @@ func (m *Manager) resolvePlugins(p *Projection, merged *settings.Merged, g *gate
 		plugin, mp, _ := settings.ParsePluginID(id)
 		var dir string
 		if len(recs) > 0 {
-			dir, err = m.pluginDir(mp, plugin)
+			dir, err = m.pluginDir(known, mp, plugin)
 		}
 		if err == nil && len(recs) > 0 {
-			err = m.checkTrust(merged, mp)
+			err = checkTrust(merged, known, mp)
 		}
 		var servers []config.Server
 		var inputs []smcp.MCPServerInput
@@ -330,11 +334,7 @@ func (m *Manager) activate(p *Projection, ps *PluginState, merged *settings.Merg
 
 // checkTrust fails when the operator does not trust marketplace mp at
 // the url it was cloned from (see trust.go): its plugins stay inactive.
-func (m *Manager) checkTrust(merged *settings.Merged, mp string) error {
-	known, err := m.Known()
-	if err != nil {
-		return err
-	}
+func checkTrust(merged *settings.Merged, known *settings.KnownMarketplaces, mp string) error {
 	rec := known.Marketplaces[mp]
 	if !trustedURL(merged, mp, rec.Source.URL) {
 		return fmt.Errorf("marketplace '%s' (%s) is not trusted by the user or the policy (marketplace add --trust, or trustedMarketplaces), or is blocked", mp, rec.Source.URL)
@@ -373,11 +373,8 @@ func enabledTrusted(merged *settings.Merged, id string) bool {
 // the marketplace's clone and catalog (a stored installPath is never
 // trusted): its directory in the catalog's clone for a relative source,
 // else its own clone under <home>/marketplace/.plugins/<mp>/<plugin>.
-func (m *Manager) pluginDir(mp, plugin string) (string, error) {
-	known, err := m.Known()
-	if err != nil {
-		return "", err
-	}
+// known is known_marketplaces.json as read.
+func (m *Manager) pluginDir(known *settings.KnownMarketplaces, mp, plugin string) (string, error) {
 	rec, ok := known.Marketplaces[mp]
 	if !ok {
 		return "", fmt.Errorf("marketplace '%s' not added", mp)
@@ -522,6 +519,7 @@ func pluginInputs(dir, id string) ([]smcp.MCPServerInput, error) {
 func PluginSkills(dir, id, source, version string, log *slog.Logger) []skill.Package {
 	plugin, _, _ := settings.ParsePluginID(id)
 	ents, _ := os.ReadDir(filepath.Join(dir, "skills"))
+	inside := mustEval(dir) + string(filepath.Separator)
 	var out []skill.Package
 	for _, e := range ents {
 		sd := filepath.Join(dir, "skills", e.Name())
@@ -529,7 +527,7 @@ func PluginSkills(dir, id, source, version string, log *slog.Logger) []skill.Pac
 			continue
 		}
 		root, err := filepath.EvalSymlinks(sd)
-		if err != nil || !strings.HasPrefix(root, mustEval(dir)+string(filepath.Separator)) {
+		if err != nil || !strings.HasPrefix(root, inside) {
 			continue // never a package outside the plugin
 		}
 		doc, err := skill.ReadDoc(root)

@@ -1,10 +1,10 @@
 package settings
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"reflect"
 	"strings"
 
@@ -99,34 +99,30 @@ func RemoveMCP(p Paths, flagFile string, embed []config.Server, key string) ([]S
 }
 
 // updateMCP changes the "servers" object of the mcp.json at path under
-// its lock (the rest of the file kept); change reports whether it
-// changed anything. A file that is not a JSON object, or whose servers
-// are not an object, is not written ([ErrMCPCorrupt]).
+// its lock (the rest of the file kept, see update); change reports
+// whether it changed anything. A file that is not a JSON object, or whose
+// servers are not an object, is not written ([ErrMCPCorrupt]).
 func updateMCP(path string, change func(servers map[string]any) bool) error {
-	unlock, err := lockMaking(path)
-	if err != nil {
-		return err
-	}
-	defer unlock()
-	m, err := readObject(path)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		m = map[string]any{}
-	case err != nil:
+	var bad error
+	err := update(path, func(m map[string]any) bool {
+		servers, ok := m["servers"].(map[string]any)
+		if _, present := m["servers"]; present && !ok {
+			bad = fmt.Errorf("%s: servers is not an object: %w", path, ErrMCPCorrupt)
+			return false
+		}
+		if servers == nil {
+			servers = map[string]any{}
+		}
+		if !change(servers) {
+			return false
+		}
+		m["servers"] = servers
+		return true
+	})
+	if errors.Is(err, errNotObject) {
 		return fmt.Errorf("%s: %w", path, ErrMCPCorrupt)
 	}
-	servers, ok := m["servers"].(map[string]any)
-	if _, present := m["servers"]; present && !ok {
-		return fmt.Errorf("%s: servers is not an object: %w", path, ErrMCPCorrupt)
-	}
-	if servers == nil {
-		servers = map[string]any{}
-	}
-	if !change(servers) {
-		return nil
-	}
-	m["servers"] = servers
-	return writeJSON(path, "", m)
+	return cmp.Or(bad, err)
 }
 
 // jsonValue is v as JSON reads it back (for comparison with a file's).

@@ -113,13 +113,22 @@ func update(path string, change func(map[string]any) bool) error {
 	case errors.Is(err, fs.ErrNotExist):
 		m = map[string]any{}
 	case err != nil:
-		return fmt.Errorf("settings: %s is %s; fix or remove it first", path, strings.SplitN(err.Error(), ":", 2)[0])
+		return notObjectError(fmt.Sprintf("settings: %s is %s; fix or remove it first", path, strings.SplitN(err.Error(), ":", 2)[0]))
 	}
 	if !change(m) {
 		return nil
 	}
 	return writeJSON(path, "", m)
 }
+
+// errNotObject is what update's refusal to overwrite a file that is not
+// a JSON object is (errors.Is), whatever its message says.
+var errNotObject = errors.New("not a JSON object")
+
+type notObjectError string
+
+func (e notObjectError) Error() string        { return string(e) }
+func (e notObjectError) Is(target error) bool { return target == errNotObject }
 
 // lockMaking takes path's lock (Lock), making its directory first.
 func lockMaking(path string) (unlock func(), err error) {
